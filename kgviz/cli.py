@@ -1,0 +1,194 @@
+"""`kgviz` command line: the same library the app uses.
+
+  kgviz build PATH... --db DIR [--llm SPEC] [--embedder SPEC] [--chunk-tokens N] [--json]
+  kgviz import-kg TRIPLES.tsv [--entities ENTITIES.jsonl] --db DIR [--json]
+  kgviz ask "QUESTION" --db DIR --method NAME|all [--llm SPEC] [--json]
+
+Expected failures (bad input, missing key, locked database, ...) print one readable line on
+stderr and exit with status 2; nothing is half-written for a file that failed to load.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any, Callable, Sequence
+
+from kgviz.config import Settings
+from kgviz.errors import KgvizError
+
+EXIT_USER_ERROR = 2
+
+
+def _common(p: argparse.ArgumentParser, *, llm: bool = True) -> None:
+    p.add_argument("--db", help="database directory (default: $KGVIZ_DB or ~/.kgviz/workspaces/default)")
+    p.add_argument("--embedder", help="hashing | hashing:<dim> | fastembed:<model> | fastembed:<model>@<dir> "
+                   "(default: what the database was built with, else $KGVIZ_EMBEDDER or hashing)")
+    if llm:
+        p.add_argument("--llm", help="offline | anthropic:<model> | openai:<model> | "
+                       "openai-compatible:<model>@<base_url> (default: auto = a provider whose key is set, else offline)")
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kgviz", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    b = sub.add_parser("build", help="build (or extend) the graph from txt/md/pdf/jsonl files or folders")
+    b.add_argument("paths", nargs="+")
+    _common(b)
+    b.add_argument("--chunk-tokens", type=int, help="chunk size in (approximate) tokens")
+    b.add_argument("--chunk-overlap", type=int, help="overlap between chunks in tokens")
+    b.add_argument("--workers", type=int, help="concurrent extraction workers")
+    b.add_argument("--estimate", action="store_true", help="print the cost estimate and stop")
+    b.set_defaults(func=cmd_build)
+
+    k = sub.add_parser("import-kg", help="load a curated KG (TSV head/relation/tail) for KG-Infused RAG")
+    k.add_argument("triples")
+    k.add_argument("--entities", help="entities.jsonl with label, qid, description")
+    k.add_argument("--exclude-questions", help="comma-separated question ids whose facts are held out")
+    _common(k, llm=False)
+    k.set_defaults(func=cmd_import_kg)
+
+    a = sub.add_parser("ask", help="run retrieval methods on a question and answer it")
+    a.add_argument("question")
+    a.add_argument("--method", default="all", help="method name or 'all' (see `kgviz methods`)")
+    a.add_argument("--budget-tokens", type=int, default=None, help="context budget for the shared answer step")
+    _common(a)
+    a.set_defaults(func=cmd_ask)
+
+    m = sub.add_parser("methods", help="list the registered retrieval methods and their params")
+    m.add_argument("--json", action="store_true")
+    m.set_defaults(func=cmd_methods)
+    return parser
+
+
+def _progress_printer(enabled: bool) -> Callable[[Any], None]:
+    last = [0.0]
+
+    def show(ev: Any) -> None:
+        if not enabled:
+            return
+        now = time.monotonic()
+        if now - last[0] < 0.2 and ev.done < ev.total:
+            return
+        last[0] = now
+        u = ev.usage_so_far
+        cost = f" ${u.cost_usd:.4f}" if u.cost_usd else ""
+        sys.stderr.write(f"\r[{ev.stage}] {ev.done}/{ev.total} {ev.message[:60]:<60} tokens={u.total_tokens}{cost}")
+        if ev.done >= ev.total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return show
+
+
+def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
+    from kgviz.index.pipeline import BuildParams, build, estimate_cost
+    from kgviz.ingest import load_paths
+    from kgviz.workspace import open_workspace
+
+    ws = open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder)
+    for n in ws.notices:
+        print(f"note: {n}", file=sys.stderr)
+    loaded = load_paths(args.paths, max_bytes=settings.max_file_bytes)
+    for err in loaded.errors:
+        print(f"skipped {err.user_message()}", file=sys.stderr)
+    overrides = {k: v for k, v in {"chunk_tokens": args.chunk_tokens, "chunk_overlap": args.chunk_overlap,
+                                   "workers": args.workers}.items() if v is not None}
+    params = BuildParams(**overrides)
+    if args.estimate:
+        est = estimate_cost(loaded.documents, params, ws.llm, ws.prices)
+        print(json.dumps(est.to_dict(), indent=2) if args.json else est)
+        return 0
+    if not loaded.documents:
+        print("error: no loadable documents", file=sys.stderr)
+        return EXIT_USER_ERROR
+    report = build(loaded.documents, ws.store, ws.reasoner(), params,
+                   progress=_progress_printer(not args.json and sys.stderr.isatty()))
+    out = report.to_dict()
+    out["load_errors"] = [{"path": e.path, "reason": e.reason} for e in loaded.errors]
+    out["notices"] = ws.notices
+    if args.json:
+        print(json.dumps(out, indent=2, default=str))
+    else:
+        print(f"built {ws.store.path} in mode {out.get('mode')}")
+        for table, n in sorted(out.get("counts", {}).items()):
+            print(f"  {table:<14}{n:>10}")
+    return 1 if loaded.errors and not loaded.documents else 0
+
+
+def cmd_import_kg(args: argparse.Namespace, settings: Settings) -> int:
+    from kgviz.index.import_kg import import_kg
+    from kgviz.workspace import open_workspace
+
+    ws = open_workspace(settings, db_dir=args.db, llm_spec="offline", embedder_spec=args.embedder)
+    exclude = [q for q in (args.exclude_questions or "").split(",") if q]
+    report = import_kg(ws.store, ws.embedder, args.triples, args.entities, exclude_question_ids=exclude)
+    out = report.to_dict()
+    if args.json:
+        print(json.dumps(out, indent=2, default=str))
+    else:
+        for k, v in out.items():
+            if k != "bad_rows":
+                print(f"{k}: {v}")
+        for line_no, reason in out.get("bad_rows", [])[:50]:
+            print(f"  line {line_no}: {reason}", file=sys.stderr)
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
+    from kgviz.methods.registry import list_methods
+    from kgviz.run import run_methods
+    from kgviz.workspace import open_workspace
+
+    ws = open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder)
+    names = list_methods() if args.method == "all" else [m.strip() for m in args.method.split(",") if m.strip()]
+    runs = run_methods(names, args.question, ws.method_context(), budget_tokens=args.budget_tokens)
+    if args.json:
+        print(json.dumps([r.to_dict() for r in runs], indent=2, default=str))
+        return 0
+    label = "offline heuristics (no LLM)" if ws.llm.is_offline else ws.mode
+    print(f"mode: {label}")
+    for r in runs:
+        status = f"ERROR {r.error}" if r.error else r.answer
+        u = r.usage
+        print(f"{r.method:<16} {status}\n{'':<16} context {r.context.n_tokens} tok · {u.calls} calls · "
+              f"{u.total_tokens} tok · ${u.cost_usd:.4f} · {r.seconds:.2f}s")
+    return 0
+
+
+def cmd_methods(args: argparse.Namespace, settings: Settings) -> int:
+    from kgviz.methods.base import params_doc, params_to_dict
+    from kgviz.methods.registry import get_method, list_methods
+
+    rows = []
+    for name in list_methods():
+        m = get_method(name)
+        rows.append({"name": name, "title": m.title, "paper": m.paper,
+                     "params": params_to_dict(m.Params()), "docs": params_doc(m.Params),
+                     "presets": sorted(m.presets)})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            print(f"{r['name']:<16} {r['title']} (paper {r['paper']}) presets: {', '.join(r['presets']) or '-'}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = Settings.from_env()
+        return int(args.func(args, settings))
+    except KgvizError as exc:
+        print(f"error: {exc.user_message()}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("interrupted: what was written is kept; re-run to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""Ingest: load files into Documents, split them into chunks and KET-RAG sub-chunks."""
+from kgviz.ingest.chunking import chunk_document, chunk_documents, split_subchunks, total_tokens
+from kgviz.ingest.loaders import (
+    DEFAULT_MAX_BYTES,
+    SUPPORTED_EXTENSIONS,
+    LoadResult,
+    document_from_text,
+    load_bytes,
+    load_file,
+    load_paths,
+    load_uploads,
+)
+from kgviz.ingest.markdown import strip_markdown
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "SUPPORTED_EXTENSIONS",
+    "LoadResult",
+    "chunk_document",
+    "chunk_documents",
+    "document_from_text",
+    "load_bytes",
+    "load_file",
+    "load_paths",
+    "load_uploads",
+    "split_subchunks",
+    "strip_markdown",
+    "total_tokens",
+]

@@ -1,0 +1,204 @@
+"""The method framework: retrieval-only methods that record a step trace.
+
+A method answers nothing itself. ``Method.retrieve(question, ctx, params, tracer)`` returns a
+typed ``RetrievedContext``; ``kgviz.answer`` then produces the answer with one shared prompt, so
+methods differ only in what they retrieve. Every method records ``TraceStep``s through a
+``Tracer``; the viz layer turns them into frames. Nothing here knows about pyvis or Streamlit.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from typing import Any, Callable, ClassVar, Literal, Protocol
+
+from kgviz.reasoning import LLMCall, Reasoner, TaskResult
+from kgviz.types import Usage
+
+StepKind = Literal["seed", "expand", "score", "select", "prune", "llm", "context", "answer", "error"]
+Role = Literal["candidate", "chosen", "rejected", "seed", "context"]
+
+
+@dataclass
+class NodeRef:
+    """A graph element a step touched. ``table`` is the Kùzu table (Entity, Triple, Chunk,
+    SubChunk, Document, Keyword); ``role`` says what the step did with it."""
+
+    id: str
+    table: str
+    role: Role = "candidate"
+    label: str = ""
+    score: float | None = None
+
+
+@dataclass
+class EdgeRef:
+    """An edge a step touched, between two node ids. ``rel`` is the relation label or rel table."""
+
+    source: str
+    target: str
+    rel: str
+    role: Role = "candidate"
+    score: float | None = None
+
+
+@dataclass
+class TraceStep:
+    index: int
+    kind: StepKind
+    title: str
+    detail: str = ""
+    nodes: list[NodeRef] = field(default_factory=list)
+    edges: list[EdgeRef] = field(default_factory=list)
+    scores: dict[str, float] = field(default_factory=dict)
+    llm: LLMCall | None = None
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0
+    data: dict[str, Any] = field(default_factory=dict)  # method-specific extras (budgets, round no.)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["llm"] = self.llm.to_dict() if self.llm else None
+        d["usage"] = self.usage.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TraceStep":
+        d = dict(d)
+        u = dict(d.pop("usage", {}))
+        u.pop("total_tokens", None)
+        llm = d.pop("llm", None)
+        return cls(
+            nodes=[NodeRef(**n) for n in d.pop("nodes", [])],
+            edges=[EdgeRef(**e) for e in d.pop("edges", [])],
+            llm=LLMCall.from_dict(llm) if llm else None,
+            usage=Usage(**u),
+            **d,
+        )
+
+
+class Tracer:
+    """Collects steps. ``reason`` wraps ``Reasoner.run`` so the LLM call lands in the step."""
+
+    def __init__(self, reasoner: Reasoner | None = None) -> None:
+        self.steps: list[TraceStep] = []
+        self.reasoner = reasoner
+        self._t = time.perf_counter()
+
+    def step(self, kind: StepKind, title: str, detail: str = "", **kw: Any) -> TraceStep:
+        now = time.perf_counter()
+        llm: LLMCall | None = kw.pop("llm", None)
+        s = TraceStep(len(self.steps), kind, title, detail, llm=llm, latency_s=now - self._t, **kw)
+        if llm is not None:
+            s.usage = s.usage + llm.usage
+        self._t = now
+        self.steps.append(s)
+        return s
+
+    def reason(self, task: str, *, title: str, detail: str = "", kind: StepKind = "llm",
+               nodes: list[NodeRef] | None = None, edges: list[EdgeRef] | None = None,
+               **inputs: Any) -> tuple[Any, TraceStep]:
+        """Run a reasoning task and record it as one step. Parse errors still record the step
+        (with the raw output) before re-raising."""
+        if self.reasoner is None:
+            raise RuntimeError("Tracer has no reasoner")
+        try:
+            res: TaskResult = self.reasoner.run(task, step=task, **inputs)
+        except Exception as exc:
+            call = getattr(exc, "call", None)
+            self.step("error", f"{title} failed", str(exc), llm=call)
+            raise
+        s = self.step(kind, title, detail, llm=res.call, nodes=nodes or [], edges=edges or [])
+        return res.value, s
+
+    @property
+    def usage(self) -> Usage:
+        total = Usage()
+        for s in self.steps:
+            total = total + s.usage
+        return total
+
+
+@dataclass
+class ContextItem:
+    """One piece of retrieved evidence. ``kind`` is chunk | subchunk | triple | entity | note."""
+
+    id: str
+    kind: str
+    text: str
+    score: float | None = None
+    n_tokens: int = 0
+    source: str = ""  # provenance: chunk id / doc title
+
+
+@dataclass
+class RetrievedContext:
+    items: list[ContextItem] = field(default_factory=list)
+    node_ids: list[str] = field(default_factory=list)  # every graph node the context came from
+    notes: dict[str, str] = field(default_factory=dict)  # e.g. KG-Infused notes, expanded query
+
+    @property
+    def n_tokens(self) -> int:
+        return sum(i.n_tokens for i in self.items)
+
+    def render(self) -> str:
+        """The text block the shared answer step sees (numbered evidence)."""
+        return "\n".join(f"[{n}] {i.text}" for n, i in enumerate(self.items, 1))
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["n_tokens"] = self.n_tokens
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RetrievedContext":
+        return cls(items=[ContextItem(**i) for i in d.get("items", [])],
+                   node_ids=list(d.get("node_ids", [])), notes=dict(d.get("notes", {})))
+
+
+@dataclass
+class MethodContext:
+    """What a method may use: the graph store, the reasoner (LLM or offline), the embedder."""
+
+    store: Any  # kgviz.graph.store.GraphStore (typed loosely: methods must not import kuzu)
+    reasoner: Reasoner
+
+    @property
+    def embedder(self) -> Any:
+        return self.reasoner.embedder
+
+
+class Method(Protocol):
+    name: ClassVar[str]
+    title: ClassVar[str]  # e.g. "KG-RAG (Chain of Explorations)"
+    paper: ClassVar[str]  # e.g. "001" or "baseline"
+    Params: ClassVar[type]  # frozen dataclass
+    presets: ClassVar[dict[str, Any]]  # name -> Params instance ("paper", "code")
+
+    def retrieve(self, question: str, ctx: MethodContext, params: Any, tracer: Tracer) -> RetrievedContext: ...
+
+
+_METHODS: dict[str, Callable[[], Method]] = {}
+
+
+def register(cls: type) -> type:
+    """Class decorator: make a method available by its ``name``."""
+    _METHODS[cls.name] = cls  # type: ignore[attr-defined]
+    return cls
+
+
+def registered() -> dict[str, Callable[[], Method]]:
+    return dict(_METHODS)
+
+
+def param(default: Any, doc: str) -> Any:
+    """A Params field with its documentation (paper section, or "ours" where a paper is silent)."""
+    return field(default=default, metadata={"doc": doc})
+
+
+def params_to_dict(params: Any) -> dict[str, Any]:
+    return asdict(params) if is_dataclass(params) else {}
+
+
+def params_doc(params_cls: type) -> dict[str, str]:
+    """Field name -> its documentation (from ``field(metadata={"doc": ...})``)."""
+    return {f.name: str(f.metadata.get("doc", "")) for f in fields(params_cls)}

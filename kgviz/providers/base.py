@@ -1,0 +1,77 @@
+"""Provider protocols. Methods never call these with free text: they go through
+``kgviz.reasoning.Reasoner.run(task, **inputs)``, the single choke point."""
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from kgviz.types import Completion, Message
+
+
+@runtime_checkable
+class LLM(Protocol):
+    provider: str  # "anthropic" | "openai" | "openai-compatible" | "offline"
+    model: str
+
+    @property
+    def is_offline(self) -> bool: ...
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: str | None = None,
+        max_tokens: int = 1024,
+        json_schema: dict[str, Any] | None = None,
+    ) -> Completion: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    id: str  # spec-like id recorded in the database, e.g. "hashing-1024" or "fastembed:BAAI/bge-small-en-v1.5"
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32, each row L2-normalised (zero rows stay zero)."""
+        ...
+
+
+# --- helpers shared by the LLM adapters (added with the provider layer) ------------------------
+def json_instruction(schema: dict[str, Any]) -> str:
+    """A system-prompt line asking for JSON that fits ``schema``. Sent alongside each API's own
+    structured-output parameter, so servers that ignore that parameter still get the request."""
+    import json
+
+    return (
+        "Reply with a single JSON value and nothing else (no prose, no code fences). "
+        "It must conform to this JSON Schema:\n" + json.dumps(schema, sort_keys=True, separators=(",", ":"))
+    )
+
+
+def extract_json_text(text: str) -> str | None:
+    """The JSON value in a reply: the whole reply if it parses, else the body of a ```json fence
+    or the outermost {...} / [...] span if that parses. None when there is no JSON to find."""
+    import json
+
+    def parses(candidate: str) -> bool:
+        try:
+            json.loads(candidate)
+        except ValueError:
+            return False
+        return True
+
+    stripped = text.strip()
+    if parses(stripped):
+        return stripped
+    if "```" in stripped:
+        body = stripped.split("```", 2)[1]
+        if body.lower().startswith("json"):
+            body = body[4:]
+        if parses(body.strip()):
+            return body.strip()
+    for open_, close in (("{", "}"), ("[", "]")):
+        start, end = stripped.find(open_), stripped.rfind(close)
+        if 0 <= start < end and parses(stripped[start : end + 1]):
+            return stripped[start : end + 1]
+    return None

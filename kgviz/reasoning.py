@@ -1,0 +1,177 @@
+"""The single choke point between methods and language models.
+
+Methods never send free text to an LLM. They call ``Reasoner.run("task_name", **inputs)``, where a
+*task* is a named reasoning step (extract triples, choose next hop, select triples, summarise a
+subgraph, expand a query, write a note, answer, split claims, judge a claim, ...).
+
+* With a provider, the task renders its named prompt constant, the LLM completes it, the task
+  parses the reply (malformed replies raise ``LLMOutputError`` unless the task tolerates them).
+* Offline, the task runs its deterministic heuristic instead (pattern extraction, embedding
+  ranking, extractive answers). The result is labelled ``mode="offline"`` and names the heuristic.
+
+Either way an ``LLMCall`` record is returned for the trace: task, prompt name, mode, rendered prompt,
+raw output, usage (tokens, calls, latency, $).
+"""
+from __future__ import annotations
+
+import importlib
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from kgviz.errors import KgvizError, LLMOutputError
+from kgviz.providers.base import LLM, Embedder
+from kgviz.types import Message, Usage
+
+OFFLINE_MODE = "offline"
+
+# modules that define tasks; imported lazily on first lookup so importing kgviz stays cheap
+_TASK_MODULES = (
+    "kgviz.tasks.extraction",
+    "kgviz.tasks.kg_rag",
+    "kgviz.tasks.kg_infused",
+    "kgviz.tasks.answer",
+    "kgviz.tasks.verify",
+)
+
+
+@dataclass(frozen=True)
+class Task:
+    """A named reasoning step.
+
+    render(inputs) -> user message text (uses a prompt constant from kgviz.prompts)
+    parse(raw, inputs) -> value; raise LLMOutputError when the reply is unusable
+    offline(inputs, embedder) -> (value, heuristic description)
+    """
+
+    name: str
+    prompt_name: str
+    render: Callable[[dict[str, Any]], str]
+    parse: Callable[[str, dict[str, Any]], Any]
+    offline: Callable[[dict[str, Any], Embedder], tuple[Any, str]]
+    system: str | None = None
+    max_tokens: int = 1024
+    json_schema: dict[str, Any] | None = None
+
+
+_REGISTRY: dict[str, Task] = {}
+_loaded = False
+
+
+def register(task: Task) -> Task:
+    _REGISTRY[task.name] = task
+    return task
+
+
+def get_task(name: str) -> Task:
+    global _loaded
+    if not _loaded:
+        for mod in _TASK_MODULES:
+            try:
+                importlib.import_module(mod)
+            except ModuleNotFoundError as exc:  # a task module not written yet
+                if exc.name != mod:
+                    raise
+        _loaded = True
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KgvizError(f"unknown reasoning task {name!r}; known: {sorted(_REGISTRY)}") from None
+
+
+@dataclass
+class LLMCall:
+    """What one reasoning step did; plain data, JSON-serialisable via ``to_dict``."""
+
+    task: str
+    prompt_name: str
+    mode: str  # "offline" or "provider:model"
+    prompt: str = ""  # rendered prompt (empty offline)
+    system: str = ""
+    raw_output: str = ""
+    heuristic: str = ""  # offline: which heuristic produced the value
+    usage: Usage = field(default_factory=Usage)
+    cached: bool = False
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["usage"] = self.usage.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "LLMCall":
+        d = dict(d)
+        u = dict(d.pop("usage", {}))
+        u.pop("total_tokens", None)
+        return cls(usage=Usage(**u), **d)
+
+
+@dataclass
+class TaskResult:
+    value: Any
+    call: LLMCall
+
+
+class Reasoner:
+    """Runs named tasks through an LLM (or offline heuristics) and accounts their usage.
+
+    ``ledger`` (optional) receives every call's usage under the step name given to ``run`` (or
+    the task name), so callers can show cost per step.
+    """
+
+    def __init__(self, llm: LLM, embedder: Embedder, ledger: Any | None = None, prices: Any | None = None) -> None:
+        self.llm = llm
+        self.embedder = embedder
+        self.ledger = ledger
+        self.prices = prices
+
+    @property
+    def mode(self) -> str:
+        return OFFLINE_MODE if self.llm.is_offline else f"{self.llm.provider}:{self.llm.model}"
+
+    @property
+    def is_offline(self) -> bool:
+        return bool(self.llm.is_offline)
+
+    def run(self, task_name: str, *, step: str | None = None, **inputs: Any) -> TaskResult:
+        task = get_task(task_name)
+        if self.llm.is_offline:
+            t0 = time.perf_counter()
+            value, heuristic = task.offline(inputs, self.embedder)
+            usage = Usage(latency_s=time.perf_counter() - t0)
+            call = LLMCall(task.name, task.prompt_name, OFFLINE_MODE, heuristic=heuristic, usage=usage)
+            self._record(step or task.name, usage)
+            return TaskResult(value, call)
+        prompt = task.render(inputs)
+        completion = self.llm.complete(
+            [Message("user", prompt)],
+            system=task.system,
+            max_tokens=task.max_tokens,
+            json_schema=task.json_schema,
+        )
+        usage = completion.usage
+        if self.prices is not None and not completion.cached:
+            usage.cost_usd = self.prices.cost(self.llm.provider, self.llm.model, usage.input_tokens, usage.output_tokens)
+        call = LLMCall(
+            task.name,
+            task.prompt_name,
+            self.mode,
+            prompt=prompt,
+            system=task.system or "",
+            raw_output=completion.text,
+            usage=usage,
+            cached=completion.cached,
+        )
+        self._record(step or task.name, usage)
+        try:
+            value = task.parse(completion.text, inputs)
+        except LLMOutputError as exc:
+            call.error = str(exc)
+            exc.call = call  # type: ignore[attr-defined]  # lets callers keep the raw output
+            raise
+        return TaskResult(value, call)
+
+    def _record(self, step: str, usage: Usage) -> None:
+        if self.ledger is not None:
+            self.ledger.record(step, usage)

@@ -1,0 +1,197 @@
+"""The "answer" reasoning task: the one step every method's context goes through.
+
+Inputs: ``question``; ``context`` (the rendered, budget-cut evidence block); ``passages`` (the same
+evidence as a list of texts, for the offline heuristic); ``no_context`` (the no-retrieval baseline:
+render NO_CONTEXT instead of ANSWER).
+
+Offline there is no model memory, so the heuristic is extractive: it picks the evidence sentence
+closest to the question (embedding cosine + content-word overlap) and cuts a short span out of it
+by question type (who -> a name, when -> a date, how many -> a number, where -> a place, which/what
+-> a capitalised span the question does not already contain), falling back to the sentence.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from kgviz.errors import LLMOutputError
+from kgviz.prompts.answer import ANSWER, ANSWER_SYSTEM, INSUFFICIENT, NO_CONTEXT
+from kgviz.providers.base import Embedder
+from kgviz.reasoning import Task, register
+from kgviz.text import split_sentences
+
+# the heuristic embeds every sentence; beyond this the evidence is long enough that the tail
+# rarely holds the best sentence, and latency matters more
+_MAX_SENTENCES = 300
+# below this (and with no shared content word) no sentence is about the question: abstain
+_MIN_COSINE = 0.15
+
+_STOP = frozenset(
+    """a an the of in on at to for from by with and or but is are was were be been being am do does
+    did has have had what which who whom whose when where why how many much that this these those it
+    its as into than then there their his her he she they them him i we you our your my me also not
+    no yes if so such can could would should will may might one both either neither same other""".split()
+)
+_CONNECTORS = r"(?:of|the|de|del|della|da|du|des|von|van|der|den|la|le|di|y|for|on|upon)"
+_WORD = r"[A-Z][\w'\u2019\-]*"
+_CAP_SPAN_RE = re.compile(rf"{_WORD}(?:\s+(?:{_CONNECTORS}\s+)*{_WORD})*")
+_MONTHS = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_FULL_DATE_RE = re.compile(rf"\b(?:\d{{1,2}}\s+{_MONTHS}\s+\d{{3,4}}|{_MONTHS}\s+\d{{1,2}},?\s+\d{{3,4}}|{_MONTHS}\s+\d{{3,4}})\b")
+_YEAR_RE = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})s?\b")
+_NUMBER_WORDS = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty hundred thousand".split()
+_NUMBER_RE = re.compile(
+    rf"\b(?:\d[\d,]*(?:\.\d+)?|{'|'.join(_NUMBER_WORDS)})(?:\s+(?:hundred|thousand|million|billion))?\b",
+    re.IGNORECASE,
+)
+_PLACE_CUE_RE = re.compile(r"\b(?:in|at|from|near|to|into|of)\s+$", re.IGNORECASE)
+_PERSON_CUE_RE = re.compile(r"\b(?:by|with|and|named|called|to)\s+$", re.IGNORECASE)
+_PREFIX_RE = re.compile(r"^\s*(?:\*\*)?(?:final\s+answer|short\s+answer|answer|a)\s*(?:\*\*)?\s*[:\-\u2013]\s*", re.IGNORECASE)
+
+
+def _render(inputs: dict[str, Any]) -> str:
+    if inputs.get("no_context"):
+        return NO_CONTEXT.format(question=inputs["question"])
+    return ANSWER.format(question=inputs["question"], context=inputs.get("context", "") or "(no context)")
+
+
+def _parse(raw: str, inputs: dict[str, Any]) -> str:
+    text = _PREFIX_RE.sub("", raw.strip().strip("`").strip())
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        raise LLMOutputError("the model returned an empty answer", hint="retry, or try another model")
+    answer = _PREFIX_RE.sub("", lines[0]).strip().strip("*").strip().strip("\"'\u201c\u201d").strip()
+    if INSUFFICIENT in answer.lower():
+        return INSUFFICIENT
+    if answer.endswith(".") and len(answer.split()) <= 8 and not re.search(r"\b[A-Z]\.$", answer):
+        answer = answer[:-1].rstrip()
+    if not answer:
+        raise LLMOutputError(f"the model's answer has no content: {raw[:200]!r}")
+    return answer
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"\w+", text.lower()) if w not in _STOP and len(w) > 1}
+
+
+def question_type(question: str) -> str:
+    """One of number, date, yesno, person, place, entity."""
+    q = question.lower().strip()
+    if re.search(r"\bhow (?:many|much)\b|\bwhat (?:number|percentage|amount)\b", q):
+        return "number"
+    if re.search(r"\bwhen\b|\b(?:what|which|in what) (?:year|date|decade|century|month)\b", q):
+        return "date"
+    if re.match(r"(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", q):
+        return "yesno"
+    if re.search(r"\b(?:who|whom|whose)\b", q):
+        return "person"
+    if re.search(r"\bwhere\b|\b(?:what|which|in what) (?:city|country|state|town|county|place|region|continent)\b", q):
+        return "place"
+    return "entity"
+
+
+def _options(question: str) -> list[str]:
+    """The two options of a comparison question ("..., A or B?")."""
+    m = re.search(r"[,:]\s*([^,:?]+?)\s+or\s+([^,?]+?)\s*\?*\s*$", question)
+    return [m.group(1).strip(), m.group(2).strip()] if m else []
+
+
+def _spans(sentence: str, question_words: set[str]) -> list[tuple[int, str]]:
+    """Capitalised spans the question does not already name, with their start offsets."""
+    out: list[tuple[int, str]] = []
+    for m in _CAP_SPAN_RE.finditer(sentence):
+        words = m.group().split()
+        start = m.start()
+        while words and words[0].lower() in _STOP:  # "In New York" -> "New York"
+            start += len(words[0]) + 1
+            words = words[1:]
+        if not words:
+            continue
+        span = re.sub(r"['\u2019]s$", "", " ".join(words))
+        names = {w.lower() for w in re.findall(r"\w+", span)} - _STOP
+        if names and not names <= question_words:
+            out.append((start, span))
+    return out
+
+
+def _typed_span(qtype: str, sentence: str, question: str) -> tuple[str, str] | None:
+    """(answer, rule) for one sentence, or None when the sentence has nothing of that type."""
+    qwords = set(re.findall(r"\w+", question.lower()))
+    if qtype == "date":
+        if "year" not in question.lower():
+            for m in _FULL_DATE_RE.finditer(sentence):
+                if m.group() not in question:
+                    return m.group(), "date: full date"
+        for m in _YEAR_RE.finditer(sentence):
+            if m.group(1) not in question:
+                return m.group(1), "date: year"
+        return None
+    if qtype == "number":
+        for m in _NUMBER_RE.finditer(sentence):
+            if not _YEAR_RE.fullmatch(m.group()) and m.group().lower() not in qwords:
+                return m.group(), "number"
+        return None
+    spans = _spans(sentence, qwords)
+    if not spans:
+        return None
+    if qtype == "person":
+        ranked = sorted(spans, key=lambda s: (-(len(s[1].split()) >= 2) - bool(_PERSON_CUE_RE.search(sentence[: s[0]])), s[0]))
+        return ranked[0][1], "who: capitalised name not in the question"
+    if qtype == "place":
+        ranked = sorted(spans, key=lambda s: (not _PLACE_CUE_RE.search(sentence[: s[0]]), s[0]))
+        return ranked[0][1], "where: capitalised span after in/at/from"
+    return spans[0][1], "which/what: first capitalised span not in the question"
+
+
+def _offline(inputs: dict[str, Any], embedder: Embedder) -> tuple[str, str]:
+    question: str = inputs["question"]
+    if inputs.get("no_context"):
+        return INSUFFICIENT, "offline mode has no model memory: without retrieval it always abstains"
+    sents: list[tuple[int, str]] = []
+    for i, passage in enumerate(inputs.get("passages") or []):
+        sents.extend((i, s) for s in split_sentences(passage) if s.strip())
+    sents = sents[:_MAX_SENTENCES]
+    if not sents:
+        return INSUFFICIENT, "extractive: the context is empty"
+    vecs = np.asarray(embedder.embed([question] + [s for _, s in sents]), dtype=np.float32)
+    cos = vecs[1:] @ vecs[0]
+    qwords = _content_words(question)
+    overlap = np.array([len(qwords & _content_words(s)) / max(1, len(qwords)) for _, s in sents])
+    score = cos + overlap
+    order = [int(i) for i in np.argsort(-score, kind="stable")]
+    best = order[0]
+    if overlap[best] == 0 and cos[best] < _MIN_COSINE:
+        return INSUFFICIENT, "extractive: no context sentence shares a content word with the question"
+    where = f"sentence from evidence [{sents[best][0] + 1}] (cosine {cos[best]:.2f} + overlap {overlap[best]:.2f})"
+    qtype = question_type(question)
+    options = _options(question)
+    if options:
+        # comparison: the option named in the highest-scoring sentence that names either option
+        for i in order:
+            low = sents[i][1].lower()
+            hits = [o for o in options if o.lower() in low]
+            if len(hits) == 1:
+                return hits[0], f"extractive: comparison option found in evidence [{sents[i][0] + 1}]"
+    if qtype == "yesno":
+        verdict = "yes" if overlap[best] >= 0.6 else "no"
+        return verdict, f"extractive yes/no: best {where}; 'yes' needs >= 60% of the question's content words"
+    for i in order[:3]:  # the best sentence may lack a span of the wanted type; its runners-up may not
+        found = _typed_span(qtype, sents[i][1], question)
+        if found:
+            span, rule = found
+            return span, f"extractive ({rule}) from evidence [{sents[i][0] + 1}]; best {where}"
+    return sents[best][1].strip(), f"extractive: no {qtype} span found, answering with the best {where}"
+
+
+ANSWER_TASK = register(
+    Task(
+        name="answer",
+        prompt_name="ANSWER",
+        render=_render,
+        parse=_parse,
+        offline=_offline,
+        system=ANSWER_SYSTEM,
+        max_tokens=512,
+    )
+)

@@ -1,0 +1,382 @@
+"""Reasoning tasks of the `kg-rag` method (Chain of Explorations): plan, choose, evaluate.
+
+Each task renders a prompt from ``kgviz.prompts.kg_rag``, parses a (possibly chatty) reply, and
+has a deterministic offline heuristic. All three are ours: the paper summary names the steps (plan
+the exploration, LLM ranking of the next hop, decide when the facts suffice) but gives no prompts.
+
+Parsers never trust the reply beyond what the method offered: ``kgrag_choose`` keeps only
+numbers/ids of the candidates that were shown and records everything else under ``ignored``;
+missing plan or decision parts are filled visibly (``notes`` / ``parsed=False``), never silently.
+
+Inputs
+------
+kgrag_plan:     question, max_hops
+kgrag_choose:   question, plan, path_facts (list[str]), candidates (list of dicts with n, id, fact,
+                score, target_visited), width
+kgrag_evaluate: question, plan, facts (list[str]), new_facts (list[str]), hops_done, max_hops,
+                allow_backtrack
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from kgviz.prompts import kg_rag as P
+from kgviz.providers.base import Embedder
+from kgviz.reasoning import Task, register
+
+# ------------------------------------------------------------------------------------------------
+# shared text helpers
+_STOP = frozenset(
+    """a an the of in on at to for from by with and or but as is are was were be been being do does
+    did has have had what which who whom whose when where why how that this these those it its his
+    her their there than then into onto about after before during between both either neither not
+    no yes did can could would should will shall may might much many one ones also same other
+    first last name named called""".split()
+)
+_QUESTION_WORDS = frozenset("what which who whom whose when where why how is are was were do does did can in".split())
+# generic type nouns: useful search words, but they name what the answer is, not a hop to walk
+_TYPE_NOUNS = frozenset(
+    "film movie book novel song album band company person city country place team group year date "
+    "university school river state county town village country's people".split()
+)
+_CONNECTORS = frozenset("of the de da di von van la le du del and &".split())
+_WORD = re.compile(r"[A-Za-z0-9][\w'’\-]*")
+_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+_MONTH = re.compile(r"\b(January|February|March|April|May|June|July|August|September|October|November|December)\b")
+_NUMBER = re.compile(r"\b\d+(?:[.,]\d+)?\b")
+
+
+def _norm(word: str) -> str:
+    w = word.lower().strip("'’")
+    if w.endswith("'s") or w.endswith("’s"):
+        w = w[:-2]
+    if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+        w = w[:-1]
+    return w
+
+
+def content_words(text: str) -> set[str]:
+    return {_norm(w) for w in _WORD.findall(text) if w.lower() not in _STOP and len(w) > 1}
+
+
+def capitalised_spans(text: str) -> list[str]:
+    """Runs of capitalised words (allowing "of", "the", ... inside), plus quoted strings."""
+    spans: list[str] = [m.strip() for m in re.findall(r"[\"“]([^\"”]{2,80})[\"”]", text)]
+    words = list(_WORD.finditer(text))
+    cur: list[str] = []
+
+    def flush() -> None:
+        while cur and cur[-1].lower() in _CONNECTORS:
+            cur.pop()
+        if cur:
+            span = " ".join(cur)
+            if span not in spans:
+                spans.append(span)
+        cur.clear()
+
+    for i, m in enumerate(words):
+        w = m.group()
+        gap = text[words[i - 1].end() : m.start()] if i else ""
+        if cur and any(ch in gap for ch in ",;:?!()\"“”"):
+            flush()
+        if w[0].isupper():
+            if i == 0 and w.lower() in _QUESTION_WORDS:
+                continue
+            cur.append(w)
+        elif cur and w.lower() in _CONNECTORS:
+            cur.append(w)
+        else:
+            flush()
+    flush()
+    return spans
+
+
+def _clamp(n: int, lo: int, hi: int) -> int:
+    return max(lo, min(hi, n))
+
+
+# ------------------------------------------------------------------------------------------------
+# kgrag_plan
+def offline_plan(question: str, max_hops: int) -> dict[str, Any]:
+    entities = capitalised_spans(question)
+    ent_words = {_norm(w) for e in entities for w in _WORD.findall(e)}
+    relations: list[str] = []
+    for w in _WORD.findall(question):
+        n = _norm(w)
+        if w[0].isupper() or n in ent_words or w.lower() in _STOP or len(n) < 3 or n.isdigit():
+            continue
+        if n not in relations:
+            relations.append(n)
+    walk = [r for r in relations if r not in _TYPE_NOUNS]
+    hops = _clamp(len(walk), 1, min(3, max_hops))
+    return {"entities": entities, "relations": relations, "hops": hops, "notes": []}
+
+
+def _split_items(text: str) -> list[str]:
+    text = text.strip().strip("[]")
+    parts = re.split(r";" if ";" in text else r",", text)
+    out = []
+    for p in parts:
+        p = p.strip().strip("\"'“”*-•` ").strip()
+        if p and p.lower() not in {"none", "n/a", "-"} and p not in out:
+            out.append(p)
+    return out
+
+
+def parse_plan(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    max_hops = int(inputs.get("max_hops", 5))
+    ents: list[str] | None = None
+    rels: list[str] | None = None
+    hops: int | None = None
+    m = re.search(r"\{.*\}", raw, re.S)
+    if m:
+        try:
+            obj = json.loads(m.group())
+        except json.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict):
+            if isinstance(obj.get("entities"), list):
+                ents = [str(x).strip() for x in obj["entities"] if str(x).strip()]
+            if isinstance(obj.get("relations"), list):
+                rels = [str(x).strip() for x in obj["relations"] if str(x).strip()]
+            if isinstance(obj.get("hops"), (int, float, str)) and re.fullmatch(r"\d+", str(obj["hops"]).strip()):
+                hops = int(str(obj["hops"]).strip())
+    for label, body in re.findall(r"^[\s*#>-]*(ENTITIES|RELATIONS|HOPS)\**\s*[:=]\s*(.*)$", raw, re.I | re.M):
+        key = label.upper()
+        if key == "ENTITIES" and ents is None:
+            ents = _split_items(body)
+        elif key == "RELATIONS" and rels is None:
+            rels = _split_items(body)
+        elif key == "HOPS" and hops is None:
+            n = re.search(r"\d+", body)
+            hops = int(n.group()) if n else None
+    fallback = offline_plan(str(inputs["question"]), max_hops)
+    notes: list[str] = []
+    if not ents:
+        ents = fallback["entities"]
+        notes.append("reply named no entities: used capitalised spans of the question (offline heuristic)")
+    if rels is None:
+        rels = fallback["relations"]
+        notes.append("reply had no RELATIONS line: used the question's content words (offline heuristic)")
+    if hops is None:
+        hops = fallback["hops"]
+        notes.append(f"reply had no HOPS number: used the offline estimate {hops}")
+    return {"entities": ents, "relations": rels, "hops": _clamp(hops, 1, max_hops), "notes": notes}
+
+
+def _render_plan(inputs: dict[str, Any]) -> str:
+    return P.PLAN.format(question=inputs["question"], max_hops=inputs.get("max_hops", 5))
+
+
+def _offline_plan(inputs: dict[str, Any], embedder: Embedder) -> tuple[dict[str, Any], str]:
+    return (
+        offline_plan(str(inputs["question"]), int(inputs.get("max_hops", 5))),
+        "plan: capitalised spans of the question as entities, other content words as relations, "
+        "hops = number of non-type relation words (1..3)",
+    )
+
+
+register(Task("kgrag_plan", "kg_rag.PLAN", _render_plan, parse_plan, _offline_plan, system=P.SYSTEM, max_tokens=300))
+
+
+# ------------------------------------------------------------------------------------------------
+# kgrag_choose
+_CHOICE_LINE = re.compile(r"^[\s*#>-]*CHOICE\**\s*[:=]\s*(.*)$", re.I | re.M)
+_ID_LIKE = re.compile(r"\b[a-z]{2,8}:[^\s,;()\[\]]+", re.I)
+_INT = re.compile(r"(?<![\w.:])\d+(?![\w:])")
+
+
+def parse_choice(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Map a reply to ids of shown candidates. Only a CHOICE line counts when there is one (so
+    numbers in a chatty explanation are not taken as choices); otherwise the whole reply."""
+    cands: list[dict[str, Any]] = list(inputs["candidates"])
+    width = int(inputs.get("width", 1))
+    lines = _CHOICE_LINE.findall(raw)
+    text = lines[-1] if lines else raw
+    picks: list[tuple[int, str]] = []  # (position in text, candidate id)
+    masked = text
+    for c in sorted(cands, key=lambda c: -len(str(c["id"]))):
+        cid = str(c["id"])
+        for m in re.finditer(re.escape(cid), masked):
+            picks.append((m.start(), cid))
+        masked = masked.replace(cid, " " * len(cid))
+    ignored: list[str] = []
+    for m in _ID_LIKE.finditer(masked):
+        ignored.append(m.group().rstrip(".:"))
+    masked = _ID_LIKE.sub(lambda m: " " * len(m.group()), masked)
+    by_n = {int(c["n"]): str(c["id"]) for c in cands}
+    for m in _INT.finditer(masked):
+        n = int(m.group())
+        if n in by_n:
+            picks.append((m.start(), by_n[n]))
+        else:
+            ignored.append(m.group())
+    chosen: list[str] = []
+    for _, cid in sorted(picks):
+        if cid not in chosen:
+            chosen.append(cid)
+    if len(chosen) > width:
+        ignored.extend(f"{cid} (over width {width})" for cid in chosen[width:])
+        chosen = chosen[:width]
+    none = not chosen and bool(re.search(r"\bnone\b", text, re.I))
+    return {"chosen": chosen, "ignored": ignored, "said_none": none, "from_choice_line": bool(lines)}
+
+
+def _fmt_candidates(cands: list[dict[str, Any]]) -> str:
+    return "\n".join(f"{c['n']}. {str(c['fact'])[:300]}  (similarity {float(c['score']):.2f})" for c in cands)
+
+
+def _render_choose(inputs: dict[str, Any]) -> str:
+    plan = inputs["plan"]
+    facts = inputs.get("path_facts") or []
+    return P.CHOOSE.format(
+        question=inputs["question"],
+        plan_entities=", ".join(plan.get("entities") or []) or "(none named)",
+        plan_relations=", ".join(plan.get("relations") or []) or "(none named)",
+        path_facts="\n".join(f"- {f}" for f in facts) or "(none yet)",
+        candidates=_fmt_candidates(list(inputs["candidates"])),
+        width=inputs.get("width", 1),
+    )
+
+
+# weights of the offline chooser (ours): similarity dominates, lexical overlap with the question
+# and plan breaks ties towards facts naming what was asked, novelty mildly prefers new entities
+LEXICAL_WEIGHT = 0.3
+NOVELTY_BONUS = 0.05
+
+
+def offline_choose(inputs: dict[str, Any]) -> dict[str, Any]:
+    plan = inputs.get("plan") or {}
+    want = content_words(str(inputs["question"]))
+    for part in list(plan.get("relations") or []) + list(plan.get("entities") or []):
+        want |= content_words(str(part))
+    scored = []
+    for rank, c in enumerate(inputs["candidates"]):
+        have = content_words(str(c["fact"]))
+        overlap = len(want & have) / max(1, len(want))
+        s = float(c["score"]) + LEXICAL_WEIGHT * overlap + (0.0 if c.get("target_visited") else NOVELTY_BONUS)
+        scored.append((-s, rank, str(c["id"]), s))
+    scored.sort()
+    width = int(inputs.get("width", 1))
+    chosen = [cid for _, _, cid, _ in scored[:width]]
+    return {"chosen": chosen, "ignored": [], "said_none": False, "from_choice_line": False,
+            "offline_scores": {cid: round(s, 4) for _, _, cid, s in scored}}
+
+
+def _offline_choose(inputs: dict[str, Any], embedder: Embedder) -> tuple[dict[str, Any], str]:
+    return offline_choose(inputs), (
+        f"choose: similarity + {LEXICAL_WEIGHT} x word overlap with question/plan "
+        f"+ {NOVELTY_BONUS} if the fact reaches an unvisited node; top `width`"
+    )
+
+
+register(Task("kgrag_choose", "kg_rag.CHOOSE", _render_choose, parse_choice, _offline_choose, system=P.SYSTEM, max_tokens=200))
+
+
+# ------------------------------------------------------------------------------------------------
+# kgrag_evaluate
+_DECISION_LINE = re.compile(r"^[\s*#>-]*DECISION\**\s*[:=]\s*(.*)$", re.I | re.M)
+_REASON_LINE = re.compile(r"^[\s*#>-]*REASON\**\s*[:=]\s*(.*)$", re.I | re.M)
+_DECISION_WORDS = {"stop": "stop", "continue": "continue", "backtrack": "backtrack"}
+
+
+def parse_decision(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    lines = _DECISION_LINE.findall(raw)
+    text = lines[-1] if lines else raw
+    found = [m.group(1).lower() for m in re.finditer(r"\b(stop|continue|backtrack)\b", text, re.I)]
+    reason_m = _REASON_LINE.findall(raw)
+    reason = reason_m[-1].strip() if reason_m else raw.strip()[:300]
+    kinds = set(found)
+    if lines and found:
+        return {"decision": _DECISION_WORDS[found[0]], "reason": reason, "parsed": True}
+    if len(kinds) == 1:
+        return {"decision": found[0], "reason": reason, "parsed": True}
+    return {"decision": "continue", "reason": "reply named no single decision (STOP/CONTINUE/BACKTRACK); "
+            "treated as CONTINUE", "parsed": False}
+
+
+def answer_type(question: str) -> str:
+    q = question.strip().lower()
+    if re.match(r"(when|what year|which year|in what year|in which year|what date|on what date)\b", q) or " what year" in q:
+        return "date"
+    if re.match(r"how (many|much|old|long|far|tall|big)\b", q):
+        return "number"
+    if re.match(r"(who|whom|whose)\b", q):
+        return "person"
+    if re.match(r"where\b", q):
+        return "place"
+    if re.match(r"(is|are|was|were|do|does|did|can|has|have|had)\b", q):
+        return "yesno"
+    return "entity"
+
+
+def _has_answer_type(kind: str, question: str, facts_text: str, plan_entities: list[str]) -> bool:
+    if kind == "date":
+        q_years = set(_YEAR.findall(question))
+        return any(y not in q_years for y in _YEAR.findall(facts_text)) or bool(_MONTH.search(facts_text))
+    if kind == "number":
+        q_nums = set(_NUMBER.findall(question))
+        return any(n not in q_nums for n in _NUMBER.findall(facts_text))
+    if kind in ("person", "place"):
+        known = {s.lower() for s in plan_entities} | {s.lower() for s in capitalised_spans(question)}
+        return any(s.lower() not in known for s in capitalised_spans(facts_text))
+    if kind == "yesno":
+        return True
+    return bool(content_words(facts_text) - content_words(question))
+
+
+def _covered(entity: str, fact_words: set[str]) -> bool:
+    words = content_words(entity) or {_norm(entity)}
+    return len(words & fact_words) * 2 >= len(words)
+
+
+def offline_evaluate(inputs: dict[str, Any]) -> dict[str, Any]:
+    question = str(inputs["question"])
+    plan = inputs.get("plan") or {}
+    facts_text = "\n".join(str(f) for f in inputs.get("facts") or [])
+    kind = answer_type(question)
+    ents = [str(e) for e in plan.get("entities") or []]
+    fact_words = content_words(facts_text)
+    missing = [e for e in ents if not _covered(e, fact_words)]
+    has_type = _has_answer_type(kind, question, facts_text, ents)
+    hops_done, planned = int(inputs.get("hops_done", 0)), int(plan.get("hops", 1) or 1)
+    if has_type and not missing and hops_done >= planned:
+        return {"decision": "stop", "reason": f"facts hold a {kind} answer candidate and mention every planned entity",
+                "parsed": True}
+    why = []
+    if not has_type:
+        why.append(f"no {kind} answer candidate yet")
+    if missing:
+        why.append("entities not covered: " + ", ".join(missing))
+    if hops_done < planned:
+        why.append(f"{hops_done} of {planned} planned hops done")
+    return {"decision": "continue", "reason": "; ".join(why), "parsed": True}
+
+
+def _render_evaluate(inputs: dict[str, Any]) -> str:
+    new = set(inputs.get("new_facts") or [])
+    facts = [f"{'*' if f in new else '-'} {f}" for f in inputs.get("facts") or []]
+    allow = bool(inputs.get("allow_backtrack", True))
+    plan = inputs.get("plan") or {}
+    return P.EVALUATE.format(
+        question=inputs["question"],
+        planned_hops=plan.get("hops", "?"),
+        hops_done=inputs.get("hops_done", 0),
+        max_hops=inputs.get("max_hops", "?"),
+        facts="\n".join(facts) or "(none)",
+        backtrack_option=P.BACKTRACK_OPTION if allow else "",
+        decisions="STOP | CONTINUE | BACKTRACK" if allow else "STOP | CONTINUE",
+    )
+
+
+def _offline_evaluate(inputs: dict[str, Any], embedder: Embedder) -> tuple[dict[str, Any], str]:
+    return offline_evaluate(inputs), (
+        "evaluate: stop when the facts contain an answer of the question's type (year for when, "
+        "name for who/where, number for how many), mention every planned entity and the planned "
+        "hops are done; else continue (offline never backtracks)"
+    )
+
+
+register(Task("kgrag_evaluate", "kg_rag.EVALUATE", _render_evaluate, parse_decision, _offline_evaluate, system=P.SYSTEM, max_tokens=200))

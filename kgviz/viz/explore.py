@@ -1,0 +1,252 @@
+"""Read-only graph queries behind the Explore page: entity search, an entity's neighbourhood as
+VizNode/VizEdge lists, and the provenance details of one entity.
+
+Everything goes through the store's public ``query`` with ``$param`` bindings; user text is only
+ever a parameter value. No streamlit import here, so the page stays a thin shell.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
+
+from kgviz.errors import KgvizError
+from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph
+
+# a hub entity can have thousands of relations: never pull more rows than this per hop (ours)
+MAX_ROWS_PER_HOP = 5000
+
+
+class _Store(Protocol):
+    def query(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]: ...
+
+
+class _Embedder(Protocol):
+    def embed(self, texts: Sequence[str]) -> Any: ...
+
+
+@dataclass(frozen=True)
+class EntityHit:
+    id: str
+    name: str
+    type: str
+    n_mentions: int
+    match: str  # "name" (substring) or "vector" (embedding fallback)
+    score: float | None = None
+
+    def label(self) -> str:
+        extra = f", {self.type}" if self.type else ""
+        how = f" · similarity {self.score:.2f}" if self.match == "vector" and self.score is not None else ""
+        return f"{self.name} ({self.n_mentions} mentions{extra}){how}"
+
+
+_SEARCH_BY_NAME = """
+MATCH (e:Entity)
+WHERE lower(e.name) CONTAINS lower($q)
+RETURN e.id AS id, e.name AS name, e.type AS type, e.n_mentions AS n
+ORDER BY n DESC, name
+LIMIT $k
+"""
+
+_ENTITIES_BY_ID = """
+MATCH (e:Entity) WHERE e.id IN $ids
+RETURN e.id AS id, e.name AS name, e.type AS type, e.n_mentions AS n
+"""
+
+
+def search_entities(store: Any, text: str, *, limit: int = 20, embedder: Any | None = None,
+                    vector_search: Any | None = None) -> list[EntityHit]:
+    """Entities whose name contains ``text`` (case-insensitive), most mentioned first. With no
+    name match and an embedder, fall back to vector search over entity embeddings.
+
+    ``vector_search`` defaults to ``store.vector_search``; it is a parameter so the caller can
+    decide what to do when the store has no vector index (the store raises a typed error)."""
+    q = " ".join(text.split())
+    if not q:
+        return []
+    rows = store.query(_SEARCH_BY_NAME, {"q": q, "k": int(limit)})
+    hits = [EntityHit(r["id"], r["name"] or r["id"], r["type"] or "", int(r["n"] or 0), "name") for r in rows]
+    if hits or embedder is None:
+        return hits
+    search = vector_search or store.vector_search
+    vec = embedder.embed([q])[0]
+    scored = search("Entity", vec, int(limit))
+    if not scored:
+        return []
+    info = {r["id"]: r for r in store.query(_ENTITIES_BY_ID, {"ids": [i for i, _ in scored]})}
+    out = []
+    for eid, score in scored:
+        r = info.get(eid)
+        if r is not None:
+            out.append(EntityHit(eid, r["name"] or eid, r["type"] or "", int(r["n"] or 0), "vector", float(score)))
+    return out
+
+
+# --- neighbourhood ------------------------------------------------------------------------------
+_HOP = """
+MATCH (a:Entity)-[r:RELATED]->(b:Entity)
+WHERE a.id IN $ids OR b.id IN $ids
+RETURN a.id AS src, b.id AS dst, r.relation AS rel, r.triple_id AS tid
+LIMIT $lim
+"""
+
+_NODE_INFO = """
+MATCH (e:Entity) WHERE e.id IN $ids
+RETURN e.id AS id, e.name AS name, e.type AS type, e.description AS description,
+       e.n_mentions AS n, e.origin AS origin
+"""
+
+
+@dataclass(frozen=True)
+class Neighbourhood:
+    centre: str
+    graph: CappedGraph
+    hops: int
+    truncated: bool  # a hop hit MAX_ROWS_PER_HOP: the total is a lower bound
+    names: dict[str, str] = field(default_factory=dict)  # shown node id -> entity name
+
+    def caption(self) -> str:
+        total = f"at least {self.graph.total_nodes}" if self.truncated else str(self.graph.total_nodes)
+        return f"showing {self.graph.shown_nodes} of {total} nodes within {self.hops} hop(s)"
+
+
+def neighbourhood(store: Any, entity_id: str, *, hops: int = 1, cap: int = 50) -> Neighbourhood:
+    """The entity, its RELATED neighbours up to ``hops`` (1 or 2) away, and the relations among
+    them. Nodes are ranked centre first, then by hop distance, then by how connected they are in
+    this neighbourhood, and the first ``cap`` are kept; the caption says how many there were."""
+    if hops not in (1, 2):
+        raise KgvizError(f"hops must be 1 or 2 (got {hops})")
+    distance: dict[str, int] = {entity_id: 0}
+    edges: dict[tuple[str, str, str], str] = {}  # (src, dst, relation) -> triple id
+    frontier = [entity_id]
+    truncated = False
+    for hop in range(1, hops + 1):
+        rows = store.query(_HOP, {"ids": frontier, "lim": MAX_ROWS_PER_HOP})
+        truncated = truncated or len(rows) >= MAX_ROWS_PER_HOP
+        nxt: list[str] = []
+        for r in rows:
+            edges.setdefault((r["src"], r["dst"], r["rel"] or ""), r["tid"] or "")
+            for nid in (r["src"], r["dst"]):
+                if nid not in distance:
+                    distance[nid] = hop
+                    nxt.append(nid)
+        frontier = nxt
+        if not frontier:
+            break
+    # edges found in the last hop may link two nodes both at the last hop; keep only known ends
+    degree: dict[str, int] = defaultdict(int)
+    for (s, d, _rel) in edges:
+        degree[s] += 1
+        degree[d] += 1
+    order = sorted(distance, key=lambda n: (distance[n], -degree[n], n))
+    info = {r["id"]: r for r in store.query(_NODE_INFO, {"ids": order[:cap]})} if order else {}
+    nodes = [_entity_node(nid, info.get(nid), distance[nid], nid == entity_id) for nid in order]
+    merged: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for (s, d, rel) in edges:
+        if rel not in merged[(s, d)]:
+            merged[(s, d)].append(rel)
+    viz_edges = [VizEdge(s, d, label=" / ".join(rels[:2]) + (" …" if len(rels) > 2 else ""),
+                         title="\n".join(rels)) for (s, d), rels in merged.items()]
+    capped = cap_graph(nodes, viz_edges, cap)
+    names = {n.id: (info.get(n.id) or {}).get("name") or n.id for n in capped.nodes}
+    return Neighbourhood(entity_id, capped, hops, truncated, names)
+
+
+def _entity_node(nid: str, row: dict[str, Any] | None, dist: int, is_centre: bool) -> VizNode:
+    row = row or {}
+    name = row.get("name") or nid
+    lines = [name]
+    if row.get("type"):
+        lines.append(f"type: {row['type']}")
+    if row.get("n") is not None:
+        lines.append(f"mentions: {row['n']}")
+    if row.get("origin") and row.get("origin") != "corpus":
+        lines.append(f"origin: {row['origin']}")
+    if row.get("description"):
+        lines.append(str(row["description"])[:400])
+    lines.append(f"hop: {dist}")
+    return VizNode(nid, name, kind="Entity", title="\n".join(lines),
+                   role="seed" if is_centre else None, size=26 if is_centre else None)
+
+
+# --- details -------------------------------------------------------------------------------------
+_ENTITY = """
+MATCH (e:Entity) WHERE e.id = $id
+RETURN e.id AS id, e.name AS name, e.type AS type, e.description AS description,
+       e.aliases AS aliases, e.n_mentions AS n_mentions, e.origin AS origin
+"""
+
+_TRIPLES = """
+MATCH (t:Triple) WHERE t.subject_id = $id OR t.object_id = $id
+RETURN t.id AS id, t.subject AS subject, t.relation AS relation, t.object AS object,
+       t.sentence AS sentence, t.chunk_id AS chunk_id, t.doc_id AS doc_id, t.origin AS origin
+ORDER BY t.chunk_id, t.id
+LIMIT $k
+"""
+
+_CHUNKS = """
+MATCH (c:Chunk) WHERE c.id IN $ids
+OPTIONAL MATCH (d:Document) WHERE d.id = c.doc_id
+RETURN c.id AS id, c.text AS text, c.doc_id AS doc_id, d.title AS title
+"""
+
+_EXTRACTIONS = """
+MATCH (x:Extraction) WHERE x.chunk_id IN $ids
+RETURN x.chunk_id AS chunk_id, x.mode AS mode, x.prompt_name AS prompt_name, x.raw AS raw,
+       x.status AS status, x.n_triples AS n_triples, x.n_malformed AS n_malformed, x.error AS error
+"""
+
+_MENTIONING_CHUNKS = """
+MATCH (c:Chunk)-[:MENTIONS]->(e:Entity) WHERE e.id = $id
+RETURN c.id AS id ORDER BY c.id LIMIT $k
+"""
+
+
+@dataclass(frozen=True)
+class ChunkDetail:
+    id: str
+    doc_title: str
+    text: str
+    extraction: dict[str, Any] | None  # the Extraction row (raw output, mode, status ...)
+
+
+@dataclass(frozen=True)
+class EntityDetails:
+    entity: dict[str, Any]
+    triples: list[dict[str, Any]]
+    chunks: list[ChunkDetail]
+
+
+def entity_details(store: Any, entity_id: str, *, max_triples: int = 200, max_chunks: int = 20) -> EntityDetails:
+    """The entity row, the triples it takes part in (with their provenance sentence), and the
+    chunks they came from (text plus the raw extraction output for that chunk)."""
+    rows = store.query(_ENTITY, {"id": entity_id})
+    if not rows:
+        raise KgvizError(f"no entity with id {entity_id!r} in this workspace",
+                         hint="Search again: the workspace may have been rebuilt.")
+    triples = store.query(_TRIPLES, {"id": entity_id, "k": int(max_triples)})
+    chunk_ids = list(dict.fromkeys(t["chunk_id"] for t in triples if t.get("chunk_id")))
+    if len(chunk_ids) < max_chunks:
+        for r in store.query(_MENTIONING_CHUNKS, {"id": entity_id, "k": int(max_chunks)}):
+            if r["id"] not in chunk_ids:
+                chunk_ids.append(r["id"])
+    chunk_ids = chunk_ids[:max_chunks]
+    chunks: list[ChunkDetail] = []
+    if chunk_ids:
+        texts = {r["id"]: r for r in store.query(_CHUNKS, {"ids": chunk_ids})}
+        extractions = {r["chunk_id"]: r for r in store.query(_EXTRACTIONS, {"ids": chunk_ids})}
+        for cid in chunk_ids:
+            r = texts.get(cid)
+            if r is None:
+                continue
+            chunks.append(ChunkDetail(cid, r.get("title") or r.get("doc_id") or "", r.get("text") or "",
+                                      extractions.get(cid)))
+    return EntityDetails(rows[0], triples, chunks)
+
+
+def degrees(store: Any) -> list[int]:
+    """Number of RELATED edges (either direction) per entity, isolated entities included."""
+    rows = store.query(
+        "MATCH (e:Entity) OPTIONAL MATCH (e)-[r:RELATED]-(:Entity) RETURN e.id AS id, count(r) AS d", {}
+    )
+    return [int(r["d"]) for r in rows]

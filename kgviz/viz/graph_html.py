@@ -1,0 +1,281 @@
+"""Self-contained pyvis graph pages (no streamlit import).
+
+``graph_html(nodes, edges, ...)`` returns one HTML document that works offline: vis-network is
+inlined by pyvis (``cdn_resources='in_line'``) and every external ``<link>``/``<script src>`` the
+pyvis template still adds (Bootstrap from a CDN) is removed.
+
+Safety: labels and tooltips come from documents and LLMs. They are ``html.escape``d before they
+reach the page, node ids are replaced by opaque ``n0, n1, ...`` so no document text is used as a
+key, and pyvis serialises the data with Jinja's ``tojson`` (which also escapes ``<``, ``>`` and
+``&``). A small script decodes the escaped text back to plain text in the browser with an inert
+``DOMParser`` and hands vis-network plain strings (drawn on the canvas) and tooltip elements built
+with ``textContent``, so no document text is ever interpreted as markup.
+"""
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from typing import Iterable, Literal, Mapping, Sequence
+
+from pyvis.network import Network
+
+from kgviz.errors import KgvizError
+
+Role = Literal["candidate", "chosen", "rejected", "seed", "context"]
+
+#: highlight colours per trace role (shared with the Trace page legend)
+ROLE_COLOURS: dict[str, str] = {
+    "seed": "#7b2cbf",
+    "candidate": "#f4a261",
+    "chosen": "#2a9d8f",
+    "rejected": "#e63946",
+    "context": "#457b9d",
+}
+
+#: base colour and vis-network shape per Kùzu table when a node has no role
+KIND_STYLE: dict[str, tuple[str, str]] = {
+    "Entity": ("#9ecae1", "dot"),
+    "Triple": ("#fdd0a2", "diamond"),
+    "Chunk": ("#c7e9c0", "square"),
+    "SubChunk": ("#d9d9d9", "triangle"),
+    "Document": ("#dadaeb", "hexagon"),
+    "Keyword": ("#fcbba1", "triangleDown"),
+}
+_DEFAULT_STYLE = ("#cccccc", "dot")
+_EDGE_COLOUR = "#9a9a9a"
+LABEL_MAX_CHARS = 40  # longer labels are cut on the canvas; the tooltip keeps the full text
+
+
+@dataclass(frozen=True)
+class VizNode:
+    id: str
+    label: str
+    kind: str = "Entity"  # Kùzu table: picks shape and base colour
+    title: str = ""  # tooltip, plain text; newlines are kept
+    role: Role | None = None  # trace role: overrides the base colour
+    size: float | None = None  # vis-network size; None = by kind
+
+
+@dataclass(frozen=True)
+class VizEdge:
+    source: str
+    target: str
+    label: str = ""
+    title: str = ""
+    role: Role | None = None
+    dashes: bool = False
+
+
+@dataclass(frozen=True)
+class CappedGraph:
+    nodes: list[VizNode]
+    edges: list[VizEdge]
+    total_nodes: int  # before the cap
+
+    @property
+    def shown_nodes(self) -> int:
+        return len(self.nodes)
+
+    def caption(self) -> str:
+        return f"showing {self.shown_nodes} of {self.total_nodes} nodes"
+
+
+def cap_graph(nodes: Sequence[VizNode], edges: Sequence[VizEdge], cap: int) -> CappedGraph:
+    """Keep the first ``cap`` nodes (callers order them by importance, centre first) and the edges
+    whose two ends survive. Duplicate node ids keep their first occurrence."""
+    if cap < 1:
+        raise KgvizError(f"node cap must be at least 1 (got {cap})")
+    unique: dict[str, VizNode] = {}
+    for n in nodes:
+        unique.setdefault(n.id, n)
+    kept = list(unique.values())[:cap]
+    ids = {n.id for n in kept}
+    kept_edges = [e for e in edges if e.source in ids and e.target in ids]
+    return CappedGraph(kept, kept_edges, len(unique))
+
+
+def _short(text: str, limit: int = LABEL_MAX_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _esc(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def physics_options(seed: int, *, directed: bool, stabilise_iterations: int = 150) -> dict:
+    """vis-network options: a fixed random seed for a repeatable layout, a short stabilisation,
+    then physics is switched off in the browser so the picture stops moving."""
+    return {
+        "layout": {"randomSeed": seed, "improvedLayout": True},
+        "physics": {
+            "enabled": True,
+            "solver": "forceAtlas2Based",
+            "forceAtlas2Based": {"gravitationalConstant": -60, "springLength": 110, "avoidOverlap": 0.4},
+            "stabilization": {"enabled": True, "iterations": stabilise_iterations, "fit": True},
+            "minVelocity": 1.0,
+        },
+        "interaction": {"hover": True, "tooltipDelay": 150},
+        "nodes": {"font": {"size": 14, "face": "sans-serif"}, "borderWidth": 1},
+        "edges": {
+            "arrows": {"to": {"enabled": directed, "scaleFactor": 0.5}},
+            "smooth": {"enabled": True, "type": "dynamic"},
+            "font": {"size": 10, "align": "middle", "color": "#555555"},
+            "color": {"color": _EDGE_COLOUR, "highlight": "#333333", "inherit": False},
+        },
+    }
+
+
+# --- browser-side glue --------------------------------------------------------------------------
+# Runs just before vis.Network is created: turns the escaped strings back into plain text for the
+# canvas and into textContent-only tooltip elements; then freezes the layout once stabilised.
+_PREPARE_JS = """
+function kgvizText(s) {
+  if (typeof s !== "string") { return s; }
+  return new DOMParser().parseFromString(s, "text/html").documentElement.textContent;
+}
+function kgvizTip(s) {
+  var d = document.createElement("div");
+  d.className = "kgviz-tip";
+  d.textContent = kgvizText(s);
+  return d;
+}
+function kgvizPrepare(ds) {
+  var out = [];
+  ds.forEach(function (item) {
+    var u = {id: item.id};
+    if (typeof item.label === "string") { u.label = kgvizText(item.label); }
+    if (typeof item.kgviz_tip === "string" && item.kgviz_tip.length) { u.title = kgvizTip(item.kgviz_tip); }
+    out.push(u);
+  });
+  ds.update(out);
+}
+"""
+
+_NETWORK_LINE = "network = new vis.Network(container, data, options);"
+_NETWORK_PATCHED = (
+    "kgvizPrepare(nodes); kgvizPrepare(edges);\n"
+    "                  " + _NETWORK_LINE + "\n"
+    '                  network.once("stabilizationIterationsDone", function () {'
+    " network.setOptions({physics: false}); document.body.dataset.kgvizStable = '1'; });"
+)
+
+_STYLE = """
+<style>
+  body { margin: 0; font-family: sans-serif; }
+  #mynetwork { float: none !important; }
+  .kgviz-legend { display: flex; flex-wrap: wrap; gap: 12px; padding: 4px 6px; font-size: 12px; color: #333; }
+  .kgviz-legend span.sw { display: inline-block; width: 11px; height: 11px; border-radius: 6px;
+                           margin-right: 4px; vertical-align: -1px; border: 1px solid #777; }
+  .kgviz-tip { white-space: pre-line; max-width: 420px; font-size: 12px; }
+</style>
+"""
+
+# external resources pyvis adds even with in_line: drop them so the page works offline
+_EXTERNAL_LINK = re.compile(r"<link\b[^>]*\bhref\s*=\s*[\"']?\s*(?:https?:)?//[^>]*>", re.I)
+_EXTERNAL_SCRIPT = re.compile(
+    r"<script\b[^>]*\bsrc\s*=\s*[\"']?\s*(?:https?:)?//[^>]*>\s*</script\s*>", re.I | re.S
+)
+_EMPTY_HEADING = re.compile(r"<center>\s*<h1>\s*</h1>\s*</center>", re.I)
+EXTERNAL_REF = re.compile(r"\b(?:src|href)\s*=\s*[\"']?\s*(?:https?:)?//", re.I)
+
+
+def strip_external(page: str) -> str:
+    """Remove every <link>/<script> that points outside the document; fail loudly if any
+    external src/href survives (a pyvis template change must not silently go online)."""
+    page = _EXTERNAL_LINK.sub("", page)
+    page = _EXTERNAL_SCRIPT.sub("", page)
+    page = _EMPTY_HEADING.sub("", page)
+    left = EXTERNAL_REF.search(page)
+    if left:
+        raise KgvizError(
+            "the generated graph page still references an external resource",
+            hint=f"pyvis template changed? near: {page[max(0, left.start() - 60): left.end() + 60]!r}",
+        )
+    return page
+
+
+def legend_html(kinds: Iterable[str], roles: Iterable[str], role_colours: Mapping[str, str]) -> str:
+    items: list[str] = []
+    for kind in kinds:
+        colour = KIND_STYLE.get(kind, _DEFAULT_STYLE)[0]
+        items.append(f'<span><span class="sw" style="background:{colour}"></span>{_esc(kind)}</span>')
+    for role in roles:
+        colour = role_colours.get(role, _DEFAULT_STYLE[0])
+        items.append(f'<span><span class="sw" style="background:{colour}"></span>{_esc(role)}</span>')
+    return f'<div class="kgviz-legend" id="kgviz-legend">{"".join(items)}</div>'
+
+
+def graph_html(
+    nodes: Sequence[VizNode],
+    edges: Sequence[VizEdge],
+    *,
+    height: int = 560,
+    role_colours: Mapping[str, str] | None = None,
+    legend: bool = True,
+    directed: bool = True,
+    seed: int = 7,
+) -> str:
+    """One offline HTML page drawing ``nodes``/``edges`` with vis-network.
+
+    Nodes with a ``role`` take ``role_colours[role]`` (default ``ROLE_COLOURS``) and a thicker
+    border; others are coloured by kind. Edges whose ends are unknown are dropped. The same seed
+    and inputs give the same page, byte for byte.
+    """
+    colours = dict(ROLE_COLOURS if role_colours is None else role_colours)
+    net = Network(height=f"{int(height)}px", width="100%", directed=directed,
+                  cdn_resources="in_line", notebook=False)
+    net.options = physics_options(seed, directed=directed)
+
+    opaque: dict[str, str] = {}
+    for node in nodes:
+        if node.id in opaque:
+            continue
+        key = f"n{len(opaque)}"
+        opaque[node.id] = key
+        colour, shape = KIND_STYLE.get(node.kind, _DEFAULT_STYLE)
+        if node.role:
+            colour = colours.get(node.role, colour)
+        size = node.size if node.size is not None else (18 if node.kind == "Entity" else 12)
+        net.add_node(
+            key,
+            label=_esc(_short(node.label)) or " ",
+            shape=shape,
+            color=colour,
+            size=size,
+            borderWidth=3 if node.role else 1,
+            kgviz_tip=_esc(node.title or node.label),
+        )
+    for edge in edges:
+        if edge.source not in opaque or edge.target not in opaque:
+            continue
+        colour = colours.get(edge.role, _EDGE_COLOUR) if edge.role else _EDGE_COLOUR
+        net.add_edge(
+            opaque[edge.source],
+            opaque[edge.target],
+            label=_esc(_short(edge.label, 28)),
+            kgviz_tip=_esc(edge.title or edge.label),
+            color=colour,
+            width=3 if edge.role in ("chosen", "seed") else 1,
+            dashes=bool(edge.dashes or edge.role == "rejected"),
+        )
+
+    page = net.generate_html()
+    if page.count(_NETWORK_LINE) != 1:
+        raise KgvizError("unexpected pyvis template: cannot find where the network is created",
+                         hint="kgviz expects pyvis 0.3.2")
+    page = page.replace(_NETWORK_LINE, _NETWORK_PATCHED)
+    head_extra = _STYLE + "<script>" + _PREPARE_JS + "</script>\n"
+    page = page.replace("</head>", head_extra + "</head>", 1)
+    if legend:
+        kinds = sorted({n.kind for n in nodes})
+        roles = [r for r in colours if any(n.role == r for n in nodes) or any(e.role == r for e in edges)]
+        page = page.replace("<body>", "<body>\n" + legend_html(kinds, roles, colours), 1)
+    return strip_external(page)
+
+
+def iframe_height(height: int, legend: bool = True) -> int:
+    """Height to give st.iframe so the graph and its legend fit without a scrollbar."""
+    return int(height) + (40 if legend else 10)
+

@@ -1,0 +1,120 @@
+"""A scripted HTTP server on 127.0.0.1 that speaks whatever JSON a test tells it to.
+
+The real SDKs (anthropic, openai) are pointed at it through ``base_url``, so their request
+building, retries, timeouts and response parsing all run for real; only the far end is fake.
+
+    with FakeServer() as srv:
+        srv.script(Reply(429, {...}, headers={"retry-after-ms": "1"}), Reply(200, body))
+        llm = AnthropicLLM("m", api_key="k", base_url=srv.url)
+        ...
+        srv.requests[0].headers["x-api-key"]
+
+Replies are consumed in order; once the script runs out, the last reply repeats (handy for
+"always 500"). Every request is recorded (method, path, headers, parsed JSON body).
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int = 200
+    body: Any = None  # dict/list -> JSON; str/bytes -> sent as is (for malformed bodies)
+    delay_s: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "application/json"
+
+
+@dataclass(frozen=True)
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-cased names
+    raw: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.raw) if self.raw else None
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # a handler stuck in a long delay must not hold up shutdown
+    fake: "FakeServer"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
+        return
+
+    def _handle(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        fake = self.server.fake
+        reply = fake._record_and_pick(
+            Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, raw)
+        )
+        if reply.delay_s:
+            time.sleep(reply.delay_s)
+        if isinstance(reply.body, (dict, list)):
+            payload = json.dumps(reply.body).encode()
+        elif isinstance(reply.body, str):
+            payload = reply.body.encode()
+        else:
+            payload = reply.body or b""
+        try:
+            self.send_response(reply.status)
+            self.send_header("content-type", reply.content_type)
+            self.send_header("content-length", str(len(payload)))
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout test): nothing left to do
+
+    do_GET = do_POST = do_HEAD = _handle
+
+
+class FakeServer:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._script: list[Reply] = []
+        self._last: Reply = Reply(599, {"error": "no reply scripted"})
+        self.requests: list[Recorded] = []
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd.fake = self
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self._script.extend(replies)
+
+    def _record_and_pick(self, rec: Recorded) -> Reply:
+        with self._lock:
+            self.requests.append(rec)
+            if self._script:
+                self._last = self._script.pop(0)
+            return self._last
+
+    def __enter__(self) -> "FakeServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
