@@ -14,12 +14,11 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# A "word" longer than this many characters counts as several pieces of _PIECE characters, which
-# is roughly how BPE tokenizers treat rare long words, numbers and identifiers.
-_LONG_WORD = 8
-_PIECE = 6
-
-_TOKEN_RE = re.compile(r"(\w+)|[^\w\s]", re.UNICODE)
+# A word of up to 8 characters is one token; a longer one is several pieces of 6 characters
+# (the last one shorter), roughly how BPE tokenizers treat rare long words, numbers and
+# identifiers. The first alternative only matches a whole short word; inside a long word the
+# second one takes the next piece.
+_TOKEN_RE = re.compile(r"(?<!\w)\w{1,8}(?!\w)|\w{1,6}|[^\w\s]", re.UNICODE)
 
 # Candidate sentence boundaries, tried left to right:
 #   end  - western end punctuation plus closing quotes/brackets, then whitespace
@@ -33,18 +32,21 @@ _BOUNDARY_RE = re.compile(
 _OPENERS = "\"'\u201c\u2018\u00ab([{"
 
 # Words that end with a period without ending the sentence. Case-sensitive on purpose: "No. 5" is
-# an abbreviation, "He said no. Then" is not. "etc." is left out: it usually ends the sentence
-# when a capital follows.
+# an abbreviation, "He said no. Then" is not. Left out because they usually end the sentence when
+# a capital follows: "etc.", and "Sen." (a common surname in Wikipedia text). Lowercase c/b/d/fl
+# are circa/born/died/flourished, as in "(c. 1358 - 1422)".
 _ABBREVIATIONS = frozenset(
-    """Mr Mrs Ms Mx Dr Prof Sr Jr St Mt Messrs Rev Hon Gen Col Lt Sgt Capt Cmdr Gov Sen Rep Pres
-    vs v e.g i.e cf al approx ca viz Inc Ltd Co Corp Bros Dept Univ Ave Blvd Rd No Nos Vol Vols
-    vol Fig Figs fig Eq Eqs Sec Ch Ph.D pp Ed eds
+    """Mr Mrs Ms Mx Dr Prof Sr Jr St Mt Messrs Rev Hon Gen Col Lt Sgt Capt Cmdr Gov Rep Pres
+    vs v e.g i.e cf al approx c ca b d fl viz
+    Inc Ltd Co Corp Bros Dept Univ Ave Blvd Rd
+    No Nos Vol Vols vol Fig Figs fig Eq Eqs Sec Ch Ph.D pp Ed eds
     Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec""".split()
 )
 # "J." or "J.R.R." or "U.S." - initials and dotted acronyms rarely end a sentence.
 _INITIALS_RE = re.compile(r"(?:[A-Z]\.)*[A-Z]")
-# A bare list enumerator such as "1." or "(a)." would otherwise become a sentence of its own.
-_ENUMERATOR_RE = re.compile(r"\(?(?:\d{1,2}|[a-z])\)?")
+# A list enumerator ("1." or "(a)." at the start of a line or after a colon) would otherwise end
+# the sentence before its item.
+_ENUMERATOR_RE = re.compile(r"(?:\A|[\n:])\s*\(?(?:\d{1,2}|[a-z])\)?\Z")
 
 _BLANK_LINE_RE = re.compile(r"\n\s*\n")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
@@ -54,30 +56,16 @@ _MANY_NEWLINES_RE = re.compile(r"\n{3,}")
 
 def token_spans(text: str) -> list[tuple[int, int]]:
     """Character ranges of the tokens of ``text``: words (long ones in pieces) and punctuation."""
-    spans: list[tuple[int, int]] = []
-    for m in _TOKEN_RE.finditer(text):
-        start, end = m.span()
-        if m.group(1) is not None and end - start > _LONG_WORD:
-            spans.extend((i, min(i + _PIECE, end)) for i in range(start, end, _PIECE))
-        else:
-            spans.append((start, end))
-    return spans
+    return [m.span() for m in _TOKEN_RE.finditer(text)]
 
 
 def tokenize(text: str) -> list[str]:
     """Word pieces: words (split every 6 characters for words over 8) and punctuation."""
-    return [text[a:b] for a, b in token_spans(text)]
+    return _TOKEN_RE.findall(text)
 
 
 def count_tokens(text: str) -> int:
-    n = 0
-    for m in _TOKEN_RE.finditer(text):
-        length = m.end() - m.start()
-        if m.group(1) is not None and length > _LONG_WORD:
-            n += -(-length // _PIECE)
-        else:
-            n += 1
-    return n
+    return len(_TOKEN_RE.findall(text))
 
 
 def _starts_sentence(text: str, pos: int) -> bool:
@@ -98,7 +86,7 @@ def _period_is_not_an_end(sentence_so_far: str) -> bool:
     word = word.lstrip(_OPENERS)
     if word in _ABBREVIATIONS or _INITIALS_RE.fullmatch(word):
         return True
-    return bool(_ENUMERATOR_RE.fullmatch(body.strip()))
+    return bool(_ENUMERATOR_RE.search(body))
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:

@@ -1,5 +1,12 @@
 """Ingest: load files into Documents, split them into chunks and KET-RAG sub-chunks."""
-from kgviz.ingest.chunking import chunk_document, chunk_documents, split_subchunks, total_tokens
+from kgviz.ingest.chunking import (
+    chunk_document,
+    chunk_documents,
+    chunk_spans,
+    split_subchunks,
+    subchunk_spans,
+    total_tokens,
+)
 from kgviz.ingest.loaders import (
     DEFAULT_MAX_BYTES,
     SUPPORTED_EXTENSIONS,
@@ -18,6 +25,7 @@ __all__ = [
     "LoadResult",
     "chunk_document",
     "chunk_documents",
+    "chunk_spans",
     "document_from_text",
     "load_bytes",
     "load_file",
@@ -25,5 +33,6 @@ __all__ = [
     "load_uploads",
     "split_subchunks",
     "strip_markdown",
+    "subchunk_spans",
     "total_tokens",
 ]

@@ -20,20 +20,27 @@ from kgviz.types import Chunk, Document
 Span = tuple[int, int]
 
 
+def _is_word_char(ch: str) -> bool:  # what the tokenizer's \w matches
+    return ch.isalnum() or ch == "_"
+
+
 def _cut_quality(text: str, tokens: Sequence[Span], k: int) -> int:
     """How clean a cut before token k is: 2 at whitespace, 1 next to punctuation, 0 inside a
     word (a long word is several tokens)."""
     prev_end, start = tokens[k - 1][1], tokens[k][0]
     if prev_end < start:
         return 2
-    if text[prev_end - 1].isalnum() and text[start].isalnum():
+    if _is_word_char(text[prev_end - 1]) and _is_word_char(text[start]):
         return 0
     return 1
 
 
 def _best_cut(text: str, tokens: Sequence[Span], lo: int, hi: int, target: float) -> int:
     """The cut index in [lo, hi] with the cleanest boundary, nearest ``target`` among equals."""
-    return max(range(lo, hi + 1), key=lambda k: (_cut_quality(text, tokens, k), -abs(k - target), -k))
+    return max(
+        range(lo, hi + 1),
+        key=lambda k: (_cut_quality(text, tokens, k), -abs(k - target), -k),
+    )
 
 
 def _sentence_ranges(text: str, tokens: Sequence[Span]) -> list[Span]:
@@ -65,14 +72,9 @@ def _check_sizes(chunk_tokens: int, overlap: int) -> None:
         )
 
 
-def chunk_document(doc: Document, *, chunk_tokens: int = 300, overlap: int = 30) -> list[Chunk]:
-    """Pack whole sentences into chunks of at most ``chunk_tokens`` tokens (ours: defaults match
-    Settings.chunk_tokens / chunk_overlap). A sentence longer than a chunk is cut into near-equal
-    token pieces. Each chunk after the first starts with trailing sentences of the previous
-    chunk totalling at most ``overlap`` tokens, dropped when they would leave no room for new
-    text. Chunk ids are "<doc_id>#c<ord>"."""
+def chunk_spans(text: str, *, chunk_tokens: int = 300, overlap: int = 30) -> list[Span]:
+    """Character ranges of the chunks of ``text`` (see ``chunk_document``)."""
     _check_sizes(chunk_tokens, overlap)
-    text = doc.text
     tokens = token_spans(text)
     units: list[Span] = []
     for lo, hi in _sentence_ranges(text, tokens):
@@ -81,12 +83,12 @@ def chunk_document(doc: Document, *, chunk_tokens: int = 300, overlap: int = 30)
     def size(first: int, last: int) -> int:  # tokens in units[first:last]
         return units[last - 1][1] - units[first][0] if last > first else 0
 
-    chunks: list[Chunk] = []
+    spans: list[Span] = []
     i = 0  # first unit not yet in any chunk
-    prev_first = 0
+    prev_first = -1
     while i < len(units):
         first = i
-        if chunks:
+        if spans:
             while first - 1 > prev_first and size(first - 1, i) <= overlap:
                 first -= 1
             while first < i and size(first, i + 1) > chunk_tokens:
@@ -94,17 +96,30 @@ def chunk_document(doc: Document, *, chunk_tokens: int = 300, overlap: int = 30)
         end = i + 1  # units[i] alone always fits: _split_long guarantees it
         while end < len(units) and size(first, end + 1) <= chunk_tokens:
             end += 1
-        body = text[tokens[units[first][0]][0] : tokens[units[end - 1][1] - 1][1]]
+        spans.append((tokens[units[first][0]][0], tokens[units[end - 1][1] - 1][1]))
+        prev_first, i = first, end
+    return spans
+
+
+def chunk_document(doc: Document, *, chunk_tokens: int = 300, overlap: int = 30) -> list[Chunk]:
+    """Pack whole sentences into chunks of at most ``chunk_tokens`` tokens (ours: defaults match
+    Settings.chunk_tokens / chunk_overlap). A sentence longer than a chunk is cut into near-equal
+    token pieces. Each chunk after the first starts with trailing sentences of the previous
+    chunk totalling at most ``overlap`` tokens (never the whole previous chunk), dropped when they
+    would leave no room for new text. Chunk ids are "<doc_id>#c<ord>"."""
+    spans = chunk_spans(doc.text, chunk_tokens=chunk_tokens, overlap=overlap)
+    chunks: list[Chunk] = []
+    for ord_, (a, b) in enumerate(spans):
+        body = doc.text[a:b]
         chunks.append(
             Chunk(
-                id=f"{doc.id}#c{len(chunks)}",
+                id=f"{doc.id}#c{ord_}",
                 doc_id=doc.id,
-                ord=len(chunks),
+                ord=ord_,
                 text=body,
                 n_tokens=count_tokens(body),
             )
         )
-        prev_first, i = first, end
     return chunks
 
 
@@ -145,11 +160,29 @@ def split_subchunks(chunk: Chunk, *, tau: int) -> list[Chunk]:
 
     Sub-chunks are level 1, ``parent_id`` = chunk id, ids "<chunk_id>.s<ord>" in text order.
     """
-    if tau < 0:
-        raise ConfigError(f"tau (number of halvings) must be >= 0, got {tau}")
     if chunk.level != 0:
         raise ConfigError(f"{chunk.id} is already a sub-chunk; split level-0 chunks only")
-    text = chunk.text
+    out: list[Chunk] = []
+    for ord_, (a, b) in enumerate(subchunk_spans(chunk.text, tau=tau)):
+        body = chunk.text[a:b]
+        out.append(
+            Chunk(
+                id=f"{chunk.id}.s{ord_}",
+                doc_id=chunk.doc_id,
+                ord=ord_,
+                text=body,
+                n_tokens=count_tokens(body),
+                level=1,
+                parent_id=chunk.id,
+            )
+        )
+    return out
+
+
+def subchunk_spans(text: str, *, tau: int) -> list[Span]:
+    """Character ranges of the sub-chunks of ``text`` (see ``split_subchunks``)."""
+    if tau < 0:
+        raise ConfigError(f"tau (number of halvings) must be >= 0, got {tau}")
     tokens = token_spans(text)
     if not tokens:
         return []
@@ -163,21 +196,7 @@ def split_subchunks(chunk: Chunk, *, tau: int) -> list[Chunk]:
         if len(halved) == len(pieces):
             break
         pieces = halved
-    out: list[Chunk] = []
-    for ord_, (lo, hi) in enumerate(pieces):
-        body = text[tokens[lo][0] : tokens[hi - 1][1]]
-        out.append(
-            Chunk(
-                id=f"{chunk.id}.s{ord_}",
-                doc_id=chunk.doc_id,
-                ord=ord_,
-                text=body,
-                n_tokens=count_tokens(body),
-                level=1,
-                parent_id=chunk.id,
-            )
-        )
-    return out
+    return [(tokens[lo][0], tokens[hi - 1][1]) for lo, hi in pieces]
 
 
 def total_tokens(chunks: Iterable[Chunk]) -> int:

@@ -15,7 +15,7 @@ import io
 import json
 import logging
 import os
-import unicodedata
+import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Iterable
@@ -40,6 +40,8 @@ SUPPORTED_EXTENSIONS: tuple[str, ...] = (".jsonl", ".markdown", ".md", ".pdf", "
 
 # More than this share of control characters means the "text" is really binary (ours).
 _MAX_CONTROL_RATIO = 0.01
+# Unicode category Cc minus the whitespace controls (tab, newlines, vertical tab, form feed).
+_CONTROL_CHARS_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
 _UTF8_HINT = "Save the file as UTF-8 (most editors offer 'Save with encoding') and load it again."
 _BINARY_HINT = "kgviz reads plain text (.txt, .md), PDF and JSONL; export the file as text first."
 
@@ -54,8 +56,11 @@ class LoadResult:
 
 
 def document_from_text(text: str, *, title: str, source: str) -> Document:
-    """A Document with the canonical id for ``text`` (normalised first)."""
+    """A Document with the canonical id for ``text`` (normalised first). Raises EmptyFileError
+    (naming ``source``) when nothing is left after normalisation."""
     norm = normalize_text(text)
+    if not norm:
+        raise EmptyFileError(source, "no text left after normalisation", hint="Add text.")
     digest = hashlib.sha256(norm.encode("utf-8")).hexdigest()
     return Document(id=f"doc:{digest[:16]}", title=title, source=source, sha256=digest, text=norm)
 
@@ -68,7 +73,7 @@ def _extension(name: str) -> str:
         raise UnsupportedFileError(
             name,
             f"unsupported file type ({shown}); supported: {', '.join(SUPPORTED_EXTENSIONS)}",
-            hint="Rename the file if it is plain text, or convert it to one of the supported types.",
+            hint="Rename the file if it is plain text, or convert it to a supported type.",
         )
     return ext
 
@@ -94,14 +99,10 @@ def _human(n: int) -> str:
     return f"{n} bytes"
 
 
-def _is_control(ch: str) -> bool:
-    return ch not in "\t\n\r\f\v" and unicodedata.category(ch) == "Cc"
-
-
 def _check_not_binary(name: str, text: str) -> None:
     if "\x00" in text:
         raise BinaryFileError(name, "file contains NUL bytes; it looks binary", hint=_BINARY_HINT)
-    controls = sum(1 for ch in text if _is_control(ch))
+    controls = len(_CONTROL_CHARS_RE.findall(text))
     if controls > _MAX_CONTROL_RATIO * len(text):
         raise BinaryFileError(
             name,
@@ -130,7 +131,9 @@ def _decode(name: str, data: bytes) -> str:
         sample = data[:65536]
         controls = sum(1 for b in sample if (b < 32 and b not in b"\t\n\r\f\v") or b == 127)
         if controls > _MAX_CONTROL_RATIO * len(sample):
-            raise BinaryFileError(name, "file is not text; it looks binary", hint=_BINARY_HINT) from exc
+            raise BinaryFileError(
+                name, "file is not text; it looks binary", hint=_BINARY_HINT
+            ) from exc
         raise DecodeError(
             name,
             f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
@@ -195,13 +198,14 @@ def _parse_jsonl_row(name: str, n: int, line: str) -> Document:
     try:
         row = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise DecodeError(name, f"line {n}: invalid JSON ({exc.msg} at column {exc.colno})") from exc
+        reason = f"line {n}: invalid JSON ({exc.msg} at column {exc.colno})"
+        raise DecodeError(name, reason) from exc
     if not isinstance(row, dict):
         raise DecodeError(name, f"line {n}: expected a JSON object, got {type(row).__name__}")
     text = row.get("text")
     if not isinstance(text, str):
         raise DecodeError(name, f"line {n}: missing or non-string 'text' field")
-    if not text.strip():
+    if not normalize_text(text):
         raise EmptyFileError(name, f"line {n}: 'text' is empty")
     corpus_id = row.get("id", f"line{n}")
     if not isinstance(corpus_id, (str, int)) or isinstance(corpus_id, bool):
@@ -232,7 +236,7 @@ def _load_jsonl(name: str, data: bytes) -> tuple[list[Document], list[IngestErro
         raise DecodeError(
             name,
             f"no usable lines ({len(errors)} bad): {first}",
-            hint='Each line must be a JSON object like {"id": "...", "title": "...", "text": "..."}.',
+            hint='Each line must be a JSON object: {"id": "...", "title": "...", "text": "..."}.',
         )
     return docs, errors
 

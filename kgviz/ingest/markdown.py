@@ -15,17 +15,19 @@ _FRONT_MATTER_RE = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)"
 _HEADING_RE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _RULE_RE = re.compile(r"^ {0,3}([-*_=])(?:[ \t]*\1){2,}[ \t]*$")
 _REF_DEF_RE = re.compile(r"^ {0,3}\[[^\]]+\]:[ \t]*\S+.*$")
-_TABLE_DELIM_RE = re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*\|?[ \t]*$")
+_TABLE_CELL = r"[ \t]*:?-{2,}:?[ \t]*"
+_TABLE_DELIM_RE = re.compile(rf"^[ \t]*\|?{_TABLE_CELL}(?:\|{_TABLE_CELL})*\|?[ \t]*$")
 _QUOTE_RE = re.compile(r"^ {0,3}(?:>[ \t]?)+")
 _BULLET_RE = re.compile(r"^([ \t]*)[-*+][ \t]+(?:\[[ xX]\][ \t]+)?")
 
 _CODE_SPAN_RE = re.compile(r"(`+)(.+?)\1")
 _ESCAPE_RE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!>~|<])")
-_IMAGE_RE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_LINK_RE = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+_URL_PART = r"\((?:[^()\n]|\([^()\n]*\))*\)"  # one level of parentheses inside URLs
+_IMAGE_RE = re.compile(r"!\[([^\]]*)\]" + _URL_PART)
+_LINK_RE = re.compile(r"\[([^\]]+)\]" + _URL_PART)
 _REF_LINK_RE = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
 _AUTOLINK_RE = re.compile(r"<((?:https?|ftp|mailto):[^>\s]+)>")
-_HTML_COMMENT_RE = re.compile(r"<!--.*?-->")
+_HTML_COMMENT_RE = re.compile(r"[ \t]*<!--.*?-->")
 _HTML_TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 _STRONG_RE = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _STAR_EM_RE = re.compile(r"(?<![\w*])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])")

@@ -125,7 +125,8 @@ class AnthropicLLM:
             raise malformed(self._ctx, "no token usage")
         # prompt-cache reads/writes are billed input tokens reported outside input_tokens
         for extra in ("cache_creation_input_tokens", "cache_read_input_tokens"):
-            tokens_in += _get(usage, extra) or 0
+            value = _get(usage, extra)
+            tokens_in += value if isinstance(value, int) else 0
         raw: dict[str, Any] = {"id": _get(reply, "id"), "stop_reason": _get(reply, "stop_reason")}
         if want_json:
             extracted = extract_json_text(text)

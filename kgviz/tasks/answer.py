@@ -34,20 +34,28 @@ _STOP = frozenset(
     its as into than then there their his her he she they them him i we you our your my me also not
     no yes if so such can could would should will may might one both either neither same other""".split()
 )
+_PRONOUNS = frozenset("he she it they his her its their this these".split())
 _CONNECTORS = r"(?:of|the|de|del|della|da|du|des|von|van|der|den|la|le|di|y|for|on|upon)"
 _WORD = r"[A-Z][\w'\u2019\-]*"
 _CAP_SPAN_RE = re.compile(rf"{_WORD}(?:\s+(?:{_CONNECTORS}\s+)*{_WORD})*")
 _MONTHS = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
-_FULL_DATE_RE = re.compile(rf"\b(?:\d{{1,2}}\s+{_MONTHS}\s+\d{{3,4}}|{_MONTHS}\s+\d{{1,2}},?\s+\d{{3,4}}|{_MONTHS}\s+\d{{3,4}})\b")
+_FULL_DATE_RE = re.compile(
+    rf"\b(?:\d{{1,2}}\s+{_MONTHS}\s+\d{{3,4}}|{_MONTHS}\s+\d{{1,2}},?\s+\d{{3,4}}|{_MONTHS}\s+\d{{3,4}})\b"
+)
 _YEAR_RE = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})s?\b")
-_NUMBER_WORDS = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty hundred thousand".split()
+_NUMBER_WORDS = """one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen
+    sixteen seventeen eighteen nineteen twenty thirty forty fifty hundred thousand""".split()
 _NUMBER_RE = re.compile(
     rf"\b(?:\d[\d,]*(?:\.\d+)?|{'|'.join(_NUMBER_WORDS)})(?:\s+(?:hundred|thousand|million|billion))?\b",
     re.IGNORECASE,
 )
 _PLACE_CUE_RE = re.compile(r"\b(?:in|at|from|near|to|into|of)\s+$", re.IGNORECASE)
 _PERSON_CUE_RE = re.compile(r"\b(?:by|with|and|named|called|to)\s+$", re.IGNORECASE)
-_PREFIX_RE = re.compile(r"^\s*(?:\*\*)?(?:final\s+answer|short\s+answer|answer|a)\s*(?:\*\*)?\s*[:\-\u2013]\s*", re.IGNORECASE)
+# "Answer:", "**Final answer** -", "A:"; a bare "A" needs its colon ("A-ha" is an answer)
+_PREFIX_RE = re.compile(
+    r"^\s*(?:\*\*)?(?:(?:final\s+|short\s+)?answer\s*(?:\*\*)?\s*[:\-\u2013]|a\s*(?:\*\*)?\s*:)\s*",
+    re.IGNORECASE,
+)
 
 
 def _render(inputs: dict[str, Any]) -> str:
@@ -71,8 +79,31 @@ def _parse(raw: str, inputs: dict[str, Any]) -> str:
     return answer
 
 
+def _stem(word: str) -> str:
+    # crude on purpose: "lies"/"lie", "designed"/"design" should meet; no stemmer data offline
+    for suffix in ("ing", "ed", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
 def _content_words(text: str) -> set[str]:
-    return {w for w in re.findall(r"\w+", text.lower()) if w not in _STOP and len(w) > 1}
+    return {_stem(w) for w in re.findall(r"\w+", text.lower()) if w not in _STOP and len(w) > 1}
+
+
+def _scored_sentences(passages: list[str]) -> list[tuple[int, str, str]]:
+    """(passage index, sentence, text to score it by). A sentence opening with a pronoun is scored
+    together with the sentence before it, a stand-in for coreference ("It was designed by ...")."""
+    out: list[tuple[int, str, str]] = []
+    for i, passage in enumerate(passages):
+        prev = ""
+        for sent in split_sentences(passage):
+            if not sent.strip():
+                continue
+            first = sent.split(maxsplit=1)[0].lower().strip(",")
+            out.append((i, sent, f"{prev} {sent}" if prev and first in _PRONOUNS else sent))
+            prev = sent
+    return out
 
 
 def question_type(question: str) -> str:
@@ -115,49 +146,50 @@ def _spans(sentence: str, question_words: set[str]) -> list[tuple[int, str]]:
     return out
 
 
-def _typed_span(qtype: str, sentence: str, question: str) -> tuple[str, str] | None:
-    """(answer, rule) for one sentence, or None when the sentence has nothing of that type."""
+def _typed_span(qtype: str, sentence: str, question: str) -> tuple[str, str, bool] | None:
+    """(answer, rule, strong) for one sentence, or None when it has nothing of that type. A weak
+    span (a place with no "in/at/from" before it, a one-word "who" answer) is used only when no
+    runner-up sentence has a strong one."""
     qwords = set(re.findall(r"\w+", question.lower()))
     if qtype == "date":
         if "year" not in question.lower():
             for m in _FULL_DATE_RE.finditer(sentence):
                 if m.group() not in question:
-                    return m.group(), "date: full date"
+                    return m.group(), "date: full date", True
         for m in _YEAR_RE.finditer(sentence):
             if m.group(1) not in question:
-                return m.group(1), "date: year"
+                return m.group(1), "date: year", True
         return None
     if qtype == "number":
         for m in _NUMBER_RE.finditer(sentence):
             if not _YEAR_RE.fullmatch(m.group()) and m.group().lower() not in qwords:
-                return m.group(), "number"
+                return m.group(), "number", True
         return None
     spans = _spans(sentence, qwords)
     if not spans:
         return None
     if qtype == "person":
-        ranked = sorted(spans, key=lambda s: (-(len(s[1].split()) >= 2) - bool(_PERSON_CUE_RE.search(sentence[: s[0]])), s[0]))
-        return ranked[0][1], "who: capitalised name not in the question"
+        def person_key(s: tuple[int, str]) -> tuple[int, int]:
+            return (-(len(s[1].split()) >= 2) - bool(_PERSON_CUE_RE.search(sentence[: s[0]])), s[0])
+        start, span = min(spans, key=person_key)
+        return span, "who: capitalised name not in the question", person_key((start, span))[0] < 0
     if qtype == "place":
-        ranked = sorted(spans, key=lambda s: (not _PLACE_CUE_RE.search(sentence[: s[0]]), s[0]))
-        return ranked[0][1], "where: capitalised span after in/at/from"
-    return spans[0][1], "which/what: first capitalised span not in the question"
+        cued = [sp for sp in spans if _PLACE_CUE_RE.search(sentence[: sp[0]])]
+        return (cued or spans)[0][1], "where: capitalised span after in/at/from", bool(cued)
+    return spans[0][1], "which/what: first capitalised span not in the question", True
 
 
 def _offline(inputs: dict[str, Any], embedder: Embedder) -> tuple[str, str]:
     question: str = inputs["question"]
     if inputs.get("no_context"):
         return INSUFFICIENT, "offline mode has no model memory: without retrieval it always abstains"
-    sents: list[tuple[int, str]] = []
-    for i, passage in enumerate(inputs.get("passages") or []):
-        sents.extend((i, s) for s in split_sentences(passage) if s.strip())
-    sents = sents[:_MAX_SENTENCES]
+    sents = _scored_sentences(list(inputs.get("passages") or []))[:_MAX_SENTENCES]
     if not sents:
         return INSUFFICIENT, "extractive: the context is empty"
-    vecs = np.asarray(embedder.embed([question] + [s for _, s in sents]), dtype=np.float32)
+    vecs = np.asarray(embedder.embed([question] + [t for _, _, t in sents]), dtype=np.float32)
     cos = vecs[1:] @ vecs[0]
     qwords = _content_words(question)
-    overlap = np.array([len(qwords & _content_words(s)) / max(1, len(qwords)) for _, s in sents])
+    overlap = np.array([len(qwords & _content_words(t)) / max(1, len(qwords)) for _, _, t in sents])
     score = cos + overlap
     order = [int(i) for i in np.argsort(-score, kind="stable")]
     best = order[0]
@@ -176,11 +208,13 @@ def _offline(inputs: dict[str, Any], embedder: Embedder) -> tuple[str, str]:
     if qtype == "yesno":
         verdict = "yes" if overlap[best] >= 0.6 else "no"
         return verdict, f"extractive yes/no: best {where}; 'yes' needs >= 60% of the question's content words"
-    for i in order[:3]:  # the best sentence may lack a span of the wanted type; its runners-up may not
-        found = _typed_span(qtype, sents[i][1], question)
-        if found:
-            span, rule = found
-            return span, f"extractive ({rule}) from evidence [{sents[i][0] + 1}]; best {where}"
+    # names may sit in the antecedent sentence ("The Tagus is ... It rises in ..."); numbers and
+    # dates belong to the sentence that matched the question's predicate
+    use = 1 if qtype in ("number", "date") else 2
+    found = [(i, f) for i in order[:3] if (f := _typed_span(qtype, sents[i][use], question))]
+    if found:  # the best sentence may lack a span of the wanted type; its runners-up may not
+        i, (span, rule, _) = next(((i, f) for i, f in found if f[2]), found[0])
+        return span, f"extractive ({rule}) from evidence [{sents[i][0] + 1}]; best {where}"
     return sents[best][1].strip(), f"extractive: no {qtype} span found, answering with the best {where}"
 
 

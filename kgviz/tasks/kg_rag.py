@@ -1,12 +1,27 @@
 """Reasoning tasks of the `kg-rag` method (Chain of Explorations): plan, choose, evaluate.
 
 Each task renders a prompt from ``kgviz.prompts.kg_rag``, parses a (possibly chatty) reply, and
-has a deterministic offline heuristic. All three are ours: the paper summary names the steps (plan
-the exploration, LLM ranking of the next hop, decide when the facts suffice) but gives no prompts.
+has a deterministic offline heuristic. All of it is ours: the paper summary only says that CoE
+combines vector search, Cypher queries and LLM ranking; the plan and evaluate steps, the prompts,
+the parsers and the heuristics are written for kgviz.
 
 Parsers never trust the reply beyond what the method offered: ``kgrag_choose`` keeps only
-numbers/ids of the candidates that were shown and records everything else under ``ignored``;
-missing plan or decision parts are filled visibly (``notes`` / ``parsed=False``), never silently.
+numbers/ids of the candidates that were shown and records everything else under ``ignored``; when
+a reply has a ``CHOICE:``/``DECISION:`` line only that line counts (numbers in the chatter around
+it are not choices). Missing plan parts are filled from the offline plan and listed in ``notes``;
+an evaluate reply naming no decision gives CONTINUE with ``parsed=False``; nothing is silent.
+
+Offline heuristics (deterministic):
+- plan: capitalised spans and quoted strings of the question are the entities (a sentence-initial
+  function word is skipped), its other content words the relations; hops = the number of relation
+  words that are not type nouns ("film", "town", ...), clamped to 1..3.
+- choose: similarity + RELATION_WEIGHT x share of planned relations the path lacks that the fact
+  names + ENTITY_WEIGHT x share of planned entities the path lacks that it names + LEXICAL_WEIGHT
+  x share of question words + NOVELTY_BONUS when it reaches an unvisited node; best ``width``.
+- evaluate: STOP when the last hop's facts hold an answer of the question's type (a year for
+  "when", a name for "who"/"where"/"which town", a number for "how many"), the facts mention every
+  planned entity, the planned hops are done, and the planned relations appear (waived one hop past
+  the plan); else CONTINUE. Offline never backtracks (only a dead end does).
 
 Inputs
 ------
@@ -48,12 +63,18 @@ _MONTH = re.compile(r"\b(January|February|March|April|May|June|July|August|Septe
 _NUMBER = re.compile(r"\b\d+(?:[.,]\d+)?\b")
 
 
+_SUFFIXES = ("ions", "ing", "ion", "ers", "ors", "ed", "er", "or", "es", "s", "e")
+
+
 def _norm(word: str) -> str:
+    """Lower-case and strip a common suffix, so "director" meets "directed" and "released" meets
+    "release" (a crude stemmer, enough for word overlap)."""
     w = word.lower().strip("'’")
     if w.endswith("'s") or w.endswith("’s"):
         w = w[:-2]
-    if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
-        w = w[:-1]
+    for suf in _SUFFIXES:
+        if w.endswith(suf) and len(w) - len(suf) >= 4 and not w.endswith("ss"):
+            return w[: -len(suf)]
     return w
 
 
@@ -82,8 +103,8 @@ def capitalised_spans(text: str) -> list[str]:
         if cur and any(ch in gap for ch in ",;:?!()\"“”"):
             flush()
         if w[0].isupper():
-            if i == 0 and w.lower() in _QUESTION_WORDS:
-                continue
+            if i == 0 and (w.lower() in _QUESTION_WORDS or w.lower() in _STOP):
+                continue  # sentence-initial capital, not a name
             cur.append(w)
         elif cur and w.lower() in _CONNECTORS:
             cur.append(w)
@@ -91,6 +112,14 @@ def capitalised_spans(text: str) -> list[str]:
             flush()
     flush()
     return spans
+
+
+_FENCE = re.compile(r"<\s*/?\s*graph-data\s*>", re.I)
+
+
+def fenced(text: object) -> str:
+    """Document text placed inside <graph-data> fences, unable to close the fence itself."""
+    return _FENCE.sub("[graph-data]", str(text))
 
 
 def _clamp(n: int, lo: int, hi: int) -> int:
@@ -102,13 +131,14 @@ def _clamp(n: int, lo: int, hi: int) -> int:
 def offline_plan(question: str, max_hops: int) -> dict[str, Any]:
     entities = capitalised_spans(question)
     ent_words = {_norm(w) for e in entities for w in _WORD.findall(e)}
-    relations: list[str] = []
+    relations: list[str] = []  # surface words, deduplicated by stem
+    stems: list[str] = []
     for w in _WORD.findall(question):
         n = _norm(w)
-        if w[0].isupper() or n in ent_words or w.lower() in _STOP or len(n) < 3 or n.isdigit():
+        if w[0].isupper() or n in ent_words or w.lower() in _STOP or len(n) < 3 or n.isdigit() or n in stems:
             continue
-        if n not in relations:
-            relations.append(n)
+        relations.append(w.lower())
+        stems.append(n)
     walk = [r for r in relations if r not in _TYPE_NOUNS]
     hops = _clamp(len(walk), 1, min(3, max_hops))
     return {"entities": entities, "relations": relations, "hops": hops, "notes": []}
@@ -143,7 +173,7 @@ def parse_plan(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
                 rels = [str(x).strip() for x in obj["relations"] if str(x).strip()]
             if isinstance(obj.get("hops"), (int, float, str)) and re.fullmatch(r"\d+", str(obj["hops"]).strip()):
                 hops = int(str(obj["hops"]).strip())
-    for label, body in re.findall(r"^[\s*#>-]*(ENTITIES|RELATIONS|HOPS)\**\s*[:=]\s*(.*)$", raw, re.I | re.M):
+    for label, body in re.findall(r"\b(ENTITIES|RELATIONS|HOPS)\**\s*[:=]\**\s*([^\n]*)", raw, re.I):
         key = label.upper()
         if key == "ENTITIES" and ents is None:
             ents = _split_items(body)
@@ -178,12 +208,13 @@ def _offline_plan(inputs: dict[str, Any], embedder: Embedder) -> tuple[dict[str,
     )
 
 
-register(Task("kgrag_plan", "kg_rag.PLAN", _render_plan, parse_plan, _offline_plan, system=P.SYSTEM, max_tokens=300))
+register(Task("kgrag_plan", "kg_rag.PLAN", _render_plan, parse_plan, _offline_plan,
+              system=P.SYSTEM, max_tokens=300))
 
 
 # ------------------------------------------------------------------------------------------------
 # kgrag_choose
-_CHOICE_LINE = re.compile(r"^[\s*#>-]*CHOICE\**\s*[:=]\s*(.*)$", re.I | re.M)
+_CHOICE_LINE = re.compile(r"\bCHOICE\**\s*[:=]\**\s*([^\n]*)", re.I)
 _ID_LIKE = re.compile(r"\b[a-z]{2,8}:[^\s,;()\[\]]+", re.I)
 _INT = re.compile(r"(?<![\w.:])\d+(?![\w:])")
 
@@ -225,7 +256,8 @@ def parse_choice(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fmt_candidates(cands: list[dict[str, Any]]) -> str:
-    return "\n".join(f"{c['n']}. {str(c['fact'])[:300]}  (similarity {float(c['score']):.2f})" for c in cands)
+    return "\n".join(f"{c['n']}. {fenced(str(c['fact'])[:300])}  (similarity {float(c['score']):.2f})"
+                     for c in cands)
 
 
 def _render_choose(inputs: dict[str, Any]) -> str:
@@ -235,28 +267,55 @@ def _render_choose(inputs: dict[str, Any]) -> str:
         question=inputs["question"],
         plan_entities=", ".join(plan.get("entities") or []) or "(none named)",
         plan_relations=", ".join(plan.get("relations") or []) or "(none named)",
-        path_facts="\n".join(f"- {f}" for f in facts) or "(none yet)",
+        path_facts="\n".join(f"- {fenced(f)}" for f in facts) or "(none yet)",
         candidates=_fmt_candidates(list(inputs["candidates"])),
         width=inputs.get("width", 1),
     )
 
 
-# weights of the offline chooser (ours): similarity dominates, lexical overlap with the question
-# and plan breaks ties towards facts naming what was asked, novelty mildly prefers new entities
-LEXICAL_WEIGHT = 0.3
+# weights of the offline chooser (ours): similarity to the question/plan is the base; a fact that
+# names a planned relation the path has not covered yet gets the largest bonus (that relation is
+# the next link of the chain), question words a smaller one, and reaching an unvisited node a mild
+# one (so the walk moves on rather than circling)
+RELATION_WEIGHT = 0.3
+ENTITY_WEIGHT = 0.2  # a fact naming a planned entity the path has not mentioned yet
+LEXICAL_WEIGHT = 0.1
 NOVELTY_BONUS = 0.05
+
+
+_TYPE_STEMS = frozenset(_norm(t) for t in _TYPE_NOUNS)
+
+
+def walk_relation_words(plan: dict[str, Any]) -> dict[str, str]:
+    """stem -> surface word of the planned relations that name a link to walk (not the answer's
+    type noun)."""
+    out: dict[str, str] = {}
+    for r in plan.get("relations") or []:
+        for w in _WORD.findall(str(r)):
+            n = _norm(w)
+            if w.lower() not in _STOP and len(w) > 1 and n not in _TYPE_STEMS:
+                out.setdefault(n, w.lower())
+    return out
+
+
+def walk_relations(plan: dict[str, Any]) -> set[str]:
+    return set(walk_relation_words(plan))
 
 
 def offline_choose(inputs: dict[str, Any]) -> dict[str, Any]:
     plan = inputs.get("plan") or {}
-    want = content_words(str(inputs["question"]))
-    for part in list(plan.get("relations") or []) + list(plan.get("entities") or []):
-        want |= content_words(str(part))
+    q_words = content_words(str(inputs["question"]))
+    covered = content_words(" ".join(str(f) for f in inputs.get("path_facts") or []))
+    open_rel = walk_relations(plan) - covered
+    open_ents = [e for e in plan.get("entities") or [] if not _covered(str(e), covered)]
     scored = []
     for rank, c in enumerate(inputs["candidates"]):
         have = content_words(str(c["fact"]))
-        overlap = len(want & have) / max(1, len(want))
-        s = float(c["score"]) + LEXICAL_WEIGHT * overlap + (0.0 if c.get("target_visited") else NOVELTY_BONUS)
+        rel = len(open_rel & have) / len(open_rel) if open_rel else 0.0
+        ent = sum(_covered(str(e), have) for e in open_ents) / len(open_ents) if open_ents else 0.0
+        lex = len(q_words & have) / max(1, len(q_words))
+        s = (float(c["score"]) + RELATION_WEIGHT * rel + ENTITY_WEIGHT * ent + LEXICAL_WEIGHT * lex
+             + (0.0 if c.get("target_visited") else NOVELTY_BONUS))
         scored.append((-s, rank, str(c["id"]), s))
     scored.sort()
     width = int(inputs.get("width", 1))
@@ -267,18 +326,20 @@ def offline_choose(inputs: dict[str, Any]) -> dict[str, Any]:
 
 def _offline_choose(inputs: dict[str, Any], embedder: Embedder) -> tuple[dict[str, Any], str]:
     return offline_choose(inputs), (
-        f"choose: similarity + {LEXICAL_WEIGHT} x word overlap with question/plan "
-        f"+ {NOVELTY_BONUS} if the fact reaches an unvisited node; top `width`"
+        f"choose: similarity + {RELATION_WEIGHT} x share of planned relations not yet on the path "
+        f"+ {ENTITY_WEIGHT} x share of planned entities not yet on the path + {LEXICAL_WEIGHT} x share "
+        f"of question words + {NOVELTY_BONUS} if the fact reaches an unvisited node; top `width`"
     )
 
 
-register(Task("kgrag_choose", "kg_rag.CHOOSE", _render_choose, parse_choice, _offline_choose, system=P.SYSTEM, max_tokens=200))
+register(Task("kgrag_choose", "kg_rag.CHOOSE", _render_choose, parse_choice, _offline_choose,
+              system=P.SYSTEM, max_tokens=200))
 
 
 # ------------------------------------------------------------------------------------------------
 # kgrag_evaluate
-_DECISION_LINE = re.compile(r"^[\s*#>-]*DECISION\**\s*[:=]\s*(.*)$", re.I | re.M)
-_REASON_LINE = re.compile(r"^[\s*#>-]*REASON\**\s*[:=]\s*(.*)$", re.I | re.M)
+_DECISION_LINE = re.compile(r"\bDECISION\**\s*[:=]\**\s*([^\n]*)", re.I)
+_REASON_LINE = re.compile(r"\bREASON\**\s*[:=]\**\s*([^\n]*)", re.I)
 _DECISION_WORDS = {"stop": "stop", "continue": "continue", "backtrack": "backtrack"}
 
 
@@ -299,13 +360,14 @@ def parse_decision(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
 
 def answer_type(question: str) -> str:
     q = question.strip().lower()
-    if re.match(r"(when|what year|which year|in what year|in which year|what date|on what date)\b", q) or " what year" in q:
+    if re.match(r"(when|(in |on )?(what|which) (year|date))\b", q) or " what year" in q:
         return "date"
     if re.match(r"how (many|much|old|long|far|tall|big)\b", q):
         return "number"
     if re.match(r"(who|whom|whose)\b", q):
         return "person"
-    if re.match(r"where\b", q):
+    if re.match(r"where\b", q) or re.match(
+            r"(in |at |from )?(which|what) (town|city|village|country|region|state|county|place|island)\b", q):
         return "place"
     if re.match(r"(is|are|was|were|do|does|did|can|has|have|had)\b", q):
         return "yesno"
@@ -333,23 +395,34 @@ def _covered(entity: str, fact_words: set[str]) -> bool:
 
 
 def offline_evaluate(inputs: dict[str, Any]) -> dict[str, Any]:
+    """Stop when the last hop's facts hold an answer of the question's type (the answer sits at
+    the end of the chain), every planned entity is mentioned, the planned hops are done and the
+    planned relations appear on the path (or one more hop than planned is done)."""
     question = str(inputs["question"])
     plan = inputs.get("plan") or {}
-    facts_text = "\n".join(str(f) for f in inputs.get("facts") or [])
+    facts = [str(f) for f in inputs.get("facts") or []]
+    new = [str(f) for f in inputs.get("new_facts") or facts]
     kind = answer_type(question)
     ents = [str(e) for e in plan.get("entities") or []]
-    fact_words = content_words(facts_text)
+    fact_words = content_words("\n".join(facts))
     missing = [e for e in ents if not _covered(e, fact_words)]
-    has_type = _has_answer_type(kind, question, facts_text, ents)
+    has_type = _has_answer_type(kind, question, "\n".join(new), ents)
+    rels = walk_relation_words(plan)
+    rel_missing = [w for stem, w in rels.items() if stem not in fact_words]
     hops_done, planned = int(inputs.get("hops_done", 0)), int(plan.get("hops", 1) or 1)
-    if has_type and not missing and hops_done >= planned:
-        return {"decision": "stop", "reason": f"facts hold a {kind} answer candidate and mention every planned entity",
-                "parsed": True}
+    # question words often differ from the graph's relation words ("tall" vs "high"): one hop past
+    # the plan, missing relations no longer hold the walk back
+    rel_ok = not rel_missing or hops_done > planned
+    if has_type and not missing and rel_ok and hops_done >= planned:
+        return {"decision": "stop", "reason": f"the last hop holds a {kind} answer candidate and the facts mention "
+                "the planned entities and relations", "parsed": True}
     why = []
     if not has_type:
-        why.append(f"no {kind} answer candidate yet")
+        why.append(f"no {kind} answer candidate in the last hop")
     if missing:
         why.append("entities not covered: " + ", ".join(missing))
+    if not rel_ok:
+        why.append("relations not covered: " + ", ".join(rel_missing))
     if hops_done < planned:
         why.append(f"{hops_done} of {planned} planned hops done")
     return {"decision": "continue", "reason": "; ".join(why), "parsed": True}
@@ -357,7 +430,7 @@ def offline_evaluate(inputs: dict[str, Any]) -> dict[str, Any]:
 
 def _render_evaluate(inputs: dict[str, Any]) -> str:
     new = set(inputs.get("new_facts") or [])
-    facts = [f"{'*' if f in new else '-'} {f}" for f in inputs.get("facts") or []]
+    facts = [f"{'*' if f in new else '-'} {fenced(f)}" for f in inputs.get("facts") or []]
     allow = bool(inputs.get("allow_backtrack", True))
     plan = inputs.get("plan") or {}
     return P.EVALUATE.format(
@@ -373,10 +446,12 @@ def _render_evaluate(inputs: dict[str, Any]) -> str:
 
 def _offline_evaluate(inputs: dict[str, Any], embedder: Embedder) -> tuple[dict[str, Any], str]:
     return offline_evaluate(inputs), (
-        "evaluate: stop when the facts contain an answer of the question's type (year for when, "
-        "name for who/where, number for how many), mention every planned entity and the planned "
-        "hops are done; else continue (offline never backtracks)"
+        "evaluate: stop when the last hop's facts contain an answer of the question's type (year "
+        "for when, name for who/where, number for how many), the facts mention every planned "
+        "entity and relation (relations are waived one hop past the plan), and the planned hops "
+        "are done; else continue (offline never backtracks)"
     )
 
 
-register(Task("kgrag_evaluate", "kg_rag.EVALUATE", _render_evaluate, parse_decision, _offline_evaluate, system=P.SYSTEM, max_tokens=200))
+register(Task("kgrag_evaluate", "kg_rag.EVALUATE", _render_evaluate, parse_decision, _offline_evaluate,
+              system=P.SYSTEM, max_tokens=200))

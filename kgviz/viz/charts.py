@@ -48,8 +48,9 @@ def degree_distribution(degrees: Iterable[int], *, title: str = "Entity degree d
                                hovertemplate="degree %{x}: %{y} nodes<extra></extra>"))
     suffix = f" ({zero} isolated nodes not shown)" if zero else ""
     fig.update_layout(title=_esc(title + suffix), **_LAYOUT)
-    fig.update_xaxes(type="log", title="degree")
-    fig.update_yaxes(type="log", title="number of nodes")
+    # dtick=1: one labelled tick per power of ten (the default labels every minor tick on short ranges)
+    fig.update_xaxes(type="log", title="degree", dtick=1)
+    fig.update_yaxes(type="log", title="number of nodes", dtick=1)
     return fig
 
 

@@ -16,13 +16,12 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
-from typing import Iterable, Literal, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from pyvis.network import Network
 
 from kgviz.errors import KgvizError
-
-Role = Literal["candidate", "chosen", "rejected", "seed", "context"]
+from kgviz.methods.base import Role  # the trace roles: the Trace page colours nodes by them
 
 #: highlight colours per trace role (shared with the Trace page legend)
 ROLE_COLOURS: dict[str, str] = {
@@ -164,7 +163,7 @@ _NETWORK_PATCHED = (
 _STYLE = """
 <style>
   body { margin: 0; font-family: sans-serif; }
-  #mynetwork { float: none !important; }
+  #mynetwork { float: none !important; box-sizing: border-box; }
   .kgviz-legend { display: flex; flex-wrap: wrap; gap: 12px; padding: 4px 6px; font-size: 12px; color: #333; }
   .kgviz-legend span.sw { display: inline-block; width: 11px; height: 11px; border-radius: 6px;
                            margin-right: 4px; vertical-align: -1px; border: 1px solid #777; }

@@ -93,7 +93,8 @@ class FakeServer:
         self.requests: list[Recorded] = []
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.fake = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # a short poll interval keeps shutdown (one per test) at ~20 ms instead of 0.5 s
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
 
     @property
     def url(self) -> str:
@@ -118,3 +119,55 @@ class FakeServer:
     def __exit__(self, *exc: object) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+# --- success bodies in each API's wire format ---------------------------------------------------
+def anthropic_ok(text: str, tin: int = 11, tout: int = 7) -> dict[str, Any]:
+    return {
+        "id": "msg_01",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test-20260101",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": tin, "output_tokens": tout},
+    }
+
+
+def responses_ok(text: str, tin: int = 11, tout: int = 7, status: str = "completed") -> dict[str, Any]:
+    return {
+        "id": "resp_01",
+        "object": "response",
+        "created_at": 1700000000,
+        "status": status,
+        "model": "gpt-test",
+        "output": [
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {
+                "type": "message",
+                "id": "msg_1",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            },
+        ],
+        "usage": {
+            "input_tokens": tin,
+            "output_tokens": tout,
+            "total_tokens": tin + tout,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
+
+
+def chat_ok(text: str, tin: int = 11, tout: int = 7) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": "llama-test",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": tin, "completion_tokens": tout, "total_tokens": tin + tout},
+    }

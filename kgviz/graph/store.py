@@ -1,0 +1,666 @@
+"""GraphStore: kgviz's only door to Kùzu (the only module that imports kuzu).
+
+Facts about kuzu 0.11.3 this module is built on (each checked here, most pinned by tests in
+tests/graph/):
+
+* A database is a single file (+ ``.wal``). ``GraphStore.open(path)`` takes a workspace
+  *directory* and keeps the database in ``path / "graph.kuzu"``.
+* Two ``kuzu.Database`` objects on one file in one process are not refused by Kùzu but are not
+  safe, so a module-level registry hands out one Database per file per process (ref-counted).
+  A second *process* gets "Could not set lock on file" — even read-only — which becomes
+  ``DatabaseLockedError``.
+* One write transaction at a time per database: a second one fails at once. Every write here
+  runs under a per-database re-entrant lock shared by all stores and threads of this process.
+  Reads run concurrently on pooled connections (one connection is never used by two threads).
+* Checkpoints wait for every active transaction, readers included, and give up after 5 s with
+  "Timeout waiting for active transactions ..." — raised to the *writer* although its data was
+  already committed. With Python threads reading continuously this happened on every COPY
+  (COPY always checkpoints, even with auto_checkpoint off) and on auto-checkpoints. So each
+  statement passes a gate: reads share it, writes (and CHECKPOINT) hold it alone; automatic
+  checkpoints are off and ``_maybe_checkpoint`` runs one when the WAL passes CHECKPOINT_WAL_BYTES.
+* The vector, fts, algo and json extensions are statically linked: loaded without ``LOAD`` and
+  never downloaded. ``INSTALL`` is never issued.
+* COPY matches columns by position and is atomic per statement: a process killed mid-COPY
+  leaves none of that COPY's rows after reopening (earlier commits survive, replayed from the
+  WAL). A failed COPY (e.g. a duplicate key) also leaves nothing behind.
+* COPY into a multi-pair rel table (SUBJ/OBJ) needs ``(from='X', to='Y')``; passing it for a
+  single-pair table is accepted too, so it is always passed.
+* Vector / full-text / PageRank facts are listed in search.py.
+* Statements interpolate only identifiers that exist in the catalog (table/column names) and
+  literals this module produced or validated; every caller-supplied value is a $param.
+"""
+from __future__ import annotations
+
+import operator
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import kuzu
+import numpy as np
+import pyarrow as pa
+
+from kgviz.errors import (
+    DatabaseLockedError,
+    EmbedderMismatchError,
+    GraphStoreError,
+    SchemaVersionError,
+    WriteConflictError,
+)
+from kgviz.graph.arrow import Rows, build_table, column_sources, is_float_type, vector_dim, vectors_to_numpy
+from kgviz.graph.search import SearchMixin
+
+SCHEMA_VERSION = "1"
+DB_FILENAME = "graph.kuzu"
+REQUIRED_EXTENSIONS = ("vector", "fts", "algo")
+_DIM_TOKEN = "__DIM__"
+
+# Largest id list sent in one ``UNWIND $ids`` lookup. UNWIND + MATCH on the key is a hash join
+# (50k ids against 1M rows: 0.17 s); ``WHERE n.id IN $ids`` scans the list per row (5k ids
+# against 1M rows: 57 s), so it is never used for id lists.
+ID_BATCH = 50_000
+# Checkpoint once the write-ahead log is larger than this (ours; Kùzu's own default is 16 MiB).
+CHECKPOINT_WAL_BYTES = 16 * 1024 * 1024
+_LOCK_MESSAGE = "Could not set lock on file"
+_WRITE_CONFLICT_MESSAGE = "Only one write transaction at a time"
+
+
+# --- one Database per file per process ----------------------------------------------------------
+class _Gate:
+    """Readers share, a writer is alone; a waiting writer stops new readers (no starvation).
+    Held for one statement at a time and never nested, so it cannot deadlock on itself."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._writers_waiting = 0
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            while self._writing or self._writers_waiting:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if self._readers == 0:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            self._writers_waiting += 1
+            while self._writing or self._readers:
+                self._cond.wait()
+            self._writers_waiting -= 1
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writing = False
+                self._cond.notify_all()
+
+
+class _Handle:
+    """A shared kuzu.Database with its write lock, connection pool and catalog cache."""
+
+    def __init__(self, db_file: Path) -> None:
+        self.db_file = db_file
+        try:
+            self.db = kuzu.Database(str(db_file), auto_checkpoint=False)
+        except RuntimeError as err:
+            if _LOCK_MESSAGE in str(err):
+                raise DatabaseLockedError(
+                    f"The graph database at {db_file} is locked: another kgviz process "
+                    "(the app or a CLI command) has it open.",
+                    hint="close the other kgviz app or CLI command, or pick another workspace",
+                ) from err
+            raise GraphStoreError(f"Cannot open the graph database at {db_file}: {err}") from err
+        self.refcount = 0
+        self.write_lock = threading.RLock()
+        self.gate = _Gate()
+        self.closed = False
+        self._pool_lock = threading.Lock()
+        self._idle: list[kuzu.Connection] = []
+        self._all: list[kuzu.Connection] = []
+        self._local = threading.local()
+        self.catalog: _Catalog | None = None
+
+    @contextmanager
+    def connection(self) -> Iterator[kuzu.Connection]:
+        """A connection used by this thread alone until the block ends (or the pinned one)."""
+        pinned = getattr(self._local, "conn", None)
+        if pinned is not None:
+            yield pinned
+            return
+        with self._pool_lock:
+            if self.closed:
+                raise GraphStoreError(f"The graph store for {self.db_file} is closed.")
+            conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                conn = kuzu.Connection(self.db)
+                self._all.append(conn)
+        try:
+            yield conn
+        finally:
+            with self._pool_lock:
+                if not self.closed:
+                    self._idle.append(conn)
+
+    @contextmanager
+    def pinned(self) -> Iterator[kuzu.Connection]:
+        """Make this thread use one connection for the whole block (explicit transactions)."""
+        with self.connection() as conn:
+            previous = getattr(self._local, "conn", None)
+            self._local.conn = conn
+            try:
+                yield conn
+            finally:
+                self._local.conn = previous
+
+    def in_transaction(self) -> bool:
+        return getattr(self._local, "conn", None) is not None
+
+    def run(self, conn: kuzu.Connection, cypher: str, params: Mapping[str, Any] | None, *,
+            write: bool, fetch: str = "none") -> Any:
+        """One statement under the gate; its result is read ("rows"/"arrow") and closed inside."""
+        with self.gate.exclusive() if write else self.gate.shared():
+            result = _run(conn, cypher, params)
+            try:
+                if fetch == "rows":
+                    return list(result.rows_as_dict().get_all())
+                if fetch == "arrow":
+                    return result.get_as_arrow(chunk_size=-1)
+                return None
+            finally:
+                result.close()
+
+    def close(self) -> None:
+        with self.gate.exclusive():  # closing checkpoints, which must not meet a reader
+            with self._pool_lock:
+                self.closed = True
+                conns, self._all, self._idle = self._all, [], []
+            for conn in conns:
+                conn.close()
+            self.db.close()
+
+
+_REGISTRY: dict[Path, _Handle] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def _acquire(db_file: Path) -> _Handle:
+    with _REGISTRY_LOCK:
+        handle = _REGISTRY.get(db_file)
+        if handle is None:
+            handle = _Handle(db_file)
+            _REGISTRY[db_file] = handle
+        handle.refcount += 1
+        return handle
+
+
+def _release(handle: _Handle) -> None:
+    # Closed under the registry lock so that a concurrent open of the same file waits for it.
+    with _REGISTRY_LOCK:
+        handle.refcount -= 1
+        if handle.refcount > 0:
+            return
+        _REGISTRY.pop(handle.db_file, None)
+        handle.close()
+
+
+@dataclass
+class _Catalog:
+    """Table and column names: the only identifiers ever interpolated into Cypher."""
+
+    nodes: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # table -> [(col, type)]
+    primary_keys: dict[str, str] = field(default_factory=dict)
+    rels: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # rel -> [(prop, type)]
+    pairs: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # rel -> [(from, to)]
+
+
+def _translate(err: RuntimeError, cypher: str) -> GraphStoreError:
+    message = str(err)
+    if "before checkpointing" in message:
+        return GraphStoreError(
+            f"Kùzu could not checkpoint the graph while other queries were running: {message}",
+            hint="the statement itself may already be committed; check before repeating it",
+        )
+    if _WRITE_CONFLICT_MESSAGE in message:
+        return WriteConflictError(
+            "Another write to the graph is running in this process.",
+            hint="wrap the write in store.execute / store.write_lock so writes queue up",
+        )
+    statement = " ".join(cypher.split())[:200]
+    return GraphStoreError(f"Kùzu rejected a statement: {message}", hint=f"statement: {statement}")
+
+
+def _run(conn: kuzu.Connection, cypher: str, params: Mapping[str, Any] | None) -> Any:
+    try:
+        result = conn.execute(cypher, dict(params or {}))
+    except RuntimeError as err:
+        raise _translate(err, cypher) from err
+    if isinstance(result, list):
+        for extra in result:
+            extra.close()
+        raise GraphStoreError("One statement per call: the Cypher text held several statements.")
+    return result
+
+
+def _schema_statements(dim: int) -> list[str]:
+    text = resources.files("kgviz.graph").joinpath("schema.cypher").read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("//")]
+    body = "\n".join(lines).replace(_DIM_TOKEN, str(int(dim)))
+    return [stmt.strip() for stmt in body.split(";") if stmt.strip()]
+
+
+# --- the store ------------------------------------------------------------------------------------
+class GraphStore(SearchMixin):
+    """A workspace's graph. Create with ``GraphStore.open``; share freely between threads.
+    Search methods (vector, full-text, PageRank) come from ``SearchMixin`` (search.py)."""
+
+    def __init__(self, handle: _Handle, path: Path, read_only: bool) -> None:
+        self._handle = handle
+        self.path = path
+        self.read_only = read_only
+        self.embedder_id: str = ""
+        self.dim: int = 0
+        self._closed = False
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        embedder_id: str | None = None,
+        dim: int | None = None,
+        *,
+        read_only: bool = False,
+    ) -> GraphStore:
+        """Open (or create) the graph in workspace directory ``path``.
+
+        ``embedder_id``/``dim`` None means "whatever the graph was built with" (needed for a new
+        graph). ``read_only`` refuses writes in this store object; the shared kuzu Database is
+        opened read-write regardless, because Kùzu cannot add a writer to a read-only Database
+        and a read-only open would not let another process in anyway.
+        """
+        if dim is not None and not isinstance(dim, bool):
+            dim = operator.index(dim)  # numpy integers are fine, floats are not
+        directory = Path(path).expanduser().resolve()
+        if directory.exists() and not directory.is_dir():
+            raise GraphStoreError(f"{directory} is a file; a graph workspace is a directory.")
+        db_file = directory / DB_FILENAME
+        if read_only and not db_file.exists():
+            raise GraphStoreError(
+                f"No graph database in {directory}.", hint="build a graph in this workspace first"
+            )
+        directory.mkdir(parents=True, exist_ok=True)
+        handle = _acquire(db_file)
+        store = cls(handle, directory, read_only)
+        try:
+            store._check_extensions()
+            store._prepare(embedder_id, dim)
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @property
+    def db_file(self) -> Path:
+        return self._handle.db_file
+
+    def close(self) -> None:
+        """Release this store; the Database closes when its last store in the process closes."""
+        if not self._closed:
+            self._closed = True
+            _release(self._handle)
+
+    def __enter__(self) -> GraphStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_extensions(self) -> None:
+        rows = self.query("CALL show_loaded_extensions() RETURN *")
+        loaded = {str(next(iter(row.values()))).lower() for row in rows}
+        for ext in REQUIRED_EXTENSIONS:
+            if ext in loaded:
+                continue
+            try:
+                # LOAD only reads an already-installed extension from disk; it never downloads.
+                self.query(f"LOAD {ext}")
+            except GraphStoreError as err:
+                raise GraphStoreError(
+                    f"The Kùzu '{ext}' extension is not available: {err}",
+                    hint="reinstall kuzu==0.11.3, whose wheel bundles vector, fts and algo",
+                ) from err
+
+    def _prepare(self, embedder_id: str | None, dim: int | None) -> None:
+        tables = {row["name"] for row in self.query("CALL show_tables() RETURN name")}
+        version = self.get_meta("schema_version") if "Meta" in tables else None
+        if version is None:
+            # No Meta table but other tables: not ours. Meta without a version: a creation that
+            # was interrupted before its last step, so it is simply completed now.
+            if "Meta" not in tables and tables:
+                raise GraphStoreError(f"{self.db_file} holds a Kùzu database that kgviz did not create.")
+            self._create(embedder_id, dim)
+            return
+        if version != SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"The graph at {self.path} uses kgviz graph schema v{version}; this kgviz uses "
+                f"v{SCHEMA_VERSION}.",
+                hint="rebuild the graph in a new workspace, or use the kgviz version that built it",
+            )
+        db_embedder = self.get_meta("embedder_id") or ""
+        db_dim = int(self.get_meta("dim") or 0)
+        if (embedder_id is not None and embedder_id != db_embedder) or (dim is not None and dim != db_dim):
+            raise EmbedderMismatchError(
+                f"The graph at {self.path} was built with embedder '{db_embedder}' (dim {db_dim}), "
+                f"but the configured embedder is '{embedder_id or db_embedder}' (dim {dim or db_dim}).",
+                hint=f"choose embedder '{db_embedder}' to use this graph, or pick a new workspace "
+                f"to build one with '{embedder_id or db_embedder}' (dim {dim or db_dim})",
+            )
+        self.embedder_id, self.dim = db_embedder, db_dim
+        if not self.read_only:
+            self._apply_schema(db_dim)
+
+    def _create(self, embedder_id: str | None, dim: int | None) -> None:
+        if self.read_only:
+            raise GraphStoreError(f"The graph in {self.path} is empty.", hint="build a graph first")
+        if not embedder_id or not isinstance(dim, int) or dim <= 0:
+            raise GraphStoreError(
+                f"Creating a graph in {self.path} needs an embedder id and a positive dimension "
+                f"(got {embedder_id!r}, {dim!r})."
+            )
+        self._apply_schema(dim)
+        self.embedder_id, self.dim = embedder_id, dim
+        self.set_meta("embedder_id", embedder_id)
+        self.set_meta("dim", str(dim))
+        # Written last: a crash before this line leaves a graph that is simply created again.
+        self.set_meta("schema_version", SCHEMA_VERSION)
+
+    def _apply_schema(self, dim: int) -> None:
+        with self.write_lock():
+            for statement in _schema_statements(dim):
+                self.execute(statement)
+            self._handle.catalog = None
+
+    # -- catalog -----------------------------------------------------------------------------------
+    def _catalog(self) -> _Catalog:
+        if self._handle.catalog is not None:
+            return self._handle.catalog
+        catalog = _Catalog()
+        for row in self.query("CALL show_tables() RETURN name, type"):
+            name = row["name"]
+            info = self.query(f"CALL table_info('{name}') RETURN *")
+            columns = [(r["name"], r["type"]) for r in info]
+            if row["type"] == "NODE":
+                catalog.nodes[name] = columns
+                catalog.primary_keys[name] = next(r["name"] for r in info if r["primary key"])
+            elif row["type"] == "REL":
+                catalog.rels[name] = columns
+                conn = self.query(f"CALL show_connection('{name}') RETURN *")
+                catalog.pairs[name] = [(r["source table name"], r["destination table name"]) for r in conn]
+        self._handle.catalog = catalog
+        return catalog
+
+    def _node_table(self, table: str) -> list[tuple[str, str]]:
+        columns = self._catalog().nodes.get(table)
+        if columns is None:
+            raise GraphStoreError(f"No node table '{table}'; tables: {sorted(self._catalog().nodes)}")
+        return columns
+
+    def _column(self, table: str, column: str) -> str:
+        for name, kuzu_type in self._node_table(table):
+            if name == column:
+                return kuzu_type
+        raise GraphStoreError(f"Node table '{table}' has no column '{column}'.")
+
+    def _pk(self, table: str) -> str:
+        self._node_table(table)
+        return self._catalog().primary_keys[table]
+
+    # -- queries and writes ------------------------------------------------------------------------
+    def query(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run one reading statement and return its rows as dicts (safe from many threads).
+        Statements that write belong in ``execute``."""
+        return self._statement(cypher, params, write=False, fetch="rows")
+
+    def query_arrow(self, cypher: str, params: Mapping[str, Any] | None = None) -> pa.Table:
+        """Like ``query`` but returns a pyarrow Table (much faster for wide or long results)."""
+        return self._statement(cypher, params, write=False, fetch="arrow")
+
+    def execute(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run one writing statement under the write lock; returns its rows (if it RETURNs any)."""
+        self._ensure_writable()
+        with self.write_lock():
+            rows = self._statement(cypher, params, write=True, fetch="rows")
+            self._maybe_checkpoint()
+            return rows
+
+    def _statement(self, cypher: str, params: Mapping[str, Any] | None, *, write: bool, fetch: str) -> Any:
+        self._ensure_open()
+        with self._handle.connection() as conn:
+            return self._handle.run(conn, cypher, params, write=write, fetch=fetch)
+
+    def _maybe_checkpoint(self) -> None:
+        """Fold the WAL into the database file once it is large (auto-checkpoints are off)."""
+        if self._handle.in_transaction():
+            return
+        wal = self.db_file.with_name(self.db_file.name + ".wal")
+        if wal.exists() and wal.stat().st_size > CHECKPOINT_WAL_BYTES:
+            self._statement("CHECKPOINT", None, write=True, fetch="none")
+
+    @contextmanager
+    def write_lock(self, timeout: float | None = None) -> Iterator[None]:
+        """The database's re-entrant write lock (shared by every store and thread in the process)."""
+        acquired = self._handle.write_lock.acquire(timeout=-1 if timeout is None else timeout)
+        if not acquired:
+            raise WriteConflictError(
+                f"Another write to {self.path} did not finish within {timeout} s.",
+                hint="wait for the running build or import to finish",
+            )
+        try:
+            yield
+        finally:
+            self._handle.write_lock.release()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Every write of this thread inside the block (``execute``, bulk loads, ``set_meta`` ...)
+        commits or rolls back together; its reads see the uncommitted writes. Other threads'
+        writes wait for the block to end; their reads see the state before it."""
+        self._ensure_writable()
+        if self._handle.in_transaction():
+            yield  # already inside a transaction on this thread: join it
+            return
+        with self.write_lock():
+            with self._handle.pinned() as conn:
+                self._handle.run(conn, "BEGIN TRANSACTION", None, write=True)
+                try:
+                    yield
+                except BaseException:
+                    self._handle.run(conn, "ROLLBACK", None, write=True)
+                    raise
+                self._handle.run(conn, "COMMIT", None, write=True)
+            self._maybe_checkpoint()
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise GraphStoreError(f"The graph store for {self.path} is closed.")
+
+    def _ensure_writable(self) -> None:
+        self._ensure_open()
+        if self.read_only:
+            raise GraphStoreError(f"The graph store for {self.path} was opened read-only.")
+
+    # -- meta ----------------------------------------------------------------------------------------
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        rows = self.query("MATCH (m:Meta) WHERE m.key = $k RETURN m.value AS value", {"k": key})
+        return rows[0]["value"] if rows else default
+
+    def set_meta(self, key: str, value: str | int | float) -> None:
+        self.execute("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": str(value)})
+
+    # -- bulk loads ----------------------------------------------------------------------------------
+    def existing_ids(self, table: str, ids: Sequence[str]) -> set[str]:
+        """The subset of ``ids`` present as primary keys of node table ``table``."""
+        pk = self._pk(table)
+        unique = list(dict.fromkeys(ids))
+        found: set[str] = set()
+        for start in range(0, len(unique), ID_BATCH):
+            batch = unique[start : start + ID_BATCH]
+            result = self.query_arrow(
+                f"UNWIND $ids AS x MATCH (n:{table}) WHERE n.{pk} = x RETURN n.{pk}", {"ids": batch}
+            )
+            found.update(result.column(0).to_pylist())
+        return found
+
+    def bulk_load_nodes(self, table: str, rows: Rows) -> int:
+        """COPY rows into node table ``table``; rows whose key exists (in the graph or earlier in
+        ``rows``) are skipped, so a load can be repeated. Returns the number of rows inserted."""
+        self._ensure_writable()
+        schema = self._node_table(table)
+        pk = self._pk(table)
+        sources, n_rows = column_sources(rows)
+        if n_rows == 0:
+            return 0
+        if pk not in sources:
+            raise GraphStoreError(f"bulk_load_nodes({table}): every row needs its key column '{pk}'.")
+        arrow = build_table(sources, n_rows, schema, what=table)
+        keys = arrow.column(pk).to_pylist()
+        if any(key is None for key in keys):
+            raise GraphStoreError(f"bulk_load_nodes({table}): a row has no '{pk}'.")
+        with self.write_lock():
+            present = self.existing_ids(table, keys)
+            keep = [i for i, key in _first_occurrences(keys) if key not in present]
+            if not keep:
+                return 0
+            if len(keep) < n_rows:
+                arrow = arrow.take(pa.array(keep, type=pa.int64()))
+            self._copy(f"COPY {table} FROM $rows", arrow)
+        return len(keep)
+
+    def bulk_load_rels(self, rel: str, rows: Rows, *, from_table: str, to_table: str) -> int:
+        """COPY rows (keys "from", "to" + rel properties) into rel table ``rel``.
+
+        A row equal to an existing edge — same endpoints and same non-float properties — is
+        skipped, as are repeats within ``rows``; so a load can be repeated. Every endpoint must
+        already exist. Returns the number of edges inserted.
+        """
+        self._ensure_writable()
+        catalog = self._catalog()
+        if rel not in catalog.rels:
+            raise GraphStoreError(f"No rel table '{rel}'; rel tables: {sorted(catalog.rels)}")
+        if (from_table, to_table) not in catalog.pairs[rel]:
+            raise GraphStoreError(
+                f"Rel table '{rel}' does not connect {from_table} -> {to_table}; it connects "
+                f"{catalog.pairs[rel]}."
+            )
+        sources, n_rows = column_sources(rows)
+        if n_rows == 0:
+            return 0
+        if "from" not in sources or "to" not in sources:
+            raise GraphStoreError(f"bulk_load_rels({rel}): every row needs 'from' and 'to'.")
+        props = catalog.rels[rel]
+        schema = [("from", "STRING"), ("to", "STRING"), *props]
+        arrow = build_table(sources, n_rows, schema, what=rel)
+        key_props = [name for name, kuzu_type in props if not is_float_type(kuzu_type)]
+        keys = list(zip(*(arrow.column(name).to_pylist() for name in ["from", "to", *key_props])))
+        with self.write_lock():
+            present = self._existing_edges(rel, from_table, to_table, key_props, keys)
+            keep = [i for i, key in _first_occurrences(keys) if key not in present]
+            if not keep:
+                return 0
+            if len(keep) < n_rows:
+                arrow = arrow.take(pa.array(keep, type=pa.int64()))
+            try:
+                self._copy(f"COPY {rel} FROM $rows (from='{from_table}', to='{to_table}')", arrow)
+            except GraphStoreError as err:
+                if "Unable to find primary key" in str(err):
+                    raise GraphStoreError(
+                        f"bulk_load_rels({rel}): {err}",
+                        hint=f"every 'from' must be a {from_table} and every 'to' a {to_table} "
+                        "already in the graph: load the nodes first",
+                    ) from err
+                raise
+        return len(keep)
+
+    def _existing_edges(
+        self, rel: str, from_table: str, to_table: str, key_props: list[str], keys: list[tuple]
+    ) -> set[tuple]:
+        from_pk, to_pk = self._pk(from_table), self._pk(to_table)
+        returns = ", ".join([f"a.{from_pk}", f"b.{to_pk}", *(f"r.{p}" for p in key_props)])
+        cypher = (
+            f"UNWIND $ids AS x MATCH (a:{from_table})-[r:{rel}]->(b:{to_table}) "
+            f"WHERE a.{from_pk} = x RETURN {returns}"
+        )
+        sources = list(dict.fromkeys(key[0] for key in keys))
+        found: set[tuple] = set()
+        for start in range(0, len(sources), ID_BATCH):
+            result = self.query_arrow(cypher, {"ids": sources[start : start + ID_BATCH]})
+            found.update(zip(*(column.to_pylist() for column in result.columns)))
+        return found
+
+    def _copy(self, cypher: str, table: pa.Table) -> None:
+        with self.write_lock():
+            self._statement(cypher, {"rows": table}, write=True, fetch="none")
+            self._maybe_checkpoint()
+
+    # -- reads -----------------------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        """Row count of every node table and every rel table."""
+        catalog = self._catalog()
+        counts = {t: self.query(f"MATCH (n:{t}) RETURN count(n) AS c")[0]["c"] for t in catalog.nodes}
+        for rel in catalog.rels:
+            counts[rel] = self.query(f"MATCH ()-[r:{rel}]->() RETURN count(r) AS c")[0]["c"]
+        return counts
+
+    def get_embeddings(self, table: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """{id: float32 vector} for the ids that exist and have an embedding."""
+        pk = self._pk(table)
+        dim = self._embedding_dim(table)
+        unique = list(dict.fromkeys(ids))
+        out: dict[str, np.ndarray] = {}
+        for start in range(0, len(unique), ID_BATCH):
+            result = self.query_arrow(
+                f"UNWIND $ids AS x MATCH (n:{table}) WHERE n.{pk} = x AND n.emb IS NOT NULL "
+                f"RETURN n.{pk}, n.emb",
+                {"ids": unique[start : start + ID_BATCH]},
+            )
+            matrix = vectors_to_numpy(result.column(1), dim)
+            out.update(zip(result.column(0).to_pylist(), matrix))
+        return out
+
+    def delete_where(self, table: str, prop: str, value: Any) -> int:
+        """DETACH DELETE the nodes of ``table`` whose ``prop`` equals ``value``; returns how many."""
+        self._ensure_writable()
+        self._column(table, prop)
+        with self.write_lock():
+            count = self.query(f"MATCH (n:{table}) WHERE n.{prop} = $v RETURN count(n) AS c", {"v": value})
+            if count[0]["c"]:
+                self.execute(f"MATCH (n:{table}) WHERE n.{prop} = $v DETACH DELETE n", {"v": value})
+        return int(count[0]["c"])
+
+    def _embedding_dim(self, table: str) -> int:
+        dim = vector_dim(self._column(table, "emb"))
+        if dim is None:
+            raise GraphStoreError(f"Column {table}.emb is not a vector column.")
+        return dim
+
+
+def _first_occurrences(keys: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+    seen: set[Any] = set()
+    for i, key in enumerate(keys):
+        if key not in seen:
+            seen.add(key)
+            yield i, key

@@ -1,0 +1,193 @@
+"""Turn per-chunk extractions into graph rows (pure: no store, no embedder).
+
+One call handles a batch of documents. Per document: entity keys and alias rules
+(``kgviz.index.resolve``), then every triple and nested triple becomes a Triple row whose id
+hashes (document, subject id, relation, object id). Identical facts inside one document are one
+node (chunk overlap repeats sentences), with a FROM_CHUNK edge to every chunk that stated it; the
+same fact in two documents is two nodes, because KG-Retriever keeps a KG per document (§3.2.1)
+and provenance stays exact. Entities are shared across documents (rule 1 of resolve.py).
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from kgviz.index.resolve import EntityAgg, best_sentence, document_aliases, entity_id, normalise_key
+from kgviz.index.triples import ExtractedTriple, ExtractionOutput, Mention
+from kgviz.text import split_sentences
+from kgviz.types import Chunk
+
+CORPUS = "corpus"
+
+
+@dataclass
+class TripleRow:
+    id: str
+    relation: str
+    subject_id: str
+    object_id: str
+    subject_is_triple: bool
+    object_is_triple: bool
+    chunk_id: str
+    doc_id: str
+    sentence: str
+    subject: str = ""  # filled by finalise() once entity names are known
+    object: str = ""
+    text: str = ""
+
+    def to_row(self) -> dict[str, object]:
+        return {
+            "id": self.id, "subject": self.subject, "relation": self.relation, "object": self.object,
+            "subject_id": self.subject_id, "object_id": self.object_id, "text": self.text,
+            "chunk_id": self.chunk_id, "doc_id": self.doc_id, "sentence": self.sentence, "origin": CORPUS,
+        }
+
+
+@dataclass
+class Assembled:
+    triples: dict[str, TripleRow] = field(default_factory=dict)
+    from_chunk: dict[tuple[str, str], None] = field(default_factory=dict)  # ordered set
+    mentions: dict[tuple[str, str], None] = field(default_factory=dict)
+    entities: dict[str, EntityAgg] = field(default_factory=dict)
+    n_dropped: int = 0  # triples whose subject or object normalised to nothing, or self-loops
+
+    def subj_rows(self, to_triple: bool) -> list[dict[str, str]]:
+        return [{"from": t.id, "to": t.subject_id} for t in self.triples.values() if t.subject_is_triple == to_triple]
+
+    def obj_rows(self, to_triple: bool) -> list[dict[str, str]]:
+        return [{"from": t.id, "to": t.object_id} for t in self.triples.values() if t.object_is_triple == to_triple]
+
+    def related_rows(self) -> list[dict[str, str]]:
+        return [
+            {"from": t.subject_id, "to": t.object_id, "relation": t.relation, "triple_id": t.id, "origin": CORPUS}
+            for t in self.triples.values()
+            if not t.subject_is_triple and not t.object_is_triple
+        ]
+
+    def merges(self) -> list[tuple[str, list[str], int]]:
+        """(canonical name, other surface forms merged into it, occurrences) for entities that
+        were written more than one way in this batch."""
+        out = []
+        for e in self.entities.values():
+            name = e.name
+            others = [f for f in e.surface_forms if f != name]
+            if others:
+                out.append((name, others, e.n_occurrences))
+        return sorted(out, key=lambda m: (-m[2], m[0]))
+
+
+@dataclass
+class _RT:
+    """A triple with both ends resolved: (kind, id-or-None, payload) per end."""
+
+    triple: ExtractedTriple
+    subject: tuple[str, str, object]
+    object: tuple[str, str, object]
+
+
+def assemble(
+    docs_chunks: Iterable[tuple[str, list[Chunk]]],
+    outputs: dict[str, ExtractionOutput],
+    acc: Assembled | None = None,
+) -> Assembled:
+    """Rows for every chunk in ``docs_chunks`` ([(doc_id, chunks)]) that has an output."""
+    acc = acc or Assembled()
+    for doc_id, chunks in docs_chunks:
+        forms: dict[str, Counter[str]] = {}
+        for c in chunks:
+            out = outputs.get(c.id)
+            for t in out.triples if out else []:
+                for m in t.mentions():
+                    key = normalise_key(m.text)
+                    if key:
+                        forms.setdefault(key, Counter())[m.text] += 1
+        aliases = document_aliases(forms)
+        for c in chunks:
+            out = outputs.get(c.id)
+            if not out or not out.triples:
+                continue
+            sentences = split_sentences(c.text)
+            for t in out.triples:
+                sentence = t.sentence or best_sentence(t.natural(), sentences)
+                rt = _resolve(t, aliases)
+                if rt is None:
+                    acc.n_dropped += 1
+                    continue
+                _register(rt, acc, doc_id, c.id, sentence)
+    return acc
+
+
+def _resolve_end(term: object, aliases: dict[str, str]) -> tuple[str, str, object] | None:
+    if isinstance(term, ExtractedTriple):
+        inner = _resolve(term, aliases)
+        return None if inner is None else ("triple", "", inner)
+    assert isinstance(term, Mention)
+    key = normalise_key(term.text)
+    if not key:
+        return None
+    return ("entity", entity_id(aliases.get(key, key)), (term, key))
+
+
+def _resolve(t: ExtractedTriple, aliases: dict[str, str]) -> _RT | None:
+    s = _resolve_end(t.subject, aliases)
+    o = _resolve_end(t.object, aliases)
+    if s is None or o is None or not t.relation.strip():
+        return None
+    if s[0] == o[0] == "entity" and s[1] == o[1]:
+        return None  # "Lunn married Edda Lunn" after aliasing: a self-loop says nothing
+    return _RT(t, s, o)
+
+
+def _register(rt: _RT, acc: Assembled, doc_id: str, chunk_id: str, sentence: str) -> str:
+    ids = []
+    for kind, eid, payload in (rt.subject, rt.object):
+        if kind == "triple":
+            assert isinstance(payload, _RT)
+            ids.append(_register(payload, acc, doc_id, chunk_id, sentence))
+        else:
+            mention, key = payload  # type: ignore[misc]
+            agg = acc.entities.get(eid)
+            if agg is None:
+                agg = acc.entities[eid] = EntityAgg(eid, eid[len("ent:") :])
+            agg.add(mention.text, key, mention.type, sentence, chunk_id)
+            acc.mentions[(chunk_id, eid)] = None
+            ids.append(eid)
+    relation = " ".join(rt.triple.relation.split())
+    digest = hashlib.sha1(f"{doc_id}|{ids[0]}|{relation.lower()}|{ids[1]}".encode("utf-8")).hexdigest()
+    tid = f"tri:{digest[:16]}"
+    if tid not in acc.triples:
+        acc.triples[tid] = TripleRow(
+            tid, relation, ids[0], ids[1], rt.subject[0] == "triple", rt.object[0] == "triple",
+            chunk_id, doc_id, sentence,
+        )
+    acc.from_chunk[(tid, chunk_id)] = None
+    return tid
+
+
+def finalise(acc: Assembled, names: dict[str, str]) -> None:
+    """Fill subject/object/text of every triple from entity display names (``names`` holds
+    names of entities already in the graph; new ones come from ``acc.entities``)."""
+    def name(eid: str) -> str:
+        if eid in names:
+            return names[eid]
+        agg = acc.entities.get(eid)
+        return agg.name if agg else eid
+
+    done: dict[str, tuple[str, str]] = {}  # id -> (bracketed form, natural text)
+
+    def forms(tid: str) -> tuple[str, str]:
+        if tid in done:
+            return done[tid]
+        t = acc.triples[tid]
+        s_br, s_nat = forms(t.subject_id) if t.subject_is_triple else (name(t.subject_id),) * 2
+        o_br, o_nat = forms(t.object_id) if t.object_is_triple else (name(t.object_id),) * 2
+        t.subject = f"({s_br})" if t.subject_is_triple else s_br
+        t.object = f"({o_br})" if t.object_is_triple else o_br
+        t.text = f"{s_nat} {t.relation} {o_nat}"
+        done[tid] = (f"{t.subject}; {t.relation}; {t.object}", t.text)
+        return done[tid]
+
+    for tid in acc.triples:
+        forms(tid)

@@ -1,0 +1,69 @@
+"""KG-Retriever's collaborative document layer (§3.2.1, Eq. 1): every document links to its K
+most similar documents by cosine of their embeddings; the SIMILAR_DOC edge weight is the cosine
+(the attention weight the attentive and multi-hop strategies multiply, §3.2.2).
+
+Computed with blocked matrix products (fine for a few thousand documents: 2,000 × 2,000 is one
+small product). The layer is rebuilt whole whenever the set of documents or K changes: a new
+document can be a better neighbour of an old one. Neighbours with cosine <= 0 are left out
+(ours: such an edge carries no signal).
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from kgviz.graph.store import GraphStore
+
+SIGNATURE_KEY = "doc_layer_signature"
+_BLOCK = 1024
+
+
+def top_k_neighbours(emb: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, cosines), each (n, k'), k' = min(k, n-1); rows best first, ties by index.
+    ``emb`` rows need not be normalised."""
+    n = len(emb)
+    kk = min(k, n - 1)
+    if kk <= 0:
+        return np.zeros((n, 0), dtype=np.int64), np.zeros((n, 0), dtype=np.float32)
+    x = np.asarray(emb, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    x = x / np.where(norms == 0, 1.0, norms)
+    idx = np.zeros((n, kk), dtype=np.int64)
+    sims = np.zeros((n, kk), dtype=np.float32)
+    for b0 in range(0, n, _BLOCK):
+        b1 = min(n, b0 + _BLOCK)
+        s = x[b0:b1] @ x.T
+        s[np.arange(b1 - b0), np.arange(b0, b1)] = -np.inf  # never your own neighbour
+        part = np.argpartition(-s, kk - 1, axis=1)[:, :kk]
+        vals = np.take_along_axis(s, part, axis=1)
+        order = np.lexsort((part, -vals), axis=1)  # best first, equal cosines by index
+        idx[b0:b1] = np.take_along_axis(part, order, axis=1)
+        sims[b0:b1] = np.take_along_axis(vals, order, axis=1)
+    return idx, sims
+
+
+def signature(doc_ids: list[str], k: int) -> str:
+    h = hashlib.sha1(f"k={k}".encode())
+    for d in sorted(doc_ids):
+        h.update(b"\0" + d.encode("utf-8"))
+    return h.hexdigest()
+
+
+def build_doc_layer(store: GraphStore, k: int) -> int | None:
+    """(Re)build SIMILAR_DOC; returns the number of edges, or None when it was up to date."""
+    ids = [r["id"] for r in store.query("MATCH (d:Document) RETURN d.id AS id ORDER BY id")]
+    sig = signature(ids, k)
+    if store.get_meta(SIGNATURE_KEY) == sig:
+        return None
+    embs = store.get_embeddings("Document", ids)
+    ids = [i for i in ids if i in embs]
+    store.execute("MATCH (:Document)-[r:SIMILAR_DOC]->(:Document) DELETE r")
+    rows: list[dict[str, object]] = []
+    if ids and k > 0:
+        idx, sims = top_k_neighbours(np.stack([embs[i] for i in ids]), k)
+        for a, (nbrs, ws) in enumerate(zip(idx, sims)):
+            rows.extend({"from": ids[a], "to": ids[b], "weight": float(w)} for b, w in zip(nbrs, ws) if w > 0)
+    n = store.bulk_load_rels("SIMILAR_DOC", rows, from_table="Document", to_table="Document") if rows else 0
+    store.set_meta(SIGNATURE_KEY, sig)  # last: a crash before this line means "rebuild next time"
+    return n

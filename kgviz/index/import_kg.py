@@ -1,0 +1,224 @@
+"""Import a curated knowledge graph (KG-Infused RAG uses one, §3): a TSV of facts plus an
+optional JSONL of entity descriptions.
+
+triples TSV: a header line naming the columns; ``head``, ``relation`` and ``tail`` are required,
+``head_qid``, ``tail_qid``, ``split`` and ``question_id`` optional (the layout of
+shared/data/kg_2wiki_evidence/triples.tsv; passing that folder reads its triples.tsv and
+entities.jsonl). entities JSONL: one object per line with ``label``
+(required), ``qid`` and ``description`` (optional).
+
+Graph rows: Entity(origin='curated', id "kg:<qid>" or "kg:<normalised label>", n_mentions = the
+number of kept facts it takes part in), Triple(origin=
+'curated', no chunk), SUBJ/OBJ edges and RELATED(origin='curated'). Entities come from the kept
+facts; the JSONL only adds descriptions and qids (so held-out facts do not come back through the
+descriptions of entities only they mention; a description can still state a held-out fact about
+an entity that other facts keep — a limit of the data, reported here).
+
+Bad lines (wrong number of columns, an empty head/relation/tail, unreadable JSON, no label) are
+skipped and reported with their line numbers. ``exclude_question_ids`` and ``splits`` hold out
+facts, e.g. the "oracle" rows behind evaluation questions.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from kgviz.errors import BuildError, IngestError
+from kgviz.graph.store import GraphStore
+from kgviz.index.embed import embed_texts, entity_text
+from kgviz.index.resolve import normalise_key
+from kgviz.providers.base import Embedder
+
+CURATED = "curated"
+REQUIRED = ("head", "relation", "tail")
+OPTIONAL = ("head_qid", "tail_qid", "split", "question_id")
+MAX_FIELD_CHARS = 500  # ours: longer "names" are almost surely a broken row
+
+
+@dataclass
+class ImportReport:
+    rows_loaded: int = 0  # facts kept (after filters)
+    rows_excluded: int = 0  # facts held out by question id or split
+    bad_rows: list[tuple[int, str]] = field(default_factory=list)  # triples file (line, reason)
+    bad_entity_rows: list[tuple[int, str]] = field(default_factory=list)  # entities file (line, reason)
+    entities: int = 0  # Entity nodes inserted
+    triples: int = 0  # Triple nodes inserted
+    descriptions: int = 0  # inserted entities that got a description
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["bad_rows"] = [list(r) for r in self.bad_rows]
+        d["bad_entity_rows"] = [list(r) for r in self.bad_entity_rows]
+        return d
+
+
+@dataclass
+class _Fact:
+    head: str
+    relation: str
+    tail: str
+    head_qid: str
+    tail_qid: str
+
+
+def read_triples_tsv(
+    path: Path, exclude_question_ids: Iterable[str] | None = None, splits: Iterable[str] | None = None
+) -> tuple[list[_Fact], ImportReport]:
+    report = ImportReport()
+    excluded = {q.strip() for q in exclude_question_ids or () if q.strip()}
+    keep_splits = {s.strip() for s in splits} if splits is not None else None
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise IngestError(str(path), f"cannot read the triples file: {exc}") from exc
+    if not lines:
+        raise IngestError(str(path), "the triples file is empty", hint="expected a header: head<TAB>relation<TAB>tail")
+    header = [h.strip().lower() for h in lines[0].split("\t")]
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise IngestError(
+            str(path), f"the header line lacks column(s) {missing}; it has {header}",
+            hint="the first line must name the columns: head, relation, tail [, head_qid, tail_qid, split, question_id]",
+        )
+    col = {name: header.index(name) for name in REQUIRED + OPTIONAL if name in header}
+    facts: list[_Fact] = []
+    for n, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        cells = next(csv.reader([line], delimiter="\t", quoting=csv.QUOTE_NONE))
+        if len(cells) != len(header):
+            report.bad_rows.append((n, f"{len(cells)} columns, the header has {len(header)}"))
+            continue
+        get = {name: cells[i].strip() for name, i in col.items()}
+        empty = [c for c in REQUIRED if not get[c]]
+        if empty:
+            report.bad_rows.append((n, f"empty {', '.join(empty)}"))
+            continue
+        if any(len(get[c]) > MAX_FIELD_CHARS for c in REQUIRED):
+            report.bad_rows.append((n, f"a field is longer than {MAX_FIELD_CHARS} characters"))
+            continue
+        if get.get("question_id", "") in excluded or (keep_splits is not None and get.get("split", "") not in keep_splits):
+            report.rows_excluded += 1
+            continue
+        if not normalise_key(get["head"]) or not normalise_key(get["tail"]):
+            report.bad_rows.append((n, "head or tail has no letters or digits"))
+            continue
+        facts.append(_Fact(get["head"], " ".join(get["relation"].split()), get["tail"], get.get("head_qid", ""), get.get("tail_qid", "")))
+    report.rows_loaded = len(facts)
+    return facts, report
+
+
+def read_entities_jsonl(path: Path, report: ImportReport) -> dict[str, dict[str, str]]:
+    """{normalised label: {"label", "qid", "description"}}; bad lines go to the report."""
+    out: dict[str, dict[str, str]] = {}
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise IngestError(str(path), f"cannot read the entities file: {exc}") from exc
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            report.bad_entity_rows.append((n, f"not JSON: {exc.msg}"))
+            continue
+        if not isinstance(obj, dict):
+            report.bad_entity_rows.append((n, "not a JSON object"))
+            continue
+        label = obj.get("label")
+        if not isinstance(label, str) or not normalise_key(label):
+            report.bad_entity_rows.append((n, "no 'label'"))
+            continue
+        qid, desc = obj.get("qid"), obj.get("description")
+        out.setdefault(normalise_key(label), {
+            "label": label.strip(),
+            "qid": qid.strip() if isinstance(qid, str) else "",
+            "description": desc.strip() if isinstance(desc, str) else "",
+        })
+    return out
+
+
+def import_kg(
+    store: GraphStore,
+    embedder: Embedder,
+    triples_path: str | Path,
+    entities_path: str | Path | None = None,
+    *,
+    exclude_question_ids: Iterable[str] | None = None,
+    splits: Iterable[str] | None = None,
+    batch_size: int = 256,
+) -> ImportReport:
+    """Load a curated KG into ``store``. Idempotent: existing nodes and edges are skipped."""
+    t0 = time.perf_counter()
+    triples_path = Path(triples_path)
+    if triples_path.is_dir():  # a folder laid out like shared/data/kg_2wiki_evidence
+        folder, triples_path = triples_path, triples_path / "triples.tsv"
+        if entities_path is None and (folder / "entities.jsonl").exists():
+            entities_path = folder / "entities.jsonl"
+    if (embedder.id, int(embedder.dim)) != (store.embedder_id, int(store.dim)):
+        raise BuildError(
+            f"the graph uses embedder {store.embedder_id} (dim {store.dim}); got {embedder.id} (dim {embedder.dim})"
+        )
+    facts, report = read_triples_tsv(triples_path, exclude_question_ids, splits)
+    known = read_entities_jsonl(Path(entities_path), report) if entities_path else {}
+
+    entities: dict[str, dict[str, Any]] = {}
+
+    def entity(label: str, qid: str) -> str:
+        key = normalise_key(label)
+        info = known.get(key, {})
+        qid = qid or info.get("qid", "")
+        eid = f"kg:{qid}" if qid else f"kg:{key}"
+        row = entities.get(eid)
+        if row is None:
+            row = entities[eid] = {
+                "id": eid, "name": info.get("label") or label, "type": "", "origin": CURATED,
+                "description": info.get("description", ""), "aliases": [], "n_mentions": 0,
+            }
+        if label != row["name"] and label not in row["aliases"]:
+            row["aliases"].append(label)
+        row["n_mentions"] += 1
+        return eid
+
+    triples: dict[str, dict[str, Any]] = {}
+    for f in facts:
+        s, o = entity(f.head, f.head_qid), entity(f.tail, f.tail_qid)
+        digest = hashlib.sha1(f"{CURATED}|{s}|{f.relation.lower()}|{o}".encode("utf-8")).hexdigest()
+        tid = f"tri:{digest[:16]}"
+        triples.setdefault(tid, {
+            "id": tid, "subject": entities[s]["name"], "relation": f.relation, "object": entities[o]["name"],
+            "subject_id": s, "object_id": o, "text": f"{entities[s]['name']} {f.relation} {entities[o]['name']}",
+            "chunk_id": "", "doc_id": "", "sentence": "", "origin": CURATED,
+        })
+    ent_rows = [dict(r, aliases="|".join(r["aliases"])) for r in entities.values()]
+    have = store.existing_ids("Entity", [r["id"] for r in ent_rows])
+    new_ent = [r for r in ent_rows if r["id"] not in have]
+    tri_rows = list(triples.values())
+    have = store.existing_ids("Triple", [r["id"] for r in tri_rows])
+    new_tri = [r for r in tri_rows if r["id"] not in have]
+    vectors = embed_texts(
+        embedder, [entity_text(r["name"], r["description"]) for r in new_ent] + [r["text"] for r in new_tri], batch_size
+    )
+    for row, vec in zip(new_ent + new_tri, vectors):
+        row["emb"] = vec
+    report.entities = store.bulk_load_nodes("Entity", new_ent)
+    report.descriptions = sum(1 for r in new_ent if r["description"])
+    report.triples = store.bulk_load_nodes("Triple", new_tri)
+    store.bulk_load_rels("SUBJ", [{"from": t["id"], "to": t["subject_id"]} for t in tri_rows], from_table="Triple", to_table="Entity")
+    store.bulk_load_rels("OBJ", [{"from": t["id"], "to": t["object_id"]} for t in tri_rows], from_table="Triple", to_table="Entity")
+    store.bulk_load_rels(
+        "RELATED",
+        [{"from": t["subject_id"], "to": t["object_id"], "relation": t["relation"], "triple_id": t["id"], "origin": CURATED} for t in tri_rows],
+        from_table="Entity", to_table="Entity",
+    )
+    for table in ("Entity", "Triple"):
+        store.ensure_vector_index(table)
+    report.seconds = round(time.perf_counter() - t0, 3)
+    return report

@@ -1,0 +1,399 @@
+"""KET-RAG indexing (paper 004, Algorithm 3 "KET-Index"): the KNN chunk graph, PageRank core
+chunks, and the text-keyword bipartite graph, written into the graph store.
+
+Stages, in build order:
+
+1. ``plan_core`` (pure): KNN graph over every chunk (``kgviz.index.knn``), PageRank (Eq. 1) and
+   the core chunks V_c = the ceil(β·|V|) best chunks (line 8), by PageRank (KET-RAG-P) or by a
+   seeded uniform draw (KET-RAG-U, §6.1). Only core chunks then go to triple extraction (line 9):
+   the build pipeline passes ``plan.core`` to its extract stage (β = 1 extracts every chunk).
+2. ``write_core``: KNN edges (kind lexical|semantic, weight), Chunk.pagerank, Chunk.core and the
+   Meta keys below, replacing what an earlier build wrote (a new chunk can change every rank).
+3. ``write_keyword_layer``: SubChunk + SUB_CHUNK_OF, Keyword + HAS_KEYWORD
+   (``kgviz.index.ket_keywords``), rebuilt when the set of chunks or the rules change.
+
+``build_ket_index`` runs 1-3 on a graph whose chunks are already stored (the benchmark, and
+graphs built before KET was enabled: their KG then covers every chunk, so their skeleton is the
+full KG, β_built = 1).
+
+Meta keys: ``ket.params`` (JSON of KetParams), ``ket.beta`` (β used for the core selection),
+``ket.skeleton_beta`` (fraction of chunks whose triples the KG holds: β when extraction was
+restricted to core chunks, else 1), ``ket.n_chunks``, ``ket.n_core``, ``ket.keyword_signature``.
+
+The random core ranking hashes (seed, chunk id) instead of shuffling a list (ours): it does not
+depend on input order, and the top-β set grows with β, like the PageRank one.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from kgviz.errors import BuildError, ConfigError
+from kgviz.index.ket_keywords import KeywordLayer, KeywordRules, build_keyword_layer
+from kgviz.index.knn import LEXICAL, SEMANTIC, KnnGraph, build_knn, pagerank
+from kgviz.providers.base import Embedder
+
+SELECTIONS = ("pagerank", "random")
+SUBCHUNK_TARGET_TOKENS = 150  # §6.2/§6.5 pair ℓ = 150, 300, 600, 1200 with τ = 0..3: ~150-token sub-chunks
+EXCERPT_CHARS = 200
+
+META_PARAMS = "ket.params"
+META_BETA = "ket.beta"
+META_SKELETON_BETA = "ket.skeleton_beta"
+META_N_CHUNKS = "ket.n_chunks"
+META_N_CORE = "ket.n_core"
+META_KEYWORD_SIGNATURE = "ket.keyword_signature"
+
+Progress = Callable[[str, int, int, str], None]  # (stage, done, total, message)
+
+
+@dataclass(frozen=True)
+class KetParams:
+    """Index-time KET-RAG parameters (retrieval ones live in kgviz.methods.ket_rag)."""
+
+    k: int = 2
+    """K: each chunk gets K/2 lexical + K/2 semantic KNN out-edges (Algorithm 3 lines 4-5; K = 2
+    in §6.1; the authors' code: KNN_GRAPH_EDGES = 1 per kind). Even, >= 2."""
+    beta: float = 0.8
+    """β: fraction of chunks chosen as core chunks, ceil(β·|V|) (Algorithm 3 line 8). 0.8 in
+    §6.1 and in the authors' code (KG_SKELETON_BUDGET = 0.8). 1.0 = every chunk = full KG."""
+    selection: str = "pagerank"
+    """How core chunks are chosen: 'pagerank' (KET-RAG-P, §5.1 Eq. 1) or 'random' (KET-RAG-U,
+    uniform, seeded; §6.1)."""
+    seed: int = 42
+    """Seed of the 'random' selection (the authors' code seeds with 42)."""
+    tau: int | None = None
+    """τ: each chunk is halved τ times into 2^τ sub-chunks (Algorithm 3 line 10). None = the τ
+    that gives ~150-token sub-chunks for the build's chunk size (the paper pairs ℓ = 1200 with
+    τ = 3 and ℓ = 150 with τ = 0, §6.2; §6.5), i.e. τ = 1 for kgviz's 300-token chunks."""
+    damping: float = 0.85
+    """PageRank damping, 1 - α of Eq. 1 (the paper gives no α; the authors' code calls
+    networkx pagerank with alpha = 0.85)."""
+    undirected: bool = False
+    """PageRank over directed KNN out-edges (False: Algorithm 3 line 6 adds (v_i, v_j)) or over
+    the undirected graph (True: the authors' code builds a networkx Graph)."""
+    exclude_lexical: bool = True
+    """Semantic neighbours are drawn from V minus the lexical ones (True: Algorithm 3 line 5); the
+    authors' code draws both kinds independently (False)."""
+    min_word_len: int = 3
+    """Shortest word used as a keyword and for lexical similarity (ours)."""
+    keyword_max_df: float = 0.05
+    """A word in more than max(keyword_max_df·#sub-chunks, keyword_df_floor) sub-chunks is not a
+    keyword node (ours; see kgviz.index.ket_keywords). 1.0 keeps every word (the paper)."""
+    keyword_df_floor: int = 20
+    """Lower bound of that document-frequency limit, so small corpora keep their words (ours)."""
+    description_max_sentences: int = 10
+    """Sentences stored as a keyword's description (ours; display only, the embedding averages
+    every sentence that contains the keyword)."""
+
+    def __post_init__(self) -> None:
+        if self.k < 2 or self.k % 2:
+            raise ConfigError(f"KET K must be an even number >= 2 (K/2 lexical + K/2 semantic), got {self.k}")
+        if not 0.0 < self.beta <= 1.0:
+            raise ConfigError(f"KET β (core fraction) must be in (0, 1], got {self.beta}")
+        if self.selection not in SELECTIONS:
+            raise ConfigError(f"KET core selection must be one of {', '.join(SELECTIONS)}, not {self.selection!r}")
+        if self.tau is not None and not 0 <= self.tau <= 8:
+            raise ConfigError(f"KET τ (number of halvings) must be between 0 and 8, got {self.tau}")
+        if not 0.0 < self.damping < 1.0:
+            raise ConfigError(f"PageRank damping must be in (0, 1), got {self.damping}")
+        if self.min_word_len < 1 or self.keyword_df_floor < 1 or not 0.0 < self.keyword_max_df <= 1.0:
+            raise ConfigError("KET keyword rules: min_word_len and keyword_df_floor >= 1, keyword_max_df in (0, 1]")
+
+    def resolved_tau(self, chunk_tokens: int) -> int:
+        if self.tau is not None:
+            return self.tau
+        return max(0, round(math.log2(max(1, chunk_tokens) / SUBCHUNK_TARGET_TOKENS)))
+
+    def keyword_rules(self, chunk_tokens: int) -> KeywordRules:
+        return KeywordRules(tau=self.resolved_tau(chunk_tokens), min_word_len=self.min_word_len,
+                            keyword_max_df=self.keyword_max_df, keyword_df_floor=self.keyword_df_floor,
+                            description_max_sentences=self.description_max_sentences)
+
+
+KET_PRESETS: dict[str, KetParams] = {
+    "paper": KetParams(),
+    # waetr/KET-RAG indexing_sket/filter_chunks.py: undirected networkx graph, lexical and semantic
+    # neighbours drawn independently; defaults.py: budget 0.8, pagerank, 1 edge per kind
+    "code": KetParams(undirected=True, exclude_lexical=False),
+}
+
+
+# --- core chunks ----------------------------------------------------------------------------------
+def random_rank_key(seed: int, chunk_id: str) -> int:
+    return int.from_bytes(hashlib.blake2b(f"{seed}:{chunk_id}".encode(), digest_size=8).digest(), "big")
+
+
+def core_ranking(ids: Sequence[str], scores: Sequence[float] | None, selection: str, seed: int) -> list[str]:
+    """Chunk ids best first: by PageRank (ties by id), or in seeded hash order for 'random'."""
+    if selection == "random":
+        return sorted(ids, key=lambda c: (random_rank_key(seed, c), c))
+    if scores is None:
+        raise ConfigError("PageRank selection needs PageRank scores")
+    return [c for _, c in sorted(zip((-float(s) for s in scores), ids))]
+
+
+def n_core(n: int, beta: float) -> int:
+    """ceil(β·n) (Algorithm 3 line 8), computed so that float noise (0.7·10 = 7.000000000000001)
+    does not add a chunk."""
+    return min(n, math.ceil(round(beta * n, 9)))
+
+
+@dataclass
+class CorePlan:
+    ids: list[str]  # chunk ids, sorted (the KNN graph's index order)
+    knn: KnnGraph
+    pagerank: np.ndarray
+    ranking: list[str]  # selection order, best first
+    core: set[str]
+    params: KetParams
+    seconds: float = 0.0
+
+    def core_in_order(self) -> list[str]:
+        return [c for c in self.ranking if c in self.core]
+
+
+def plan_core(chunk_ids: Sequence[str], texts: Sequence[str], emb: np.ndarray, params: KetParams) -> CorePlan:
+    """KNN graph, PageRank and core chunks of the given chunks (Algorithm 3 lines 2-8). Inputs are
+    put in chunk-id order first, so the result does not depend on the order they come in."""
+    t0 = time.perf_counter()
+    if len(chunk_ids) != len(texts) or len(texts) != len(emb):
+        raise BuildError(f"plan_core: {len(chunk_ids)} ids, {len(texts)} texts, {len(emb)} embeddings")
+    order = sorted(range(len(chunk_ids)), key=lambda i: chunk_ids[i])
+    ids = [chunk_ids[i] for i in order]
+    txt = [texts[i] for i in order]
+    e = np.asarray(emb, dtype=np.float32)[order] if len(order) else np.zeros((0, 1), np.float32)
+    knn = build_knn(txt, e, params.k, exclude_lexical=params.exclude_lexical, min_len=params.min_word_len)
+    pr = pagerank(len(ids), knn.src, knn.dst, damping=params.damping, undirected=params.undirected)
+    ranking = core_ranking(ids, pr.tolist(), params.selection, params.seed)
+    core = set(ranking[: n_core(len(ids), params.beta)])
+    return CorePlan(ids, knn, pr, ranking, core, params, time.perf_counter() - t0)
+
+
+def write_core(store: Any, plan: CorePlan, *, skeleton_beta: float) -> None:
+    """Replace the KNN edges, set Chunk.pagerank/core for every planned chunk, record Meta.
+    ``skeleton_beta``: the fraction of chunks the stored KG was extracted from (β when the build
+    extracted core chunks only, 1 when it extracted every chunk)."""
+    with store.write_lock():
+        store.execute("MATCH (:Chunk)-[r:KNN]->(:Chunk) DELETE r")
+        store.bulk_load_rels("KNN", plan.knn.rows(plan.ids), from_table="Chunk", to_table="Chunk")
+        rows = [{"id": c, "pr": float(p), "core": c in plan.core} for c, p in zip(plan.ids, plan.pagerank.tolist())]
+        for start in range(0, len(rows), 20_000):
+            store.execute("UNWIND $rows AS r MATCH (c:Chunk) WHERE c.id = r.id SET c.pagerank = r.pr, c.core = r.core",
+                          {"rows": rows[start : start + 20_000]})
+        store.set_meta(META_PARAMS, json.dumps(asdict(plan.params), sort_keys=True))
+        store.set_meta(META_BETA, plan.params.beta)
+        store.set_meta(META_SKELETON_BETA, round(float(skeleton_beta), 6))
+        store.set_meta(META_N_CHUNKS, len(plan.ids))
+        store.set_meta(META_N_CORE, len(plan.core))
+
+
+# --- sub-chunks and keywords ----------------------------------------------------------------------
+def keyword_signature(chunk_ids: Sequence[str], rules: KeywordRules) -> str:
+    h = hashlib.sha256(json.dumps(asdict(rules), sort_keys=True).encode())
+    for c in sorted(chunk_ids):
+        h.update(c.encode() + b"\0")
+    return h.hexdigest()[:32]
+
+
+def write_keyword_layer(store: Any, layer: KeywordLayer, signature: str) -> None:
+    """Replace the sub-chunks and the keyword layer whole: keywords depend on every sub-chunk (a
+    new document changes descriptions, embeddings and the frequency limit), and a changed τ
+    changes every sub-chunk."""
+    with store.write_lock():
+        store.execute("MATCH (k:Keyword) DETACH DELETE k")
+        store.execute("MATCH (s:SubChunk) DETACH DELETE s")
+        store.bulk_load_nodes("SubChunk", layer.subchunks)
+        store.bulk_load_rels("SUB_CHUNK_OF", layer.sub_chunk_of, from_table="SubChunk", to_table="Chunk")
+        store.bulk_load_nodes("Keyword", layer.keywords)
+        store.bulk_load_rels("HAS_KEYWORD", layer.has_keyword, from_table="SubChunk", to_table="Keyword")
+        store.set_meta(META_KEYWORD_SIGNATURE, signature)
+    if layer.keywords:
+        store.ensure_vector_index("Keyword")
+
+
+# --- the whole KET index over stored chunks --------------------------------------------------------
+@dataclass
+class KetReport:
+    n_chunks: int = 0
+    n_core: int = 0
+    knn_edges: dict[str, int] = field(default_factory=dict)  # kind -> count
+    keyword_stats: dict[str, int] = field(default_factory=dict)
+    keywords_rebuilt: bool = False
+    tau: int = 0
+    seconds_by_stage: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def stored_chunks(store: Any) -> tuple[list[str], list[str], list[str], np.ndarray]:
+    """(ids, doc ids, texts, embeddings) of every stored chunk, in id order."""
+    rows = store.query("MATCH (c:Chunk) RETURN c.id AS id, c.doc_id AS doc, c.text AS text ORDER BY c.id")
+    ids = [r["id"] for r in rows]
+    embs = store.get_embeddings("Chunk", ids)
+    missing = [c for c in ids if c not in embs]
+    if missing:
+        raise BuildError(f"{len(missing)} chunks have no embedding (e.g. {missing[0]})",
+                         hint="finish the base build (its embed stage) before the KET stages")
+    dim = int(store.dim)
+    emb = np.stack([embs[c] for c in ids]) if ids else np.zeros((0, dim), np.float32)
+    return ids, [r["doc"] for r in rows], [r["text"] for r in rows], emb
+
+
+def build_keywords(store: Any, embedder: Embedder, params: KetParams, chunk_tokens: int, *,
+                   ids: Sequence[str], docs: Sequence[str], texts: Sequence[str],
+                   batch_size: int = 256, progress: Progress | None = None, force: bool = False
+                   ) -> tuple[dict[str, int], bool]:
+    """Sub-chunks + keywords for the given (all stored) chunks, unless the stored layer already
+    matches them. Returns (stats, rebuilt)."""
+    rules = params.keyword_rules(chunk_tokens)
+    sig = keyword_signature(ids, rules)
+    if not force and store.get_meta(META_KEYWORD_SIGNATURE) == sig:
+        return {}, False
+
+    def relay(message: str, done: int, total: int) -> None:
+        if progress is not None:
+            progress("keywords", done, total, message)
+
+    layer = build_keyword_layer(list(zip(ids, docs, texts)), embedder, rules, batch_size=batch_size, progress=relay)
+    write_keyword_layer(store, layer, sig)
+    return layer.stats(), True
+
+
+def build_ket_index(store: Any, embedder: Embedder, params: KetParams = KetParams(), *, chunk_tokens: int = 300,
+                    skeleton_beta: float = 1.0, progress: Progress | None = None, force: bool = False) -> KetReport:
+    """KNN + PageRank + core marks + sub-chunks + keywords over the chunks already in ``store``.
+    ``skeleton_beta``: the fraction of chunks the stored KG was extracted from (1 = full KG)."""
+    report = KetReport()
+    t0 = time.perf_counter()
+    ids, docs, texts, emb = stored_chunks(store)
+    plan = plan_core(ids, texts, emb, params)
+    report.seconds_by_stage["knn"] = time.perf_counter() - t0
+    if progress is not None:
+        progress("knn", len(ids), len(ids), f"{len(plan.knn)} KNN edges, {len(plan.core)} core chunks")
+    t1 = time.perf_counter()
+    write_core(store, plan, skeleton_beta=skeleton_beta)
+    report.seconds_by_stage["core"] = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    report.keyword_stats, report.keywords_rebuilt = build_keywords(
+        store, embedder, params, chunk_tokens, ids=ids, docs=docs, texts=texts, progress=progress, force=force)
+    report.seconds_by_stage["keywords"] = time.perf_counter() - t2
+    report.n_chunks, report.n_core = len(ids), len(plan.core)
+    report.knn_edges = {kind: int(np.count_nonzero(plan.knn.kind == kind)) for kind in (LEXICAL, SEMANTIC)}
+    report.tau = params.resolved_tau(chunk_tokens)
+    return report
+
+
+# --- indexing cost: the skeleton against a full KG (§5.3) ------------------------------------------
+@dataclass
+class SkeletonCost:
+    """Extraction tokens of the skeleton against extracting every chunk (§5.3: KET-Index spends
+    about β of KG-Index's LLM tokens). Estimates use kgviz's tokenizer on the rendered extraction
+    prompt, and ``expected_output_ratio`` x chunk tokens for the reply (as
+    kgviz.index.estimate does); ``skeleton_actual_*`` are what the provider reported (0 offline).
+    ``full_extrapolated_tokens`` scales the actual skeleton tokens by full/skeleton estimates."""
+
+    beta: float
+    n_chunks: int
+    n_core: int
+    full_estimate_input: int
+    full_estimate_output: int
+    skeleton_estimate_input: int
+    skeleton_estimate_output: int
+    skeleton_actual_input: int = 0
+    skeleton_actual_output: int = 0
+
+    @property
+    def full_estimate_tokens(self) -> int:
+        return self.full_estimate_input + self.full_estimate_output
+
+    @property
+    def skeleton_estimate_tokens(self) -> int:
+        return self.skeleton_estimate_input + self.skeleton_estimate_output
+
+    @property
+    def skeleton_actual_tokens(self) -> int:
+        return self.skeleton_actual_input + self.skeleton_actual_output
+
+    @property
+    def full_extrapolated_tokens(self) -> int | None:
+        if not self.skeleton_actual_tokens or not self.skeleton_estimate_tokens:
+            return None
+        return round(self.skeleton_actual_tokens * self.full_estimate_tokens / self.skeleton_estimate_tokens)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.update(full_estimate_tokens=self.full_estimate_tokens, skeleton_estimate_tokens=self.skeleton_estimate_tokens,
+                 skeleton_actual_tokens=self.skeleton_actual_tokens,
+                 full_extrapolated_tokens=self.full_extrapolated_tokens,
+                 estimated_saving=(1.0 - self.skeleton_estimate_tokens / self.full_estimate_tokens)
+                 if self.full_estimate_tokens else 0.0)
+        return d
+
+
+def extraction_estimate(text: str, n_tokens: int, expected_output_ratio: float) -> tuple[int, int]:
+    """(input, output) tokens one extraction call on this chunk is expected to take."""
+    from kgviz.prompts.extraction import EXTRACT_TRIPLES_SYSTEM, render_extract_triples
+    from kgviz.tasks.extraction import MAX_OUTPUT_TOKENS
+    from kgviz.text import count_tokens
+
+    return (count_tokens(EXTRACT_TRIPLES_SYSTEM) + count_tokens(render_extract_triples(text)),
+            min(MAX_OUTPUT_TOKENS, round(expected_output_ratio * n_tokens)))
+
+
+def skeleton_cost(chunks: Sequence[tuple[str, str, int]], core: set[str], beta: float, *,
+                  expected_output_ratio: float, actual_input: int = 0, actual_output: int = 0) -> SkeletonCost:
+    """Cost comparison over ``chunks`` given as (chunk id, text, n_tokens)."""
+    fi = fo = si = so = 0
+    n_in_core = 0
+    for cid, text, n in chunks:
+        i, o = extraction_estimate(text, n, expected_output_ratio)
+        fi, fo = fi + i, fo + o
+        if cid in core:
+            si, so, n_in_core = si + i, so + o, n_in_core + 1
+    return SkeletonCost(beta, len(chunks), n_in_core, fi, fo, si, so, actual_input, actual_output)
+
+
+# --- read side (Build page, methods) -----------------------------------------------------------------
+def ket_info(store: Any) -> dict[str, Any]:
+    """What the stored KET index was built with; {} when the graph has none."""
+    raw = store.get_meta(META_PARAMS)
+    if raw is None:
+        return {}
+    skeleton = store.get_meta(META_SKELETON_BETA)
+    return {"params": json.loads(raw), "beta": float(store.get_meta(META_BETA) or 1.0),
+            "skeleton_beta": float(skeleton) if skeleton is not None else 1.0,
+            "n_chunks": int(store.get_meta(META_N_CHUNKS) or 0), "n_core": int(store.get_meta(META_N_CORE) or 0)}
+
+
+def knn_degree_distribution(store: Any) -> dict[int, int]:
+    """{degree: number of chunks} over the KNN graph, degree = in + out KNN edges (the quantity
+    of paper Fig. 2; every chunk's out-degree is at most K). Chunks with no edge count at 0."""
+    out = {r["id"]: r["d"] for r in store.query("MATCH (c:Chunk) OPTIONAL MATCH (c)-[r:KNN]->(:Chunk) "
+                                                "RETURN c.id AS id, count(r) AS d")}
+    inc = {r["id"]: r["d"] for r in store.query("MATCH (c:Chunk) OPTIONAL MATCH (c)<-[r:KNN]-(:Chunk) "
+                                                "RETURN c.id AS id, count(r) AS d")}
+    hist: dict[int, int] = {}
+    for cid, d in out.items():
+        deg = int(d) + int(inc.get(cid, 0))
+        hist[deg] = hist.get(deg, 0) + 1
+    return dict(sorted(hist.items()))
+
+
+def core_chunks(store: Any, limit: int = 20) -> list[tuple[str, float, str]]:
+    """The core chunks by PageRank, best first: (chunk id, PageRank, text excerpt)."""
+    rows = store.query("MATCH (c:Chunk) WHERE c.core = true RETURN c.id AS id, c.pagerank AS pr, c.text AS text "
+                       "ORDER BY c.pagerank DESC, c.id LIMIT $n", {"n": int(limit)})
+    out = []
+    for r in rows:
+        text = " ".join(str(r["text"] or "").split())
+        excerpt = text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1].rstrip() + "…"
+        out.append((r["id"], float(r["pr"] or 0.0), excerpt))
+    return out

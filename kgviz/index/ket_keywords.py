@@ -1,0 +1,140 @@
+"""KET-RAG's text-keyword bipartite graph G_k (paper 004, Algorithm 3 lines 10-15; §5.1 "Graph
+Index Construction").
+
+* Every chunk is halved τ times into sub-chunks (``kgviz.ingest.chunking.split_subchunks``):
+  SubChunk nodes linked to their chunk by SUB_CHUNK_OF, each with its own embedding (the keyword
+  channel ranks sub-chunks by cosine to the query, Algorithm 4 line 3).
+* Keywords are the non-stop words of the sub-chunks (§5.1: "tokenizes chunks into words while
+  excluding stop words"). A keyword's description is the sentences containing it and its
+  embedding the mean of those sentences' embeddings, L2-normalised (Algorithm 3 line 13).
+  HAS_KEYWORD links a sub-chunk to every keyword it contains (line 14).
+
+Keeping the keyword set sane (ours; the paper keeps every non-stop word): words shorter than
+``min_word_len`` characters are dropped, and so are words found in more than
+max(``keyword_max_df`` x #sub-chunks, ``keyword_df_floor``) sub-chunks: such a word ("film",
+"american" on HotpotQA) links to hundreds of sub-chunks, so as a seed it would fill the keyword
+channel's candidate pool with one unfocused neighbourhood. The floor keeps tiny corpora from
+losing every word. Identical sentences (chunk overlap repeats them) count once. A stored
+description keeps the first ``description_max_sentences`` sentences (display only; the embedding
+uses every sentence).
+
+All counting is sparse matrix algebra (scipy): sentences x words, sub-chunks x sentences, and
+their product for sub-chunks x words; keyword embeddings are one sparse x dense product.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from kgviz.index.embed import embed_texts
+from kgviz.index.knn import term_matrix
+from kgviz.ingest.chunking import split_subchunks
+from kgviz.providers.base import Embedder
+from kgviz.providers.embedders import l2_normalise
+from kgviz.text import split_sentences
+from kgviz.types import Chunk
+
+Progress = Callable[[str, int, int], None]  # (message, done, total)
+
+
+@dataclass(frozen=True)
+class KeywordRules:
+    tau: int
+    min_word_len: int = 3
+    keyword_max_df: float = 0.05
+    keyword_df_floor: int = 20
+    description_max_sentences: int = 10
+
+
+@dataclass
+class KeywordLayer:
+    """Rows ready for the store's bulk loaders, plus counts for the build report."""
+
+    subchunks: list[dict[str, Any]] = field(default_factory=list)
+    sub_chunk_of: list[dict[str, str]] = field(default_factory=list)
+    keywords: list[dict[str, Any]] = field(default_factory=list)
+    has_keyword: list[dict[str, str]] = field(default_factory=list)
+    n_sentences: int = 0
+    n_words: int = 0  # distinct non-stop words of length >= min_word_len
+    n_dropped_common: int = 0  # words over the document-frequency limit
+    df_limit: int = 0
+
+    def stats(self) -> dict[str, int]:
+        return {"subchunks": len(self.subchunks), "sentences": self.n_sentences, "words": self.n_words,
+                "keywords": len(self.keywords), "dropped_common": self.n_dropped_common,
+                "df_limit": self.df_limit, "has_keyword": len(self.has_keyword)}
+
+
+def df_limit(n_subchunks: int, rules: KeywordRules) -> int:
+    return max(int(rules.keyword_df_floor), int(rules.keyword_max_df * n_subchunks))
+
+
+def build_keyword_layer(chunks: Sequence[tuple[str, str, str]], embedder: Embedder, rules: KeywordRules, *,
+                        batch_size: int = 256, progress: Progress | None = None) -> KeywordLayer:
+    """Sub-chunks and keywords of ``chunks`` given as (chunk id, doc id, text). Pure apart from
+    the embedder calls (sub-chunks, then unique sentences)."""
+    layer = KeywordLayer()
+    for cid, doc_id, text in chunks:
+        parent = Chunk(id=cid, doc_id=doc_id, ord=0, text=text, n_tokens=0)
+        for sc in split_subchunks(parent, tau=rules.tau):
+            layer.subchunks.append({"id": sc.id, "chunk_id": cid, "ord": sc.ord, "text": sc.text,
+                                    "n_tokens": sc.n_tokens})
+            layer.sub_chunk_of.append({"from": sc.id, "to": cid})
+    n_sub = len(layer.subchunks)
+    if n_sub == 0:
+        return layer
+
+    # sentences (unique), and which sub-chunk holds which sentence
+    sentence_index: dict[str, int] = {}
+    rows: list[int] = []
+    cols: list[int] = []
+    for i, sc in enumerate(layer.subchunks):
+        for s in split_sentences(sc["text"]):
+            j = sentence_index.setdefault(s, len(sentence_index))
+            rows.append(i)
+            cols.append(j)
+    sentences = list(sentence_index)
+    layer.n_sentences = len(sentences)
+    sub_sent = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(n_sub, len(sentences)))
+    sub_sent.data[:] = 1.0  # a sentence twice in one sub-chunk still counts once
+
+    sent_word, vocab = term_matrix(sentences, rules.min_word_len)
+    layer.n_words = len(vocab)
+    sub_word = (sub_sent @ sent_word).tocsc()
+    sub_word.data[:] = 1.0
+    df = np.diff(sub_word.indptr)
+    layer.df_limit = df_limit(n_sub, rules)
+    keep = np.flatnonzero((df > 0) & (df <= layer.df_limit))
+    layer.n_dropped_common = int(np.count_nonzero(df > layer.df_limit))
+
+    def report(message: str, done: int, total: int) -> None:
+        if progress is not None:
+            progress(message, done, total)
+
+    sub_emb = embed_texts(embedder, [r["text"] for r in layer.subchunks], batch_size,
+                          lambda d: report("embedding sub-chunks", d, n_sub))
+    for row, vec in zip(layer.subchunks, sub_emb):
+        row["emb"] = vec
+    sent_emb = embed_texts(embedder, sentences, batch_size,
+                           lambda d: report("embedding sentences", d, len(sentences)))
+
+    word_sent = sent_word[:, keep].T.tocsr()  # keyword x sentence
+    kw_emb = l2_normalise(np.asarray(word_sent @ sent_emb))  # sum and mean point the same way
+    n_desc = max(1, rules.description_max_sentences)
+    for pos, col in enumerate(keep.tolist()):
+        sent_ids = word_sent.indices[word_sent.indptr[pos]: word_sent.indptr[pos + 1]]
+        sent_ids = np.sort(sent_ids)
+        desc = " ".join(sentences[j] for j in sent_ids[:n_desc])
+        if sent_ids.size > n_desc:
+            desc += f" [... {sent_ids.size - n_desc} more sentences]"
+        layer.keywords.append({"id": f"kw:{vocab[col]}", "word": vocab[col], "description": desc,
+                               "emb": kw_emb[pos]})
+
+    kept = sub_word[:, keep].tocoo()
+    order = np.lexsort((kept.col, kept.row))
+    for r, c in zip(kept.row[order].tolist(), kept.col[order].tolist()):
+        layer.has_keyword.append({"from": layer.subchunks[r]["id"], "to": layer.keywords[c]["id"]})
+    return layer

@@ -1,0 +1,123 @@
+"""Build parameters, progress events and the build report (plain data)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kgviz.errors import ConfigError
+from kgviz.types import Usage
+
+STAGES = ("chunk", "extract", "resolve", "embed", "write", "doc_layer", "index")
+
+
+@dataclass(frozen=True)
+class BuildParams:
+    """Knobs of ``kgviz.index.pipeline.build``."""
+
+    chunk_tokens: int = 300
+    """Tokens per chunk (ours; same default as Settings.chunk_tokens)."""
+    chunk_overlap: int = 30
+    """Tokens of trailing sentences repeated at the start of the next chunk (ours)."""
+    workers: int = 4
+    """Concurrent extraction calls (ours; the provider SDKs retry 429s and 5xx themselves)."""
+    similar_docs_k: int = 3
+    """K of the KG-Retriever document layer: each document links to its K most similar documents
+    by embedding cosine, the weight being the cosine (KG-Retriever §3.2.1, Eq. 1). §4.1
+    (Implementation Details) uses K=3 for MuSiQue and 2WikiMultiHopQA (K=1 and 2 for the
+    CRUD-QA sets; the HotpotQA value is lost in the published text), so 3 is our default."""
+    max_triples_per_chunk: int = 80
+    """Triples kept per chunk (ours): bounds a runaway LLM reply."""
+    batch_size: int = 16
+    """Extraction rows per flush (ours). A flush also waits for ``flush_interval_s``."""
+    flush_interval_s: float = 1.0
+    """Least seconds between two flushes of Extraction rows (ours): bounds the work a killed
+    build loses while keeping fast offline builds from doing thousands of tiny writes."""
+    embed_batch_size: int = 256
+    """Texts per embedder call (ours)."""
+    description_max_sentences: int = 3
+    """Sentences kept in an entity description (ours)."""
+    expected_output_ratio: float = 2.0
+    """Cost estimate only: expected output tokens per chunk token (ours: the six examples of the
+    extraction prompt average 2.2 with kgviz's approximate tokenizer; capped by the task's
+    max_tokens)."""
+    retry_failed: bool = True
+    """Re-extract chunks whose stored Extraction failed (provider errors, unreadable replies)
+    when their document is given to build again, even if the document was completed (ours)."""
+
+    def __post_init__(self) -> None:
+        for name in ("chunk_tokens", "workers", "batch_size", "embed_batch_size", "max_triples_per_chunk"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"BuildParams.{name} must be at least 1 (got {getattr(self, name)})")
+        if self.expected_output_ratio < 0 or self.flush_interval_s < 0:
+            raise ConfigError("BuildParams.expected_output_ratio and flush_interval_s must be >= 0")
+        if self.similar_docs_k < 0 or self.chunk_overlap < 0 or self.description_max_sentences < 0:
+            raise ConfigError("BuildParams: similar_docs_k, chunk_overlap and description_max_sentences must be >= 0")
+        if self.chunk_overlap >= self.chunk_tokens:
+            raise ConfigError(
+                f"BuildParams.chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_tokens ({self.chunk_tokens})"
+            )
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    stage: str
+    done: int
+    total: int
+    message: str = ""
+    usage_so_far: Usage = field(default_factory=Usage)
+
+    @property
+    def fraction(self) -> float:
+        return 1.0 if self.total <= 0 else min(1.0, self.done / self.total)
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    chunks: int
+    input_tokens: int
+    output_tokens: int
+    usd: float
+    calls: int
+    model: str
+    offline: bool
+    price_known: bool = True  # False when the model is not in the price table (usd is then 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class BuildReport:
+    counts: dict[str, int] = field(default_factory=dict)  # store.counts() after the build
+    new_documents: int = 0
+    skipped_documents: int = 0  # already in the graph
+    resumed_documents: int = 0  # found half-written by an interrupted build and rebuilt
+    retried_documents: int = 0  # built before with failed chunks, rebuilt to retry them
+    new_chunks: int = 0
+    extracted_chunks: int = 0  # extraction ran in this build
+    reused_extractions: int = 0  # chunks whose stored Extraction row was reused (resume)
+    new_triples: int = 0
+    new_entities: int = 0
+    failures: list[tuple[str, str, str]] = field(default_factory=list)  # (chunk_id, error, raw excerpt)
+    n_malformed_lines: int = 0
+    merges: list[tuple[str, list[str], int]] = field(default_factory=list)
+    usage_by_stage: dict[str, Usage] = field(default_factory=dict)
+    seconds_by_stage: dict[str, float] = field(default_factory=dict)
+    mode: str = "offline"
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def usage(self) -> Usage:
+        total = Usage()
+        for u in self.usage_by_stage.values():
+            total = total + u
+        return total
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["usage_by_stage"] = {k: v.to_dict() for k, v in self.usage_by_stage.items()}
+        d["usage"] = self.usage.to_dict()
+        d["failures"] = [list(f) for f in self.failures]
+        d["merges"] = [[name, list(forms), n] for name, forms, n in self.merges]
+        d["seconds_total"] = round(sum(self.seconds_by_stage.values()), 3)
+        return d

@@ -1,0 +1,296 @@
+"""Read triples out of an LLM reply. Pure, tolerant, never raises on garbage.
+
+Accepted shapes (anything else is skipped, and counted as malformed when it looked like a try):
+
+* the house format, one or many per line: ``(s; r; o)``, ``(s; r; o), (s; r; o)``;
+* hypernodes as nested parentheses: ``((s; r; o); in year; 1921)``, ``(X; said; (s; r; o))``;
+* bullets / numbering / code fences / prose around the triples: ``- 1. (s; r; o)``;
+* commas or pipes instead of semicolons when the split is unambiguous (exactly three parts);
+* bare ``s; r; o`` lines, and the ``(s)-[r]->(o)`` arrow form;
+* JSON: a list of ``[s, r, o]`` lists or of ``{"subject", "relation", "object"}`` objects
+  (``head``/``tail`` and ``source``/``target`` work too), whole-reply or one per line;
+* unbalanced parentheses: missing ``)`` at the end of a line are added, stray ``)`` dropped
+  (both with a warning).
+
+An optional ``[type]`` after a name becomes ``Mention.type``. ``NONE`` on a line means "no facts".
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgviz.index.triples import ExtractedTriple, ExtractionOutput, Mention, Term
+
+MAX_DEPTH = 4  # deeper nesting is almost surely a broken reply, not a fact
+MAX_PART_CHARS = 300  # a subject/object longer than this is a sentence, not an entity
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_BULLET = re.compile(r"^\s*(?:[-*•·+>]+|\d{1,3}[.)]|\(\d{1,3}\)|[a-zA-Z][.)](?=\s))\s*")
+_NONE = re.compile(r"^\W*(none|no triples?|no facts?|n/a)\W*$", re.IGNORECASE)
+_ARROW = re.compile(r"\(([^()]+)\)\s*-+\s*\[([^\]]+)\]\s*-*\s*(?:->|→|>)\s*\(([^()]+)\)")
+_TYPE = re.compile(r"^(.*?\S)\s*\[([A-Za-z][\w \-/]{0,30})\]$")
+_QUOTES = "\"'“”‘’`"
+_TRANSLATE = str.maketrans({"（": "(", "）": ")", "；": ";", "｜": "|", "\u00a0": " "})
+_SUBJ_KEYS = ("subject", "head", "source", "s", "h", "subj")
+_REL_KEYS = ("relation", "predicate", "relationship", "rel", "r", "p")
+_OBJ_KEYS = ("object", "tail", "target", "o", "t", "obj")
+
+
+@dataclass
+class _Acc:
+    triples: list[ExtractedTriple] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    malformed: int = 0
+    warnings: list[str] = field(default_factory=list)
+    said_none: bool = False
+
+    def add(self, t: ExtractedTriple) -> None:
+        key = t.render().lower()
+        if key not in self.seen:
+            self.seen.add(key)
+            self.triples.append(t)
+
+    def warn(self, msg: str) -> None:
+        if len(self.warnings) < 50:  # a garbage reply must not produce a garbage-sized report
+            self.warnings.append(msg)
+
+
+def parse_triples(raw: object, max_triples: int | None = None) -> ExtractionOutput:
+    """Parse an LLM reply into triples. Returns an ExtractionOutput (triples, n_malformed,
+    warnings, raw); ``empty_reply_ok`` is False when a non-empty reply held neither a triple nor
+    an explicit NONE."""
+    text = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
+    acc = _Acc()
+    body = text.translate(_TRANSLATE)
+    if not _parse_json_whole(body, acc):
+        for n, line in enumerate(body.splitlines(), 1):
+            _parse_line(line, n, acc)
+    triples = acc.triples
+    if max_triples is not None and len(triples) > max_triples:
+        acc.warn(f"kept the first {max_triples} of {len(triples)} triples")
+        triples = triples[:max_triples]
+    ok = bool(triples) or acc.said_none or not text.strip()
+    if not ok:
+        acc.warn("the reply contained no triple in the (subject; relation; object) form")
+    return ExtractionOutput(triples, acc.malformed, acc.warnings, text, empty_reply_ok=ok)
+
+
+# --- JSON --------------------------------------------------------------------------------------
+def _parse_json_whole(body: str, acc: _Acc) -> bool:
+    stripped = "\n".join(ln for ln in body.splitlines() if not _FENCE.match(ln)).strip()
+    if not stripped or stripped[0] not in "[{":
+        return False
+    try:
+        data = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return False
+    items = data if isinstance(data, list) else [data]
+    if isinstance(data, dict):  # {"triples": [...]} wrappers
+        for v in data.values():
+            if isinstance(v, list):
+                items = v
+                break
+    if not items:
+        acc.said_none = True
+        return True
+    for i, item in enumerate(items, 1):
+        t = _json_triple(item, 1)
+        if t is None:
+            acc.malformed += 1
+            acc.warn(f"JSON item {i}: not a (subject, relation, object) triple")
+        else:
+            acc.add(t)
+    return True
+
+
+def _json_term(value: Any, depth: int) -> Term | None:
+    if isinstance(value, (list, dict)):
+        return _json_triple(value, depth + 1)
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return _mention(str(value))
+    return None
+
+
+def _json_triple(item: Any, depth: int) -> ExtractedTriple | None:
+    if depth > MAX_DEPTH:
+        return None
+    if isinstance(item, dict):
+        lower = {str(k).lower(): v for k, v in item.items()}
+        parts = [next((lower[k] for k in keys if k in lower), None) for keys in (_SUBJ_KEYS, _REL_KEYS, _OBJ_KEYS)]
+    elif isinstance(item, list) and len(item) == 3:
+        parts = list(item)
+    else:
+        return None
+    s, o = _json_term(parts[0], depth), _json_term(parts[2], depth)
+    rel = parts[1]
+    if s is None or o is None or not isinstance(rel, (str, int, float)) or isinstance(rel, bool):
+        return None
+    return _make(s, _clean(str(rel)), o)
+
+
+# --- lines -------------------------------------------------------------------------------------
+def _parse_line(line: str, n: int, acc: _Acc) -> None:
+    if _FENCE.match(line):
+        return
+    for _ in range(3):  # "* 2) (a; b; c)": a bullet and a number
+        line = _BULLET.sub("", line, count=1)
+    line = line.strip()
+    if not line:
+        return
+    if _NONE.match(line):
+        acc.said_none = True
+        return
+    if line[0] in "[{":
+        t = _parse_json_line(line)
+        if t is not None:
+            acc.add(t)
+            return
+    found = 0
+    for m in _ARROW.finditer(line):
+        t = _make(_mention(m.group(1)), _clean(m.group(2)), _mention(m.group(3)))
+        if t is not None:
+            acc.add(t)
+            found += 1
+    if found:
+        return
+    groups, repaired = _top_level_groups(line)
+    if repaired:
+        acc.warn(f"line {n}: unbalanced parentheses ({repaired})")
+    bad = 0
+    for g in groups:
+        t = _parse_group(g, 1)
+        if t is not None:
+            acc.add(t)
+            found += 1
+        elif line.startswith("(") or any(c in g for c in ";|"):
+            bad += 1
+        # else: a parenthetical inside prose ("Here they are (as asked):"), not a failed triple
+    if not groups and ";" in line:  # bare "s; r; o"
+        t = _split_triple(line, 1)
+        if t is not None:
+            acc.add(t)
+            acc.warn(f"line {n}: triple without parentheses")
+            return
+        bad += 1
+    if bad:
+        acc.malformed += 1
+        acc.warn(f"line {n}: could not read {bad} group(s): {line[:80]!r}")
+
+
+def _parse_json_line(line: str) -> ExtractedTriple | None:
+    candidate = line.rstrip(",")
+    try:
+        data = json.loads(candidate)
+    except (ValueError, RecursionError):
+        return None
+    return _json_triple(data, 1)
+
+
+def _top_level_groups(line: str) -> tuple[list[str], str]:
+    """Contents of the top-level (...) groups of a line, repairing unbalanced parentheses."""
+    groups: list[str] = []
+    depth = 0
+    start = -1
+    stray = 0
+    for i, ch in enumerate(line):
+        if ch == "(":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == ")":
+            if depth == 0:
+                stray += 1
+                continue
+            depth -= 1
+            if depth == 0:
+                groups.append(line[start + 1 : i])
+    notes = []
+    if depth > 0:
+        groups.append(line[start + 1 :] + ")" * (depth - 1))
+        notes.append(f"added {depth} ')'")
+    if stray:
+        notes.append(f"ignored {stray} stray ')'")
+    return groups, ", ".join(notes)
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    parts: list[str] = []
+    depth = 0
+    cur: list[str] = []
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        if ch == sep and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return parts
+
+
+def _parse_group(inner: str, depth: int) -> ExtractedTriple | None:
+    if depth > MAX_DEPTH:
+        return None
+    return _split_triple(inner, depth)
+
+
+def _split_triple(inner: str, depth: int) -> ExtractedTriple | None:
+    parts = _split_top(inner, ";")
+    stripped = inner.strip()
+    if len(parts) == 1 and stripped.startswith("(") and stripped.endswith(")"):
+        return _parse_group(stripped[1:-1], depth + 1)  # redundant parentheses: ((s; r; o))
+    if len(parts) > 3:  # "a; b; c; d": the object itself contained a semicolon
+        parts = [parts[0], parts[1], ";".join(parts[2:])]
+    if len(parts) != 3:
+        for sep in ("|", ","):
+            alt = _split_top(inner, sep)
+            if len(alt) == 3:
+                parts = alt
+                break
+        else:
+            return None
+    s = _term(parts[0], depth)
+    o = _term(parts[2], depth)
+    if s is None or o is None:
+        return None
+    return _make(s, _clean(parts[1]), o)
+
+
+def _term(part: str, depth: int) -> Term | None:
+    p = part.strip()
+    if p.startswith("(") and p.endswith(")"):
+        inner = p[1:-1]
+        if len(_split_top(inner, ";")) >= 3 or len(_split_top(inner, ",")) == 3:
+            return _parse_group(inner, depth + 1)
+        p = inner  # "(Los Angeles)": parentheses around a plain name
+    return _mention(p)
+
+
+def _mention(text: str) -> Mention | None:
+    t = text.strip()
+    typ = ""
+    m = _TYPE.match(t)
+    if m:
+        t, typ = m.group(1), m.group(2).strip().lower()
+    t = _clean(t)
+    if not t or len(t) > MAX_PART_CHARS or "(" in t and ";" in t:
+        return None
+    return Mention(t, typ)
+
+
+def _clean(text: str) -> str:
+    t = " ".join(text.split())
+    while len(t) >= 2 and t[0] in _QUOTES and t[-1] in _QUOTES:
+        t = t[1:-1].strip()
+    return t.strip(" ,.").strip()
+
+
+def _make(s: Term | None, rel: str, o: Term | None) -> ExtractedTriple | None:
+    if s is None or o is None or not rel or len(rel) > MAX_PART_CHARS:
+        return None
+    return ExtractedTriple(s, rel, o)

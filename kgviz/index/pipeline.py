@@ -1,0 +1,233 @@
+"""Build the knowledge graph from documents: the one entry point the CLI and the app call.
+
+Stages (``STAGES``), each reported through ``progress(ProgressEvent)``:
+
+* chunk     – skip documents already in the graph (by id), purge documents a killed build left
+              half-written, split the rest into chunks (kgviz.ingest.chunk_document);
+* extract   – triples per chunk through the "extract_triples" task (LLM or offline patterns),
+              thread pool, Extraction rows written in batches (kgviz.index.extract);
+* resolve   – entity keys, in-document aliases, per-document triple ids, provenance sentences
+              (kgviz.index.assemble / resolve);
+* embed     – vectors for new documents (title + text), chunks, entities (name + description)
+              and triples (text), in batches;
+* write     – bulk loads of nodes then edges (kgviz.index.graph_write);
+* doc_layer – KG-Retriever SIMILAR_DOC top-K edges (kgviz.index.doc_layer);
+* index     – HNSW vector indexes (Document, Chunk, Entity, Triple) and BM25 over chunks.
+
+Vectors are computed before their rows are inserted because Kùzu cannot SET a column that a
+vector index uses (and dropping the index does not help in 0.11.3: the SET still fails, and it
+crashed the process after a reopen when we tried). So an entity first seen in an earlier build
+keeps the vector of its first description; later documents extend its description text only.
+
+Idempotence and resume: documents already present are skipped; the Extraction rows of an
+interrupted build are reused (see extract.py); documents whose write did not finish are purged
+and written again (see graph_write.py); every bulk load skips rows that already exist.
+``cancel`` (a threading.Event) is honoured between extraction batches and between stages, after
+flushing what finished: BuildCancelled is raised and a re-run resumes.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence
+
+from kgviz.errors import BuildCancelled, EmbedderMismatchError
+from kgviz.graph.store import GraphStore
+from kgviz.index import graph_write as gw
+from kgviz.index.assemble import Assembled, assemble, finalise
+from kgviz.index.doc_layer import build_doc_layer
+from kgviz.index.embed import document_text, embed_texts, entity_text
+from kgviz.index.estimate import estimate_cost
+from kgviz.index.extract import run_extraction
+from kgviz.index.params import STAGES, BuildParams, BuildReport, CostEstimate, ProgressEvent
+from kgviz.ingest import chunk_document
+from kgviz.reasoning import Reasoner
+from kgviz.text import count_tokens
+from kgviz.types import Chunk, Document, Usage
+
+__all__ = [
+    "STAGES", "BuildParams", "BuildReport", "CostEstimate", "ProgressEvent", "build", "estimate_cost",
+]
+
+VECTOR_TABLES = ("Document", "Chunk", "Entity", "Triple")
+Progress = Callable[[ProgressEvent], None]
+
+
+class _Run:
+    """Per-build bookkeeping: report, timers, progress and cancel checks."""
+
+    def __init__(self, report: BuildReport, progress: Progress | None, cancel: threading.Event | None) -> None:
+        self.report = report
+        self._progress = progress
+        self._cancel = cancel
+
+    def emit(self, stage: str, done: int, total: int, message: str = "") -> None:
+        if self._progress is not None:
+            self._progress(ProgressEvent(stage, done, total, message, self.report.usage))
+
+    def check_cancel(self, where: str) -> None:
+        if self._cancel is not None and self._cancel.is_set():
+            raise BuildCancelled(
+                f"build cancelled before the {where} stage",
+                hint="run the build again: finished work is kept and skipped",
+            )
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        self.check_cancel(name)
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.report.seconds_by_stage[name] = round(
+                self.report.seconds_by_stage.get(name, 0.0) + time.perf_counter() - t0, 4
+            )
+
+
+def build(
+    documents: Sequence[Document],
+    store: GraphStore,
+    reasoner: Reasoner,
+    params: BuildParams | None = None,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> BuildReport:
+    """Add ``documents`` to the graph in ``store``; see the module docstring."""
+    params = params or BuildParams()
+    emb = reasoner.embedder
+    if (emb.id, int(emb.dim)) != (store.embedder_id, int(store.dim)):
+        raise EmbedderMismatchError(
+            f"the graph at {store.path} uses embedder {store.embedder_id} (dim {store.dim}) but the build "
+            f"was given {emb.id} (dim {emb.dim})",
+            hint="build with the graph's embedder, or choose a new workspace",
+        )
+    report = BuildReport(mode=reasoner.mode)
+    run = _Run(report, progress, cancel)
+
+    with run.stage("chunk"):
+        new_docs, chunks_by_doc = _chunk_stage(store, documents, params, report)
+        run.emit("chunk", len(new_docs), len(new_docs), f"{report.new_chunks} chunks in {len(new_docs)} new documents")
+
+    if new_docs:
+        all_chunks = [c for d in new_docs for c in chunks_by_doc[d.id]]
+        with run.stage("extract"):
+            def on_chunk(done: int, total: int, msg: str, usage: Usage) -> None:
+                report.usage_by_stage["extract"] = usage
+                run.emit("extract", done, total, msg)
+
+            ext = run_extraction(store, reasoner, all_chunks, params, on_chunk, cancel)
+            report.usage_by_stage["extract"] = ext.usage
+            report.extracted_chunks, report.reused_extractions = ext.extracted, ext.reused
+            report.failures, report.n_malformed_lines = ext.failures, ext.n_malformed
+
+        with run.stage("resolve"):
+            acc = assemble(((d.id, chunks_by_doc[d.id]) for d in new_docs), ext.outputs)
+            existing = gw.existing_entities(store, list(acc.entities))
+            finalise(acc, {eid: str(row["name"]) for eid, row in existing.items()})
+            report.merges = acc.merges()
+            if acc.n_dropped:
+                report.warnings.append(f"{acc.n_dropped} triples dropped (empty name after normalisation, or self-loop)")
+            run.emit("resolve", 1, 1, f"{len(acc.entities)} entities, {len(acc.triples)} triples")
+
+        with run.stage("embed"):
+            rows = _embed_stage(run, reasoner, new_docs, all_chunks, acc, existing, params)
+
+        with run.stage("write"):
+            gw.set_pending(store, [d.id for d in new_docs])
+            inserted = gw.write_nodes_and_edges(store, acc=acc, **rows)
+            gw.update_existing_entities(store, acc, existing, params.description_max_sentences)
+            gw.refresh_mention_counts(store, list(acc.entities))
+            gw.set_pending(store, [])  # last: from here on the documents count as built
+            report.new_triples, report.new_entities = inserted["Triple"], inserted["Entity"]
+            run.emit("write", 1, 1, ", ".join(f"{k} +{v}" for k, v in inserted.items() if v))
+
+    with run.stage("doc_layer"):
+        n_edges = build_doc_layer(store, params.similar_docs_k)
+        run.emit("doc_layer", 1, 1, "up to date" if n_edges is None else f"{n_edges} SIMILAR_DOC edges")
+
+    with run.stage("index"):
+        for i, table in enumerate(VECTOR_TABLES):
+            store.ensure_vector_index(table)
+            run.emit("index", i + 1, len(VECTOR_TABLES) + 1, f"vector index on {table}")
+        store.ensure_fts_index("Chunk")
+        run.emit("index", len(VECTOR_TABLES) + 1, len(VECTOR_TABLES) + 1, "full-text index on Chunk")
+
+    report.counts = store.counts()
+    return report
+
+
+def _chunk_stage(
+    store: GraphStore, documents: Sequence[Document], params: BuildParams, report: BuildReport
+) -> tuple[list[Document], dict[str, list[Chunk]]]:
+    unique = list({d.id: d for d in reversed(documents)}.values())[::-1]  # first copy of an id wins
+    interrupted = gw.pending_documents(store)
+    if interrupted:
+        gw.purge_documents(store, interrupted)
+        gw.set_pending(store, [])
+    present = store.existing_ids("Document", [d.id for d in unique])
+    if params.retry_failed and present:
+        # a built document with failed chunks is rebuilt: its good Extraction rows are reused
+        # and only the failed chunks go back to the model
+        retry = sorted(gw.documents_with_failed_chunks(store) & present)
+        if retry:
+            gw.purge_documents(store, retry)
+            present -= set(retry)
+            report.retried_documents = len(retry)
+    new_docs = [d for d in unique if d.id not in present]
+    report.new_documents = len(new_docs)
+    report.skipped_documents = len(unique) - len(new_docs)
+    report.resumed_documents = len(set(interrupted) & {d.id for d in new_docs})
+    chunks_by_doc = {
+        d.id: chunk_document(d, chunk_tokens=params.chunk_tokens, overlap=params.chunk_overlap) for d in new_docs
+    }
+    report.new_chunks = sum(len(c) for c in chunks_by_doc.values())
+    return new_docs, chunks_by_doc
+
+
+def _embed_stage(
+    run: _Run,
+    reasoner: Reasoner,
+    docs: list[Document],
+    chunks: list[Chunk],
+    acc: Assembled,
+    existing: dict[str, dict[str, object]],
+    params: BuildParams,
+) -> dict[str, list[dict[str, object]]]:
+    new_entities = [e for eid, e in acc.entities.items() if eid not in existing]
+    doc_rows = [
+        {"id": d.id, "title": d.title, "source": d.source, "sha256": d.sha256, "text": d.text, "n_tokens": count_tokens(d.text)}
+        for d in docs
+    ]
+    chunk_rows = [{"id": c.id, "doc_id": c.doc_id, "ord": c.ord, "text": c.text, "n_tokens": c.n_tokens} for c in chunks]
+    entity_rows = []
+    for e in new_entities:
+        description = e.description(params.description_max_sentences)
+        name = e.name
+        entity_rows.append({
+            "id": e.id, "name": name, "type": e.type, "description": description, "origin": "corpus",
+            "aliases": "|".join(f for f in e.surface_forms if f != name), "n_mentions": len(e.chunks),
+        })
+    triple_rows = [t.to_row() for t in acc.triples.values()]
+    texts = (
+        [document_text(d.title, d.text) for d in docs]
+        + [c.text for c in chunks]
+        + [entity_text(str(r["name"]), str(r["description"])) for r in entity_rows]
+        + [str(r["text"]) for r in triple_rows]
+    )
+    t0 = time.perf_counter()
+    total = len(texts)
+    matrix = embed_texts(
+        reasoner.embedder, texts, params.embed_batch_size, lambda n: run.emit("embed", n, total, f"{n} of {total} texts")
+    )
+    run.report.usage_by_stage["embed"] = Usage(
+        calls=-(-total // params.embed_batch_size), latency_s=time.perf_counter() - t0
+    )
+    a, b, c = len(doc_rows), len(doc_rows) + len(chunk_rows), len(doc_rows) + len(chunk_rows) + len(entity_rows)
+    return {
+        "documents": gw.with_emb(doc_rows, matrix[:a]),
+        "chunks": gw.with_emb(chunk_rows, matrix[a:b]),
+        "has_chunk": [{"from": ch.doc_id, "to": ch.id} for ch in chunks],
+        "new_entities": gw.with_emb(entity_rows, matrix[b:c]),
+        "triples": gw.with_emb(triple_rows, matrix[c:]),
+    }

@@ -1,0 +1,89 @@
+"""Extracted triples as plain data: what the parser and the offline extractor both return.
+
+A term is either a ``Mention`` (an entity or value as written) or another ``ExtractedTriple``: a
+triple used as the subject or object of a triple is a *triple hypernode* (KG-RAG §4.1,
+h* = (h1, r1, h2) where h1 and h2 may themselves be triples).
+
+The text form, used in prompts, stored as the raw output of offline extraction and read back by
+``kgviz.index.parse``::
+
+    (Kell Arden; founded; Tesk Works)
+    ((Kell Arden; founded; Tesk Works); in year; 1921)
+    (Mira Tesk; said; (Orrin Bridge; was; unsafe))
+    (Tesk Works [organisation]; is located in; Aldport [place])   # optional [type] after a name
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Union
+
+
+@dataclass(frozen=True)
+class Mention:
+    text: str
+    type: str = ""  # optional: person, place, organisation, date, number, work, ... ("" = unknown)
+
+    def render(self) -> str:
+        return f"{self.text} [{self.type}]" if self.type else self.text
+
+
+Term = Union[Mention, "ExtractedTriple"]
+
+
+@dataclass(frozen=True)
+class ExtractedTriple:
+    subject: Term
+    relation: str
+    object: Term
+    # the sentence the triple came from; excluded from equality so duplicates collapse
+    sentence: str = field(default="", compare=False)
+
+    def render(self) -> str:
+        return f"({self.subject.render()}; {self.relation}; {self.object.render()})"
+
+    def natural(self) -> str:
+        """Readable text, nested triples inlined: 'Kell Arden founded Tesk Works in year 1921'."""
+        return f"{_natural(self.subject)} {self.relation} {_natural(self.object)}"
+
+    def depth(self) -> int:
+        inner = [t.depth() for t in (self.subject, self.object) if isinstance(t, ExtractedTriple)]
+        return 1 + max(inner, default=0)
+
+    def mentions(self) -> Iterator[Mention]:
+        for term in (self.subject, self.object):
+            if isinstance(term, ExtractedTriple):
+                yield from term.mentions()
+            else:
+                yield term
+
+    def nested(self) -> Iterator["ExtractedTriple"]:
+        """Every triple inside this one (innermost first), then this one."""
+        for term in (self.subject, self.object):
+            if isinstance(term, ExtractedTriple):
+                yield from term.nested()
+        yield self
+
+
+def _natural(term: Term) -> str:
+    return term.natural() if isinstance(term, ExtractedTriple) else term.text
+
+
+@dataclass
+class ExtractionOutput:
+    """What the extract_triples task returns for one chunk, in either mode."""
+
+    triples: list[ExtractedTriple] = field(default_factory=list)
+    n_malformed: int = 0  # lines that looked like triples but could not be read
+    warnings: list[str] = field(default_factory=list)
+    raw: str = ""  # LLM reply, or the offline heuristic's triples rendered in the text form
+    empty_reply_ok: bool = True  # False when a non-empty reply held no triple and no "NONE"
+
+    @property
+    def status(self) -> str:
+        if not self.empty_reply_ok and not self.triples:
+            return "failed"
+        return "partial" if self.n_malformed else "ok"
+
+
+def render_triples(triples: list[ExtractedTriple]) -> str:
+    return "\n".join(t.render() for t in triples)

@@ -1,0 +1,556 @@
+"""`kg-infused`: KG-Infused RAG (paper 003) — spreading activation over a KG, KG-based query
+expansion, KG-augmented notes.
+
+Pipeline (paper section → what kgviz does):
+
+1. KG source (ours). The paper uses a curated KG (Wikidata5M-KG, §3.3). kgviz uses an imported
+   curated KG (entities with origin 'curated') when there is one, else the graph built from the
+   corpus (origin 'corpus'); ``kg_source`` forces either. Every graph query stays inside that
+   origin.
+2. Seed entities (§3.4, Eq. 3–4): top ``k_e`` entities by similarity of the question to the
+   entity embeddings (Entity.emb: name + description as embedded at build/import time).
+3. Spreading activation (§3.4), at most ``max_rounds`` rounds. Each round: the active entities'
+   one-hop triples (RELATED edges; outgoing only, since the paper spreads from head entities,
+   App. B), at most ``max_triples_per_entity`` each, minus triples already in the memory → triple
+   selection (task ``kginf_select_triples``; Table 12 in round 1, Table 13 afterwards) → the
+   activation memory takes the selected triples (Eq. 5) → the next entities are the selected
+   triples' tail entities not activated yet (Eq. 6), at most ``max_entities_per_round``. It stops
+   when no new entity remains or after ``max_rounds`` rounds.
+4. Subgraph summary (Table 14, task ``kginf_summarize``) of all selected triples.
+5. KG-based query expansion (§3.5, Table 15, task ``kginf_expand_query``): q' from q + summary.
+6. Dual retrieval (§3.5 Eq. 8 with App. C.2's de-duplication): the top ⌊k_p/2⌋ chunks for q; the
+   top k_p for q', of which the first k_p − ⌊k_p/2⌋ not already retrieved for q are kept. If q'
+   finds fewer new chunks the set is smaller (as in the authors' code), and the trace says so.
+7. Passage note (Table 11, task ``kginf_passage_note``) over the merged passages, then the
+   KG-augmented note (Table 16, task ``kginf_kg_note``) from the passage note + summary.
+8. Context: the KG-augmented note only — the paper's generator sees q and the enhanced note
+   (Eq. 11). ``context_passages`` also hands over the passages and triples (ours).
+
+Trace: seed (KG source + seed entities) → per round: expand (candidate triples) → select →
+expand (activation frontier) … → llm (summary) → llm (expanded query) → seed (dual retrieval) →
+llm (passage note) → llm (KG note) → context.
+
+Presets: "paper" (2 rounds as in the main results, dense passage retrieval) and "code" (the
+authors' run script: 3 rounds, per-entity cap by random sampling). The two caps are named but not
+valued in the paper (§4.3.1); their values come from the authors' code (10 entities/round, 50
+triples/entity). The defaults equal "paper" except passage_search='hybrid' (ours: with the
+offline hashing embedder dense-only retrieval loses to BM25; on 2Wiki the merged six passages hold
+the gold answer for 58% of questions dense-only and 70% hybrid).
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kgviz.errors import ConfigError, MethodError
+from kgviz.methods.base import (
+    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, param, register,
+)
+from kgviz.text import count_tokens
+
+Q_COUNT_ENTITIES = "MATCH (e:Entity) WHERE e.origin = $origin RETURN count(e) AS n"
+Q_ENTITIES = "MATCH (e:Entity) WHERE e.id IN $ids RETURN e.id AS id, e.name AS name, e.description AS description"
+Q_OUT = (  # one-hop triples with the active entity as head (App. B: activation spreads from heads)
+    "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.id IN $ids AND b.origin = $origin "
+    "RETURN a.id AS src, a.name AS src_name, r.relation AS relation, r.triple_id AS triple_id, "
+    "b.id AS dst, b.name AS dst_name ORDER BY a.id, r.triple_id, b.id"
+)
+Q_IN = (  # ours, include_incoming: the entity as tail; activation then moves to the head
+    "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE b.id IN $ids AND a.origin = $origin "
+    "RETURN a.id AS src, a.name AS src_name, r.relation AS relation, r.triple_id AS triple_id, "
+    "b.id AS dst, b.name AS dst_name ORDER BY b.id, r.triple_id, a.id"
+)
+Q_TRIPLES = ("MATCH (t:Triple) WHERE t.id IN $ids RETURN t.id AS id, t.text AS text, t.sentence AS sentence, "
+             "t.chunk_id AS chunk_id")
+Q_CHUNKS = ("MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) WHERE c.id IN $ids "
+            "RETURN c.id AS id, c.text AS text, c.ord AS ord, d.title AS title")
+Q_COUNT_CHUNKS = "MATCH (c:Chunk) RETURN count(c) AS n"
+QUERIES: tuple[str, ...] = (Q_COUNT_ENTITIES, Q_ENTITIES, Q_OUT, Q_IN, Q_TRIPLES, Q_CHUNKS, Q_COUNT_CHUNKS)
+
+NOTE_ID = "note:kg-infused"
+_SOURCES = ("auto", "curated", "corpus")
+_SEARCHES = ("dense", "hybrid", "bm25")
+_CAPS = ("similarity", "random")
+
+
+@dataclass(frozen=True)
+class KGInfusedParams:
+    kg_source: str = param("auto", "'curated' | 'corpus' | 'auto' (curated when a KG is imported). The paper "
+                                   "uses the curated Wikidata5M-KG (§3.3); spreading over the corpus graph is ours")
+    k_e: int = param(3, "seed entities: top-k_e by similarity to entity descriptions (§3.4 Eq. 4; "
+                        "k_e = 3, §4.3.1)")
+    max_rounds: int = param(2, "most spreading-activation rounds (§3.4). 2 = the main results (Table 1, "
+                               "'w/ 2-Round'; §5.4: one or two rounds are efficient and effective); the "
+                               "paper sweeps up to 6 (§4.3.1); the authors' run script uses 3")
+    max_triples_per_entity: int = param(50, "MAX_TRIPLES_PER_ENTITY (§4.3.1, no value given); 50 as in "
+                                            "the authors' code (N_MAX_TRIPLES_EACH_ENTITY)")
+    max_entities_per_round: int = param(10, "MAX_ENTITIES_PER_ROUND (§4.3.1, no value given); 10 as in "
+                                            "the authors' code (N_MAX_ENTITY_SINGLE_ROUND)")
+    triple_cap: str = param("similarity", "which triples survive the per-entity cap: 'similarity' keeps "
+                                          "those closest to the question (ours; the paper is silent), "
+                                          "'random' samples (authors' code)")
+    include_incoming: bool = param(False, "also spread along edges that end at an active entity (ours; the "
+                                          "paper spreads from head entities to tails, Eq. 6 / App. B)")
+    k_p: int = param(6, "passages: k_p/2 for the question + k_p/2 new ones for the expanded query "
+                        "(§4.3.1 k_p = 6; de-duplication as in App. C.2)")
+    passage_search: str = param("hybrid", "'hybrid' (ours, default: dense + BM25 by reciprocal rank fusion, "
+                                          "as the text-rag baseline, so comparisons isolate what the KG adds) | "
+                                          "'dense' (the paper: Contriever inner product, §4.3; presets 'paper' "
+                                          "and 'code') | 'bm25' (ours)")
+    rrf_k: int = param(60, "RRF constant for passage_search='hybrid' (ours)")
+    context_passages: bool = param(False, "also give the answer step the merged passages and selected "
+                                          "triples after the note (ours; the paper's generator sees only "
+                                          "the KG-augmented note, Eq. 11)")
+    offline_top_m: int = param(5, "offline triple selection: at most this many triples per round (ours)")
+    offline_min_score: float = param(0.1, "offline triple selection: minimum score to select a triple (ours; "
+                                          "on 2Wiki with its curated KG 0.1 keeps 70% of the evidence triples)")
+    offline_note_sentences: int = param(6, "offline passage note: sentences kept (ours)")
+    seed: int = param(42, "random seed for triple_cap='random' (the authors' code seeds with 42)")
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.kg_source not in _SOURCES:
+            problems.append(f"kg_source must be one of {', '.join(_SOURCES)}")
+        if self.passage_search not in _SEARCHES:
+            problems.append(f"passage_search must be one of {', '.join(_SEARCHES)}")
+        if self.triple_cap not in _CAPS:
+            problems.append(f"triple_cap must be one of {', '.join(_CAPS)}")
+        if min(self.k_e, self.max_rounds, self.max_triples_per_entity, self.max_entities_per_round,
+               self.offline_top_m, self.offline_note_sentences) < 1:
+            problems.append("k_e, max_rounds, the caps, offline_top_m and offline_note_sentences must be >= 1")
+        if self.k_p < 2:
+            problems.append("k_p must be >= 2 (half for the question, half for the expanded query)")
+        if self.rrf_k < 0:
+            problems.append("rrf_k must be >= 0")
+        if problems:
+            raise ConfigError("kg-infused: " + "; ".join(problems))
+
+
+@dataclass
+class Fact:
+    """One candidate triple, seen from the active entity it was reached from."""
+
+    id: str  # Triple id, or "rel:<src>|<relation>|<dst>" for a RELATED edge without a Triple node
+    subject_id: str
+    subject: str
+    relation: str
+    object_id: str
+    object: str
+    via: str  # the active entity
+    to: str  # the entity activation moves to (the tail; the head for an incoming edge)
+    to_name: str
+    text: str = ""
+    chunk_id: str = ""
+    in_store: bool = False  # a Triple node exists
+    score: float = 0.0  # cosine with the question
+    round: int = 0
+    vec: Any = field(default=None, repr=False)  # embedding (stored, or computed on the fly)
+
+    def as_input(self, n: int = 0) -> dict[str, Any]:
+        return {"n": n, "id": self.id, "subject": self.subject, "relation": self.relation,
+                "object": self.object, "text": self.text, "round": self.round}
+
+    @property
+    def display(self) -> str:
+        return f"<{self.subject} | {self.relation} | {self.object}>"
+
+    @property
+    def sentence(self) -> str:
+        text = self.text.strip() or f"{self.subject} {self.relation} {self.object}"
+        return text if text.endswith((".", "!", "?")) else text + "."
+
+    def node(self, role: str) -> list[NodeRef]:
+        return [NodeRef(self.id, "Triple", role, self.display, self.score)] if self.in_store else []  # type: ignore[arg-type]
+
+    def edge(self, role: str) -> EdgeRef:
+        return EdgeRef(self.subject_id, self.object_id, self.relation, role, self.score)  # type: ignore[arg-type]
+
+
+@dataclass
+class Memory:
+    """The activation memory M = {G_act, E_act} (§3.4 Eq. 5)."""
+
+    triples: list[Fact] = field(default_factory=list)
+    activated: dict[str, int] = field(default_factory=dict)  # entity id -> round it was activated in
+    names: dict[str, str] = field(default_factory=dict)
+    rounds_run: int = 0
+
+    @property
+    def triple_ids(self) -> set[str]:
+        return {f.id for f in self.triples}
+
+
+def choose_source(store: Any, wanted: str) -> tuple[str, str]:
+    """(origin, reason). Raises MethodError when the wanted KG holds no entities."""
+    n_cur = int(store.query(Q_COUNT_ENTITIES, {"origin": "curated"})[0]["n"])
+    if wanted == "auto":
+        if n_cur:
+            return "curated", f"auto: a curated KG is imported ({n_cur} curated entities), as in the paper"
+        n_cor = int(store.query(Q_COUNT_ENTITIES, {"origin": "corpus"})[0]["n"])
+        if not n_cor:
+            raise MethodError("kg-infused needs a knowledge graph: the database has no entities",
+                              hint="build the graph from documents, or import a curated KG (kgviz import-kg)")
+        return "corpus", f"auto: no curated KG imported, so the graph built from the corpus ({n_cor} entities)"
+    n = n_cur if wanted == "curated" else int(store.query(Q_COUNT_ENTITIES, {"origin": "corpus"})[0]["n"])
+    if not n:
+        hint = ("import one with `kgviz import-kg`, or set kg_source to 'corpus' or 'auto'" if wanted == "curated"
+                else "build the graph from documents, or set kg_source to 'curated' or 'auto'")
+        raise MethodError(f"kg_source={wanted!r} but the database has no {wanted} entities", hint=hint)
+    return wanted, f"kg_source={wanted!r} was requested ({n} {wanted} entities)"
+
+
+def rrf(rankings: list[list[str]], k: int) -> dict[str, float]:
+    fused: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, cid in enumerate(ranking, 1):
+            fused[cid] = fused.get(cid, 0.0) + 1.0 / (k + rank)
+    return fused
+
+
+def search_chunks(store: Any, vector: np.ndarray, text: str, k: int, p: KGInfusedParams) -> list[tuple[str, float]]:
+    """Top-k chunk ids for a query, best first, by the configured passage search."""
+    if p.passage_search == "dense":
+        return list(store.vector_search("Chunk", vector, k))
+    if p.passage_search == "bm25":
+        return list(store.fts_search(text, k, table="Chunk"))
+    pool = max(2 * k, 20)  # fuse deeper lists than we keep, or RRF only reorders the dense top-k
+    dense = [c for c, _ in store.vector_search("Chunk", vector, pool)]
+    sparse = [c for c, _ in store.fts_search(text, pool, table="Chunk")]
+    fused = rrf([dense, sparse], p.rrf_k)
+    return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+
+
+def dual_retrieve(q_hits: list[tuple[str, float]], q2_hits: list[tuple[str, float]], k_p: int) -> dict[str, Any]:
+    """App. C.2: keep the question's top ⌊k_p/2⌋; from the expanded query's top k_p keep, in rank
+    order, the first k_p − ⌊k_p/2⌋ that the question did not retrieve."""
+    half = k_p // 2
+    first = [c for c, _ in q_hits[:half]]
+    new: list[str] = []
+    duplicates: list[str] = []
+    unused: list[str] = []
+    for c, _ in q2_hits[:k_p]:
+        if c in first:
+            duplicates.append(c)
+        elif len(new) < k_p - half and c not in new:
+            new.append(c)
+        else:
+            unused.append(c)
+    return {"question": first, "expanded": new, "duplicates": duplicates, "unused": unused}
+
+
+@register
+class KGInfusedRAG:
+    name: ClassVar[str] = "kg-infused"
+    title: ClassVar[str] = "KG-Infused RAG"
+    paper: ClassVar[str] = "003"
+    Params: ClassVar[type] = KGInfusedParams
+    presets: ClassVar[dict[str, Any]] = {
+        "paper": KGInfusedParams(passage_search="dense"),
+        "code": KGInfusedParams(passage_search="dense", max_rounds=3, triple_cap="random"),
+    }
+
+    def retrieve(self, question: str, ctx: MethodContext, params: Any, tracer: Tracer) -> RetrievedContext:
+        p: KGInfusedParams = params
+        store, embedder = ctx.store, ctx.embedder
+        origin, why = choose_source(store, p.kg_source)
+        qv = np.asarray(embedder.embed([question]), dtype=np.float32)[0]
+        memory = Memory()
+        self._seed(store, qv, origin, why, p, memory, tracer)
+        self._spread(question, qv, store, embedder, origin, p, memory, tracer)
+        summary = self._summarize(question, memory, tracer)
+        expanded = self._expand(question, summary, memory, tracer)
+        passages = self._dual_retrieval(question, qv, expanded, store, embedder, p, tracer)
+        note = self._passage_note(question, expanded, passages, p, tracer)
+        kg_note = self._kg_note(question, note, summary, memory, tracer)
+        return self._context(kg_note, passages, memory, origin, p, tracer,
+                             notes={"kg_source": origin, "kg_source_reason": why, "subgraph_summary": summary,
+                                    "expanded_query": expanded, "passage_note": note, "kg_note": kg_note})
+
+    # -- 1-2: source and seeds ------------------------------------------------------------------
+    def _seed(self, store: Any, qv: np.ndarray, origin: str, why: str, p: KGInfusedParams, memory: Memory,
+              tracer: Tracer) -> None:
+        hits = store.vector_search("Entity", qv, p.k_e, where={"origin": origin})
+        if not hits:
+            raise MethodError(f"no {origin} entity has an embedding to match the question against",
+                              hint="rebuild the index (entities need embeddings)")
+        info = {r["id"]: r for r in store.query(Q_ENTITIES, {"ids": [e for e, _ in hits]})}
+        for eid, _ in hits:
+            memory.activated[eid] = 0
+            memory.names[eid] = str((info.get(eid) or {}).get("name") or eid)
+        tracer.step("seed", f"Seed entities from the {origin} KG",
+                    f"KG source: {origin} ({why}). Top {p.k_e} entities by similarity of the question to "
+                    f"entity descriptions (§3.4 Eq. 3-4): " + ", ".join(memory.names[e] for e, _ in hits),
+                    nodes=[NodeRef(e, "Entity", "seed", memory.names[e], float(s)) for e, s in hits],
+                    scores={e: float(s) for e, s in hits},
+                    data={"kg_source": origin, "reason": why, "k_e": p.k_e,
+                          "descriptions": {e: str((info.get(e) or {}).get("description") or "") for e, _ in hits}})
+
+    # -- 3: spreading activation ----------------------------------------------------------------
+    def _spread(self, question: str, qv: np.ndarray, store: Any, embedder: Any, origin: str, p: KGInfusedParams,
+                memory: Memory, tracer: Tracer) -> None:
+        active = list(memory.activated)
+        for rnd in range(1, p.max_rounds + 1):
+            facts, per_entity = self._candidates(active, rnd, qv, store, embedder, origin, p, memory)
+            capped = {e: v for e, v in per_entity.items() if v["kept"] < v["total"]}
+            tracer.step("expand", f"Round {rnd}: one-hop triples of {len(active)} active entities",
+                        f"{len(facts)} candidate triples (at most {p.max_triples_per_entity} per entity"
+                        f"{', ' + str(len(capped)) + ' entities capped' if capped else ''})",
+                        nodes=[NodeRef(e, "Entity", "seed", memory.names.get(e, e)) for e in active]
+                        + [n for f in facts for n in f.node("candidate")]
+                        + [NodeRef(e, "Entity", "candidate", n) for e, n in _targets(facts).items()],
+                        edges=[f.edge("candidate") for f in facts],
+                        scores={f.id: f.score for f in facts},
+                        data={"round": rnd, "active": active, "per_entity": per_entity, "capped": sorted(capped)})
+            chosen = self._select(question, facts, rnd, p, memory, tracer)
+            memory.rounds_run = rnd
+            for f in chosen:
+                f.round = rnd
+            memory.triples.extend(chosen)  # Eq. 5
+            tails: list[str] = []
+            for f in chosen:  # Eq. 6: new tails, in selection order
+                if f.to not in tails:
+                    tails.append(f.to)
+                    memory.names.setdefault(f.to, f.to_name)
+            already = [e for e in tails if e in memory.activated]
+            fresh = [e for e in tails if e not in memory.activated]
+            frontier, over_cap = fresh[: p.max_entities_per_round], fresh[p.max_entities_per_round :]
+            if not frontier:
+                stop = "no new entities: every selected tail is already activated" if chosen else "no triple selected"
+            elif rnd == p.max_rounds:
+                stop = f"max_rounds={p.max_rounds} reached"
+            else:
+                stop = ""
+            detail = (f"next entities: {', '.join(memory.names.get(e, e) for e in frontier) or 'none'}; "
+                      f"memory holds {len(memory.triples)} triples and {len(memory.activated)} activated entities")
+            if over_cap:
+                detail += f"; {len(over_cap)} dropped by max_entities_per_round={p.max_entities_per_round}"
+            tracer.step("expand", f"Round {rnd}: activation frontier" + (f" — stop ({stop})" if stop else ""),
+                        detail + (f". Stop: {stop}" if stop else ""),
+                        nodes=[NodeRef(e, "Entity", "chosen", memory.names.get(e, e)) for e in frontier]
+                        + [NodeRef(e, "Entity", "rejected", memory.names.get(e, e)) for e in over_cap],
+                        data={"round": rnd, "frontier": frontier, "memory_size": len(memory.triples),
+                              "activated": len(memory.activated), "already_active": already,
+                              "over_cap": over_cap, "stop": stop, "expanded_next": not stop})
+            if stop:
+                return
+            for e in frontier:
+                memory.activated[e] = rnd
+            active = frontier
+
+    def _candidates(self, active: list[str], rnd: int, qv: np.ndarray, store: Any, embedder: Any, origin: str,
+                    p: KGInfusedParams, memory: Memory) -> tuple[list[Fact], dict[str, dict[str, int]]]:
+        rows = [(r, False) for r in store.query(Q_OUT, {"ids": active, "origin": origin})]
+        if p.include_incoming:
+            rows += [(r, True) for r in store.query(Q_IN, {"ids": active, "origin": origin})]
+        known = memory.triple_ids
+        by_entity: dict[str, list[Fact]] = {e: [] for e in active}
+        seen: set[str] = set()
+        skipped_known = 0
+        for r, incoming in rows:
+            tid = str(r["triple_id"] or "") or f"rel:{r['src']}|{r['relation']}|{r['dst']}"
+            if tid in seen:
+                continue
+            seen.add(tid)
+            if tid in known:  # Table 13 rule 1: previously selected triples are not offered again
+                skipped_known += 1
+                continue
+            via, to, to_name = (r["dst"], r["src"], r["src_name"]) if incoming else (r["src"], r["dst"], r["dst_name"])
+            by_entity[via].append(Fact(tid, r["src"], str(r["src_name"] or r["src"]), str(r["relation"] or ""),
+                                       r["dst"], str(r["dst_name"] or r["dst"]), via, to, str(to_name or to)))
+        facts = [f for fs in by_entity.values() for f in fs]
+        self._describe(facts, qv, store, embedder)
+        per_entity: dict[str, dict[str, int]] = {}
+        kept: list[Fact] = []
+        for e, fs in by_entity.items():
+            if len(fs) > p.max_triples_per_entity:
+                if p.triple_cap == "random":
+                    fs = random.Random(f"{p.seed}:{e}").sample(fs, p.max_triples_per_entity)
+                else:
+                    fs = sorted(fs, key=lambda f: -f.score)[: p.max_triples_per_entity]
+            per_entity[e] = {"total": len(by_entity[e]), "kept": len(fs)}
+            kept.extend(fs)
+        if skipped_known:
+            per_entity["(already in memory)"] = {"total": skipped_known, "kept": 0}
+        return kept, per_entity
+
+    def _describe(self, facts: list[Fact], qv: np.ndarray, store: Any, embedder: Any) -> None:
+        """Fill each fact's stored text, provenance and cosine with the question."""
+        ids = [f.id for f in facts if not f.id.startswith("rel:")]
+        rows = {r["id"]: r for r in store.query(Q_TRIPLES, {"ids": ids})} if ids else {}
+        embs = store.get_embeddings("Triple", list(rows)) if rows else {}
+        missing: list[Fact] = []
+        for f in facts:
+            row = rows.get(f.id)
+            if row is not None:
+                f.in_store = True
+                f.text = str(row.get("text") or "")
+                f.chunk_id = str(row.get("chunk_id") or "")
+            vec = embs.get(f.id)
+            if vec is not None and np.any(vec):
+                f.vec = np.asarray(vec, dtype=np.float32)
+            else:
+                missing.append(f)
+        if missing:
+            vecs = np.asarray(embedder.embed([f.sentence for f in missing]), dtype=np.float32)
+            for f, v in zip(missing, vecs):
+                f.vec = v
+        for f in facts:
+            f.score = float(f.vec @ qv)
+
+    def _select(self, question: str, facts: list[Fact], rnd: int, p: KGInfusedParams, memory: Memory,
+                tracer: Tracer) -> list[Fact]:
+        prompt = "kg_infused.SELECT_TRIPLES" if rnd == 1 else "kg_infused.UPDATE_TRIPLES"
+        if not facts:
+            tracer.step("select", f"Round {rnd}: triple selection skipped",
+                        "no candidate triples: the active entities have no one-hop triples left",
+                        data={"round": rnd, "selected": [], "ignored": [], "prompt": prompt})
+            return []
+        cands = [f.as_input(n) for n, f in enumerate(facts, 1)]
+        value, step = tracer.reason(
+            "kginf_select_triples", kind="select",
+            title=f"Round {rnd}: triple selection ({'Table 12' if rnd == 1 else 'Table 13'})",
+            question=question, candidates=cands, previous=[f.display for f in memory.triples],
+            vectors=np.stack([f.vec for f in facts]), top_m=p.offline_top_m, min_score=p.offline_min_score)
+        if step.llm is not None:
+            step.llm.prompt_name = prompt  # later rounds render Table 13's update prompt
+        by_id = {f.id: f for f in facts}
+        chosen = [by_id[i] for i in value["selected"] if i in by_id]
+        chosen_ids = {f.id for f in chosen}
+        rejected = [f for f in facts if f.id not in chosen_ids]
+        step.detail = (f"{len(chosen)} of {len(facts)} triples selected"
+                       + (f"; ignored (not among the candidates): {', '.join(value['ignored'])}" if value["ignored"] else "")
+                       + ("; the model answered NONE" if value.get("said_none") and step.llm and step.llm.mode != "offline" else ""))
+        step.nodes = ([n for f in chosen for n in f.node("chosen")] + [n for f in rejected for n in f.node("rejected")]
+                      + [NodeRef(e, "Entity", "chosen", n) for e, n in _targets(chosen).items()])
+        step.edges = [f.edge("chosen") for f in chosen] + [f.edge("rejected") for f in rejected]
+        step.scores = {str(k): float(v) for k, v in (value.get("offline_scores") or {f.id: f.score for f in facts}).items()}
+        step.data = {"round": rnd, "selected": [f.id for f in chosen], "ignored": list(value["ignored"]),
+                     "said_none": bool(value.get("said_none")), "prompt": prompt, "n_candidates": len(facts)}
+        return chosen
+
+    # -- 4-5: summary and query expansion -------------------------------------------------------
+    def _summarize(self, question: str, memory: Memory, tracer: Tracer) -> str:
+        if not memory.triples:
+            tracer.step("llm", "Subgraph summary skipped",
+                        "spreading activation selected no triple, so there is nothing to summarise",
+                        data={"prompt": "kg_infused.SUMMARIZE", "skipped": True})
+            return ""
+        value, step = tracer.reason("kginf_summarize", title="Subgraph summary (Table 14)",
+                                    detail=f"summary of the {len(memory.triples)} triples in the activation memory",
+                                    question=question, triples=[f.as_input() for f in memory.triples])
+        step.nodes = [n for f in memory.triples for n in f.node("context")]
+        step.edges = [f.edge("context") for f in memory.triples]
+        step.data = {"summary": value, "n_triples": len(memory.triples)}
+        return str(value)
+
+    def _expand(self, question: str, summary: str, memory: Memory, tracer: Tracer) -> str:
+        if not summary:
+            tracer.step("llm", "Query expansion skipped",
+                        "no KG summary to expand with: the expanded query is the question itself, so the "
+                        "second half of the passages are the question's next-ranked ones",
+                        data={"prompt": "kg_infused.EXPAND_QUERY", "skipped": True, "expanded_query": question})
+            return question
+        names = [memory.names[e] for e in memory.activated if e in memory.names]
+        names += [f.to_name for f in memory.triples if f.to_name not in names]
+        value, step = tracer.reason("kginf_expand_query", title="KG-based query expansion (Table 15)",
+                                    question=question, summary=summary, entities=names)
+        step.detail = f"expanded query: {value}"
+        step.data = {"expanded_query": value}
+        return str(value)
+
+    # -- 6: dual retrieval ----------------------------------------------------------------------
+    def _dual_retrieval(self, question: str, qv: np.ndarray, expanded: str, store: Any, embedder: Any,
+                        p: KGInfusedParams, tracer: Tracer) -> list[dict[str, Any]]:
+        half = p.k_p // 2
+        if not int(store.query(Q_COUNT_CHUNKS)[0]["n"]):
+            tracer.step("seed", "Dual retrieval skipped", "the database holds no passages (only a KG was imported): "
+                        "the notes are built from the KG facts alone", data={"skipped": True, "k_p": p.k_p})
+            return []
+        q_hits = search_chunks(store, qv, question, half, p)
+        ev = np.asarray(embedder.embed([expanded]), dtype=np.float32)[0]
+        q2_hits = search_chunks(store, ev, expanded, p.k_p, p)
+        split = dual_retrieve(q_hits, q2_hits, p.k_p)
+        merged = split["question"] + split["expanded"]
+        info = {r["id"]: r for r in store.query(Q_CHUNKS, {"ids": merged + split["duplicates"] + split["unused"]})} if merged else {}
+        scores = {c: float(s) for c, s in q2_hits}
+        scores.update({c: float(s) for c, s in q_hits})
+
+        def ref(c: str, role: str) -> NodeRef:
+            r = info.get(c)
+            return NodeRef(c, "Chunk", role, f"{r['title']} · c{r['ord']}" if r else c, scores.get(c))  # type: ignore[arg-type]
+
+        short = p.k_p - len(merged)
+        tracer.step("seed", "Dual retrieval (question + expanded query)",
+                    f"{len(split['question'])} passages for the question, {len(split['expanded'])} new ones for the "
+                    f"expanded query; {len(split['duplicates'])} of the expanded query's top {p.k_p} were already "
+                    f"retrieved (App. C.2)" + (f"; {short} short of k_p={p.k_p}: the expanded query found no "
+                                               f"more new passages" if short > 0 else ""),
+                    nodes=[ref(c, "chosen") for c in merged] + [ref(c, "rejected") for c in split["duplicates"]]
+                    + [ref(c, "candidate") for c in split["unused"]],
+                    scores=scores,
+                    data={"question_passages": split["question"], "expanded_passages": split["expanded"],
+                          "duplicates": split["duplicates"], "unused": split["unused"], "k_p": p.k_p,
+                          "search": p.passage_search, "expanded_query": expanded})
+        return [{"id": c, "title": str((info.get(c) or {}).get("title") or ""), "text": str(info[c]["text"]),
+                 "score": scores.get(c)} for c in merged if c in info]
+
+    # -- 7: notes -------------------------------------------------------------------------------
+    def _passage_note(self, question: str, expanded: str, passages: list[dict[str, Any]], p: KGInfusedParams,
+                      tracer: Tracer) -> str:
+        nodes = [NodeRef(x["id"], "Chunk", "context", x["title"]) for x in passages]
+        if not passages:
+            tracer.step("llm", "Passage note skipped", "no passages were retrieved (the database has no chunks)",
+                        data={"prompt": "kg_infused.PASSAGE_NOTE", "skipped": True})
+            return ""
+        value, step = tracer.reason("kginf_passage_note", title="Passage note (Table 11)",
+                                    detail=f"note over {len(passages)} passages", nodes=nodes, question=question,
+                                    passages=passages, expanded_query=expanded, max_sentences=p.offline_note_sentences)
+        step.data = {"note": value}
+        return str(value)
+
+    def _kg_note(self, question: str, note: str, summary: str, memory: Memory, tracer: Tracer) -> str:
+        if not summary:
+            tracer.step("llm", "KG-augmented note skipped", "no KG summary: the note stays the passage note",
+                        data={"prompt": "kg_infused.KG_NOTE", "skipped": True})
+            return note
+        value, step = tracer.reason("kginf_kg_note", title="KG-augmented note (Table 16)",
+                                    detail="the passage note enhanced with the KG summary",
+                                    question=question, note=note, summary=summary,
+                                    facts=[f.sentence for f in memory.triples])
+        step.nodes = [n for f in memory.triples for n in f.node("context")]
+        step.data = {"kg_note": value}
+        return str(value)
+
+    # -- 8: context -----------------------------------------------------------------------------
+    def _context(self, kg_note: str, passages: list[dict[str, Any]], memory: Memory, origin: str,
+                 p: KGInfusedParams, tracer: Tracer, notes: dict[str, str]) -> RetrievedContext:
+        items: list[ContextItem] = []
+        if kg_note.strip():
+            items.append(ContextItem(NOTE_ID, "note", kg_note, None, count_tokens(kg_note), "KG-augmented note"))
+        if p.context_passages:
+            items += [ContextItem(x["id"], "chunk", x["text"], x["score"], count_tokens(x["text"]), x["title"])
+                      for x in passages]
+            items += [ContextItem(f.id, "triple", f.sentence, f.score, count_tokens(f.sentence), f.chunk_id or origin)
+                      for f in memory.triples if f.in_store]
+        entity_ids = list(dict.fromkeys([e for e in memory.activated]
+                                        + [x for f in memory.triples for x in (f.subject_id, f.object_id)]))
+        node_ids = [x["id"] for x in passages] + [f.id for f in memory.triples if f.in_store] + entity_ids
+        tracer.step("context", "Context: the KG-augmented note" + (" + passages + triples" if p.context_passages else ""),
+                    f"{len(items)} items, {sum(i.n_tokens for i in items)} tokens; built from {len(passages)} passages "
+                    f"and {len(memory.triples)} KG triples ({origin} KG)",
+                    nodes=[NodeRef(x["id"], "Chunk", "context", x["title"]) for x in passages]
+                    + [n for f in memory.triples for n in f.node("context")],
+                    data={"kg_source": origin, "n_passages": len(passages), "n_triples": len(memory.triples),
+                          "rounds": memory.rounds_run})
+        return RetrievedContext(items=items, node_ids=node_ids, notes=notes)
+
+
+def _targets(facts: list[Fact]) -> dict[str, str]:
+    """Entities the facts lead to (id -> name), in order."""
+    out: dict[str, str] = {}
+    for f in facts:
+        out.setdefault(f.to, f.to_name)
+    return out

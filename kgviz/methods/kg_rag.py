@@ -1,0 +1,540 @@
+"""`kg-rag`: Chain of Explorations (CoE) over the triple graph — a reconstruction of paper 001.
+
+The paper (KG-RAG, arXiv 2405.12035; we only have a structured summary, and no public code
+exists) says: start nodes are found by vector similarity search, then CoE walks the KG hop by hop
+with Cypher queries and LLM ranking, over a homogeneous KG whose triples may be *hypernodes*
+(a triple whose subject or object is another triple, §4.1); CoE takes 4–5 steps on average.
+Everything below beyond those sentences is **ours**:
+
+1. Plan (task ``kgrag_plan``): the LLM names start entities, relations to follow and an expected
+   hop count. The plan text (entities + relations) is a second query vector for ranking, each
+   planned entity is its own seed query, and the planned hop count is shown to the evaluator.
+2. Seeds: ``store.vector_search`` on Entity.emb with the question vector and with one vector per
+   planned entity (the first four), and on Triple.emb with the question vector (``seed_pool``
+   each). The best hit of every planned entity is taken first when its cosine reaches
+   ``entity_match_min``, then the best remaining hits of either table, up to ``start_nodes``. A
+   seed triple is a fact on the path from the start.
+3. Expand: the walk keeps a frontier (the nodes the last hop reached; the seeds at first). The
+   *anchors* of a hop are the frontier nodes, the subject/object of any frontier triple (so a
+   walk that lands on a triple hypernode continues from what it is made of), the triples the last
+   hop followed (so a hypernode *about* a followed fact becomes reachable), and the start nodes of
+   planned entities that no path fact touches yet (so a comparison question can reach its second
+   entity from a chain). Fixed, parameterised Cypher queries (the ``Q_*`` constants, listed in
+   ``QUERIES``) fetch per anchor: the triples that have it as SUBJ/OBJ (for a triple anchor, the
+   hypernodes over it); for an entity anchor also the hypernodes one level up (a triple about a
+   triple that has the entity as an end: "(X founded Y) in year 1921" is one sentence, so it is
+   one hop from Y) and its RELATED edges. At most ``fetch_limit`` rows per query, ordered by id so
+   runs repeat. A candidate is one triple; following it moves the walk to the triple's other end
+   (an entity, or a triple, which is then *opened*: its own fact joins the path). RELATED edges
+   whose triple_id is not a Triple node become candidates with id ``rel:<src>|<relation>|<dst>``.
+   Triples already on the path or rejected by a backtrack are not offered again.
+4. Score: cosine of Triple.emb with the question (weight 1 − ``plan_weight``) and with the plan
+   text (weight ``plan_weight``); candidates without a stored embedding are embedded on the fly.
+5. Select (task ``kgrag_choose``): the ``top_k`` best are shown, numbered, with the facts
+   collected so far; the LLM answers with numbers (ids are accepted too). Anything that is not a
+   shown candidate is ignored and recorded; at most ``width`` are followed. LLM text is never run
+   as a query and never adds nodes. (Offline heuristics of plan/choose/evaluate: see
+   ``kgviz.tasks.kg_rag``.)
+6. Evaluate (task ``kgrag_evaluate``) after every hop: STOP, CONTINUE or BACKTRACK. Backtrack pops
+   the last hop, marks its followed triples rejected, and re-runs that hop without them (the
+   chooser then picks the next best among the rest). A hop with no candidates, or where the LLM
+   chose none, is a dead end: the previous hop is popped the same way when allowed, else the walk
+   ends. BACKTRACK when it is not allowed (or ``max_backtracks`` is spent) is recorded and treated
+   as CONTINUE. An evaluate reply naming no decision is recorded as not understood and treated as
+   CONTINUE.
+7. Limits: at most ``max_hops`` hops on the path (5: the upper end of the paper's 4–5 step
+   average, so an average walk fits) and ``max_backtracks`` backtracks; together they bound the
+   LLM calls (1 plan + 2 per hop tried; at most 1 + 3·max_backtracks + 2·max_hops + 1).
+8. Context: the path facts in walk order (seed triples, then each hop's followed and opened
+   triples) as items of kind ``"triple"``, optionally each followed by its provenance sentence
+   (``include_sentences``; kind ``"sentence"``, id ``<triple id>#sentence``), cut at
+   ``max_context_tokens``. ``node_ids`` lists the facts' Triple nodes and their two ends.
+
+Trace: llm (plan) → seed → per hop: expand → score → select → llm (evaluate) [→ prune] … →
+context. Node/edge refs use real graph ids: a fact is its Triple node plus an edge subject_id →
+object_id labelled with the relation (a ``rel:`` fact has no Triple node, so only the edge).
+``data["path"]`` of the context step is the walk: seeds, then per hop (fact, node reached).
+
+Presets: only "paper" (no "code" preset, because there is no public code to match).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kgviz.errors import MethodError
+from kgviz.methods.base import (
+    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, param, register,
+)
+from kgviz.text import count_tokens
+
+_TRIPLE_COLS = (
+    "t.id AS id, t.subject AS subject, t.relation AS relation, t.object AS object, "
+    "t.subject_id AS subject_id, t.object_id AS object_id, t.text AS text, "
+    "t.sentence AS sentence, t.chunk_id AS chunk_id"
+)
+Q_TRIPLES_AT_ENTITY = (
+    "MATCH (t:Triple)-[r:SUBJ|OBJ]->(x:Entity) WHERE x.id = $id "
+    f"RETURN label(r) AS side, {_TRIPLE_COLS} ORDER BY t.id LIMIT $limit"
+)
+Q_TRIPLES_AT_TRIPLE = (  # hypernodes: triples whose subject or object is the anchor triple
+    "MATCH (t:Triple)-[r:SUBJ|OBJ]->(x:Triple) WHERE x.id = $id "
+    f"RETURN label(r) AS side, {_TRIPLE_COLS} ORDER BY t.id LIMIT $limit"
+)
+Q_HYPER_AT_ENTITY = (  # hypernodes one level up: triples about a triple that has the entity as an end
+    "MATCH (t:Triple)-[r:SUBJ|OBJ]->(i:Triple)-[:SUBJ|OBJ]->(x:Entity) WHERE x.id = $id "
+    f"RETURN DISTINCT label(r) AS side, i.id AS inner, {_TRIPLE_COLS} ORDER BY id LIMIT $limit"
+)
+Q_RELATED_OUT = (
+    "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.id = $id "
+    "RETURN a.id AS src, a.name AS src_name, b.id AS dst, b.name AS dst_name, r.relation AS relation, "
+    "r.triple_id AS triple_id ORDER BY b.id, r.relation LIMIT $limit"
+)
+Q_RELATED_IN = (
+    "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE b.id = $id "
+    "RETURN a.id AS src, a.name AS src_name, b.id AS dst, b.name AS dst_name, r.relation AS relation, "
+    "r.triple_id AS triple_id ORDER BY a.id, r.relation LIMIT $limit"
+)
+Q_TRIPLES_BY_ID = f"MATCH (t:Triple) WHERE t.id IN $ids RETURN {_TRIPLE_COLS}"
+Q_ENTITIES_BY_ID = "MATCH (e:Entity) WHERE e.id IN $ids RETURN e.id AS id, e.name AS name"
+QUERIES: tuple[str, ...] = (
+    Q_TRIPLES_AT_ENTITY, Q_HYPER_AT_ENTITY, Q_TRIPLES_AT_TRIPLE, Q_RELATED_OUT, Q_RELATED_IN,
+    Q_TRIPLES_BY_ID, Q_ENTITIES_BY_ID,
+)
+
+
+@dataclass(frozen=True)
+class KGRagParams:
+    max_hops: int = param(5, "hop limit; paper 001 (summary, Open Question 4) says CoE takes 4-5 steps on "
+                             "average: we cap at the upper end (the cap itself is ours)")
+    top_k: int = param(5, "candidates shown to the LLM per hop (ours)")
+    start_nodes: int = param(3, "start nodes taken from the vector search (paper: vector similarity finds "
+                                "start nodes; the number is ours)")
+    seed_pool: int = param(10, "hits fetched per vector search when looking for start nodes (ours)")
+    entity_match_min: float = param(0.5, "a planned entity's best Entity hit is taken as a start node first only "
+                                         "at this cosine or above (ours)")
+    width: int = param(1, "candidates followed per hop; 1 = a single chain, as the name CoE suggests (ours)")
+    allow_backtrack: bool = param(True, "let the evaluator pop a wrong hop and try the next-best candidate (ours)")
+    max_backtracks: int = param(2, "most backtracks per question (ours)")
+    include_sentences: bool = param(False, "add each path fact's provenance sentence to the context (ours; "
+                                           "off by default: the paper grounds answers in the retrieved facts)")
+    max_context_tokens: int = param(2000, "token budget of the context; facts past it are dropped (ours)")
+    fetch_limit: int = param(100, "rows per neighbourhood query per anchor, bounds hub nodes (ours)")
+    plan_weight: float = param(0.5, "weight of similarity to the plan text vs the question when ranking (ours)")
+
+
+@dataclass
+class Candidate:
+    id: str  # triple id (or rel:... for a RELATED edge without a Triple node)
+    fact: str
+    relation: str
+    subject_id: str
+    object_id: str
+    anchor: str  # node it was reached from
+    target: str  # node the walk moves to when following it
+    target_table: str = "Entity"
+    target_label: str = ""
+    score: float = 0.0
+
+    @property
+    def edge(self) -> tuple[str, str, str]:
+        return self.subject_id, self.object_id, self.relation
+
+
+@dataclass
+class Hop:
+    number: int
+    chosen: list[Candidate]
+    opened: list[str] = field(default_factory=list)  # triple hypernodes the hop landed on
+
+
+def _fact_text(row: dict[str, Any]) -> str:
+    text = str(row.get("text") or "").strip()
+    return text or " ".join(str(row.get(k) or "") for k in ("subject", "relation", "object")).strip()
+
+
+def _cos(m: np.ndarray, v: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(m, axis=1) * (np.linalg.norm(v) or 1.0)
+    return (m @ v) / np.where(norms == 0, 1.0, norms)
+
+
+class _Walk:
+    """One CoE run; the state lives here so ``retrieve`` reads as the algorithm."""
+
+    def __init__(self, question: str, ctx: MethodContext, p: KGRagParams, tracer: Tracer) -> None:
+        self.q, self.ctx, self.p, self.tr = question, ctx, p, tracer
+        self.tables: dict[str, str] = {}  # node id -> "Entity" | "Triple"
+        self.labels: dict[str, str] = {}
+        self.rows: dict[str, dict[str, Any]] = {}  # triple id -> row
+        self.synthetic: dict[str, dict[str, Any]] = {}  # rel:... id -> row-like dict (no Triple node)
+        self.seed_nodes: list[str] = []
+        self.planned_seeds: list[str] = []  # seeds that are the best hit of a planned entity
+        self.seed_scores: dict[str, float] = {}
+        self.hops: list[Hop] = []
+        self.rejected: set[str] = set()
+        self.backtracks = 0
+        self.plan: dict[str, Any] = {}
+        self.plan_detail = ""
+        self.qv = self.pv = np.zeros(0, dtype=np.float32)  # question / plan vectors, set by seed_step
+
+    # -- graph access: only the fixed queries above ever run ---------------------------------
+    def _query(self, cypher: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        if cypher not in QUERIES:  # guards future edits: this method runs fixed queries only
+            raise MethodError("kg-rag tried to run a query outside its fixed set")
+        return self.ctx.store.query(cypher, params)
+
+    def _resolve(self, ids: list[str]) -> None:
+        """Learn table + label of node ids (an id may be an Entity or a Triple)."""
+        todo = sorted({i for i in ids if i and i not in self.tables})
+        if not todo:
+            return
+        for row in self._query(Q_TRIPLES_BY_ID, {"ids": todo}):
+            self._remember_triple(row)
+        rest = [i for i in todo if i not in self.tables]
+        if rest:
+            for row in self._query(Q_ENTITIES_BY_ID, {"ids": rest}):
+                self.tables[row["id"]] = "Entity"
+                self.labels[row["id"]] = str(row.get("name") or row["id"])
+
+    def _remember_triple(self, row: dict[str, Any]) -> None:
+        self.rows[row["id"]] = row
+        self.tables[row["id"]] = "Triple"
+        self.labels[row["id"]] = _fact_text(row)
+
+    # -- state derived from the hop stack -------------------------------------------------------
+    def path_facts(self) -> list[str]:
+        out = [n for n in self.seed_nodes if self.tables.get(n) == "Triple"]
+        for h in self.hops:
+            for tid in [c.id for c in h.chosen] + h.opened:
+                if tid not in out:
+                    out.append(tid)
+        return out
+
+    def visited(self) -> set[str]:
+        v = set(self.seed_nodes)
+        for h in self.hops:
+            v.update(c.target for c in h.chosen)
+            v.update(h.opened)
+        return v
+
+    def frontier(self) -> tuple[list[str], list[str]]:
+        """(frontier nodes, triples followed by the last hop)."""
+        if not self.hops:
+            return list(self.seed_nodes), []
+        last = self.hops[-1]
+        followed = [c.id for c in last.chosen if c.id in self.rows]
+        return list(dict.fromkeys(c.target for c in last.chosen)), followed
+
+    def waiting_seeds(self) -> list[str]:
+        """Start nodes of planned entities that no path fact touches yet."""
+        touched: set[str] = set()
+        for t in self.path_facts():
+            row = self.rows.get(t) or self.synthetic.get(t) or {}
+            touched.update({t, str(row.get("subject_id") or ""), str(row.get("object_id") or "")})
+        return [n for n in self.planned_seeds if n not in touched]
+
+    def anchors(self) -> list[str]:
+        nodes, followed = self.frontier()
+        if self.hops:
+            nodes += [n for n in self.waiting_seeds() if n not in nodes]
+        out: list[str] = []
+        for n in nodes:
+            out.append(n)
+            row = self.rows.get(n)
+            if row is not None:
+                out.extend(x for x in (row.get("subject_id"), row.get("object_id")) if x)
+        out.extend(followed)
+        self._resolve(out)
+        return [a for a in dict.fromkeys(out) if a in self.tables]
+
+    # -- steps ---------------------------------------------------------------------------------
+    def plan_step(self) -> None:
+        plan, s = self.tr.reason("kgrag_plan", title="Plan the exploration", question=self.q,
+                                 max_hops=self.p.max_hops)
+        self.plan = plan
+        self.plan_detail = (f"entities: {', '.join(plan['entities']) or '-'}; "
+                            f"relations: {', '.join(plan['relations']) or '-'}; expected hops: {plan['hops']}")
+        s.detail = self.plan_detail + "".join(f" ({n})" for n in plan.get("notes") or [])
+        s.data = {"plan": plan}
+
+    def seed_step(self) -> None:
+        ents = [str(e) for e in self.plan.get("entities") or []][:4]
+        plan_text = " ".join(ents + [str(r) for r in self.plan.get("relations") or []]) or self.q
+        vecs = np.asarray(self.ctx.embedder.embed([self.q, plan_text] + ents), dtype=np.float32)
+        self.qv, self.pv = vecs[0], vecs[1]
+        store, k = self.ctx.store, self.p.seed_pool
+        hits: dict[str, float] = {}
+        table: dict[str, str] = {}
+        first: list[str] = []  # best hit of each planned entity, in plan order
+        for i, v in enumerate([vecs[0]] + list(vecs[2:])):
+            res = store.vector_search("Entity", v, k)
+            for nid, sc in res:
+                hits[nid], table[nid] = max(hits.get(nid, -1.0), float(sc)), "Entity"
+            if i > 0 and res and res[0][1] >= self.p.entity_match_min and res[0][0] not in first:
+                first.append(res[0][0])
+        for nid, sc in store.vector_search("Triple", vecs[0], k):
+            hits[nid], table[nid] = max(hits.get(nid, -1.0), float(sc)), "Triple"
+        self._resolve(list(hits))
+        ranked = sorted(hits, key=lambda n: (-hits[n], n))
+        chosen = list(first[: self.p.start_nodes])
+        chosen += [n for n in ranked if n not in chosen][: self.p.start_nodes - len(chosen)]
+        self.seed_nodes = [n for n in chosen if n in self.tables]
+        self.seed_scores = {n: hits[n] for n in self.seed_nodes}
+        self.planned_seeds = [n for n in first if n in self.seed_nodes]
+        nodes = [NodeRef(n, self.tables.get(n, table[n]), "chosen" if n in self.seed_nodes else "candidate",
+                         self.labels.get(n, n), round(hits[n], 4)) for n in ranked]
+        start = "; ".join(self.labels.get(n, n) for n in self.seed_nodes)
+        self.tr.step("seed", "Start nodes by vector search", f"{len(ranked)} hits; start from: {start}",
+                     nodes=nodes, scores={n: round(hits[n], 4) for n in ranked},
+                     data={"chosen": self.seed_nodes, "planned_entity_hits": first, "seed_pool": k})
+
+    def expand(self, hop_no: int) -> list[Candidate]:
+        anchors = self.anchors()
+        triple_hits: list[tuple[str, str, dict[str, Any]]] = []  # (anchor, anchor's side, row)
+        related: list[dict[str, Any]] = []
+        for a in anchors:
+            bind = {"id": a, "limit": self.p.fetch_limit}
+            if self.tables[a] == "Entity":
+                triple_hits += [(a, r["side"], r) for r in self._query(Q_TRIPLES_AT_ENTITY, bind)]
+                # the inner triple is what the walk passes through to reach the hypernode
+                triple_hits += [(r["inner"], r["side"], r) for r in self._query(Q_HYPER_AT_ENTITY, bind)]
+                related += self._query(Q_RELATED_OUT, bind)
+                related += [dict(r, _in=True) for r in self._query(Q_RELATED_IN, bind)]
+            else:
+                triple_hits += [(a, r["side"], r) for r in self._query(Q_TRIPLES_AT_TRIPLE, bind)]
+        for _, _, row in triple_hits:
+            self._remember_triple(row)
+        known = {row["id"] for _, _, row in triple_hits}
+        self._resolve([str(r.get("triple_id") or "") for r in related if r.get("triple_id") not in known])
+        cands: dict[str, Candidate] = {}
+        for a, side, row in triple_hits:
+            other = row.get("object_id") if side == "SUBJ" else row.get("subject_id")
+            cands.setdefault(row["id"], self._cand_from_row(row, a, str(other or "")))
+        for r in related:
+            tid = str(r.get("triple_id") or "")
+            anchor, other = (r["dst"], r["src"]) if r.get("_in") else (r["src"], r["dst"])
+            self.tables.setdefault(r["src"], "Entity"), self.tables.setdefault(r["dst"], "Entity")
+            self.labels.setdefault(r["src"], str(r.get("src_name") or r["src"]))
+            self.labels.setdefault(r["dst"], str(r.get("dst_name") or r["dst"]))
+            if tid in self.rows:
+                cands.setdefault(tid, self._cand_from_row(self.rows[tid], anchor, other))
+            else:
+                cid = f"rel:{r['src']}|{r['relation']}|{r['dst']}"
+                fact = f"{self.labels[r['src']]} {r['relation']} {self.labels[r['dst']]}"
+                self.synthetic[cid] = {"id": cid, "subject_id": r["src"], "object_id": r["dst"],
+                                       "relation": str(r["relation"]), "text": fact}
+                self.labels[cid] = fact
+                cands.setdefault(cid, Candidate(cid, fact, str(r["relation"]), r["src"], r["dst"], anchor, other))
+        self._resolve([c.target for c in cands.values()])
+        dangling = [c for c in cands.values() if c.target not in self.tables]
+        on_path = set(self.path_facts())
+        out = [c for c in cands.values()
+               if c.target in self.tables and c.id not in on_path and c.id not in self.rejected]
+        for c in out:
+            c.target_table, c.target_label = self.tables[c.target], self.labels.get(c.target, c.target)
+        excluded = len(cands) - len(out) - len(dangling)
+        nodes = [NodeRef(c.id, "Triple", "candidate", c.fact) for c in out if c.id in self.rows]
+        nodes += [NodeRef(t, self.tables[t], "candidate", self.labels.get(t, t))
+                  for t in dict.fromkeys(c.target for c in out)]
+        self.tr.step("expand", f"Hop {hop_no}: fetch the neighbourhood",
+                     f"{len(anchors)} anchor(s), {len(out)} candidate fact(s)"
+                     + (f", {excluded} already on the path or rejected" if excluded else "")
+                     + (f", {len(dangling)} with a missing end skipped" if dangling else ""),
+                     nodes=nodes, edges=[EdgeRef(*c.edge, role="candidate") for c in out],
+                     data={"hop": hop_no, "anchors": anchors, "n_fetched": len(cands),
+                           "queries": ["Q_TRIPLES_AT_ENTITY", "Q_HYPER_AT_ENTITY", "Q_RELATED_OUT",
+                                       "Q_RELATED_IN", "Q_TRIPLES_AT_TRIPLE"]})
+        return out
+
+    def _cand_from_row(self, row: dict[str, Any], anchor: str, other: str) -> Candidate:
+        return Candidate(row["id"], _fact_text(row), str(row.get("relation") or ""),
+                         str(row.get("subject_id") or ""), str(row.get("object_id") or ""), anchor, other)
+
+    def score(self, hop_no: int, cands: list[Candidate]) -> list[Candidate]:
+        real = [c.id for c in cands if c.id in self.rows]
+        stored = self.ctx.store.get_embeddings("Triple", real) if real else {}
+        need = [c for c in cands if stored.get(c.id) is None or not np.any(stored[c.id])]
+        fresh = self.ctx.embedder.embed([c.fact for c in need]) if need else np.zeros((0, len(self.qv)))
+        need_ids = {c.id for c in need}
+        emb = {c.id: np.asarray(stored[c.id], dtype=np.float32) for c in cands if c.id not in need_ids}
+        emb.update({c.id: np.asarray(v, dtype=np.float32) for c, v in zip(need, fresh)})
+        m = np.stack([emb[c.id] for c in cands])
+        w = self.p.plan_weight
+        s = (1 - w) * _cos(m, self.qv) + w * _cos(m, self.pv)
+        for c, v in zip(cands, s):
+            c.score = round(float(v), 4)
+        ranked = sorted(cands, key=lambda c: (-c.score, c.id))
+        shown = min(self.p.top_k, len(ranked))
+        self.tr.step("score", f"Hop {hop_no}: rank candidates by similarity",
+                     f"best: {ranked[0].fact} ({ranked[0].score:.2f}); top {shown} shown to the chooser",
+                     nodes=[NodeRef(c.id, "Triple", "candidate", c.fact, c.score) for c in ranked if c.id in self.rows],
+                     edges=[EdgeRef(*c.edge, role="candidate", score=c.score) for c in ranked],
+                     scores={c.id: c.score for c in ranked},
+                     data={"hop": hop_no, "ranked": [c.id for c in ranked],
+                           "embedded_on_the_fly": [c.id for c in need], "weights": {"question": 1 - w, "plan": w}})
+        return ranked
+
+    def select(self, hop_no: int, ranked: list[Candidate]) -> list[Candidate]:
+        shown = ranked[: self.p.top_k]
+        visited = self.visited()
+        facts = [self.labels[t] for t in self.path_facts()]
+        view = [{"n": i, "id": c.id, "fact": c.fact, "score": c.score, "target_visited": c.target in visited}
+                for i, c in enumerate(shown, 1)]
+        res, s = self.tr.reason("kgrag_choose", title=f"Hop {hop_no}: choose the next fact", kind="select",
+                                question=self.q, plan=self.plan, path_facts=facts, candidates=view,
+                                width=self.p.width)
+        by_id = {c.id: c for c in shown}
+        chosen = [by_id[i] for i in res["chosen"] if i in by_id]
+        ids = {c.id for c in chosen}
+        s.nodes = [NodeRef(c.id, "Triple", "chosen" if c.id in ids else "rejected", c.fact, c.score)
+                   for c in shown if c.id in self.rows]
+        s.nodes += [NodeRef(c.target, c.target_table, "chosen", c.target_label) for c in chosen]
+        s.edges = [EdgeRef(*c.edge, role="chosen" if c.id in ids else "rejected", score=c.score) for c in shown]
+        ignored = list(res.get("ignored") or [])
+        s.detail = "followed: " + "; ".join(c.fact for c in chosen) if chosen else "no shown candidate was chosen"
+        if ignored:
+            s.detail += f" (ignored from the reply: {', '.join(ignored)})"
+        s.data = {"hop": hop_no, "shown": [c.id for c in shown], "chosen": [c.id for c in chosen],
+                  "ignored": ignored, "said_none": bool(res.get("said_none"))}
+        return chosen
+
+    def open_hop(self, hop_no: int, chosen: list[Candidate]) -> Hop:
+        hop = Hop(hop_no, chosen)
+        path = set(self.path_facts())
+        for c in chosen:
+            if c.target_table == "Triple" and c.target not in path and c.target not in hop.opened:
+                hop.opened.append(c.target)  # landing on a hypernode: its own fact is collected too
+        self.hops.append(hop)
+        if hop.opened:  # shown on the select step that just ran
+            step = self.tr.steps[-1]
+            step.data["opened"] = list(hop.opened)
+            seen = {n.id for n in step.nodes}
+            step.nodes += [NodeRef(t, "Triple", "chosen", self.labels.get(t, t)) for t in hop.opened if t not in seen]
+        return hop
+
+    def evaluate(self, hop: Hop) -> str:
+        facts = [self.labels[t] for t in self.path_facts()]
+        new = [self.labels[t] for t in [c.id for c in hop.chosen] + hop.opened]
+        res, s = self.tr.reason("kgrag_evaluate", title=f"Hop {hop.number}: enough to answer?",
+                                question=self.q, plan=self.plan, facts=facts, new_facts=new,
+                                hops_done=len(self.hops), max_hops=self.p.max_hops,
+                                allow_backtrack=self.p.allow_backtrack)
+        decision = res["decision"]
+        note = "" if res.get("parsed", True) else " (reply not understood)"
+        if decision == "backtrack" and not self._can_backtrack():
+            why = ("backtracking is off" if not self.p.allow_backtrack
+                   else f"{self.p.max_backtracks} backtrack(s) spent")
+            note += f" (BACKTRACK requested but {why}: continuing)"
+            decision = "continue"
+        s.detail = f"{decision.upper()}{note}: {res.get('reason', '')}"
+        s.data = {"hop": hop.number, "decision": decision, "requested": res["decision"],
+                  "reason": res.get("reason", "")}
+        return decision
+
+    def _can_backtrack(self) -> bool:
+        return self.p.allow_backtrack and self.backtracks < self.p.max_backtracks and bool(self.hops)
+
+    def backtrack(self, reason: str) -> None:
+        hop = self.hops.pop()
+        self.backtracks += 1
+        self.rejected.update(c.id for c in hop.chosen)
+        nodes = [NodeRef(c.id, "Triple", "rejected", c.fact, c.score) for c in hop.chosen if c.id in self.rows]
+        nodes += [NodeRef(t, "Triple", "rejected", self.labels.get(t, t)) for t in hop.opened]
+        rejected = "; ".join(c.fact for c in hop.chosen)
+        self.tr.step("prune", f"Backtrack: drop hop {hop.number}",
+                     f"{reason}; rejected: {rejected}; hop {hop.number} is retried without it",
+                     nodes=nodes, edges=[EdgeRef(*c.edge, role="rejected", score=c.score) for c in hop.chosen],
+                     data={"hop": hop.number, "reason": reason, "rejected": [c.id for c in hop.chosen],
+                           "backtracks": self.backtracks})
+
+    def context(self, stop_reason: str) -> RetrievedContext:
+        items: list[ContextItem] = []
+        dropped: list[str] = []
+        used = 0
+        scores = {c.id: c.score for h in self.hops for c in h.chosen} | self.seed_scores
+        rows = {t: self.rows.get(t) or self.synthetic[t] for t in self.path_facts()}
+        for tid, row in rows.items():
+            source = str(row.get("chunk_id") or "")
+            parts = [ContextItem(tid, "triple", self.labels[tid], scores.get(tid), count_tokens(self.labels[tid]),
+                                 source)]
+            sent = str(row.get("sentence") or "").strip()
+            if self.p.include_sentences and sent and all(i.text != sent for i in items):
+                parts.append(ContextItem(f"{tid}#sentence", "sentence", sent, None, count_tokens(sent), source))
+            for it in parts:
+                if used + it.n_tokens > self.p.max_context_tokens:
+                    dropped.append(it.id)
+                    continue
+                items.append(it)
+                used += it.n_tokens
+        kept = [i.id for i in items if i.kind == "triple"]
+        node_ids = list(dict.fromkeys(  # graph nodes only: a rel:... fact contributes its two entities
+            [t for t in kept if t in self.rows]
+            + [x for t in kept for x in (rows[t].get("subject_id"), rows[t].get("object_id")) if x]))
+        detail = f"{len(kept)} fact(s), {used} tokens; walk ended: {stop_reason}"
+        if dropped:
+            detail += f"; {len(dropped)} item(s) over the {self.p.max_context_tokens}-token budget dropped"
+        self.tr.step("context", "Path facts", detail,
+                     nodes=[NodeRef(t, "Triple", "context", self.labels[t], scores.get(t))
+                            for t in kept if t in self.rows],
+                     edges=[EdgeRef(str(rows[t].get("subject_id") or ""), str(rows[t].get("object_id") or ""),
+                                    str(rows[t].get("relation") or ""), role="context") for t in kept],
+                     data={"stop_reason": stop_reason, "hops": len(self.hops), "backtracks": self.backtracks,
+                           "dropped": dropped, "tokens": used, "path": self.path_node_sequence()})
+        return RetrievedContext(items=items, node_ids=node_ids,
+                                notes={"plan": self.plan_detail, "stop_reason": stop_reason})
+
+    def path_node_sequence(self) -> list[str]:
+        """Seeds, then per hop the followed triples and the nodes they reached (for highlighting)."""
+        seq = list(self.seed_nodes)
+        for h in self.hops:
+            for c in h.chosen:
+                seq += [c.id, c.target]
+        return seq
+
+    # -- the algorithm -------------------------------------------------------------------------
+    def run(self) -> RetrievedContext:
+        self.plan_step()
+        self.seed_step()
+        if not self.seed_nodes:
+            return self.context("no start node found (is the graph empty?)")
+        stop_reason = f"hop limit ({self.p.max_hops}) reached"
+        while len(self.hops) < self.p.max_hops:
+            hop_no = len(self.hops) + 1
+            cands = self.expand(hop_no)
+            chosen = self.select(hop_no, self.score(hop_no, cands)) if cands else []
+            if not chosen:
+                why = "dead end: no new candidate" if not cands else "the chooser followed no candidate"
+                if self._can_backtrack():
+                    self.backtrack(why)
+                    continue
+                stop_reason = why
+                break
+            hop = self.open_hop(hop_no, chosen)
+            decision = self.evaluate(hop)
+            if decision == "stop":
+                stop_reason = "the evaluator judged the facts sufficient"
+                break
+            if decision == "backtrack":
+                self.backtrack("the evaluator asked to backtrack")
+        return self.context(stop_reason)
+
+
+@register
+class KGRag:
+    name: ClassVar[str] = "kg-rag"
+    title: ClassVar[str] = "KG-RAG (Chain of Explorations, reconstruction)"
+    paper: ClassVar[str] = "001"
+    Params: ClassVar[type] = KGRagParams
+    presets: ClassVar[dict[str, Any]] = {"paper": KGRagParams()}
+
+    def retrieve(self, question: str, ctx: MethodContext, params: KGRagParams,
+                 tracer: Tracer) -> RetrievedContext:
+        if not question.strip():
+            raise MethodError("kg-rag needs a non-empty question")
+        if params.max_hops < 1 or params.top_k < 1 or params.width < 1 or params.start_nodes < 1:
+            raise MethodError("kg-rag params max_hops, top_k, width and start_nodes must each be at least 1")
+        if tracer.reasoner is None:
+            tracer.reasoner = ctx.reasoner
+        return _Walk(question, ctx, params, tracer).run()

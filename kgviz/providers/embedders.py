@@ -1,0 +1,252 @@
+"""Embedders: an offline hashing embedder and a fastembed (ONNX) embedder.
+
+HashingEmbedder needs no model: lower-cased word unigrams and bigrams, signed feature hashing
+with blake2b (Python's ``hash()`` is salted per process, so it would not be deterministic),
+sublinear term frequency 1 + log(tf), English stopwords down-weighted, rows L2-normalised.
+
+FastEmbedEmbedder loads a fastembed TextEmbedding. When the model hub is unreachable fastembed
+retries for ~40 s before failing, so loading runs in a daemon thread and the caller waits at most
+``load_timeout_s``; on timeout or failure it raises EmbedderUnavailableError with the reason
+(``factory.make_embedder`` turns that into a visible fallback). A load that is still running, or
+that succeeded, is reused by the next attempt instead of starting another one, so a download that
+finishes late is picked up on the next try and each model is loaded once per process.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import threading
+from collections import Counter
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from kgviz.errors import EmbedderUnavailableError
+
+# ---------------------------------------------------------------------------------------------
+# hashing
+# ---------------------------------------------------------------------------------------------
+DEFAULT_HASH_DIM = 768
+_WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)  # "Curie's" -> "curie", "s": the name still matches
+STOPWORD_WEIGHT = 0.2  # ours: stopwords keep a little signal ("to be or not to be")
+MIXED_BIGRAM_WEIGHT = 0.6  # ours: "president of" says less than "united states"
+_FEATURE_CACHE_MAX = 200_000  # remembered feature slots (~40 MB) before starting over
+
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself yourselves
+    s t d ll m re ve""".split()
+)
+
+
+class HashingEmbedder:
+    """Deterministic bag-of-n-grams vectors. id encodes the dimension: ``hashing-<dim>``."""
+
+    def __init__(self, dim: int = DEFAULT_HASH_DIM) -> None:
+        if dim < 16:
+            raise ValueError(f"hashing dimension must be at least 16, got {dim}")
+        self.dim = int(dim)
+        self.id = f"hashing-{self.dim}"
+        self._features: dict[str, tuple[int, float]] = {}
+
+    def __repr__(self) -> str:
+        return f"HashingEmbedder(dim={self.dim})"
+
+    def _slot(self, feature: str) -> tuple[int, float]:
+        hit = self._features.get(feature)
+        if hit is None:
+            h = int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
+            hit = (h % self.dim, 1.0 if h >> 63 else -1.0)
+            if len(self._features) >= _FEATURE_CACHE_MAX:
+                self._features.clear()  # only a speed-up: losing it changes no vector
+            self._features[feature] = hit
+        return hit
+
+    def features(self, text: str) -> Counter[str]:
+        words = _WORD_RE.findall(text.lower())
+        counts: Counter[str] = Counter(words)
+        counts.update(f"{a} {b}" for a, b in zip(words, words[1:]))
+        return counts
+
+    @staticmethod
+    def _weight(feature: str, tf: int) -> float:
+        w = 1.0 + math.log(tf)
+        if " " in feature:
+            a, b = feature.split(" ", 1)
+            stops = (a in STOPWORDS) + (b in STOPWORDS)
+            if stops == 2:
+                w *= STOPWORD_WEIGHT
+            elif stops == 1:
+                w *= MIXED_BIGRAM_WEIGHT
+        elif feature in STOPWORDS:
+            w *= STOPWORD_WEIGHT
+        return w
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        rows: list[int] = []
+        cols: list[int] = []
+        vals: list[float] = []
+        for r, text in enumerate(texts):
+            for feature, tf in self.features(text).items():
+                col, sign = self._slot(feature)
+                rows.append(r)
+                cols.append(col)
+                vals.append(sign * self._weight(feature, tf))
+        out = np.zeros((len(texts), self.dim), dtype=np.float64)
+        if rows:
+            np.add.at(out, (np.asarray(rows), np.asarray(cols)), np.asarray(vals))
+        return l2_normalise(out)
+
+
+def l2_normalise(matrix: np.ndarray) -> np.ndarray:
+    """float32 rows of unit length; all-zero rows stay zero."""
+    m = np.asarray(matrix, dtype=np.float64)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (m / norms).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# fastembed
+# ---------------------------------------------------------------------------------------------
+DEFAULT_FASTEMBED_MODEL = "BAAI/bge-small-en-v1.5"
+DEFAULT_LOAD_TIMEOUT_S = 5.0
+
+_PENDING: dict[tuple[str, str, str], Future[Any]] = {}
+_PENDING_LOCK = threading.Lock()
+
+
+def _hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "TRUE", "YES", "ON"}
+
+
+def _describe(model: str) -> dict[str, Any]:
+    from fastembed import TextEmbedding
+
+    for desc in TextEmbedding.list_supported_models():
+        if str(desc.get("model", "")).lower() == model.lower():
+            return desc
+    raise EmbedderUnavailableError(
+        f"fastembed does not know the model {model!r}",
+        hint="use a name from fastembed's TextEmbedding.list_supported_models(), e.g. BAAI/bge-small-en-v1.5",
+    )
+
+
+def _check_model_dir(model: str, model_dir: Path, desc: dict[str, Any]) -> None:
+    if not model_dir.is_dir():
+        raise EmbedderUnavailableError(
+            f"the fastembed model directory {model_dir} does not exist",
+            hint="check the path after '@' in the embedder spec fastembed:<model>@<dir>",
+        )
+    needed = [str(desc.get("model_file") or "model.onnx"), "tokenizer.json"]
+    missing = [name for name in needed if not (model_dir / name).is_file()]
+    if missing:
+        raise EmbedderUnavailableError(
+            f"the fastembed model directory {model_dir} lacks {', '.join(missing)} for {model}",
+            hint="the directory must hold the model's ONNX file and its tokenizer files",
+        )
+
+
+def _load(model: str, model_dir: Path | None, cache_dir: str | None, threads: int | None) -> Any:
+    from fastembed import TextEmbedding
+
+    if model_dir is not None:
+        return TextEmbedding(model, threads=threads, specific_model_path=str(model_dir))
+    try:  # a model already in the local cache loads without touching the network
+        return TextEmbedding(model, cache_dir=cache_dir, threads=threads, local_files_only=True)
+    except Exception as exc:  # fastembed raises ValueError and friends; the online try follows
+        if _hub_offline():
+            raise EmbedderUnavailableError(
+                f"fastembed model {model} is not in the local cache and HF_HUB_OFFLINE is set ({exc})",
+                hint="unset HF_HUB_OFFLINE to download it, or point to a local copy with fastembed:<model>@<dir>",
+            ) from exc
+    return TextEmbedding(model, cache_dir=cache_dir, threads=threads)
+
+
+def _start_load(key: tuple[str, str, str], *args: Any) -> Future[Any]:
+    """The pending load for ``key``, starting one only if none is running or succeeded."""
+    with _PENDING_LOCK:
+        fut = _PENDING.get(key)
+        if fut is not None and not (fut.done() and fut.exception() is not None):
+            return fut
+        fut = Future()
+        _PENDING[key] = fut
+
+    def run() -> None:
+        try:
+            fut.set_result(_load(*args))
+        except BaseException as exc:  # handed to the waiting caller, not swallowed
+            fut.set_exception(exc)
+
+    threading.Thread(target=run, name=f"kgviz-fastembed-load-{key[0]}", daemon=True).start()
+    return fut
+
+
+class FastEmbedEmbedder:
+    """fastembed TextEmbedding behind the Embedder protocol. id: ``fastembed:<model>`` (a local
+    directory holding the same model gives the same vectors, so the id does not name it)."""
+
+    def __init__(
+        self,
+        model: str = DEFAULT_FASTEMBED_MODEL,
+        model_dir: str | Path | None = None,
+        *,
+        load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S,
+        cache_dir: str | Path | None = None,
+        threads: int | None = None,
+        batch_size: int = 64,
+    ) -> None:
+        self.model = model
+        self.model_dir = Path(model_dir).expanduser() if model_dir else None
+        self.id = f"fastembed:{model}"
+        self.batch_size = batch_size
+        desc = _describe(model)
+        self.dim = int(desc["dim"])
+        if self.model_dir is not None:
+            _check_model_dir(model, self.model_dir, desc)
+        cache = str(cache_dir) if cache_dir else None
+        key = (model, str(self.model_dir or ""), cache or "")
+        fut = _start_load(key, model, self.model_dir, cache, threads)
+        try:
+            self._model = fut.result(timeout=load_timeout_s)
+        except FutureTimeout:
+            raise EmbedderUnavailableError(
+                f"fastembed model {model} did not load within {load_timeout_s:g} s: it is not in the "
+                "local cache and the model hub did not deliver it in time (no network?)",
+                hint="download it once with network access (or allow a longer load timeout), or point "
+                "to a local copy with fastembed:<model>@<dir>",
+            ) from None
+        except EmbedderUnavailableError:
+            raise
+        except Exception as exc:  # whatever fastembed / onnxruntime raised while loading
+            raise EmbedderUnavailableError(
+                f"fastembed model {model} could not be loaded: {type(exc).__name__}: {str(exc)[:300]}",
+                hint="check the model name and, for fastembed:<model>@<dir>, the directory's files",
+            ) from exc
+        self._lock = threading.Lock()  # one inference at a time; onnxruntime uses all cores itself
+
+    def __repr__(self) -> str:
+        where = f", model_dir={str(self.model_dir)!r}" if self.model_dir else ""
+        return f"FastEmbedEmbedder(model={self.model!r}{where})"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            vectors = list(self._model.embed(list(texts), batch_size=self.batch_size))
+        matrix = np.vstack(vectors)
+        if matrix.shape != (len(texts), self.dim):
+            raise EmbedderUnavailableError(
+                f"fastembed model {self.model} returned vectors of shape {matrix.shape}, expected ({len(texts)}, {self.dim})"
+            )
+        return l2_normalise(matrix)

@@ -1,0 +1,147 @@
+"""Spec strings -> providers.
+
+LLM specs:
+  offline                               deterministic task heuristics, no model
+  anthropic:<model>[@<base_url>]        Anthropic Messages API (key: ANTHROPIC_API_KEY)
+  openai:<model>[@<base_url>]           OpenAI Responses API (key: OPENAI_API_KEY)
+  openai-compatible:<model>@<base_url>  Chat Completions on Ollama / vLLM / LM Studio (key optional)
+  auto                                  see kgviz.config.resolve_llm_spec
+The optional ``@<base_url>`` on the first two is for gateways and proxies. Model names may hold
+``:`` (Ollama's ``llama3.1:8b``), so only the first ``:`` separates the kind and only the first
+``@`` separates the base URL.
+
+Embedder specs: ``hashing``, ``hashing:<dim>``, ``fastembed:<model>``, ``fastembed:<model>@<dir>``.
+
+Keys come from the environment or from ``api_key`` (typed in the app for one session). They are
+handed to the SDK client and nowhere else: not to the cache, traces, logs or reprs.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping
+
+from kgviz.config import Settings, resolve_llm_spec
+from kgviz.errors import ConfigError, EmbedderUnavailableError
+from kgviz.providers import anthropic_llm, openai_llm
+from kgviz.providers.base import LLM, Embedder
+from kgviz.providers.cache import CachedLLM, open_cache
+from kgviz.providers.embedders import (
+    DEFAULT_FASTEMBED_MODEL,
+    DEFAULT_HASH_DIM,
+    DEFAULT_LOAD_TIMEOUT_S,
+    FastEmbedEmbedder,
+    HashingEmbedder,
+)
+from kgviz.providers.offline import OfflineLLM
+from kgviz.providers.retry import CallPolicy
+
+LLM_KINDS = ("offline", "anthropic", "openai", "openai-compatible")
+KEY_VARS = {"anthropic": anthropic_llm.KEY_VAR, "openai": openai_llm.KEY_VAR, "openai-compatible": openai_llm.KEY_VAR}
+_SPEC_HELP = (
+    "use offline, anthropic:<model>, openai:<model> or openai-compatible:<model>@<base_url> "
+    "(e.g. openai-compatible:llama3.1:8b@http://localhost:11434/v1)"
+)
+
+
+def parse_llm_spec(spec: str) -> tuple[str, str, str | None]:
+    """-> (kind, model, base_url or None). Raises ConfigError on anything else ("auto" included:
+    resolve it first)."""
+    s = (spec or "").strip()
+    if s == "offline":
+        return "offline", OfflineLLM.model, None
+    kind, sep, rest = s.partition(":")
+    if not sep or kind not in LLM_KINDS or kind == "offline":
+        raise ConfigError(f"unknown LLM spec {spec!r}", hint=_SPEC_HELP)
+    model, at, base_url = rest.partition("@")
+    model, base_url = model.strip(), base_url.strip()
+    if not model:
+        raise ConfigError(f"LLM spec {spec!r} names no model", hint=_SPEC_HELP)
+    if kind == "openai-compatible" and not at:
+        raise ConfigError(f"LLM spec {spec!r} needs the server's base URL after '@'", hint=_SPEC_HELP)
+    if at and not base_url.startswith(("http://", "https://")):
+        raise ConfigError(f"the base URL in {spec!r} must start with http:// or https://", hint=_SPEC_HELP)
+    return kind, model, (base_url.rstrip("/") if at else None)
+
+
+def make_llm(
+    spec: str,
+    settings: Settings,
+    *,
+    api_key: str | None = None,
+    use_cache: bool = True,
+    env: Mapping[str, str] | None = None,
+) -> LLM:
+    """Build the LLM for ``spec`` ("auto" resolved from the environment), wrapped in the disk
+    cache under ``settings.cache_dir`` unless ``use_cache`` is False. Offline is never cached."""
+    env = os.environ if env is None else env
+    kind, model, base_url = parse_llm_spec(resolve_llm_spec(spec, env))
+    if kind == "offline":
+        return OfflineLLM()
+    key = api_key or env.get(KEY_VARS[kind]) or None
+    policy = CallPolicy(timeout_s=settings.timeout_s, max_retries=settings.max_retries)
+    llm: LLM
+    if kind == "anthropic":
+        llm = anthropic_llm.AnthropicLLM(model, api_key=key, base_url=base_url, policy=policy)
+    elif kind == "openai":
+        llm = openai_llm.OpenAIResponsesLLM(model, api_key=key, base_url=base_url, policy=policy)
+    else:
+        assert base_url is not None  # parse_llm_spec guarantees it
+        llm = openai_llm.OpenAIChatLLM(model, base_url=base_url, api_key=key, policy=policy)
+    if use_cache:
+        return CachedLLM(llm, open_cache(settings.cache_dir))
+    return llm
+
+
+def parse_embedder_spec(spec: str) -> tuple[str, str | int, Path | None]:
+    """-> ("hashing", dim, None) or ("fastembed", model, dir or None)."""
+    s = (spec or "").strip()
+    if s == "hashing":
+        return "hashing", DEFAULT_HASH_DIM, None
+    kind, sep, rest = s.partition(":")
+    if kind == "hashing" and sep:
+        try:
+            dim = int(rest)
+        except ValueError:
+            dim = 0
+        if not 16 <= dim <= 65536:
+            raise ConfigError(f"embedder spec {spec!r}: the hashing dimension must be an integer from 16 to 65536")
+        return "hashing", dim, None
+    if kind == "fastembed":
+        model, at, directory = rest.partition("@")
+        model = model.strip() or (DEFAULT_FASTEMBED_MODEL if not at else "")
+        if not model:
+            raise ConfigError(f"embedder spec {spec!r} names no model before '@'")
+        if at and not directory.strip():
+            raise ConfigError(f"embedder spec {spec!r} has '@' but no directory after it")
+        return "fastembed", model, (Path(directory.strip()).expanduser() if at else None)
+    raise ConfigError(
+        f"unknown embedder spec {spec!r}",
+        hint="use hashing, hashing:<dim>, fastembed:<model> or fastembed:<model>@<local model dir>",
+    )
+
+
+def make_embedder(
+    spec: str,
+    *,
+    load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S,
+    fallback: bool = True,
+    cache_dir: str | Path | None = None,
+) -> tuple[Embedder, str | None]:
+    """-> (embedder, notice). ``notice`` is None, or a sentence for the UI saying that fastembed
+    could not be loaded, why, and that the hashing embedder is used instead. With
+    ``fallback=False`` the EmbedderUnavailableError is raised instead. A malformed spec always
+    raises ConfigError."""
+    kind, arg, directory = parse_embedder_spec(spec)
+    if kind == "hashing":
+        return HashingEmbedder(int(arg)), None
+    try:
+        return FastEmbedEmbedder(str(arg), directory, load_timeout_s=load_timeout_s, cache_dir=cache_dir), None
+    except EmbedderUnavailableError as exc:
+        if not fallback:
+            raise
+        substitute = HashingEmbedder()
+        notice = f"Using the offline hashing embedder ({substitute.id}) instead of fastembed:{arg}: {exc}."
+        if exc.hint:
+            notice += f" To use fastembed: {exc.hint}."
+        return substitute, notice

@@ -1,0 +1,155 @@
+"""One method run on one question: retrieval with a trace, then the shared answer step.
+
+A method that fails returns a ``Run`` with its partial trace and a readable ``error`` instead of
+raising, so one broken method never takes the others down in a comparison. Invalid input (unknown
+method, preset or parameter, empty question) still raises: nothing has run yet.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from kgviz.answer import answer as answer_step
+from kgviz.errors import ConfigError, KgvizError
+from kgviz.methods.base import Method, MethodContext, RetrievedContext, TraceStep, Tracer, params_to_dict
+from kgviz.methods.registry import get_method
+from kgviz.types import Usage
+
+
+@dataclass
+class Run:
+    method: str
+    question: str
+    params: dict[str, Any]
+    context: RetrievedContext
+    answer: str
+    trace: list[TraceStep]
+    usage: Usage  # total; per step in trace[i].usage
+    mode: str  # "offline" or "provider:model"
+    error: str = ""  # empty when the run succeeded
+    seconds: float = 0.0  # retrieval + answer, wall clock
+    retrieval_seconds: float = 0.0  # retrieval only (no answer step)
+    preset: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method, "question": self.question, "params": dict(self.params),
+            "preset": self.preset, "context": self.context.to_dict(), "answer": self.answer,
+            "trace": [s.to_dict() for s in self.trace], "usage": self.usage.to_dict(), "mode": self.mode,
+            "error": self.error, "seconds": self.seconds, "retrieval_seconds": self.retrieval_seconds,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Run":
+        usage = dict(d.get("usage", {}))
+        usage.pop("total_tokens", None)
+        return cls(
+            method=d["method"], question=d["question"], params=dict(d.get("params", {})),
+            context=RetrievedContext.from_dict(d.get("context", {})), answer=d.get("answer", ""),
+            trace=[TraceStep.from_dict(s) for s in d.get("trace", [])], usage=Usage(**usage),
+            mode=d.get("mode", ""), error=d.get("error", ""), seconds=float(d.get("seconds", 0.0)),
+            retrieval_seconds=float(d.get("retrieval_seconds", 0.0)), preset=d.get("preset", ""),
+        )
+
+
+def resolve_params(method: Method, params: Any = None, preset: str | None = None) -> Any:
+    """The method's Params: a preset (or the defaults), with ``params`` applied on top.
+
+    ``params`` may be a Params instance (used as is), a dict of field overrides (values given as
+    strings, e.g. from the CLI, are converted to the field's type) or None.
+    """
+    if preset:
+        if preset not in method.presets:
+            raise ConfigError(f"{method.name} has no preset {preset!r}; "
+                              f"presets: {', '.join(method.presets) or '(none)'}")
+        base = method.presets[preset]
+    else:
+        base = method.Params()
+    if params is None:
+        return base
+    if isinstance(params, method.Params):
+        return params
+    if not isinstance(params, Mapping):
+        raise ConfigError(f"params for {method.name} must be {method.Params.__name__} or a dict, "
+                          f"not {type(params).__name__}")
+    known = {f.name: f for f in dataclasses.fields(method.Params)}
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise ConfigError(f"{method.name} has no parameter {', '.join(unknown)}; "
+                          f"parameters: {', '.join(known) or '(none)'}")
+    changes = {k: _coerce(method.name, k, v, getattr(base, k)) for k, v in params.items()}
+    return dataclasses.replace(base, **changes)
+
+
+def _coerce(method: str, key: str, value: Any, default: Any) -> Any:
+    if not isinstance(value, str) or isinstance(default, str):
+        return value
+    try:
+        if isinstance(default, bool):
+            if value.lower() in ("1", "true", "yes", "on"):
+                return True
+            if value.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(value)
+        if isinstance(default, int):
+            return int(value)
+        if isinstance(default, float):
+            return float(value)
+    except ValueError:
+        raise ConfigError(f"{method}.{key} must be a {type(default).__name__}, got {value!r}") from None
+    return value
+
+
+def run_method(name: str, question: str, ctx: MethodContext, params: Any = None, *,
+               preset: str | None = None, budget_tokens: int | None = None) -> Run:
+    """Retrieve with ``name`` and answer with the shared answer step. Never raises for a failure
+    inside the method or the answer step: the Run carries the error and the partial trace."""
+    if not question.strip():
+        raise ConfigError("the question is empty")
+    method = get_method(name)
+    p = resolve_params(method, params, preset)
+    tracer = Tracer(ctx.reasoner)
+    context = RetrievedContext()
+    text = ""
+    error = ""
+    t0 = time.perf_counter()
+    t_retrieved: float | None = None  # stays None when retrieval itself failed
+    try:
+        context = method.retrieve(question, ctx, p, tracer)
+        t_retrieved = time.perf_counter() - t0
+        text = answer_step(question, context, ctx.reasoner, tracer, budget_tokens,
+                           no_context=bool(getattr(method, "no_context", False)))
+    except KgvizError as exc:
+        error = exc.user_message()
+    except Exception as exc:  # an unexpected bug in one method must not stop the comparison
+        error = f"{type(exc).__name__}: {exc}"
+    seconds = time.perf_counter() - t0
+    if error and not (tracer.steps and tracer.steps[-1].kind == "error"):
+        tracer.step("error", f"{name} failed", error)
+    return Run(method=name, question=question, params=params_to_dict(p), context=context, answer=text,
+               trace=tracer.steps, usage=tracer.usage, mode=ctx.reasoner.mode, error=error,
+               seconds=seconds, retrieval_seconds=seconds if t_retrieved is None else t_retrieved,
+               preset=preset or "")
+
+
+def run_methods(names: Sequence[str], question: str, ctx: MethodContext,
+                params: Mapping[str, Any] | None = None, *, presets: Mapping[str, str] | None = None,
+                budget_tokens: int | None = None) -> list[Run]:
+    """``run_method`` for each name in order. ``params`` / ``presets`` map method name -> value.
+    Every name and parameter is validated before the first method runs."""
+    params = params or {}
+    presets = presets or {}
+    for n in list(params) + list(presets):
+        if n not in names:
+            raise ConfigError(f"params or preset given for {n!r}, which is not among the methods run: "
+                              f"{', '.join(names)}")
+    for n in names:  # fail fast on typos before spending any LLM calls
+        resolve_params(get_method(n), params.get(n), presets.get(n))
+    return [run_method(n, question, ctx, params.get(n), preset=presets.get(n), budget_tokens=budget_tokens)
+            for n in names]

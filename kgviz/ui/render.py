@@ -1,0 +1,208 @@
+"""Renderers shared by the pages: errors, usage/cost tables, ingest problems, build reports,
+graphs and entity details. Pages pass kgviz objects in; nothing here computes results.
+
+Document/LLM text is shown with ``st.text``/``st.code``/dataframes (rendered as text), never as
+markdown or HTML, so it cannot inject markup.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator, Mapping, Sequence
+
+import pandas as pd
+import streamlit as st
+
+from kgviz.errors import KgvizError
+from kgviz.index.params import BuildReport, CostEstimate
+from kgviz.ingest import LoadResult
+from kgviz.types import Usage
+from kgviz.viz import charts
+from kgviz.viz.explore import EntityDetails
+from kgviz.viz.graph_html import iframe_height
+
+OFFLINE_LABEL = "offline heuristics — no LLM"
+_MD_SPECIAL = set("\\`*_{}[]()#+!|<>~$")
+
+
+def md_text(text: object) -> str:
+    """Text from documents, LLMs, file names or error messages, made literal for Streamlit's
+    markdown (alerts, captions and labels render markdown): no links, images, emphasis or
+    colour directives can come from it, and paths keep their underscores."""
+    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in " ".join(str(text).split()))
+
+
+@contextmanager
+def error_boundary(what: str = "") -> Iterator[None]:
+    """Show expected errors as a message a user can act on (no stack trace); let anything else
+    propagate so real bugs stay visible."""
+    try:
+        yield
+    except KgvizError as exc:
+        prefix = f"{what}: " if what else ""
+        st.error(prefix + md_text(exc.user_message()))
+
+
+def mode_label(spec: str) -> str:
+    return OFFLINE_LABEL if spec == "offline" else spec
+
+
+# --- usage & cost --------------------------------------------------------------------------------
+def usage_frame(by_step: Mapping[str, Usage], *, total: bool = True) -> pd.DataFrame:
+    rows = [_usage_row(step, u) for step, u in by_step.items()]
+    if total and rows:
+        t = Usage()
+        for u in by_step.values():
+            t = t + u
+        rows.append(_usage_row("total", t))
+    return pd.DataFrame(rows, columns=["step", "calls", "cached", "input tokens", "output tokens", "$", "seconds"])
+
+
+def _usage_row(step: str, u: Usage) -> dict[str, Any]:
+    return {"step": step, "calls": u.calls, "cached": u.cached_calls, "input tokens": u.input_tokens,
+            "output tokens": u.output_tokens, "$": round(u.cost_usd, 6), "seconds": round(u.latency_s, 3)}
+
+
+def usage_table(by_step: Mapping[str, Usage], *, caption: str = "") -> None:
+    if caption:
+        st.caption(caption)
+    st.dataframe(usage_frame(by_step), hide_index=True, width="stretch")
+
+
+def cost_estimate(est: CostEstimate) -> None:
+    """A CostEstimate from kgviz.index.pipeline.estimate_cost, shown before building."""
+    cols = st.columns(4)
+    cols[0].metric("chunks", f"{est.chunks:,}")
+    cols[1].metric("LLM calls", f"{est.calls:,}")
+    cols[2].metric("tokens (in / out)", f"{est.input_tokens:,} / {est.output_tokens:,}")
+    if est.offline:
+        cost = "$0 (offline)"
+    elif not est.price_known:
+        cost = "price unknown"
+    else:
+        cost = f"${est.usd:.4f}"
+    cols[3].metric("estimated cost", cost)
+    if est.offline:
+        st.caption(f"Mode: {OFFLINE_LABEL}. Extraction uses pattern heuristics; nothing is sent anywhere.")
+    else:
+        st.caption(f"Model: {md_text(est.model)}. An estimate from approximate token counts; cached calls cost nothing.")
+        if not est.price_known:
+            st.warning(f"{md_text(est.model)} is not in the price table, so its cost cannot be estimated. "
+                       "Add its price to the table to see dollars.")
+
+
+# --- ingest --------------------------------------------------------------------------------------
+def ingest_problems(result: LoadResult) -> None:
+    """Files that were rejected (with the reason) and duplicates, from an ingest LoadResult."""
+    if result.errors:
+        st.error(f"{len(result.errors)} file(s) rejected — nothing was written for them; the others proceed.")
+        st.dataframe(pd.DataFrame([{"file": e.path, "reason": e.reason, "what to do": e.hint} for e in result.errors]),
+                     hide_index=True, width="stretch")
+    if result.skipped_duplicates:
+        st.info(f"{result.skipped_duplicates} duplicate document(s) skipped: "
+                + md_text(", ".join(result.duplicate_sources[:10])))
+    if result.ignored_files:
+        st.caption("Ignored (unsupported type): " + md_text(", ".join(result.ignored_files[:20])))
+
+
+# --- build report --------------------------------------------------------------------------------
+_NODE_TABLES = ("Document", "Chunk", "SubChunk", "Entity", "Triple", "Keyword", "Extraction", "Meta")
+
+
+def build_report(report: BuildReport, *, degrees: Sequence[int] | None = None) -> None:
+    """Counts, extraction failures, merges, usage and seconds per stage, and two charts."""
+    st.subheader("Build report")
+    st.caption(f"Mode: {md_text(mode_label(report.mode))} · new documents: {report.new_documents} · "
+               f"already in the workspace: {report.skipped_documents} · resumed: {report.resumed_documents} · "
+               f"chunks extracted: {report.extracted_chunks} (reused: {report.reused_extractions}) · "
+               f"new entities: {report.new_entities} · new triples: {report.new_triples}")
+    for warning in report.warnings:
+        st.warning(md_text(warning))
+    counts = dict(report.counts)
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Rows per table**")
+        st.dataframe(pd.DataFrame({"table": list(counts), "rows": list(counts.values())}),
+                     hide_index=True, width="stretch")
+    with right:
+        groups = {k: ("node table" if k in _NODE_TABLES else "rel table") for k in counts}
+        shown = {k: v for k, v in counts.items() if k not in ("Meta",)}
+        st.plotly_chart(charts.counts_bar(shown, title="Nodes and edges by type", groups=groups),
+                        width="stretch")
+    if degrees:
+        st.plotly_chart(charts.degree_distribution(degrees), width="stretch")
+
+    st.markdown("**Usage by stage**")
+    if report.usage_by_stage:
+        usage_table(report.usage_by_stage)
+    else:
+        st.caption("No LLM calls in this build" + (" (offline heuristics cost nothing)." if report.mode == "offline" else "."))
+    st.markdown("**Seconds per stage**")
+    st.dataframe(pd.DataFrame({"stage": list(report.seconds_by_stage),
+                               "seconds": [round(v, 3) for v in report.seconds_by_stage.values()]}),
+                 hide_index=True, width="stretch")
+
+    failures = list(report.failures)
+    malformed = report.n_malformed_lines
+    with st.expander(f"Extraction failures: {len(failures)} chunk(s), {malformed} malformed line(s)",
+                     expanded=bool(failures)):
+        if failures:
+            st.dataframe(pd.DataFrame([{"chunk": c, "error": e, "raw output (excerpt)": r} for c, e, r in failures]),
+                         hide_index=True, width="stretch")
+        else:
+            st.write("None.")
+    merges = list(report.merges)
+    with st.expander(f"Entity merges: {len(merges)}"):
+        if merges:
+            st.dataframe(pd.DataFrame([{"canonical": c, "merged names": ", ".join(ns), "mentions": n}
+                                       for c, ns, n in merges]), hide_index=True, width="stretch")
+        else:
+            st.write("No names were merged.")
+
+
+# --- graphs & details ----------------------------------------------------------------------------
+def graph(page_html: str, *, height: int, legend: bool = True) -> None:
+    """A self-contained pyvis page (kgviz.viz.graph_html) in an iframe."""
+    st.iframe(page_html, height=iframe_height(height, legend))
+
+
+def entity_details(details: EntityDetails) -> None:
+    """An EntityDetails from kgviz.viz.explore: triples with provenance, chunk text, raw output."""
+    e = details.entity
+    st.markdown(f"**{md_text(e.get('name') or e['id'])}**")
+    facts = {k: e.get(k) for k in ("id", "type", "origin", "n_mentions", "aliases") if e.get(k) not in (None, "")}
+    st.dataframe(pd.DataFrame({"field": list(facts), "value": [str(v) for v in facts.values()]}),
+                 hide_index=True, width="stretch")
+    if e.get("description"):
+        st.text(e["description"])
+    st.markdown(f"**Triples ({len(details.triples)})**")
+    if details.triples:
+        st.dataframe(pd.DataFrame([{"subject": t["subject"], "relation": t["relation"], "object": t["object"],
+                                    "sentence (provenance)": t.get("sentence") or "", "chunk": t.get("chunk_id") or ""}
+                                   for t in details.triples]), hide_index=True, width="stretch")
+    else:
+        st.write("No triples mention this entity.")
+    st.markdown(f"**Source chunks ({len(details.chunks)})**")
+    for c in details.chunks:
+        with st.expander(md_text(f"{c.id} — {c.doc_title}")):
+            st.text(c.text)
+            x = c.extraction
+            if x:
+                st.caption(md_text(f"Extraction: mode {x.get('mode')}, prompt {x.get('prompt_name')}, "
+                                   f"status {x.get('status')}, {x.get('n_triples')} triples, "
+                                   f"{x.get('n_malformed')} malformed"))
+                if x.get("error"):
+                    st.warning(md_text(x["error"]))
+                st.code(x.get("raw") or "(empty raw output)", language=None)
+            else:
+                st.caption("No extraction record for this chunk.")
+
+
+
+def workspace_summary(counts: Mapping[str, int] | None) -> None:
+    """One line about what the workspace holds (None: no database yet)."""
+    if not counts or not counts.get("Document"):
+        st.write("Empty: build documents into it (Build page) or load the sample below.")
+        return
+    st.write(", ".join(f"{counts.get(t, 0):,} {label}" for t, label in
+                       (("Document", "documents"), ("Chunk", "chunks"), ("Entity", "entities"),
+                        ("Triple", "triples"))))

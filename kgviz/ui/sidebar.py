@@ -1,0 +1,117 @@
+"""The shared sidebar: workspace, LLM provider + API key, embedder, and a status line."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from kgviz.errors import KgvizError
+from kgviz.ui import resources
+from kgviz.ui.render import OFFLINE_LABEL, md_text
+from kgviz.ui.state import (
+    K_API_KEY,
+    K_EMBEDDER,
+    K_LLM_CHOICE,
+    K_LLM_CUSTOM,
+    K_WORKSPACE,
+    LLM_PRESETS,
+    OTHER_SPEC,
+    AppContext,
+    create_workspace,
+    current_context,
+    default_llm_choice,
+    list_workspaces,
+    settings,
+)
+
+
+def _workspace_label(path: str, home: Path) -> str:
+    p = Path(path)
+    try:
+        return str(p.relative_to(home))
+    except ValueError:
+        return str(p)
+
+
+def page_setup() -> AppContext:
+    """First line of every page: draw the shared sidebar and return the session's context."""
+    return render_sidebar()
+
+
+_PERSISTENT = (K_WORKSPACE, K_LLM_CHOICE, K_LLM_CUSTOM, K_API_KEY, K_EMBEDDER)
+
+
+def render_sidebar() -> AppContext:
+    # Each page draws these widgets itself, and Streamlit drops a widget's value when the page
+    # that drew it changes; re-assigning the keys first turns them into session values that
+    # survive page switches (and a hidden API key field).
+    for key in _PERSISTENT:
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+    s = settings()
+    choice, custom = default_llm_choice(s)
+    st.session_state.setdefault(K_LLM_CHOICE, choice)
+    st.session_state.setdefault(K_LLM_CUSTOM, custom)
+    st.session_state.setdefault(K_EMBEDDER, s.embedder_spec)
+    options = [str(p) for p in list_workspaces(s)]
+    if st.session_state.get(K_WORKSPACE) not in options:
+        st.session_state[K_WORKSPACE] = options[0]
+
+    with st.sidebar:
+        st.header("kgviz")
+        st.selectbox("Workspace (database folder)", options, key=K_WORKSPACE,
+                     format_func=lambda p: _workspace_label(p, s.home),
+                     help="Each workspace is one Kùzu database. Create one on the Home page.")
+        st.selectbox("LLM", [*LLM_PRESETS, OTHER_SPEC], key=K_LLM_CHOICE,
+                     help="offline = deterministic heuristics, no LLM and no network.")
+        if st.session_state[K_LLM_CHOICE] == OTHER_SPEC:
+            st.text_input("Provider spec", key=K_LLM_CUSTOM,
+                          placeholder="openai-compatible:llama3.1@http://localhost:11434/v1")
+        if st.session_state[K_LLM_CHOICE] != "offline":
+            st.text_input("API key (kept in this browser session only)", key=K_API_KEY, type="password",
+                          help="Never written to disk. Leave empty to use ANTHROPIC_API_KEY / OPENAI_API_KEY.")
+        st.text_input("Embedder", key=K_EMBEDDER,
+                      help="hashing (offline) or fastembed:<model>[@<local dir>]")
+        ctx = current_context()
+        status(ctx)
+    return ctx
+
+
+def status(ctx: AppContext) -> None:
+    """Which LLM and embedder this session uses; problems are shown, never hidden."""
+    if ctx.offline:
+        st.info(f"Mode: {OFFLINE_LABEL}")
+    else:
+        try:
+            client = resources.llm(ctx)
+            st.success(md_text(f"LLM: {client.provider}:{client.model}"))
+        except KgvizError as exc:
+            st.warning(md_text(f"LLM {ctx.llm_spec}: {exc.user_message()}"))
+    try:
+        emb, notice = resources.embedder(ctx)
+        st.caption(md_text(f"Embedder: {emb.id} ({emb.dim} dims)"))
+        if notice:
+            st.warning(md_text(notice))
+    except KgvizError as exc:
+        st.warning(md_text(f"Embedder {ctx.embedder_spec}: {exc.user_message()}"))
+
+
+def workspace_form() -> None:
+    """Create a workspace folder and switch to it. The switch happens in a callback because the
+    sidebar's workspace selectbox has already been drawn in this run."""
+
+    def _create() -> None:
+        try:
+            path = create_workspace(settings(), st.session_state.get("kgviz_new_workspace", ""))
+        except KgvizError as exc:
+            st.session_state["kgviz_workspace_error"] = md_text(exc.user_message())
+            return
+        path.mkdir(parents=True, exist_ok=True)
+        st.session_state.pop("kgviz_workspace_error", None)
+        st.session_state[K_WORKSPACE] = str(path)
+
+    cols = st.columns([3, 1], vertical_alignment="bottom")
+    cols[0].text_input("New workspace name", key="kgviz_new_workspace", placeholder="e.g. lecture-3")
+    cols[1].button("Create and switch", on_click=_create)
+    if st.session_state.get("kgviz_workspace_error"):
+        st.error(st.session_state["kgviz_workspace_error"])

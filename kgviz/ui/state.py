@@ -1,0 +1,92 @@
+"""Session-level choices (workspace, LLM spec, API key, embedder spec) and workspace folders.
+
+The API key lives in ``st.session_state`` only: it is never written to disk, never logged and
+never part of a cache key that could be persisted.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import streamlit as st
+
+from kgviz.config import DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, Settings, resolve_llm_spec
+from kgviz.errors import ConfigError
+
+# session_state keys (widget keys too, so the sidebar widgets and these helpers agree)
+K_WORKSPACE = "kgviz_workspace"
+K_LLM_CHOICE = "kgviz_llm_choice"
+K_LLM_CUSTOM = "kgviz_llm_custom"
+K_API_KEY = "kgviz_api_key"
+K_EMBEDDER = "kgviz_embedder"
+K_LAST_REPORT = "kgviz_last_report"
+
+OTHER_SPEC = "other (type a spec)"
+LLM_PRESETS = ("offline", f"anthropic:{DEFAULT_ANTHROPIC_MODEL}", f"openai:{DEFAULT_OPENAI_MODEL}")
+_WORKSPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+SAMPLE_DIR = Path(__file__).resolve().parents[2] / "sample_data" / "corpus"
+
+
+@dataclass(frozen=True)
+class AppContext:
+    """What every page needs: settings, the chosen database folder and provider specs."""
+
+    settings: Settings
+    db_dir: Path
+    llm_spec: str  # resolved: "offline" or "provider:model[...]"
+    embedder_spec: str
+    api_key: str | None = field(default=None, repr=False)
+
+    @property
+    def offline(self) -> bool:
+        return self.llm_spec == "offline"
+
+
+def settings() -> Settings:
+    """Settings from the environment (read every run: cheap, and tests change the env)."""
+    return Settings.from_env()
+
+
+def list_workspaces(s: Settings) -> list[Path]:
+    """Database folders to offer: every folder under ``workspaces_dir`` plus ``db_dir`` (which
+    KGVIZ_DB may put elsewhere), the configured one first."""
+    found: list[Path] = [s.db_dir]
+    if s.workspaces_dir.is_dir():
+        for p in sorted(s.workspaces_dir.iterdir()):
+            if p.is_dir() and p.resolve() != s.db_dir.resolve():
+                found.append(p)
+    return found
+
+
+def create_workspace(s: Settings, name: str) -> Path:
+    """Make ``workspaces_dir/name`` (the database itself is created when first opened)."""
+    name = name.strip()
+    if not _WORKSPACE_NAME.match(name):
+        raise ConfigError(
+            f"invalid workspace name {name!r}",
+            hint="Use letters, digits, '-', '_' or '.', starting with a letter or digit (max 64).",
+        )
+    path = s.workspaces_dir / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def default_llm_choice(s: Settings) -> tuple[str, str]:
+    """(preset choice, custom spec) for the initial sidebar state."""
+    spec = resolve_llm_spec(s.llm_spec)
+    return (spec, "") if spec in LLM_PRESETS else (OTHER_SPEC, spec)
+
+
+def current_context() -> AppContext:
+    """The context for this run, from session state (set by the sidebar widgets) and defaults.
+    Recomputed each call: cheap, and never stale when a page runs without the sidebar."""
+    s = settings()
+    ws = st.session_state.get(K_WORKSPACE)
+    db_dir = Path(ws) if ws else s.db_dir
+    choice, custom = default_llm_choice(s)
+    choice = st.session_state.get(K_LLM_CHOICE, choice)
+    spec = (st.session_state.get(K_LLM_CUSTOM, custom) or "").strip() if choice == OTHER_SPEC else choice
+    emb = (st.session_state.get(K_EMBEDDER) or s.embedder_spec).strip()
+    key = st.session_state.get(K_API_KEY) or None
+    return AppContext(s, db_dir, spec or "offline", emb or "hashing", key)

@@ -1,0 +1,182 @@
+"""GraphStore search: HNSW vector search (with and without filters), BM25, PageRank."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kgviz.graph.search as search_module
+from kgviz.errors import GraphStoreError
+from kgviz.graph.store import GraphStore
+
+DIM = 16
+
+
+@pytest.fixture()
+def store(tmp_path: Path):
+    s = GraphStore.open(tmp_path / "ws", embedder_id="test-16", dim=DIM)
+    yield s
+    s.close()
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    return (v / np.linalg.norm(v, axis=-1, keepdims=True)).astype(np.float32)
+
+
+def load_entities(store: GraphStore, n: int, seed: int, prefix: str, origin: str) -> np.ndarray:
+    emb = unit(np.random.default_rng(seed).normal(size=(n, DIM)))
+    rows = [{"id": f"{prefix}{i}", "name": f"{prefix}{i}", "origin": origin} for i in range(n)]
+    for row, e in zip(rows, emb):
+        row["emb"] = e
+    store.bulk_load_nodes("Entity", rows)
+    return emb
+
+
+def exact_top(emb: np.ndarray, q: np.ndarray, k: int) -> list[int]:
+    return list(np.argsort(-(emb @ q))[:k])
+
+
+def set_mode(store: GraphStore, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """exact: no index. index: HNSW, small filters searched exactly. hnsw-filter: HNSW and
+    every safe filter through Kùzu's projected-graph filtered search."""
+    if mode != "exact":
+        store.ensure_vector_index("Entity")
+    if mode == "hnsw-filter":
+        monkeypatch.setattr(search_module, "EXACT_FILTER_MAX_ROWS", 0)
+        monkeypatch.setattr(search_module, "FILTERED_HNSW_MIN_SHARE", 0.0)
+
+
+MODES = ["exact", "index", "hnsw-filter"]
+
+
+@pytest.mark.parametrize("indexed", [False, True])
+def test_vector_search_finds_planted_neighbour(store: GraphStore, indexed: bool) -> None:
+    emb = load_entities(store, 300, seed=1, prefix="c", origin="corpus")
+    if indexed:
+        store.ensure_vector_index("Entity")
+        store.ensure_vector_index("Entity")  # idempotent
+    assert store.has_vector_index("Entity") is indexed
+    target = emb[123]
+    query = unit(target + 0.05 * np.random.default_rng(9).normal(size=DIM))
+    hits = store.vector_search("Entity", query, 5)
+    assert hits[0][0] == "c123"
+    assert hits[0][1] == pytest.approx(float(target @ query), abs=1e-4)
+    sims = [s for _, s in hits]
+    assert sims == sorted(sims, reverse=True) and len(hits) == 5
+    assert [h[0] for h in hits] == [f"c{i}" for i in exact_top(emb, query, 5)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_vector_search_where_filter(store: GraphStore, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = load_entities(store, 300, seed=2, prefix="c", origin="corpus")
+    curated = load_entities(store, 40, seed=3, prefix="k", origin="curated")
+    set_mode(store, mode, monkeypatch)
+    query = corpus[7]  # nearest overall is a corpus entity ...
+    assert store.vector_search("Entity", query, 1)[0][0] == "c7"
+    hits = store.vector_search("Entity", query, 5, where={"origin": "curated"})
+    # ... but the filter keeps only curated ones, in the exact order
+    assert [h[0] for h in hits] == [f"k{i}" for i in exact_top(curated, query, 5)]
+    assert store.vector_search("Entity", query, 5, where={"origin": "none such"}) == []
+    # a value that cannot be written into a projected-graph filter is searched exactly, verbatim
+    store.bulk_load_nodes("Entity", [{"id": "q1", "origin": "it's \"odd\"", "emb": query}])
+    assert store.vector_search("Entity", query, 3, where={"origin": "it's \"odd\""}) == [
+        ("q1", pytest.approx(1.0, abs=1e-5))
+    ]
+    with pytest.raises(GraphStoreError, match="no column"):
+        store.vector_search("Entity", query, 3, where={"nope": 1})
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_vector_search_where_int_and_combined(store: GraphStore, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    emb = unit(np.random.default_rng(7).normal(size=(120, DIM)))
+    rows = [{"id": f"e{i}", "origin": "curated" if i % 2 else "corpus", "n_mentions": i % 3, "emb": emb[i]}
+            for i in range(120)]
+    store.bulk_load_nodes("Entity", rows)
+    set_mode(store, mode, monkeypatch)
+    query = emb[0]
+    keep = [i for i in range(120) if i % 3 == 2 and i % 2 == 1]
+    expected = [f"e{keep[j]}" for j in exact_top(emb[keep], query, 4)]
+    hits = store.vector_search("Entity", query, 4, where={"n_mentions": 2, "origin": "curated"})
+    assert [h[0] for h in hits] == expected
+
+
+def test_vector_index_follows_inserts_and_deletes(store: GraphStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    load_entities(store, 200, seed=4, prefix="old", origin="corpus")
+    set_mode(store, "hnsw-filter", monkeypatch)  # index newer than these rows
+    new = load_entities(store, 50, seed=5, prefix="new", origin="curated")  # rows newer than index
+    assert store.vector_search("Entity", new[17], 1)[0][0] == "new17"
+    assert store.vector_search("Entity", new[17], 1, where={"origin": "curated"})[0][0] == "new17"
+    # SET on the indexed column is refused by Kùzu: replace by delete + insert
+    with pytest.raises(GraphStoreError, match="index"):
+        store.execute("MATCH (e:Entity {id: 'old0'}) SET e.emb = $v", {"v": new[0].tolist()})
+    assert store.delete_where("Entity", "id", "new17") == 1
+    assert all(h[0] != "new17" for h in store.vector_search("Entity", new[17], 10))
+    store.bulk_load_nodes("Entity", [{"id": "new17", "origin": "curated", "emb": -new[17]}])
+    assert store.vector_search("Entity", -new[17], 1)[0] == ("new17", pytest.approx(1.0, abs=1e-5))
+    # rows without an embedding are never returned
+    store.bulk_load_nodes("Entity", [{"id": "bare", "origin": "corpus"}])
+    assert "bare" not in {h[0] for h in store.vector_search("Entity", new[3], 300)}
+
+
+def test_vector_search_input_checks(store: GraphStore) -> None:
+    load_entities(store, 3, seed=6, prefix="e", origin="corpus")
+    with pytest.raises(GraphStoreError, match="dimension 3"):
+        store.vector_search("Entity", [1.0, 0.0, 0.0], 2)
+    assert store.vector_search("Entity", np.ones(DIM), 0) == []
+    assert len(store.vector_search("Entity", np.ones(DIM), 10)) == 3
+    with pytest.raises(GraphStoreError, match="not a vector column|no column"):
+        store.vector_search("Extraction", np.ones(DIM), 2)
+
+
+def test_fts_search_bm25_and_new_rows(store: GraphStore) -> None:
+    store.bulk_load_nodes("Chunk", [
+        {"id": "c1", "text": "The cat sat on the mat."},
+        {"id": "c2", "text": "Dogs chase cats through Paris."},
+        {"id": "c3", "text": "Quantum physics is hard."},
+    ])
+    with pytest.raises(GraphStoreError, match="No full-text index") as info:
+        store.fts_search("cat", 3)
+    assert "ensure_fts_index" in info.value.user_message()
+    store.ensure_fts_index("Chunk")
+    store.ensure_fts_index("Chunk")
+    hits = store.fts_search("cats in Paris", 3)
+    assert hits[0][0] == "c2" and {h[0] for h in hits} == {"c1", "c2"}
+    assert hits[0][1] > hits[1][1] > 0
+    # rows added after the index was built are searchable without a rebuild
+    store.bulk_load_nodes("Chunk", [{"id": "c4", "text": "A zebra crossing in Paris."}])
+    store.execute("CREATE (:Chunk {id: 'c5', text: 'zebra zebra zebra'})")
+    assert [h[0] for h in store.fts_search("zebra", 5)] == ["c5", "c4"]
+    store.delete_where("Chunk", "id", "c5")
+    assert [h[0] for h in store.fts_search("zebra", 5)] == ["c4"]
+
+
+@pytest.mark.parametrize("query", [
+    "it's \"quoted\"", "}", "cat)", "' OR 1=1 --", "\\", "", "   ", "*", "**", "?", "c?t", "$q", "ünï",
+])
+def test_fts_search_punctuation_never_fails(store: GraphStore, query: str) -> None:
+    store.bulk_load_nodes("Chunk", [{"id": "c1", "text": "the cat's whiskers"}, {"id": "c2", "text": "dog"}])
+    store.ensure_fts_index("Chunk")
+    hits = store.fts_search(query, 5)
+    # wildcards are not honoured: "*" must not return every chunk
+    assert all(h[0] == "c1" for h in hits)
+    if "cat" in query:
+        assert [h[0] for h in hits] == ["c1"]
+
+
+def test_pagerank_star_centre_highest(store: GraphStore) -> None:
+    ids = ["hub"] + [f"leaf{i}" for i in range(6)] + ["island"]
+    store.bulk_load_nodes("Chunk", [{"id": i} for i in ids])
+    edges = [{"from": f"leaf{i}", "to": "hub", "kind": "semantic", "weight": 1.0} for i in range(6)]
+    store.bulk_load_rels("KNN", edges, from_table="Chunk", to_table="Chunk")
+    ranks = store.pagerank("Chunk", "KNN", damping=0.85)
+    assert set(ranks) == set(ids)
+    assert max(ranks, key=ranks.get) == "hub"
+    leaves = [ranks[f"leaf{i}"] for i in range(6)]
+    assert max(leaves) - min(leaves) < 1e-9 and ranks["hub"] > 3 * leaves[0]
+    assert ranks["island"] == pytest.approx(leaves[0])
+    assert sum(ranks.values()) == pytest.approx(1.0)
+    # damping matters: with less damping the hub collects less
+    assert store.pagerank("Chunk", "KNN", damping=0.5)["hub"] < ranks["hub"]
+    with pytest.raises(GraphStoreError, match="does not connect"):
+        store.pagerank("Chunk", "MENTIONS")

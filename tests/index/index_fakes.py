@@ -1,0 +1,88 @@
+"""Test doubles for the index tests: a scripted LLM (is_offline False) and a tiny corpus."""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+from kgviz.errors import ProviderError
+from kgviz.index.heuristic import extract_offline
+from kgviz.ingest import document_from_text
+from kgviz.text import count_tokens
+from kgviz.types import Completion, Document, Message, Usage
+
+STORIES = {
+    "Orrin Bridge": (
+        "The Orrin Bridge crosses the River Vell at Dunmore. It was designed by Mira Tesk. "
+        "Tesk founded Tesk Works in 1921. In 1949 Kell Arden said that the Orrin Bridge was unsafe."
+    ),
+    "Mira Tesk": (
+        "Mira Tesk was born in Aldport in 1890. She studied at the University of Aldport. "
+        "Tesk married Jon Varr in 1915. Mira Tesk died in Dunmore in 1960."
+    ),
+    "Kell Arden": (
+        "Kell Arden was a journalist from Aldport. Arden works for the Dunmore Courier. "
+        "Kell Arden was born in Dunmore in 1902."
+    ),
+    "Aldport": (
+        "Aldport is the capital of Veyn. Aldport is located on the coast. "
+        "The University of Aldport was founded in 1850."
+    ),
+}
+
+
+def corpus(names: Sequence[str] | None = None) -> list[Document]:
+    return [document_from_text(STORIES[n], title=n, source=f"{n}.txt") for n in (names or STORIES)]
+
+
+def chunk_text_of(prompt: str) -> str:
+    """The chunk text inside a rendered EXTRACT_TRIPLES prompt."""
+    return prompt.rsplit("Text: ", 1)[1].rsplit("\nTriples:", 1)[0]
+
+
+def offline_reply(text: str) -> str:
+    return "\n".join(t.render() for t in extract_offline(text).triples)
+
+
+class ScriptedLLM:
+    """Answers extraction prompts with ``script(chunk_text)`` (default: the offline extractor's
+    triples, so the LLM path yields real graphs). A script may raise ProviderError."""
+
+    provider = "fake"
+    model = "scripted-1"
+
+    def __init__(self, script: Callable[[str], str] | None = None, delay_s: float = 0.0) -> None:
+        self.script = script or offline_reply
+        self.delay_s = delay_s
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    @property
+    def is_offline(self) -> bool:
+        return False
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: str | None = None,
+        max_tokens: int = 1024,
+        json_schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        with self._lock:
+            self.calls += 1
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        prompt = messages[-1].content
+        text = self.script(chunk_text_of(prompt))
+        usage = Usage(input_tokens=count_tokens(prompt), output_tokens=count_tokens(text), calls=1)
+        return Completion(text=text, usage=usage, model=self.model, provider=self.provider)
+
+
+def failing_for(marker: str, inner: Callable[[str], str] = offline_reply) -> Callable[[str], str]:
+    def script(text: str) -> str:
+        if marker in text:
+            raise ProviderError(f"HTTP 529 overloaded while extracting ({marker})")
+        return inner(text)
+
+    return script

@@ -1,0 +1,33 @@
+"""top_k_neighbours: the numpy core of the KG-Retriever document layer."""
+from __future__ import annotations
+
+import numpy as np
+
+from kgviz.index.doc_layer import signature, top_k_neighbours
+
+
+def test_top_k_matches_brute_force() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(50, 8)).astype(np.float32)
+    idx, sims = top_k_neighbours(x, 3)
+    xn = x / np.linalg.norm(x, axis=1, keepdims=True)
+    full = xn @ xn.T
+    np.fill_diagonal(full, -np.inf)
+    for i in range(50):
+        want = np.argsort(-full[i], kind="stable")[:3]
+        assert list(idx[i]) == list(want)
+        assert np.allclose(sims[i], full[i, want], atol=1e-6)
+
+
+def test_ties_small_n_and_zero_rows() -> None:
+    x = np.array([[1, 0], [1, 0], [1, 0], [0, 0]], dtype=np.float32)
+    idx, sims = top_k_neighbours(x, 5)
+    assert idx.shape == (4, 3)  # k is capped at n - 1
+    assert list(idx[0][:2]) == [1, 2] and list(idx[2][:2]) == [0, 1]  # equal cosines: lower index first
+    assert np.allclose(sims[3], 0)  # an empty document is similar to nothing
+    assert top_k_neighbours(x[:1], 3)[0].shape == (1, 0)
+
+
+def test_signature_depends_on_ids_and_k() -> None:
+    assert signature(["a", "b"], 3) == signature(["b", "a"], 3)
+    assert signature(["a", "b"], 3) != signature(["a", "b"], 2) != signature(["a"], 2)

@@ -1,0 +1,99 @@
+"""Curated KG import: rows, entities, bad lines with line numbers, hold-out filters."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kgviz.errors import IngestError
+from kgviz.graph.store import GraphStore
+from kgviz.index.import_kg import import_kg
+from kgviz.providers.embedders import HashingEmbedder
+
+EMB = HashingEmbedder(64)
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "kg_2wiki_evidence"
+
+TSV = "\n".join([
+    "head\trelation\ttail\thead_qid\ttail_qid\tsplit\tquestion_id",
+    "Orrin Bridge\tdesigner\tEdda Lunn\tQ1\t\teval\tq1",          # 2
+    "Edda Lunn\tplace of birth\tKellhaven\t\t\teval\tq1",          # 3
+    "Kellhaven\tcountry\tLessary\t\t\ttrain\t",                   # 4
+    "only\ttwo columns",                                          # 5: bad
+    "\tcountry\tLessary\t\t\ttrain\t",                            # 6: bad (empty head)
+    "",                                                           # 7: blank, ignored
+    "Tarrow\tlocated in\tLessary\t\t\ttrain\t\textra",            # 8: bad (8 columns)
+    "Saltwind Fair\tlocation\tTarrow\t\t\ttrain\tq2",             # 9
+])
+ENTITIES = "\n".join([
+    json.dumps({"label": "Edda Lunn", "qid": "Q7", "description": "Edda Lunn was a civil engineer."}),
+    "{not json",                                                    # 2: bad
+    json.dumps(["a list"]),                                         # 3: bad
+    json.dumps({"qid": "Q9"}),                                      # 4: bad (no label)
+    json.dumps({"label": "Kellhaven", "description": "Kellhaven is the capital of Lessary."}),
+])
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    t, e = tmp_path / "triples.tsv", tmp_path / "entities.jsonl"
+    t.write_text(TSV, encoding="utf-8")
+    e.write_text(ENTITIES, encoding="utf-8")
+    return t, e
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = GraphStore.open(tmp_path / "ws", embedder_id=EMB.id, dim=EMB.dim)
+    yield s
+    s.close()
+
+
+def test_import_reports_bad_rows_with_line_numbers(store: GraphStore, files: tuple[Path, Path]) -> None:
+    report = import_kg(store, EMB, *files)
+    assert [n for n, _ in report.bad_rows] == [5, 6, 8]
+    assert "2 columns" in report.bad_rows[0][1] and "empty head" in report.bad_rows[1][1]
+    assert [n for n, _ in report.bad_entity_rows] == [2, 3, 4]
+    assert report.rows_loaded == report.triples == 4
+    ents = {r["id"]: r for r in store.query("MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.origin AS o, e.description AS d")}
+    assert set(ents) == {"kg:Q1", "kg:Q7", "kg:kellhaven", "kg:lessary", "kg:tarrow", "kg:saltwind fair"}
+    assert ents["kg:Q7"]["d"] == "Edda Lunn was a civil engineer." and {e["o"] for e in ents.values()} == {"curated"}
+    rel = store.query(
+        "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.id = $a RETURN r.relation AS rel, r.origin AS o, b.name AS b",
+        {"a": "kg:Q7"},
+    )
+    assert rel == [{"rel": "place of birth", "o": "curated", "b": "Kellhaven"}]
+    t = store.query("MATCH (t:Triple)-[:SUBJ]->(s:Entity) WHERE s.id = $s RETURN t.origin AS o, t.text AS text", {"s": "kg:Q1"})
+    assert t == [{"o": "curated", "text": "Orrin Bridge designer Edda Lunn"}]
+    c = store.counts()
+    assert c["SUBJ"] == c["OBJ"] == c["RELATED"] == 4
+    again = import_kg(store, EMB, *files)  # idempotent
+    assert again.entities == again.triples == 0 and store.counts() == c
+
+
+def test_hold_out_by_question_and_split(store: GraphStore, files: tuple[Path, Path]) -> None:
+    report = import_kg(store, EMB, files[0], exclude_question_ids=["q1"])
+    assert report.rows_loaded == 2 and report.rows_excluded == 2
+    names = {r["n"] for r in store.query("MATCH (e:Entity) RETURN e.name AS n")}
+    assert "Edda Lunn" not in names  # only held-out facts mentioned her
+    only_eval = import_kg(store, EMB, files[0], splits=["eval"])
+    assert only_eval.rows_loaded == 2 and only_eval.rows_excluded == 2
+
+
+def test_unusable_files_raise_typed_errors(store: GraphStore, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("subject\tpredicate\tobject\nA\tB\tC\n")
+    with pytest.raises(IngestError, match="lacks column"):
+        import_kg(store, EMB, bad)
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("")
+    with pytest.raises(IngestError, match="empty"):
+        import_kg(store, EMB, empty)
+
+
+@pytest.mark.data
+@pytest.mark.skipif(not (DATA / "triples.tsv").exists(), reason="shared data absent")
+def test_shared_2wiki_kg_folder(store: GraphStore) -> None:
+    report = import_kg(store, EMB, DATA, splits=["train"])
+    assert report.bad_rows == [] and report.rows_loaded + report.rows_excluded == 1687
+    assert report.descriptions > 0 and store.counts()["Triple"] == report.triples

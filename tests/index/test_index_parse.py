@@ -1,0 +1,136 @@
+"""The LLM-reply parser: accepted shapes, hypernodes, malformed counting, and fuzzing."""
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kgviz.index.parse import MAX_DEPTH, parse_triples
+from kgviz.index.triples import ExtractedTriple, Mention
+from kgviz.prompts.extraction import EXTRACT_TRIPLES_EXAMPLES
+
+
+def rendered(raw: str) -> list[str]:
+    return [t.render() for t in parse_triples(raw).triples]
+
+
+def test_house_format_one_and_many_per_line() -> None:
+    out = parse_triples("(Mira Tesk; was born in; Aldport)\n(a; b; c), (d; e; f)")
+    assert [t.render() for t in out.triples] == ["(Mira Tesk; was born in; Aldport)", "(a; b; c)", "(d; e; f)"]
+    assert out.n_malformed == 0 and out.status == "ok"
+
+
+def test_hypernodes_parse_recursively() -> None:
+    out = parse_triples("((Kell Arden; founded; Tesk Works); in year; 1921)\n(Mira Tesk; said; (Orrin Bridge; was; unsafe))")
+    first, second = out.triples
+    assert isinstance(first.subject, ExtractedTriple) and first.subject.render() == "(Kell Arden; founded; Tesk Works)"
+    assert first.relation == "in year" and first.object == Mention("1921")
+    assert isinstance(second.object, ExtractedTriple) and second.object.object == Mention("unsafe")
+    assert second.depth() == 2
+    assert [t.render() for t in second.nested()] == ["(Orrin Bridge; was; unsafe)", second.render()]
+
+
+def test_noise_around_triples_is_tolerated() -> None:
+    raw = """Sure! Here are the triples (as requested):
+```
+1. (Mira Tesk; was born in; Aldport)
+- (Kell Arden; founded; Tesk Works)
+* 2) "Orrin Bridge"; spans; "River Vell"
+```
+Let me know if you need more."""
+    out = parse_triples(raw)
+    assert rendered(raw) == [
+        "(Mira Tesk; was born in; Aldport)", "(Kell Arden; founded; Tesk Works)", "(Orrin Bridge; spans; River Vell)",
+    ]
+    assert out.n_malformed == 0  # prose lines and a parenthetical remark are not failed triples
+
+
+def test_json_whole_reply_and_json_lines() -> None:
+    whole = '{"triples": [["a", "b", "c"], {"head": "h", "relation": "r", "tail": ["x", "y", "z"]}, 7]}'
+    out = parse_triples(whole)
+    assert [t.render() for t in out.triples] == ["(a; b; c)", "(h; r; (x; y; z))"]
+    assert out.n_malformed == 1
+    assert rendered('["p", "q", "r"]\n{"subject": "s", "predicate": "v", "object": "o"}') == ["(p; q; r)", "(s; v; o)"]
+
+
+def test_separator_fallbacks_types_and_arrows() -> None:
+    assert rendered("(Paris, capital of, France)") == ["(Paris; capital of; France)"]
+    assert rendered("(Paris | capital of | France)") == ["(Paris; capital of; France)"]
+    assert rendered("(Tesk Works [organisation]; is in; Aldport [place])") == [
+        "(Tesk Works [organisation]; is in; Aldport [place])"
+    ]
+    assert rendered("(Mira)-[designed]->(Orrin Bridge)") == ["(Mira; designed; Orrin Bridge)"]
+    assert rendered("(a; b; c; d)") == ["(a; b; c; d)"]  # extra parts stay in the object
+
+
+def test_unbalanced_parentheses_are_repaired_with_a_warning() -> None:
+    out = parse_triples("((Mira Tesk; said; (Orrin Bridge; was; unsafe))")
+    assert [t.render() for t in out.triples] == ["(Mira Tesk; said; (Orrin Bridge; was; unsafe))"]
+    assert any("unbalanced" in w for w in out.warnings)
+    out = parse_triples("(a; b; c))) (d; e; f")
+    assert [t.render() for t in out.triples] == ["(a; b; c)", "(d; e; f)"]
+
+
+def test_malformed_lines_are_counted_not_raised() -> None:
+    out = parse_triples("(a; b; c)\n(only; two)\n(; empty; subject)\n(x; y; z)")
+    assert [t.render() for t in out.triples] == ["(a; b; c)", "(x; y; z)"]
+    assert out.n_malformed == 2 and out.status == "partial"
+
+
+def test_no_triples_none_and_empty() -> None:
+    assert parse_triples("NONE").status == "ok" and parse_triples("NONE").triples == []
+    assert parse_triples("").status == "ok"
+    prose = parse_triples("The text talks about a bridge.")
+    assert prose.status == "failed" and prose.triples == []
+
+
+def test_duplicates_collapse_and_cap() -> None:
+    out = parse_triples("(a; b; c)\n(A; B; C)\n(d; e; f)", max_triples=1)
+    assert [t.render() for t in out.triples] == ["(a; b; c)"]
+    assert any("kept the first 1" in w for w in out.warnings)
+
+
+def test_depth_limit() -> None:
+    deep = "(a; r; " * (MAX_DEPTH + 2) + "z" + ")" * (MAX_DEPTH + 2)
+    out = parse_triples(deep)
+    assert out.triples == [] and out.n_malformed == 1
+
+
+def test_prompt_examples_parse_back_to_their_triples() -> None:
+    blocks = EXTRACT_TRIPLES_EXAMPLES.split("\n\nText: ")
+    assert len(blocks) == 6  # KG-RAG §3.1: six-shot
+    for block in blocks:
+        lines = block.split("Triples:\n", 1)[1].splitlines()
+        out = parse_triples("\n".join(lines))
+        assert out.n_malformed == 0 and len(out.triples) == len(lines), block
+
+
+_ALPHABET = st.sampled_from(list("();|[]{}\"'`,:-*•#>\n\t 1.") + ["a", "B", "é", "NONE", "```", "->", "→", "（", "）", "\\", "\x00"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_ALPHABET, max_size=120).map("".join))
+def test_fuzz_structured_garbage_never_raises(raw: str) -> None:
+    out = parse_triples(raw)
+    assert out.n_malformed >= 0 and out.status in ("ok", "partial", "failed")
+    for t in out.triples:
+        assert t.relation and t.depth() <= MAX_DEPTH
+        assert all(m.text for m in t.mentions())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300))
+def test_fuzz_arbitrary_text_never_raises(raw: str) -> None:
+    parse_triples(raw)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.recursive(
+    st.one_of(st.text(max_size=5), st.integers(), st.none(), st.booleans()),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.sampled_from(["subject", "head", "relation", "object", "tail", "x"]), kids, max_size=4),
+    max_leaves=20,
+))
+def test_fuzz_json_shapes_never_raise(data: object) -> None:
+    import json
+
+    parse_triples(json.dumps(data))
+    parse_triples(None)

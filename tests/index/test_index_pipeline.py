@@ -1,0 +1,232 @@
+"""build(): provenance, idempotence, resume after cancel, LLM path with bad replies, retries."""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import pytest
+
+from index_fakes import ScriptedLLM, corpus, failing_for, offline_reply
+from kgviz.errors import AuthenticationError, BuildCancelled, EmbedderMismatchError
+from kgviz.graph.store import GraphStore
+from kgviz.index import graph_write as gw
+from kgviz.index.heuristic import HEURISTIC_NAME
+from kgviz.index.pipeline import STAGES, BuildParams, ProgressEvent, build
+from kgviz.providers.embedders import HashingEmbedder
+from kgviz.providers.offline import OfflineLLM
+from kgviz.reasoning import Reasoner
+
+EMB = HashingEmbedder(64)
+# small chunks so the four stories give several chunks each (overlap 0 keeps counts simple)
+SMALL = BuildParams(chunk_tokens=24, chunk_overlap=0, workers=2, batch_size=2, similar_docs_k=2)
+
+
+@pytest.fixture
+def open_store(tmp_path: Path) -> Iterator:
+    stores: list[GraphStore] = []
+
+    def make(name: str = "ws") -> GraphStore:
+        s = GraphStore.open(tmp_path / name, embedder_id=EMB.id, dim=EMB.dim)
+        stores.append(s)
+        return s
+
+    yield make
+    for s in stores:
+        s.close()
+
+
+def offline() -> Reasoner:
+    return Reasoner(OfflineLLM(), EMB)
+
+
+def test_offline_build_provenance_and_hypernodes(open_store) -> None:
+    store = open_store()
+    events: list[ProgressEvent] = []
+    report = build(corpus(), store, offline(), SMALL, progress=events.append)
+    c = report.counts
+    assert report.new_documents == 4 and c["Document"] == 4 and c["Chunk"] == report.new_chunks > 4
+    assert c["Extraction"] == c["Chunk"] and c["HAS_CHUNK"] == c["Chunk"]
+    assert c["Triple"] == report.new_triples > 15 and c["SUBJ"] == c["OBJ"] == c["Triple"]
+    # every triple: one chunk of its own document, and the sentence it came from is in that chunk
+    rows = store.query(
+        "MATCH (t:Triple)-[:FROM_CHUNK]->(c:Chunk) RETURN t.id AS id, t.chunk_id AS cid, c.id AS linked, "
+        "t.sentence AS sentence, c.text AS text, t.doc_id AS doc, c.doc_id AS cdoc"
+    )
+    assert {r["id"] for r in rows} == {r["id"] for r in store.query("MATCH (t:Triple) RETURN t.id AS id")}
+    for r in rows:
+        assert r["doc"] == r["cdoc"] and r["sentence"] and r["sentence"] in r["text"]
+    # hypernodes: "(Kell Arden; said; (Orrin Bridge; was; unsafe))" and a year qualifier
+    said = store.query(
+        "MATCH (t:Triple)-[:OBJ]->(inner:Triple), (t)-[:SUBJ]->(e:Entity) WHERE t.relation = $r "
+        "RETURN e.name AS who, inner.text AS what",
+        {"r": "said"},
+    )
+    assert said == [{"who": "Kell Arden", "what": "Orrin Bridge was unsafe"}]
+    years = store.query("MATCH (t:Triple)-[:SUBJ]->(:Triple) WHERE t.relation = $r RETURN t.text AS text", {"r": "in year"})
+    assert any(r["text"] == "Mira Tesk founded Tesk Works in year 1921" for r in years)
+    # surname aliases resolved inside each document, entity shared across documents
+    tesk = store.query("MATCH (e:Entity) WHERE e.id = $id RETURN e.name AS name, e.aliases AS aliases, e.n_mentions AS n", {"id": "ent:mira tesk"})
+    assert tesk[0]["name"] == "Mira Tesk" and "Tesk" in tesk[0]["aliases"].split("|")
+    docs = store.query("MATCH (d:Document)-[:HAS_CHUNK]->(:Chunk)-[:MENTIONS]->(e:Entity) WHERE e.id = $id RETURN DISTINCT d.title AS t", {"id": "ent:mira tesk"})
+    assert {r["t"] for r in docs} == {"Orrin Bridge", "Mira Tesk"}
+    assert tesk[0]["n"] == store.query("MATCH (:Chunk)-[m:MENTIONS]->(e:Entity) WHERE e.id = $id RETURN count(m) AS n", {"id": "ent:mira tesk"})[0]["n"]
+    ext = store.query("MATCH (x:Extraction) RETURN DISTINCT x.mode AS mode, x.prompt_name AS p, x.status AS s")
+    assert ext == [{"mode": "offline", "p": HEURISTIC_NAME, "s": "ok"}]
+    assert any(m[0] == "Mira Tesk" and "Tesk" in m[1] for m in report.merges)
+    # progress: stages in order, extract counts up to the number of chunks
+    stages = [e.stage for e in events]
+    assert [s for s in STAGES if s in stages] == sorted(set(stages), key=stages.index)
+    extract = [e.done for e in events if e.stage == "extract"]
+    assert extract == sorted(extract) and extract[-1] == c["Chunk"]
+    d = report.to_dict()
+    assert d["mode"] == "offline" and d["seconds_total"] > 0 and set(d["seconds_by_stage"]) == set(STAGES)
+
+
+def test_rerun_adds_nothing_and_calls_nothing(open_store) -> None:
+    store = open_store()
+    llm = ScriptedLLM()
+    first = build(corpus(), store, Reasoner(llm, EMB), SMALL)
+    calls = llm.calls
+    assert calls == first.counts["Chunk"]
+    # LLM triples carry no sentence: provenance is the chunk sentence sharing most words
+    rows = store.query("MATCH (t:Triple)-[:FROM_CHUNK]->(c:Chunk) RETURN t.sentence AS s, c.text AS text, t.text AS t")
+    assert rows and all(r["s"] and r["s"] in r["text"] for r in rows)
+    born = next(r for r in rows if r["t"] == "Mira Tesk was born in Aldport")
+    assert born["s"] == "Mira Tesk was born in Aldport in 1890."
+    second = build(corpus(), store, Reasoner(llm, EMB), SMALL)
+    assert llm.calls == calls and second.new_documents == 0 and second.skipped_documents == 4
+    assert second.counts == first.counts
+
+
+def test_incremental_build_equals_clean_build(open_store) -> None:
+    a, b = open_store("a"), open_store("b")
+    build(corpus(["Mira Tesk", "Orrin Bridge"]), a, offline(), SMALL)
+    inc = build(corpus(), a, offline(), SMALL)
+    clean = build(corpus(), b, offline(), SMALL)
+    assert inc.new_documents == 2 and inc.counts == clean.counts
+    desc = a.query("MATCH (e:Entity) WHERE e.id = $id RETURN e.description AS d", {"id": "ent:aldport"})[0]["d"]
+    assert "Aldport is the capital of Veyn." in desc or "Mira Tesk was born in Aldport in 1890." in desc
+
+
+def test_similar_doc_is_top_k_by_cosine(open_store) -> None:
+    store = open_store()
+    build(corpus(), store, offline(), SMALL)
+    ids = [r["id"] for r in store.query("MATCH (d:Document) RETURN d.id AS id ORDER BY id")]
+    embs = store.get_embeddings("Document", ids)
+    m = np.stack([embs[i] for i in ids])
+    sims = m @ m.T / np.outer(np.linalg.norm(m, axis=1), np.linalg.norm(m, axis=1))
+    edges = store.query("MATCH (a:Document)-[r:SIMILAR_DOC]->(b:Document) RETURN a.id AS a, b.id AS b, r.weight AS w")
+    by_src: dict[str, list[tuple[str, float]]] = {}
+    for e in edges:
+        by_src.setdefault(e["a"], []).append((e["b"], e["w"]))
+    for i, src in enumerate(ids):
+        order = [ids[j] for j in np.argsort(-sims[i], kind="stable") if j != i and sims[i, j] > 0][:2]
+        got = by_src.get(src, [])
+        assert [b for b, _ in sorted(got, key=lambda x: -x[1])] == order
+        for b, w in got:
+            assert w == pytest.approx(sims[i, ids.index(b)], abs=1e-5)
+    # K changes -> the layer is rebuilt with the new K
+    report = build(corpus(), store, offline(), BuildParams(chunk_tokens=24, chunk_overlap=0, similar_docs_k=1))
+    assert report.counts["SIMILAR_DOC"] <= 4
+
+
+def test_cancel_mid_build_then_resume_without_duplicates(open_store) -> None:
+    store, clean_store = open_store("a"), open_store("clean")
+    cancel = threading.Event()
+    params = BuildParams(chunk_tokens=24, chunk_overlap=0, workers=1, batch_size=1, similar_docs_k=2, flush_interval_s=0)
+
+    def progress(ev: ProgressEvent) -> None:
+        if ev.stage == "extract" and ev.done >= 3:
+            cancel.set()
+
+    llm = ScriptedLLM()
+    with pytest.raises(BuildCancelled):
+        build(corpus(), store, Reasoner(llm, EMB), params, progress=progress, cancel=cancel)
+    done = store.counts()
+    assert 3 <= done["Extraction"] < llm.calls + 2 and done["Document"] == done["Triple"] == 0
+    llm2 = ScriptedLLM()
+    resumed = build(corpus(), store, Reasoner(llm2, EMB), params)
+    clean = build(corpus(), clean_store, Reasoner(ScriptedLLM(), EMB), params)
+    assert resumed.counts == clean.counts
+    assert llm2.calls == clean.counts["Chunk"] - done["Extraction"] and resumed.reused_extractions == done["Extraction"]
+
+
+def test_llm_path_counts_malformed_lines_and_records_failures(open_store) -> None:
+    store = open_store()
+
+    def script(text: str) -> str:
+        if "capital of Veyn" in text:
+            return "I could not find any facts, sorry."  # no triple at all -> failed
+        if "journalist" in text:
+            return offline_reply(text) + "\n(broken; line)\n(also broken"
+        return failing_for("University of Aldport")(text)
+
+    report = build(corpus(), store, Reasoner(ScriptedLLM(script), EMB), SMALL)
+    assert report.mode == "fake:scripted-1" and report.n_malformed_lines == 2
+    reasons = " | ".join(f[1] for f in report.failures)
+    assert "overloaded" in reasons and "no triple" in reasons
+    statuses = {r["s"]: r["n"] for r in store.query("MATCH (x:Extraction) RETURN x.status AS s, count(*) AS n")}
+    assert statuses["partial"] == 1 and statuses["failed"] == len(report.failures) == 2
+    raw = store.query("MATCH (x:Extraction) WHERE x.status = $s RETURN x.raw AS raw, x.error AS err", {"s": "partial"})[0]
+    assert "(broken; line)" in raw["raw"] and "could not read" in raw["err"]
+    assert report.usage.input_tokens > 0 and report.counts["Document"] == 4
+    # re-run with a healthy model: only the failed chunks go back to it, result equals a clean build
+    llm = ScriptedLLM()
+    again = build(corpus(), store, Reasoner(llm, EMB), SMALL)
+    assert llm.calls == 2 and again.retried_documents == 2 and not again.failures
+    clean = build(corpus(), open_store("clean"), Reasoner(ScriptedLLM(), EMB), SMALL)
+    assert again.counts == clean.counts
+
+
+def test_auth_error_stops_the_build_but_keeps_finished_chunks(open_store) -> None:
+    store = open_store()
+
+    def script(text: str) -> str:
+        if "Aldport is the capital" in text:
+            raise AuthenticationError("401 invalid x-api-key")
+        return offline_reply(text)
+
+    params = BuildParams(chunk_tokens=24, chunk_overlap=0, workers=1, batch_size=1, flush_interval_s=0)
+    with pytest.raises(AuthenticationError):
+        build(corpus(), store, Reasoner(ScriptedLLM(script), EMB), params)
+    assert store.counts()["Extraction"] >= 1 and store.counts()["Document"] == 0
+
+
+def test_half_written_documents_are_purged_and_rebuilt(open_store) -> None:
+    store, clean_store = open_store("a"), open_store("clean")
+    build(corpus(["Aldport"]), store, offline(), SMALL)
+    # simulate a process killed in the middle of writing "Mira Tesk"
+    doc = corpus(["Mira Tesk"])[0]
+    gw.set_pending(store, [doc.id])
+    store.bulk_load_nodes("Document", [{"id": doc.id, "title": doc.title, "text": doc.text}])
+    store.bulk_load_nodes("Chunk", [{"id": f"{doc.id}#c0", "doc_id": doc.id, "ord": 0, "text": "partial"}])
+    store.bulk_load_rels("HAS_CHUNK", [{"from": doc.id, "to": f"{doc.id}#c0"}], from_table="Document", to_table="Chunk")
+    report = build(corpus(), store, offline(), SMALL)
+    assert report.resumed_documents == 1 and gw.pending_documents(store) == []
+    assert report.counts == build(corpus(), clean_store, offline(), SMALL).counts
+
+
+def test_embedder_mismatch_is_refused(open_store) -> None:
+    store = open_store()
+    with pytest.raises(EmbedderMismatchError):
+        build(corpus(), store, Reasoner(OfflineLLM(), HashingEmbedder(32)), SMALL)
+
+
+def test_sample_data_builds_a_usable_graph(open_store) -> None:
+    from kgviz.ingest import load_paths
+
+    sample = Path(__file__).resolve().parents[2] / "sample_data" / "corpus"
+    if not sample.exists():
+        pytest.skip("sample_data absent")
+    store = open_store()
+    report = build(load_paths([sample]).documents, store, offline())
+    n_docs = report.counts["Document"]
+    assert n_docs >= 10 and report.counts["Triple"] > 100 and report.counts["RELATED"] > 80
+    found = store.query(
+        "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE b.id = $b AND r.relation = $rel RETURN a.name AS who",
+        {"b": "ent:orrin bridge", "rel": "designed"},
+    )
+    assert [r["who"] for r in found] == ["Edda Lunn"]
+    assert report.counts["SIMILAR_DOC"] == 3 * n_docs  # K=3 out-edges per document

@@ -1,0 +1,115 @@
+"""Entity resolution rules and the assembly of graph rows (pure parts)."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from kgviz.index.assemble import assemble, finalise
+from kgviz.index.parse import parse_triples
+from kgviz.index.resolve import (
+    best_sentence,
+    display_name,
+    document_aliases,
+    merge_descriptions,
+    normalise_key,
+)
+from kgviz.types import Chunk
+
+
+@pytest.mark.parametrize(
+    ("surface", "key"),
+    [
+        ("The Orrin Bridge", "orrin bridge"),
+        ("orrin   bridge", "orrin bridge"),
+        ("Orrin Bridge's", "orrin bridge"),
+        ("“Orrin Bridge”", "orrin bridge"),
+        ("Dr. Mira Tesk", "mira tesk"),
+        ("U.S.", "us"),
+        ("12,300", "12300"),
+        ("Tesk & Sons", "tesk and sons"),
+        ("Saint-Exupéry", "saint exupéry"),
+        ("...", ""),
+    ],
+)
+def test_normalise_key(surface: str, key: str) -> None:
+    assert normalise_key(surface) == key
+
+
+def test_display_name_keeps_title_the() -> None:
+    assert display_name("the Institute") == "Institute"
+    assert display_name('"The Salt Road"') == "The Salt Road"
+    assert display_name("Tesk's") == "Tesk"
+
+
+def forms(**keys: list[str]) -> dict[str, Counter[str]]:
+    return {k.replace("_", " "): Counter(v) for k, v in keys.items()}
+
+
+def test_surname_alias_only_when_unique() -> None:
+    aliases = document_aliases(forms(edda_lunn=["Edda Lunn"], lunn=["Lunn", "Lunn"], marrec=["Marrec"],
+                                     tobias_marrec=["Tobias Marrec"], selma_marrec=["Selma Marrec"]))
+    assert aliases == {"lunn": "edda lunn"}  # two Marrecs: no merge
+
+
+def test_surname_alias_never_joins_places_or_first_words() -> None:
+    aliases = document_aliases(forms(kellhaven=["Kellhaven"], kellhaven_courier=["Kellhaven Courier"],
+                                     ossel=["Ossel"], river_ossel=["River Ossel"], mira=["Mira"], mira_tesk=["Mira Tesk"]))
+    assert aliases == {}
+
+
+def test_head_noun_and_acronym_aliases() -> None:
+    aliases = document_aliases(forms(institute=["the Institute"], ossel_marine_institute=["Ossel Marine Institute"],
+                                     omi=["OMI"], university=["the university"]))
+    assert aliases == {"institute": "ossel marine institute", "omi": "ossel marine institute"}
+    two = document_aliases(forms(institute=["Institute"], a_institute=["Alder Institute"], b_institute=["Birch Institute"]))
+    assert two == {}
+    lowercase = document_aliases(forms(province=["province"], coastal_province=["coastal province"]))
+    assert lowercase == {}  # attributes are not names
+
+
+def test_descriptions_and_best_sentence() -> None:
+    old = "Lunn was born in Kellhaven. She studied at Kellhaven University."
+    new = ["She studied at Kellhaven University.", "Lunn died in 1940."]
+    assert merge_descriptions(old, new, 3) == f"{old} Lunn died in 1940."
+    assert merge_descriptions(old, new, 2) == old
+    sents = ["Mira Tesk was born in Aldport.", "Tesk founded Tesk Works in 1921."]
+    assert best_sentence("Mira Tesk founded Tesk Works", sents) == sents[1]
+
+
+def _chunk(doc: str, n: int, text: str) -> Chunk:
+    return Chunk(id=f"{doc}#c{n}", doc_id=doc, ord=n, text=text, n_tokens=len(text.split()))
+
+
+def test_assemble_merges_aliases_dedups_overlap_and_keeps_provenance() -> None:
+    c0 = _chunk("doc:a", 0, "Edda Lunn was born in Kellhaven. Lunn designed the Orrin Bridge.")
+    c1 = _chunk("doc:a", 1, "Lunn designed the Orrin Bridge. Lunn died in Kellhaven.")  # overlap repeats a sentence
+    c2 = _chunk("doc:b", 0, "The Orrin Bridge crosses the River Ossel.")
+    outputs = {
+        c0.id: parse_triples("(Edda Lunn; was born in; Kellhaven)\n(Lunn; designed; Orrin Bridge)"),
+        c1.id: parse_triples("(Lunn; designed; the Orrin Bridge)\n(Lunn; died in; Kellhaven)"),
+        c2.id: parse_triples("(The Orrin Bridge; crosses; River Ossel)\n((Orrin Bridge; crosses; River Ossel); since; 1903)"),
+    }
+    acc = assemble([("doc:a", [c0, c1]), ("doc:b", [c2])], outputs)
+    finalise(acc, {})
+    lunn = acc.entities["ent:edda lunn"]
+    assert lunn.name == "Edda Lunn" and set(lunn.surface_forms) == {"Edda Lunn", "Lunn"}
+    assert lunn.chunks == {c0.id, c1.id}
+    designed = [t for t in acc.triples.values() if t.relation == "designed"]
+    assert len(designed) == 1  # one node per fact per document ...
+    assert {c for (t, c) in acc.from_chunk if t == designed[0].id} == {c0.id, c1.id}  # ... stated by two chunks
+    assert designed[0].sentence == "Lunn designed the Orrin Bridge." and designed[0].text == "Edda Lunn designed Orrin Bridge"
+    bridge = acc.entities["ent:orrin bridge"]
+    assert bridge.chunks == {c0.id, c1.id, c2.id}  # one entity across documents
+    hyper = next(t for t in acc.triples.values() if t.subject_is_triple)
+    assert hyper.subject == "(Orrin Bridge; crosses; River Ossel)" and hyper.doc_id == "doc:b"
+    assert hyper.subject_id in acc.triples and hyper.object_id == "ent:1903"
+    assert ("Edda Lunn", ["Lunn"], 4) in acc.merges()  # 1 full name + 3 surname mentions
+    related = acc.related_rows()
+    assert all(not r["from"].startswith("tri:") for r in related) and len(related) == 4
+
+
+def test_assemble_drops_empty_names_and_self_loops() -> None:
+    c = _chunk("doc:a", 0, "Edda Lunn married Lunn.")
+    acc = assemble([("doc:a", [c])], {c.id: parse_triples("(Edda Lunn; married; Lunn)\n(--; is; x)\n(Edda Lunn; is a; engineer)")})
+    assert acc.n_dropped == 2 and len(acc.triples) == 1

@@ -1,0 +1,287 @@
+"""KET-RAG indexing: the KNN chunk graph (sparse build == brute force), PageRank (== Kùzu's), core
+chunk selection (β fraction, seeded random), sub-chunks + keyword nodes, store writes and the
+Build-page helpers."""
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import pytest
+
+from kgviz.errors import ConfigError
+from kgviz.graph.store import GraphStore
+from kgviz.index import ket
+from kgviz.index.ket import KetParams, build_ket_index, core_chunks, knn_degree_distribution, plan_core
+from kgviz.index.ket_keywords import KeywordRules, build_keyword_layer
+from kgviz.index.knn import LEXICAL, SEMANTIC, build_knn, content_words, pagerank
+from kgviz.providers.embedders import STOPWORDS, HashingEmbedder, l2_normalise
+from kgviz.text import count_tokens, split_sentences
+
+EMB = HashingEmbedder(64)
+VOCAB = ("harbour library lisbon tagus river valencia spain architect opera cardiff wales composer "
+         "museum bridge tower castle port island mountain forest desert glacier canal railway "
+         "station theatre festival orchestra painter poet novel treaty battle empire kingdom "
+         "republic council senate harvest vineyard comet planet telescope engine turbine").split()
+
+
+def synthetic_texts(n: int, seed: int = 7, words: int = 12) -> list[str]:
+    """Sentences from a small vocabulary, so co-occurrence counts tie often (tests the tie rule)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        picked = rng.sample(VOCAB, words)
+        out.append(f"The {picked[0]} and the {picked[1]} are near the {' '.join(picked[2:6])}. "
+                   f"A {picked[6]} of {picked[7]} saw {' and '.join(picked[8:])}.")
+    return out
+
+
+def brute_force(texts: list[str], emb: np.ndarray, k: int, exclude: bool) -> set[tuple[int, int, str]]:
+    """Algorithm 3 lines 3-6 pair by pair, with the same tie rule (best first, then lower index)."""
+    words = [set(content_words(t)) for t in texts]
+    e = l2_normalise(emb)
+    edges: set[tuple[int, int, str]] = set()
+    for i in range(len(texts)):
+        lex = sorted(((len(words[i] & words[j]), j) for j in range(len(texts)) if j != i), key=lambda x: (-x[0], x[1]))
+        lexical = [j for s, j in lex if s > 0][: k // 2]
+        sem = sorted(((float(e[i] @ e[j]), j) for j in range(len(texts)) if j != i and not (exclude and j in lexical)),
+                     key=lambda x: (-x[0], x[1]))
+        semantic = [j for s, j in sem if s > 0][: k // 2]
+        edges |= {(i, j, LEXICAL) for j in lexical} | {(i, j, SEMANTIC) for j in semantic}
+    return edges
+
+
+@pytest.mark.parametrize("k", [2, 4])
+@pytest.mark.parametrize("exclude", [True, False])
+def test_sparse_knn_equals_brute_force(k: int, exclude: bool) -> None:
+    texts = synthetic_texts(23)
+    emb = EMB.embed(texts)
+    g = build_knn(texts, emb, k, exclude_lexical=exclude, block=5)  # several blocks, a ragged last one
+    got = set(zip(g.src.tolist(), g.dst.tolist(), g.kind.tolist()))
+    assert got == brute_force(texts, emb, k, exclude)
+    words = [set(content_words(t)) for t in texts]
+    for s, d, kind, w in zip(g.src.tolist(), g.dst.tolist(), g.kind.tolist(), g.weight.tolist()):
+        expected = len(words[s] & words[d]) if kind == LEXICAL else float(l2_normalise(emb)[s] @ l2_normalise(emb)[d])
+        assert w == pytest.approx(expected, abs=1e-5)
+
+
+@pytest.mark.parametrize("k", [2, 4, 10])
+def test_knn_degree_and_no_self_loops(k: int) -> None:
+    texts = synthetic_texts(40, seed=3)
+    g = build_knn(texts, EMB.embed(texts), k)
+    assert not np.any(g.src == g.dst)
+    assert g.out_degree(LEXICAL).max() <= k // 2 and g.out_degree(SEMANTIC).max() <= k // 2
+    # these texts all share words and have positive cosines, so every chunk gets its full K
+    assert (g.out_degree() == k).all()
+    # paper line 5: semantic neighbours exclude the lexical ones, so no pair is linked twice
+    pairs = list(zip(g.src.tolist(), g.dst.tolist()))
+    assert len(pairs) == len(set(pairs))
+
+
+def test_knn_skips_unrelated_chunks_and_rejects_odd_k() -> None:
+    texts = ["alpha beta gamma delta", "alpha beta gamma epsilon", "zzzz qqqq"]
+    g = build_knn(texts, EMB.embed(texts), 2)
+    lex = {(s, d) for s, d, kind in zip(g.src.tolist(), g.dst.tolist(), g.kind.tolist()) if kind == LEXICAL}
+    assert lex == {(0, 1), (1, 0)}  # the third text shares no keyword with anything
+    with pytest.raises(ConfigError):
+        build_knn(texts, EMB.embed(texts), 3)
+    with pytest.raises(ConfigError):
+        KetParams(k=1)
+
+
+def dense_pagerank(n: int, src: np.ndarray, dst: np.ndarray, damping: float, undirected: bool) -> np.ndarray:
+    a = np.zeros((n, n))
+    for s, d in zip(src, dst):
+        if undirected:
+            a[s, d] = a[d, s] = 1.0
+        else:
+            a[s, d] += 1.0
+    out = a.sum(axis=1)
+    r = np.full(n, 1.0 / n)
+    for _ in range(2000):
+        spread = np.array([r[i] / out[i] if out[i] else 0.0 for i in range(n)]) @ a
+        r = damping * (spread + r[out == 0].sum() / n) + (1 - damping) / n
+    return r / r.sum()
+
+
+@pytest.mark.parametrize("undirected", [False, True])
+def test_pagerank_matches_dense_reference(undirected: bool) -> None:
+    texts = synthetic_texts(30, seed=11)
+    g = build_knn(texts, EMB.embed(texts), 2, exclude_lexical=not undirected)
+    got = pagerank(g.n, g.src, g.dst, damping=0.85, undirected=undirected)
+    assert got.sum() == pytest.approx(1.0)
+    assert np.allclose(got, dense_pagerank(g.n, g.src, g.dst, 0.85, undirected), atol=1e-9)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[GraphStore]:
+    s = GraphStore.open(tmp_path / "ws", embedder_id=EMB.id, dim=EMB.dim)
+    yield s
+    s.close()
+
+
+def load_chunks(store: GraphStore, texts: list[str], n_docs: int = 3) -> list[str]:
+    docs = [{"id": f"doc:{d}", "title": f"Doc {d}", "source": "t", "sha256": str(d), "text": "", "n_tokens": 0}
+            for d in range(n_docs)]
+    ids = [f"doc:{i % n_docs}#c{i // n_docs}" for i in range(len(texts))]
+    rows = [{"id": c, "doc_id": c.split("#")[0], "ord": int(c.split("#c")[1]), "text": t,
+             "n_tokens": count_tokens(t), "emb": e} for c, t, e in zip(ids, texts, EMB.embed(texts))]
+    store.bulk_load_nodes("Document", docs)
+    store.bulk_load_nodes("Chunk", rows)
+    store.bulk_load_rels("HAS_CHUNK", [{"from": r["doc_id"], "to": r["id"]} for r in rows],
+                         from_table="Document", to_table="Chunk")
+    return ids
+
+
+def test_own_pagerank_is_kuzus_iteration_run_to_convergence(store: GraphStore) -> None:
+    """Core chunks are chosen before the chunks are stored (only core chunks are extracted), so
+    kgviz.index.knn.pagerank computes them; this pins it to Kùzu's page_rank on the same KNN
+    edges. Kùzu stops after a fixed number of iterations (20 by default), so the same iteration
+    cut off there must match it exactly, and the converged ranks stay close."""
+    texts = synthetic_texts(25, seed=5)
+    ids = load_chunks(store, texts)
+    plan = plan_core(ids, texts, EMB.embed(texts), KetParams())
+    ket.write_core(store, plan, skeleton_beta=1.0)
+    kuzu = store.pagerank("Chunk", "KNN", damping=0.85)
+    assert set(kuzu) == set(plan.ids)
+    g = plan.knn
+
+    def gap(ranks: np.ndarray) -> float:
+        return max(abs(kuzu[c] - v) for c, v in zip(plan.ids, ranks.tolist()))
+
+    assert min(gap(pagerank(g.n, g.src, g.dst, damping=0.85, max_iter=i, tol=0.0)) for i in range(15, 26)) < 1e-9
+    assert gap(plan.pagerank) < 5e-3
+
+
+@pytest.mark.parametrize("beta", [0.1, 0.25, 0.5, 0.8, 1.0])
+def test_pagerank_core_is_the_top_beta_fraction(beta: float) -> None:
+    texts = synthetic_texts(37, seed=2)
+    ids = [f"c{i:02d}" for i in range(37)]
+    plan = plan_core(ids, texts, EMB.embed(texts), KetParams(beta=beta))
+    assert len(plan.core) == math.ceil(beta * 37)
+    pr = dict(zip(plan.ids, plan.pagerank.tolist()))
+    worst_core = min(pr[c] for c in plan.core)
+    assert all(pr[c] <= worst_core for c in set(ids) - plan.core)
+    assert plan.core_in_order() == plan.ranking[: len(plan.core)]
+
+
+def test_ceil_beta_has_no_float_noise() -> None:
+    assert ket.n_core(10, 0.7) == 7 and ket.n_core(10, 0.71) == 8 and ket.n_core(3, 1.0) == 3
+
+
+def test_random_selection_is_seeded_nested_and_order_free() -> None:
+    texts = synthetic_texts(50, seed=4)
+    ids = [f"c{i:02d}" for i in range(50)]
+    emb = EMB.embed(texts)
+    a = plan_core(ids, texts, emb, KetParams(beta=0.4, selection="random", seed=1))
+    b = plan_core(ids[::-1], texts[::-1], emb[::-1], KetParams(beta=0.4, selection="random", seed=1))
+    c = plan_core(ids, texts, emb, KetParams(beta=0.4, selection="random", seed=2))
+    bigger = plan_core(ids, texts, emb, KetParams(beta=0.6, selection="random", seed=1))
+    assert a.core == b.core and len(a.core) == 20
+    assert a.core != c.core
+    assert a.core < bigger.core
+    p = plan_core(ids, texts, emb, KetParams(beta=0.4))
+    assert p.core != a.core  # PageRank and uniform pick different chunks here
+    # the KNN graph itself does not depend on input order either
+    pr_a = dict(zip(p.ids, p.pagerank.tolist()))
+    q = plan_core(ids[::-1], texts[::-1], emb[::-1], KetParams(beta=0.4))
+    assert q.core == p.core and all(pr_a[c] == pytest.approx(v) for c, v in zip(q.ids, q.pagerank.tolist()))
+
+
+CHUNKS = [
+    ("d1#c0", "d1", "Marta Ruiz designed the Harbour Library in Lisbon. The library opened in 1998. "
+                    "Its reading room faces the Tagus river."),
+    ("d2#c0", "d2", "Lisbon is the capital of Portugal. The Tagus river reaches the ocean at Lisbon."),
+    ("d3#c0", "d3", "Owen Hale wrote the opera Quiet Harbour. It was first staged in Cardiff in 2009."),
+    ("d4#c0", "d4", "Cardiff is the capital of Wales. The library of Cardiff is old."),
+]
+
+
+def sentences_with(word: str, subchunk_texts: list[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for t in subchunk_texts:
+        for s in split_sentences(t):
+            if word in content_words(s):
+                seen.setdefault(s, None)
+    return list(seen)
+
+
+def test_keyword_layer_nodes_descriptions_and_mean_embeddings() -> None:
+    layer = build_keyword_layer(CHUNKS, EMB, KeywordRules(tau=1, keyword_df_floor=100))
+    subs = {r["id"]: r for r in layer.subchunks}
+    assert {r["chunk_id"] for r in layer.subchunks} == {c for c, _, _ in CHUNKS}
+    assert all(r["id"].startswith(r["chunk_id"] + ".s") and r["n_tokens"] == count_tokens(r["text"]) for r in subs.values())
+    assert len(layer.subchunks) == 8  # τ = 1: every chunk (several sentences) halves
+    words = {k["word"]: k for k in layer.keywords}
+    assert "tagus" in words and "lisbon" in words and "1998" in words
+    assert not set(words) & STOPWORDS and all(len(w) >= 3 for w in words)
+    texts = [r["text"] for r in layer.subchunks]
+    for w in ("lisbon", "library", "capital", "cardiff"):
+        sents = sentences_with(w, texts)
+        assert words[w]["description"] == " ".join(sents)
+        expected = l2_normalise(EMB.embed(sents).mean(axis=0, keepdims=True))[0]
+        assert np.allclose(words[w]["emb"], expected, atol=1e-5)
+        linked = {e["from"] for e in layer.has_keyword if e["to"] == f"kw:{w}"}
+        assert linked == {sid for sid, r in subs.items() if w in content_words(r["text"])}
+    for r in layer.subchunks:
+        assert np.isclose(np.linalg.norm(r["emb"]), 1.0, atol=1e-5)
+
+
+def test_keyword_layer_drops_common_words_and_caps_descriptions() -> None:
+    chunks = [(f"d{i}#c0", f"d{i}", f"Common words everywhere here. Item number{i} is unique to chunk{i}.")
+              for i in range(12)]
+    layer = build_keyword_layer(chunks, EMB, KeywordRules(tau=0, keyword_max_df=0.25, keyword_df_floor=2,
+                                                          description_max_sentences=1))
+    words = {k["word"]: k for k in layer.keywords}
+    assert layer.df_limit == 3
+    assert "common" not in words and "everywhere" not in words and layer.n_dropped_common >= 3
+    assert "number3" in words and "chunk3" in words
+    one = build_keyword_layer(CHUNKS, EMB, KeywordRules(tau=0, keyword_df_floor=100, description_max_sentences=1))
+    lisbon = next(k for k in one.keywords if k["word"] == "lisbon")
+    assert lisbon["description"].endswith("more sentences]") and lisbon["description"].count("Lisbon") >= 1
+
+
+def test_build_ket_index_writes_the_store_and_is_idempotent(store: GraphStore) -> None:
+    texts = synthetic_texts(20, seed=9)
+    load_chunks(store, texts)
+    report = build_ket_index(store, EMB, KetParams(beta=0.5), chunk_tokens=300)
+    c = store.counts()
+    assert report.n_chunks == 20 and report.n_core == 10 and report.keywords_rebuilt and report.tau == 1
+    assert c["KNN"] == sum(report.knn_edges.values()) == 40
+    assert c["SubChunk"] == c["SUB_CHUNK_OF"] == report.keyword_stats["subchunks"] == 40
+    assert c["Keyword"] == report.keyword_stats["keywords"] > 20 and c["HAS_KEYWORD"] == report.keyword_stats["has_keyword"]
+    assert store.query("MATCH (c:Chunk) WHERE c.core RETURN count(*) AS n")[0]["n"] == 10
+    info = ket.ket_info(store)
+    assert info["beta"] == 0.5 and info["skeleton_beta"] == 1.0 and info["n_core"] == 10
+    again = build_ket_index(store, EMB, KetParams(beta=0.5), chunk_tokens=300)
+    assert not again.keywords_rebuilt and store.counts() == c
+    # a different β re-marks the core without touching the keyword layer
+    build_ket_index(store, EMB, KetParams(beta=0.3), chunk_tokens=300)
+    assert store.query("MATCH (c:Chunk) WHERE c.core RETURN count(*) AS n")[0]["n"] == 6
+    assert store.counts()["KNN"] == 40 and store.counts()["Keyword"] == c["Keyword"]
+
+
+def test_build_page_helpers(store: GraphStore) -> None:
+    texts = synthetic_texts(15, seed=13)
+    load_chunks(store, texts)
+    assert ket.ket_info(store) == {}
+    build_ket_index(store, EMB, KetParams(beta=0.4))
+    hist = knn_degree_distribution(store)
+    assert sum(hist.values()) == 15 and sum(d * n for d, n in hist.items()) == 2 * store.counts()["KNN"]
+    top = core_chunks(store, limit=3)
+    assert len(top) == 3 and [p for _, p, _ in top] == sorted((p for _, p, _ in top), reverse=True)
+    core_ids = {r["id"] for r in store.query("MATCH (c:Chunk) WHERE c.core RETURN c.id AS id")}
+    assert {c for c, _, _ in top} <= core_ids and len(core_ids) == 6
+    assert all(0 < len(x) <= ket.EXCERPT_CHARS for _, _, x in top)
+
+
+def test_skeleton_cost_compares_core_with_every_chunk() -> None:
+    chunks = [(f"c{i}", t, count_tokens(t)) for i, t in enumerate(synthetic_texts(10))]
+    cost = ket.skeleton_cost(chunks, {"c0", "c1"}, 0.2, expected_output_ratio=0.5, actual_input=100, actual_output=20)
+    assert cost.n_core == 2 and cost.n_chunks == 10
+    assert 0.15 < cost.skeleton_estimate_tokens / cost.full_estimate_tokens < 0.25
+    d = cost.to_dict()
+    assert d["full_extrapolated_tokens"] == round(120 * cost.full_estimate_tokens / cost.skeleton_estimate_tokens)
+    assert 0.75 < d["estimated_saving"] < 0.85

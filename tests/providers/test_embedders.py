@@ -1,0 +1,173 @@
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fake_server import FakeServer, Reply
+
+from kgviz.errors import ConfigError, EmbedderUnavailableError
+from kgviz.providers.base import Embedder
+from kgviz.providers.embedders import HashingEmbedder
+from kgviz.providers.factory import make_embedder, parse_embedder_spec
+
+SAMPLES = [
+    "Marie Curie won the Nobel Prize in Physics in 1903.",
+    "In 1903 the Nobel Prize in Physics went to Marie Curie.",
+    "The recipe needs two cups of flour and a pinch of salt.",
+    "",
+]
+
+
+# --- hashing ---------------------------------------------------------------------------------
+def test_hashing_rows_are_unit_float32_and_empty_stays_zero() -> None:
+    emb = HashingEmbedder()
+    assert isinstance(emb, Embedder) and emb.id == "hashing-768" and emb.dim == 768
+    m = emb.embed(SAMPLES)
+    assert m.shape == (4, 768) and m.dtype == np.float32
+    assert np.allclose(np.linalg.norm(m[:3], axis=1), 1.0, atol=1e-5)
+    assert not m[3].any()
+    assert emb.embed([]).shape == (0, 768)
+
+
+def test_hashing_similar_texts_are_closer_than_unrelated() -> None:
+    m = HashingEmbedder().embed(SAMPLES[:3])
+    sims = m @ m.T
+    assert sims[0, 1] > 0.4
+    assert sims[0, 1] > sims[0, 2] + 0.3
+
+
+def test_hashing_stopwords_count_less_than_content_words() -> None:
+    emb = HashingEmbedder()
+    q = emb.embed(["the of and to curie"])[0]
+    content = emb.embed(["curie"])[0]
+    stop = emb.embed(["the of and to"])[0]
+    assert q @ content > q @ stop
+
+
+def test_hashing_dim_is_in_the_id_and_the_spec() -> None:
+    emb, notice = make_embedder("hashing:1024")
+    assert (emb.id, emb.dim, notice) == ("hashing-1024", 1024, None)
+    assert emb.embed(["a b"]).shape == (1, 1024)
+
+
+_DIGEST_SNIPPET = """
+import hashlib, sys
+from kgviz.providers.embedders import HashingEmbedder
+texts = sys.argv[1:]
+print(hashlib.sha256(HashingEmbedder().embed(texts).tobytes()).hexdigest())
+"""
+
+
+def test_hashing_is_deterministic_across_processes() -> None:
+    local = hashlib.sha256(HashingEmbedder().embed(SAMPLES).tobytes()).hexdigest()
+    digests = set()
+    for seed in ("1", "2"):  # different hash seeds: Python's hash() would differ, ours must not
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        out = subprocess.run([sys.executable, "-c", _DIGEST_SNIPPET, *SAMPLES], env=env,
+                             capture_output=True, text=True, timeout=60, check=True)
+        digests.add(out.stdout.strip())
+    assert digests == {local}
+
+
+def test_hashing_is_fast_enough_for_a_corpus() -> None:
+    rng = random.Random(0)
+    vocab = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 10))) for _ in range(30_000)]
+    passages = [" ".join(rng.choice(vocab) for _ in range(120)) for _ in range(2_000)]
+    t0 = time.perf_counter()
+    m = HashingEmbedder().embed(passages)
+    elapsed = time.perf_counter() - t0
+    assert m.shape == (2_000, 768)
+    assert elapsed < 5.0, f"2,000 passages took {elapsed:.2f} s"
+
+
+# --- specs -----------------------------------------------------------------------------------
+def test_embedder_specs_parse() -> None:
+    assert parse_embedder_spec("hashing") == ("hashing", 768, None)
+    assert parse_embedder_spec("fastembed:BAAI/bge-small-en-v1.5") == ("fastembed", "BAAI/bge-small-en-v1.5", None)
+    kind, model, directory = parse_embedder_spec("fastembed:sentence-transformers/all-MiniLM-L6-v2@/models/minilm")
+    assert (kind, model, directory) == ("fastembed", "sentence-transformers/all-MiniLM-L6-v2", Path("/models/minilm"))
+
+
+@pytest.mark.parametrize("spec", ["", "hash", "hashing:abc", "hashing:8", "fastembed:@/x", "fastembed:m@", "sbert:x"])
+def test_bad_embedder_specs_are_config_errors(spec: str) -> None:
+    with pytest.raises(ConfigError):
+        make_embedder(spec)
+
+
+# --- fastembed -------------------------------------------------------------------------------
+_HUB_SNIPPET = """
+import json, time
+t0 = time.perf_counter()
+from kgviz.providers.factory import make_embedder
+emb, notice = make_embedder("fastembed:BAAI/bge-small-en-v1.5", load_timeout_s=2)
+print(json.dumps({"id": emb.id, "notice": notice, "elapsed": time.perf_counter() - t0}))
+"""
+
+
+def test_unreachable_hub_falls_back_to_hashing_quickly(tmp_path: Path) -> None:
+    # The hub is a loopback server that never answers in time: no network is touched, and the
+    # subprocess proves the lingering download thread does not keep the process alive.
+    with FakeServer() as hub:
+        hub.script(Reply(200, {}, delay_s=30))
+        env = dict(os.environ, HF_ENDPOINT=hub.url, FASTEMBED_CACHE_PATH=str(tmp_path / "fe_cache"))
+        env.pop("HF_HUB_OFFLINE", None)
+        t0 = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", _HUB_SNIPPET], env=env, capture_output=True, text=True, timeout=60)
+        elapsed = time.perf_counter() - t0
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["id"] == "hashing-768"
+    assert "hashing embedder" in result["notice"] and "fastembed:BAAI/bge-small-en-v1.5" in result["notice"]
+    assert "2 s" in result["notice"]
+    assert result["elapsed"] < 10 and elapsed < 10
+
+
+def test_hub_offline_flag_fails_fast_with_the_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    t0 = time.perf_counter()
+    with pytest.raises(EmbedderUnavailableError, match="HF_HUB_OFFLINE"):
+        make_embedder("fastembed:BAAI/bge-small-en-v1.5", fallback=False, cache_dir=tmp_path / "empty")
+    assert time.perf_counter() - t0 < 5
+
+
+def test_missing_local_dir_raises_without_fallback(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-model"
+    with pytest.raises(EmbedderUnavailableError, match="does not exist"):
+        make_embedder(f"fastembed:sentence-transformers/all-MiniLM-L6-v2@{missing}", fallback=False)
+    emb, notice = make_embedder(f"fastembed:sentence-transformers/all-MiniLM-L6-v2@{missing}")
+    assert emb.id == "hashing-768" and notice is not None and str(missing) in notice
+
+
+def test_local_dir_without_model_files_is_explained(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(EmbedderUnavailableError, match="model.onnx"):
+        make_embedder(f"fastembed:sentence-transformers/all-MiniLM-L6-v2@{tmp_path}", fallback=False)
+
+
+def test_unknown_fastembed_model_is_explained() -> None:
+    with pytest.raises(EmbedderUnavailableError, match="does not know"):
+        make_embedder("fastembed:nobody/no-such-model", fallback=False)
+
+
+MINILM_DIR = os.environ.get("KGVIZ_MINILM_DIR")
+
+
+@pytest.mark.skipif(not MINILM_DIR, reason="set KGVIZ_MINILM_DIR to a dir made by shared/tools/make_minilm_dir.sh")
+def test_minilm_from_a_local_directory() -> None:
+    emb, notice = make_embedder(f"fastembed:sentence-transformers/all-MiniLM-L6-v2@{MINILM_DIR}",
+                                load_timeout_s=30, fallback=False)
+    assert notice is None
+    assert (emb.id, emb.dim) == ("fastembed:sentence-transformers/all-MiniLM-L6-v2", 384)
+    m = emb.embed(SAMPLES[:3])
+    assert m.shape == (3, 384) and m.dtype == np.float32
+    assert np.allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-5)
+    sims = m @ m.T
+    assert sims[0, 1] > 0.8 and sims[0, 1] > sims[0, 2] + 0.3

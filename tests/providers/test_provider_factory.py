@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fake_server import FakeServer, Reply, chat_ok
+
+from kgviz.config import DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, Settings
+from kgviz.errors import ConfigError, MissingKeyError, ProviderError
+from kgviz.providers.anthropic_llm import AnthropicLLM
+from kgviz.providers.base import LLM
+from kgviz.providers.cache import CachedLLM
+from kgviz.providers.factory import make_llm, parse_llm_spec
+from kgviz.providers.offline import OfflineLLM
+from kgviz.providers.openai_llm import OpenAIChatLLM, OpenAIResponsesLLM
+from kgviz.types import Message
+
+
+def settings(tmp_path: Path) -> Settings:
+    return Settings(home=tmp_path / "home", db_dir=tmp_path / "db", timeout_s=7, max_retries=2)
+
+
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        ("offline", ("offline", "heuristics", None)),
+        ("anthropic:claude-haiku-4-5", ("anthropic", "claude-haiku-4-5", None)),
+        ("openai:gpt-5-mini", ("openai", "gpt-5-mini", None)),
+        ("openai:gpt-5-mini@https://gateway.example/v1/", ("openai", "gpt-5-mini", "https://gateway.example/v1")),
+        ("openai-compatible:llama3.1:8b@http://localhost:11434/v1",
+         ("openai-compatible", "llama3.1:8b", "http://localhost:11434/v1")),
+        ("  openai-compatible:qwen@http://10.0.0.2:8000/v1 ", ("openai-compatible", "qwen", "http://10.0.0.2:8000/v1")),
+    ],
+)
+def test_parse_llm_spec(spec: str, expected: tuple) -> None:
+    assert parse_llm_spec(spec) == expected
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["", "auto", "claude", "anthropic:", "gemini:pro", "offline:x", "openai-compatible:llama3",
+     "openai-compatible:m@localhost:11434", "openai:@http://x"],
+)
+def test_bad_llm_specs_are_config_errors(spec: str) -> None:
+    with pytest.raises(ConfigError):
+        parse_llm_spec(spec)
+
+
+def test_offline_spec_and_offline_llm(tmp_path: Path) -> None:
+    llm = make_llm("offline", settings(tmp_path))
+    assert isinstance(llm, OfflineLLM) and isinstance(llm, LLM)
+    assert (llm.provider, llm.model, llm.is_offline) == ("offline", "heuristics", True)
+    with pytest.raises(ProviderError, match="heuristic"):
+        llm.complete([Message("user", "hi")])
+
+
+def test_auto_resolves_from_the_environment(tmp_path: Path) -> None:
+    s = settings(tmp_path)
+    assert isinstance(make_llm("auto", s, env={}), OfflineLLM)
+    llm = make_llm("auto", s, env={"OPENAI_API_KEY": "sk-o"}, use_cache=False)
+    assert isinstance(llm, OpenAIResponsesLLM) and llm.model == DEFAULT_OPENAI_MODEL
+    llm = make_llm("auto", s, env={"OPENAI_API_KEY": "sk-o", "ANTHROPIC_API_KEY": "sk-a"}, use_cache=False)
+    assert isinstance(llm, AnthropicLLM) and llm.model == DEFAULT_ANTHROPIC_MODEL
+
+
+@pytest.mark.parametrize("spec, var", [("anthropic:claude-haiku-4-5", "ANTHROPIC_API_KEY"), ("openai:gpt-5-mini", "OPENAI_API_KEY")])
+def test_missing_key_names_the_variable(tmp_path: Path, spec: str, var: str) -> None:
+    with pytest.raises(MissingKeyError) as info:
+        make_llm(spec, settings(tmp_path), env={})
+    assert var in info.value.user_message()
+
+
+def test_session_key_argument_and_settings_reach_the_client(tmp_path: Path) -> None:
+    llm = make_llm("anthropic:claude-haiku-4-5", settings(tmp_path), api_key="sk-typed-in-app", env={}, use_cache=False)
+    assert isinstance(llm, AnthropicLLM)
+    assert llm._client.max_retries == 2
+    assert "sk-typed-in-app" not in repr(llm)
+
+
+def test_cache_wraps_online_llms_by_default(tmp_path: Path) -> None:
+    s = settings(tmp_path)
+    llm = make_llm("openai:gpt-5-mini", s, env={"OPENAI_API_KEY": "sk-env-key"})
+    assert isinstance(llm, CachedLLM) and isinstance(llm, LLM)
+    assert (llm.provider, llm.model, llm.is_offline) == ("openai", "gpt-5-mini", False)
+    assert "sk-env-key" not in repr(llm)
+    assert isinstance(make_llm("openai:gpt-5-mini", s, env={"OPENAI_API_KEY": "k"}, use_cache=False), OpenAIResponsesLLM)
+
+
+def test_openai_compatible_key_is_optional_but_used_when_set(server: FakeServer, tmp_path: Path) -> None:
+    s = settings(tmp_path)
+    server.script(Reply(200, chat_ok("a")), Reply(200, chat_ok("b")))
+    spec = f"openai-compatible:llama3.1:8b@{server.url}"
+    plain = make_llm(spec, s, env={}, use_cache=False)
+    assert isinstance(plain, OpenAIChatLLM)
+    plain.complete([Message("user", "x")])
+    keyed = make_llm(spec, s, env={"OPENAI_API_KEY": "sk-local-proxy"}, use_cache=False)
+    keyed.complete([Message("user", "x")])
+    auths = [r.headers["authorization"] for r in server.requests]
+    assert auths == ["Bearer not-needed", "Bearer sk-local-proxy"]
+    assert all(r.path == "/chat/completions" for r in server.requests)
