@@ -14,7 +14,7 @@ from kgviz.config import Settings, resolve_llm_spec
 from kgviz.graph.store import GraphStore
 from kgviz.methods.base import MethodContext
 from kgviz.providers.base import LLM, Embedder
-from kgviz.providers.factory import make_embedder, make_llm
+from kgviz.providers.factory import embedder_spec_for_id, make_embedder, make_llm
 from kgviz.providers.pricing import PriceTable
 from kgviz.providers.usage import UsageLedger
 from kgviz.reasoning import Reasoner
@@ -60,7 +60,7 @@ def open_workspace(
     if embedder_spec is None:
         recorded = GraphStore.recorded_embedder(db)
         if recorded:
-            spec = recorded
+            spec = embedder_spec_for_id(recorded)
     embedder, notice = make_embedder(spec)
     if notice:
         notices.append(notice)

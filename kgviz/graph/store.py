@@ -313,6 +313,14 @@ class GraphStore(SearchMixin):
             raise
         return store
 
+    @classmethod
+    def recorded_embedder(cls, path: str | Path) -> str | None:
+        """The embedder id a graph in ``path`` was built with, or None when there is no graph yet."""
+        if not (Path(path).expanduser().resolve() / DB_FILENAME).exists():
+            return None
+        with cls.open(path) as store:
+            return store.embedder_id or None
+
     @property
     def db_file(self) -> Path:
         return self._handle.db_file

@@ -10,7 +10,9 @@ Stages, in build order:
 2. ``write_core``: KNN edges (kind lexical|semantic, weight), Chunk.pagerank, Chunk.core and the
    Meta keys below, replacing what an earlier build wrote (a new chunk can change every rank).
 3. ``write_keyword_layer``: SubChunk + SUB_CHUNK_OF, Keyword + HAS_KEYWORD
-   (``kgviz.index.ket_keywords``), rebuilt when the set of chunks or the rules change.
+   (``kgviz.index.ket_keywords``), rebuilt when the set of chunks or the rules change. No HNSW
+   index on Keyword: building one over HotpotQA's 19k keywords took 37 s, and retrieval searches
+   an in-memory copy instead (kgviz.methods.ket_cache).
 
 ``build_ket_index`` runs 1-3 on a graph whose chunks are already stored (the benchmark, and
 graphs built before KET was enabled: their KG then covers every chunk, so their skeleton is the
@@ -214,8 +216,6 @@ def write_keyword_layer(store: Any, layer: KeywordLayer, signature: str) -> None
         store.bulk_load_nodes("Keyword", layer.keywords)
         store.bulk_load_rels("HAS_KEYWORD", layer.has_keyword, from_table="SubChunk", to_table="Keyword")
         store.set_meta(META_KEYWORD_SIGNATURE, signature)
-    if layer.keywords:
-        store.ensure_vector_index("Keyword")
 
 
 # --- the whole KET index over stored chunks --------------------------------------------------------

@@ -50,6 +50,7 @@ from kgviz.errors import ConfigError, MethodError
 from kgviz.index.ket import core_ranking, ket_info, n_core
 from kgviz.methods.base import (ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, param,
                                 register)
+from kgviz.methods.ket_cache import keyword_view, triple_cosines
 from kgviz.text import count_tokens
 
 SHOWN_REJECTED = 25  # ours: rejected candidates listed per step (the data counts them all)
@@ -62,20 +63,11 @@ Q_TRIPLES = ("UNWIND $ids AS x MATCH (t:Triple)-[:SUBJ|:OBJ]->(e:Entity) WHERE e
              "RETURN DISTINCT t.id AS id, t.text AS text, t.subject_id AS s, t.object_id AS o, "
              "t.relation AS relation, t.origin AS origin, t.chunk_id AS chunk_id")
 Q_TRIPLE_CHUNKS = "UNWIND $ids AS x MATCH (t:Triple)-[:FROM_CHUNK]->(c:Chunk) WHERE t.id = x RETURN t.id AS tid, c.id AS cid"
-Q_UNITS = ("UNWIND $ids AS x MATCH (s:SubChunk)-[:SUB_CHUNK_OF]->(c:Chunk) WHERE c.id = x "
-           "RETURN s.id AS id, c.id AS chunk, s.text AS text")
 Q_CHUNKS = ("UNWIND $ids AS x MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) WHERE c.id = x "
             "RETURN c.id AS id, c.text AS text, c.ord AS ord, d.title AS title")
 Q_CHUNK_RANKS = "MATCH (c:Chunk) RETURN c.id AS id, c.pagerank AS pr"
-Q_KEYWORDS = "UNWIND $ids AS x MATCH (k:Keyword) WHERE k.id = x RETURN k.id AS id, k.word AS word"
-Q_KEYWORD_UNITS = ("UNWIND $ids AS x MATCH (s:SubChunk)-[:HAS_KEYWORD]->(k:Keyword) WHERE k.id = x "
-                   "RETURN k.id AS kid, s.id AS sid, s.n_tokens AS n")
-Q_SUBCHUNKS = ("UNWIND $ids AS x MATCH (s:SubChunk)-[:SUB_CHUNK_OF]->(c:Chunk)<-[:HAS_CHUNK]-(d:Document) "
-               "WHERE s.id = x RETURN s.id AS id, s.text AS text, s.ord AS ord, c.id AS chunk, c.ord AS cord, "
-               "d.title AS title")
-Q_HAS_KEYWORDS = "MATCH (k:Keyword) RETURN k.id AS id LIMIT 1"
-QUERIES = (Q_ENTITIES, Q_ENTITY_CHUNKS, Q_TRIPLES, Q_TRIPLE_CHUNKS, Q_UNITS, Q_CHUNKS, Q_CHUNK_RANKS, Q_KEYWORDS,
-           Q_KEYWORD_UNITS, Q_SUBCHUNKS, Q_HAS_KEYWORDS)
+Q_SUBCHUNKS = "UNWIND $ids AS x MATCH (s:SubChunk) WHERE s.id = x RETURN s.id AS id, s.text AS text"
+QUERIES = (Q_ENTITIES, Q_ENTITY_CHUNKS, Q_TRIPLES, Q_TRIPLE_CHUNKS, Q_CHUNKS, Q_CHUNK_RANKS, Q_SUBCHUNKS)
 
 _POOL_MODES = ("paper", "code")
 _SELECTIONS = ("pagerank", "random")
@@ -327,7 +319,7 @@ class _KetEngine:
             t_chunks.setdefault(r["tid"], set()).add(r["cid"])
         if scope.chunks is not None:
             rows = {t: r for t, r in rows.items() if t_chunks.get(t, set()) & scope.chunks}
-        cos = _cosines(store, "Triple", list(rows), self.qv)
+        cos = triple_cosines(store, list(rows), self.qv)
         adj = {t: (r["s"] in seeds) + (r["o"] in seeds) for t, r in rows.items()}
         links: dict[str, set[str]] = {}  # non-seed end -> seeds it is linked to
         for t, r in rows.items():
@@ -382,31 +374,42 @@ class _KetEngine:
             for c in rel_rows[t]["chunks"]:
                 if scope.chunks is None or c in scope.chunks:
                     linked.setdefault(c, set()).add(t)
-        chunk_rows = {r["id"]: r for r in store.query(Q_CHUNKS, {"ids": sorted(linked)})}
-        units: dict[str, tuple[str, str]] = {}  # unit id -> (chunk id, text)
-        for r in store.query(Q_UNITS, {"ids": sorted(linked)}):
-            units[r["id"]] = (r["chunk"], r["text"] or "")
-        table, kind = "SubChunk", "subchunk"
-        if not units:  # no sub-chunks in this graph: the chunks themselves are the text units
-            units = {c: (c, r["text"] or "") for c, r in chunk_rows.items()}
+        view = keyword_view(store)
+        rows = [i for c in sorted(linked) for i in view.by_chunk.get(c, [])] if view is not None else []
+        chunk_rows = {} if rows else {r["id"]: r for r in store.query(Q_CHUNKS, {"ids": sorted(linked)})}
+        units: dict[str, str] = {}  # unit id -> its chunk
+        if rows:
+            assert view is not None
+            sims = view.sub_matrix[rows] @ self.qv
+            units = {view.sub_ids[i]: view.sub_chunk[i] for i in rows}
+            tokens = {view.sub_ids[i]: int(view.sub_tokens[i]) for i in rows}
+            cos = {view.sub_ids[i]: float(x) for i, x in zip(rows, sims.tolist())}
+            table, kind = "SubChunk", "subchunk"
+        else:  # no sub-chunks in this graph: the chunks themselves are the text units
+            units = {c: c for c in chunk_rows}
+            tokens = {c: count_tokens(r["text"] or "") for c, r in chunk_rows.items()}
+            cos = _cosines(store, "Chunk", list(units), self.qv)
             table, kind = "Chunk", "chunk"
-        cos = _cosines(store, table, list(units), self.qv)
-        order = sorted(units, key=lambda u: (-len(linked.get(units[u][0], ())), -cos[u], u))
+        order = sorted(units, key=lambda u: (-len(linked.get(units[u], ())), -cos[u], u))
         text_room = budget - ch.used
-        chosen, over, used = _prefix([(u, count_tokens(units[u][1])) for u in order], text_room)
+        chosen, over, _ = _prefix([(u, tokens[u]) for u in order], text_room)
+        texts = ({r["id"]: r["text"] or "" for r in store.query(Q_SUBCHUNKS, {"ids": chosen})} if table == "SubChunk"
+                 else {c: chunk_rows[c]["text"] or "" for c in chosen})
+        kept, late, used = _prefix([(u, count_tokens(texts.get(u, ""))) for u in chosen], text_room)
+        chosen, over = kept, late + over  # the stored counts are count_tokens of the same text: a no-op guard
         ch.used += used
-        title = {c: r["title"] for c, r in chunk_rows.items()}
+        title = ({c: view.title(c) for c in linked} if rows and view is not None
+                 else {c: r["title"] for c, r in chunk_rows.items()})
         for u in chosen:
-            c, text = units[u]
-            ch.items.append(ContextItem(u, kind, text, cos[u], count_tokens(text), source=title.get(c, c)))
+            ch.items.append(ContextItem(u, kind, texts[u], cos[u], count_tokens(texts[u]), source=title.get(units[u], "")))
         shown = chosen + over[:SHOWN_REJECTED]
-        chunks_shown = sorted({units[u][0] for u in shown})
-        used_chunks = {units[u][0] for u in chosen}
+        chunks_shown = sorted({units[u] for u in shown})
+        used_chunks = {units[u] for u in chosen}
         edges = [EdgeRef(x, c, "FROM_CHUNK", "chosen" if c in used_chunks else "candidate") if x in rel_rows
                  else EdgeRef(c, x, "MENTIONS", "chosen" if c in used_chunks else "candidate")
                  for c in chunks_shown for x in sorted(linked.get(c, ()))]
         if table == "SubChunk":
-            edges += [EdgeRef(u, units[u][0], "SUB_CHUNK_OF", "chosen" if u in chosen else "rejected") for u in shown]
+            edges += [EdgeRef(u, units[u], "SUB_CHUNK_OF", "chosen" if u in chosen else "rejected") for u in shown]
         self.tracer.step(
             "context", "Skeleton channel: text units",
             f"{len(linked)} chunks linked to the chosen entities and relationships; {len(units)} "
@@ -414,11 +417,11 @@ class _KetEngine:
             f"them their chunk is linked to, then cosine; {len(chosen)} fit the remaining {text_room} tokens. "
             f"Skeleton channel total: {ch.used} of {budget} tokens",
             nodes=[NodeRef(u, table, "chosen" if u in chosen else "rejected",
-                           f"{title.get(units[u][0], '')} · {u.rsplit('#', 1)[-1]}", cos[u]) for u in shown]
+                           f"{title.get(units[u], '')} · {u.rsplit('#', 1)[-1]}", cos[u]) for u in shown]
             + ([NodeRef(c, "Chunk", "candidate", f"{title.get(c, '')} · {c.rsplit('#', 1)[-1]}") for c in chunks_shown]
                if table == "SubChunk" else []),
             edges=edges,
-            scores={u: float(len(linked.get(units[u][0], ()))) for u in shown},
+            scores={u: float(len(linked.get(units[u], ()))) for u in shown},
             data={"channel": "skeleton", "used": ch.used, "budget": budget, "text_budget": text_room,
                   "items": [i.id for i in ch.items], "n_candidates": len(units)})
 
@@ -427,82 +430,74 @@ class _KetEngine:
         cfg, store, ch = self.cfg, self.store, _Channel()
         budget = cfg.keyword_budget
         pool_budget = int(math.floor(cfg.pool_factor * budget + _EPS))
-        if not store.query(Q_HAS_KEYWORDS):
+        view = keyword_view(store)
+        if view is None or not view.kw_ids:
             raise MethodError("this graph has no KET keyword index (no Keyword nodes)",
                               hint="rebuild with KET enabled, or use skeleton-rag / θ = 1")
-        pool: dict[str, int] = {}  # sub-chunk -> tokens, in the order added
-        via: dict[str, list[str]] = {}  # sub-chunk -> seed keywords that brought it
-        cos: dict[str, float] = {}
-        seeds: list[tuple[str, float]] = []
-        pool_tokens, full, fetch = 0, False, 32
-        processed: set[str] = set()
-        rest: list[tuple[str, float]] = []
-        while not full:
-            hits = store.vector_search("Keyword", self.qv, fetch)
-            batch = [h for h in hits if h[0] not in processed]
-            if not batch:
-                break
-            nbrs: dict[str, list[tuple[str, int]]] = {}
-            for r in store.query(Q_KEYWORD_UNITS, {"ids": [k for k, _ in batch]}):
-                nbrs.setdefault(r["kid"], []).append((r["sid"], int(r["n"] or 0)))
-            if cfg.pool_mode == "code":
-                cos.update(_cosines(store, "SubChunk", sorted({s for v in nbrs.values() for s, _ in v} - set(cos)), self.qv))
-            for pos, (kid, ks) in enumerate(batch):
-                processed.add(kid)
-                rest = batch[pos + 1 :]
-                seeds.append((kid, ks))
-                subs = sorted(nbrs.get(kid, []), key=lambda x: (-cos.get(x[0], 0.0), x[0]))
-                for sid, n in subs:
-                    if sid in pool:
-                        via[sid].append(kid)
-                        continue
-                    if cfg.pool_mode == "code" and pool_tokens + n > pool_budget:
-                        full = True
-                        break
-                    pool[sid], via[sid] = n, [kid]
-                    pool_tokens += n
-                if full or pool_tokens >= pool_budget:
+        order, kw_sims = view.keyword_ranking(self.qv)
+        sub_sims = view.sub_matrix @ self.qv
+        pool: dict[int, int] = {}  # sub-chunk row -> tokens, in the order added
+        via: dict[int, list[int]] = {}  # sub-chunk row -> seed keyword rows that brought it
+        pool_tokens, n_seeds, full = 0, 0, False
+        for kw in order.tolist():
+            n_seeds += 1
+            nbrs = view.neighbours(kw)
+            if cfg.pool_mode == "code":  # best sub-chunks first; rows are in id order for ties
+                nbrs = nbrs[np.lexsort((nbrs, -sub_sims[nbrs]))]
+            for row in nbrs.tolist():
+                if row in pool:
+                    via[row].append(kw)
+                    continue
+                n = int(view.sub_tokens[row])
+                if cfg.pool_mode == "code" and pool_tokens + n > pool_budget:
                     full = True
                     break
-            if len(hits) < fetch:
+                pool[row], via[row] = n, [kw]
+                pool_tokens += n
+            if full or pool_tokens >= pool_budget:
                 break
-            fetch *= 4
-        near = rest[:3]  # the next keywords, not needed: shown as rejected
-        words = {r["id"]: r["word"] for r in store.query(Q_KEYWORDS, {"ids": [k for k, _ in seeds + near]})}
+        seeds = [(int(k), float(x)) for k, x in zip(order[:n_seeds].tolist(), kw_sims[:n_seeds].tolist())]
+        near = [(int(k), float(x)) for k, x in zip(order[n_seeds : n_seeds + 3].tolist(),
+                                                   kw_sims[n_seeds : n_seeds + 3].tolist())]
         self.tracer.step(
             "seed", "Keyword channel: seed keywords",
             f"{len(seeds)} keywords by cosine to the question until their sub-chunks hold "
             f"{pool_budget} tokens (2·(1-θ)·λ); pool: {len(pool)} sub-chunks, {pool_tokens} tokens"
             + (" (pool_mode 'code': stopped at the first sub-chunk that overflowed)" if cfg.pool_mode == "code" else ""),
-            nodes=[NodeRef(k, "Keyword", "seed", words.get(k, k), s) for k, s in seeds]
-            + [NodeRef(k, "Keyword", "rejected", words.get(k, k), s) for k, s in near],
-            scores={k: s for k, s in seeds},
+            nodes=[NodeRef(view.kw_ids[k], "Keyword", "seed", view.kw_words[k], x) for k, x in seeds]
+            + [NodeRef(view.kw_ids[k], "Keyword", "rejected", view.kw_words[k], x) for k, x in near],
+            scores={view.kw_ids[k]: x for k, x in seeds},
             data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget, "pool_mode": cfg.pool_mode})
-        cos.update(_cosines(store, "SubChunk", sorted(set(pool) - set(cos)), self.qv))
-        info = {r["id"]: r for r in store.query(Q_SUBCHUNKS, {"ids": list(pool)})}
-        label = {s: f"{r['title']} · c{r['cord']}.s{r['ord']}" for s, r in info.items()}
-        ranked = sorted(pool, key=lambda s: (-cos[s], s))
+        ids = {row: view.sub_ids[row] for row in pool}
+        cos = {ids[row]: float(sub_sims[row]) for row in pool}
+        ranked = sorted(cos, key=lambda sid: (-cos[sid], sid))
+        label = {sid: view.label(sid) for sid in ranked}
+        kws = {ids[row]: [view.kw_ids[k] for k in ks] for row, ks in via.items()}
         self.tracer.step(
             "score", "Keyword channel: candidate sub-chunks",
             f"{len(pool)} sub-chunks next to the seed keywords, scored by cosine to the question",
-            nodes=[NodeRef(s, "SubChunk", "candidate", label.get(s, s), cos[s]) for s in ranked],
-            edges=[EdgeRef(s, k, "HAS_KEYWORD", "candidate") for s in ranked for k in via[s]],
-            scores={s: cos[s] for s in ranked},
+            nodes=[NodeRef(sid, "SubChunk", "candidate", label.get(sid, sid), cos[sid]) for sid in ranked],
+            edges=[EdgeRef(sid, k, "HAS_KEYWORD", "candidate") for sid in ranked for k in kws[sid]],
+            scores=dict(cos),
             data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget})
-        fresh = [s for s in ranked if s not in skip and s in info]
-        chosen, over, ch.used = _prefix([(s, count_tokens(info[s]["text"] or "")) for s in fresh], budget)
-        for s in chosen:
-            text = info[s]["text"] or ""
-            ch.items.append(ContextItem(s, "subchunk", text, cos[s], count_tokens(text), source=info[s]["title"]))
-        dup = [s for s in ranked if s in skip]
+        tokens = {view.sub_ids[row]: n for row, n in pool.items()}
+        fresh = [sid for sid in ranked if sid not in skip]
+        chosen, over, _ = _prefix([(sid, tokens[sid]) for sid in fresh], budget)
+        texts = {r["id"]: r["text"] or "" for r in store.query(Q_SUBCHUNKS, {"ids": chosen})}
+        kept, late, ch.used = _prefix([(sid, count_tokens(texts.get(sid, ""))) for sid in chosen], budget)
+        chosen, over = kept, late + over  # stored counts are count_tokens of the same text: a no-op guard
+        for sid in chosen:
+            ch.items.append(ContextItem(sid, "subchunk", texts[sid], cos[sid], count_tokens(texts[sid]),
+                                        source=view.title(view.sub_chunk[view.sub_index[sid]])))
+        dup = [sid for sid in ranked if sid in skip]
         self.tracer.step(
             "context", "Keyword channel: chosen sub-chunks",
             f"{len(chosen)} most similar sub-chunks fit {budget} tokens ((1-θ)·λ); {len(over)} did not fit"
             + (f"; {len(dup)} already in the skeleton channel" if dup else ""),
-            nodes=[NodeRef(s, "SubChunk", "chosen", label.get(s, s), cos[s]) for s in chosen]
-            + [NodeRef(s, "SubChunk", "rejected", label.get(s, s), cos[s]) for s in over[:SHOWN_REJECTED]],
-            edges=[EdgeRef(s, k, "HAS_KEYWORD", "chosen") for s in chosen for k in via[s]],
-            scores={s: cos[s] for s in chosen},
+            nodes=[NodeRef(sid, "SubChunk", "chosen", label.get(sid, sid), cos[sid]) for sid in chosen]
+            + [NodeRef(sid, "SubChunk", "rejected", label.get(sid, sid), cos[sid]) for sid in over[:SHOWN_REJECTED]],
+            edges=[EdgeRef(sid, k, "HAS_KEYWORD", "chosen") for sid in chosen for k in kws[sid]],
+            scores={sid: cos[sid] for sid in chosen},
             data={"channel": "keyword", "used": ch.used, "budget": budget, "items": chosen,
                   "already_in_skeleton": dup})
         return ch

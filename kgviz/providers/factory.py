@@ -145,3 +145,12 @@ def make_embedder(
         if exc.hint:
             notice += f" To use fastembed: {exc.hint}."
         return substitute, notice
+
+
+def embedder_spec_for_id(embedder_id: str) -> str:
+    """The spec that rebuilds the embedder a database recorded (``hashing-768`` ->
+    ``hashing:768``; fastembed ids are specs already, minus any local model directory)."""
+    kind, _, dim = embedder_id.partition("-")
+    if kind == "hashing" and dim.isdigit():
+        return f"hashing:{dim}"
+    return embedder_id

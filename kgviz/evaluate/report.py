@@ -1,0 +1,134 @@
+"""Summaries of evaluation records: per-method means with bootstrap CIs and paired comparisons,
+as JSON-ready dicts and a plain-text table for the CLI."""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from kgviz.evaluate.runner import EvalRecord
+from kgviz.evaluate.stats import DEFAULT_N_BOOT, DEFAULT_N_PERM, DEFAULT_SEED, Estimate, Paired, bootstrap_ci, \
+    paired_comparison
+
+# (key, label, higher is better?) in display order
+SUMMARY_METRICS: tuple[tuple[str, str, bool], ...] = (
+    ("em", "EM", True), ("f1", "F1", True), ("acc", "Acc", True), ("coverage", "Coverage", True),
+    ("hallucination", "Hallucination", False), ("abstention", "Abstention", False),
+    ("tokens", "Tokens", False), ("cost_usd", "$", False), ("latency_s", "Latency (s)", False),
+)
+RATE_METRICS = ("em", "f1", "acc", "coverage", "hallucination", "abstention")  # 0..1, shown as %
+COMPARE_METRICS = ("em", "f1", "acc", "coverage", "hallucination")
+
+
+def record_value(rec: EvalRecord, metric: str) -> float:
+    """One per-question number of a record for a summary metric."""
+    if metric in ("em", "f1", "acc", "coverage"):
+        return float(rec.metrics.get(metric, 0.0))
+    if metric == "hallucination":
+        return float(bool(rec.hallucinated))
+    if metric == "abstention":
+        return float(bool(rec.abstained))
+    if metric in ("tokens", "cost_usd", "latency_s"):
+        return float(getattr(rec, metric))
+    raise KeyError(metric)
+
+
+@dataclass
+class MethodSummary:
+    method: str
+    n: int
+    n_errors: int
+    estimates: dict[str, Estimate]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "n_errors": self.n_errors,
+                "metrics": {k: e.to_dict() for k, e in self.estimates.items()}}
+
+
+@dataclass
+class EvalSummary:
+    methods: dict[str, MethodSummary]
+    comparisons: list[Paired]
+    n_questions: int
+    n_boot: int
+    seed: int
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n_questions": self.n_questions,
+            "methods": {m: s.to_dict() for m, s in self.methods.items()},
+            "comparisons": [c.to_dict() for c in self.comparisons],
+            "statistics": {"ci": f"percentile bootstrap 95% over questions, n_boot={self.n_boot}, seed={self.seed}",
+                           "paired_test": "two-sided paired sign-flip permutation test on the mean difference "
+                                          "(exact for n <= 16, else Monte Carlo)"},
+            "settings": dict(self.settings),
+        }
+
+    def comparison(self, metric: str, a: str, b: str) -> Paired | None:
+        for c in self.comparisons:
+            if c.metric == metric and (c.a, c.b) == (a, b):
+                return c
+        return None
+
+
+def summarise(records: Sequence[EvalRecord], methods: Sequence[str] | None = None, *,
+              n_boot: int = DEFAULT_N_BOOT, n_perm: int = DEFAULT_N_PERM, seed: int = DEFAULT_SEED,
+              settings: Mapping[str, Any] | None = None) -> EvalSummary:
+    """Per-method estimates and all pairwise comparisons (A listed before B in ``methods``)."""
+    order = list(methods) if methods else list(dict.fromkeys(r.method for r in records))
+    by_method: dict[str, dict[str, EvalRecord]] = {m: {} for m in order}
+    for r in records:
+        if r.method in by_method:
+            by_method[r.method].setdefault(r.qid, r)
+    out: dict[str, MethodSummary] = {}
+    for m in order:
+        recs = list(by_method[m].values())
+        est = {key: bootstrap_ci([record_value(r, key) for r in recs], n_boot=n_boot, seed=seed)
+               for key, _label, _hib in SUMMARY_METRICS}
+        out[m] = MethodSummary(m, len(recs), sum(1 for r in recs if r.error), est)
+    comparisons: list[Paired] = []
+    for a, b in itertools.combinations(order, 2):
+        common = [q for q in by_method[a] if q in by_method[b]]
+        if not common:
+            continue
+        for metric in COMPARE_METRICS:
+            xa = [record_value(by_method[a][q], metric) for q in common]
+            xb = [record_value(by_method[b][q], metric) for q in common]
+            comparisons.append(paired_comparison(xa, xb, metric=metric, names=(a, b), n_boot=n_boot,
+                                                 n_perm=n_perm, seed=seed))
+    n_q = len({r.qid for r in records if r.method in by_method})
+    return EvalSummary(out, comparisons, n_q, n_boot, seed, dict(settings or {}))
+
+
+# --- text ----------------------------------------------------------------------------------------
+def _fmt(metric: str, e: Estimate) -> str:
+    if e.n == 0 or not math.isfinite(e.mean):
+        return "-"
+    if metric in RATE_METRICS:
+        return f"{100 * e.mean:.1f} [{100 * e.lo:.1f}, {100 * e.hi:.1f}]"
+    if metric == "cost_usd":
+        return f"{e.mean:.4f} [{e.lo:.4f}, {e.hi:.4f}]"
+    if metric == "tokens":
+        return f"{e.mean:.0f} [{e.lo:.0f}, {e.hi:.0f}]"
+    return f"{e.mean:.3f} [{e.lo:.3f}, {e.hi:.3f}]"
+
+
+def format_table(summary: EvalSummary, *, alpha: float = 0.05) -> str:
+    """Plain-text tables: per-method means [95% CI] (rates in %), then paired differences."""
+    header = ["method", "n", "errors", *[label for _k, label, _h in SUMMARY_METRICS]]
+    rows = [header]
+    for m, s in summary.methods.items():
+        rows.append([m, str(s.n), str(s.n_errors), *[_fmt(k, s.estimates[k]) for k, _l, _h in SUMMARY_METRICS]])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = [f"{summary.n_questions} questions; means with 95% bootstrap CIs (rates in %)"]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)) for r in rows]
+    if summary.comparisons:
+        lines.append("")
+        lines.append(f"paired differences A - B (sign-flip permutation test; * p < {alpha})")
+        for c in summary.comparisons:
+            star = "*" if c.p_value < alpha else " "
+            lines.append(f"  {c.metric:<13} {c.a} - {c.b}: {100 * c.mean_diff:+.1f} "
+                         f"[{100 * c.lo:+.1f}, {100 * c.hi:+.1f}]  p={c.p_value:.4f} {star} (n={c.n})")
+    return "\n".join(lines)

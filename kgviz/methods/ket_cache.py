@@ -1,0 +1,147 @@
+"""In-memory views of a graph's KET layer, so a KET-RAG retrieval costs milliseconds (ours).
+
+Measured on HotpotQA (2,008 chunks -> 4,016 sub-chunks, 19,201 keywords, 768-d hashing vectors):
+reading candidate vectors through Kùzu cost ~200 ms per question, and an HNSW index over the
+keywords took 37 s to build. So the keyword channel works on a per-process copy instead: the
+keyword matrix (cosine search is one matrix-vector product, exact), the sub-chunk matrix, token
+counts and the HAS_KEYWORD adjacency as a sparse matrix. The copy is loaded on first use and
+reloaded when Meta ``ket.keyword_signature`` changes (every keyword-layer rebuild writes a new
+one). Memory: (keywords + sub-chunks) x dim x 4 bytes, ~72 MB here.
+
+Triple vectors (the skeleton channel's tie-break) are held the same way, reloaded when the number
+of triples changes (a build added some); past TRIPLE_MATRIX_MAX triples they are fetched by id
+as first needed and remembered.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from kgviz.graph.arrow import vectors_to_numpy
+from kgviz.index.ket import META_KEYWORD_SIGNATURE
+
+_LOCK = threading.Lock()
+_VIEWS: dict[str, "KeywordView"] = {}
+_TRIPLES: dict[str, tuple[int, dict[str, np.ndarray]]] = {}
+TRIPLE_MATRIX_MAX = 200_000  # ours: up to here all triple vectors are held (~600 MB at 768-d)
+TRIPLE_MEMO_MAX = 500_000  # ours: vectors remembered per graph before the memo starts over
+
+
+def _unit_rows(m: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    return (m / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+
+
+@dataclass
+class KeywordView:
+    signature: str
+    kw_ids: list[str]
+    kw_words: list[str]
+    kw_matrix: np.ndarray  # unit rows
+    kw_sub: sp.csr_matrix  # keyword x sub-chunk, 1 where HAS_KEYWORD
+    sub_ids: list[str]
+    sub_chunk: list[str]  # parent chunk of each sub-chunk
+    sub_tokens: np.ndarray
+    sub_matrix: np.ndarray  # unit rows
+    chunk_label: dict[str, str] = field(default_factory=dict)  # chunk id -> "title · c<ord>"
+    sub_index: dict[str, int] = field(default_factory=dict)
+    by_chunk: dict[str, list[int]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.sub_index = {s: i for i, s in enumerate(self.sub_ids)}
+        for i, c in enumerate(self.sub_chunk):
+            self.by_chunk.setdefault(c, []).append(i)
+        for rows in self.by_chunk.values():
+            rows.sort(key=lambda i: self.sub_ids[i])
+
+    def keyword_ranking(self, qv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(keyword indices, cosines), best first, ties by id order."""
+        sims = self.kw_matrix @ qv
+        order = np.lexsort((np.arange(sims.size), -sims))
+        return order, sims[order]
+
+    def title(self, chunk_id: str) -> str:
+        return self.chunk_label.get(chunk_id, " · ").rsplit(" · ", 1)[0]
+
+    def label(self, sub_id: str) -> str:
+        """'<document title> · c<chunk ord>.s<sub-chunk ord>'."""
+        row = self.sub_index.get(sub_id)
+        if row is None:
+            return sub_id
+        return f"{self.chunk_label.get(self.sub_chunk[row], '?')}.s{sub_id.rsplit('.s', 1)[-1]}"
+
+    def neighbours(self, kw: int) -> np.ndarray:
+        return self.kw_sub.indices[self.kw_sub.indptr[kw] : self.kw_sub.indptr[kw + 1]]
+
+
+def _load(store: Any, signature: str) -> KeywordView:
+    dim = int(store.dim)
+    kw = store.query_arrow("MATCH (k:Keyword) WHERE k.emb IS NOT NULL RETURN k.id, k.word, k.emb ORDER BY k.id")
+    kw_ids = kw.column(0).to_pylist()
+    sub = store.query_arrow("MATCH (s:SubChunk) WHERE s.emb IS NOT NULL "
+                            "RETURN s.id, s.chunk_id, s.n_tokens, s.emb ORDER BY s.id")
+    sub_ids = sub.column(0).to_pylist()
+    edges = store.query_arrow("MATCH (s:SubChunk)-[:HAS_KEYWORD]->(k:Keyword) RETURN k.id, s.id")
+    kpos = {k: i for i, k in enumerate(kw_ids)}
+    spos = {s: i for i, s in enumerate(sub_ids)}
+    pairs = [(kpos[k], spos[s]) for k, s in zip(edges.column(0).to_pylist(), edges.column(1).to_pylist())
+             if k in kpos and s in spos]
+    rows = np.asarray([p[0] for p in pairs], dtype=np.int64)
+    cols = np.asarray([p[1] for p in pairs], dtype=np.int64)
+    adj = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, cols)), shape=(len(kw_ids), len(sub_ids)))
+    adj.sort_indices()
+    chunks = store.query("MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id, c.ord AS ord, d.title AS title")
+    return KeywordView(
+        signature, kw_ids, kw.column(1).to_pylist(), _unit_rows(vectors_to_numpy(kw.column(2), dim)), adj,
+        sub_ids, sub.column(1).to_pylist(), np.asarray(sub.column(2).to_pylist(), dtype=np.int64),
+        _unit_rows(vectors_to_numpy(sub.column(3), dim)),
+        chunk_label={r["id"]: f"{r['title']} · c{r['ord']}" for r in chunks})
+
+
+def keyword_view(store: Any) -> KeywordView | None:
+    """The graph's keyword layer in memory, or None when the graph has none."""
+    signature = store.get_meta(META_KEYWORD_SIGNATURE)
+    if signature is None:
+        return None
+    key = str(store.path)
+    with _LOCK:
+        view = _VIEWS.get(key)
+        if view is None or view.signature != signature:
+            view = _load(store, signature)
+            _VIEWS[key] = view
+        return view
+
+
+def triple_cosines(store: Any, ids: list[str], qv: np.ndarray) -> dict[str, float]:
+    """cos(triple, query) for the ids (0 for a triple without a vector). Up to TRIPLE_MATRIX_MAX
+    triples, every triple vector is loaded once (one scan is ~10x cheaper than fetching a few
+    hundred by id per question); above that, vectors are fetched by id and remembered."""
+    key = str(store.path)
+    n = int(store.query("MATCH (t:Triple) RETURN count(t) AS n")[0]["n"])
+    with _LOCK:
+        count, memo = _TRIPLES.get(key, (-1, {}))
+        if count != n or len(memo) > TRIPLE_MEMO_MAX:
+            memo = {}
+            if n <= TRIPLE_MATRIX_MAX:
+                t = store.query_arrow("MATCH (t:Triple) WHERE t.emb IS NOT NULL RETURN t.id, t.emb")
+                matrix = _unit_rows(vectors_to_numpy(t.column(1), int(store.dim)))
+                memo = dict(zip(t.column(0).to_pylist(), matrix))
+            _TRIPLES[key] = (n, memo)
+    missing = [t for t in ids if t not in memo] if n > TRIPLE_MATRIX_MAX else []
+    if missing:
+        fetched = store.get_embeddings("Triple", missing)
+        with _LOCK:
+            for t, v in fetched.items():
+                memo[t] = _unit_rows(np.asarray(v, dtype=np.float32)[None, :])[0]
+    return {t: float(memo[t] @ qv) if t in memo else 0.0 for t in ids}
+
+
+def forget(store: Any) -> None:
+    """Drop the views of ``store`` (tests; a workspace being deleted)."""
+    with _LOCK:
+        _VIEWS.pop(str(store.path), None)
+        _TRIPLES.pop(str(store.path), None)

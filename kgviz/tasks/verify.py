@@ -1,0 +1,110 @@
+"""The verification tasks: "split_claims" and "judge_claim".
+
+split_claims inputs: ``question``, ``answer``. Value: list[str] of claims.
+judge_claim inputs: ``claim``, ``question``, ``items`` (list of (id, text) context items of the
+method being judged), optional ``focus`` (the asserted part of a short-answer claim). Value:
+kgviz.verify.check.CheckResult (label, evidence ids, reason).
+
+With an LLM the reply must be JSON (json_schema is sent); a reply that is not valid JSON, or names
+an unknown verdict, raises LLMOutputError (the caller labels the claim "unparsed" and keeps the
+raw reply). Offline, the heuristics of kgviz.verify.claims / kgviz.verify.check run instead.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kgviz.errors import LLMOutputError
+from kgviz.prompts.verify import (
+    JUDGE_CLAIM,
+    JUDGE_CLAIM_SCHEMA,
+    JUDGE_CLAIM_SYSTEM,
+    SPLIT_CLAIMS,
+    SPLIT_CLAIMS_SCHEMA,
+    SPLIT_CLAIMS_SYSTEM,
+)
+from kgviz.providers.base import Embedder, extract_json_text
+from kgviz.reasoning import Task, register
+from kgviz.verify.check import CheckResult, check_claim
+from kgviz.verify.claims import split_offline
+
+VERDICTS = ("supported", "contradicted", "not_found")
+MAX_JUDGE_CONTEXT_CHARS = 24_000  # ours: keeps a judge prompt within small models' context windows
+
+
+def _json(raw: str, what: str) -> Any:
+    text = extract_json_text(raw)
+    if text is None:
+        raise LLMOutputError(f"the {what} reply is not JSON: {raw[:200]!r}",
+                             hint="the model ignored the JSON format; retry or pick a model with structured output")
+    return json.loads(text)
+
+
+# --- split_claims --------------------------------------------------------------------------------
+def _render_split(inputs: dict[str, Any]) -> str:
+    return SPLIT_CLAIMS.format(question=inputs["question"], answer=inputs["answer"])
+
+
+def _parse_split(raw: str, inputs: dict[str, Any]) -> list[str]:
+    data = _json(raw, "claim split")
+    claims = data.get("claims") if isinstance(data, dict) else data
+    if not isinstance(claims, list) or not all(isinstance(c, str) for c in claims):
+        raise LLMOutputError(f"the claim split has no list of strings under \"claims\": {raw[:200]!r}")
+    return [c.strip() for c in claims if c.strip()]
+
+
+def _offline_split(inputs: dict[str, Any], embedder: Embedder) -> tuple[list[str], str]:
+    claims = split_offline(inputs["question"], inputs["answer"])
+    return [c.text for c in claims], "sentence split + conjunction split (offline heuristic)"
+
+
+# --- judge_claim ---------------------------------------------------------------------------------
+def render_context(items: list[tuple[str, str]]) -> str:
+    lines, used = [], 0
+    for n, (item_id, text) in enumerate(items, 1):
+        line = f"[{n}] ({item_id}) {' '.join(text.split())}"
+        if used + len(line) > MAX_JUDGE_CONTEXT_CHARS:
+            lines.append(f"... ({len(items) - n + 1} more passages not shown)")
+            break
+        lines.append(line)
+        used += len(line)
+    return "\n".join(lines) or "(no context was retrieved)"
+
+
+def _render_judge(inputs: dict[str, Any]) -> str:
+    return JUDGE_CLAIM.format(context=render_context(list(inputs.get("items") or [])),
+                              question=inputs.get("question", ""), claim=inputs["claim"])
+
+
+def _parse_judge(raw: str, inputs: dict[str, Any]) -> CheckResult:
+    data = _json(raw, "judge")
+    if not isinstance(data, dict):
+        raise LLMOutputError(f"the judge reply is not a JSON object: {raw[:200]!r}")
+    verdict = str(data.get("verdict", "")).strip().lower().replace(" ", "_").replace("-", "_")
+    if verdict not in VERDICTS:
+        raise LLMOutputError(f"the judge returned an unknown verdict {data.get('verdict')!r}; "
+                             f"expected one of {', '.join(VERDICTS)}")
+    items = list(inputs.get("items") or [])
+    ids: list[str] = []
+    for ref in data.get("evidence") or []:
+        # the prompt numbers passages; accept a number, "3", "[3]" or the item id itself
+        key = str(ref).strip().strip("[]")
+        if key.isdigit() and 1 <= int(key) <= len(items):
+            ids.append(items[int(key) - 1][0])
+        elif any(key == i for i, _ in items):
+            ids.append(key)
+    return CheckResult(verdict, tuple(dict.fromkeys(ids)), str(data.get("reason", "")).strip())
+
+
+def _offline_judge(inputs: dict[str, Any], embedder: Embedder) -> tuple[CheckResult, str]:
+    res = check_claim(inputs["claim"], list(inputs.get("items") or []), embedder,
+                      focus=inputs.get("focus", ""), question=inputs.get("question", ""))
+    return res, "offline check (weaker): names/numbers/dates must occur in the context, plus lexical/embedding support"
+
+
+SPLIT_CLAIMS_TASK = register(Task(name="split_claims", prompt_name="SPLIT_CLAIMS", render=_render_split,
+                                  parse=_parse_split, offline=_offline_split, system=SPLIT_CLAIMS_SYSTEM,
+                                  max_tokens=512, json_schema=SPLIT_CLAIMS_SCHEMA))
+JUDGE_CLAIM_TASK = register(Task(name="judge_claim", prompt_name="JUDGE_CLAIM", render=_render_judge,
+                                 parse=_parse_judge, offline=_offline_judge, system=JUDGE_CLAIM_SYSTEM,
+                                 max_tokens=256, json_schema=JUDGE_CLAIM_SCHEMA))

@@ -1,0 +1,191 @@
+"""The gold funnel: where along the pipeline a gold answer was lost.
+
+For a question with gold answers: is a gold answer in the corpus (some Chunk text contains it,
+SQuAD-normalised), in the graph (an Entity name or a Triple text contains it), in the method's
+retrieved context, in the part of that context the answer step kept (its budget cut), and in the
+answer? The first "no" names the failure:
+
+* ``correct``                    the answer contains a gold answer
+* ``not in corpus``              no document states it: nothing to retrieve
+* ``extraction miss``            in the corpus, not in the graph, not retrieved (graph methods)
+* ``entry-point miss``           in the graph, but the method's seed steps never touched a node
+                                 related to it (within ``related_hops`` of a gold node)
+* ``retrieval/traversal miss``   the method started near it but did not retrieve it
+* ``context truncation``         retrieved, but cut by the answer step's token budget
+* ``generation error``           in the kept context, yet the answer is wrong
+* ``no retrieval``               the no-retrieval baseline (no context by design)
+* ``method failed``              the run ended with an error
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Sequence
+
+from kgviz.answer import DEFAULT_BUDGET_TOKENS, fit_budget
+from kgviz.methods.registry import get_method
+from kgviz.run import Run
+from kgviz.verify.metrics import contains
+
+LABELS = ("correct", "not in corpus", "extraction miss", "entry-point miss", "retrieval/traversal miss",
+          "context truncation", "generation error", "no retrieval", "method failed")
+BASELINE_PAPER = "baseline"
+
+
+@dataclass(frozen=True)
+class FunnelParams:
+    """How the funnel decides an entry-point miss."""
+
+    related_hops: int = field(default=2, metadata={"doc": "ours: RELATED hops around a gold entity that still "
+                                                          "count as 'near the answer' for a seed step"})
+
+
+@dataclass
+class GoldPresence:
+    """Where the gold answers occur in the workspace (computed once per question)."""
+
+    golds: list[str]
+    corpus_chunks: list[str] = field(default_factory=list)  # Chunk ids whose text contains a gold
+    graph_entities: list[str] = field(default_factory=list)  # Entity ids whose name contains a gold
+    graph_triples: list[str] = field(default_factory=list)  # Triple ids whose text contains a gold
+    related: set[str] = field(default_factory=set)  # node ids counted as near the answer
+
+    @property
+    def in_corpus(self) -> bool:
+        return bool(self.corpus_chunks)
+
+    @property
+    def in_graph(self) -> bool:
+        return bool(self.graph_entities or self.graph_triples)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"golds": self.golds, "in_corpus": self.in_corpus, "in_graph": self.in_graph,
+                "corpus_chunks": self.corpus_chunks, "graph_entities": self.graph_entities,
+                "graph_triples": self.graph_triples, "n_related": len(self.related)}
+
+
+def _any_gold(text: str, golds: Sequence[str]) -> bool:
+    return any(contains(text, g) for g in golds)
+
+
+def gold_presence(store: Any, golds: Sequence[str], params: FunnelParams = FunnelParams()) -> GoldPresence:
+    """Scan chunk texts, entity names and triple texts for the gold answers (in Python, because
+    SQuAD normalisation is not expressible in Cypher), then collect the nodes near them."""
+    golds = [g for g in golds if g.strip()]
+    p = GoldPresence(golds)
+    p.corpus_chunks = [r["id"] for r in store.query("MATCH (c:Chunk) RETURN c.id AS id, c.text AS text")
+                       if _any_gold(r["text"] or "", golds)]
+    p.graph_entities = [r["id"] for r in store.query(
+        "MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.aliases AS aliases")
+        if _any_gold(f"{r['name'] or ''} | {(r['aliases'] or '').replace('|', ' | ')}", golds)]
+    triples = [r for r in store.query("MATCH (t:Triple) RETURN t.id AS id, t.text AS text, "
+                                      "t.subject_id AS s, t.object_id AS o, t.chunk_id AS c")
+               if _any_gold(r["text"] or "", golds)]
+    p.graph_triples = [r["id"] for r in triples]
+    p.related = _related(store, p, triples, params)
+    return p
+
+
+def _related(store: Any, p: GoldPresence, triples: list[dict[str, Any]], params: FunnelParams) -> set[str]:
+    entities = set(p.graph_entities) | {r[k] for r in triples for k in ("s", "o") if r[k]}
+    if entities and params.related_hops > 0:
+        rows = store.query(f"MATCH (a:Entity)-[:RELATED*1..{int(params.related_hops)}]-(b:Entity) "
+                           "WHERE a.id IN $ids RETURN DISTINCT b.id AS id", {"ids": sorted(entities)})
+        entities |= {r["id"] for r in rows}
+    near: set[str] = set(entities) | set(p.graph_triples) | set(p.corpus_chunks)
+    near |= {r["c"] for r in triples if r["c"]}
+    if entities:
+        ids = sorted(entities)
+        near |= {r["id"] for r in store.query(
+            "MATCH (t:Triple) WHERE t.subject_id IN $ids OR t.object_id IN $ids RETURN t.id AS id", {"ids": ids})}
+        near |= {r["id"] for r in store.query(
+            "MATCH (c:Chunk)-[:MENTIONS]->(e:Entity) WHERE e.id IN $ids RETURN DISTINCT c.id AS id", {"ids": ids})}
+    chunk_ids = sorted(i for i in near if "#c" in i)
+    if chunk_ids:
+        near |= {r["d"] for r in store.query("MATCH (c:Chunk) WHERE c.id IN $ids RETURN DISTINCT c.doc_id AS d",
+                                             {"ids": chunk_ids})}
+        near |= {r["id"] for r in store.query("MATCH (s:SubChunk) WHERE s.chunk_id IN $ids RETURN s.id AS id",
+                                              {"ids": chunk_ids})}
+    return near
+
+
+@dataclass
+class FunnelRow:
+    method: str
+    in_corpus: bool
+    in_graph: bool
+    in_context: bool
+    in_kept_context: bool
+    in_answer: bool
+    seeds_near_answer: bool | None  # None: the method has no seed step to judge
+    label: str
+    explanation: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def seed_node_ids(run: Run) -> set[str]:
+    """Every node a seed step of the trace touched (any role)."""
+    return {n.id for s in run.trace if s.kind == "seed" for n in s.nodes}
+
+
+def kept_text(run: Run) -> str:
+    """The context text the answer step actually saw, recomputed with the recorded budget (the
+    budget rule in kgviz.answer is deterministic)."""
+    budget = DEFAULT_BUDGET_TOKENS
+    for s in run.trace:
+        if s.kind == "answer" and "budget_tokens" in s.data:
+            budget = int(s.data["budget_tokens"])
+    return "\n".join(i.text for i in fit_budget(run.context.items, budget).items)
+
+
+def is_graph_method(name: str) -> bool:
+    try:
+        return getattr(get_method(name), "paper", BASELINE_PAPER) != BASELINE_PAPER
+    except Exception:  # noqa: BLE001 - an unknown (e.g. imported) run is judged as a text method
+        return False
+
+
+def funnel_row(run: Run, presence: GoldPresence) -> FunnelRow:
+    golds = presence.golds
+    context = "\n".join(i.text for i in run.context.items)
+    in_context = _any_gold(context, golds)
+    in_kept = in_context and _any_gold(kept_text(run), golds)
+    in_answer = not run.error and _any_gold(run.answer, golds)
+    seeds = seed_node_ids(run)
+    near = bool(seeds & presence.related) if seeds else None
+    graph = is_graph_method(run.method)
+    row = FunnelRow(run.method, presence.in_corpus, presence.in_graph, in_context, in_kept, in_answer, near, "", "")
+    no_context = bool(getattr(_method_or_none(run.method), "no_context", False))
+    if run.error:
+        row.label, row.explanation = "method failed", run.error
+    elif in_answer:
+        row.label, row.explanation = "correct", "the answer contains a gold answer"
+    elif no_context:
+        row.label, row.explanation = "no retrieval", "the baseline answers from model memory only"
+    elif in_kept:
+        row.label, row.explanation = "generation error", "the gold answer was in the context the answer step saw"
+    elif in_context:
+        row.label, row.explanation = "context truncation", "retrieved, but cut by the answer step's token budget"
+    elif not presence.in_corpus:
+        row.label, row.explanation = "not in corpus", "no chunk of the corpus contains a gold answer"
+    elif graph and not presence.in_graph:
+        row.label, row.explanation = "extraction miss", "in the corpus, but no entity or triple contains it"
+    elif graph and near is False:
+        row.label, row.explanation = ("entry-point miss", "the seed steps touched no node within "
+                                      "reach of the gold answer")
+    else:
+        row.label, row.explanation = ("retrieval/traversal miss",
+                                      "the gold answer is reachable but the method did not retrieve it")
+    return row
+
+
+def _method_or_none(name: str) -> Any:
+    try:
+        return get_method(name)
+    except Exception:  # noqa: BLE001 - see is_graph_method
+        return None
+
+
+def funnel(runs: Iterable[Run], presence: GoldPresence) -> list[FunnelRow]:
+    return [funnel_row(r, presence) for r in runs]
