@@ -17,5 +17,8 @@ pages = [
     st.Page("pages/home.py", title="Home", default=True),
     st.Page("pages/build.py", title="Build"),
     st.Page("pages/explore.py", title="Explore"),
+    st.Page("pages/trace.py", title="Trace"),
+    st.Page("pages/compare.py", title="Compare"),
+    st.Page("pages/evaluate.py", title="Evaluate"),
 ]
 st.navigation(pages).run()

@@ -3,6 +3,9 @@
   kgviz build PATH... --db DIR [--llm SPEC] [--embedder SPEC] [--chunk-tokens N] [--json]
   kgviz import-kg TRIPLES.tsv [--entities ENTITIES.jsonl] --db DIR [--json]
   kgviz ask "QUESTION" --db DIR --method NAME|all [--llm SPEC] [--json]
+  kgviz eval QUESTIONS.jsonl --db DIR --methods a,b,...|all [--limit N] [--budget-tokens N] [--out DIR]
+             [--workers N] [--json]
+  kgviz bench [--quick] [--json]
 
 Expected failures (bad input, missing key, locked database, ...) print one readable line on
 stderr and exit with status 2; nothing is half-written for a file that failed to load.
@@ -19,6 +22,12 @@ from kgviz.config import Settings
 from kgviz.errors import KgvizError
 
 EXIT_USER_ERROR = 2
+_OPEN: list[Any] = []  # workspaces opened by the running command; closed when it returns
+
+
+def _track(ws: Any) -> Any:
+    _OPEN.append(ws)
+    return ws
 
 
 def _common(p: argparse.ArgumentParser, *, llm: bool = True) -> None:
@@ -58,6 +67,25 @@ def build_parser() -> argparse.ArgumentParser:
     _common(a)
     a.set_defaults(func=cmd_ask)
 
+    e = sub.add_parser("eval", help="batch-evaluate methods on a QA file (bootstrap CIs, paired tests)")
+    e.add_argument("questions", help="questions.jsonl: {\"id\", \"question\", \"answers\": [...]} per line")
+    e.add_argument("--methods", default="all", help="comma-separated method names or 'all'")
+    e.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    e.add_argument("--budget-tokens", type=int, default=None,
+                   help="context budget of the shared answer step (compare methods at equal context size)")
+    e.add_argument("--out", help="folder for results.jsonl + summary.json; a re-run resumes "
+                   "(default: $KGVIZ_HOME/evals/<questions>-<hash>)")
+    e.add_argument("--workers", type=int, default=2, help="questions evaluated concurrently")
+    e.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for the CIs")
+    e.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and permutation test")
+    _common(e)
+    e.set_defaults(func=cmd_eval)
+
+    bn = sub.add_parser("bench", help="run the benchmark suite and print its figures with targets")
+    bn.add_argument("--quick", action="store_true", help="small sizes (seconds, for tests); figures are not meaningful")
+    bn.add_argument("--json", action="store_true")
+    bn.set_defaults(func=cmd_bench)
+
     m = sub.add_parser("methods", help="list the registered retrieval methods and their params")
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=cmd_methods)
@@ -89,7 +117,7 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
     from kgviz.ingest import load_paths
     from kgviz.workspace import open_workspace
 
-    ws = open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder)
+    ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder))
     for n in ws.notices:
         print(f"note: {n}", file=sys.stderr)
     loaded = load_paths(args.paths, max_bytes=settings.max_file_bytes)
@@ -123,7 +151,7 @@ def cmd_import_kg(args: argparse.Namespace, settings: Settings) -> int:
     from kgviz.index.import_kg import import_kg
     from kgviz.workspace import open_workspace
 
-    ws = open_workspace(settings, db_dir=args.db, llm_spec="offline", embedder_spec=args.embedder)
+    ws = _track(open_workspace(settings, db_dir=args.db, llm_spec="offline", embedder_spec=args.embedder))
     exclude = [q for q in (args.exclude_questions or "").split(",") if q]
     report = import_kg(ws.store, ws.embedder, args.triples, args.entities, exclude_question_ids=exclude)
     out = report.to_dict()
@@ -143,7 +171,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     from kgviz.run import run_methods
     from kgviz.workspace import open_workspace
 
-    ws = open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder)
+    ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder))
     names = list_methods() if args.method == "all" else [m.strip() for m in args.method.split(",") if m.strip()]
     runs = run_methods(names, args.question, ws.method_context(), budget_tokens=args.budget_tokens)
     if args.json:
@@ -156,6 +184,47 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         u = r.usage
         print(f"{r.method:<16} {status}\n{'':<16} context {r.context.n_tokens} tok · {u.calls} calls · "
               f"{u.total_tokens} tok · ${u.cost_usd:.4f} · {r.seconds:.2f}s")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    from kgviz.evaluate import default_out_dir, load_questions, run_evaluation
+    from kgviz.evaluate.report import format_table
+    from kgviz.methods.registry import list_methods
+    from kgviz.workspace import open_workspace
+
+    items = load_questions(args.questions, limit=args.limit)  # bad files fail before the db opens
+    ws = open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder, read_only=False)
+    for n in ws.notices:
+        print(f"note: {n}", file=sys.stderr)
+    names = list_methods() if args.methods == "all" else [m.strip() for m in args.methods.split(",") if m.strip()]
+    out = args.out or default_out_dir(settings, args.questions, ws.store.path)
+    show = not args.json and sys.stderr.isatty()
+
+    def progress(ev: Any) -> None:
+        if show:
+            sys.stderr.write(f"\r{ev.done}/{ev.total} runs ({ev.skipped} reused)")
+            sys.stderr.flush()
+
+    outcome = run_evaluation(items, names, ws.method_context(), out_dir=out, budget_tokens=args.budget_tokens,
+                             workers=args.workers, n_boot=args.n_boot, seed=args.seed, progress=progress,
+                             settings={"questions": str(args.questions), "db": str(ws.store.path), "mode": ws.mode})
+    if show:
+        sys.stderr.write("\n")
+    if args.json:
+        print(json.dumps(outcome.to_dict(), indent=2, default=str))
+    else:
+        print(f"mode: {'offline heuristics (no LLM)' if ws.llm.is_offline else ws.mode}; results: {outcome.results_path}")
+        print(format_table(outcome.summary))
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
+    from kgviz.evaluate.bench import format_bench, run_bench
+
+    show = not args.json and sys.stderr.isatty()
+    report = run_bench(quick=args.quick, log=(lambda m: print(m, file=sys.stderr)) if show else None)
+    print(json.dumps(report, indent=2, default=str) if args.json else format_bench(report))
     return 0
 
 
@@ -188,6 +257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted: what was written is kept; re-run to resume", file=sys.stderr)
         return 130
+    finally:
+        while _OPEN:
+            _OPEN.pop().close()
 
 
 if __name__ == "__main__":

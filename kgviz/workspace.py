@@ -34,6 +34,16 @@ class Workspace:
     def mode(self) -> str:
         return "offline" if self.llm.is_offline else f"{self.llm.provider}:{self.llm.model}"
 
+    def close(self) -> None:
+        """Release the database (another process may open it afterwards)."""
+        self.store.close()
+
+    def __enter__(self) -> "Workspace":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def reasoner(self, ledger: UsageLedger | None = None) -> Reasoner:
         return Reasoner(self.llm, self.embedder, ledger if ledger is not None else self.ledger, self.prices)
 

@@ -126,9 +126,13 @@ def format_table(summary: EvalSummary, *, alpha: float = 0.05) -> str:
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)) for r in rows]
     if summary.comparisons:
         lines.append("")
-        lines.append(f"paired differences A - B (sign-flip permutation test; * p < {alpha})")
+        lines.append(f"paired differences A - B in points (sign-flip permutation test; * p < {alpha})")
+        pairs: dict[tuple[str, str], list[Paired]] = {}
         for c in summary.comparisons:
-            star = "*" if c.p_value < alpha else " "
-            lines.append(f"  {c.metric:<13} {c.a} - {c.b}: {100 * c.mean_diff:+.1f} "
-                         f"[{100 * c.lo:+.1f}, {100 * c.hi:+.1f}]  p={c.p_value:.4f} {star} (n={c.n})")
+            pairs.setdefault((c.a, c.b), []).append(c)
+        label = {k: lab for k, lab, _h in SUMMARY_METRICS}
+        for (a, b), cs in pairs.items():
+            cells = [f"{label[c.metric]} {100 * c.mean_diff:+.1f} (p={c.p_value:.3f}){'*' if c.p_value < alpha else ''}"
+                     for c in cs]
+            lines.append(f"  {a} - {b} (n={cs[0].n}): " + "  ".join(cells))
     return "\n".join(lines)

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from kgviz.errors import ConfigError, EvaluationError
 from kgviz.evaluate.qa import QAItem
-from kgviz.evaluate.scoring import Scored, Scorer, default_scorer
+from kgviz.evaluate.scoring import Scored, Scorer, VerifyScorer
 from kgviz.methods.base import MethodContext, params_to_dict
 from kgviz.methods.registry import get_method
 from kgviz.run import Run, resolve_params, run_method
@@ -183,7 +183,7 @@ def evaluate(
     if len(set(methods)) != len(methods):
         raise EvaluationError(f"a method is listed twice: {', '.join(methods)}")
     params, presets = dict(params or {}), dict(presets or {})
-    scorer = scorer or default_scorer
+    scorer = scorer or VerifyScorer()
     hashes: dict[str, str] = {}
     for name in methods:  # validates names and params before anything runs
         p = resolve_params(get_method(name), params.get(name), presets.get(name))

@@ -1,23 +1,24 @@
-"""Score one Run against its gold answers: metrics, claim verdict, gold funnel.
+"""Score one Run against its gold answers: metrics, claim verdict, gold funnel (kgviz.verify).
 
-The batch runner calls a ``Scorer``; the default one wires kgviz.verify (claims + judge, gold
-funnel, SQuAD metrics). Tests pass their own scorer to exercise the runner in isolation.
+The batch runner calls a ``Scorer``; ``VerifyScorer`` is the default. Tests pass their own scorer
+to exercise the runner in isolation.
 
-Coverage is measured on the context the shared answer step actually saw, i.e. after the
-context budget cut (kgviz.answer.fit_budget), so methods compared at equal budgets are compared
-on equal evidence.
+Coverage is measured on the context the shared answer step actually saw, i.e. after the context
+budget cut (kgviz.verify.funnel.kept_text), so methods compared at equal budgets are compared on
+equal evidence. The no-context baseline has no context: coverage 0.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from kgviz.answer import DEFAULT_BUDGET_TOKENS, fit_budget
 from kgviz.evaluate.qa import QAItem
-from kgviz.methods.base import MethodContext, RetrievedContext
+from kgviz.methods.base import MethodContext
 from kgviz.methods.registry import get_method
-from kgviz.prompts.answer import INSUFFICIENT
 from kgviz.run import Run
+from kgviz.verify.funnel import GoldPresence, funnel_row, gold_presence, kept_text
+from kgviz.verify.judge import verify_run
 from kgviz.verify.metrics import score
 
 METRICS = ("em", "f1", "acc", "coverage")
@@ -32,27 +33,42 @@ class Scored:
     funnel: dict[str, Any] = field(default_factory=dict)
 
 
-Scorer = Callable[[Run, QAItem, MethodContext, "int | None"], Scored]  # last: the context budget
+# (run, item, method context, context budget) -> Scored
+Scorer = Callable[[Run, QAItem, MethodContext, "int | None"], Scored]
 
 
-def answered_context(run: Run, budget_tokens: int | None) -> RetrievedContext:
-    """The context items the answer step kept (none for a no-context method)."""
+def answered_text(run: Run) -> str:
+    """The context text the answer step kept ("" for a no-context method or a failed retrieval)."""
     if bool(getattr(get_method(run.method), "no_context", False)):
-        return RetrievedContext()
-    budget = DEFAULT_BUDGET_TOKENS if budget_tokens is None else int(budget_tokens)
-    return RetrievedContext(items=fit_budget(list(run.context.items), budget).items)
+        return ""
+    return kept_text(run)
 
 
-def is_abstention(answer: str) -> bool:
-    return answer.strip().lower().rstrip(".") == INSUFFICIENT
+def metrics_for(run: Run, item: QAItem) -> dict[str, float]:
+    return score("" if run.error else run.answer, answered_text(run), list(item.answers)).to_dict()
 
 
-def metrics_for(run: Run, item: QAItem, budget_tokens: int | None) -> dict[str, float]:
-    ctx_text = answered_context(run, budget_tokens).render()
-    return score(run.answer, ctx_text, list(item.answers)).to_dict()
+class VerifyScorer:
+    """Metrics, the claim verdict (verify_run through the run's reasoner: an LLM judge, or the
+    offline check) and the gold funnel. The gold's presence in the corpus and graph is computed
+    once per question and shared by every method. A failed run scores 0 on every metric and counts
+    as neither abstaining nor hallucinating (the summary reports it as an error)."""
 
+    def __init__(self) -> None:
+        self._presence: dict[str, GoldPresence] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
 
-def default_scorer(run: Run, item: QAItem, ctx: MethodContext, budget_tokens: int | None = None) -> Scored:
-    metrics = metrics_for(run, item, budget_tokens)
-    abstained = is_abstention(run.answer) or not run.answer.strip()
-    return Scored(metrics=metrics, hallucinated=False, abstained=abstained)
+    def presence(self, item: QAItem, ctx: MethodContext) -> GoldPresence:
+        with self._guard:
+            lock = self._locks.setdefault(item.id, threading.Lock())
+        with lock:  # two methods of one question must not both scan the graph
+            if item.id not in self._presence:
+                self._presence[item.id] = gold_presence(ctx.store, list(item.answers))
+            return self._presence[item.id]
+
+    def __call__(self, run: Run, item: QAItem, ctx: MethodContext, budget_tokens: int | None = None) -> Scored:
+        verdict = verify_run(run, ctx.reasoner)
+        row = funnel_row(run, self.presence(item, ctx))
+        return Scored(metrics=metrics_for(run, item), hallucinated=verdict.hallucinated,
+                      abstained=verdict.abstained, verdict=verdict.to_dict(), funnel=row.to_dict())

@@ -17,7 +17,7 @@ Choices (documented because they change the numbers):
 """
 from __future__ import annotations
 
-import itertools
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -111,6 +111,13 @@ def bootstrap_ci(values: Sequence[float], *, n_boot: int = DEFAULT_N_BOOT, seed:
     return Estimate(float(arr.mean()), float(lo), float(hi), int(arr.size), level)
 
 
+@functools.lru_cache(maxsize=EXACT_MAX_N + 1)
+def _all_signs(n: int) -> np.ndarray:
+    """Every +-1 pattern of length n, one per row (2^n rows)."""
+    bits = (np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1
+    return (1.0 - 2.0 * bits).astype(float)
+
+
 def sign_flip_p_value(diffs: Sequence[float], *, n_perm: int = DEFAULT_N_PERM, seed: int = DEFAULT_SEED) -> float:
     """Two-sided p-value of mean(diffs) = 0 under random sign flips (see the module docstring)."""
     d = _as_array(diffs)
@@ -121,7 +128,7 @@ def sign_flip_p_value(diffs: Sequence[float], *, n_perm: int = DEFAULT_N_PERM, s
         return 1.0
     tol = 1e-12 * max(1.0, float(np.abs(d).max()))  # equal sums must count as "as extreme"
     if d.size <= EXACT_MAX_N:
-        signs = np.array(list(itertools.product((1.0, -1.0), repeat=d.size)))
+        signs = _all_signs(d.size)
         stats = np.abs(signs @ d) / d.size
         return float(np.mean(stats >= observed - tol))
     rng = np.random.default_rng(seed)

@@ -7,7 +7,7 @@ from typing import Any
 from kgviz.errors import ConfigError
 from kgviz.types import Usage
 
-STAGES = ("chunk", "extract", "resolve", "embed", "write", "doc_layer", "index")
+STAGES = ("chunk", "knn", "extract", "resolve", "embed", "write", "doc_layer", "ket", "index")
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,23 @@ class BuildParams:
     retry_failed: bool = True
     """Re-extract chunks whose stored Extraction failed (provider errors, unreadable replies)
     when their document is given to build again, even if the document was completed (ours)."""
+    ket_enabled: bool = False
+    """Build KET-RAG's index (paper 004, Algorithm 3; kgviz.index.ket): KNN chunk graph, PageRank
+    core chunks, sub-chunks and keywords, and extract triples from the core chunks only (line 9).
+    Off (ours: opt-in, because it changes what the KG holds): every chunk is extracted."""
+    core_fraction: float = 0.8
+    """β, the fraction of chunks whose triples are extracted when ket_enabled (Algorithm 3 line 8;
+    0.8 in §6.1 and in the authors' code). 1.0 = every chunk (full KG plus the KET layer)."""
+    core_selection: str = "pagerank"
+    """'pagerank' (KET-RAG-P) or 'random' (KET-RAG-U, seeded), §6.1."""
+    knn_k: int = 2
+    """K of the KNN chunk graph: K/2 lexical + K/2 semantic neighbours per chunk (§6.1: K = 2)."""
+    subchunk_tau: int = -1
+    """τ, halvings of a chunk into sub-chunks (Algorithm 3 line 10); -1 = the τ that gives
+    ~150-token sub-chunks for chunk_tokens (§6.2, §6.5; τ = 1 for 300-token chunks)."""
+    ket_preset: str = "paper"
+    """KET index details, 'paper' or 'code' (kgviz.index.ket.KET_PRESETS: directed PageRank and
+    disjoint neighbour kinds as in Algorithm 3, or the authors' undirected graph)."""
 
     def __post_init__(self) -> None:
         for name in ("chunk_tokens", "workers", "batch_size", "embed_batch_size", "max_triples_per_chunk"):
@@ -52,10 +69,25 @@ class BuildParams:
             raise ConfigError("BuildParams.expected_output_ratio and flush_interval_s must be >= 0")
         if self.similar_docs_k < 0 or self.chunk_overlap < 0 or self.description_max_sentences < 0:
             raise ConfigError("BuildParams: similar_docs_k, chunk_overlap and description_max_sentences must be >= 0")
+        if not 0.0 < self.core_fraction <= 1.0 or self.core_selection not in ("pagerank", "random"):
+            raise ConfigError("BuildParams: core_fraction must be in (0, 1] and core_selection 'pagerank' or 'random'")
+        if self.knn_k < 2 or self.knn_k % 2 or self.subchunk_tau < -1 or self.ket_preset not in ("paper", "code"):
+            raise ConfigError("BuildParams: knn_k must be even and >= 2, subchunk_tau >= -1 (-1 = auto), "
+                              "ket_preset 'paper' or 'code'")
         if self.chunk_overlap >= self.chunk_tokens:
             raise ConfigError(
                 f"BuildParams.chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_tokens ({self.chunk_tokens})"
             )
+
+
+    def ket_params(self) -> Any:
+        """The kgviz.index.ket.KetParams these fields describe."""
+        from dataclasses import replace
+
+        from kgviz.index.ket import KET_PRESETS
+
+        return replace(KET_PRESETS[self.ket_preset], k=self.knn_k, beta=self.core_fraction,
+                       selection=self.core_selection, tau=None if self.subchunk_tau < 0 else self.subchunk_tau)
 
 
 @dataclass(frozen=True)
@@ -105,6 +137,7 @@ class BuildReport:
     seconds_by_stage: dict[str, float] = field(default_factory=dict)
     mode: str = "offline"
     warnings: list[str] = field(default_factory=list)
+    ket: dict[str, Any] = field(default_factory=dict)  # KET-RAG: core chunks, KNN, keywords, skeleton cost
 
     @property
     def usage(self) -> Usage:

@@ -4,6 +4,8 @@ Stages (``STAGES``), each reported through ``progress(ProgressEvent)``:
 
 * chunk     – skip documents already in the graph (by id), purge documents a killed build left
               half-written, split the rest into chunks (kgviz.ingest.chunk_document);
+* knn       – KET-RAG only (BuildParams.ket_enabled): KNN chunk graph, PageRank and core chunks,
+              which are then the only chunks extracted (kgviz.index.ket_build);
 * extract   – triples per chunk through the "extract_triples" task (LLM or offline patterns),
               thread pool, Extraction rows written in batches (kgviz.index.extract);
 * resolve   – entity keys, in-document aliases, per-document triple ids, provenance sentences
@@ -12,6 +14,7 @@ Stages (``STAGES``), each reported through ``progress(ProgressEvent)``:
               and triples (text), in batches;
 * write     – bulk loads of nodes then edges (kgviz.index.graph_write);
 * doc_layer – KG-Retriever SIMILAR_DOC top-K edges (kgviz.index.doc_layer);
+* ket       – KET-RAG only: KNN edges, Chunk.pagerank/core, sub-chunks and keywords;
 * index     – HNSW vector indexes (Document, Chunk, Entity, Triple) and BM25 over chunks.
 
 Vectors are computed before their rows are inserted because Kùzu cannot SET a column that a
@@ -32,6 +35,8 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence
 
+import numpy as np
+
 from kgviz.errors import BuildCancelled, EmbedderMismatchError
 from kgviz.graph.store import GraphStore
 from kgviz.index import graph_write as gw
@@ -40,6 +45,7 @@ from kgviz.index.doc_layer import build_doc_layer
 from kgviz.index.embed import document_text, embed_texts, entity_text
 from kgviz.index.estimate import estimate_cost
 from kgviz.index.extract import run_extraction
+from kgviz.index.ket_build import KetBuild
 from kgviz.index.params import STAGES, BuildParams, BuildReport, CostEstimate, ProgressEvent
 from kgviz.ingest import chunk_document
 from kgviz.reasoning import Reasoner
@@ -109,6 +115,10 @@ def build(
         new_docs, chunks_by_doc = _chunk_stage(store, documents, params, report)
         run.emit("chunk", len(new_docs), len(new_docs), f"{report.new_chunks} chunks in {len(new_docs)} new documents")
 
+    ket = KetBuild(store, emb, params, report, run.emit)
+    with run.stage("knn"):
+        ket.plan_stage([c for d in new_docs for c in chunks_by_doc[d.id]])
+
     if new_docs:
         all_chunks = [c for d in new_docs for c in chunks_by_doc[d.id]]
         with run.stage("extract"):
@@ -116,7 +126,7 @@ def build(
                 report.usage_by_stage["extract"] = usage
                 run.emit("extract", done, total, msg)
 
-            ext = run_extraction(store, reasoner, all_chunks, params, on_chunk, cancel)
+            ext = run_extraction(store, reasoner, ket.to_extract(all_chunks), params, on_chunk, cancel)
             report.usage_by_stage["extract"] = ext.usage
             report.extracted_chunks, report.reused_extractions = ext.extracted, ext.reused
             report.failures, report.n_malformed_lines = ext.failures, ext.n_malformed
@@ -131,7 +141,7 @@ def build(
             run.emit("resolve", 1, 1, f"{len(acc.entities)} entities, {len(acc.triples)} triples")
 
         with run.stage("embed"):
-            rows = _embed_stage(run, reasoner, new_docs, all_chunks, acc, existing, params)
+            rows = _embed_stage(run, reasoner, new_docs, all_chunks, acc, existing, params, ket.chunk_vectors)
 
         with run.stage("write"):
             gw.set_pending(store, [d.id for d in new_docs])
@@ -145,6 +155,9 @@ def build(
     with run.stage("doc_layer"):
         n_edges = build_doc_layer(store, params.similar_docs_k)
         run.emit("doc_layer", 1, 1, "up to date" if n_edges is None else f"{n_edges} SIMILAR_DOC edges")
+
+    with run.stage("ket"):
+        ket.write_stage()
 
     with run.stage("index"):
         for i, table in enumerate(VECTOR_TABLES):
@@ -193,7 +206,9 @@ def _embed_stage(
     acc: Assembled,
     existing: dict[str, dict[str, object]],
     params: BuildParams,
+    chunk_vectors: np.ndarray | None = None,
 ) -> dict[str, list[dict[str, object]]]:
+    """Vectors for the new rows; ``chunk_vectors`` are the chunks' when the knn stage made them."""
     new_entities = [e for eid, e in acc.entities.items() if eid not in existing]
     doc_rows = [
         {"id": d.id, "title": d.title, "source": d.source, "sha256": d.sha256, "text": d.text, "n_tokens": count_tokens(d.text)}
@@ -209,9 +224,10 @@ def _embed_stage(
             "aliases": "|".join(f for f in e.surface_forms if f != name), "n_mentions": len(e.chunks),
         })
     triple_rows = [t.to_row() for t in acc.triples.values()]
+    chunk_texts = [c.text for c in chunks] if chunk_vectors is None else []
     texts = (
         [document_text(d.title, d.text) for d in docs]
-        + [c.text for c in chunks]
+        + chunk_texts
         + [entity_text(str(r["name"]), str(r["description"])) for r in entity_rows]
         + [str(r["text"]) for r in triple_rows]
     )
@@ -223,10 +239,10 @@ def _embed_stage(
     run.report.usage_by_stage["embed"] = Usage(
         calls=-(-total // params.embed_batch_size), latency_s=time.perf_counter() - t0
     )
-    a, b, c = len(doc_rows), len(doc_rows) + len(chunk_rows), len(doc_rows) + len(chunk_rows) + len(entity_rows)
+    a, b, c = len(doc_rows), len(doc_rows) + len(chunk_texts), len(doc_rows) + len(chunk_texts) + len(entity_rows)
     return {
         "documents": gw.with_emb(doc_rows, matrix[:a]),
-        "chunks": gw.with_emb(chunk_rows, matrix[a:b]),
+        "chunks": gw.with_emb(chunk_rows, matrix[a:b] if chunk_vectors is None else chunk_vectors),
         "has_chunk": [{"from": ch.doc_id, "to": ch.id} for ch in chunks],
         "new_entities": gw.with_emb(entity_rows, matrix[b:c]),
         "triples": gw.with_emb(triple_rows, matrix[c:]),

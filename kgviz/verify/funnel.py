@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Sequence
 
 from kgviz.answer import DEFAULT_BUDGET_TOKENS, fit_budget
+from kgviz.errors import UnknownMethodError
 from kgviz.methods.registry import get_method
 from kgviz.run import Run
 from kgviz.verify.metrics import contains
@@ -142,7 +143,7 @@ def kept_text(run: Run) -> str:
 def is_graph_method(name: str) -> bool:
     try:
         return getattr(get_method(name), "paper", BASELINE_PAPER) != BASELINE_PAPER
-    except Exception:  # noqa: BLE001 - an unknown (e.g. imported) run is judged as a text method
+    except UnknownMethodError:  # a run loaded from a file may name a method not registered here
         return False
 
 
@@ -183,7 +184,7 @@ def funnel_row(run: Run, presence: GoldPresence) -> FunnelRow:
 def _method_or_none(name: str) -> Any:
     try:
         return get_method(name)
-    except Exception:  # noqa: BLE001 - see is_graph_method
+    except UnknownMethodError:
         return None
 
 

@@ -285,3 +285,108 @@ def test_skeleton_cost_compares_core_with_every_chunk() -> None:
     d = cost.to_dict()
     assert d["full_extrapolated_tokens"] == round(120 * cost.full_estimate_tokens / cost.skeleton_estimate_tokens)
     assert 0.75 < d["estimated_saving"] < 0.85
+
+
+# --- the build pipeline with KET enabled -------------------------------------------------------------
+PEOPLE = ["Ana Pell", "Oskar Linde", "Mira Tesk", "Jon Varr", "Kell Arden", "Lena Ostrow", "Piet Haan", "Rosa Quell"]
+TOWNS = ["Aldport", "Dunmore", "Halberg", "Veyn", "Sarnfield", "Castell", "Brenna"]
+FIRMS = ["Tesk Works", "Pell Glassworks", "Linde Foundry", "Varr Press", "Ostrow Mills", "Haan Brewery"]
+
+
+def synthetic_docs(n: int, seed: int = 21) -> list:
+    """Short biographies the offline extractor reads triples from, with varied lengths."""
+    from kgviz.ingest import document_from_text
+
+    rng = random.Random(seed)
+    docs = []
+    for i in range(n):
+        p, t, f, t2 = rng.choice(PEOPLE), rng.choice(TOWNS), rng.choice(FIRMS), rng.choice(TOWNS)
+        text = (f"{p} was born in {t} in {rng.randint(1800, 1899)}. {p} founded {f} in {rng.randint(1900, 1950)}. "
+                f"{f} is located in {t2}. " + " ".join(rng.sample(VOCAB, rng.randint(3, 12))) + ".")
+        docs.append(document_from_text(text, title=f"Doc {i}", source=f"d{i}.txt"))
+    return docs
+
+
+def build_with(store: GraphStore, docs: list, llm: object | None = None, **fields: object) -> tuple[object, list]:
+    from index_fakes import ScriptedLLM  # noqa: F401  (same directory; the counting fake LLM)
+
+    from kgviz.index.pipeline import BuildParams, build
+    from kgviz.providers.offline import OfflineLLM
+    from kgviz.reasoning import Reasoner
+
+    events: list = []
+    report = build(docs, store, Reasoner(llm or OfflineLLM(), EMB), BuildParams(workers=2, **fields),
+                   progress=events.append)
+    return report, events
+
+
+def test_ket_build_stages_extract_core_chunks_only(store: GraphStore) -> None:
+    from kgviz.index.pipeline import STAGES
+
+    report, events = build_with(store, synthetic_docs(30), ket_enabled=True, core_fraction=0.5)
+    stages = list(dict.fromkeys(e.stage for e in events))
+    assert stages == [s for s in STAGES if s in stages]
+    assert stages[:3] == ["chunk", "knn", "extract"] and stages[-2:] == ["ket", "index"]
+    c = report.counts
+    n = c["Chunk"]
+    core = {r["id"] for r in store.query("MATCH (c:Chunk) WHERE c.core RETURN c.id AS id")}
+    assert len(core) == math.ceil(0.5 * n) == report.extracted_chunks
+    extracted = {r["id"] for r in store.query("MATCH (x:Extraction) RETURN x.chunk_id AS id")}
+    assert extracted == core  # Algorithm 3 line 9: the skeleton comes from core chunks only
+    from_chunks = {r["c"] for r in store.query("MATCH (:Triple)-[:FROM_CHUNK]->(c:Chunk) RETURN DISTINCT c.id AS c")}
+    assert from_chunks and from_chunks <= core
+    assert c["KNN"] == 2 * n and c["SubChunk"] == c["SUB_CHUNK_OF"] > n and c["Keyword"] > 0 and c["HAS_KEYWORD"] > 0
+    k = report.ket
+    assert k["n_core"] == len(core) and k["skeleton_beta"] == pytest.approx(len(core) / n)
+    assert ket.ket_info(store)["skeleton_beta"] == pytest.approx(len(core) / n)
+    assert set(report.to_dict()["seconds_by_stage"]) == set(STAGES)
+    # the knn stage's chunk vectors are the ones stored (embedded once, reused by the embed stage)
+    rows = store.query("MATCH (c:Chunk) RETURN c.id AS id, c.text AS text ORDER BY c.id LIMIT 5")
+    stored = store.get_embeddings("Chunk", [r["id"] for r in rows])
+    assert np.allclose(np.stack([stored[r["id"]] for r in rows]), EMB.embed([r["text"] for r in rows]), atol=1e-6)
+
+
+def test_build_without_ket_has_no_ket_layer(store: GraphStore) -> None:
+    report, events = build_with(store, synthetic_docs(8))
+    assert any(e.stage == "knn" and "off" in e.message for e in events)
+    c = report.counts
+    assert c["KNN"] == c["SubChunk"] == c["Keyword"] == 0 and report.ket == {}
+    assert report.extracted_chunks == c["Chunk"]
+
+
+def test_skeleton_costs_about_beta_of_a_full_kg(tmp_path: Path) -> None:
+    """A fake LLM counts tokens: the β = 0.8 skeleton's extraction costs at most (β + 0.05) of
+    extracting every chunk of the same corpus (§5.3)."""
+    from index_fakes import ScriptedLLM
+
+    docs = synthetic_docs(40, seed=5)
+    totals = {}
+    for name, fields in {"full": {}, "skeleton": {"ket_enabled": True, "core_fraction": 0.8}}.items():
+        s = GraphStore.open(tmp_path / name, embedder_id=EMB.id, dim=EMB.dim)
+        llm = ScriptedLLM()
+        report, _ = build_with(s, docs, llm, **fields)
+        u = report.usage_by_stage["extract"]
+        totals[name] = (u.input_tokens + u.output_tokens, llm.calls, report)
+        s.close()
+    full, skel = totals["full"], totals["skeleton"]
+    assert skel[1] == math.ceil(0.8 * full[1])
+    assert skel[0] <= (0.8 + 0.05) * full[0]
+    cost = skel[2].ket["cost"]
+    assert cost["skeleton_actual_tokens"] == skel[0]
+    assert cost["n_chunks"] == full[1] and cost["n_core"] == skel[1]
+    assert cost["skeleton_estimate_tokens"] <= 0.85 * cost["full_estimate_tokens"]
+    assert cost["full_extrapolated_tokens"] == pytest.approx(full[0], rel=0.1)
+
+
+def test_incremental_ket_build_covers_every_chunk(store: GraphStore) -> None:
+    docs = synthetic_docs(24, seed=8)
+    build_with(store, docs[:16], ket_enabled=True, core_fraction=0.75)
+    report, _ = build_with(store, docs, ket_enabled=True, core_fraction=0.75)
+    c = report.counts
+    assert report.new_documents == 8 and c["KNN"] == 2 * c["Chunk"]
+    assert {r["c"] for r in store.query("MATCH (s:SubChunk) RETURN DISTINCT s.chunk_id AS c")} == \
+        {r["c"] for r in store.query("MATCH (c:Chunk) RETURN c.id AS c")}
+    extracted = len(store.query("MATCH (x:Extraction) RETURN x.chunk_id AS c"))
+    assert report.ket["skeleton_beta"] == pytest.approx(extracted / c["Chunk"])
+    late = report.ket["core_not_extracted"]
+    assert (late > 0) == any("became core chunks" in w for w in report.warnings)

@@ -1,0 +1,57 @@
+"""One call for the CLI and the app: run (or resume) an evaluation, summarise it, save the summary."""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from kgviz.config import Settings
+from kgviz.evaluate.qa import QAItem
+from kgviz.evaluate.report import EvalSummary, summarise
+from kgviz.evaluate.runner import SUMMARY_FILE, EvalRecord, Progress, evaluate
+from kgviz.evaluate.scoring import Scorer
+from kgviz.evaluate.stats import DEFAULT_N_BOOT, DEFAULT_SEED
+from kgviz.methods.base import MethodContext
+
+
+@dataclass
+class EvalOutcome:
+    summary: EvalSummary
+    records: list[EvalRecord]
+    results_path: Path | None
+    ran: int
+    skipped: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.summary.to_dict(), "results": str(self.results_path) if self.results_path else None,
+                "ran": self.ran, "reused": self.skipped}
+
+
+def default_out_dir(settings: Settings, questions: str | Path, db: str | Path) -> Path:
+    """$KGVIZ_HOME/evals/<questions stem>-<hash of questions path + database path>: the same
+    command resumes; another database or QA file gets its own folder."""
+    key = f"{Path(questions).resolve()}|{Path(db).resolve()}"
+    return settings.home / "evals" / f"{Path(questions).stem}-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+
+
+def run_evaluation(items: Sequence[QAItem], methods: Sequence[str], ctx: MethodContext, *,
+                   out_dir: str | Path | None = None, budget_tokens: int | None = None, workers: int = 1,
+                   n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED, progress: Progress | None = None,
+                   cancel: threading.Event | None = None, scorer: Scorer | None = None,
+                   settings: Mapping[str, Any] | None = None) -> EvalOutcome:
+    """``evaluate`` then ``summarise``; with ``out_dir`` the summary is saved as summary.json."""
+    result = evaluate(items, methods, ctx, out_dir=out_dir, budget_tokens=budget_tokens, workers=workers,
+                      progress=progress, cancel=cancel, scorer=scorer)
+    info = {**dict(settings or {}), "methods": list(methods), "n_questions": len(items),
+            "budget_tokens": budget_tokens, "workers": workers}
+    summary = summarise(result.records, methods, n_boot=n_boot, seed=seed, settings=info)
+    outcome = EvalOutcome(summary, result.records, result.results_path, result.ran, result.skipped)
+    if out_dir is not None:
+        path = Path(out_dir) / SUMMARY_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(outcome.to_dict(), indent=2, default=str), encoding="utf-8")
+        tmp.replace(path)  # never a half-written summary
+    return outcome

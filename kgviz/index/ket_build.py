@@ -1,0 +1,113 @@
+"""KET-RAG's part of a build (kgviz.index.pipeline), paper 004 Algorithm 3 in pipeline order:
+
+  chunk -> knn (KNN graph over old + new chunks, PageRank, core chunks; in memory) ->
+  extract (core chunks only) -> resolve -> embed -> write -> doc_layer ->
+  ket (KNN edges, Chunk.pagerank/core, sub-chunks, keywords) -> index
+
+The knn stage embeds the new chunks itself (the semantic neighbours need them before extraction)
+and hands the vectors to the embed stage, so no chunk is embedded twice.
+
+Incremental builds: the KNN graph and PageRank always cover every chunk, so adding documents can
+move old chunks into the core set; their documents are not re-extracted (the report warns and
+counts them). Meta ``ket.skeleton_beta`` is therefore measured, not assumed: the fraction of
+chunks that have an Extraction row.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from kgviz.index.embed import embed_texts
+from kgviz.index.ket import CorePlan, build_keywords, ket_info, plan_core, skeleton_cost, stored_chunks, write_core
+from kgviz.index.knn import LEXICAL, SEMANTIC
+from kgviz.index.params import BuildParams, BuildReport
+from kgviz.types import Chunk, Usage
+
+Emit = Callable[[str, int, int, str], None]  # (stage, done, total, message)
+
+
+class KetBuild:
+    def __init__(self, store: Any, embedder: Any, params: BuildParams, report: BuildReport, emit: Emit) -> None:
+        self.store, self.embedder, self.params, self.report, self.emit = store, embedder, params, report, emit
+        self.enabled = params.ket_enabled
+        self.ket = params.ket_params() if self.enabled else None
+        self.plan: CorePlan | None = None
+        self.chunk_vectors: np.ndarray | None = None
+        self.new_chunks: list[Chunk] = []
+
+    # -- knn stage ------------------------------------------------------------------------------------
+    def plan_stage(self, new_chunks: Sequence[Chunk]) -> None:
+        self.new_chunks = list(new_chunks)
+        if not self.enabled:
+            if new_chunks and ket_info(self.store):
+                self.report.warnings.append(
+                    f"this graph has a KET-RAG index from an earlier build that does not cover the {len(new_chunks)} "
+                    "new chunks: build with KET enabled to refresh it")
+            self.emit("knn", 1, 1, "KET-RAG off: every chunk is extracted")
+            return
+        assert self.ket is not None
+        t0 = time.perf_counter()
+        n = len(self.new_chunks)
+        self.chunk_vectors = embed_texts(self.embedder, [c.text for c in self.new_chunks], self.params.embed_batch_size,
+                                         lambda d: self.emit("knn", d, n + 1, f"embedding {d} of {n} new chunks"))
+        self.report.usage_by_stage["knn"] = Usage(calls=-(-n // self.params.embed_batch_size),
+                                                  latency_s=time.perf_counter() - t0)
+        ids, _, texts, emb = stored_chunks(self.store)
+        ids += [c.id for c in self.new_chunks]
+        texts += [c.text for c in self.new_chunks]
+        emb = np.concatenate([emb, self.chunk_vectors]) if len(emb) else self.chunk_vectors
+        self.plan = plan_core(ids, texts, emb, self.ket)
+        self.emit("knn", n + 1, n + 1, f"{len(self.plan.knn)} KNN edges over {len(ids)} chunks; "
+                                       f"{len(self.plan.core)} core chunks (β={self.ket.beta:g}, {self.ket.selection})")
+
+    def to_extract(self, chunks: list[Chunk]) -> list[Chunk]:
+        """The chunks the extract stage should send to the model: the core ones (line 9)."""
+        if self.plan is None:
+            return chunks
+        return [c for c in chunks if c.id in self.plan.core]
+
+    # -- ket stage ------------------------------------------------------------------------------------
+    def write_stage(self) -> None:
+        if not self.enabled or self.plan is None or self.ket is None:
+            self.emit("ket", 1, 1, "KET-RAG off")
+            return
+        plan, store = self.plan, self.store
+        t0 = time.perf_counter()
+        extracted = store.existing_ids("Extraction", plan.ids)
+        fraction = len(extracted) / len(plan.ids) if plan.ids else 1.0
+        write_core(store, plan, skeleton_beta=fraction)
+        self.emit("ket", 1, 3, f"KNN edges and core marks written; the KG covers {fraction:.0%} of the chunks")
+        new_ids = {c.id for c in self.new_chunks}
+        late = sorted(plan.core - extracted - new_ids)
+        if late:
+            self.report.warnings.append(
+                f"{len(late)} chunks of earlier builds became core chunks but were not extracted (e.g. {late[0]}): "
+                "rebuild the workspace to extract them")
+        stats, rebuilt = build_keywords(
+            store, self.embedder, self.ket, self.params.chunk_tokens, ids=plan.ids,
+            docs=[c.split("#")[0] for c in plan.ids], texts=self._texts(plan),
+            batch_size=self.params.embed_batch_size,
+            progress=lambda stage, d, t, msg: self.emit("ket", 2, 3, f"{msg}: {d} of {t}"))
+        extract = self.report.usage_by_stage.get("extract", Usage())
+        cost = skeleton_cost([(c.id, c.text, c.n_tokens) for c in self.new_chunks], plan.core, self.ket.beta,
+                             expected_output_ratio=self.params.expected_output_ratio,
+                             actual_input=extract.input_tokens, actual_output=extract.output_tokens)
+        self.report.ket = {
+            "beta": self.ket.beta, "selection": self.ket.selection, "k": self.ket.k,
+            "tau": self.ket.resolved_tau(self.params.chunk_tokens), "n_chunks": len(plan.ids),
+            "n_core": len(plan.core), "skeleton_beta": round(fraction, 6), "core_not_extracted": len(late),
+            "knn_edges": {kind: int(np.count_nonzero(plan.knn.kind == kind)) for kind in (LEXICAL, SEMANTIC)},
+            "keywords": stats, "keywords_rebuilt": rebuilt, "cost": cost.to_dict(),
+            "plan_seconds": round(plan.seconds, 3), "write_seconds": round(time.perf_counter() - t0, 3),
+        }
+        self.emit("ket", 3, 3, f"{stats.get('keywords', 'unchanged')} keywords, "
+                               f"{stats.get('subchunks', 'unchanged')} sub-chunks")
+
+    def _texts(self, plan: CorePlan) -> list[str]:
+        new = {c.id: c.text for c in self.new_chunks}
+        missing = [c for c in plan.ids if c not in new]
+        stored = {r["id"]: r["text"] for r in self.store.query(
+            "UNWIND $ids AS x MATCH (c:Chunk) WHERE c.id = x RETURN c.id AS id, c.text AS text", {"ids": missing})}
+        return [new[c] if c in new else stored.get(c, "") for c in plan.ids]

@@ -1,0 +1,227 @@
+"""Compare page support: running a comparison through the Trace page's run cache, and its
+renderers.
+
+Runs share the Trace page's session cache (``kgviz.ui.trace.K_RUNS``, keyed by
+``kgviz.ui.trace.run_key``) with the parameters the Trace form starts from, so a method already
+traced is not re-run here, and "Open in Trace" shows exactly the run compared here (Trace finds
+it in the cache instead of asking to run it again). A non-default answer budget gets its own key.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+import streamlit as st
+
+from kgviz import compare as cmp
+from kgviz.answer import DEFAULT_BUDGET_TOKENS
+from kgviz.evaluate.qa import QAItem, load_questions, parse_question_bytes
+from kgviz.methods.base import MethodContext
+from kgviz.methods.registry import get_method, list_methods
+from kgviz.run import Run
+from kgviz.ui import resources
+from kgviz.ui import trace as tui
+from kgviz.ui.render import OFFLINE_LABEL, graph, md_text
+from kgviz.ui.state import AppContext
+from kgviz.verify.case_file import LABEL_TEXT, badge_html, esc, highlight_answer
+from kgviz.viz.overlay import build_overlay, overlay_html
+
+K_COMPARISON = "kgviz_comparison"
+TRACE_PAGE = "pages/trace.py"
+SAMPLE_QUESTIONS = Path(__file__).resolve().parents[2] / "sample_data" / "questions.jsonl"
+COLUMNS_PER_ROW = 3  # ours: wider columns keep answers readable; more methods wrap to a new row
+_BUDGET_KEY = "__answer_budget_tokens"  # marks a non-default budget inside the shared run key
+
+
+def trace_form_defaults(method: str) -> dict[str, Any]:
+    """The parameter values the Trace page's form starts from with no preset (same rounding)."""
+    base = get_method(method).Params()
+    values: dict[str, Any] = {}
+    for spec in tui.param_specs(type(base)):
+        value = getattr(base, spec.name)
+        if spec.kind == "bool":
+            values[spec.name] = bool(value)
+        elif spec.kind == "int":
+            values[spec.name] = int(value)
+        elif spec.kind == "float":
+            values[spec.name] = round(float(value), 4 if 0.0 <= float(value) <= 1.0 else 6)
+        else:
+            values[spec.name] = str(value)
+    return values
+
+
+def run_key(ctx: AppContext, method: str, question: str, budget_tokens: int | None = None) -> str:
+    """The Trace page's key for this method with default parameters (plus a non-default budget)."""
+    params = trace_form_defaults(method)
+    if budget_tokens is not None and budget_tokens != DEFAULT_BUDGET_TOKENS:
+        params[_BUDGET_KEY] = int(budget_tokens)
+    return tui.run_key(ctx, method, question.strip(), params, "")
+
+
+def cached_run(key: str) -> Run | None:
+    return tui.cached_run(key)
+
+
+def method_context(ctx: AppContext) -> MethodContext:
+    return MethodContext(resources.store(ctx), resources.reasoner(ctx))
+
+
+def method_titles() -> dict[str, str]:
+    return {m: getattr(get_method(m), "title", m) for m in list_methods()}
+
+
+def sample_questions() -> list[QAItem]:
+    return load_questions(SAMPLE_QUESTIONS) if SAMPLE_QUESTIONS.is_file() else []
+
+
+def uploaded_questions(upload: Any) -> list[QAItem]:
+    return parse_question_bytes(upload.getvalue(), upload.name)
+
+
+def run_comparison(ctx: AppContext, question: str, methods: Sequence[str], golds: Sequence[str], *,
+                   budget_tokens: int | None = None) -> cmp.Comparison:
+    """Run (or reuse) every chosen method, verify them, and keep the comparison for this session."""
+    if not methods:
+        from kgviz.errors import ConfigError
+
+        raise ConfigError("no method chosen", hint="tick at least one method")
+    question = question.strip()
+    budget = None if budget_tokens in (None, DEFAULT_BUDGET_TOKENS) else int(budget_tokens)
+    keys = {m: run_key(ctx, m, question, budget) for m in methods}
+    cached = {m: run for m, k in keys.items() if (run := cached_run(k)) is not None}
+    with st.spinner(f"Running {len(methods) - len(cached)} method(s), reusing {len(cached)}; then verifying…"):
+        comparison = cmp.compare(question, list(methods), method_context(ctx), golds, cached=cached,
+                                 budget_tokens=budget)
+    cache: dict[str, Run] = st.session_state.setdefault(tui.K_RUNS, {})
+    for r in comparison.results:
+        if not r.run.error:  # a failed run is retried next time rather than cached
+            cache[keys[r.method]] = r.run
+    st.session_state[K_COMPARISON] = (comparison, keys if budget is None else {})
+    return comparison
+
+
+def open_in_trace(ctx: AppContext, run: Run) -> None:
+    """Point the Trace page's widgets at this run (question, method, default preset and params,
+    whose cached result it then finds) and switch to it."""
+    st.session_state[tui.K_QUESTION] = run.question
+    st.session_state[tui.K_METHOD] = run.method
+    st.session_state[f"{tui.K_PRESET}|{run.method}"] = tui.NO_PRESET
+    stale = [k for k in st.session_state if str(k).startswith(f"kgviz_trace_p|{run.method}||")]
+    for k in stale:  # a form the user edited earlier would point at another run
+        del st.session_state[k]
+    st.session_state[tui.K_STARTED] = True
+    st.switch_page(TRACE_PAGE)
+
+
+def last_comparison() -> tuple[cmp.Comparison, dict[str, str]] | None:
+    return st.session_state.get(K_COMPARISON)
+
+
+# --- renderers ------------------------------------------------------------------------------------
+def _fmt_metric(x: float) -> str:
+    return f"{x:.2f}".rstrip("0").rstrip(".") if x else "0"
+
+
+def method_column(result: cmp.MethodResult, key: str) -> Run | None:
+    """One method's column; returns the run when its \"Open in Trace\" button was pressed."""
+    run, v = result.run, result.verdict
+    st.subheader(run.method)
+    st.html(f'<div class="kgviz-verdict">{badge_html(v)}</div>')
+    if run.error:
+        st.error(md_text(run.error))
+    else:
+        st.html(f'<div class="kgviz-answer" style="font-size:1.05rem;padding:4px 0">'
+                f'{highlight_answer(run.answer, v.claims)}</div>')
+    u = run.usage
+    facts = [f"context {len(run.context.items)} items / {run.context.n_tokens} tok",
+             f"{u.total_tokens:,} tok", f"{u.calls} calls", f"${u.cost_usd:.4f}", f"{run.seconds:.2f} s"]
+    if result.metrics is not None:
+        facts.insert(0, f"EM {_fmt_metric(result.metrics.em)} · F1 {_fmt_metric(result.metrics.f1)}")
+    st.caption(" · ".join(facts))
+    if result.funnel is not None:
+        st.caption(md_text(f"funnel: {result.funnel.label}"))
+    if v.claims:
+        st.dataframe(pd.DataFrame([{"claim": c.text, "verdict": LABEL_TEXT.get(c.label, c.label),
+                                    "evidence": ", ".join(c.evidence), "reason": c.reason} for c in v.claims]),
+                     hide_index=True, width="stretch")
+    for e in v.errors:
+        st.warning(md_text(e))
+    if key and st.button("Open in Trace", key=f"kgviz_cmp_trace_{run.method}",
+                         help="Step through this run on the Trace page (the same cached run)."):
+        return run
+    return None
+
+
+def columns(comparison: cmp.Comparison, keys: dict[str, str]) -> Run | None:
+    results = comparison.results
+    picked: Run | None = None
+    for start in range(0, len(results), COLUMNS_PER_ROW):
+        row = results[start: start + COLUMNS_PER_ROW]
+        for col, result in zip(st.columns(COLUMNS_PER_ROW, border=True), row):
+            with col:
+                picked = method_column(result, keys.get(result.method, "")) or picked
+    return picked
+
+
+def overlay(comparison: cmp.Comparison, ctx: AppContext, *, height: int = 560) -> None:
+    ov = build_overlay([r.run for r in comparison.results], resources.store(ctx))
+    st.caption(f"{ov.graph.caption()} · {ov.shared} retrieved by more than one method "
+               "(drawn as shared; hover a node for the methods)")
+    graph(overlay_html(ov, height=height), height=height)
+    own = {m: 0 for m in ov.colours if m in {r.method for r in comparison.results}}
+    total = dict(own)
+    for ms in ov.by_node.values():
+        for m in ms:
+            total[m] += 1
+        if len(ms) == 1:
+            own[ms[0]] += 1
+    legend = "".join(
+        f'<span style="margin-right:14px"><span style="display:inline-block;width:11px;height:11px;'
+        f'border-radius:6px;background:{ov.colours[m]};margin-right:4px"></span>{esc(m)}: {total[m]} nodes '
+        f"({own[m]} only here)</span>" for m in own)
+    st.html(f'<div class="kgviz-method-legend" style="font-size:13px">{legend}</div>')
+
+
+def overlap_table(comparison: cmp.Comparison) -> None:
+    if not comparison.overlap:
+        return
+    st.dataframe(pd.DataFrame([{"method A": o.a, "method B": o.b, "shared nodes": o.shared, "union": o.union,
+                                "Jaccard": round(o.jaccard, 3)} for o in comparison.overlap]),
+                 hide_index=True, width="stretch")
+
+
+def funnel_table(comparison: cmp.Comparison) -> None:
+    rows = [r.funnel for r in comparison.results if r.funnel is not None]
+    if not rows:
+        st.caption("Give a gold answer to see where each method lost it.")
+        return
+    st.dataframe(pd.DataFrame([{"method": f.method, "in corpus": f.in_corpus, "in graph": f.in_graph,
+                                "in context": f.in_context, "in kept context": f.in_kept_context,
+                                "in answer": f.in_answer, "failure": f.label, "why": f.explanation}
+                               for f in rows]), hide_index=True, width="stretch")
+
+
+def exports(comparison: cmp.Comparison, ctx: AppContext) -> None:
+    c = st.columns(2)
+    c[0].download_button("Download case file (HTML)", cmp.case_file_html(comparison, resources.store(ctx)),
+                         file_name="kgviz_case_file.html", mime="text/html", key="kgviz_cmp_export_html")
+    c[1].download_button("Download JSON", cmp.case_file_json(comparison), file_name="kgviz_comparison.json",
+                         mime="application/json", key="kgviz_cmp_export_json")
+
+
+def render_comparison(comparison: cmp.Comparison, keys: dict[str, str], ctx: AppContext) -> None:
+    s = comparison.summary()
+    judge = comparison.judge + (f" — {OFFLINE_LABEL}" if comparison.mode == "offline" else "")
+    st.caption(md_text(f"Judge: {judge}. Hallucinated: {s['hallucinated']} of {s['methods'] - s['failed']} "
+                       f"answering methods · abstained: {s['abstained']} · failed: {s['failed']}"))
+    picked = columns(comparison, keys)
+    if picked is not None:
+        open_in_trace(ctx, picked)
+    st.subheader("Evidence overlay")
+    overlay(comparison, ctx)
+    overlap_table(comparison)
+    st.subheader("Gold funnel")
+    funnel_table(comparison)
+    st.subheader("Export")
+    exports(comparison, ctx)

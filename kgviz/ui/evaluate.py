@@ -1,0 +1,179 @@
+"""Evaluate page support: pick a QA file, run a batch evaluation with live progress, render the
+summary (CIs, paired tests, charts) and hand a question over to Compare or Trace.
+
+Results go to ``$KGVIZ_HOME/evals/app-<hash>`` (one folder per workspace, QA source, embedder
+and mode), so pressing Run again after an interruption, or with more questions, reuses every
+finished (question, method, params) result.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+import streamlit as st
+
+from kgviz.errors import EvaluationError
+from kgviz.evaluate import EvalOutcome, QAItem, load_questions, parse_question_bytes, run_evaluation
+from kgviz.evaluate.report import RATE_METRICS, SUMMARY_METRICS, EvalSummary
+from kgviz.methods.base import MethodContext
+from kgviz.ui import resources
+from kgviz.ui import trace as tui
+from kgviz.ui.render import md_text
+from kgviz.ui.state import AppContext
+from kgviz.viz import eval_charts
+
+K_OUTCOME = "kgviz_eval_outcome"  # (EvalOutcome, methods) of the last run in this session
+SAMPLE_QUESTIONS = Path(__file__).resolve().parents[2] / "sample_data" / "questions.jsonl"
+COMPARE_PAGE = "pages/compare.py"
+TRACE_PAGE = "pages/trace.py"
+SOURCES = ("Sample questions", "Upload a JSONL file", "Path on the server")
+
+
+# --- inputs --------------------------------------------------------------------------------------
+def load_qa(source: str, upload: Any = None, path: str = "") -> tuple[list[QAItem], str]:
+    """(items, a name identifying the source) for the chosen QA source; ([], "") when nothing is
+    chosen yet. Bad files raise EvaluationError naming the bad lines."""
+    if source == SOURCES[0]:
+        if not SAMPLE_QUESTIONS.is_file():
+            raise EvaluationError("sample_data/questions.jsonl is missing",
+                                  hint="run kgviz from a source checkout, or upload a QA file")
+        return load_questions(SAMPLE_QUESTIONS), str(SAMPLE_QUESTIONS)
+    if source == SOURCES[1]:
+        if upload is None:
+            return [], ""
+        data = upload.getvalue()
+        return parse_question_bytes(data, upload.name), f"upload:{hashlib.sha256(data).hexdigest()[:16]}"
+    if not path.strip():
+        return [], ""
+    p = Path(path.strip()).expanduser()
+    return load_questions(p), str(p.resolve())
+
+
+def out_dir(ctx: AppContext, source_id: str) -> Path:
+    key = f"{Path(ctx.db_dir).resolve()}|{source_id}|{ctx.embedder_spec}|{ctx.llm_spec}"
+    return ctx.settings.home / "evals" / f"app-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
+# --- running -------------------------------------------------------------------------------------
+def run(ctx: AppContext, items: Sequence[QAItem], methods: Sequence[str], source_id: str, *,
+        budget_tokens: int | None, workers: int = 2) -> EvalOutcome:
+    """Evaluate with an st.progress bar; the outcome is kept for this session."""
+    if not methods:
+        raise EvaluationError("no method chosen", hint="tick at least one method")
+    mctx = MethodContext(resources.store(ctx), resources.reasoner(ctx))
+    total = len(items) * len(methods)
+    bar = st.progress(0.0, text=f"0/{total} runs")
+
+    def progress(ev: Any) -> None:  # called in this (the script) thread by the runner
+        last = f" — {ev.record.method} on {ev.record.qid}" if ev.record is not None else ""
+        reused = f", {ev.skipped} reused" if ev.skipped else ""
+        bar.progress(ev.fraction, text=md_text(f"{ev.done}/{ev.total} runs{reused}{last}"))
+
+    outcome = run_evaluation(items, methods, mctx, out_dir=out_dir(ctx, source_id), budget_tokens=budget_tokens,
+                             workers=workers, progress=progress,
+                             settings={"db": str(ctx.db_dir), "mode": ctx.llm_spec, "source": source_id})
+    bar.progress(1.0, text=f"done: {outcome.ran} run now, {outcome.skipped} reused")
+    st.session_state[K_OUTCOME] = (outcome, list(methods))
+    return outcome
+
+
+def last_outcome() -> tuple[EvalOutcome, list[str]] | None:
+    return st.session_state.get(K_OUTCOME)
+
+
+# --- rendering -----------------------------------------------------------------------------------
+def _cell(metric: str, mean: float | None, lo: float | None, hi: float | None) -> str:
+    if mean is None:
+        return "-"
+    if metric in RATE_METRICS:
+        return f"{100 * mean:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"  # type: ignore[operator]
+    if metric == "cost_usd":
+        return f"{mean:.4f} [{lo:.4f}, {hi:.4f}]"
+    if metric == "tokens":
+        return f"{mean:.0f} [{lo:.0f}, {hi:.0f}]"
+    return f"{mean:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def summary_frame(summary: EvalSummary) -> pd.DataFrame:
+    rows = []
+    for m, s in summary.methods.items():
+        row: dict[str, Any] = {"method": m, "n": s.n, "errors": s.n_errors}
+        for key, label, _h in SUMMARY_METRICS:
+            e = s.estimates[key].to_dict()
+            row[label + (" %" if key in RATE_METRICS else "")] = _cell(key, e["mean"], e["lo"], e["hi"])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def comparisons_frame(summary: EvalSummary) -> pd.DataFrame:
+    return pd.DataFrame([{"metric": c.metric, "A": c.a, "B": c.b, "n": c.n,
+                          "A − B (points)": round(100 * c.mean_diff, 1),
+                          "95% CI": f"[{100 * c.lo:+.1f}, {100 * c.hi:+.1f}]", "p": round(c.p_value, 4),
+                          "p < 0.05": bool(c.p_value < 0.05)} for c in summary.comparisons])
+
+
+def render(outcome: EvalOutcome, methods: Sequence[str]) -> None:
+    s = outcome.summary
+    st.subheader("Results")
+    st.caption(md_text(f"{s.n_questions} questions × {len(methods)} methods · means with 95% percentile-bootstrap "
+                       f"CIs (n_boot={s.n_boot}) · results file: {outcome.results_path}"))
+    st.dataframe(summary_frame(s), hide_index=True, width="stretch")
+    st.plotly_chart(eval_charts.metric_bars(s), width="stretch", key="kgviz_eval_bars")
+    left, right = st.columns(2)
+    with left:
+        cost = st.selectbox("Cost axis", ["tokens", "cost_usd", "latency_s"], key="kgviz_eval_cost",
+                            format_func=lambda k: {"tokens": "tokens", "cost_usd": "$", "latency_s": "latency"}[k])
+        st.plotly_chart(eval_charts.quality_vs_cost(s, cost=cost), width="stretch", key="kgviz_eval_cost_chart")
+    with right:
+        st.plotly_chart(eval_charts.hallucination_vs_coverage(s), width="stretch", key="kgviz_eval_hall")
+    metric = st.radio("Heatmap metric", ["acc", "em", "coverage"], horizontal=True, key="kgviz_eval_hm",
+                      format_func=lambda k: {"acc": "Acc", "em": "EM", "coverage": "Coverage"}[k])
+    st.plotly_chart(eval_charts.question_heatmap(outcome.records, methods, metric=metric), width="stretch",
+                    key="kgviz_eval_heatmap")
+    with st.expander("Paired comparisons (sign-flip permutation test)", expanded=False):
+        st.caption("A − B on the questions both methods answered; p from a two-sided paired sign-flip "
+                   "permutation test on the mean difference.")
+        st.dataframe(comparisons_frame(s), hide_index=True, width="stretch")
+    question_picker(outcome, methods)
+
+
+def question_picker(outcome: EvalOutcome, methods: Sequence[str]) -> None:
+    """Pick one question: see every method's answer and open it in Compare or Trace."""
+    st.subheader("One question")
+    questions = {r.qid: r for r in outcome.records}
+    qid = st.selectbox("Question", list(questions), key="kgviz_eval_pick",
+                       format_func=lambda q: f"{q}: {questions[q].question[:90]}")
+    if qid is None:
+        return
+    recs = [r for r in outcome.records if r.qid == qid]
+    st.text(f"Gold: {' | '.join(recs[0].answers)}")
+    st.dataframe(pd.DataFrame([{"method": r.method, "answer": f"error: {r.error}" if r.error else r.answer,
+                                "Acc": r.metrics.get("acc"), "F1": round(r.metrics.get("f1", 0.0), 3),
+                                "hallucinated": r.hallucinated, "abstained": r.abstained,
+                                "funnel": r.funnel.get("label", "")} for r in recs]),
+                 hide_index=True, width="stretch")
+    c = st.columns([1, 1, 2], vertical_alignment="bottom")
+    if c[0].button("Open in Compare", key="kgviz_eval_to_compare"):
+        open_in_compare(recs[0].question, recs[0].answers)
+    method = c[2].selectbox("Method", list(methods), key="kgviz_eval_trace_method")
+    if c[1].button("Open in Trace", key="kgviz_eval_to_trace"):
+        open_in_trace(recs[0].question, method)
+
+
+def open_in_compare(question: str, golds: Sequence[str]) -> None:
+    """Fill the Compare page's "type a question" inputs and switch to it."""
+    st.session_state["kgviz_cmp_source"] = "Type a question"
+    st.session_state["kgviz_cmp_question"] = question
+    st.session_state["kgviz_cmp_gold"] = " | ".join(golds)
+    st.switch_page(COMPARE_PAGE)
+
+
+def open_in_trace(question: str, method: str) -> None:
+    """Point the Trace page at this question and method (default parameters) and switch to it."""
+    st.session_state[tui.K_QUESTION] = question
+    st.session_state[tui.K_METHOD] = method
+    st.session_state[f"{tui.K_PRESET}|{method}"] = tui.NO_PRESET
+    st.session_state[tui.K_STARTED] = True
+    st.switch_page(TRACE_PAGE)

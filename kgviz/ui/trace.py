@@ -1,0 +1,375 @@
+"""The Trace page's widgets and renderers: question, method + parameter form, the cached run, the
+step viewer (graph frame beside the step panel, with previous / next / slider / play) and the
+final context and answer.
+
+Runs are kept in ``st.session_state`` keyed by everything that changes their result (database,
+embedder, LLM, method, question, parameters, preset), so stepping, replaying or switching back to
+an earlier setting never re-runs a method; a changed parameter changes the key and runs just that
+method once. Document and LLM text reaches the page only through ``md_text``, ``st.code``,
+``st.json`` or dataframes (all rendered as text).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from kgviz import run as runner  # looked up at call time, so tests can count run_method calls
+from kgviz.methods.base import MethodContext, TraceStep
+from kgviz.methods.registry import get_method, list_methods
+from kgviz.run import Run
+from kgviz.ui import actions, resources
+from kgviz.ui.render import OFFLINE_LABEL, md_text, usage_frame
+from kgviz.ui.state import SAMPLE_DIR, AppContext
+from kgviz.viz import trace as vt
+
+K_QUESTION = "kgviz_trace_question"
+K_SAMPLE = "kgviz_trace_sample"
+K_METHOD = "kgviz_trace_method"
+K_PRESET = "kgviz_trace_preset"
+K_AUTO = "kgviz_trace_auto"
+K_RUNS = "kgviz_trace_runs"  # run key -> Run
+K_FRAMES = "kgviz_trace_frames"  # (run key, frames, {step -> html})
+K_STARTED = "kgviz_trace_started"  # the user has pressed Run at least once
+K_STEP = "kgviz_trace_step"  # 1-based step number (the slider's value)
+K_STEP_RUN = "kgviz_trace_step_run"  # run key the step number belongs to
+K_PLAYING = "kgviz_trace_playing"
+NO_PRESET = "(defaults)"
+MAX_RUNS = 24  # runs kept per session; the oldest goes first
+PLAY_INTERVAL_S = 1.0
+GRAPH_HEIGHT = 520
+SAMPLE_QUESTIONS = SAMPLE_DIR.parent / "questions.jsonl"
+
+
+# --- question ------------------------------------------------------------------------------------
+def sample_questions(path: Path = SAMPLE_QUESTIONS) -> list[str]:
+    """The sample questions (empty when the file is missing: the page then offers typing only)."""
+    if not path.is_file():
+        return []
+    from kgviz.evaluate.qa import load_questions
+
+    return [q.question for q in load_questions(path)]
+
+
+def question_input() -> str:
+    """A sample-question picker that fills the question box, and the box itself."""
+    samples = sample_questions()
+
+    def _pick() -> None:
+        if st.session_state.get(K_SAMPLE):
+            st.session_state[K_QUESTION] = st.session_state[K_SAMPLE]
+
+    if samples:
+        st.selectbox("Pick a sample question (or type your own below)", ["", *samples], key=K_SAMPLE,
+                     on_change=_pick, format_func=lambda q: q or "—")
+    return str(st.text_input("Question", key=K_QUESTION, placeholder="Ask something the documents answer")).strip()
+
+
+# --- method and parameters -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    kind: str  # "bool" | "int" | "float" | "choice" | "text"
+    default: Any
+    doc: str
+    choices: tuple[str, ...] = ()
+
+
+_QUOTED = re.compile(r"'([\w.-]+)'")
+
+
+def str_choices(doc: str, default: str, declared: Any = None) -> tuple[str, ...]:
+    """Allowed values of a str field: declared ones (Literal / metadata["choices"]) when given,
+    else the single quoted words of its doc string ("'paper' ... or 'code'"), leaving out words
+    that follow "preset(s)" (those name presets, not values). Always contains the default."""
+    if declared:
+        found = [str(c) for c in declared]
+    else:
+        found = []
+        after_preset = False
+        last_end = 0
+        for m in _QUOTED.finditer(doc):
+            between = doc[last_end:m.start()]
+            after_preset = bool(re.search(r"presets?\s*$", between)) or (
+                after_preset and re.fullmatch(r"\s*(,|and|or)\s*", between) is not None)
+            last_end = m.end()
+            if not after_preset:
+                found.append(m.group(1))
+    if default not in found:
+        found.insert(0, default)
+    return tuple(dict.fromkeys(found))
+
+
+def param_specs(params_cls: type) -> list[ParamSpec]:
+    """One widget description per field of a method's Params dataclass, in field order."""
+    hints = typing.get_type_hints(params_cls)
+    specs: list[ParamSpec] = []
+    for f in dataclasses.fields(params_cls):
+        default = f.default if f.default is not dataclasses.MISSING else None
+        doc = str(f.metadata.get("doc", ""))
+        hint = hints.get(f.name)
+        literal = typing.get_args(hint) if typing.get_origin(hint) is typing.Literal else ()
+        if isinstance(default, bool):
+            specs.append(ParamSpec(f.name, "bool", default, doc))
+        elif isinstance(default, int):
+            specs.append(ParamSpec(f.name, "int", default, doc))
+        elif isinstance(default, float):
+            specs.append(ParamSpec(f.name, "float", default, doc))
+        elif isinstance(default, str):
+            choices = str_choices(doc, default, literal or f.metadata.get("choices"))
+            specs.append(ParamSpec(f.name, "choice" if len(choices) > 1 else "text", default, doc, choices))
+        # other field types (tuples, nested dataclasses) keep the preset's value: no widget
+    return specs
+
+
+def method_picker() -> str:
+    names = list_methods()
+    return str(st.selectbox("Method", names, key=K_METHOD, format_func=lambda n: f"{get_method(n).title} — {n}"))
+
+
+def preset_picker(method_name: str) -> str:
+    """The chosen preset name, or "" for the Params defaults."""
+    presets = list(get_method(method_name).presets)
+    preset = st.selectbox("Preset", [NO_PRESET, *presets], key=f"{K_PRESET}|{method_name}",
+                          help="Parameter sets from the paper or its public code; the fields below start there.")
+    return "" if preset == NO_PRESET else str(preset)
+
+
+def params_form(method_name: str, preset: str) -> dict[str, Any]:
+    """Parameter values from one widget per Params field. The widgets start at the preset's values
+    (their keys include the preset, so picking another preset resets them)."""
+    method = get_method(method_name)
+    base = method.presets[preset] if preset else method.Params()
+    specs = param_specs(method.Params)
+    values: dict[str, Any] = {}
+    if not specs:
+        st.caption("This method has no parameters.")
+        return values
+    with st.expander(f"Parameters ({len(specs)})", expanded=False):
+        cols = st.columns(3)
+        for i, spec in enumerate(specs):
+            with cols[i % 3]:
+                key = f"kgviz_trace_p|{method_name}|{preset}|{spec.name}"
+                values[spec.name] = _param_widget(spec, getattr(base, spec.name), key)
+    return values
+
+
+def _param_widget(spec: ParamSpec, value: Any, key: str) -> Any:
+    label, help_ = md_text(spec.name), md_text(spec.doc) or None
+    if spec.kind == "bool":
+        return bool(st.checkbox(label, value=bool(value), key=key, help=help_))
+    if spec.kind == "int":
+        low = 0 if int(value) >= 0 else None
+        return int(st.number_input(label, value=int(value), min_value=low, step=1, key=key, help=help_))
+    if spec.kind == "float":
+        if 0.0 <= float(value) <= 1.0:
+            return round(float(st.slider(label, 0.0, 1.0, float(value), 0.01, key=key, help=help_)), 4)
+        return round(float(st.number_input(label, value=float(value), step=0.1, key=key, help=help_)), 6)
+    if spec.kind == "choice":
+        options = list(spec.choices) if value in spec.choices else [str(value), *spec.choices]
+        return str(st.selectbox(label, options, index=options.index(str(value)), key=key, help=help_))
+    return str(st.text_input(label, value=str(value), key=key, help=help_))
+
+
+# --- runs ----------------------------------------------------------------------------------------
+def run_key(ctx: AppContext, method: str, question: str, params: dict[str, Any], preset: str) -> str:
+    """Everything that changes a run's result; the API key is deliberately not part of it."""
+    return json.dumps([str(Path(ctx.db_dir).resolve()), ctx.embedder_spec, ctx.llm_spec, method, question,
+                       preset, params], sort_keys=True, default=str)
+
+
+def cached_run(key: str) -> Run | None:
+    return st.session_state.get(K_RUNS, {}).get(key)
+
+
+def get_run(ctx: AppContext, method: str, question: str, params: dict[str, Any], preset: str, *,
+            clicked: bool, auto: bool) -> Run | None:
+    """The run for these inputs: from this session's cache, else run now when Run was clicked (or
+    inputs changed after a first run and ``auto`` is on), else None."""
+    key = run_key(ctx, method, question, params, preset)
+    found = cached_run(key)
+    if found is not None:
+        return found
+    if not (clicked or (auto and st.session_state.get(K_STARTED))):
+        return None
+    mctx = MethodContext(resources.store(ctx), resources.reasoner(ctx))
+    with st.spinner(f"Running {method}…"):
+        result = runner.run_method(method, question, mctx, params, preset=preset or None)
+    runs: dict[str, Run] = st.session_state.setdefault(K_RUNS, {})
+    runs[key] = result
+    while len(runs) > MAX_RUNS:
+        runs.pop(next(iter(runs)))
+    st.session_state[K_STARTED] = True
+    return result
+
+
+# --- the step viewer -----------------------------------------------------------------------------
+def _frames(run: Run, key: str) -> tuple[list[vt.Frame], dict[int, str]]:
+    held = st.session_state.get(K_FRAMES)
+    if held is None or held[0] != key:
+        held = (key, vt.build_frames(run.trace), {})
+        st.session_state[K_FRAMES] = held
+    return held[1], held[2]
+
+
+def _set_step(n: int, total: int) -> None:
+    st.session_state[K_STEP] = max(1, min(total, n))
+    st.session_state[K_PLAYING] = False
+
+
+def _toggle_play(total: int) -> None:
+    playing = not st.session_state.get(K_PLAYING, False)
+    if playing and st.session_state.get(K_STEP, 1) >= total:
+        st.session_state[K_STEP] = 1  # Play at the end starts over
+    st.session_state[K_PLAYING] = playing
+
+
+def step_viewer(run: Run, key: str) -> None:
+    """Previous / next / play / slider, then the current frame beside its step panel."""
+    frames, pages = _frames(run, key)
+    total = len(frames)
+    if total == 0:
+        st.info("The run recorded no steps.")
+        return
+    if st.session_state.get(K_STEP_RUN) != key:  # a new run starts at its first step
+        st.session_state[K_STEP_RUN] = key
+        st.session_state[K_STEP] = 1
+        st.session_state[K_PLAYING] = False
+    playing_now = bool(st.session_state.get(K_PLAYING))
+
+    @st.fragment(run_every=PLAY_INTERVAL_S if playing_now else None)
+    def viewer() -> None:
+        playing = bool(st.session_state.get(K_PLAYING))
+        if playing != playing_now:  # Play / Stop changes the timer, which only a full run can
+            st.rerun(scope="app")
+        if playing:
+            nxt, go_on = vt.advance(int(st.session_state.get(K_STEP, 1)) - 1, total)
+            st.session_state[K_STEP] = nxt + 1
+            if not go_on:
+                st.session_state[K_PLAYING] = False
+        step_no = max(1, min(total, int(st.session_state.get(K_STEP, 1))))
+        st.session_state[K_STEP] = step_no
+        c = st.columns([1, 1, 1, 5], vertical_alignment="bottom")
+        c[0].button("Previous", on_click=_set_step, args=(step_no - 1, total), disabled=step_no <= 1,
+                    key="kgviz_trace_prev")
+        c[1].button("Next", on_click=_set_step, args=(step_no + 1, total), disabled=step_no >= total,
+                    key="kgviz_trace_next")
+        c[2].button("Stop" if playing else "Play", on_click=_toggle_play, args=(total,), key="kgviz_trace_play",
+                    help=f"Advance one step every {PLAY_INTERVAL_S:g} s until the last step")
+        with c[3]:
+            if total > 1:
+                st.slider("Step", 1, total, key=K_STEP, on_change=lambda: st.session_state.update({K_PLAYING: False}))
+        frame = frames[step_no - 1]
+        if step_no not in pages:
+            pages[step_no] = vt.frame_html(frame, height=GRAPH_HEIGHT)
+        left, right = st.columns([3, 2])
+        with left:
+            st.iframe(pages[step_no], height=vt.frame_iframe_height(GRAPH_HEIGHT))
+            st.caption(frame.caption)
+        with right:
+            step_panel(run, frame.step, step_no, total)
+        if playing and not st.session_state.get(K_PLAYING):
+            st.rerun(scope="app")  # reached the last step: a full run drops the timer
+
+    viewer()
+
+
+def step_panel(run: Run, step: TraceStep, step_no: int, total: int) -> None:
+    """The step's kind, title, detail, method extras, scores, LLM task and cost."""
+    st.markdown(f"**Step {step_no} of {total} · {md_text(step.kind)}**")
+    st.markdown(f"#### {md_text(step.title)}")
+    if step.detail:
+        st.markdown(md_text(step.detail))
+    info = vt.round_info(step)
+    if info is not None:
+        c = st.columns(2)
+        c[0].metric("Activation round", info.round)
+        c[1].metric("Frontier size", "—" if info.frontier is None else info.frontier)
+    for b in vt.channel_budgets(run.trace, step_no - 1):
+        st.progress(b.fraction, text=md_text(f"{b.channel} channel: {b.used:,} of {b.budget:,} tokens"))
+    rows = vt.score_rows(step, vt.node_labels(run.trace))
+    if rows:
+        st.markdown("**Scores**")
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", height=min(35 * len(rows) + 38, 260))
+    if step.llm is not None:
+        llm_panel(step)
+    st.markdown("**Cost of this step**")
+    frame = usage_frame({"this step": step.usage}, total=False).drop(columns=["step"])
+    st.dataframe(frame, hide_index=True, width="stretch")
+    st.caption(f"Step wall time: {step.latency_s:.3f} s")
+    if step.data:
+        with st.expander("Step data (raw)"):
+            st.json(step.data, expanded=1)
+
+
+def llm_panel(step: TraceStep) -> None:
+    llm = step.llm
+    assert llm is not None
+    st.markdown("**LLM task**")
+    st.caption(md_text(f"task {llm.task} · prompt {llm.prompt_name} · mode: "
+                       f"{vt.llm_mode_label(llm.mode, llm.heuristic)}" + (" · from the cache" if llm.cached else "")))
+    if llm.error:
+        st.warning(md_text(llm.error))
+    with st.expander("Rendered prompt"):
+        prompt = "\n\n".join(p for p in (llm.system, llm.prompt) if p)
+        st.code(prompt or "(offline: no prompt is sent; the heuristic named above ran instead)", language=None)
+    with st.expander("Raw output"):
+        st.code(llm.raw_output or "(empty)", language=None)
+
+
+# --- the outcome ---------------------------------------------------------------------------------
+def run_error(run: Run) -> None:
+    if run.error:
+        st.error(md_text(f"{run.method} failed: {run.error}") + " — the trace below is partial.")
+
+
+def outcome(run: Run) -> None:
+    """The final context, the answer and the run's total usage."""
+    st.subheader("Retrieved context")
+    items = run.context.items
+    if items:
+        st.dataframe(pd.DataFrame([{"#": n, "kind": i.kind, "score": i.score, "tokens": i.n_tokens,
+                                    "source": i.source, "text": i.text} for n, i in enumerate(items, 1)]),
+                     hide_index=True, width="stretch")
+        st.caption(f"{len(items)} item(s), {run.context.n_tokens:,} tokens")
+    else:
+        st.caption("No context was retrieved.")
+    for name, note in run.context.notes.items():
+        with st.expander(f"Note: {md_text(name)}"):
+            st.text(note)
+    st.subheader("Answer")
+    if run.mode == "offline":
+        st.caption(f"{OFFLINE_LABEL}: an extractive answer picked from the context")
+    else:
+        st.caption(md_text(f"Answered by {run.mode}"))
+    if run.answer:
+        st.markdown(md_text(run.answer))
+    elif run.error:
+        st.caption("No answer: the run failed.")
+    u = run.usage
+    st.markdown("**Total usage**")
+    c = st.columns(5)
+    c[0].metric("LLM calls", u.calls)
+    c[1].metric("tokens in / out", f"{u.input_tokens:,} / {u.output_tokens:,}")
+    c[2].metric("cost", f"${u.cost_usd:.4f}")
+    c[3].metric("retrieval", f"{run.retrieval_seconds:.2f} s")
+    c[4].metric("total", f"{run.seconds:.2f} s")
+    by_step = {f"{s.index + 1}. {s.title}": s.usage for s in run.trace if s.usage.calls or s.usage.total_tokens}
+    if by_step:
+        with st.expander("Usage by step"):
+            st.dataframe(usage_frame(by_step), hide_index=True, width="stretch")
+
+
+def check_graph(ctx: AppContext) -> bool:
+    """True when the workspace has a graph to trace over; else says what to do."""
+    if actions.workspace_has_graph(ctx):
+        return True
+    st.info("This workspace has no entities yet: build documents or load the sample first (Home or Build).")
+    return False

@@ -1,0 +1,153 @@
+"""HTML for verdicts: the answer with its claims highlighted, and the exported case file.
+
+Everything that came from documents, LLMs or the user goes through ``html.escape``. The case file
+is one document with inline CSS and no external reference (the overlay graph, when included, is
+the offline pyvis page inside an ``iframe srcdoc``), so it opens from disk without a network.
+"""
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING, Any, Sequence
+
+from kgviz.verify.judge import ClaimVerdict, Verdict
+
+if TYPE_CHECKING:
+    from kgviz.compare import Comparison, MethodResult
+
+LABEL_COLOURS = {"supported": "#c8e6c9", "contradicted": "#ffcdd2", "not_found": "#e0e0e0", "unparsed": "#fff3cd"}
+LABEL_TEXT = {"supported": "supported", "contradicted": "contradicted", "not_found": "not found in context",
+              "unparsed": "judge reply unparsed"}
+
+
+def esc(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def highlight_answer(answer: str, claims: Sequence[ClaimVerdict]) -> str:
+    """The answer with each located claim in a span coloured by its verdict. Claims that overlap
+    an earlier one or were rephrased (no span) are left to the claim list."""
+    out: list[str] = []
+    pos = 0
+    for c in sorted((c for c in claims if 0 <= c.start < c.end <= len(answer)), key=lambda c: c.start):
+        if c.start < pos:
+            continue
+        out.append(esc(answer[pos: c.start]))
+        colour = LABEL_COLOURS.get(c.label, "#e0e0e0")
+        out.append(f'<span class="claim claim-{esc(c.label)}" style="background:{colour};padding:1px 3px;'
+                   f'border-radius:3px" title="{esc(LABEL_TEXT.get(c.label, c.label))}">'
+                   f"{esc(answer[c.start: c.end])}</span>")
+        pos = c.end
+    out.append(esc(answer[pos:]))
+    return "".join(out)
+
+
+def badge(verdict: Verdict) -> tuple[str, str]:
+    """(text, colour) of the answer's overall badge."""
+    if verdict.failed:
+        return "method failed", "#9e9e9e"
+    if verdict.abstained:
+        return "abstained", "#607d8b"
+    if verdict.hallucinated:
+        return f"hallucination ({verdict.unsupported} unsupported claim{'s' * (verdict.unsupported != 1)})", "#c62828"
+    if any(c.label == "unparsed" for c in verdict.claims):
+        return "not fully verified", "#f9a825"
+    return "grounded", "#2e7d32"
+
+
+def badge_html(verdict: Verdict) -> str:
+    text, colour = badge(verdict)
+    return (f'<span class="badge" style="background:{colour};color:#fff;padding:2px 8px;border-radius:10px;'
+            f'font-size:12px">{esc(text)}</span>')
+
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 24px; color: #222; max-width: 1200px; }
+h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; border-bottom: 1px solid #ddd; }
+h3 { font-size: 15px; }
+table { border-collapse: collapse; margin: 8px 0; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 4px 6px; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; }
+.answer { font-size: 16px; padding: 6px; background: #fafafa; border: 1px solid #eee; }
+.muted { color: #666; font-size: 12px; }
+pre { white-space: pre-wrap; font-size: 12px; background: #f7f7f7; padding: 6px; margin: 0; }
+details { margin: 6px 0; }
+iframe { width: 100%; height: 620px; border: 1px solid #ddd; }
+"""
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _pct(x: float | None) -> str:
+    return "" if x is None else f"{100 * x:.0f}"
+
+
+def summary_rows(c: "Comparison") -> list[list[object]]:
+    rows = []
+    for r in c.results:
+        u, m = r.run.usage, r.metrics
+        rows.append([r.method, r.run.answer or r.run.error, badge(r.verdict)[0],
+                     _pct(m.em if m else None), _pct(m.f1 if m else None),
+                     r.funnel.label if r.funnel else "", len(r.run.context.items), r.run.context.n_tokens,
+                     u.total_tokens, u.calls, f"{u.cost_usd:.4f}", f"{r.run.seconds:.2f}"])
+    return rows
+
+
+SUMMARY_HEADERS = ["method", "answer", "verdict", "EM", "F1", "funnel", "context items", "context tokens",
+                   "tokens", "calls", "$", "seconds"]
+
+
+def _method_section(r: "MethodResult") -> str:
+    v, run = r.verdict, r.run
+    parts = [f"<h2>{esc(run.method)}</h2>", f"<p>{badge_html(v)} <span class='muted'>{esc(v.judge)} · "
+             f"{esc(v.split)}</span></p>"]
+    if run.error:
+        parts.append(f"<p><b>Error:</b> {esc(run.error)}</p>")
+    parts.append(f'<div class="answer">{highlight_answer(run.answer, v.claims) or "<i>(no answer)</i>"}</div>')
+    if v.claims:
+        parts.append(_table(["#", "claim", "verdict", "evidence", "reason"],
+                            [[i, c.text, LABEL_TEXT.get(c.label, c.label), ", ".join(c.evidence), c.reason]
+                             for i, c in enumerate(v.claims, 1)]))
+    for e in v.errors:
+        parts.append(f"<p class='muted'>{esc(e)}</p>")
+    if r.funnel:
+        f = r.funnel
+        parts.append(_table(["in corpus", "in graph", "in context", "in kept context", "in answer", "failure"],
+                            [[f.in_corpus, f.in_graph, f.in_context, f.in_kept_context, f.in_answer,
+                              f"{f.label}: {f.explanation}"]]))
+    steps = [[s.index, s.kind, s.title, s.detail] for s in run.trace]
+    parts.append(f"<details><summary>Path: {len(steps)} trace steps</summary>"
+                 f"{_table(['#', 'kind', 'step', 'detail'], steps)}</details>")
+    items = [[i.id, i.kind, i.source, i.text] for i in run.context.items]
+    parts.append(f"<details><summary>Context: {len(items)} items, {run.context.n_tokens} tokens</summary>"
+                 f"{_table(['id', 'kind', 'source', 'text'], items)}</details>")
+    return "\n".join(parts)
+
+
+def render_case_file(c: "Comparison", store: Any = None, *, include_graph: bool = True) -> str:
+    parts = [f"<h1>kgviz case file</h1><p><b>Question:</b> {esc(c.question)}</p>"]
+    if c.golds:
+        parts.append(f"<p><b>Gold answer(s):</b> {esc(' | '.join(c.golds))}</p>")
+    parts.append(f"<p class='muted'>Mode: {esc(c.mode)} · judge: {esc(c.judge)}</p>")
+    parts.append(f"<p class='muted'>{esc(c.definition)}</p>")
+    s = c.summary()
+    parts.append(f"<p>Hallucinated: {s['hallucinated']} of {s['methods'] - s['failed']} answering methods; "
+                 f"abstained: {s['abstained']}; failed: {s['failed']}.</p>")
+    parts.append(_table(SUMMARY_HEADERS, summary_rows(c)))
+    if c.overlap:
+        parts.append("<h2>Evidence overlap</h2>")
+        parts.append(_table(["method A", "method B", "shared nodes", "union", "Jaccard"],
+                            [[o.a, o.b, o.shared, o.union, f"{o.jaccard:.2f}"] for o in c.overlap]))
+    if include_graph:
+        from kgviz.viz.overlay import build_overlay, overlay_html
+
+        page = overlay_html(build_overlay([r.run for r in c.results], store))
+        parts.append(f'<h2>Evidence overlay</h2><iframe title="evidence overlay" sandbox="allow-scripts" '
+                     f'srcdoc="{esc(page)}"></iframe>')
+    parts.extend(_method_section(r) for r in c.results)
+    body = "\n".join(parts)
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>kgviz case file: "
+            f"{esc(c.question[:80])}</title><style>{_CSS}</style></head><body>{body}</body></html>")

@@ -1,0 +1,109 @@
+"""Plotly figures of a batch evaluation (no streamlit import): metric bars with CI error bars,
+quality vs cost, hallucination vs coverage, and a method x question heatmap.
+
+Question texts and method names are escaped: plotly renders a small HTML subset in labels and
+hover text.
+"""
+from __future__ import annotations
+
+import html
+from typing import Sequence
+
+import plotly.graph_objects as go
+
+from kgviz.evaluate.report import RATE_METRICS, SUMMARY_METRICS, EvalSummary
+from kgviz.evaluate.runner import EvalRecord
+from kgviz.viz import charts
+
+_LAYOUT = dict(margin=dict(l=50, r=20, t=50, b=50), height=380, template="plotly_white")
+_LABEL = {k: label for k, label, _h in SUMMARY_METRICS}
+QUALITY_BARS = ("em", "f1", "acc", "coverage", "hallucination", "abstention")
+
+
+def _esc(text: object) -> str:
+    return html.escape(str(text), quote=False)
+
+
+def _scale(metric: str) -> float:
+    return 100.0 if metric in RATE_METRICS else 1.0
+
+
+def _unit(metric: str) -> str:
+    return f"{_LABEL[metric]} (%)" if metric in RATE_METRICS else _LABEL[metric]
+
+
+def metric_bars(summary: EvalSummary, metrics: Sequence[str] = QUALITY_BARS) -> go.Figure:
+    """Grouped bars: one group per metric, one bar per method, 95% bootstrap CI as error bars."""
+    table: dict[str, dict[str, float]] = {}
+    errors: dict[str, dict[str, tuple[float, float]]] = {}
+    for m, s in summary.methods.items():
+        if s.n == 0:
+            continue
+        table[m] = {_LABEL[k]: 100 * s.estimates[k].mean for k in metrics}
+        errors[m] = {_LABEL[k]: (100 * s.estimates[k].lo, 100 * s.estimates[k].hi) for k in metrics}
+    fig = charts.grouped_bar(table, title="Metrics per method (95% bootstrap CI)", unit="%", errors=errors)
+    fig.update_layout(height=420)
+    return fig
+
+
+def _scatter(summary: EvalSummary, x: str, y: str, title: str) -> go.Figure:
+    fig = go.Figure()
+    sx, sy = _scale(x), _scale(y)
+    for m, s in summary.methods.items():
+        if s.n == 0:
+            continue
+        ex, ey = s.estimates[x], s.estimates[y]
+        fig.add_scatter(
+            x=[sx * ex.mean], y=[sy * ey.mean], mode="markers+text", name=_esc(m), text=[_esc(m)],
+            textposition="top center", marker=dict(size=12),
+            error_x=dict(type="data", symmetric=False, array=[sx * (ex.hi - ex.mean)], arrayminus=[sx * (ex.mean - ex.lo)]),
+            error_y=dict(type="data", symmetric=False, array=[sy * (ey.hi - ey.mean)], arrayminus=[sy * (ey.mean - ey.lo)]),
+            hovertemplate=f"{_esc(m)}<br>{_esc(_unit(x))}: %{{x:.3g}}<br>{_esc(_unit(y))}: %{{y:.3g}}<extra></extra>",
+        )
+    fig.update_layout(title=_esc(title), xaxis_title=_esc(_unit(x)), yaxis_title=_esc(_unit(y)), showlegend=False,
+                      **_LAYOUT)
+    return fig
+
+
+def quality_vs_cost(summary: EvalSummary, *, quality: str = "f1", cost: str = "tokens") -> go.Figure:
+    """One point per method: mean quality against mean cost (tokens, $ or latency), with CIs."""
+    return _scatter(summary, cost, quality, f"{_LABEL[quality]} vs {_LABEL[cost]}")
+
+
+def hallucination_vs_coverage(summary: EvalSummary) -> go.Figure:
+    """Does more evidence in the context come with fewer unsupported answers?"""
+    return _scatter(summary, "coverage", "hallucination", "Hallucination rate vs coverage")
+
+
+def question_heatmap(records: Sequence[EvalRecord], methods: Sequence[str], *, metric: str = "acc",
+                     max_questions: int = 200) -> go.Figure:
+    """Methods (rows) x questions (columns): green = correct on ``metric``, red = not, grey =
+    failed run. Hover shows the question, the gold answer and the method's answer."""
+    qids = list(dict.fromkeys(r.qid for r in records))[:max_questions]
+    by = {(r.method, r.qid): r for r in records}
+    z: list[list[float | None]] = []
+    hover: list[list[str]] = []
+    for m in methods:
+        row, tips = [], []
+        for q in qids:
+            r = by.get((m, q))
+            if r is None:
+                row.append(None)
+                tips.append("not run")
+                continue
+            row.append(-1.0 if r.error else float(r.metrics.get(metric, 0.0)))
+            answer = f"error: {r.error}" if r.error else r.answer
+            tips.append(f"{_esc(q)}: {_esc(r.question[:120])}<br>gold: {_esc(' | '.join(r.answers)[:80])}"
+                        f"<br>{_esc(m)}: {_esc(answer[:120])}")
+        z.append(row)
+        hover.append(tips)
+    colours = [[0.0, "#9e9e9e"], [0.33, "#9e9e9e"], [0.34, "#e57373"], [0.67, "#e57373"], [0.67, "#66bb6a"],
+               [1.0, "#2e7d32"]]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=[_esc(q) for q in qids], y=[_esc(m) for m in methods], zmin=-1, zmax=1, colorscale=colours,
+        showscale=False, text=hover, hovertemplate="%{text}<extra></extra>", xgap=1, ygap=1,
+    ))
+    fig.update_layout(title=_esc(f"Per question: {_LABEL.get(metric, metric)} (green correct, red wrong, "
+                                 "grey failed)"), **{**_LAYOUT, "height": max(260, 40 * len(methods) + 120)})
+    fig.update_xaxes(showticklabels=len(qids) <= 40, title="question")
+    return fig

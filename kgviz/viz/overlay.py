@@ -1,0 +1,144 @@
+"""The evidence overlay: one graph with every method's retrieved nodes, coloured by method.
+
+A node retrieved by one method takes that method's colour; a node retrieved by several is drawn
+as "shared" (its tooltip lists the methods). Edges are the ones the methods' traces walked between
+two drawn nodes, plus triple -> subject/object links looked up in the store. Returns VizNode /
+VizEdge lists for ``graph_html`` (no streamlit import here).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from kgviz.run import Run
+from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph, graph_html
+
+# colour-blind-friendly palette (Okabe-Ito plus two), one colour per method in the order given
+METHOD_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
+                  "#8C564B", "#7F7F7F")
+SHARED = "shared (several methods)"
+SHARED_COLOUR = "#222222"
+DEFAULT_CAP = 150
+_KIND_TABLE = {"chunk": "Chunk", "subchunk": "SubChunk", "triple": "Triple", "entity": "Entity",
+               "document": "Document", "keyword": "Keyword"}
+
+
+def evidence_nodes(run: Run) -> dict[str, str]:
+    """Graph node id -> table for everything the run's context came from (notes are not nodes)."""
+    out: dict[str, str] = {}
+    tables = {n.id: n.table for s in run.trace for n in s.nodes}
+    for item in run.context.items:
+        if item.kind in _KIND_TABLE:
+            out[item.id] = _KIND_TABLE[item.kind]
+    for node_id in run.context.node_ids:
+        out.setdefault(node_id, tables.get(node_id) or _guess_table(node_id))
+    return out
+
+
+def _guess_table(node_id: str) -> str:
+    if node_id.startswith("ent:"):
+        return "Entity"
+    if node_id.startswith("tri:"):
+        return "Triple"
+    if ".s" in node_id.rsplit("#", 1)[-1]:
+        return "SubChunk"
+    if "#c" in node_id:
+        return "Chunk"
+    if node_id.startswith("doc:"):
+        return "Document"
+    return "Entity"
+
+
+def method_colours(methods: Sequence[str]) -> dict[str, str]:
+    colours = {m: METHOD_PALETTE[i % len(METHOD_PALETTE)] for i, m in enumerate(methods)}
+    colours[SHARED] = SHARED_COLOUR
+    return colours
+
+
+@dataclass
+class Overlay:
+    graph: CappedGraph
+    colours: dict[str, str]  # method (or SHARED) -> colour
+    by_node: dict[str, list[str]]  # node id -> methods that retrieved it
+
+    @property
+    def shared(self) -> int:
+        return sum(len(ms) > 1 for ms in self.by_node.values())
+
+
+def _labels(runs: Sequence[Run], store: Any, tables: Mapping[str, str]) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for run in runs:
+        for item in run.context.items:
+            labels.setdefault(item.id, item.text)
+        for step in run.trace:
+            for n in step.nodes:
+                if n.label:
+                    labels.setdefault(n.id, n.label)
+    if store is not None:
+        by_table: dict[str, list[str]] = {}
+        for node_id, table in tables.items():
+            by_table.setdefault(table, []).append(node_id)
+        queries = {"Entity": "MATCH (n:Entity) WHERE n.id IN $ids RETURN n.id AS id, n.name AS label",
+                   "Triple": "MATCH (n:Triple) WHERE n.id IN $ids RETURN n.id AS id, n.text AS label",
+                   "Document": "MATCH (n:Document) WHERE n.id IN $ids RETURN n.id AS id, n.title AS label",
+                   "Chunk": "MATCH (n:Chunk) WHERE n.id IN $ids RETURN n.id AS id, n.text AS label",
+                   "SubChunk": "MATCH (n:SubChunk) WHERE n.id IN $ids RETURN n.id AS id, n.text AS label"}
+        for table, ids in by_table.items():
+            if table in queries:
+                for row in store.query(queries[table], {"ids": sorted(ids)}):
+                    # the store's name beats a step's free-form label ("Triple 3 (score .8)")
+                    if table in ("Entity", "Document", "Triple") or row["id"] not in labels:
+                        labels[row["id"]] = row["label"] or row["id"]
+    return labels
+
+
+def build_overlay(runs: Sequence[Run], store: Any = None, *, cap: int = DEFAULT_CAP) -> Overlay:
+    """Nodes/edges for ``graph_html``; ``store`` (optional) supplies names and triple links."""
+    methods = [r.method for r in runs]
+    colours = method_colours(methods)
+    by_node: dict[str, list[str]] = {}
+    tables: dict[str, str] = {}
+    for run in runs:
+        for node_id, table in evidence_nodes(run).items():
+            by_node.setdefault(node_id, [])
+            if run.method not in by_node[node_id]:
+                by_node[node_id].append(run.method)
+            tables.setdefault(node_id, table)
+    labels = _labels(runs, store, tables)
+    # shared evidence first, so the cap never hides the overlap the view is about
+    order = sorted(by_node, key=lambda i: (-len(by_node[i]), methods.index(by_node[i][0]), i))
+    nodes: list[VizNode] = []
+    for node_id in order:
+        ms = by_node[node_id]
+        role = SHARED if len(ms) > 1 else ms[0]
+        text = labels.get(node_id, node_id)
+        nodes.append(VizNode(node_id, text, tables[node_id], role=role,  # type: ignore[arg-type]
+                             title=f"{text}\n\nid: {node_id}\nretrieved by: {', '.join(ms)}",
+                             size=14 + 4 * len(ms)))
+    edges = _edges(runs, by_node, tables, store)
+    return Overlay(cap_graph(nodes, edges, cap), colours, by_node)
+
+
+def _edges(runs: Sequence[Run], by_node: Mapping[str, list[str]], tables: Mapping[str, str],
+           store: Any) -> list[VizEdge]:
+    seen: dict[tuple[str, str], VizEdge] = {}
+    for run in runs:
+        for step in run.trace:
+            for e in step.edges:
+                if e.source in by_node and e.target in by_node and (e.source, e.target) not in seen:
+                    seen[(e.source, e.target)] = VizEdge(e.source, e.target, e.rel, title=e.rel)
+    triples = sorted(i for i, t in tables.items() if t == "Triple")
+    if store is not None and triples:
+        rows = store.query("MATCH (t:Triple) WHERE t.id IN $ids RETURN t.id AS id, t.subject_id AS s, "
+                           "t.object_id AS o, t.chunk_id AS c", {"ids": triples})
+        for r in rows:
+            for other, rel in ((r["s"], "subject"), (r["o"], "object"), (r["c"], "from chunk")):
+                if other and other in by_node and (r["id"], other) not in seen and (other, r["id"]) not in seen:
+                    seen[(r["id"], other)] = VizEdge(r["id"], other, rel, title=rel, dashes=rel == "from chunk")
+    return list(seen.values())
+
+
+def overlay_html(overlay: Overlay, *, height: int = 560) -> str:
+    return graph_html(overlay.graph.nodes, overlay.graph.edges, height=height, role_colours=overlay.colours,
+                      directed=False)

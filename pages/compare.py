@@ -1,0 +1,50 @@
+"""Compare: one question, several methods side by side, with claim-level hallucination checks,
+the evidence overlay, the gold funnel and an exportable case file."""
+import streamlit as st
+
+from kgviz import ui
+from kgviz.ui import compare as uc
+from kgviz.verify.judge import HALLUCINATION_DEFINITION
+
+ctx = ui.page_setup()
+st.title("Compare methods")
+st.caption(HALLUCINATION_DEFINITION)
+
+with ui.error_boundary("Compare"):
+    if not ui.actions.workspace_has_graph(ctx):
+        st.info("This workspace has no graph yet: build documents or load the sample first.")
+        st.stop()
+    source = st.radio("Question", ["Type a question", "Sample questions", "Upload a JSONL file"], horizontal=True,
+                      key="kgviz_cmp_source")
+    question, golds = "", []
+    if source == "Type a question":
+        question = st.text_input("Question", key="kgviz_cmp_question")
+        gold_text = st.text_input("Gold answer(s), optional (separate several with |)", key="kgviz_cmp_gold")
+        golds = [g.strip() for g in gold_text.split("|") if g.strip()]
+    else:
+        items = []
+        if source == "Sample questions":
+            items = uc.sample_questions()
+        else:
+            upload = st.file_uploader('JSONL: {"question": ..., "answers": [...]} per line', type=["jsonl"],
+                                      key="kgviz_cmp_upload")
+            items = uc.uploaded_questions(upload) if upload is not None else []
+        if items:
+            item = st.selectbox("Question", items, format_func=lambda q: q.question, key="kgviz_cmp_pick")
+            question, golds = item.question, list(item.answers)
+            st.caption(ui.render.md_text("Gold: " + (" | ".join(golds) or "(none)")))
+
+    titles = uc.method_titles()
+    st.markdown("**Methods**")
+    boxes = st.columns(4)
+    chosen = [m for i, m in enumerate(titles)
+              if boxes[i % 4].checkbox(m, value=True, key=f"kgviz_cmp_m_{m}", help=titles[m])]
+    budget = st.number_input("Answer-step context budget (tokens)", 100, 100_000, 4000, step=500,
+                             key="kgviz_cmp_budget")
+    if st.button("Compare", type="primary", disabled=not question.strip(), key="kgviz_cmp_run"):
+        uc.run_comparison(ctx, question, chosen, golds, budget_tokens=int(budget))
+
+last = uc.last_comparison()
+if last is not None:
+    with ui.error_boundary("Comparison"):
+        uc.render_comparison(*last, ctx)

@@ -1,0 +1,42 @@
+"""Evaluate: run several methods over a QA file, with bootstrap CIs, paired tests and charts."""
+import streamlit as st
+
+from kgviz import ui
+from kgviz.methods.registry import list_methods
+from kgviz.ui import evaluate as ue
+
+ctx = ui.page_setup()
+st.title("Evaluate methods")
+st.caption("Every chosen method answers every question; answers are scored (EM, F1, Acc, Coverage), "
+           "checked claim by claim for hallucination, and summarised with 95% bootstrap confidence intervals.")
+
+with ui.error_boundary("Evaluate"):
+    if not ui.actions.workspace_has_graph(ctx):
+        st.info("This workspace has no graph yet: build documents or load the sample first.")
+        st.stop()
+    source = st.radio("QA file", ue.SOURCES, horizontal=True, key="kgviz_eval_source")
+    upload, path = None, ""
+    if source == ue.SOURCES[1]:
+        upload = st.file_uploader('JSONL: {"id": ..., "question": ..., "answers": [...]} per line', type=["jsonl"],
+                                  key="kgviz_eval_upload")
+    elif source == ue.SOURCES[2]:
+        path = st.text_input("Path of a questions.jsonl file", key="kgviz_eval_path")
+    items, source_id = ue.load_qa(source, upload, path)
+    if not items:
+        st.info("Choose a QA file.")
+        st.stop()
+    methods = st.multiselect("Methods", list_methods(), default=list_methods(), key="kgviz_eval_methods")
+    c = st.columns(3)
+    limit = c[0].number_input("Questions (first N)", 1, len(items), min(len(items), 20), key="kgviz_eval_limit")
+    budget = c[1].number_input("Context budget (tokens)", 100, 100_000, 4000, step=500, key="kgviz_eval_budget",
+                               help="Every method's context is cut to this size before the shared answer step.")
+    workers = c[2].number_input("Workers", 1, 16, 2, key="kgviz_eval_workers")
+    st.caption(f"{int(limit)} questions × {len(methods)} methods = {int(limit) * len(methods)} runs"
+               + ("" if ctx.offline else " (each costs LLM calls; finished runs are reused)"))
+    if st.button("Run evaluation", type="primary", disabled=not methods, key="kgviz_eval_run"):
+        ue.run(ctx, items[: int(limit)], methods, source_id, budget_tokens=int(budget), workers=int(workers))
+
+last = ue.last_outcome()
+if last is not None:
+    with ui.error_boundary("Results"):
+        ue.render(*last)

@@ -1,0 +1,123 @@
+"""The `kgviz` command line on the sample corpus and on bad input (offline, temp databases)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kgviz.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "sample_data" / "corpus"
+
+
+@pytest.fixture()
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGVIZ_HOME", str(tmp_path / "home"))
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "KGVIZ_LLM", "KGVIZ_EMBEDDER", "KGVIZ_DB"):
+        monkeypatch.delenv(key, raising=False)
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def built_db(tmp_path_factory):
+    db = tmp_path_factory.mktemp("cli") / "db"
+    assert main(["build", str(SAMPLE), "--db", str(db), "--json"]) == 0
+    return db
+
+
+def test_help_works_as_a_console_script():
+    out = subprocess.run([sys.executable, "-m", "kgviz.cli", "--help"], capture_output=True, text=True, check=True)
+    for command in ("build", "import-kg", "ask", "methods"):
+        assert command in out.stdout
+
+
+def test_build_json_reports_a_non_trivial_graph_and_a_rerun_adds_nothing(env, capsys):
+    db = env / "db"
+    assert main(["build", str(SAMPLE), "--db", str(db), "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    counts = first["counts"]
+    assert first["mode"] == "offline"
+    assert counts["Document"] == 15 and counts["Entity"] > 40 and counts["Triple"] > 60
+    assert counts["SIMILAR_DOC"] > 0
+    # at least one hypernode: a triple whose subject or object is another triple
+    assert first["new_triples"] == counts["Triple"]
+    assert main(["build", str(SAMPLE), "--db", str(db), "--json"]) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert second["counts"] == counts
+    assert second["new_documents"] == 0 and second["skipped_documents"] == 15
+
+
+def test_graph_has_a_hypernode(built_db):
+    from kgviz.graph.store import GraphStore
+
+    with GraphStore.open(built_db) as store:
+        rows = store.query("MATCH (t:Triple)-[:SUBJ|OBJ]->(inner:Triple) RETURN count(*) AS n")
+    assert rows[0]["n"] >= 1
+
+
+def test_ask_json_runs_every_method_offline(built_db, env, capsys):
+    question = "Who designed the bridge that Mira Tesk said was unsafe?"
+    assert main(["ask", question, "--db", str(built_db), "--method", "all", "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    names = {r["method"] for r in runs}
+    assert {"no-retrieval", "text-rag", "kg-rag", "kg-retriever"} <= names
+    for r in runs:
+        assert r["mode"] == "offline"
+        assert isinstance(r["trace"], list) and r["trace"], r["method"]
+        assert "usage" in r
+    text_rag = next(r for r in runs if r["method"] == "text-rag")
+    assert "Edda Lunn" in text_rag["answer"] or "Edda Lunn" in json.dumps(text_rag["context"])
+
+
+@pytest.mark.parametrize(
+    "content, reason",
+    [(b"", "empty"), (b"\x00\x01\x02binary\x00" * 50, "binary"), (b"\xff\xfe\xfa not utf8 \xc3\x28", "UTF-8")],
+)
+def test_bad_input_is_a_clear_error_and_writes_nothing(env, capsys, content, reason):
+    bad = env / "bad.txt"
+    bad.write_bytes(content)
+    db = env / "db"
+    assert main(["build", str(bad), "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.txt" in err and reason.lower() in err.lower()
+
+
+def test_unknown_method_and_bad_spec_exit_2(built_db, env, capsys):
+    assert main(["ask", "q?", "--db", str(built_db), "--method", "nope"]) == 2
+    assert "unknown method" in capsys.readouterr().err
+    assert main(["ask", "q?", "--db", str(built_db), "--llm", "gemini:x"]) == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_missing_key_names_the_variable(built_db, env, capsys):
+    assert main(["ask", "q?", "--db", str(built_db), "--llm", "anthropic:claude-haiku-4-5"]) == 2
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
+
+
+def test_embedder_mismatch_is_a_clear_error(built_db, env, capsys):
+    assert main(["ask", "q?", "--db", str(built_db), "--embedder", "hashing:64"]) == 2
+    assert "embedder" in capsys.readouterr().err.lower()
+
+
+def test_locked_database_names_the_path(built_db, env, capsys):
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from kgviz.graph.store import GraphStore; s = GraphStore.open(sys.argv[1]); "
+         "print('open', flush=True); time.sleep(30)", str(built_db)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        # this process has the db open from the fixture; a fresh path in *another* process is the
+        # realistic case, so ask from a subprocess
+        out = subprocess.run([sys.executable, "-m", "kgviz.cli", "ask", "q?", "--db", str(built_db)],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2
+        assert "lock" in out.stderr.lower() and str(built_db.name) in out.stderr
+    finally:
+        holder.kill()
+        holder.wait()

@@ -1,0 +1,211 @@
+"""kgviz.viz.trace: a trace becomes frames (cumulative subgraph, this step's roles, earlier steps
+dimmed), plus the per-step extras the Trace page shows."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kgviz.methods.base import EdgeRef, NodeRef, TraceStep
+from kgviz.viz.graph_html import ROLE_COLOURS
+from kgviz.viz.trace import (
+    EARLIER,
+    EARLIER_COLOUR,
+    advance,
+    build_frames,
+    channel_budgets,
+    frame_html,
+    llm_mode_label,
+    node_labels,
+    round_info,
+    score_rows,
+)
+
+
+def _trace() -> list[TraceStep]:
+    """seed A (+ candidate B) -> expand to C -> score -> choose C, reject B -> context C, D."""
+    return [
+        TraceStep(0, "seed", "Start", nodes=[NodeRef("A", "Entity", "seed", "Alpha"),
+                                             NodeRef("B", "Entity", "candidate", "Beta")]),
+        TraceStep(1, "expand", "Neighbours", nodes=[NodeRef("C", "Triple", "candidate", "Alpha knows Gamma")],
+                  edges=[EdgeRef("A", "G", "knows", "candidate")]),
+        TraceStep(2, "score", "Rank", nodes=[NodeRef("C", "Triple", "candidate", "", 0.8),
+                                             NodeRef("B", "Entity", "candidate", "", 0.3)],
+                  scores={"C": 0.8, "B": 0.3}),
+        TraceStep(3, "select", "Choose", nodes=[NodeRef("C", "Triple", "chosen", "Alpha knows Gamma"),
+                                                NodeRef("B", "Entity", "rejected", "Beta")],
+                  edges=[EdgeRef("A", "G", "knows", "chosen")]),
+        TraceStep(4, "context", "Context", nodes=[NodeRef("C", "Triple", "context", "Alpha knows Gamma"),
+                                                  NodeRef("G", "Entity", "context", "Gamma")]),
+        TraceStep(5, "answer", "Answer"),
+    ]
+
+
+def _roles(frame) -> dict[str, str]:  # noqa: ANN001 - Frame
+    return {n.id: str(n.role) for n in frame.nodes}
+
+
+def test_one_frame_per_step_with_the_cumulative_subgraph() -> None:
+    trace = _trace()
+    frames = build_frames(trace)
+    assert [f.index for f in frames] == list(range(len(trace)))
+    for i, f in enumerate(frames):
+        expected: set[str] = set()
+        for s in trace[: i + 1]:
+            expected |= {n.id for n in s.nodes} | {x for e in s.edges for x in (e.source, e.target)}
+        assert {n.id for n in f.nodes} == expected
+        assert f.total_nodes == len(expected)
+        assert f.step is trace[i]
+    assert [len(f.nodes) for f in frames] == [2, 4, 4, 4, 4, 4]  # G arrives with the edge at step 1
+
+
+def test_current_step_has_its_roles_and_everything_earlier_is_dimmed() -> None:
+    frames = build_frames(_trace())
+    assert _roles(frames[0]) == {"A": "seed", "B": "candidate"}
+    assert _roles(frames[1]) == {"A": EARLIER, "B": EARLIER, "C": "candidate", "G": EARLIER}
+    assert frames[1].roles == {"C": "candidate"}  # G is only an edge end, not listed by the step
+    assert [str(e.role) for e in frames[1].edges] == ["candidate"]
+    assert _roles(frames[3]) == {"A": EARLIER, "B": "rejected", "C": "chosen", "G": EARLIER}
+    assert [str(e.role) for e in frames[3].edges] == ["chosen"]
+    assert all(r == EARLIER for r in _roles(frames[5]).values())  # the answer step touches nothing
+    assert [str(e.role) for e in frames[5].edges] == [EARLIER]
+
+
+def test_a_node_chosen_at_step_3_is_chosen_there_and_dimmed_later() -> None:
+    frames = build_frames(_trace())
+    at3 = {n.id: n for n in frames[3].nodes}
+    at5 = {n.id: n for n in frames[5].nodes}
+    assert at3["C"].role == "chosen"
+    assert frames[4].roles["C"] == "context"
+    assert at5["C"].role == EARLIER
+    assert at3["C"].size is not None and at5["C"].size is not None and at3["C"].size > at5["C"].size
+    # the tooltip keeps the history so a dimmed node still says what happened to it
+    assert "step 4: chosen" in at5["C"].title and "step 5: context" in at5["C"].title
+
+
+def test_labels_come_from_any_step_and_fall_back_to_the_id() -> None:
+    trace = _trace()
+    frames = build_frames(trace)
+    labels = {n.id: n.label for n in frames[1].nodes}
+    # G is first seen as an edge end at step 1; its label is only given at step 4
+    assert labels == {"A": "Alpha", "B": "Beta", "C": "Alpha knows Gamma", "G": "Gamma"}
+    assert node_labels(trace)["C"] == ("Alpha knows Gamma", "Triple")
+    orphan = build_frames([TraceStep(0, "expand", "x", edges=[EdgeRef("p", "q", "r")])])
+    assert {n.id: (n.label, n.kind) for n in orphan[0].nodes} == {"p": ("p", "Entity"), "q": ("q", "Entity")}
+
+
+def test_duplicate_refs_in_one_step_keep_the_strongest_role() -> None:
+    step = TraceStep(0, "select", "x", nodes=[NodeRef("A", "Entity", "candidate"), NodeRef("A", "Entity", "chosen"),
+                                               NodeRef("A", "Entity", "rejected")])
+    assert build_frames([step])[0].roles == {"A": "chosen"}
+
+
+def test_cap_keeps_the_current_step_first() -> None:
+    early = TraceStep(0, "seed", "many", nodes=[NodeRef(f"e{i}", "Entity", "candidate", f"E{i}") for i in range(10)])
+    late = TraceStep(1, "select", "pick", nodes=[NodeRef("x", "Entity", "chosen", "X")])
+    frames = build_frames([early, late], cap=4)
+    last = frames[1]
+    assert last.total_nodes == 11 and len(last.nodes) == 4
+    assert "x" in {n.id for n in last.nodes}
+    assert "showing 4" in last.caption
+    # shown nodes stay in first-appearance order, so layouts change less between frames
+    assert [n.id for n in last.nodes] == ["e0", "e1", "e2", "x"]
+
+
+def test_frames_and_pages_are_deterministic() -> None:
+    a, b = build_frames(_trace()), build_frames(_trace())
+    assert a == b
+    assert frame_html(a[3]) == frame_html(b[3])
+    assert frame_html(a[3]) != frame_html(a[4])  # different highlighting -> different page
+
+
+def test_frame_page_colours_roles_and_explains_them() -> None:
+    page = frame_html(build_frames(_trace())[3], height=300)
+    assert ROLE_COLOURS["chosen"] in page and ROLE_COLOURS["rejected"] in page and EARLIER_COLOUR in page
+    legend = page.split('id="kgviz-legend">', 1)[1].split("</div>", 1)[0]
+    for word in ("chosen", "rejected", "earlier (earlier steps)", "diamond = Triple", "dot = Entity"):
+        assert word in legend
+    assert "seed" not in legend  # only roles drawn in this frame are explained
+
+
+def test_hostile_labels_are_escaped_in_the_frame_page() -> None:
+    bad = "<script>alert(1)</script>"
+    frames = build_frames([TraceStep(0, "seed", "x", nodes=[NodeRef("n", "<b>T</b>", "seed", bad)])])
+    page = frame_html(frames[0])
+    assert bad not in page and "<b>T</b>" not in page
+
+
+def test_channel_budgets_track_the_latest_use_per_channel() -> None:
+    trace = [
+        TraceStep(0, "seed", "s", data={"channel": "skeleton", "used": 100, "budget": 1600}),
+        TraceStep(1, "select", "s", data={"channel": "skeleton", "used": 900, "budget": 1600}),
+        TraceStep(2, "seed", "k", data={"channel": "keyword", "used": 3000, "budget": 2400}),
+        TraceStep(3, "answer", "a", data={"channel": "keyword", "used": "n/a", "budget": 2400}),
+    ]
+    assert channel_budgets(trace, 0)[0].used == 100
+    got = channel_budgets(trace, 3)
+    assert [(b.channel, b.used, b.budget) for b in got] == [("skeleton", 900, 1600), ("keyword", 3000, 2400)]
+    assert got[0].fraction == pytest.approx(900 / 1600) and got[1].fraction == 1.0  # over budget shows full
+    assert channel_budgets([TraceStep(0, "seed", "x")], 0) == []
+
+
+def test_round_info_reads_round_and_frontier() -> None:
+    assert round_info(TraceStep(0, "expand", "r", data={"round": 2, "frontier": ["a", "b", "c"]})) == (
+        round_info(TraceStep(0, "expand", "r", data={"round": 2, "active": ["x", "y", "z"]})))
+    info = round_info(TraceStep(0, "expand", "r", data={"round": 2, "frontier": ["a", "b", "c"]}))
+    assert info is not None and (info.round, info.frontier) == (2, 3)
+    bare = round_info(TraceStep(0, "select", "r", data={"round": 1}))
+    assert bare is not None and bare.frontier is None
+    assert round_info(TraceStep(0, "seed", "x")) is None
+    assert round_info(TraceStep(0, "seed", "x", data={"round": True})) is None
+
+
+def test_score_rows_best_first_with_labels_and_roles() -> None:
+    trace = _trace()
+    rows = score_rows(trace[2], node_labels(trace))
+    assert [(r["id"], r["label"], r["score"], r["role"]) for r in rows] == [
+        ("C", "Alpha knows Gamma", 0.8, "candidate"), ("B", "Beta", 0.3, "candidate")]
+
+
+def test_llm_mode_label_names_the_heuristic() -> None:
+    assert llm_mode_label("offline", "plan: capitalised spans") == "offline heuristic: plan: capitalised spans"
+    assert llm_mode_label("offline") == "offline heuristic"
+    assert llm_mode_label("anthropic:claude-haiku-4-5", "ignored") == "anthropic:claude-haiku-4-5"
+
+
+def test_play_advances_and_stops_at_the_last_step() -> None:
+    assert advance(0, 3) == (1, True)
+    assert advance(1, 3) == (2, False)
+    assert advance(2, 3) == (2, False)
+    assert advance(0, 1) == (0, False)
+
+
+def test_frames_of_a_real_kg_rag_run(tmp_path: Path) -> None:
+    """kg-rag offline on the sample corpus: every select step's chosen fact is "chosen" in its own
+    frame and dimmed in the next one, and the trace round-trips through JSON unchanged."""
+    from kgviz.config import Settings
+    from kgviz.index.params import BuildParams
+    from kgviz.index.pipeline import build
+    from kgviz.ingest import load_paths
+    from kgviz.run import Run, run_method
+    from kgviz.workspace import open_workspace
+
+    corpus = Path(__file__).resolve().parents[2] / "sample_data" / "corpus"
+    ws = open_workspace(Settings.from_env(), db_dir=tmp_path / "ws", llm_spec="offline", embedder_spec="hashing")
+    try:
+        build(load_paths([corpus]).documents, ws.store, ws.reasoner(), BuildParams(workers=2))
+        run = run_method("kg-rag", "In what year was the Tidewell Line founded?", ws.method_context())
+    finally:
+        ws.store.close()
+    assert run.ok, run.error
+    frames = build_frames(run.trace)
+    selects = [f for f in frames if f.step.kind == "select" and f.step.data.get("chosen")]
+    assert selects
+    for f in selects:
+        for tid in f.step.data["chosen"]:
+            assert {n.id: n.role for n in f.nodes}[tid] == "chosen"
+            after = frames[f.index + 1]  # the evaluate step, which touches no node
+            assert not after.roles and {n.id: n.role for n in after.nodes}[tid] == EARLIER
+    replayed = build_frames(Run.from_dict(json.loads(json.dumps(run.to_dict()))).trace)
+    assert [(f.roles, [n.id for n in f.nodes]) for f in replayed] == [(f.roles, [n.id for n in f.nodes]) for f in frames]
