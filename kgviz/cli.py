@@ -2,7 +2,7 @@
 
   kgviz build PATH... --db DIR [--llm SPEC] [--embedder SPEC] [--chunk-tokens N] [--json]
   kgviz import-kg TRIPLES.tsv [--entities ENTITIES.jsonl] --db DIR [--json]
-  kgviz ask "QUESTION" --db DIR --method NAME|all [--llm SPEC] [--json]
+  kgviz ask "QUESTION" --db DIR --method NAME|all [--llm SPEC] [--gold ANSWER]... [--json]
   kgviz eval QUESTIONS.jsonl --db DIR --methods a,b,...|all [--limit N] [--budget-tokens N] [--out DIR]
              [--workers N] [--json]
   kgviz bench [--quick] [--json]
@@ -64,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("question")
     a.add_argument("--method", default="all", help="method name or 'all' (see `kgviz methods`)")
     a.add_argument("--budget-tokens", type=int, default=None, help="context budget for the shared answer step")
+    a.add_argument("--gold", action="append", default=[], metavar="ANSWER",
+                   help="a gold answer (repeatable): adds EM/F1/Acc/Coverage and the gold funnel per run")
     _common(a)
     a.set_defaults(func=cmd_ask)
 
@@ -173,17 +175,37 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 
     ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder))
     names = list_methods() if args.method == "all" else [m.strip() for m in args.method.split(",") if m.strip()]
-    runs = run_methods(names, args.question, ws.method_context(), budget_tokens=args.budget_tokens)
+    mctx = ws.method_context()
+    runs = run_methods(names, args.question, mctx, budget_tokens=args.budget_tokens)
+    from kgviz.compare import assess  # verdicts (and, with --gold, metrics + funnel) per run
+
+    assessed = assess(runs, mctx, args.gold).results
     if args.json:
-        print(json.dumps([r.to_dict() for r in runs], indent=2, default=str))
+        out = []
+        for res in assessed:
+            d = res.run.to_dict()
+            d["verdict"] = res.verdict.to_dict()
+            if args.gold:
+                d["metrics"] = res.metrics.to_dict() if res.metrics else None
+                d["funnel"] = res.funnel.to_dict() if res.funnel else None
+            out.append(d)
+        print(json.dumps(out, indent=2, default=str))
         return 0
     label = "offline heuristics (no LLM)" if ws.llm.is_offline else ws.mode
     print(f"mode: {label}")
-    for r in runs:
+    for res in assessed:
+        r, v = res.run, res.verdict
         status = f"ERROR {r.error}" if r.error else r.answer
         u = r.usage
         print(f"{r.method:<16} {status}\n{'':<16} context {r.context.n_tokens} tok · {u.calls} calls · "
               f"{u.total_tokens} tok · ${u.cost_usd:.4f} · {r.seconds:.2f}s")
+        check = "abstained" if v.abstained else ("hallucinated" if v.hallucinated else "grounded")
+        if not v.failed:
+            print(f"{'':<16} {check}: {', '.join(c.label for c in v.claims) or 'no claims'} ({v.judge})")
+        if res.metrics is not None:
+            m = res.metrics
+            funnel = f" · funnel: {res.funnel.label}" if res.funnel else ""
+            print(f"{'':<16} EM {m.em:.0f} · F1 {m.f1:.2f} · Acc {m.acc:.0f} · Coverage {m.coverage:.0f}{funnel}")
     return 0
 
 

@@ -96,6 +96,15 @@ def overlap(runs: Sequence[Run]) -> list[OverlapRow]:
     return [OverlapRow(a, b, len(sets[a] & sets[b]), len(sets[a] | sets[b])) for a, b in combinations(sets, 2)]
 
 
+def overlap_matrix(comparison: "Comparison") -> tuple[list[str], list[list[str]]]:
+    """(methods, rows) of a symmetric table: "Jaccard (shared)" per pair, "-" on the diagonal."""
+    methods = [r.method for r in comparison.results]
+    cell = {}
+    for o in comparison.overlap:
+        cell[(o.a, o.b)] = cell[(o.b, o.a)] = f"{o.jaccard:.2f} ({o.shared})"
+    return methods, [[a] + ["-" if a == b else cell.get((a, b), "") for b in methods] for a in methods]
+
+
 def assess(runs: Sequence[Run], ctx: MethodContext, golds: Sequence[str] = (), *,
            funnel_params: FunnelParams = FunnelParams()) -> Comparison:
     """Verify existing runs (claims, metrics, funnel, overlap) without running any method."""

@@ -3,9 +3,11 @@
 
 Resume: a record's key is (question id, method, params hash); the hash covers the method's
 resolved params, preset, the context budget and the reasoning mode, so changing any of them runs
-again instead of reusing a stale answer. A re-run skips keys already in the file. Each record is
-written as one ``write`` of a whole line under a lock; a run killed mid-write leaves at most a
-truncated last line, which is cut off (and re-run) the next time.
+again instead of reusing a stale answer. A re-run skips keys already in the file, except records
+of failed runs (``retry_failed``): a failure may be transient (a provider outage, an index built
+since), so those lines are removed from the file (rewritten atomically) and run again. Each
+record is written as one ``write`` of a whole line under a lock; a run killed mid-write leaves at
+most a truncated last line, which is cut off (and re-run) the next time.
 
 Concurrency: a thread pool of ``workers``. The store hands each thread its own Kùzu connection,
 the usage ledger is locked, and each run has its own Tracer; so runs share the MethodContext.
@@ -102,6 +104,19 @@ def params_hash(method: str, params: Mapping[str, Any], preset: str, budget_toke
 
 
 # --- the results file ----------------------------------------------------------------------------
+def drop_failed(path: Path) -> int:
+    """Remove the records of failed runs from ``path`` (atomic rewrite); returns how many."""
+    records = read_results(path, repair=True)
+    kept = [r for r in records if not r.error]
+    if len(kept) == len(records):
+        return 0
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(json.dumps(r.to_dict(), ensure_ascii=False, default=str) + "\n" for r in kept),
+                   encoding="utf-8")
+    tmp.replace(path)
+    return len(records) - len(kept)
+
+
 def read_results(path: Path, *, repair: bool = False) -> list[EvalRecord]:
     """Records in ``path`` (none when it does not exist). A last line without its newline is a
     write cut short: ignored, and cut from the file when ``repair``. A bad line elsewhere means the
@@ -167,6 +182,7 @@ def evaluate(
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
     scorer: Scorer | None = None,
+    retry_failed: bool = True,
 ) -> EvalResult:
     """Run every method on every item, scoring each run; see the module docstring.
 
@@ -180,6 +196,9 @@ def evaluate(
         raise ConfigError(f"workers must be at least 1 (got {workers})")
     if budget_tokens is not None and budget_tokens < 1:
         raise ConfigError(f"the context budget must be at least 1 token (got {budget_tokens})")
+    if len({i.id for i in items}) != len(items):
+        raise EvaluationError("two questions share an id; ids key the results file",
+                              hint="give every question a unique \"id\"")
     if len(set(methods)) != len(methods):
         raise EvaluationError(f"a method is listed twice: {', '.join(methods)}")
     params, presets = dict(params or {}), dict(presets or {})
@@ -192,6 +211,8 @@ def evaluate(
     path = Path(out_dir) / RESULTS_FILE if out_dir is not None else None
     done: dict[tuple[str, str, str], EvalRecord] = {}
     if path is not None:
+        if retry_failed:
+            drop_failed(path)
         for rec in read_results(path, repair=True):
             done.setdefault(rec.key, rec)
     todo = [(item, m) for item in items for m in methods if (item.id, m, hashes[m]) not in done]

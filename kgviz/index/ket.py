@@ -364,13 +364,13 @@ def skeleton_cost(chunks: Sequence[tuple[str, str, int]], core: set[str], beta: 
 # --- read side (Build page, methods) -----------------------------------------------------------------
 def ket_info(store: Any) -> dict[str, Any]:
     """What the stored KET index was built with; {} when the graph has none."""
-    raw = store.get_meta(META_PARAMS)
-    if raw is None:
+    meta = {r["k"]: r["v"] for r in store.query("MATCH (m:Meta) WHERE starts_with(m.key, $p) "
+                                                "RETURN m.key AS k, m.value AS v", {"p": "ket."})}
+    if META_PARAMS not in meta:
         return {}
-    skeleton = store.get_meta(META_SKELETON_BETA)
-    return {"params": json.loads(raw), "beta": float(store.get_meta(META_BETA) or 1.0),
-            "skeleton_beta": float(skeleton) if skeleton is not None else 1.0,
-            "n_chunks": int(store.get_meta(META_N_CHUNKS) or 0), "n_core": int(store.get_meta(META_N_CORE) or 0)}
+    return {"params": json.loads(meta[META_PARAMS]), "beta": float(meta.get(META_BETA) or 1.0),
+            "skeleton_beta": float(meta.get(META_SKELETON_BETA) or 1.0),
+            "n_chunks": int(meta.get(META_N_CHUNKS) or 0), "n_core": int(meta.get(META_N_CORE) or 0)}
 
 
 def knn_degree_distribution(store: Any) -> dict[int, int]:

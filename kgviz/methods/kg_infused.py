@@ -10,8 +10,9 @@ Pipeline (paper section → what kgviz does):
 2. Seed entities (§3.4, Eq. 3–4): top ``k_e`` entities by similarity of the question to the
    entity embeddings (Entity.emb: name + description as embedded at build/import time).
 3. Spreading activation (§3.4), at most ``max_rounds`` rounds. Each round: the active entities'
-   one-hop triples (RELATED edges; outgoing only, since the paper spreads from head entities,
-   App. B), at most ``max_triples_per_entity`` each, minus triples already in the memory → triple
+   one-hop triples (RELATED edges; outgoing, since the paper spreads from head entities, App. B;
+   over the corpus graph also incoming by default, see ``direction``), at most
+   ``max_triples_per_entity`` each, minus triples already in the memory → triple
    selection (task ``kginf_select_triples``; Table 12 in round 1, Table 13 afterwards) → the
    activation memory takes the selected triples (Eq. 5) → the next entities are the selected
    triples' tail entities not activated yet (Eq. 6), at most ``max_entities_per_round``. It stops
@@ -58,7 +59,7 @@ Q_OUT = (  # one-hop triples with the active entity as head (App. B: activation 
     "RETURN a.id AS src, a.name AS src_name, r.relation AS relation, r.triple_id AS triple_id, "
     "b.id AS dst, b.name AS dst_name ORDER BY a.id, r.triple_id, b.id"
 )
-Q_IN = (  # ours, include_incoming: the entity as tail; activation then moves to the head
+Q_IN = (  # ours, direction 'both': the entity as tail; activation then moves to the head
     "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE b.id IN $ids AND a.origin = $origin "
     "RETURN a.id AS src, a.name AS src_name, r.relation AS relation, r.triple_id AS triple_id, "
     "b.id AS dst, b.name AS dst_name ORDER BY b.id, r.triple_id, a.id"
@@ -74,6 +75,7 @@ NOTE_ID = "note:kg-infused"
 _SOURCES = ("auto", "curated", "corpus")
 _SEARCHES = ("dense", "hybrid", "bm25")
 _CAPS = ("similarity", "random")
+_DIRECTIONS = ("auto", "out", "both")
 
 
 @dataclass(frozen=True)
@@ -92,8 +94,11 @@ class KGInfusedParams:
     triple_cap: str = param("similarity", "which triples survive the per-entity cap: 'similarity' keeps "
                                           "those closest to the question (ours; the paper is silent), "
                                           "'random' samples (authors' code)")
-    include_incoming: bool = param(False, "also spread along edges that end at an active entity (ours; the "
-                                          "paper spreads from head entities to tails, Eq. 6 / App. B)")
+    direction: str = param("auto", "edges activation spreads along: 'out' (the paper: head entity to tail, "
+                                   "Eq. 6 / App. B), 'both' (ours: also edges that end at an active entity, "
+                                   "moving to their head), 'auto' (ours: 'out' over a curated KG, 'both' over "
+                                   "the corpus graph, whose edge direction follows sentence voice: 'X founded "
+                                   "Y' vs 'Y was founded by X')")
     k_p: int = param(6, "passages: k_p/2 for the question + k_p/2 new ones for the expanded query "
                         "(§4.3.1 k_p = 6; de-duplication as in App. C.2)")
     passage_search: str = param("hybrid", "'hybrid' (ours, default: dense + BM25 by reciprocal rank fusion, "
@@ -116,6 +121,8 @@ class KGInfusedParams:
             problems.append(f"kg_source must be one of {', '.join(_SOURCES)}")
         if self.passage_search not in _SEARCHES:
             problems.append(f"passage_search must be one of {', '.join(_SEARCHES)}")
+        if self.direction not in _DIRECTIONS:
+            problems.append(f"direction must be one of {', '.join(_DIRECTIONS)}")
         if self.triple_cap not in _CAPS:
             problems.append(f"triple_cap must be one of {', '.join(_CAPS)}")
         if min(self.k_e, self.max_rounds, self.max_triples_per_entity, self.max_entities_per_round,
@@ -293,17 +300,18 @@ class KGInfusedRAG:
                 memory: Memory, tracer: Tracer) -> None:
         active = list(memory.activated)
         for rnd in range(1, p.max_rounds + 1):
-            facts, per_entity = self._candidates(active, rnd, qv, store, embedder, origin, p, memory)
+            facts, per_entity, in_memory = self._candidates(active, rnd, qv, store, embedder, origin, p, memory)
             capped = {e: v for e, v in per_entity.items() if v["kept"] < v["total"]}
             tracer.step("expand", f"Round {rnd}: one-hop triples of {len(active)} active entities",
                         f"{len(facts)} candidate triples (at most {p.max_triples_per_entity} per entity"
                         f"{', ' + str(len(capped)) + ' entities capped' if capped else ''})",
                         nodes=[NodeRef(e, "Entity", "seed", memory.names.get(e, e)) for e in active]
                         + [n for f in facts for n in f.node("candidate")]
-                        + [NodeRef(e, "Entity", "candidate", n) for e, n in _targets(facts).items()],
+                        + [NodeRef(e, "Entity", "candidate", n) for e, n in _targets(facts).items() if e not in active],
                         edges=[f.edge("candidate") for f in facts],
                         scores={f.id: f.score for f in facts},
-                        data={"round": rnd, "active": active, "per_entity": per_entity, "capped": sorted(capped)})
+                        data={"round": rnd, "active": active, "per_entity": per_entity, "capped": sorted(capped),
+                              "already_in_memory": in_memory})
             chosen = self._select(question, facts, rnd, p, memory, tracer)
             memory.rounds_run = rnd
             for f in chosen:
@@ -341,9 +349,9 @@ class KGInfusedRAG:
             active = frontier
 
     def _candidates(self, active: list[str], rnd: int, qv: np.ndarray, store: Any, embedder: Any, origin: str,
-                    p: KGInfusedParams, memory: Memory) -> tuple[list[Fact], dict[str, dict[str, int]]]:
+                    p: KGInfusedParams, memory: Memory) -> tuple[list[Fact], dict[str, dict[str, int]], int]:
         rows = [(r, False) for r in store.query(Q_OUT, {"ids": active, "origin": origin})]
-        if p.include_incoming:
+        if p.direction == "both" or (p.direction == "auto" and origin == "corpus"):
             rows += [(r, True) for r in store.query(Q_IN, {"ids": active, "origin": origin})]
         known = memory.triple_ids
         by_entity: dict[str, list[Fact]] = {e: [] for e in active}
@@ -372,9 +380,7 @@ class KGInfusedRAG:
                     fs = sorted(fs, key=lambda f: -f.score)[: p.max_triples_per_entity]
             per_entity[e] = {"total": len(by_entity[e]), "kept": len(fs)}
             kept.extend(fs)
-        if skipped_known:
-            per_entity["(already in memory)"] = {"total": skipped_known, "kept": 0}
-        return kept, per_entity
+        return kept, per_entity, skipped_known
 
     def _describe(self, facts: list[Fact], qv: np.ndarray, store: Any, embedder: Any) -> None:
         """Fill each fact's stored text, provenance and cosine with the question."""

@@ -166,8 +166,8 @@ def columns(comparison: cmp.Comparison, keys: dict[str, str]) -> Run | None:
 
 def overlay(comparison: cmp.Comparison, ctx: AppContext, *, height: int = 560) -> None:
     ov = build_overlay([r.run for r in comparison.results], resources.store(ctx))
-    st.caption(f"{ov.graph.caption()} · {ov.shared} retrieved by more than one method "
-               "(drawn as shared; hover a node for the methods)")
+    st.caption(f"{ov.graph.caption()} · {ov.shared} retrieved by more than one method (grey, darker = "
+               "shared by more methods; hover a node for the methods)")
     graph(overlay_html(ov, height=height), height=height)
     own = {m: 0 for m in ov.colours if m in {r.method for r in comparison.results}}
     total = dict(own)
@@ -186,9 +186,9 @@ def overlay(comparison: cmp.Comparison, ctx: AppContext, *, height: int = 560) -
 def overlap_table(comparison: cmp.Comparison) -> None:
     if not comparison.overlap:
         return
-    st.dataframe(pd.DataFrame([{"method A": o.a, "method B": o.b, "shared nodes": o.shared, "union": o.union,
-                                "Jaccard": round(o.jaccard, 3)} for o in comparison.overlap]),
-                 hide_index=True, width="stretch")
+    methods, rows = cmp.overlap_matrix(comparison)
+    st.caption("Jaccard index of the graph nodes each pair of methods retrieved (shared nodes in brackets).")
+    st.dataframe(pd.DataFrame([r[1:] for r in rows], index=methods, columns=methods), width="stretch")
 
 
 def funnel_table(comparison: cmp.Comparison) -> None:
@@ -213,8 +213,10 @@ def exports(comparison: cmp.Comparison, ctx: AppContext) -> None:
 def render_comparison(comparison: cmp.Comparison, keys: dict[str, str], ctx: AppContext) -> None:
     s = comparison.summary()
     judge = comparison.judge + (f" — {OFFLINE_LABEL}" if comparison.mode == "offline" else "")
+    vu = comparison.verification_usage
+    cost = f" · verification: {vu.calls} calls, {vu.total_tokens:,} tokens, ${vu.cost_usd:.4f}" if vu.calls else ""
     st.caption(md_text(f"Judge: {judge}. Hallucinated: {s['hallucinated']} of {s['methods'] - s['failed']} "
-                       f"answering methods · abstained: {s['abstained']} · failed: {s['failed']}"))
+                       f"answering methods · abstained: {s['abstained']} · failed: {s['failed']}{cost}"))
     picked = columns(comparison, keys)
     if picked is not None:
         open_in_trace(ctx, picked)

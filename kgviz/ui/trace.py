@@ -43,6 +43,7 @@ K_STEP_RUN = "kgviz_trace_step_run"  # run key the step number belongs to
 K_PLAYING = "kgviz_trace_playing"
 NO_PRESET = "(defaults)"
 MAX_RUNS = 24  # runs kept per session; the oldest goes first
+MAX_PAGES = 40  # rendered frame pages kept for the current run
 PLAY_INTERVAL_S = 1.0
 GRAPH_HEIGHT = 520
 SAMPLE_QUESTIONS = SAMPLE_DIR.parent / "questions.jsonl"
@@ -267,12 +268,17 @@ def step_viewer(run: Run, key: str) -> None:
             if total > 1:
                 st.slider("Step", 1, total, key=K_STEP, on_change=lambda: st.session_state.update({K_PLAYING: False}))
         frame = frames[step_no - 1]
-        if step_no not in pages:
-            pages[step_no] = vt.frame_html(frame, height=GRAPH_HEIGHT)
         left, right = st.columns([3, 2])
         with left:
-            st.iframe(pages[step_no], height=vt.frame_iframe_height(GRAPH_HEIGHT))
-            st.caption(frame.caption)
+            if frame.nodes:
+                if step_no not in pages:
+                    if len(pages) >= MAX_PAGES:  # each page inlines vis-network (~0.7 MB)
+                        pages.clear()
+                    pages[step_no] = vt.frame_html(frame, height=GRAPH_HEIGHT)
+                st.iframe(pages[step_no], height=vt.frame_iframe_height(GRAPH_HEIGHT))
+                st.caption(frame.caption)
+            else:
+                st.info("Nothing on the graph yet: no step so far has touched a graph element.")
         with right:
             step_panel(run, frame.step, step_no, total)
         if playing and not st.session_state.get(K_PLAYING):
@@ -287,7 +293,7 @@ def step_panel(run: Run, step: TraceStep, step_no: int, total: int) -> None:
     st.markdown(f"#### {md_text(step.title)}")
     if step.detail:
         st.markdown(md_text(step.detail))
-    info = vt.round_info(step)
+    info = vt.round_info(run.trace, step_no - 1)
     if info is not None:
         c = st.columns(2)
         c[0].metric("Activation round", info.round)
@@ -306,7 +312,7 @@ def step_panel(run: Run, step: TraceStep, step_no: int, total: int) -> None:
     st.caption(f"Step wall time: {step.latency_s:.3f} s")
     if step.data:
         with st.expander("Step data (raw)"):
-            st.json(step.data, expanded=1)
+            st.json(json.loads(json.dumps(step.data, default=str)), expanded=1)  # numpy etc. as text
 
 
 def llm_panel(step: TraceStep) -> None:

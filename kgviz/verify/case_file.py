@@ -96,7 +96,7 @@ def summary_rows(c: "Comparison") -> list[list[object]]:
     return rows
 
 
-SUMMARY_HEADERS = ["method", "answer", "verdict", "EM", "F1", "funnel", "context items", "context tokens",
+SUMMARY_HEADERS = ["method", "answer", "verdict", "EM %", "F1 %", "funnel", "context items", "context tokens",
                    "tokens", "calls", "$", "seconds"]
 
 
@@ -138,9 +138,12 @@ def render_case_file(c: "Comparison", store: Any = None, *, include_graph: bool 
                  f"abstained: {s['abstained']}; failed: {s['failed']}.</p>")
     parts.append(_table(SUMMARY_HEADERS, summary_rows(c)))
     if c.overlap:
-        parts.append("<h2>Evidence overlap</h2>")
-        parts.append(_table(["method A", "method B", "shared nodes", "union", "Jaccard"],
-                            [[o.a, o.b, o.shared, o.union, f"{o.jaccard:.2f}"] for o in c.overlap]))
+        from kgviz.compare import overlap_matrix
+
+        methods, rows = overlap_matrix(c)
+        parts.append("<h2>Evidence overlap</h2><p class='muted'>Jaccard index of the graph nodes each pair of "
+                     "methods retrieved (shared nodes in brackets).</p>")
+        parts.append(_table(["", *methods], rows))
     if include_graph:
         from kgviz.viz.overlay import build_overlay, overlay_html
 

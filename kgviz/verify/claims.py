@@ -28,13 +28,16 @@ _ABSTAIN_RE = re.compile(
     r"insufficient (?:information|context|evidence)"
     r"|not enough (?:information|context|evidence)"
     r"|(?:i )?(?:do not|don ?t|dont) know"
-    r"|i am not sure|i m not sure|unknown|n ?a|none found|no answer"
-    r"|(?:it )?cannot be (?:determined|answered|found)|can ?not be (?:determined|answered)"
+    r"|i am not sure|i m not sure"
+    r"|(?:it |this |the answer )?cannot be (?:determined|answered|found)|can ?not be (?:determined|answered)"
     r"|(?:the )?(?:context|information|evidence|text|passages?) (?:does|do) not (?:contain|provide|say|mention|specify|state)"
-    r"|(?:there is )?no (?:information|mention|evidence)"
-    r"|unable to (?:answer|determine)|i cannot answer|i can ?t answer|not (?:stated|mentioned|specified|provided)"
+    r"|there is no (?:information|mention|evidence)|no (?:information|mention|evidence) (?:about|on|of|in)"
+    r"|unable to (?:answer|determine)|i cannot answer|i can ?t answer"
     r")\b"
 )
+# one-word refusals only count as the whole answer: "Unknown Pleasures" is an answer
+_ABSTAIN_WHOLE = frozenset({"unknown", "n a", "na", "none found", "no answer", "not stated", "not mentioned",
+                            "not specified", "not provided", "not known", "unclear"})
 _VERBS = (r"is|are|was|were|be|been|has|have|had|did|does|do|can|could|will|would|lies|lie|rises|rise|"
           r"flows|holds|hosts|wrote|built|won|became|becomes|led|made|began|runs|ran|stands|sits|"
           r"[a-z]{3,}ed")
@@ -68,7 +71,7 @@ def is_abstention(answer: str) -> bool:
         return True
     spans = sentence_spans(text)
     first = text[spans[0][0]: spans[0][1]] if spans else text
-    return any(_ABSTAIN_RE.match(_norm(t)) for t in (text, first))
+    return any(_ABSTAIN_RE.match(_norm(t)) or _norm(t) in _ABSTAIN_WHOLE for t in (text, first))
 
 
 def is_short(answer: str) -> bool:

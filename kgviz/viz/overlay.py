@@ -1,7 +1,7 @@
 """The evidence overlay: one graph with every method's retrieved nodes, coloured by method.
 
 A node retrieved by one method takes that method's colour; a node retrieved by several is drawn
-as "shared" (its tooltip lists the methods). Edges are the ones the methods' traces walked between
+as "shared by k methods" in a grey that darkens with k (its tooltip lists the methods). Edges are the ones the methods' traces walked between
 two drawn nodes, plus triple -> subject/object links looked up in the store. Returns VizNode /
 VizEdge lists for ``graph_html`` (no streamlit import here).
 """
@@ -16,8 +16,7 @@ from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph, graph
 # colour-blind-friendly palette (Okabe-Ito plus two), one colour per method in the order given
 METHOD_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
                   "#8C564B", "#7F7F7F")
-SHARED = "shared (several methods)"
-SHARED_COLOUR = "#222222"
+SHARED_LIGHT, SHARED_DARK = 0xBB, 0x22  # grey levels: shared by 2 methods ... shared by all
 DEFAULT_CAP = 150
 _KIND_TABLE = {"chunk": "Chunk", "subchunk": "SubChunk", "triple": "Triple", "entity": "Entity",
                "document": "Document", "keyword": "Keyword"}
@@ -49,16 +48,25 @@ def _guess_table(node_id: str) -> str:
     return "Entity"
 
 
+def shared_role(k: int) -> str:
+    return f"shared by {k} methods"
+
+
 def method_colours(methods: Sequence[str]) -> dict[str, str]:
+    """Method -> colour, then "shared by k methods" -> a grey that darkens as k grows, so evidence
+    every method found stands out from evidence two methods happen to share."""
     colours = {m: METHOD_PALETTE[i % len(METHOD_PALETTE)] for i, m in enumerate(methods)}
-    colours[SHARED] = SHARED_COLOUR
+    n = len(methods)
+    for k in range(2, n + 1):
+        level = SHARED_LIGHT - (SHARED_LIGHT - SHARED_DARK) * (k - 2) // max(1, n - 2)
+        colours[shared_role(k)] = f"#{level:02x}{level:02x}{level:02x}"
     return colours
 
 
 @dataclass
 class Overlay:
     graph: CappedGraph
-    colours: dict[str, str]  # method (or SHARED) -> colour
+    colours: dict[str, str]  # method (or "shared by k methods") -> colour
     by_node: dict[str, list[str]]  # node id -> methods that retrieved it
 
     @property
@@ -111,7 +119,7 @@ def build_overlay(runs: Sequence[Run], store: Any = None, *, cap: int = DEFAULT_
     nodes: list[VizNode] = []
     for node_id in order:
         ms = by_node[node_id]
-        role = SHARED if len(ms) > 1 else ms[0]
+        role = shared_role(len(ms)) if len(ms) > 1 else ms[0]
         text = labels.get(node_id, node_id)
         nodes.append(VizNode(node_id, text, tables[node_id], role=role,  # type: ignore[arg-type]
                              title=f"{text}\n\nid: {node_id}\nretrieved by: {', '.join(ms)}",

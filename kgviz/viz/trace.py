@@ -15,7 +15,7 @@ import html
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence, cast
 
-from kgviz.methods.base import EdgeRef, NodeRef, Role, TraceStep
+from kgviz.methods.base import EdgeRef, Role, TraceStep
 from kgviz.viz.graph_html import (
     KIND_STYLE, ROLE_COLOURS, VizEdge, VizNode, cap_graph, graph_html, iframe_height, legend_html,
 )
@@ -137,7 +137,7 @@ def frame_legend(frame: Frame) -> str:
     used = set(frame.roles.values()) | set(frame.edge_roles.values())
     if any(v.role == EARLIER for v in frame.nodes) or any(e.role == EARLIER for e in frame.edges):
         used.add(EARLIER)
-    names = {r: (f"{r} (earlier steps)" if r == EARLIER else r) for r in FRAME_COLOURS if r in used}
+    names = {r: ("earlier steps" if r == EARLIER else r) for r in FRAME_COLOURS if r in used}
     legend = legend_html([], list(names.values()), {names[r]: FRAME_COLOURS[r] for r in names})
     kinds = sorted({v.kind for v in frame.nodes})
     shapes = ", ".join(f"{_SHAPES.get(KIND_STYLE.get(k, ('', 'dot'))[1], 'dot')} = {k}" for k in kinds)
@@ -186,22 +186,27 @@ class RoundInfo:
     frontier: int | None  # entities at the frontier (or active this round); None when not recorded
 
 
-def round_info(step: TraceStep) -> RoundInfo | None:
-    """KG-Infused: the activation round of a step (``data["round"]``) and its frontier size."""
-    d = step.data or {}
-    r = d.get("round")
+def round_info(trace: Sequence[TraceStep], index: int) -> RoundInfo | None:
+    """KG-Infused: the activation round of step ``index`` (``data["round"]``) and the frontier
+    size: the step's own ``frontier`` (or ``active``) list, else the latest earlier step of the
+    same round that recorded one (a selection step only says which round it belongs to)."""
+    r = (trace[index].data or {}).get("round")
     if not _is_number(r):
         return None
-    for key in ("frontier", "active"):
-        if isinstance(d.get(key), (list, tuple, set, dict)):
-            return RoundInfo(int(r), len(d[key]))
+    for s in reversed(trace[: index + 1]):
+        d = s.data or {}
+        if d.get("round") != r:
+            continue
+        for key in ("frontier", "active"):
+            if isinstance(d.get(key), (list, tuple, set, dict)):
+                return RoundInfo(int(r), len(d[key]))
     return RoundInfo(int(r), None)
 
 
 def score_rows(step: TraceStep, labels: Mapping[str, tuple[str, str]]) -> list[dict[str, Any]]:
     """The step's scores as table rows, best first, with each id's label and role in the step."""
     roles, _ = _step_roles(step)
-    rows = [{"id": k, "label": labels.get(k, ("", ""))[0], "score": float(v), "role": roles.get(k, "")}
+    rows = [{"label": labels.get(k, ("", ""))[0], "score": float(v), "role": roles.get(k, ""), "id": k}
             for k, v in step.scores.items() if _is_number(v)]
     return sorted(rows, key=lambda r: (-r["score"], r["id"]))
 

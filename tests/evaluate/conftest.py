@@ -14,8 +14,7 @@ from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE_QUESTIONS = ROOT / "sample_data" / "questions.jsonl"
+from eval_paths import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_QUESTIONS
+from eval_paths import SAMPLE_QUESTIONS
 
 from kgviz.errors import EvaluationError, UnknownMethodError
 from kgviz.evaluate import evaluate, load_questions, read_results, run_evaluation, summarise
@@ -122,6 +122,11 @@ def test_bad_input_fails_before_anything_runs(sample_ctx: MethodContext, tmp_pat
         evaluate(items, [], sample_ctx)
     with pytest.raises(EvaluationError):
         evaluate([], ["text-rag"], sample_ctx)
+    with pytest.raises(EvaluationError, match="share an id"):
+        evaluate([items[0], items[0]], ["text-rag"], sample_ctx, out_dir=tmp_path)
+    with pytest.raises(EvaluationError, match="twice"):
+        evaluate(items, ["text-rag", "text-rag"], sample_ctx, out_dir=tmp_path)
+    assert not (tmp_path / RESULTS_FILE).exists()
 
 
 def test_cancel_keeps_finished_results(sample_ctx: MethodContext, tmp_path: Path) -> None:
@@ -149,3 +154,18 @@ def test_summary_pairs_methods_on_common_questions(sample_ctx: MethodContext) ->
     comp = summary.comparison("coverage", "text-rag", "no-retrieval")
     assert comp is not None and comp.n == 5 and comp.mean_diff > 0
     assert {c["metric"] for c in d["comparisons"]} == {"em", "f1", "acc", "coverage", "hallucination"}
+
+
+def test_failed_runs_are_retried_not_duplicated(sample_ctx: MethodContext, tmp_path: Path) -> None:
+    items = load_questions(SAMPLE_QUESTIONS, limit=3)
+    evaluate(items, ["text-rag"], sample_ctx, out_dir=tmp_path)
+    path = tmp_path / RESULTS_FILE
+    data = _lines(path)
+    data[1]["error"] = "ProviderError: the provider was down"  # as if the second run had failed
+    path.write_text("".join(json.dumps(d) + "\n" for d in data), encoding="utf-8")
+    kept = evaluate(items, ["text-rag"], sample_ctx, out_dir=tmp_path, retry_failed=False)
+    assert kept.ran == 0 and kept.records[1].error
+    again = evaluate(items, ["text-rag"], sample_ctx, out_dir=tmp_path)
+    assert again.ran == 1 and again.skipped == 2 and not again.records[1].error
+    rows = _lines(path)
+    assert sorted(d["qid"] for d in rows) == sorted(i.id for i in items) and not any(d["error"] for d in rows)

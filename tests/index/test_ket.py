@@ -308,8 +308,6 @@ def synthetic_docs(n: int, seed: int = 21) -> list:
 
 
 def build_with(store: GraphStore, docs: list, llm: object | None = None, **fields: object) -> tuple[object, list]:
-    from index_fakes import ScriptedLLM  # noqa: F401  (same directory; the counting fake LLM)
-
     from kgviz.index.pipeline import BuildParams, build
     from kgviz.providers.offline import OfflineLLM
     from kgviz.reasoning import Reasoner

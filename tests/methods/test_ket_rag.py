@@ -235,10 +235,50 @@ def test_full_kg_variant_says_when_the_graph_is_only_a_skeleton(fresh_graph: Fix
 
 
 def test_budget_arithmetic_matches_the_paper() -> None:
-    from kgviz.methods.ket_rag import _Config
+    from kgviz.methods.ket_channels import Config
 
     for limit, theta in [(12000, 0.4), (1001, 0.3), (7, 0.5), (100, 0.1)]:
-        cfg = _Config(limit, theta)
+        cfg = Config(limit, theta)
         assert cfg.skeleton_budget == math.floor(theta * limit + 1e-9) <= theta * limit + 1e-9
         assert cfg.keyword_budget <= (1 - theta) * limit + 1e-9
         assert cfg.skeleton_budget + cfg.keyword_budget >= limit - 1
+
+
+STORIES = [
+    ("Mira Tesk", "Mira Tesk was born in Aldport in 1890. Mira Tesk founded Tesk Works in 1921. "
+                  "Tesk Works is located in Dunmore."),
+    ("Orrin Bridge", "The Orrin Bridge crosses the River Vell at Dunmore. It was designed by Mira Tesk."),
+    ("Kell Arden", "Kell Arden was born in Dunmore in 1902. Kell Arden founded the Dunmore Courier in 1930."),
+    ("Aldport", "Aldport is the capital of Veyn. The University of Aldport was founded in 1850."),
+    ("Jon Varr", "Jon Varr was born in Halberg in 1888. Jon Varr married Mira Tesk in 1915."),
+    ("Halberg", "Halberg is located in Veyn. Halberg lies on the River Vell."),
+    ("Dunmore Courier", "The Dunmore Courier is a newspaper. It is located in Dunmore."),
+    ("Veyn", "Veyn is a small kingdom. Its capital is Aldport."),
+]
+
+
+def test_on_a_pipeline_built_skeleton(tmp_path: Path) -> None:
+    """β = 0.5 build: ket-rag's skeleton channel only sees triples of core chunks, the trace gives
+    the measured β, and every node it names exists."""
+    from kgviz.graph.store import GraphStore
+    from kgviz.index.pipeline import BuildParams, build
+    from kgviz.ingest import document_from_text
+    from kgviz.providers.offline import OfflineLLM
+
+    emb = HashingEmbedder()
+    store = GraphStore.open(tmp_path / "ws", embedder_id=emb.id, dim=emb.dim)
+    docs = [document_from_text(t, title=n, source=f"{n}.txt") for n, t in STORIES]
+    build(docs, store, Reasoner(OfflineLLM(), emb), BuildParams(ket_enabled=True, core_fraction=0.5))
+    kg = FixtureGraph(store, emb, MethodContext(store, Reasoner(OfflineLLM(), emb)))
+    core = {r["id"] for r in store.query("MATCH (c:Chunk) WHERE c.core RETURN c.id AS id")}
+    out, steps = retrieve(kg, KetRag(), KetRagParams(context_limit=600), "Who founded Tesk Works?")
+    assert steps[0].data["graph_beta"] == pytest.approx(len(core) / store.counts()["Chunk"])
+    assert_refs_exist(kg, steps, out)
+    skel = channel_items(steps, out, "skeleton")
+    assert any(i.kind == "triple" for i in skel) and channel_items(steps, out, "keyword")
+    for i in skel:
+        if i.kind == "subchunk":
+            assert i.id.split(".s")[0] in core
+    run = run_method("ket-rag", "Who founded Tesk Works?", kg.ctx)
+    assert run.ok and "Mira Tesk" in run.context.render()
+    store.close()

@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import numpy as np
 import pytest
 
 from kgviz.errors import ConfigError, LLMOutputError, MethodError
@@ -111,14 +110,15 @@ FILM_CHUNKS = [
 ]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def emb() -> HashingEmbedder:
     return HashingEmbedder(DIM)
 
 
-@pytest.fixture
-def film_store(tmp_path: Path, emb: HashingEmbedder):
-    store = GraphStore.open(tmp_path / "ws", embedder_id=emb.id, dim=DIM)
+@pytest.fixture(scope="module")
+def film_store(tmp_path_factory: pytest.TempPathFactory, emb: HashingEmbedder):
+    """Shared by the tests that only read it (the method never writes)."""
+    store = GraphStore.open(tmp_path_factory.mktemp("film") / "ws", embedder_id=emb.id, dim=DIM)
     ids = build(store, emb, FILM_ENTITIES, FILM_TRIPLES, FILM_CHUNKS)
     yield store, ids
     store.close()
@@ -348,6 +348,25 @@ def test_kg_source_auto_picks_curated_when_present_else_corpus(tmp_path: Path, e
     store.close()
 
 
+def test_direction_auto_spreads_both_ways_only_over_the_corpus_graph(tmp_path: Path, emb) -> None:
+    # "Agnes Vohl founded the institute": the question's entity is the edge's tail
+    for origin, prefix, both in (("corpus", "ent:", True), ("curated", "kg:", False)):
+        ents = [(f"{prefix}omi", "Ossel Marine Institute", "a research institute", origin),
+                (f"{prefix}av", "Agnes Vohl", "a marine biologist", origin),
+                (f"{prefix}tw", "Tarrow", "a town", origin)]
+        store = GraphStore.open(tmp_path / origin, embedder_id=emb.id, dim=DIM)
+        build(store, emb, ents, [(f"{prefix}av", "founded", f"{prefix}omi"), (f"{prefix}av", "born in", f"{prefix}tw")])
+        llm = ScriptedLLM(picker({"founded", "born in"}))
+        _, steps = run(store, llm, "Who founded the Ossel Marine Institute?", emb, k_e=1)
+        first = next(s for s in steps if s.kind == "expand")
+        assert [n.id for n in first.nodes if n.role == "seed"] == [f"{prefix}omi"]
+        assert bool(llm.of("select")) == both
+        if both:  # activation moved from the tail to the head, then on to Tarrow
+            assert rounds(steps)[0]["frontier"] == [f"{prefix}av"]
+            assert "<Agnes Vohl | born in | Tarrow>" in llm.of("update")[0]
+        store.close()
+
+
 def test_no_entities_is_an_actionable_error(tmp_path: Path, emb) -> None:
     store = GraphStore.open(tmp_path / "ws", embedder_id=emb.id, dim=DIM)
     build(store, emb, [], [], FILM_CHUNKS[:1])
@@ -503,3 +522,24 @@ def test_kg_without_passages_builds_the_note_from_facts(tmp_path: Path, emb) -> 
     assert any(s.title == "Dual retrieval skipped" for s in steps)
     assert "Forbidden Ground director Pal Gabor." in out.items[0].text
     store.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# the shared fixture graph (tests/methods/fixture_graph.py, a corpus graph): end to end via run.py
+@pytest.mark.parametrize("question, gold", [("Who designed the Harbour Library?", "Marta Ruiz"),
+                                            ("Where was Owen Hale born?", "Cardiff")])
+def test_end_to_end_on_the_shared_fixture_graph(kg, question: str, gold: str) -> None:
+    from kgviz.run import Run, run_method
+
+    run_ = run_method("kg-infused", question, kg.ctx)
+    assert run_.ok, run_.error
+    assert [s.kind for s in run_.trace][0] == "seed" and [s.kind for s in run_.trace][-2:] == ["context", "answer"]
+    assert run_.trace[0].data["kg_source"] == "corpus"
+    assert run_.answer == gold, run_.context.render()
+    for s in run_.trace:
+        by_table: dict[str, list[str]] = {}
+        for n in s.nodes:
+            by_table.setdefault(n.table, []).append(n.id)
+        for table, ids in by_table.items():
+            assert kg.exist(table, ids), (s.title, table)
+    assert Run.from_dict(json.loads(json.dumps(run_.to_dict()))) == run_

@@ -124,7 +124,7 @@ def test_frame_page_colours_roles_and_explains_them() -> None:
     page = frame_html(build_frames(_trace())[3], height=300)
     assert ROLE_COLOURS["chosen"] in page and ROLE_COLOURS["rejected"] in page and EARLIER_COLOUR in page
     legend = page.split('id="kgviz-legend">', 1)[1].split("</div>", 1)[0]
-    for word in ("chosen", "rejected", "earlier (earlier steps)", "diamond = Triple", "dot = Entity"):
+    for word in ("chosen", "rejected", "earlier steps", "diamond = Triple", "dot = Entity"):
         assert word in legend
     assert "seed" not in legend  # only roles drawn in this frame are explained
 
@@ -151,14 +151,17 @@ def test_channel_budgets_track_the_latest_use_per_channel() -> None:
 
 
 def test_round_info_reads_round_and_frontier() -> None:
-    assert round_info(TraceStep(0, "expand", "r", data={"round": 2, "frontier": ["a", "b", "c"]})) == (
-        round_info(TraceStep(0, "expand", "r", data={"round": 2, "active": ["x", "y", "z"]})))
-    info = round_info(TraceStep(0, "expand", "r", data={"round": 2, "frontier": ["a", "b", "c"]}))
-    assert info is not None and (info.round, info.frontier) == (2, 3)
-    bare = round_info(TraceStep(0, "select", "r", data={"round": 1}))
-    assert bare is not None and bare.frontier is None
-    assert round_info(TraceStep(0, "seed", "x")) is None
-    assert round_info(TraceStep(0, "seed", "x", data={"round": True})) is None
+    trace = [
+        TraceStep(0, "seed", "seeds"),
+        TraceStep(1, "expand", "r1", data={"round": 1, "active": ["x", "y"]}),
+        TraceStep(2, "select", "r1 select", data={"round": 1}),
+        TraceStep(3, "expand", "r1 frontier", data={"round": 1, "frontier": ["a", "b", "c"]}),
+        TraceStep(4, "select", "r2 select", data={"round": 2}),
+        TraceStep(5, "llm", "odd", data={"round": True}),
+    ]
+    got = [round_info(trace, i) for i in range(len(trace))]
+    assert got[0] is None and got[5] is None
+    assert [(g.round, g.frontier) for g in got[1:5] if g] == [(1, 2), (1, 2), (1, 3), (2, None)]
 
 
 def test_score_rows_best_first_with_labels_and_roles() -> None:
@@ -208,4 +211,7 @@ def test_frames_of_a_real_kg_rag_run(tmp_path: Path) -> None:
             after = frames[f.index + 1]  # the evaluate step, which touches no node
             assert not after.roles and {n.id: n.role for n in after.nodes}[tid] == EARLIER
     replayed = build_frames(Run.from_dict(json.loads(json.dumps(run.to_dict()))).trace)
-    assert [(f.roles, [n.id for n in f.nodes]) for f in replayed] == [(f.roles, [n.id for n in f.nodes]) for f in frames]
+    def shape(fs: list) -> list:  # noqa: ANN001 - frames
+        return [(f.roles, [n.id for n in f.nodes]) for f in fs]
+
+    assert shape(replayed) == shape(frames)

@@ -1,0 +1,82 @@
+"""The Evaluate page driven headlessly (AppTest, offline, hashing embedder): a small evaluation on
+the sample, its tables and charts, a re-run that reuses results, a bad QA upload, and handing a
+question to Compare. Fixtures: tests/app/conftest.py (``app_env``)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from test_app_pages import new_app, texts
+
+PAGE = "pages/evaluate.py"
+METHODS = ["text-rag", "kg-retriever", "no-retrieval"]
+
+
+def _button(at: AppTest, label: str):  # noqa: ANN202 - AppTest element type
+    return next(b for b in at.button if b.label == label)
+
+
+def _open(at: AppTest) -> AppTest:
+    _button(at, "Load sample data").click().run()
+    assert any("Sample built" in t for t in texts(at, "success")), texts(at, "error")
+    at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_evaluate_page_runs_small_eval_and_shows_results(app_env: Path) -> None:
+    at = _open(new_app().run())
+    at.multiselect(key="kgviz_eval_methods").set_value(METHODS).run()
+    at.number_input(key="kgviz_eval_limit").set_value(4).run()
+    assert any("4 questions × 3 methods = 12 runs" in t for t in texts(at, "caption"))
+    _button(at, "Run evaluation").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, texts(at, "error")
+    frames = at.dataframe
+    summary = frames[0].value
+    assert list(summary["method"]) == METHODS
+    assert list(summary["n"]) == [4, 4, 4]
+    assert summary.loc[summary["method"] == "no-retrieval", "Abstention %"].iloc[0].startswith("100.0")
+    charts = at.get("plotly_chart")
+    assert len(charts) == 4  # metric bars, quality vs cost, hallucination vs coverage, heatmap
+    bars = json.loads(charts[0].proto.spec)
+    assert {t["name"] for t in bars["data"]} == set(METHODS)
+    assert all("error_y" in t for t in bars["data"])
+    heat = json.loads(charts[3].proto.spec)
+    assert heat["data"][0]["type"] == "heatmap" and len(heat["data"][0]["y"]) == 3
+    progress = at.get("progress")
+    assert progress and "done: 12 run now, 0 reused" in str(progress[-1].proto.text)
+
+    # a second run with one more question reuses the 12 finished runs
+    at.number_input(key="kgviz_eval_limit").set_value(5).run()
+    _button(at, "Run evaluation").click().run()
+    assert not at.exception, at.exception
+    assert "done: 3 run now, 12 reused" in str(at.get("progress")[-1].proto.text)
+    assert list(at.dataframe[0].value["n"]) == [5, 5, 5]
+
+
+def test_evaluate_page_names_bad_lines_of_an_upload(app_env: Path) -> None:
+    at = _open(new_app().run())
+    at.radio(key="kgviz_eval_source").set_value("Path on the server").run()
+    bad = app_env.parent / "bad.jsonl"
+    bad.parent.mkdir(parents=True, exist_ok=True)
+    bad.write_text('{"id": "a", "question": "Q?", "answers": ["x"]}\n{oops\n', encoding="utf-8")
+    at.text_input(key="kgviz_eval_path").set_value(str(bad)).run()
+    assert not at.exception, at.exception
+    errors = texts(at, "error")
+    assert errors and "line 2" in errors[0] and "invalid JSON" in errors[0]
+
+
+def test_picked_question_opens_in_compare(app_env: Path) -> None:
+    at = _open(new_app().run())
+    at.multiselect(key="kgviz_eval_methods").set_value(["text-rag"]).run()
+    at.number_input(key="kgviz_eval_limit").set_value(2).run()
+    _button(at, "Run evaluation").click().run()
+    pick = at.selectbox(key="kgviz_eval_pick")
+    pick.set_value("s02").run()
+    _button(at, "Open in Compare").click().run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="kgviz_cmp_question").value == "How tall is the tower of Skellan Point Lighthouse?"
+    assert at.text_input(key="kgviz_cmp_gold").value == "38 metres"

@@ -1,0 +1,53 @@
+"""Evaluation figures: CI error bars, one point per method, heatmap cells, escaped text."""
+from __future__ import annotations
+
+from kgviz.evaluate.report import summarise
+from kgviz.evaluate.runner import EvalRecord
+from kgviz.viz import eval_charts
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def _rec(qid: str, method: str, acc: float, *, error: str = "", hall: bool = False) -> EvalRecord:
+    return EvalRecord(qid=qid, question=f"{HOSTILE} question {qid}?", answers=["gold"], method=method,
+                      params_hash="h", answer=f"{HOSTILE} answer", error=error,
+                      metrics={"em": acc, "f1": acc, "acc": acc, "coverage": 1.0},
+                      hallucinated=hall, abstained=False, tokens=100 + int(acc), cost_usd=0.001, latency_s=0.5)
+
+
+RECORDS = [_rec(f"q{i}", "alpha", float(i % 2), hall=i == 0) for i in range(6)] + \
+          [_rec(f"q{i}", HOSTILE, 1.0, error="boom" if i == 5 else "") for i in range(6)]
+METHODS = ["alpha", HOSTILE]
+
+
+def test_metric_bars_have_ci_error_bars() -> None:
+    s = summarise(RECORDS, METHODS, n_boot=200)
+    fig = eval_charts.metric_bars(s)
+    names = [t.name for t in fig.data]
+    assert names == ["alpha", "&lt;img src=x onerror=alert(1)&gt;"]
+    alpha = fig.data[0]
+    acc_pos = list(alpha.x).index("Acc")
+    mean = alpha.y[acc_pos]
+    assert mean == 50.0
+    est = s.methods["alpha"].estimates["acc"]
+    assert alpha.error_y.array[acc_pos] == 100 * est.hi - mean
+    assert alpha.error_y.arrayminus[acc_pos] == mean - 100 * est.lo
+
+
+def test_scatters_have_one_point_per_method() -> None:
+    s = summarise(RECORDS, METHODS, n_boot=200)
+    cost = eval_charts.quality_vs_cost(s, cost="tokens")
+    assert len(cost.data) == 2 and cost.data[0].x[0] == s.methods["alpha"].estimates["tokens"].mean
+    hall = eval_charts.hallucination_vs_coverage(s)
+    assert hall.data[0].y[0] == 100 * (1 / 6)
+    assert all(HOSTILE not in str(t.text) for t in hall.data)
+
+
+def test_heatmap_cells_and_escaping() -> None:
+    fig = eval_charts.question_heatmap(RECORDS, METHODS, metric="acc")
+    z = fig.data[0].z
+    assert list(z[0]) == [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    assert list(z[1])[:5] == [1.0] * 5 and z[1][5] == -1.0  # the failed run is marked, not "wrong"
+    hover = str(fig.data[0].text)
+    assert HOSTILE not in hover and "&lt;img" in hover and "error: boom" in hover
+    assert HOSTILE not in str(fig.data[0].y)

@@ -1,0 +1,91 @@
+"""Gold funnel labels on hand-made runs over the fixture graph (tests/methods/fixture_graph.py).
+
+Fixture facts used: "Portugal" is in a chunk and in a triple (Lisbon capital of Portugal);
+"400,000" (books) is only in chunk text, never in an entity or triple; "Millennium Centre" sits
+in the Cardiff cluster, which has no RELATED path to the Marta Ruiz cluster.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from fixture_graph import FixtureGraph
+
+from kgviz.methods.base import ContextItem, NodeRef, RetrievedContext, TraceStep
+from kgviz.run import Run
+from kgviz.types import Usage
+from kgviz.verify.funnel import FunnelParams, funnel_row, gold_presence, kept_text, seed_node_ids
+
+
+def run(method: str, answer: str, items: Sequence[tuple[str, str]] = (), *, seeds: Sequence[str] = (),
+        budget: int | None = None, error: str = "") -> Run:
+    trace = [TraceStep(0, "seed", "seeds", nodes=[NodeRef(s, "Entity", "seed") for s in seeds])]
+    if budget is not None:
+        trace.append(TraceStep(1, "answer", "Answer", data={"budget_tokens": budget}))
+    ctx = RetrievedContext(items=[ContextItem(i, "chunk", t) for i, t in items])
+    return Run(method, "q?", {}, ctx, answer, trace, Usage(), "offline", error=error)
+
+
+def test_gold_presence_scans_corpus_and_graph(kg: FixtureGraph) -> None:
+    p = gold_presence(kg.store, ["portugal"])
+    assert p.in_corpus and p.in_graph
+    assert kg.chunks["Lisbon"][0] in p.corpus_chunks
+    assert kg.entities["Portugal"] in p.graph_entities
+    assert kg.triples[("Lisbon", "capital of", "Portugal")] in p.graph_triples
+    books = gold_presence(kg.store, ["400,000"])
+    assert books.in_corpus and not books.in_graph
+    assert books.corpus_chunks == [kg.chunks["Harbour Library"][1]]
+    nowhere = gold_presence(kg.store, ["Madrid"])
+    assert not nowhere.in_corpus and not nowhere.in_graph
+
+
+def test_correct_and_not_in_corpus(kg: FixtureGraph) -> None:
+    p = gold_presence(kg.store, ["Portugal"])
+    assert funnel_row(run("kg-rag", "portugal."), p).label == "correct"
+    madrid = gold_presence(kg.store, ["Madrid"])
+    assert funnel_row(run("kg-rag", "Lisbon"), madrid).label == "not in corpus"
+
+
+def test_extraction_miss_only_for_graph_methods(kg: FixtureGraph) -> None:
+    p = gold_presence(kg.store, ["400,000"])
+    ctx = [("c1", "The Harbour Library opened in 1998.")]
+    assert funnel_row(run("kg-rag", "1998", ctx, seeds=[kg.entities["Harbour Library"]]), p).label == "extraction miss"
+    # text retrieval does not depend on extraction: the same miss is a retrieval miss there
+    assert funnel_row(run("text-rag", "1998", ctx), p).label == "retrieval/traversal miss"
+
+
+def test_entry_point_miss_versus_traversal_miss(kg: FixtureGraph) -> None:
+    p = gold_presence(kg.store, ["Millennium Centre"])
+    assert kg.entities["Cardiff"] in p.related and kg.entities["Marta Ruiz"] not in p.related
+    far = run("kg-rag", "Lisbon", [("c1", "Marta Ruiz designed it.")], seeds=[kg.entities["Marta Ruiz"],
+                                                                               kg.entities["Valencia"]])
+    row = funnel_row(far, p)
+    assert row.label == "entry-point miss" and row.seeds_near_answer is False
+    near = run("kg-rag", "Wales", [("c1", "Cardiff is the capital of Wales.")], seeds=[kg.entities["Cardiff"]])
+    row = funnel_row(near, p)
+    assert row.label == "retrieval/traversal miss" and row.seeds_near_answer is True
+    assert seed_node_ids(near) == {kg.entities["Cardiff"]}
+    # with no hops only the gold entities and the ends of gold triples count: Cardiff (an end of
+    # "Millennium Centre located in Cardiff") stays near, its neighbour Wales does not
+    tight = gold_presence(kg.store, ["Millennium Centre"], FunnelParams(related_hops=0))
+    assert kg.entities["Cardiff"] in tight.related
+    assert kg.entities["Wales"] in p.related and kg.entities["Wales"] not in tight.related
+
+
+def test_context_truncation_and_generation_error(kg: FixtureGraph) -> None:
+    p = gold_presence(kg.store, ["Portugal"])
+    filler = " ".join(["harbour"] * 30)
+    items = [("c1", filler), ("c2", "Lisbon is the capital of Portugal.")]
+    cut = run("text-rag", "Spain", items, budget=30)  # the first item fills the budget: c2 is dropped
+    assert "Portugal" not in kept_text(cut)
+    row = funnel_row(cut, p)
+    assert (row.in_context, row.in_kept_context, row.label) == (True, False, "context truncation")
+    seen = run("text-rag", "Spain", items)  # default budget keeps both
+    row = funnel_row(seen, p)
+    assert (row.in_kept_context, row.label) == (True, "generation error")
+
+
+def test_baseline_and_failed_runs(kg: FixtureGraph) -> None:
+    p = gold_presence(kg.store, ["Portugal"])
+    assert funnel_row(run("no-retrieval", "insufficient information"), p).label == "no retrieval"
+    failed = funnel_row(run("kg-rag", "", error="index missing"), p)
+    assert failed.label == "method failed" and failed.explanation == "index missing"
