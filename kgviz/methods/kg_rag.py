@@ -91,23 +91,17 @@ Q_TRIPLES_AT_ENTITY = (
     "MATCH (t:Triple)-[r:SUBJ|OBJ]->(x:Entity) WHERE x.id IN $ids "
     f"RETURN x.id AS anchor, label(r) AS side, {_TRIPLE_COLS}"
 )
-Q_HYPER_AT_ENTITY = (  # hypernodes one level up: triples about a triple that has the entity as an end
-    "MATCH (t:Triple)-[r:SUBJ|OBJ]->(i:Triple)-[:SUBJ|OBJ]->(x:Entity) WHERE x.id IN $ids "
-    f"RETURN DISTINCT x.id AS anchor, label(r) AS side, i.id AS inner, {_TRIPLE_COLS}"
-)
 Q_TRIPLES_AT_TRIPLE = (  # hypernodes: triples whose subject or object is the anchor triple
     "MATCH (t:Triple)-[r:SUBJ|OBJ]->(x:Triple) WHERE x.id IN $ids "
     f"RETURN x.id AS anchor, label(r) AS side, {_TRIPLE_COLS}"
 )
-_RELATED_COLS = ("a.id AS src, a.name AS src_name, b.id AS dst, b.name AS dst_name, r.relation AS relation, "
-                 "r.triple_id AS triple_id")
-Q_RELATED_OUT = f"MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.id IN $ids RETURN a.id AS anchor, {_RELATED_COLS}"
-Q_RELATED_IN = f"MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE b.id IN $ids RETURN b.id AS anchor, {_RELATED_COLS}"
-_NEIGHBOUR_QUERIES = {  # name -> (statement, anchor table)
-    "Q_TRIPLES_AT_ENTITY": (Q_TRIPLES_AT_ENTITY, "Entity"), "Q_HYPER_AT_ENTITY": (Q_HYPER_AT_ENTITY, "Entity"),
-    "Q_RELATED_OUT": (Q_RELATED_OUT, "Entity"), "Q_RELATED_IN": (Q_RELATED_IN, "Entity"),
-    "Q_TRIPLES_AT_TRIPLE": (Q_TRIPLES_AT_TRIPLE, "Triple"),
-}
+# Both directions of RELATED in one statement; ``_related`` splits the rows into what the two
+# per-anchor queries Q_RELATED_OUT (anchor = src) and Q_RELATED_IN (anchor = dst) returned.
+Q_RELATED = (
+    "MATCH (x:Entity)-[r:RELATED]-(y:Entity) WHERE x.id IN $ids RETURN x.id AS anchor, x.name AS name, "
+    "id(x) = id(start_node(r)) AS outgoing, y.id AS other, y.name AS other_name, r.relation AS relation, "
+    "r.triple_id AS triple_id"
+)
 # Per-anchor row order of each branch (the original ORDER BY, then a tie-break of ours). Kùzu
 # orders strings bytewise with NULL last, which ``_sort_key`` reproduces.
 _ORDER: dict[str, tuple[str, ...]] = {
@@ -115,20 +109,27 @@ _ORDER: dict[str, tuple[str, ...]] = {
     "Q_HYPER_AT_ENTITY": ("id", "inner", "side"),
     "Q_RELATED_OUT": ("dst", "relation", "triple_id"), "Q_RELATED_IN": ("src", "relation", "triple_id"),
 }
-# Node ids of either table in one statement (a multi-label match; Triple columns are NULL on an
-# Entity and ``name`` on a Triple).
+# Lookups by id. A short list is looked up one id at a time through the primary-key index
+# (~0.4 ms a statement); a longer one in one statement with IN, which scans the id column (~3 ms
+# however few ids match). Both give the same rows.
+PK_LOOKUP_MAX = 5
+# Node ids of either table (a multi-label match; Triple columns are NULL on an Entity, ``name``
+# on a Triple).
 Q_NODES_BY_ID = (
     "MATCH (t:Triple:Entity) WHERE t.id IN $ids RETURN label(t) AS tbl, "
     f"{_TRIPLE_COLS}, t.name AS name"
 )
+Q_TRIPLE_BY_PK = f"MATCH (t:Triple {{id: $id}}) RETURN 'Triple' AS tbl, {_TRIPLE_COLS}"
+Q_ENTITY_BY_PK = "MATCH (t:Entity {id: $id}) RETURN 'Entity' AS tbl, t.id AS id, t.name AS name"
 # Stored embeddings of the candidates, each read once per run. Not store.get_embeddings: its
-# UNWIND join scans the whole emb column (30 ms CPU per call here, whatever the number of ids);
-# a hop has ~5 new candidates, and IN reads only their vectors. Fetching t.emb with the
-# neighbourhood rows instead cost more: the semi-masked scan reads the vectors of whole batches.
+# UNWIND join scans the whole emb column (30 ms CPU per call here, whatever the number of ids),
+# while a hop has ~5 new candidates. Fetching t.emb with the neighbourhood rows cost more too:
+# the semi-masked scan there reads the vectors of whole batches of rows.
 Q_TRIPLE_EMB_BY_ID = "MATCH (t:Triple) WHERE t.id IN $ids AND t.emb IS NOT NULL RETURN t.id AS id, t.emb AS emb"
+Q_TRIPLE_EMB_BY_PK = "MATCH (t:Triple {id: $id}) WHERE t.emb IS NOT NULL RETURN t.id AS id, t.emb AS emb"
 QUERIES: tuple[str, ...] = (
-    Q_TRIPLES_AT_ENTITY, Q_HYPER_AT_ENTITY, Q_TRIPLES_AT_TRIPLE, Q_RELATED_OUT, Q_RELATED_IN, Q_NODES_BY_ID,
-    Q_TRIPLE_EMB_BY_ID,
+    Q_TRIPLES_AT_ENTITY, Q_TRIPLES_AT_TRIPLE, Q_RELATED, Q_NODES_BY_ID, Q_TRIPLE_BY_PK,
+    Q_ENTITY_BY_PK, Q_TRIPLE_EMB_BY_ID, Q_TRIPLE_EMB_BY_PK,
 )
 
 
@@ -211,6 +212,8 @@ class _Walk:
         self.qv = self.pv = np.zeros(0, dtype=np.float32)  # question / plan vectors, set by seed_step
         self.embs: dict[str, np.ndarray | None] = {}  # triple id -> stored Triple.emb (None: has none)
         self.fetched: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (query, anchor) -> its rows
+        self.at_entity: dict[str, list[dict[str, Any]]] = {}  # entity -> all triples at it
+        self.at_triple: dict[str, list[dict[str, Any]]] = {}  # triple -> all triples at it
 
     # -- graph access: only the fixed queries above ever run ---------------------------------
     def _query(self, cypher: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -223,10 +226,15 @@ class _Walk:
         todo = sorted({i for i in ids if i and i not in self.tables})
         if not todo:
             return
-        rows = self._query(Q_NODES_BY_ID, {"ids": todo})
+        if len(todo) > PK_LOOKUP_MAX:
+            rows = self._query(Q_NODES_BY_ID, {"ids": todo})
+        else:
+            rows = [r for i in todo for r in self._query(Q_TRIPLE_BY_PK, {"id": i})]
+            found = {r["id"] for r in rows}
+            rows += [r for i in todo if i not in found for r in self._query(Q_ENTITY_BY_PK, {"id": i})]
         for row in rows:
             if row.pop("tbl") == "Triple":
-                row.pop("name")
+                row.pop("name", None)
                 self._remember_triple(row)
         for row in rows:
             if "name" in row and row["id"] not in self.tables:
@@ -389,26 +397,61 @@ class _Walk:
 
     def _neighbourhood(self, ents: list[str], tris: list[str]) -> dict[str, dict[str, list[dict[str, Any]]]]:
         """{query name: {anchor: its first ``fetch_limit`` rows, in the query's order}}, each
-        (query, anchor) fetched once per run."""
-        keep = max(self.p.fetch_limit, 0)
-        out: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        for name, (cypher, table) in _NEIGHBOUR_QUERIES.items():
-            anchors = ents if table == "Entity" else tris
-            todo = [a for a in anchors if (name, a) not in self.fetched]
-            got: dict[str, list[dict[str, Any]]] = {a: [] for a in todo}
-            seen: set[tuple[Any, ...]] = set()
-            for row in self._query(cypher, {"ids": todo}) if todo else []:
-                a = row.pop("anchor")
-                if name == "Q_HYPER_AT_ENTITY":  # it returned DISTINCT rows
-                    key = (a, row["side"], row["inner"], row["id"])
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                got[a].append(row)
-            for a, rows in got.items():
-                self.fetched[(name, a)] = sorted(rows, key=lambda r: _sort_key(r, _ORDER[name]))[:keep]
-            out[name] = {a: self.fetched[(name, a)] for a in anchors}
-        return out
+        anchor fetched once per run. The hypernodes one level up from an entity (the rows of
+        ``Q_HYPER_AT_ENTITY``) are the triples *at* the triples at the entity, so they are put
+        together from the complete rows of the two other queries: one statement fewer per hop."""
+        new_ents = [a for a in ents if a not in self.at_entity]
+        self._fetch_all(Q_TRIPLES_AT_ENTITY, new_ents, self.at_entity)
+        inner = [r["id"] for a in new_ents for r in self.at_entity[a]]
+        self._fetch_all(Q_TRIPLES_AT_TRIPLE, [t for t in dict.fromkeys(tris + inner) if t not in self.at_triple],
+                        self.at_triple)
+        for a in new_ents:
+            hyper: dict[tuple[str, str, str], dict[str, Any]] = {}  # DISTINCT, as the query was
+            for i in self.at_entity[a]:
+                for t in self.at_triple[i["id"]]:
+                    row = {"side": t["side"], "inner": i["id"], **{k: v for k, v in t.items() if k != "side"}}
+                    hyper.setdefault((row["side"], row["inner"], row["id"]), row)
+            self._keep("Q_HYPER_AT_ENTITY", a, list(hyper.values()))
+            self._keep("Q_TRIPLES_AT_ENTITY", a, self.at_entity[a])
+        for t in tris:
+            if ("Q_TRIPLES_AT_TRIPLE", t) not in self.fetched:
+                self._keep("Q_TRIPLES_AT_TRIPLE", t, self.at_triple[t])
+        self._related(new_ents)
+        return {name: {a: self.fetched[(name, a)] for a in (tris if name == "Q_TRIPLES_AT_TRIPLE" else ents)}
+                for name in _ORDER}
+
+    def _fetch_all(self, cypher: str, anchors: list[str], into: dict[str, list[dict[str, Any]]]) -> None:
+        """Every row of a neighbourhood query, by anchor (no limit: hypernodes are derived)."""
+        into.update({a: [] for a in anchors})
+        if anchors:
+            for row in self._query(cypher, {"ids": anchors}):
+                into[row.pop("anchor")].append(row)
+
+    def _related(self, anchors: list[str]) -> None:
+        """The rows of Q_RELATED_OUT and Q_RELATED_IN for each anchor, from one undirected match.
+        Kùzu returns a self-loop twice, both times with the anchor as start node: one of the two
+        copies is the outgoing row, the other the incoming one, as with the two directed queries."""
+        rows: dict[tuple[str, str], list[dict[str, Any]]] = {
+            (q, a): [] for a in anchors for q in ("Q_RELATED_OUT", "Q_RELATED_IN")}
+        loops: dict[tuple[Any, ...], int] = {}
+        for r in self._query(Q_RELATED, {"ids": anchors}) if anchors else []:
+            a, outgoing = r["anchor"], bool(r["outgoing"])
+            if r["other"] == a:
+                key = (a, r["relation"], r["triple_id"])
+                loops[key] = loops.get(key, 0) + 1
+                outgoing = loops[key] % 2 == 1
+            ends = [(a, r["name"]), (r["other"], r["other_name"])]
+            (src, src_name), (dst, dst_name) = ends if outgoing else ends[::-1]
+            rows[("Q_RELATED_OUT" if outgoing else "Q_RELATED_IN", a)].append(
+                {"src": src, "src_name": src_name, "dst": dst, "dst_name": dst_name,
+                 "relation": r["relation"], "triple_id": r["triple_id"]})
+        for (name, a), got in rows.items():
+            self._keep(name, a, got)
+
+    def _keep(self, name: str, anchor: str, rows: list[dict[str, Any]]) -> None:
+        """What the per-anchor ``ORDER BY ... LIMIT fetch_limit`` query returned."""
+        ordered = sorted(rows, key=lambda r: _sort_key(r, _ORDER[name]))
+        self.fetched[(name, anchor)] = ordered[:max(self.p.fetch_limit, 0)]
 
     def _cand_from_row(self, row: dict[str, Any], anchor: str, other: str) -> Candidate:
         return Candidate(row["id"], _fact_text(row), str(row.get("relation") or ""),
@@ -442,7 +485,9 @@ class _Walk:
         """Triple.emb of ``ids`` that have one; each triple is read at most once per run."""
         todo = sorted({i for i in ids if i not in self.embs})
         if todo:
-            for row in self._query(Q_TRIPLE_EMB_BY_ID, {"ids": todo}):
+            rows = (self._query(Q_TRIPLE_EMB_BY_ID, {"ids": todo}) if len(todo) > PK_LOOKUP_MAX
+                    else [r for i in todo for r in self._query(Q_TRIPLE_EMB_BY_PK, {"id": i})])
+            for row in rows:
                 self.embs[row["id"]] = np.asarray(row["emb"], dtype=np.float32)
             for i in todo:
                 self.embs.setdefault(i, None)

@@ -96,7 +96,10 @@ def run_comparison(ctx: AppContext, question: str, methods: Sequence[str], golds
     cache: dict[str, Run] = st.session_state.setdefault(tui.K_RUNS, {})
     for r in comparison.results:
         if not r.run.error:  # a failed run is retried next time rather than cached
+            cache.pop(keys[r.method], None)  # re-insert: the newest runs are the last evicted
             cache[keys[r.method]] = r.run
+    while len(cache) > max(tui.MAX_RUNS, len(methods)):  # the Trace page's bound on kept runs
+        cache.pop(next(iter(cache)))
     st.session_state[K_COMPARISON] = (comparison, keys if budget is None else {})
     return comparison
 

@@ -89,6 +89,7 @@ def gold_presence(store: Any, golds: Sequence[str], params: FunnelParams = Funne
 def _related(store: Any, p: GoldPresence, triples: list[dict[str, Any]], params: FunnelParams) -> set[str]:
     entities = set(p.graph_entities) | {r[k] for r in triples for k in ("s", "o") if r[k]}
     if entities and params.related_hops > 0:
+        # Cypher cannot bind a path length: the bound is an int from FunnelParams, never text
         rows = store.query(f"MATCH (a:Entity)-[:RELATED*1..{int(params.related_hops)}]-(b:Entity) "
                            "WHERE a.id IN $ids RETURN DISTINCT b.id AS id", {"ids": sorted(entities)})
         entities |= {r["id"] for r in rows}

@@ -88,6 +88,9 @@ def _claims(run: Run, reasoner: Reasoner, verdict: Verdict) -> list[Claim]:
     try:
         res = reasoner.run("split_claims", step="verify: split claims", question=run.question, answer=run.answer)
     except LLMOutputError as exc:
+        call = getattr(exc, "call", None)
+        if call is not None:  # the failed call still cost tokens
+            verdict.usage = verdict.usage + call.usage
         # visible, not silent: the whole answer is judged as one claim and the error is listed
         verdict.errors.append(f"claim split failed, judging the whole answer as one claim: {exc.user_message()}")
         verdict.split = "whole answer (split failed)"

@@ -165,3 +165,4 @@ def test_malformed_split_reply_judges_the_whole_answer_visibly() -> None:
     assert [c.label for c in v.claims] == ["supported"]
     assert v.claims[0].text == answer
     assert any("claim split failed" in e for e in v.errors)
+    assert v.usage.calls == 2  # the unparseable split call is still accounted
