@@ -10,8 +10,8 @@ Figures and where they come from:
                  ratio >= 50 (that script's threshold).
 * retrieval    – benchmarks/retrieval_latency.py in a subprocess on the graph the build kept
                  (full mode; quick mode uses the tests' small fixture graph):
-                 p50/p95 per method, answer step excluded; target (ours) p95 <= 1000 ms for every
-                 method, i.e. interactive.
+                 p50/p95 per method, answer step excluded; target p50 <= 100 ms for every
+                 method (the method issues' target); each method row says whether it meets it.
 * extraction   – the pipeline with a fake LLM (not offline, 200 ms per call, one fixed triple) on
                  ~40 chunks with 1 and N workers; target speed-up >= 0.8·N.
 * cached rerun – the same build twice through CachedLLM into fresh databases; target: the second
@@ -132,6 +132,9 @@ def bench_bulk(quick: bool, log: Log | None) -> dict[str, Any]:
     return _figure(value, "bulk COPY >= 50x faster than per-row CREATE", (ratio or 0) >= 50)
 
 
+P50_TARGET_MS = 100
+
+
 def bench_retrieval(quick: bool, db: Path, log: Log | None) -> dict[str, Any]:
     if quick or not HOTPOT.is_file():
         args = ["--corpus", "fixture", "--n", "5"]
@@ -144,9 +147,11 @@ def bench_retrieval(quick: bool, db: Path, log: Log | None) -> dict[str, Any]:
     # a method that cannot run on this graph (e.g. KET-RAG without a KET index) has no latency to
     # judge: it is listed, with its error, and left out of "met"
     failed = sorted(set(methods) - set(timed))
-    met = bool(timed) and all(row["p95_ms"] <= 1000 for row in timed.values())
+    for row in timed.values():
+        row["p50_met"] = row["p50_ms"] <= P50_TARGET_MS
+    met = bool(timed) and all(row["p50_met"] for row in timed.values())
     return _figure({"corpus": r.get("corpus"), "n_questions": r.get("n_questions"), "methods": methods,
-                    "not_timed": failed}, "p95 <= 1000 ms for every method that runs (retrieval only, offline)", met)
+                    "not_timed": failed}, f"p50 <= {P50_TARGET_MS} ms for every method that runs (retrieval only, offline)", met)
 
 
 def _fake_docs(n: int) -> list[Any]:

@@ -64,6 +64,13 @@ _DIM_TOKEN = "__DIM__"
 ID_BATCH = 50_000
 # Checkpoint once the write-ahead log is larger than this (ours; Kùzu's own default is 16 MiB).
 CHECKPOINT_WAL_BYTES = 16 * 1024 * 1024
+# Kùzu reserves max_db_size of *address space* per open database (default 8 TiB): about 15 open
+# databases exhaust a process's 128 TiB, which the app's workspace switching and the test suite
+# reach. 1 TiB per graph is far beyond any corpus kgviz is for. Must be a power of two.
+MAX_DB_SIZE = 1 << 40
+# Kùzu's default buffer pool is 80% of RAM per database; a bounded pool keeps several workspaces
+# (and a build beside the app) within the machine.
+BUFFER_POOL_BYTES = 2 << 30
 _LOCK_MESSAGE = "Could not set lock on file"
 _WRITE_CONFLICT_MESSAGE = "Only one write transaction at a time"
 
@@ -115,7 +122,8 @@ class _Handle:
     def __init__(self, db_file: Path) -> None:
         self.db_file = db_file
         try:
-            self.db = kuzu.Database(str(db_file), auto_checkpoint=False)
+            self.db = kuzu.Database(str(db_file), auto_checkpoint=False, max_db_size=MAX_DB_SIZE,
+                                    buffer_pool_size=BUFFER_POOL_BYTES)
         except RuntimeError as err:
             if _LOCK_MESSAGE in str(err):
                 raise DatabaseLockedError(
