@@ -1,6 +1,7 @@
 """`kgviz` command line: the same library the app uses.
 
-  kgviz build PATH... --db DIR [--llm SPEC] [--embedder SPEC] [--chunk-tokens N] [--json]
+  kgviz build PATH... --db DIR [--llm SPEC] [--embedder SPEC] [--chunk-tokens N] [--estimate] [--json]
+              [--no-ket] [--beta B] [--core-selection pagerank|random] [--knn-k K] [--tau T]
   kgviz import-kg TRIPLES.tsv [--entities ENTITIES.jsonl] --db DIR [--json]
   kgviz ask "QUESTION" --db DIR --method NAME|all [--llm SPEC] [--gold ANSWER]... [--json]
   kgviz eval QUESTIONS.jsonl --db DIR --methods a,b,...|all [--limit N] [--budget-tokens N] [--out DIR]
@@ -19,7 +20,7 @@ import time
 from typing import Any, Callable, Sequence
 
 from kgviz.config import Settings
-from kgviz.errors import KgvizError
+from kgviz.errors import ConfigError, KgvizError
 
 EXIT_USER_ERROR = 2
 _OPEN: list[Any] = []  # workspaces opened by the running command; closed when it returns
@@ -40,6 +41,55 @@ def _common(p: argparse.ArgumentParser, *, llm: bool = True) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
 
 
+def _ket_options(p: argparse.ArgumentParser) -> None:
+    """KET-RAG index options of `build` (BuildParams.ket_enabled, core_fraction, ...; paper 004 §6.1)."""
+    p.add_argument("--no-ket", action="store_true",
+                   help="skip the KET-RAG index (KNN graph, PageRank, keywords): ket-rag and keyword-rag then fail")
+    p.add_argument("--beta", type=float, help="β: share of chunks (by PageRank) whose triples are extracted "
+                   "(default 1 = a full KG; 0.8 = the paper's skeleton, about 20%% fewer extraction tokens)")
+    p.add_argument("--core-selection", choices=("pagerank", "random"), help="how core chunks are chosen (KET-RAG-P / -U)")
+    p.add_argument("--knn-k", type=int, help="K of the KNN chunk graph: K/2 lexical + K/2 semantic neighbours (default 2)")
+    p.add_argument("--tau", type=int, help="τ: halvings of a chunk into sub-chunks (default: ~150-token sub-chunks)")
+
+
+def _ket_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    given = {"core_fraction": args.beta, "core_selection": args.core_selection, "knn_k": args.knn_k,
+             "subchunk_tau": args.tau}
+    if args.no_ket:
+        named = [flag for flag, v in zip(("--beta", "--core-selection", "--knn-k", "--tau"), given.values())
+                 if v is not None]
+        if named:
+            raise ConfigError(f"--no-ket cannot be combined with {', '.join(named)}",
+                              hint="drop --no-ket to build the KET-RAG index with these options")
+        return {"ket_enabled": False}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def _print_estimate(est: Any) -> None:
+    cost = "$0 (offline)" if est.offline else (f"${est.usd:.4f}" if est.price_known else "price unknown")
+    total = est.total_chunks or est.chunks
+    print(f"model: {est.model}\nchunks extracted: {est.chunks:,} of {total:,} (β={est.beta:g})\n"
+          f"LLM calls: {est.calls:,}\ntokens in / out: {est.input_tokens:,} / {est.output_tokens:,}\ncost: {cost}")
+    if est.full is not None:
+        f = est.full
+        full_cost = "$0 (offline)" if f.offline else (f"${f.usd:.4f}" if f.price_known else "price unknown")
+        print(f"a full KG (β=1) would extract {f.chunks:,} chunks: tokens in / out {f.input_tokens:,} / "
+              f"{f.output_tokens:,}, cost {full_cost}")
+
+
+def _print_ket(ket: dict[str, Any]) -> None:
+    if not ket:
+        print("KET-RAG index: off (ket-rag and keyword-rag need it; build without --no-ket)")
+        return
+    cost = ket.get("cost") or {}
+    print(f"KET-RAG index: β={ket['beta']:g} ({ket['selection']}), {ket['n_core']} of {ket['n_chunks']} chunks are core; "
+          f"the KG covers {ket['skeleton_beta']:.0%} of the chunks")
+    if cost:
+        print(f"  extraction tokens (estimate): skeleton {cost['skeleton_estimate_tokens']:,} vs full KG "
+              f"{cost['full_estimate_tokens']:,} (saving {cost['estimated_saving']:.0%}); "
+              f"reported by the provider: {cost['skeleton_actual_tokens']:,}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kgviz", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -51,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--chunk-overlap", type=int, help="overlap between chunks in tokens")
     b.add_argument("--workers", type=int, help="concurrent extraction workers")
     b.add_argument("--estimate", action="store_true", help="print the cost estimate and stop")
+    _ket_options(b)
     b.set_defaults(func=cmd_build)
 
     k = sub.add_parser("import-kg", help="load a curated KG (TSV head/relation/tail) for KG-Infused RAG")
@@ -127,10 +178,13 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
         print(f"skipped {err.user_message()}", file=sys.stderr)
     overrides = {k: v for k, v in {"chunk_tokens": args.chunk_tokens, "chunk_overlap": args.chunk_overlap,
                                    "workers": args.workers}.items() if v is not None}
-    params = BuildParams(**overrides)
+    params = BuildParams(**overrides, **_ket_overrides(args))
     if args.estimate:
         est = estimate_cost(loaded.documents, params, ws.llm, ws.prices)
-        print(json.dumps(est.to_dict(), indent=2) if args.json else est)
+        if args.json:
+            print(json.dumps(est.to_dict(), indent=2))
+        else:
+            _print_estimate(est)
         return 0
     if not loaded.documents:
         print("error: no loadable documents", file=sys.stderr)
@@ -146,6 +200,7 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
         print(f"built {ws.store.path} in mode {out.get('mode')}")
         for table, n in sorted(out.get("counts", {}).items()):
             print(f"  {table:<14}{n:>10}")
+        _print_ket(out.get("ket") or {})
     return 1 if loaded.errors and not loaded.documents else 0
 
 

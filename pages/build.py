@@ -1,7 +1,9 @@
-"""Build: upload files (or use the sample), see the cost, build with progress, read the report."""
+"""Build: upload files (or use the sample), see the cost, build with progress, read the report,
+and the graph overview (KET-RAG: KNN degrees, PageRank core chunks, skeleton vs full KG cost)."""
 import streamlit as st
 
 from kgviz import ui
+from kgviz.ui import build_ket
 
 ctx = ui.page_setup()
 st.title("Build the graph")
@@ -20,10 +22,11 @@ with st.expander("Options", expanded=False):
     workers = c[2].number_input("Workers", 1, 32, defaults.workers)
     similar_k = c[3].number_input("SIMILAR_DOC K", 0, 50, defaults.similar_docs_k,
                                   help="Each document links to its K most similar documents (KG-Retriever §3.2.1)")
+    ket = build_ket.ket_options(defaults)
 
 with ui.error_boundary("Build"):
     params = ui.actions.build_params(ctx, chunk_tokens=int(chunk), chunk_overlap=int(overlap),
-                                     workers=int(workers), similar_docs_k=int(similar_k))
+                                     workers=int(workers), similar_docs_k=int(similar_k), **ket)
     loaded = None
     if source == "Sample corpus":
         loaded = ui.actions.load_sample(ctx)
@@ -43,3 +46,9 @@ report = ui.actions.last_report()
 if report is not None:
     with ui.error_boundary("Report"):
         ui.render.build_report(report, degrees=ui.actions.degrees(ctx))
+        build_ket.build_cost(ctx, report)
+
+if build_ket.has_chunks(ctx):
+    st.subheader("Graph overview")
+    with ui.error_boundary("Graph overview"):
+        build_ket.overview(ctx)

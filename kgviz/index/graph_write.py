@@ -16,6 +16,7 @@ import numpy as np
 from kgviz.graph.store import GraphStore
 from kgviz.index.assemble import Assembled
 from kgviz.index.doc_layer import SIGNATURE_KEY
+from kgviz.index.ket import META_KEYWORD_SIGNATURE
 from kgviz.index.resolve import merge_descriptions
 
 PENDING_KEY = "pending_documents"
@@ -45,6 +46,8 @@ def purge_documents(store: GraphStore, doc_ids: Sequence[str]) -> None:
     shared; the rebuilt document links to them again) and so do Extraction rows (resume)."""
     if doc_ids:
         store.set_meta(SIGNATURE_KEY, "")  # their SIMILAR_DOC edges go too: rebuild the layer
+        # and their sub-chunks: the KET keyword layer must be rebuilt even if the same chunks come back
+        store.set_meta(META_KEYWORD_SIGNATURE, "")
     for ids in _batches(doc_ids):
         with store.write_lock():
             chunk_ids = [r["id"] for r in store.query("MATCH (c:Chunk) WHERE c.doc_id IN $ids RETURN c.id AS id", {"ids": ids})]

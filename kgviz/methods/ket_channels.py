@@ -106,6 +106,13 @@ def _skeleton_scope(store: Any, cfg: Config) -> _Skeleton:
         return _Skeleton(None, f"skeleton as built ({built_text})", built)
     if cfg.skeleton_beta >= 1.0:
         return _Skeleton(None, f"full KG, β=1 ({built_text})", built, short if built < 1.0 - _EPS else "")
+    built_selection = str(info.get("params", {}).get("selection", "pagerank")) if info else "pagerank"
+    if built < 1.0 - _EPS and (cfg.skeleton_beta >= built - _EPS or cfg.core_selection != built_selection):
+        # the graph already is a skeleton: a bigger β adds nothing (the other chunks have no triples),
+        # and another ranking would intersect two selections, so the built skeleton is used as is
+        why = (f"a {cfg.core_selection} β={cfg.skeleton_beta:g} skeleton is simulated only on a graph whose KG covers "
+               f"more chunks, or as a smaller {built_selection} sub-skeleton of this one")
+        return _Skeleton(None, f"skeleton as built ({built_text}, {built_selection}); {why}", built)
     rows = store.query(Q_CHUNK_RANKS)
     if any(r["pr"] is None for r in rows) and cfg.core_selection == "pagerank":
         raise MethodError("skeleton_beta needs every chunk's PageRank, and some chunks have none (the graph has no "
@@ -117,7 +124,7 @@ def _skeleton_scope(store: Any, cfg: Config) -> _Skeleton:
     chunks = set(ranking[: n_core(len(ids), cfg.skeleton_beta)])
     label = (f"simulated β={cfg.skeleton_beta:g} skeleton ({cfg.core_selection}: {len(chunks)} of {len(ids)} chunks; "
              f"{built_text})")
-    return _Skeleton(chunks, label, built, short if cfg.skeleton_beta > built + _EPS else "")
+    return _Skeleton(chunks, label, built)
 
 
 def _seed_entities(store: Any, qv: np.ndarray, cfg: Config, scope: _Skeleton
@@ -313,10 +320,7 @@ class _KetEngine:
         cfg, store, ch = self.cfg, self.store, _Channel()
         budget = cfg.keyword_budget
         pool_budget = int(math.floor(cfg.pool_factor * budget + _EPS))
-        view = keyword_view(store)
-        if view is None or not view.kw_ids:
-            raise MethodError("this graph has no KET keyword index (no Keyword nodes)",
-                              hint="rebuild with KET enabled, or use skeleton-rag / θ = 1")
+        view = _keyword_index(store)
         kw_sims = view.kw_matrix @ self.qv
         order = view.keyword_order(kw_sims)
         sub_sims: dict[int, float] = {}
@@ -395,11 +399,21 @@ class _KetEngine:
         return ch
 
 
+def _keyword_index(store: Any) -> Any:
+    view = keyword_view(store)
+    if view is None or not view.kw_ids:
+        raise MethodError("this graph has no KET keyword index (no Keyword nodes)",
+                          hint="rebuild with KET enabled (the default; not --no-ket), or use skeleton-rag / θ = 1")
+    return view
+
+
 def retrieve_ket(question: str, ctx: MethodContext, cfg: Config, tracer: Tracer) -> RetrievedContext:
     """Algorithm 4: the skeleton channel (when θ > 0), then the keyword channel (when θ < 1)."""
     store = ctx.store
     qv = _unit(np.asarray(ctx.embedder.embed([question])[0], dtype=np.float32))
     engine = _KetEngine(store, qv, cfg, tracer)
+    if cfg.keyword_budget > 0:
+        _keyword_index(store)  # the missing index is the error to report, not a skeleton-channel symptom
     skel, kw = _Channel(), _Channel()
     scope_label = ""
     if cfg.skeleton_budget > 0:

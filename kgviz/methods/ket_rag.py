@@ -35,10 +35,21 @@ triples from core chunks only, so "the skeleton as built" is every triple in the
 was enabled) a method can *simulate* a smaller skeleton: ``skeleton_beta = b`` keeps only the
 entities, triples and chunks of the top-⌈b·n⌉ chunks by the stored PageRank (or the seeded random
 ranking). One build with KET enabled and β = 1 then reproduces the Table 2 rows: ket-full
-(KG-RAG, β = θ = 1), skeleton-rag preset 'simulate' (Skeleton-RAG, β = 0.8), keyword-rag
-(Keyword-RAG), ket-rag presets 'simulate-P' / 'simulate-U' (KET-RAG-P / -U), text-rag (Text-RAG);
-the build report's ``ket.cost`` gives the skeleton's share of the extraction cost. Every trace
-states the graph's built β and the skeleton used.
+(KG-RAG, β = θ = 1), skeleton-rag (Skeleton-RAG, β = 0.8), keyword-rag (Keyword-RAG), ket-rag
+default / 'simulate-P' and 'simulate-U' (KET-RAG-P / -U), text-rag (Text-RAG); the build report's
+``ket.cost`` gives the skeleton's share of the extraction cost. Every trace states the graph's
+built β and the skeleton used.
+
+Product defaults (ours). A default build (BuildParams: KET on, β = 1) extracts every chunk, so
+kg-rag, kg-retriever and kg-infused compare on a complete KG, and ket-rag's and skeleton-rag's
+default ``skeleton_beta = 0.8`` (PageRank) simulates the paper's KET-RAG β = 0.8 skeleton on it
+(§6.1). The price is extraction: the β = 1 build spends about 1/0.8 of what a real skeleton costs
+(§5.3). To save it, build a real skeleton (``kgviz build --beta 0.8``, or the Build page's β
+slider): only the core chunks are extracted, and the same default params then use the skeleton
+as built — the simulation is never applied on top of a built skeleton unless it is a genuine,
+smaller sub-skeleton of it (same ranking, b below the built β), so nothing is restricted twice
+(kgviz.methods.ket_channels). ``skeleton_beta = 0`` (preset 'as-built') always uses every triple
+the graph holds.
 """
 from __future__ import annotations
 
@@ -63,8 +74,10 @@ D_RELCAP = ("most relationships per seed entity, 0 = no cap (Algorithm 2 has non
 D_POOL = "candidate pool of the keyword channel, in multiples of its budget (Algorithm 4 line 2: 2·(1-θ)·λ)"
 D_POOLMODE = ("'paper': add seed keywords with all their sub-chunks until the pool holds its tokens (Algorithm 4 line 2); "
               "'code': add each keyword's sub-chunks best first and stop at the first that overflows (create_context.py)")
-D_SKEL = ("β of the skeleton: 0 = as built (every triple in the graph; the build's β is in the trace); b in (0, 1] = only "
-          "the entities, triples and chunks of the top-⌈b·n⌉ chunks (simulates a smaller skeleton on a fuller graph, ours)")
+D_SKEL = ("β of the skeleton (§6.1: 0.8). 0 = as built (every triple in the graph; the build's β is in the trace); "
+          "b in (0, 1) = only the entities, triples and chunks of the top-⌈b·n⌉ chunks, which simulates the skeleton on a "
+          "graph whose KG covers every chunk (ours). On a graph built with β < 1 the built skeleton is used, unless b is "
+          "below it with the same ranking (a genuine sub-skeleton): no double restriction. 1 = the full KG")
 D_SEL = "ranking used when skeleton_beta > 0: 'pagerank' (KET-RAG-P) or 'random' (KET-RAG-U, the build's seed) (§6.1)"
 
 
@@ -94,7 +107,7 @@ class KetRagParams:
     max_relationships_per_seed: int = param(0, D_RELCAP)
     pool_factor: float = param(2.0, D_POOL)
     pool_mode: str = param("paper", D_POOLMODE)
-    skeleton_beta: float = param(0.0, D_SKEL)
+    skeleton_beta: float = param(0.8, D_SKEL)
     core_selection: str = param("pagerank", D_SEL)
 
     def __post_init__(self) -> None:
@@ -111,7 +124,7 @@ class SkeletonRagParams:
     seed_entities: int = param(10, D_SEEDS)
     text_unit_share: float = param(0.5, D_SHARE)
     max_relationships_per_seed: int = param(0, D_RELCAP)
-    skeleton_beta: float = param(0.0, D_SKEL)
+    skeleton_beta: float = param(0.8, D_SKEL)
     core_selection: str = param("pagerank", D_SEL)
 
     def __post_init__(self) -> None:
@@ -161,9 +174,12 @@ class KetRag(_Base):
         "paper": KetRagParams(context_limit=12000),
         # Graph-RAG local search as called by create_context.py: 10 relationships per seed entity
         "code": KetRagParams(context_limit=12000, max_relationships_per_seed=10, pool_mode="code"),
-        # Table 2's KET-RAG-P / KET-RAG-U on a graph whose KG covers every chunk (β = 0.8 simulated)
+        # Table 2's KET-RAG-P / KET-RAG-U on a graph whose KG covers every chunk (β = 0.8 simulated);
+        # simulate-P spells out what the default does
         "simulate-P": KetRagParams(skeleton_beta=0.8, core_selection="pagerank"),
         "simulate-U": KetRagParams(skeleton_beta=0.8, core_selection="random"),
+        # every triple the graph holds: the built skeleton, or KET-RAG with β = 1 on a full build
+        "as-built": KetRagParams(skeleton_beta=0.0),
     }
 
     def _config(self, p: KetRagParams) -> Config:
@@ -179,7 +195,8 @@ class SkeletonRag(_Base):
     presets: ClassVar[dict[str, Any]] = {
         "default": SkeletonRagParams(),
         "paper": SkeletonRagParams(context_limit=12000),
-        "simulate": SkeletonRagParams(skeleton_beta=0.8),  # Table 2's Skeleton-RAG on a full-KG graph
+        "simulate": SkeletonRagParams(skeleton_beta=0.8),  # Table 2's Skeleton-RAG on a full-KG graph (= default)
+        "as-built": SkeletonRagParams(skeleton_beta=0.0),  # every triple the graph holds
     }
 
     def _config(self, p: SkeletonRagParams) -> Config:

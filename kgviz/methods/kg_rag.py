@@ -23,11 +23,13 @@ Everything below beyond those sentences is **ours**:
    ``QUERIES``) fetch per anchor: the triples that have it as SUBJ/OBJ (for a triple anchor, the
    hypernodes over it); for an entity anchor also the hypernodes one level up (a triple about a
    triple that has the entity as an end: "(X founded Y) in year 1921" is one sentence, so it is
-   one hop from Y) and its RELATED edges. At most ``fetch_limit`` rows per query, ordered by id so
-   runs repeat. A candidate is one triple; following it moves the walk to the triple's other end
-   (an entity, or a triple, which is then *opened*: its own fact joins the path). RELATED edges
-   whose triple_id is not a Triple node become candidates with id ``rel:<src>|<relation>|<dst>``.
-   Triples already on the path or rejected by a backtrack are not offered again.
+   one hop from Y) and its RELATED edges. At most ``fetch_limit`` rows per anchor and kind,
+   ordered by id so runs repeat (read for all anchors of a hop at once, each anchor once per run:
+   see the comment above the queries). A candidate is one triple; following it moves the walk to
+   the triple's other end (an entity, or a triple, which is then *opened*: its own fact joins the
+   path). RELATED edges whose triple_id is not a Triple node become candidates with id
+   ``rel:<src>|<relation>|<dst>``. Triples already on the path or rejected by a backtrack are not
+   offered again.
 4. Score: cosine of Triple.emb with the question (weight 1 − ``plan_weight``) and with the plan
    text (weight ``plan_weight``); candidates without a stored embedding are embedded on the fly.
 5. Select (task ``kgrag_choose``): the ``top_k`` best are shown, numbered, with the facts
@@ -75,35 +77,41 @@ _TRIPLE_COLS = (
     "t.subject_id AS subject_id, t.object_id AS object_id, t.text AS text, "
     "t.sentence AS sentence, t.chunk_id AS chunk_id"
 )
-# A hop asks for the neighbourhood of all its anchors at once: each query below takes the list
-# of anchors ($ids) and names the anchor of every row, and runs only for anchors this run has not
-# fetched yet (``_Walk.fetched``: a waiting seed or a retried hop asks for the same anchors again).
-# It used to run one statement per anchor and query kind (~7 per hop), and the fixed cost of a
-# Kùzu statement (parse, plan, transaction: 1-3 ms) dominated these small reads.
-# ``_neighbourhood`` puts every anchor's rows in the order its ``ORDER BY ... LIMIT`` query had
-# and keeps the first ``fetch_limit``, so each anchor gets the rows it got before.
-# Measured on kuzu 0.11.3 (HotpotQA graph, 5.8k entities): ``x.id IN $ids`` over a few anchors
-# scans one id column and reaches the triples through a semi-mask, while ``UNWIND $ids`` + MATCH
-# hash-joins against a scan of every Triple row (12 ms vs 5 ms). IN compares each row with each
-# listed id, which is cheap for short anchor lists. The queries are not merged into one UNION ALL
-# statement: padding the columns one branch lacks with NULL crashed the process (segfault).
-Q_TRIPLES_AT_ENTITY = (
-    "MATCH (t:Triple)-[r:SUBJ|OBJ]->(x:Entity) WHERE x.id IN $ids "
-    f"RETURN x.id AS anchor, label(r) AS side, {_TRIPLE_COLS}"
-)
-Q_TRIPLES_AT_TRIPLE = (  # hypernodes: triples whose subject or object is the anchor triple
-    "MATCH (t:Triple)-[r:SUBJ|OBJ]->(x:Triple) WHERE x.id IN $ids "
-    f"RETURN x.id AS anchor, label(r) AS side, {_TRIPLE_COLS}"
-)
-# Both directions of RELATED in one statement; ``_related`` splits the rows into what the two
-# per-anchor queries Q_RELATED_OUT (anchor = src) and Q_RELATED_IN (anchor = dst) returned.
-Q_RELATED = (
-    "MATCH (x:Entity)-[r:RELATED]-(y:Entity) WHERE x.id IN $ids RETURN x.id AS anchor, x.name AS name, "
-    "id(x) = id(start_node(r)) AS outgoing, y.id AS other, y.name AS other_name, r.relation AS relation, "
-    "r.triple_id AS triple_id"
-)
-# Per-anchor row order of each branch (the original ORDER BY, then a tie-break of ours). Kùzu
-# orders strings bytewise with NULL last, which ``_sort_key`` reproduces.
+# A hop reads the neighbourhood of all its anchors at once: each query below takes a list of
+# anchors ($ids), names the anchor of every row and has no LIMIT; ``_Walk._keep`` sorts each
+# anchor's rows as its per-anchor ``ORDER BY ... LIMIT $limit`` query used to and keeps the first
+# ``fetch_limit``, so every anchor gets the rows it got before. An anchor is read once per run (a
+# waiting seed or a retried hop asks for it again), and the hypernodes one level up from an entity
+# (``Q_HYPER_AT_ENTITY`` in the trace) are put together from the triples at the entity and the
+# triples at those (``_Walk._neighbourhood``). The walk used to run one statement per anchor and
+# query kind (~7 per hop) plus ``store.get_embeddings``; a Kùzu statement's fixed cost (parse,
+# plan, transaction: 1-3 ms) dominated these small reads, and the retrieval took 3x the CPU.
+# Measured on kuzu 0.11.3 (HotpotQA graph, 5.6k triples): ``x.id IN $ids`` compares every row
+# with every listed id (3 ms for 10 ids, 21 ms for 300), ``UNWIND $ids`` + MATCH hash-joins
+# against one scan of the table (~5 ms for any number of ids). The crossover is a number of ids
+# whatever the table size, hence IN up to ``IN_LIST_MAX`` ids and UNWIND beyond. The queries are
+# not merged into one UNION ALL statement: padding the columns a branch lacks with NULL crashed
+# the process (segfault).
+IN_LIST_MAX = 24
+_RELATED_COLS = ("a.id AS src, a.name AS src_name, b.id AS dst, b.name AS dst_name, r.relation AS relation, "
+                 "r.triple_id AS triple_id")
+
+
+def _batched(pattern: str, anchor: str, returns: str) -> tuple[str, str]:
+    """(IN form, UNWIND form) of a neighbourhood query."""
+    return (f"MATCH {pattern} WHERE {anchor}.id IN $ids RETURN {anchor}.id AS anchor, {returns}",
+            f"UNWIND $ids AS k MATCH {pattern} WHERE {anchor}.id = k RETURN k AS anchor, {returns}")
+
+
+Q_TRIPLES_AT_ENTITY = _batched("(t:Triple)-[r:SUBJ|OBJ]->(x:Entity)", "x", f"label(r) AS side, {_TRIPLE_COLS}")
+# hypernodes: triples whose subject or object is the anchor triple
+Q_TRIPLES_AT_TRIPLE = _batched("(t:Triple)-[r:SUBJ|OBJ]->(x:Triple)", "x", f"label(r) AS side, {_TRIPLE_COLS}")
+# Two directed queries, not one undirected match: in an undirected pattern Kùzu's
+# start_node(r)/end_node(r) follow the pattern's order, not the edge's, so the direction is lost.
+Q_RELATED_OUT = _batched("(a:Entity)-[r:RELATED]->(b:Entity)", "a", _RELATED_COLS)
+Q_RELATED_IN = _batched("(a:Entity)-[r:RELATED]->(b:Entity)", "b", _RELATED_COLS)
+# Row order of each per-anchor query (its old ORDER BY, then a tie-break of ours, since Kùzu left
+# ties in no fixed order). Kùzu orders strings bytewise with NULL last, as ``_sort_key`` does.
 _ORDER: dict[str, tuple[str, ...]] = {
     "Q_TRIPLES_AT_ENTITY": ("id", "side"), "Q_TRIPLES_AT_TRIPLE": ("id", "side"),
     "Q_HYPER_AT_ENTITY": ("id", "inner", "side"),
@@ -115,9 +123,9 @@ _ORDER: dict[str, tuple[str, ...]] = {
 PK_LOOKUP_MAX = 5
 # Node ids of either table (a multi-label match; Triple columns are NULL on an Entity, ``name``
 # on a Triple).
-Q_NODES_BY_ID = (
-    "MATCH (t:Triple:Entity) WHERE t.id IN $ids RETURN label(t) AS tbl, "
-    f"{_TRIPLE_COLS}, t.name AS name"
+Q_NODES_BY_ID = (  # IN form, UNWIND form (beyond IN_LIST_MAX ids)
+    f"MATCH (t:Triple:Entity) WHERE t.id IN $ids RETURN label(t) AS tbl, {_TRIPLE_COLS}, t.name AS name",
+    f"UNWIND $ids AS k MATCH (t:Triple:Entity) WHERE t.id = k RETURN label(t) AS tbl, {_TRIPLE_COLS}, t.name AS name",
 )
 Q_TRIPLE_BY_PK = f"MATCH (t:Triple {{id: $id}}) RETURN 'Triple' AS tbl, {_TRIPLE_COLS}"
 Q_ENTITY_BY_PK = "MATCH (t:Entity {id: $id}) RETURN 'Entity' AS tbl, t.id AS id, t.name AS name"
@@ -128,7 +136,7 @@ Q_ENTITY_BY_PK = "MATCH (t:Entity {id: $id}) RETURN 'Entity' AS tbl, t.id AS id,
 Q_TRIPLE_EMB_BY_ID = "MATCH (t:Triple) WHERE t.id IN $ids AND t.emb IS NOT NULL RETURN t.id AS id, t.emb AS emb"
 Q_TRIPLE_EMB_BY_PK = "MATCH (t:Triple {id: $id}) WHERE t.emb IS NOT NULL RETURN t.id AS id, t.emb AS emb"
 QUERIES: tuple[str, ...] = (
-    Q_TRIPLES_AT_ENTITY, Q_TRIPLES_AT_TRIPLE, Q_RELATED, Q_NODES_BY_ID, Q_TRIPLE_BY_PK,
+    *Q_TRIPLES_AT_ENTITY, *Q_TRIPLES_AT_TRIPLE, *Q_RELATED_OUT, *Q_RELATED_IN, *Q_NODES_BY_ID, Q_TRIPLE_BY_PK,
     Q_ENTITY_BY_PK, Q_TRIPLE_EMB_BY_ID, Q_TRIPLE_EMB_BY_PK,
 )
 
@@ -227,7 +235,7 @@ class _Walk:
         if not todo:
             return
         if len(todo) > PK_LOOKUP_MAX:
-            rows = self._query(Q_NODES_BY_ID, {"ids": todo})
+            rows = self._query(Q_NODES_BY_ID[len(todo) > IN_LIST_MAX], {"ids": todo})
         else:
             rows = [r for i in todo for r in self._query(Q_TRIPLE_BY_PK, {"id": i})]
             found = {r["id"] for r in rows}
@@ -416,37 +424,20 @@ class _Walk:
         for t in tris:
             if ("Q_TRIPLES_AT_TRIPLE", t) not in self.fetched:
                 self._keep("Q_TRIPLES_AT_TRIPLE", t, self.at_triple[t])
-        self._related(new_ents)
+        for name, cypher in (("Q_RELATED_OUT", Q_RELATED_OUT), ("Q_RELATED_IN", Q_RELATED_IN)):
+            got: dict[str, list[dict[str, Any]]] = {}
+            self._fetch_all(cypher, new_ents, got)
+            for a in new_ents:
+                self._keep(name, a, got[a])
         return {name: {a: self.fetched[(name, a)] for a in (tris if name == "Q_TRIPLES_AT_TRIPLE" else ents)}
                 for name in _ORDER}
 
-    def _fetch_all(self, cypher: str, anchors: list[str], into: dict[str, list[dict[str, Any]]]) -> None:
-        """Every row of a neighbourhood query, by anchor (no limit: hypernodes are derived)."""
+    def _fetch_all(self, query: tuple[str, str], anchors: list[str], into: dict[str, list[dict[str, Any]]]) -> None:
+        """Every row of a neighbourhood query, by anchor."""
         into.update({a: [] for a in anchors})
         if anchors:
-            for row in self._query(cypher, {"ids": anchors}):
+            for row in self._query(query[len(anchors) > IN_LIST_MAX], {"ids": anchors}):
                 into[row.pop("anchor")].append(row)
-
-    def _related(self, anchors: list[str]) -> None:
-        """The rows of Q_RELATED_OUT and Q_RELATED_IN for each anchor, from one undirected match.
-        Kùzu returns a self-loop twice, both times with the anchor as start node: one of the two
-        copies is the outgoing row, the other the incoming one, as with the two directed queries."""
-        rows: dict[tuple[str, str], list[dict[str, Any]]] = {
-            (q, a): [] for a in anchors for q in ("Q_RELATED_OUT", "Q_RELATED_IN")}
-        loops: dict[tuple[Any, ...], int] = {}
-        for r in self._query(Q_RELATED, {"ids": anchors}) if anchors else []:
-            a, outgoing = r["anchor"], bool(r["outgoing"])
-            if r["other"] == a:
-                key = (a, r["relation"], r["triple_id"])
-                loops[key] = loops.get(key, 0) + 1
-                outgoing = loops[key] % 2 == 1
-            ends = [(a, r["name"]), (r["other"], r["other_name"])]
-            (src, src_name), (dst, dst_name) = ends if outgoing else ends[::-1]
-            rows[("Q_RELATED_OUT" if outgoing else "Q_RELATED_IN", a)].append(
-                {"src": src, "src_name": src_name, "dst": dst, "dst_name": dst_name,
-                 "relation": r["relation"], "triple_id": r["triple_id"]})
-        for (name, a), got in rows.items():
-            self._keep(name, a, got)
 
     def _keep(self, name: str, anchor: str, rows: list[dict[str, Any]]) -> None:
         """What the per-anchor ``ORDER BY ... LIMIT fetch_limit`` query returned."""

@@ -344,8 +344,21 @@ def test_ket_build_stages_extract_core_chunks_only(store: GraphStore) -> None:
     assert np.allclose(np.stack([stored[r["id"]] for r in rows]), EMB.embed([r["text"] for r in rows]), atol=1e-6)
 
 
-def test_build_without_ket_has_no_ket_layer(store: GraphStore) -> None:
+def test_default_build_has_a_full_kg_and_the_ket_layer(store: GraphStore) -> None:
+    """BuildParams defaults: KET on with β = 1, so every chunk is extracted (a complete KG for the
+    other methods) and every chunk is core; the keyword layer is there for ket-rag / keyword-rag."""
     report, events = build_with(store, synthetic_docs(8))
+    c = report.counts
+    assert report.extracted_chunks == c["Chunk"] == c["Extraction"]
+    assert c["KNN"] == 2 * c["Chunk"] and c["Keyword"] > 0 and c["SubChunk"] >= c["Chunk"]
+    info = ket.ket_info(store)
+    assert info["beta"] == 1.0 and info["skeleton_beta"] == 1.0 and info["n_core"] == c["Chunk"]
+    assert report.ket["cost"]["skeleton_estimate_tokens"] == report.ket["cost"]["full_estimate_tokens"]
+    assert any(e.stage == "knn" and "β=1" in e.message for e in events)
+
+
+def test_build_without_ket_has_no_ket_layer(store: GraphStore) -> None:
+    report, events = build_with(store, synthetic_docs(8), ket_enabled=False)
     assert any(e.stage == "knn" and "off" in e.message for e in events)
     c = report.counts
     assert c["KNN"] == c["SubChunk"] == c["Keyword"] == 0 and report.ket == {}
