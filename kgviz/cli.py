@@ -73,8 +73,8 @@ def _print_estimate(est: Any) -> None:
     if est.full is not None:
         f = est.full
         full_cost = "$0 (offline)" if f.offline else (f"${f.usd:.4f}" if f.price_known else "price unknown")
-        print(f"a full KG (β=1) would extract {f.chunks:,} chunks: tokens in / out {f.input_tokens:,} / "
-              f"{f.output_tokens:,}, cost {full_cost}")
+        tokens = "" if f.offline else f", tokens in / out {f.input_tokens:,} / {f.output_tokens:,}"
+        print(f"a full KG (β=1) would extract {f.chunks:,} chunks{tokens}, cost {full_cost}")
 
 
 def _print_ket(ket: dict[str, Any]) -> None:

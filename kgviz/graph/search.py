@@ -49,8 +49,14 @@ class SearchMixin:
     _graph_names = itertools.count()
 
     def _indexes(self: GraphStore) -> dict[tuple[str, str], list[str]]:
-        rows = self.query("CALL show_indexes() RETURN *")
-        return {(r["table_name"], r["index_name"]): list(r["property_names"]) for r in rows}
+        """(table, index name) -> indexed columns. Cached per database: every vector search asks,
+        and indexes change only through ``execute`` (which drops the cache)."""
+        cached = self._handle.indexes
+        if cached is None:
+            rows = self.query("CALL show_indexes() RETURN *")
+            cached = {(r["table_name"], r["index_name"]): list(r["property_names"]) for r in rows}
+            self._handle.indexes = cached
+        return cached
 
     @staticmethod
     def vector_index_name(table: str) -> str:

@@ -62,6 +62,7 @@ _DIM_TOKEN = "__DIM__"
 # (50k ids against 1M rows: 0.17 s); ``WHERE n.id IN $ids`` scans the list per row (5k ids
 # against 1M rows: 57 s), so it is never used for id lists.
 ID_BATCH = 50_000
+PK_LOOKUP_MAX = 8  # get_embeddings: up to this many ids are fetched one primary-key lookup each
 # Checkpoint once the write-ahead log is larger than this (ours; Kùzu's own default is 16 MiB).
 CHECKPOINT_WAL_BYTES = 16 * 1024 * 1024
 # Kùzu reserves max_db_size of *address space* per open database (default 8 TiB): about 15 open
@@ -141,6 +142,7 @@ class _Handle:
         self._all: list[kuzu.Connection] = []
         self._local = threading.local()
         self.catalog: _Catalog | None = None
+        self.indexes: dict[tuple[str, str], list[str]] | None = None  # show_indexes(), cached
 
     @contextmanager
     def connection(self) -> Iterator[kuzu.Connection]:
@@ -459,6 +461,8 @@ class GraphStore(SearchMixin):
         """Run one writing statement under the write lock; returns its rows (if it RETURNs any)."""
         self._ensure_writable()
         with self.write_lock():
+            if "INDEX" in cypher.upper():  # index created or dropped: the cached list is stale
+                self._handle.indexes = None
             rows = self._statement(cypher, params, write=True, fetch="rows")
             self._maybe_checkpoint()
             return rows
@@ -647,6 +651,15 @@ class GraphStore(SearchMixin):
         dim = self._embedding_dim(table)
         unique = list(dict.fromkeys(ids))
         out: dict[str, np.ndarray] = {}
+        if len(unique) <= PK_LOOKUP_MAX:
+            # a primary-key lookup reads one row (~0.4 ms); the UNWIND join below scans the whole
+            # emb column (tens of ms on a few thousand rows), which only pays off for long lists
+            for node_id in unique:
+                rows = self.query(f"MATCH (n:{table} {{{pk}: $id}}) WHERE n.emb IS NOT NULL RETURN n.emb AS emb",
+                                  {"id": node_id})
+                if rows:
+                    out[node_id] = np.asarray(rows[0]["emb"], dtype=np.float32)
+            return out
         for start in range(0, len(unique), ID_BATCH):
             result = self.query_arrow(
                 f"UNWIND $ids AS x MATCH (n:{table}) WHERE n.{pk} = x AND n.emb IS NOT NULL "

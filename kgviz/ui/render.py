@@ -84,9 +84,9 @@ def cost_estimate(est: CostEstimate) -> None:
     if est.full is not None:  # KET-RAG skeleton: only the core chunks are extracted
         full = est.full
         full_cost = "$0" if est.offline else (f"${full.usd:.4f}" if full.price_known else "price unknown")
+        tokens = "" if est.offline else f" {full.input_tokens:,} / {full.output_tokens:,} tokens,"
         st.caption(f"KET-RAG skeleton, β={est.beta:g}: {est.chunks:,} of {full.chunks:,} chunks are extracted (the core "
-                   f"chunks by PageRank). A full KG (β=1) would take {full.input_tokens:,} / {full.output_tokens:,} "
-                   f"tokens, {full_cost}.")
+                   f"chunks by PageRank). A full KG (β=1) would take{tokens} {full.chunks:,} extractions, {full_cost}.")
     if est.offline:
         st.caption(f"Mode: {OFFLINE_LABEL}. Extraction uses pattern heuristics; nothing is sent anywhere.")
     else:
