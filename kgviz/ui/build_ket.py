@@ -102,8 +102,8 @@ def has_chunks(ctx: AppContext) -> bool:
 def ket_options(defaults: BuildParams) -> dict[str, Any]:
     """KET-RAG index widgets (inside the page's Options expander) -> BuildParams overrides."""
     st.markdown("**KET-RAG index** (paper 004, Algorithm 3)")
-    c = st.columns(5)
-    enabled = c[0].checkbox("Build KET index", value=defaults.ket_enabled, key="kgviz_build_ket",
+    c = st.columns([1.2, 1.8, 1.3, 1, 1])
+    enabled = c[0].checkbox("Enabled", value=defaults.ket_enabled, key="kgviz_build_ket",
                             help="KNN chunk graph, PageRank core chunks, sub-chunks and keywords. "
                                  "ket-rag and keyword-rag need it.")
     beta = c[1].slider("β (core fraction)", 0.05, 1.0, float(defaults.core_fraction), 0.05, key="kgviz_build_beta",
@@ -122,6 +122,15 @@ def ket_options(defaults: BuildParams) -> dict[str, Any]:
 
 
 # --- renderers -------------------------------------------------------------------------------------
+def _log_ticks(values: list[int], most: int = 8) -> list[int]:
+    """The values themselves when few, else 1-2-5 steps per decade across their range."""
+    vals = sorted(set(int(v) for v in values if v > 0))
+    if len(vals) <= most:
+        return vals
+    steps = [m * 10**e for e in range(len(str(vals[-1])) + 1) for m in (1, 2, 5)]
+    return [t for t in steps if vals[0] <= t <= vals[-1]] or vals
+
+
 def _price(ctx: AppContext, input_tokens: int, output_tokens: int) -> str:
     if ctx.offline:
         return "$0 (offline)"
@@ -192,8 +201,11 @@ def overview(ctx: AppContext) -> None:
     st.caption(f"KET index: K={params.get('k')}, β={ov.info.get('beta'):g} ({md_text(params.get('selection'))}); "
                f"the KG covers {built:.0%} of {ov.n_chunks} chunks.")
     degrees = [d for d, n in ov.degrees.items() for _ in range(int(n))]
-    st.plotly_chart(charts.degree_distribution(degrees, title="KNN chunk graph: degree distribution (paper Fig. 2)"),
-                    width="stretch")
+    fig = charts.degree_distribution(degrees, title="KNN chunk graph: degree distribution (paper Fig. 2)")
+    # KNN degrees span about one decade (out-degree <= K), where powers-of-ten ticks label nothing
+    fig.update_xaxes(tickvals=_log_ticks([d for d in ov.degrees if d > 0]), title="KNN degree (in + out edges)")
+    fig.update_yaxes(tickvals=_log_ticks([n for d, n in ov.degrees.items() if d > 0]), title="chunks")
+    st.plotly_chart(fig, width="stretch")
     if ov.simulated:
         what = (f"Core chunks: the KG covers every chunk, so these are the top {ov.n_core} of {ov.n_chunks} by PageRank "
                 f"that ket-rag's default simulates (β={ov.skeleton_beta:g}, §6.1)")
