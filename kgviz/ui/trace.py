@@ -37,6 +37,7 @@ K_PRESET = "kgviz_trace_preset"
 K_AUTO = "kgviz_trace_auto"
 K_RUNS = "kgviz_trace_runs"  # run key -> Run
 K_FRAMES = "kgviz_trace_frames"  # (run key, frames, {step -> html})
+K_LINKS = "kgviz_trace_links"  # run key -> TraceLinks (its facts' subject/object, from the store)
 K_STARTED = "kgviz_trace_started"  # the user has pressed Run at least once
 K_STEP = "kgviz_trace_step"  # 1-based step number (the slider's value)
 K_STEP_RUN = "kgviz_trace_step_run"  # run key the step number belongs to
@@ -193,10 +194,12 @@ def cached_run(key: str) -> Run | None:
 def get_run(ctx: AppContext, method: str, question: str, params: dict[str, Any], preset: str, *,
             clicked: bool, auto: bool) -> Run | None:
     """The run for these inputs: from this session's cache, else run now when Run was clicked (or
-    inputs changed after a first run and ``auto`` is on), else None."""
+    inputs changed after a first run and ``auto`` is on), else None. A run's facts' links (for the
+    graph) are read from the store once and kept with it."""
     key = run_key(ctx, method, question, params, preset)
     found = cached_run(key)
     if found is not None:
+        _keep_links(ctx, key, found)
         return found
     if not (clicked or (auto and st.session_state.get(K_STARTED))):
         return None
@@ -208,14 +211,57 @@ def get_run(ctx: AppContext, method: str, question: str, params: dict[str, Any],
     while len(runs) > MAX_RUNS:
         runs.pop(next(iter(runs)))
     st.session_state[K_STARTED] = True
+    _keep_links(ctx, key, result)
     return result
+
+
+# --- facts' subject/object links -----------------------------------------------------------------
+@dataclass(frozen=True)
+class TraceLinks:
+    links: dict[str, tuple[str, str]]  # triple id -> (subject id, object id)
+    labels: dict[str, tuple[str, str]]  # end id -> (label, table)
+
+
+_LINKS_QUERY = ("UNWIND $ids AS x MATCH (t:Triple {id: x}) "
+                "RETURN t.id AS id, t.subject_id AS s, t.object_id AS o, t.subject AS s_name, t.object AS o_name")
+# a fact's end is an entity, or another fact (a hypernode): this finds which ends are facts
+_INNER_QUERY = "UNWIND $ids AS x MATCH (t:Triple {id: x}) RETURN t.id AS id, t.text AS text"
+
+
+def fetch_links(store: Any, ids: list[str]) -> TraceLinks:
+    """Subject and object of the facts ``ids`` with their labels, in two parameterised queries."""
+    if not ids:
+        return TraceLinks({}, {})
+    links: dict[str, tuple[str, str]] = {}
+    labels: dict[str, tuple[str, str]] = {}
+    for r in store.query(_LINKS_QUERY, {"ids": list(ids)}):
+        s, o = str(r.get("s") or ""), str(r.get("o") or "")
+        links[str(r["id"])] = (s, o)
+        for end, name in ((s, r.get("s_name")), (o, r.get("o_name"))):
+            if end:
+                labels[end] = (str(name or end), "Entity")
+    if labels:
+        for r in store.query(_INNER_QUERY, {"ids": sorted(labels)}):
+            labels[str(r["id"])] = (str(r.get("text") or labels[str(r["id"])][0]), "Triple")
+    return TraceLinks(links, labels)
+
+
+def _keep_links(ctx: AppContext, key: str, run: Run) -> None:
+    held: dict[str, TraceLinks] = st.session_state.setdefault(K_LINKS, {})
+    if key in held:
+        return
+    ids = vt.triple_ids(run.trace)
+    held[key] = fetch_links(resources.store(ctx), ids) if ids else TraceLinks({}, {})
+    while len(held) > MAX_RUNS:
+        held.pop(next(iter(held)))
 
 
 # --- the step viewer -----------------------------------------------------------------------------
 def _frames(run: Run, key: str) -> tuple[list[vt.Frame], dict[int, str]]:
     held = st.session_state.get(K_FRAMES)
     if held is None or held[0] != key:
-        held = (key, vt.build_frames(run.trace), {})
+        links = st.session_state.get(K_LINKS, {}).get(key) or TraceLinks({}, {})
+        held = (key, vt.build_frames(run.trace, triple_links=links.links, link_labels=links.labels), {})
         st.session_state[K_FRAMES] = held
     return held[1], held[2]
 

@@ -14,6 +14,7 @@ with ``textContent``, so no document text is ever interpreted as markup.
 from __future__ import annotations
 
 import html
+import math
 import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
@@ -64,6 +65,7 @@ class VizEdge:
     title: str = ""
     role: Role | None = None
     dashes: bool = False
+    width: float | None = None  # line width; None = by role (3 for chosen/seed, else 1)
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,17 @@ def physics_options(seed: int, *, directed: bool, stabilise_iterations: int = 15
     }
 
 
+def fixed_options(*, directed: bool) -> dict:
+    """vis-network options when the caller gives every node's position: no physics and no
+    automatic layout, so the picture is exactly the given one (the Trace page relies on it)."""
+    opts = physics_options(0, directed=directed)
+    opts["layout"] = {"improvedLayout": False}
+    opts["physics"] = {"enabled": False}
+    # "dynamic" curves need physics to place their control point; "continuous" does not
+    opts["edges"]["smooth"] = {"enabled": True, "type": "continuous", "roundness": 0.2}
+    return opts
+
+
 # --- browser-side glue --------------------------------------------------------------------------
 # Runs just before vis.Network is created: turns the escaped strings back into plain text for the
 # canvas and into textContent-only tooltip elements; then freezes the layout once stabilised.
@@ -150,6 +163,19 @@ function kgvizPrepare(ds) {
   });
   ds.update(out);
 }
+function kgvizView(network, container, box) {
+  // show the whole layout box, whatever this page draws of it: pages that share positions then
+  // also share the view, so a node stays at the same spot on screen from page to page
+  function apply() {
+    var w = container.clientWidth, h = container.clientHeight;
+    if (!w || !h) { return; }
+    var s = Math.min(w / (box[2] - box[0]), h / (box[3] - box[1]));
+    network.moveTo({position: {x: (box[0] + box[2]) / 2, y: (box[1] + box[3]) / 2}, scale: s});
+  }
+  apply();
+  window.addEventListener("resize", apply);
+  network.once("afterDrawing", function () { document.body.dataset.kgvizStable = '1'; });
+}
 """
 
 _NETWORK_LINE = "network = new vis.Network(container, data, options);"
@@ -159,6 +185,20 @@ _NETWORK_PATCHED = (
     '                  network.once("stabilizationIterationsDone", function () {'
     " network.setOptions({physics: false}); document.body.dataset.kgvizStable = '1'; });"
 )
+_VIEW_PAD = (145.0, 45.0)  # room around the layout box for labels (wide) and node radius (ours)
+
+
+def _view_patch(box: tuple[float, float, float, float]) -> str:
+    numbers = ", ".join(f"{v:.2f}" for v in box)
+    return ("kgvizPrepare(nodes); kgvizPrepare(edges);\n"
+            "                  " + _NETWORK_LINE + "\n"
+            f"                  kgvizView(network, container, [{numbers}]);")
+
+
+def _view_box(positions: Mapping[str, tuple[float, float]]) -> tuple[float, float, float, float]:
+    xs = [float(p[0]) for p in positions.values()]
+    ys = [float(p[1]) for p in positions.values()]
+    return (min(xs) - _VIEW_PAD[0], min(ys) - _VIEW_PAD[1], max(xs) + _VIEW_PAD[0], max(ys) + _VIEW_PAD[1])
 
 _STYLE = """
 <style>
@@ -215,17 +255,33 @@ def graph_html(
     legend: bool = True,
     directed: bool = True,
     seed: int = 7,
+    positions: Mapping[str, tuple[float, float]] | None = None,
 ) -> str:
     """One offline HTML page drawing ``nodes``/``edges`` with vis-network.
 
     Nodes with a ``role`` take ``role_colours[role]`` (default ``ROLE_COLOURS``) and a thicker
     border; others are coloured by kind. Edges whose ends are unknown are dropped. The same seed
     and inputs give the same page, byte for byte.
+
+    ``positions`` (node id -> x, y in canvas units, y down) fixes the picture: physics is off,
+    every node is drawn where it says, and the view shows the bounding box of *all* the given
+    positions (it may hold nodes this page does not draw), so pages built from one positions
+    mapping line up. Every drawn node then needs a position. None: vis-network lays the graph
+    out with seeded physics.
     """
     colours = dict(ROLE_COLOURS if role_colours is None else role_colours)
+    if positions is not None:
+        missing = [n.id for n in nodes if n.id not in positions]
+        if missing or not positions:
+            raise KgvizError(f"no position for {len(missing)} node(s), e.g. {missing[:3]!r}" if missing
+                             else "positions were given but empty",
+                             hint="lay out every node you draw (kgviz.viz.layout.force_layout)")
+        bad = [k for k, p in positions.items() if not all(math.isfinite(float(v)) for v in p)]
+        if bad:
+            raise KgvizError(f"non-finite position for node(s) {bad[:3]!r}")
     net = Network(height=f"{int(height)}px", width="100%", directed=directed,
                   cdn_resources="in_line", notebook=False)
-    net.options = physics_options(seed, directed=directed)
+    net.options = physics_options(seed, directed=directed) if positions is None else fixed_options(directed=directed)
 
     opaque: dict[str, str] = {}
     for node in nodes:
@@ -237,6 +293,7 @@ def graph_html(
         if node.role:
             colour = colours.get(node.role, colour)
         size = node.size if node.size is not None else (18 if node.kind == "Entity" else 12)
+        place = {} if positions is None else {"x": float(positions[node.id][0]), "y": float(positions[node.id][1])}
         net.add_node(
             key,
             label=_esc(_short(node.label)) or " ",
@@ -245,6 +302,7 @@ def graph_html(
             size=size,
             borderWidth=3 if node.role else 1,
             kgviz_tip=_esc(node.title or node.label),
+            **place,
         )
     for edge in edges:
         if edge.source not in opaque or edge.target not in opaque:
@@ -256,7 +314,7 @@ def graph_html(
             label=_esc(_short(edge.label, 28)),
             kgviz_tip=_esc(edge.title or edge.label),
             color=colour,
-            width=3 if edge.role in ("chosen", "seed") else 1,
+            width=edge.width if edge.width is not None else (3 if edge.role in ("chosen", "seed") else 1),
             dashes=bool(edge.dashes or edge.role == "rejected"),
         )
 
@@ -264,7 +322,7 @@ def graph_html(
     if page.count(_NETWORK_LINE) != 1:
         raise KgvizError("unexpected pyvis template: cannot find where the network is created",
                          hint="kgviz expects pyvis 0.3.2")
-    page = page.replace(_NETWORK_LINE, _NETWORK_PATCHED)
+    page = page.replace(_NETWORK_LINE, _NETWORK_PATCHED if positions is None else _view_patch(_view_box(positions)))
     head_extra = _STYLE + "<script>" + _PREPARE_JS + "</script>\n"
     page = page.replace("</head>", head_extra + "</head>", 1)
     if legend:

@@ -8,37 +8,56 @@ eye goes to what this step did. A node's tooltip keeps its history ("step 3: cho
 Edges of a step often join nodes the step does not list (kg-rag draws a fact as an edge between
 its two entities but lists only the Triple node). Such ends are added as nodes too, so the edge
 is drawn; their label comes from any step that names them, else their id.
+
+Triple nodes (facts) can be tied to their subject and object: given ``triple_links`` (triple id
+-> subject id, object id, read from the store), every shown fact gets two thin edges to its ends
+in the fact's colour. An end no step has touched yet is drawn as a small, pale "linked" node.
+
+The whole run shares one layout (kgviz.viz.layout): the union of every frame's nodes is laid out
+once and each frame draws its nodes at those fixed places, so stepping changes the highlighting,
+never the picture.
 """
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence, cast
 
 from kgviz.methods.base import EdgeRef, Role, TraceStep
 from kgviz.viz.graph_html import (
-    KIND_STYLE, ROLE_COLOURS, VizEdge, VizNode, cap_graph, graph_html, iframe_height, legend_html,
+    KIND_STYLE, LABEL_MAX_CHARS, ROLE_COLOURS, VizEdge, VizNode, cap_graph, graph_html, iframe_height, legend_html,
 )
+from kgviz.viz.layout import Position, canvas_size, force_layout
 
 EARLIER = "earlier"  # pseudo-role of elements an earlier step touched
 EARLIER_COLOUR = "#dcdcdc"
-FRAME_COLOURS: dict[str, str] = {**ROLE_COLOURS, EARLIER: EARLIER_COLOUR}
+LINKED = "linked"  # pseudo-role of a fact's subject/object that no step has touched yet
+LINKED_COLOUR = "#f3f3f3"
+FRAME_COLOURS: dict[str, str] = {**ROLE_COLOURS, EARLIER: EARLIER_COLOUR, LINKED: LINKED_COLOUR}
+_LEGEND_NAMES = {EARLIER: "earlier steps", LINKED: "end of a fact (not visited)"}
 DEFAULT_CAP = 150  # nodes per frame; the current step's nodes are kept first
+LAYOUT_HEIGHT = 520.0  # layout units of one screen; the page zooms the layout box to fit
+LINK_RELS = ("subject", "object")  # names of a fact's two links (tooltips; edge keys)
 # when one step lists an element twice with different roles, the strongest statement wins
 _ROLE_RANK: dict[str, int] = {"chosen": 5, "seed": 4, "context": 3, "rejected": 2, "candidate": 1}
 _SHAPES = {"dot": "dot", "diamond": "diamond", "square": "square", "triangle": "triangle",
            "hexagon": "hexagon", "triangleDown": "down triangle"}
+
+TripleLinks = Mapping[str, tuple[str, str]]  # triple id -> (subject id, object id)
+EdgeKey = tuple[str, str, str]  # (source, target, rel)
 
 
 @dataclass(frozen=True)
 class Frame:
     index: int
     step: TraceStep
-    nodes: list[VizNode]  # capped, in first-appearance order (steadier layouts between frames)
-    edges: list[VizEdge]
+    nodes: list[VizNode]  # capped, in first-appearance order
+    edges: list[VizEdge]  # the trace's edges, then the facts' subject/object links
     roles: dict[str, str]  # node id -> role in this step (only nodes this step touched)
-    edge_roles: dict[tuple[str, str, str], str]  # (source, target, rel) -> role in this step
+    edge_roles: dict[EdgeKey, str]  # (source, target, rel) -> role in this step
     total_nodes: int  # cumulative, before the cap
+    # the run's shared layout (node id -> x, y); None: the page lays this frame out by itself
+    positions: Mapping[str, Position] | None = None
 
     @property
     def caption(self) -> str:
@@ -51,7 +70,6 @@ class Frame:
 @dataclass
 class _Seen:
     kind: str
-    first: int  # order of first appearance
     label: str = ""
     history: list[str] = field(default_factory=list)
 
@@ -72,26 +90,49 @@ def node_labels(trace: Sequence[TraceStep]) -> dict[str, tuple[str, str]]:
     return out
 
 
-def _edge_key(e: EdgeRef) -> tuple[str, str, str]:
+def triple_ids(trace: Sequence[TraceStep]) -> list[str]:
+    """Ids of the Triple nodes a trace lists, in first-appearance order (what to ask the store
+    for ``triple_links``)."""
+    return list(dict.fromkeys(n.id for s in trace for n in s.nodes if n.table == "Triple"))
+
+
+def _edge_key(e: EdgeRef) -> EdgeKey:
     return (e.source, e.target, e.rel)
 
 
-def _step_roles(step: TraceStep) -> tuple[dict[str, str], dict[tuple[str, str, str], str]]:
+def _step_roles(step: TraceStep) -> tuple[dict[str, str], dict[EdgeKey, str]]:
     nodes: dict[str, str] = {}
     for n in step.nodes:
         nodes[n.id] = _strongest(nodes.get(n.id), n.role)
-    edges: dict[tuple[str, str, str], str] = {}
+    edges: dict[EdgeKey, str] = {}
     for e in step.edges:
         if e.source and e.target:
             edges[_edge_key(e)] = _strongest(edges.get(_edge_key(e)), e.role)
     return nodes, edges
 
 
-def build_frames(trace: Sequence[TraceStep], *, cap: int = DEFAULT_CAP) -> list[Frame]:
-    """One frame per step, in trace order. Deterministic: the same trace gives equal frames."""
-    names = node_labels(trace)
+def build_frames(
+    trace: Sequence[TraceStep],
+    *,
+    cap: int = DEFAULT_CAP,
+    triple_links: TripleLinks | None = None,
+    link_labels: Mapping[str, tuple[str, str]] | None = None,
+    stable_layout: bool = True,
+    seed: int = 7,
+) -> list[Frame]:
+    """One frame per step, in trace order. Deterministic: the same inputs give equal frames.
+
+    ``triple_links`` ties each shown Triple node to its subject and object (an end may be an
+    entity or, for a hypernode, another triple); ``link_labels`` names ends that no step names
+    (id -> (label, table)). With ``stable_layout`` every frame carries the same positions: the
+    union of all frames' nodes laid out once with ``seed``.
+    """
+    links = dict(triple_links or {})
+    names = _merge_names(node_labels(trace), link_labels or {})
     seen: dict[str, _Seen] = {}
-    seen_edges: dict[tuple[str, str, str], int] = {}  # key -> order of first appearance
+    order: dict[str, int] = {}  # node id -> order of first appearance (seen or linked)
+    seen_edges: dict[EdgeKey, int] = {}  # key -> order of first appearance
+    link_order: dict[EdgeKey, int] = {}
     last_touch: dict[str, int] = {}
     frames: list[Frame] = []
     for i, step in enumerate(trace):
@@ -101,20 +142,91 @@ def build_frames(trace: Sequence[TraceStep], *, cap: int = DEFAULT_CAP) -> list[
         for nid in list(roles) + ends:
             if nid not in seen:
                 label, table = names.get(nid, ("", ""))
-                seen[nid] = _Seen(table or "Entity", len(seen), label or nid)
+                seen[nid] = _Seen(table or "Entity", label or nid)
+                order.setdefault(nid, len(order))
             last_touch[nid] = i
         for nid, role in roles.items():
             seen[nid].history.append(f"step {i + 1}: {role}")
         for key in edge_roles:
             seen_edges.setdefault(key, len(seen_edges))
-        # cap priority: this step's nodes, then edge ends, then the most recently touched
-        priority = sorted(seen, key=lambda n: (n not in roles, -last_touch[n], seen[n].first))
-        vnodes = [_viz_node(nid, seen[nid], roles.get(nid), scores.get(nid)) for nid in priority]
+        link_edges, linked = _links(seen, links, seen_edges, roles, last_touch)
+        for key in link_edges:
+            link_order.setdefault(key, len(link_order))
+        for nid in linked:
+            order.setdefault(nid, len(order))
+        # cap priority: this step's nodes, then edge ends and the ends of this step's facts,
+        # then the most recently touched
+        every = list(seen) + list(linked)
+        priority = sorted(every, key=lambda n: (n not in roles, -(last_touch[n] if n in seen else linked[n][0]),
+                                                order[n]))
+        vnodes = [_viz_node(nid, seen[nid], roles.get(nid), scores.get(nid)) if nid in seen
+                  else _linked_node(nid, names, linked[nid][1]) for nid in priority]
         vedges = [_viz_edge(key, edge_roles.get(key)) for key in sorted(seen_edges, key=seen_edges.__getitem__)]
+        vedges += [_link_edge(key, link_edges[key]) for key in sorted(link_edges, key=link_order.__getitem__)]
         capped = cap_graph(vnodes, vedges, cap)
-        ordered = sorted(capped.nodes, key=lambda v: seen[v.id].first)
+        ordered = sorted(capped.nodes, key=lambda v: order[v.id])
         frames.append(Frame(i, step, ordered, capped.edges, roles, edge_roles, capped.total_nodes))
-    return frames
+    if not stable_layout:
+        return frames
+    positions = run_layout(frames, seed=seed)
+    if not positions:  # no step touched the graph: nothing to lay out
+        return frames
+    return [replace(f, positions=positions) for f in frames]
+
+
+def _merge_names(traced: Mapping[str, tuple[str, str]],
+                 stored: Mapping[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """The trace's own labels and tables win; the store's fill in what the trace leaves empty."""
+    out = dict(stored)
+    for nid, (label, table) in traced.items():
+        old_label, old_table = out.get(nid, ("", ""))
+        out[nid] = (label or old_label, table or old_table)
+    return out
+
+
+def _links(
+    seen: Mapping[str, _Seen],
+    links: Mapping[str, tuple[str, str]],
+    trace_edges: Mapping[EdgeKey, int],
+    roles: Mapping[str, str],
+    last_touch: Mapping[str, int],
+) -> tuple[dict[EdgeKey, str], dict[str, tuple[int, str]]]:
+    """The subject/object links of every fact seen so far (key -> the fact's role now) and the
+    ends no step has touched yet (id -> (latest touch of a fact needing it, "subject of ..."))."""
+    joined = {frozenset(k[:2]) for k in trace_edges}  # a pair the trace already joins needs no link
+    edges: dict[EdgeKey, str] = {}
+    linked: dict[str, tuple[int, str]] = {}
+    for tid in seen:
+        if tid not in links:
+            continue
+        for rel, end in zip(LINK_RELS, links[tid]):
+            if not end or end == tid or frozenset((tid, end)) in joined:
+                continue
+            edges[(tid, end, rel)] = roles.get(tid, EARLIER)
+            if end not in seen:
+                touch = max(last_touch[tid], linked.get(end, (-1, ""))[0])
+                linked[end] = (touch, linked.get(end, (0, f"{rel} of {seen[tid].label}"))[1])
+    return edges, linked
+
+
+_CHAR_W = 7.0  # canvas units per label character at vis-network's default 14 px font
+_LABEL_H = 22.0  # a label line below the node, and a little air
+
+
+def run_layout(frames: Sequence[Frame], *, seed: int = 7) -> dict[str, Position]:
+    """One layout for every node any frame shows, pulled together by every edge any frame draws,
+    with room for the widest label and the biggest size each node is drawn with."""
+    sizes: dict[str, tuple[float, float]] = {}
+    for f in frames:
+        for v in f.nodes:
+            r = v.size if v.size is not None else 12.0
+            w = max(2 * r, _CHAR_W * min(len(v.label), LABEL_MAX_CHARS)) + 8
+            h = 2 * r + _LABEL_H
+            old = sizes.get(v.id, (0.0, 0.0))
+            sizes[v.id] = (max(old[0], w), max(old[1], h))
+    pairs = list(dict.fromkeys((e.source, e.target) for f in frames for e in f.edges))
+    width, height = canvas_size(len(sizes), height=LAYOUT_HEIGHT, footprint=sum(w * h for w, h in sizes.values()))
+    return force_layout(list(sizes), pairs, width=width, height=height, seed=seed, sizes=sizes)
 
 
 def _viz_node(nid: str, info: _Seen, role: str | None, score: float | None) -> VizNode:
@@ -127,17 +239,33 @@ def _viz_node(nid: str, info: _Seen, role: str | None, score: float | None) -> V
                    cast(Role, role or EARLIER), size=base * 1.5 if role else base)
 
 
-def _viz_edge(key: tuple[str, str, str], role: str | None) -> VizEdge:
+def _linked_node(nid: str, names: Mapping[str, tuple[str, str]], why: str) -> VizNode:
+    label, table = names.get(nid, ("", ""))
+    kind = table or "Entity"
+    tip = [label or nid, f"{kind} {nid}", f"no step touched it yet; shown as the {why}"]
+    return VizNode(nid, label or nid, kind, "\n".join(tip), cast(Role, LINKED),
+                   size=10.0 if kind == "Entity" else 7.0)
+
+
+def _viz_edge(key: EdgeKey, role: str | None) -> VizEdge:
     source, target, rel = key
     return VizEdge(source, target, rel, rel, cast(Role, role or EARLIER))
 
 
+def _link_edge(key: EdgeKey, role: str) -> VizEdge:
+    source, target, rel = key
+    # no label: the fact's text already says it; thin so the step's own edges stand out
+    return VizEdge(source, target, "", f"{rel} of the fact", cast(Role, role), width=1)
+
+
 def frame_legend(frame: Frame) -> str:
-    """Legend HTML: the roles drawn in this frame (plus "earlier"), then which shape is which table."""
+    """Legend HTML: the roles drawn in this frame (plus "earlier" / "linked"), then which shape
+    is which table."""
     used = set(frame.roles.values()) | set(frame.edge_roles.values())
-    if any(v.role == EARLIER for v in frame.nodes) or any(e.role == EARLIER for e in frame.edges):
-        used.add(EARLIER)
-    names = {r: ("earlier steps" if r == EARLIER else r) for r in FRAME_COLOURS if r in used}
+    for pseudo in (EARLIER, LINKED):
+        if any(v.role == pseudo for v in frame.nodes) or any(e.role == pseudo for e in frame.edges):
+            used.add(pseudo)
+    names = {r: _LEGEND_NAMES.get(r, r) for r in FRAME_COLOURS if r in used}
     legend = legend_html([], list(names.values()), {names[r]: FRAME_COLOURS[r] for r in names})
     kinds = sorted({v.kind for v in frame.nodes})
     shapes = ", ".join(f"{_SHAPES.get(KIND_STYLE.get(k, ('', 'dot'))[1], 'dot')} = {k}" for k in kinds)
@@ -146,9 +274,13 @@ def frame_legend(frame: Frame) -> str:
     return legend
 
 
-def frame_html(frame: Frame, *, height: int = 520) -> str:
-    """The frame as one offline pyvis page (kgviz.viz.graph_html) with the trace legend on top."""
-    page = graph_html(frame.nodes, frame.edges, height=height, role_colours=FRAME_COLOURS, legend=False)
+def frame_html(frame: Frame, *, height: int = 520, positions: Mapping[str, Position] | None = None) -> str:
+    """The frame as one offline pyvis page (kgviz.viz.graph_html) with the trace legend on top.
+    Drawn at ``positions`` (default: the frame's shared layout); with neither, vis-network lays
+    the frame out by itself."""
+    where = positions if positions is not None else frame.positions
+    page = graph_html(frame.nodes, frame.edges, height=height, role_colours=FRAME_COLOURS, legend=False,
+                      positions=where)
     return page.replace("<body>", "<body>\n" + frame_legend(frame), 1)
 
 

@@ -3,6 +3,7 @@ dimmed), plus the per-step extras the Trace page shows."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from kgviz.viz.graph_html import ROLE_COLOURS
 from kgviz.viz.trace import (
     EARLIER,
     EARLIER_COLOUR,
+    LINKED,
     advance,
     build_frames,
     channel_budgets,
@@ -196,12 +198,33 @@ def test_frames_of_a_real_kg_rag_run(tmp_path: Path) -> None:
 
     corpus = Path(__file__).resolve().parents[2] / "sample_data" / "corpus"
     ws = open_workspace(Settings.from_env(), db_dir=tmp_path / "ws", llm_spec="offline", embedder_spec="hashing")
+    from kgviz.ui.trace import fetch_links
+    from kgviz.viz.trace import triple_ids
+
     try:
         build(load_paths([corpus]).documents, ws.store, ws.reasoner(), BuildParams(workers=2))
         run = run_method("kg-rag", "In what year was the Tidewell Line founded?", ws.method_context())
+        links = fetch_links(ws.store, triple_ids(run.trace))
+        hyper = ws.store.query("MATCH (t:Triple) WHERE t.subject_id STARTS WITH 'tri:' RETURN t.id AS id LIMIT 1")
+        inner = fetch_links(ws.store, [hyper[0]["id"]]) if hyper else None
     finally:
         ws.store.close()
     assert run.ok, run.error
+    # every fact of the trace is tied to two ends the store names; a hypernode's inner end is a Triple
+    assert set(links.links) == set(triple_ids(run.trace)) and links.links
+    assert all(s and o for s, o in links.links.values())
+    assert all(label for label, _ in links.labels.values())
+    if inner is not None:
+        subject = inner.links[hyper[0]["id"]][0]
+        assert inner.labels[subject][1] == "Triple"
+    linked = build_frames(run.trace, triple_links=links.links, link_labels=links.labels)
+    for f in linked:
+        drawn = {n.id for n in f.nodes}
+        joined = {frozenset((e.source, e.target)) for e in f.edges}
+        for n in f.nodes:
+            if n.kind == "Triple" and n.role != LINKED:
+                assert all(frozenset((n.id, end)) in joined for end in links.links[n.id] if end in drawn)
+    assert linked[-1].positions is not None and all(f.positions == linked[-1].positions for f in linked)
     frames = build_frames(run.trace)
     selects = [f for f in frames if f.step.kind == "select" and f.step.data.get("chosen")]
     assert selects
@@ -215,3 +238,117 @@ def test_frames_of_a_real_kg_rag_run(tmp_path: Path) -> None:
         return [(f.roles, [n.id for n in f.nodes]) for f in fs]
 
     assert shape(replayed) == shape(frames)
+
+
+# --- one layout for the whole run -------------------------------------------------------------------
+def _xy(page: str) -> dict[str, tuple[float, float]]:
+    """Node label -> (x, y) as written into a frame page's data."""
+    data = json.loads(page.split("nodes = new vis.DataSet(", 1)[1].split(");", 1)[0])
+    return {n["label"]: (n["x"], n["y"]) for n in data}
+
+
+def test_every_frame_shares_one_layout_of_all_its_nodes() -> None:
+    frames = build_frames(_trace())
+    positions = frames[0].positions
+    assert positions is not None
+    assert all(f.positions == positions for f in frames)
+    assert set(positions) == {n.id for f in frames for n in f.nodes}
+    for x, y in positions.values():
+        assert math.isfinite(x) and math.isfinite(y)
+    # the same node is drawn at the same place on every page, physics off
+    pages = [frame_html(f) for f in frames[1:5]]
+    drawn = [_xy(p) for p in pages]
+    for label in ("Alpha", "Beta", "Gamma", "Alpha knows Gamma"):
+        assert len({d[label] for d in drawn}) == 1
+    assert all('"physics": {"enabled": false}' in p and "kgvizView(network, container, [" in p for p in pages)
+    assert frames[1].positions == build_frames(_trace())[1].positions  # deterministic
+
+
+def test_early_frames_are_drawn_in_the_view_of_the_whole_run() -> None:
+    frames = build_frames(_trace())
+    box = [p.split("kgvizView(network, container, [", 1)[1].split("]", 1)[0] for p in map(frame_html, frames)]
+    assert len(set(box)) == 1  # same zoom and pan for two nodes (step 1) as for four (step 5)
+
+
+def test_layout_can_be_left_to_the_browser() -> None:
+    frames = build_frames(_trace(), stable_layout=False)
+    assert all(f.positions is None for f in frames)
+    page = frame_html(frames[1])
+    assert "stabilizationIterationsDone" in page and "kgvizView(network, container, [" not in page
+    # or placed explicitly
+    placed = {nid: (float(i * 50), 10.0) for i, nid in enumerate(["A", "B", "C", "G"])}
+    assert _xy(frame_html(frames[1], positions=placed))["Gamma"] == (150.0, 10.0)
+
+
+def test_nothing_to_lay_out_when_no_step_touches_the_graph() -> None:
+    frames = build_frames([TraceStep(0, "llm", "plan"), TraceStep(1, "answer", "a")])
+    assert [f.positions for f in frames] == [None, None] and not frames[0].nodes
+
+
+# --- facts tied to their subject and object -----------------------------------------------------------
+def _fact_trace() -> list[TraceStep]:
+    return [
+        TraceStep(0, "seed", "Seed", nodes=[NodeRef("e:a", "Entity", "seed", "Alpha")]),
+        TraceStep(1, "expand", "Facts", nodes=[NodeRef("t:1", "Triple", "candidate", "Alpha knows Gamma"),
+                                                NodeRef("t:2", "Triple", "candidate", "(Alpha knows Gamma) in 1900")]),
+        TraceStep(2, "select", "Choose", nodes=[NodeRef("t:1", "Triple", "chosen", "Alpha knows Gamma"),
+                                                NodeRef("t:2", "Triple", "rejected", "")]),
+        TraceStep(3, "context", "Context", nodes=[NodeRef("e:g", "Entity", "context", "Gamma")]),
+    ]
+
+
+LINKS = {"t:1": ("e:a", "e:g"), "t:2": ("t:1", "e:1900"), "t:x": ("e:a", "e:z")}
+LABELS = {"e:a": ("alpha (store)", "Entity"), "e:g": ("Gamma", "Entity"), "t:1": ("Alpha knows Gamma", "Triple"),
+          "e:1900": ("1900", "Entity")}
+
+
+def _links_of(frame) -> dict[tuple[str, str], str]:  # noqa: ANN001 - Frame
+    return {(e.source, e.target): str(e.role) for e in frame.edges if e.label == ""}
+
+
+def test_triple_links_draw_subject_and_object_edges_in_the_facts_colour() -> None:
+    frames = build_frames(_fact_trace(), triple_links=LINKS, link_labels=LABELS)
+    assert _links_of(frames[0]) == {}  # no fact shown yet (t:x is never in the trace)
+    assert _links_of(frames[1]) == {("t:1", "e:a"): "candidate", ("t:1", "e:g"): "candidate",
+                                    ("t:2", "t:1"): "candidate", ("t:2", "e:1900"): "candidate"}
+    assert _links_of(frames[2]) == {("t:1", "e:a"): "chosen", ("t:1", "e:g"): "chosen",
+                                    ("t:2", "t:1"): "rejected", ("t:2", "e:1900"): "rejected"}
+    assert set(_links_of(frames[3]).values()) == {EARLIER}  # the facts are earlier now
+    widths = {e.width for f in frames for e in f.edges if e.label == ""}
+    assert widths == {1}  # thin, even for a chosen fact
+    assert not frames[1].edge_roles  # links are drawn, not counted as edges the step touched
+
+
+def test_link_ends_no_step_touched_become_small_pale_nodes() -> None:
+    frames = build_frames(_fact_trace(), triple_links=LINKS, link_labels=LABELS)
+    at1 = {n.id: n for n in frames[1].nodes}
+    assert at1["e:g"].role == LINKED and at1["e:g"].label == "Gamma"  # named by the store
+    assert at1["e:1900"].role == LINKED and at1["e:1900"].kind == "Entity"
+    assert at1["e:g"].size is not None and at1["e:a"].size is not None and at1["e:g"].size < at1["e:a"].size
+    assert "object of Alpha knows Gamma" in at1["e:g"].title
+    assert at1["e:a"].label == "Alpha"  # the trace's own label wins over the store's
+    assert frames[1].total_nodes == 5
+    at3 = {n.id: n for n in frames[3].nodes}
+    assert at3["e:g"].role == "context"  # touched now: an ordinary node
+    legend = frame_html(frames[1]).split('id="kgviz-legend">', 1)[1].split("</div>", 1)[0]
+    assert "end of a fact" in legend
+    # a hypernode's inner fact is linked to, drawn as a Triple
+    hyper = build_frames(_fact_trace()[:1] + [TraceStep(1, "expand", "x", nodes=[NodeRef("t:2", "Triple")])],
+                         triple_links=LINKS, link_labels=LABELS)
+    inner = {n.id: n for n in hyper[1].nodes}["t:1"]
+    assert inner.kind == "Triple" and inner.role == LINKED and inner.label == "Alpha knows Gamma"
+
+
+def test_a_pair_the_trace_already_joins_gets_no_second_edge() -> None:
+    trace = [TraceStep(0, "expand", "x", nodes=[NodeRef("t:1", "Triple", "candidate", "f")],
+                       edges=[EdgeRef("t:1", "e:a", "SUBJ", "candidate")])]
+    frame = build_frames(trace, triple_links=LINKS)[0]
+    assert [(e.source, e.target, e.label) for e in frame.edges] == [("t:1", "e:a", "SUBJ"), ("t:1", "e:g", "")]
+    assert {n.id: n.label for n in frame.nodes}["e:g"] == "e:g"  # no label anywhere: the id
+
+
+def test_linked_nodes_share_the_layout() -> None:
+    frames = build_frames(_fact_trace(), triple_links=LINKS, link_labels=LABELS)
+    positions = frames[0].positions
+    assert positions is not None and {"e:g", "e:1900"} <= set(positions)
+    assert all(f.positions == positions for f in frames)
