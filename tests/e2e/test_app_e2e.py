@@ -112,7 +112,7 @@ def test_sample_build_explore_renders_graph(server: str, tmp_path: Path) -> None
 
             page.get_by_role("link", name="Build").click()
             page.get_by_test_id("stRadioGroup").get_by_text("Sample corpus").click()
-            expect(page.get_by_text("$0 (offline)")).to_be_visible(timeout=30_000)
+            expect(page.get_by_text("$0 (offline)").first).to_be_visible(timeout=30_000)
             page.get_by_role("button", name="Build", exact=True).click()
             expect(page.get_by_role("heading", name="Build report")).to_be_visible(timeout=BUILD_S * 1000)
             expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=30_000)
