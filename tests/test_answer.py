@@ -190,3 +190,19 @@ def test_unparseable_reply_leaves_an_error_step_with_the_raw_output() -> None:
         answer("Who?", _ctx(PASSAGES), reasoner, tracer)
     step = tracer.steps[-1]
     assert step.kind == "error" and step.llm is not None and step.llm.raw_output == "   "
+
+
+def test_offline_answer_prefers_the_sentence_stating_the_asked_relation():
+    from kgviz.providers.embedders import HashingEmbedder
+    from kgviz.tasks.answer import predicate_words
+    from kgviz.reasoning import get_task
+
+    question = "Who designed the bridge that the editor of the Kellhaven Courier said was unsafe?"
+    assert predicate_words(question) == {"design"}
+    assert predicate_words("In what year was the Tidewell Line founded?") == {"found"}
+    passages = [
+        "Mira Tesk, the editor of the Kellhaven Courier, said that the Orrin Bridge was unsafe.",
+        "The Orrin Bridge was designed by Edda Lunn and opened in 1903.",
+    ]
+    answer, rule = get_task("answer").offline({"question": question, "passages": passages}, HashingEmbedder())
+    assert answer == "Edda Lunn", rule

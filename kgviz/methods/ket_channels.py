@@ -20,6 +20,10 @@ from kgviz.methods.ket_cache import keyword_view, triple_cosines
 from kgviz.text import count_tokens
 
 SHOWN_REJECTED = 25  # ours: rejected candidates listed per step (the data counts them all)
+# ours: seed keywords drawn in the keyword channel's seed step, most similar first. On a small corpus
+# the pool may seed every keyword (hundreds): drawing them all hides the graph; data["seeded_total"]
+# counts them all, and retrieval uses them all
+SHOWN_SEED_KEYWORDS = 25
 _EPS = 1e-9
 
 Q_ENTITIES = ("UNWIND $ids AS x MATCH (e:Entity) WHERE e.id = x OPTIONAL MATCH (c:Chunk)-[:MENTIONS]->(e) "
@@ -354,15 +358,21 @@ class _KetEngine:
                 break
         seeds = [(k, float(kw_sims[k])) for k in seen]
         near = [(k, float(kw_sims[k])) for _, k in zip(range(3), order)]  # the next ones, not needed
+        shown = sorted(seeds, key=lambda kx: (-kx[1], view.kw_ids[kx[0]]))[:SHOWN_SEED_KEYWORDS]
+        shown_ids = {view.kw_ids[k] for k, _ in shown}
+        listed = (f"showing the {len(shown)} most similar of {len(seeds)} seeded keywords" if len(shown) < len(seeds)
+                  else f"showing all {len(seeds)} seeded keywords")
         self.tracer.step(
             "seed", "Keyword channel: seed keywords",
             f"{len(seeds)} keywords by cosine to the question until their sub-chunks hold "
             f"{pool_budget} tokens (2·(1-θ)·λ); pool: {len(pool)} sub-chunks, {pool_tokens} tokens"
-            + (" (pool_mode 'code': stopped at the first sub-chunk that overflowed)" if cfg.pool_mode == "code" else ""),
-            nodes=[NodeRef(view.kw_ids[k], "Keyword", "seed", view.kw_words[k], x) for k, x in seeds]
+            + (" (pool_mode 'code': stopped at the first sub-chunk that overflowed)" if cfg.pool_mode == "code" else "")
+            + f"; {listed}",
+            nodes=[NodeRef(view.kw_ids[k], "Keyword", "seed", view.kw_words[k], x) for k, x in shown]
             + [NodeRef(view.kw_ids[k], "Keyword", "rejected", view.kw_words[k], x) for k, x in near],
-            scores={view.kw_ids[k]: x for k, x in seeds},
-            data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget, "pool_mode": cfg.pool_mode})
+            scores={view.kw_ids[k]: x for k, x in shown},
+            data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget, "pool_mode": cfg.pool_mode,
+                  "seeded_total": len(seeds), "seeded_shown": len(shown)})
         ids = {row: view.sub_ids[row] for row in pool}
         rows = np.asarray(list(pool), dtype=np.int64)
         cos = {ids[row]: float(x) for row, x in zip(rows.tolist(), sims_of(rows).tolist())}
@@ -372,8 +382,10 @@ class _KetEngine:
         self.tracer.step(
             "score", "Keyword channel: candidate sub-chunks",
             f"{len(pool)} sub-chunks next to the seed keywords, scored by cosine to the question",
-            nodes=[NodeRef(sid, "SubChunk", "candidate", label.get(sid, sid), cos[sid]) for sid in ranked],
-            edges=[EdgeRef(sid, k, "HAS_KEYWORD", "candidate") for sid in ranked for k in kws[sid]],
+            nodes=[NodeRef(sid, "SubChunk", "candidate", label.get(sid, sid), cos[sid]) for sid in ranked]
+            + [NodeRef(view.kw_ids[k], "Keyword", "seed", view.kw_words[k], x) for k, x in shown],
+            # only the seed step's shown keywords: an edge to an undrawn keyword would pull it in unlabelled
+            edges=[EdgeRef(sid, k, "HAS_KEYWORD", "candidate") for sid in ranked for k in kws[sid] if k in shown_ids],
             scores=dict(cos),
             data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget})
         tokens = {view.sub_ids[row]: n for row, n in pool.items()}
@@ -392,7 +404,7 @@ class _KetEngine:
             + (f"; {len(dup)} already in the skeleton channel" if dup else ""),
             nodes=[NodeRef(sid, "SubChunk", "chosen", label.get(sid, sid), cos[sid]) for sid in chosen]
             + [NodeRef(sid, "SubChunk", "rejected", label.get(sid, sid), cos[sid]) for sid in over[:SHOWN_REJECTED]],
-            edges=[EdgeRef(sid, k, "HAS_KEYWORD", "chosen") for sid in chosen for k in kws[sid]],
+            edges=[EdgeRef(sid, k, "HAS_KEYWORD", "chosen") for sid in chosen for k in kws[sid] if k in shown_ids],
             scores={sid: cos[sid] for sid in chosen},
             data={"channel": "keyword", "used": ch.used, "budget": budget, "items": chosen,
                   "already_in_skeleton": dup})

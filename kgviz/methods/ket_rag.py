@@ -36,7 +36,7 @@ was enabled) a method can *simulate* a smaller skeleton: ``skeleton_beta = b`` k
 entities, triples and chunks of the top-⌈b·n⌉ chunks by the stored PageRank (or the seeded random
 ranking). One build with KET enabled and β = 1 then reproduces the Table 2 rows: ket-full
 (KG-RAG, β = θ = 1), skeleton-rag (Skeleton-RAG, β = 0.8), keyword-rag (Keyword-RAG), ket-rag
-default / 'simulate-P' and 'simulate-U' (KET-RAG-P / -U), text-rag (Text-RAG); the build report's
+with its default params or preset 'simulate-P', and 'simulate-U' (KET-RAG-P / -U), text-rag (Text-RAG); the build report's
 ``ket.cost`` gives the skeleton's share of the extraction cost. Every trace states the graph's
 built β and the skeleton used.
 
@@ -169,8 +169,8 @@ class KetRag(_Base):
     name: ClassVar[str] = "ket-rag"
     title: ClassVar[str] = "KET-RAG (skeleton + keyword channels)"
     Params: ClassVar[type] = KetRagParams
+    # no "default" preset: the Params defaults are the default (the UI lists them as "(defaults)")
     presets: ClassVar[dict[str, Any]] = {
-        "default": KetRagParams(),
         "paper": KetRagParams(context_limit=12000),
         # Graph-RAG local search as called by create_context.py: 10 relationships per seed entity
         "code": KetRagParams(context_limit=12000, max_relationships_per_seed=10, pool_mode="code"),
@@ -193,7 +193,6 @@ class SkeletonRag(_Base):
     title: ClassVar[str] = "Skeleton-RAG (KET-RAG, skeleton channel only, θ=1)"
     Params: ClassVar[type] = SkeletonRagParams
     presets: ClassVar[dict[str, Any]] = {
-        "default": SkeletonRagParams(),
         "paper": SkeletonRagParams(context_limit=12000),
         "simulate": SkeletonRagParams(skeleton_beta=0.8),  # Table 2's Skeleton-RAG on a full-KG graph (= default)
         "as-built": SkeletonRagParams(skeleton_beta=0.0),  # every triple the graph holds
@@ -210,7 +209,6 @@ class KeywordRag(_Base):
     title: ClassVar[str] = "Keyword-RAG (KET-RAG, keyword channel only, θ=0)"
     Params: ClassVar[type] = KeywordRagParams
     presets: ClassVar[dict[str, Any]] = {
-        "default": KeywordRagParams(),
         "paper": KeywordRagParams(context_limit=12000),
         "code": KeywordRagParams(context_limit=12000, pool_mode="code"),
     }
@@ -225,7 +223,6 @@ class KetFull(_Base):
     title: ClassVar[str] = "KG-RAG local search (KET-RAG with β=1, θ=1)"
     Params: ClassVar[type] = KetFullParams
     presets: ClassVar[dict[str, Any]] = {
-        "default": KetFullParams(),
         "paper": KetFullParams(context_limit=12000),
         "code": KetFullParams(context_limit=12000, max_relationships_per_seed=10),
     }

@@ -106,6 +106,23 @@ def _scored_sentences(passages: list[str]) -> list[tuple[int, str, str]]:
     return out
 
 
+_WH_PREDICATE_RE = re.compile(r"^\W*(?:who|whom)\s+(\w+)", re.I)
+_PARTICIPLE_RE = re.compile(r"\b(?:was|were|is|are)\s+(?:\w+\s+){0,6}?(\w+ed)\b", re.I)
+
+
+def predicate_words(question: str) -> set[str]:
+    """The relation the question asks about: the verb right after "who/what" ("Who designed ...")
+    or a passive participle ("... was the Tidewell Line founded?"). Multi-hop questions name
+    several relations; this one is the answer's, so sentences stating it are preferred (ours)."""
+    out: set[str] = set()
+    m = _WH_PREDICATE_RE.match(question)
+    if m and m.group(1).lower() not in _STOP:
+        out.add(_stem(m.group(1).lower()))
+    for m in _PARTICIPLE_RE.finditer(question):
+        out.add(_stem(m.group(1).lower()))
+    return out
+
+
 def question_type(question: str) -> str:
     """One of number, date, yesno, person, place, entity."""
     q = question.lower().strip()
@@ -179,6 +196,9 @@ def _typed_span(qtype: str, sentence: str, question: str) -> tuple[str, str, boo
     return spans[0][1], "which/what: first capitalised span not in the question", True
 
 
+_PREDICATE_BONUS = 0.5  # ours: a sentence stating the asked relation beats one merely sharing words
+
+
 def _offline(inputs: dict[str, Any], embedder: Embedder) -> tuple[str, str]:
     question: str = inputs["question"]
     if inputs.get("no_context"):
@@ -190,7 +210,9 @@ def _offline(inputs: dict[str, Any], embedder: Embedder) -> tuple[str, str]:
     cos = vecs[1:] @ vecs[0]
     qwords = _content_words(question)
     overlap = np.array([len(qwords & _content_words(t)) / max(1, len(qwords)) for _, _, t in sents])
-    score = cos + overlap
+    predicate = predicate_words(question)
+    states = np.array([bool(predicate & _content_words(s)) for _, s, _ in sents], dtype=np.float32)
+    score = cos + overlap + _PREDICATE_BONUS * states
     order = [int(i) for i in np.argsort(-score, kind="stable")]
     best = order[0]
     if overlap[best] == 0 and cos[best] < _MIN_COSINE:

@@ -397,14 +397,15 @@ def outcome(run: Run) -> None:
         with st.expander(f"Note: {md_text(name)}"):
             st.text(note)
     st.subheader("Answer")
-    if run.mode == "offline":
+    mode = OFFLINE_LABEL if run.mode == "offline" else run.mode
+    if run.error and not run.answer:  # "Answered by …" would claim an answer that never came
+        st.caption(md_text(f"No answer: the run failed ({mode})."))
+    elif run.mode == "offline":
         st.caption(f"{OFFLINE_LABEL}: an extractive answer picked from the context")
     else:
         st.caption(md_text(f"Answered by {run.mode}"))
     if run.answer:
         st.markdown(md_text(run.answer))
-    elif run.error:
-        st.caption("No answer: the run failed.")
     u = run.usage
     st.markdown("**Total usage**")
     c = st.columns(5)

@@ -18,6 +18,9 @@ from kgviz.viz import charts
 _LAYOUT = dict(margin=dict(l=50, r=20, t=50, b=50), height=380, template="plotly_white")
 _LABEL = {k: label for k, label, _h in SUMMARY_METRICS}
 QUALITY_BARS = ("em", "f1", "acc", "coverage", "hallucination", "abstention")
+# one colour and marker per method in the scatters (ours: colour-blind-safe Okabe-Ito hues)
+METHOD_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+METHOD_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "triangle-down", "star", "cross")
 
 
 def _esc(text: object) -> str:
@@ -46,22 +49,31 @@ def metric_bars(summary: EvalSummary, metrics: Sequence[str] = QUALITY_BARS) -> 
     return fig
 
 
+def _axis(metric: str) -> dict[str, object]:
+    # a rate lives in 0-100 %: without a fixed range plotly centres all-zero rates on -1..1
+    return dict(range=[0, 100], ticksuffix="%") if metric in RATE_METRICS else dict(rangemode="tozero")
+
+
 def _scatter(summary: EvalSummary, x: str, y: str, title: str) -> go.Figure:
+    """One marker per method, told apart by colour and symbol in a legend: methods often land on
+    the same point (every rate 0), where text labels beside the markers would overprint."""
     fig = go.Figure()
     sx, sy = _scale(x), _scale(y)
-    for m, s in summary.methods.items():
-        if s.n == 0:
-            continue
+    shown = [(m, s) for m, s in summary.methods.items() if s.n > 0]
+    for i, (m, s) in enumerate(shown):
         ex, ey = s.estimates[x], s.estimates[y]
         fig.add_scatter(
-            x=[sx * ex.mean], y=[sy * ey.mean], mode="markers+text", name=_esc(m), text=[_esc(m)],
-            textposition="top center", marker=dict(size=12),
+            x=[sx * ex.mean], y=[sy * ey.mean], mode="markers", name=_esc(m), cliponaxis=False,
+            marker=dict(size=12, color=METHOD_COLOURS[i % len(METHOD_COLOURS)],
+                        symbol=METHOD_SYMBOLS[i % len(METHOD_SYMBOLS)], line=dict(width=1, color="white")),
             error_x=dict(type="data", symmetric=False, array=[sx * (ex.hi - ex.mean)], arrayminus=[sx * (ex.mean - ex.lo)]),
             error_y=dict(type="data", symmetric=False, array=[sy * (ey.hi - ey.mean)], arrayminus=[sy * (ey.mean - ey.lo)]),
             hovertemplate=f"{_esc(m)}<br>{_esc(_unit(x))}: %{{x:.3g}}<br>{_esc(_unit(y))}: %{{y:.3g}}<extra></extra>",
         )
-    fig.update_layout(title=_esc(title), xaxis_title=_esc(_unit(x)), yaxis_title=_esc(_unit(y)), showlegend=False,
-                      **_LAYOUT)
+    fig.update_layout(title=_esc(title), xaxis_title=_esc(_unit(x)), yaxis_title=_esc(_unit(y)), showlegend=True,
+                      legend=dict(title="method"), **_LAYOUT)
+    fig.update_xaxes(**_axis(x))
+    fig.update_yaxes(**_axis(y))
     return fig
 
 

@@ -193,7 +193,11 @@ def test_failing_method_shows_partial_trace_and_error(app_env: Path, fake_method
     assert not any("](" in t or "**bold" in t for t in texts(at, "markdown") if "bold" in t)
     at.slider(key=K_STEP).set_value(3).run()
     assert _step_header(at) == "**Step 3 of 3 · error**"
-    assert any("No answer: the run failed." in t for t in texts(at, "caption"))
+    captions = texts(at, "caption")
+    assert any("No answer: the run failed (offline" in t for t in captions), captions
+    # no claim of an answer next to the failure, and no stale "press Run" prompt beside the run
+    assert not any("Answered by" in t or "extractive answer" in t for t in captions), captions
+    assert not any("Press Run" in t for t in texts(at, "info"))
 
 
 def test_round_and_channel_budget_extras(app_env: Path, fake_methods: None) -> None:

@@ -15,7 +15,7 @@ from kgviz.graph.store import GraphStore
 from kgviz.index.ket import core_ranking, n_core
 from kgviz.index.params import BuildParams
 from kgviz.methods.base import MethodContext, Tracer
-from kgviz.methods.ket_rag import KetRag, KetRagParams, SkeletonRag, SkeletonRagParams
+from kgviz.methods.ket_rag import KetFull, KeywordRag, KetRag, KetRagParams, SkeletonRag, SkeletonRagParams
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner
@@ -69,7 +69,10 @@ def chunk_of(item_id: str) -> str:
 def test_defaults_are_the_paper_ket_rag_and_presets_stay_distinct() -> None:
     assert BuildParams().ket_enabled and BuildParams().core_fraction == 1.0
     assert KetRagParams().skeleton_beta == 0.8 and KetRagParams().core_selection == "pagerank"
-    assert KetRag.presets["default"] == KetRag.presets["simulate-P"] == KetRagParams()
+    assert KetRag.presets["simulate-P"] == KetRagParams()
+    # the Params defaults are the default; a preset named "default" would duplicate the UI's "(defaults)"
+    for method in (KetRag, SkeletonRag, KeywordRag, KetFull):
+        assert "default" not in method.presets
     assert KetRag.presets["simulate-U"].core_selection == "random"
     assert KetRag.presets["as-built"].skeleton_beta == 0.0 == SkeletonRag.presets["as-built"].skeleton_beta
     assert SkeletonRagParams().skeleton_beta == 0.8 == SkeletonRag.presets["simulate"].skeleton_beta

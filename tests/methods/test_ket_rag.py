@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from kgviz.errors import ConfigError, MethodError
 from kgviz.index.ket import KetParams, build_ket_index, core_ranking, n_core
 from kgviz.methods.base import MethodContext, RetrievedContext, TraceStep, Tracer, registered
-from kgviz.methods.ket_rag import KetFull, KetRag, KetRagParams, KeywordRag, SkeletonRag
+from kgviz.methods import ket_channels
+from kgviz.methods.ket_channels import SHOWN_SEED_KEYWORDS
+from kgviz.methods.ket_rag import KetFull, KetRag, KetRagParams, KeywordRag, KeywordRagParams, SkeletonRag
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.reasoning import Reasoner
 from kgviz.run import Run, run_method
@@ -80,6 +82,39 @@ def test_stage_sequence_interleaves_the_two_channels(ket_kg: FixtureGraph) -> No
     assert {e.rel for e in steps[4].edges} == {"HAS_KEYWORD"}
     assert "θ=0.4" in out.notes["ket-rag"]
     assert [i.kind for i in out.items][:1] == ["entity"] and out.items[-1].kind == "subchunk"
+
+
+
+def test_keyword_seed_step_lists_the_most_similar_few_and_counts_all(ket_kg: FixtureGraph) -> None:
+    # a big pool on the small fixture seeds (nearly) every keyword: the step must not draw them all
+    p = KetRagParams(context_limit=20000, theta=0.0)
+    out, steps = retrieve(ket_kg, KetRag(), p)
+    seed, score = steps[0], steps[1]
+    total = seed.data["seeded_total"]
+    assert total > SHOWN_SEED_KEYWORDS  # the case the cap exists for
+    seeded = [n for n in seed.nodes if n.role == "seed"]
+    assert len(seeded) == SHOWN_SEED_KEYWORDS == len(seed.scores)
+    assert all(n.table == "Keyword" and n.label for n in seeded)
+    shown = [n.score for n in seeded]
+    assert shown == sorted(shown, reverse=True)
+    assert f"showing the {SHOWN_SEED_KEYWORDS} most similar of {total} seeded keywords" in seed.detail
+    # the next step links the shown keywords to their sub-chunks, and only those
+    ids = {n.id for n in seeded}
+    assert score.edges and {e.target for e in score.edges} <= ids
+    assert {n.id for n in score.nodes if n.table == "Keyword"} == ids
+    # what is retrieved does not depend on how many keywords are drawn
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ket_channels, "SHOWN_SEED_KEYWORDS", 3)
+        again, steps3 = retrieve(ket_kg, KetRag(), p)
+    assert [i.id for i in again.items] == [i.id for i in out.items]
+    assert len([n for n in steps3[0].nodes if n.role == "seed"]) == 3 and steps3[0].data["seeded_total"] == total
+
+
+def test_keyword_seed_step_on_a_small_pool_shows_every_seed(ket_kg: FixtureGraph) -> None:
+    _, steps = retrieve(ket_kg, KeywordRag(), KeywordRagParams(context_limit=60))
+    seed = steps[0]
+    assert seed.data["seeded_total"] == len([n for n in seed.nodes if n.role == "seed"]) <= SHOWN_SEED_KEYWORDS
+    assert "showing all" in seed.detail
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -202,7 +237,7 @@ def test_retrieval_needs_no_llm_and_runs_end_to_end(ket_kg: FixtureGraph) -> Non
     ctx = MethodContext(ket_kg.store, Reasoner(ExplodingLLM(), ket_kg.embedder))
     out, steps = retrieve(ket_kg, KetRag(), ctx=ctx)
     assert out.items and sum(s.usage.calls for s in steps) == 0
-    run = run_method("ket-rag", QUESTION, ket_kg.ctx, preset="default")
+    run = run_method("ket-rag", QUESTION, ket_kg.ctx)
     assert run.ok, run.error
     assert [s.kind for s in run.trace][-1] == "answer"
     again = Run.from_dict(json.loads(json.dumps(run.to_dict())))
