@@ -197,6 +197,7 @@ def _typed_span(qtype: str, sentence: str, question: str) -> tuple[str, str, boo
 
 
 _PREDICATE_BONUS = 0.5  # ours: a sentence stating the asked relation beats one merely sharing words
+_PREDICATE_WINDOW = 5  # ours: ... and wins outright among this many best-scoring sentences
 
 
 def _offline(inputs: dict[str, Any], embedder: Embedder) -> tuple[str, str]:
@@ -214,6 +215,11 @@ def _offline(inputs: dict[str, Any], embedder: Embedder) -> tuple[str, str]:
     states = np.array([bool(predicate & _content_words(s)) for _, s, _ in sents], dtype=np.float32)
     score = cos + overlap + _PREDICATE_BONUS * states
     order = [int(i) for i in np.argsort(-score, kind="stable")]
+    if states[order[:_PREDICATE_WINDOW]].any():
+        # among the best few, a sentence stating the asked relation wins outright: in a multi-hop
+        # question most words describe the bridge entity, only the predicate names the answer's fact
+        head = order[:_PREDICATE_WINDOW]
+        order = [i for i in head if states[i]] + [i for i in head if not states[i]] + order[_PREDICATE_WINDOW:]
     best = order[0]
     if overlap[best] == 0 and cos[best] < _MIN_COSINE:
         return INSUFFICIENT, "extractive: no context sentence shares a content word with the question"

@@ -204,7 +204,9 @@ def get_run(ctx: AppContext, method: str, question: str, params: dict[str, Any],
     if not (clicked or (auto and st.session_state.get(K_STARTED))):
         return None
     mctx = MethodContext(resources.store(ctx), resources.reasoner(ctx))
-    with st.spinner(f"Running {method}…"):
+    # Streamlit 1.67 draws a spinner as a transient that takes no slot, so the previous rerun's
+    # "Press Run…" prompt in this slot stayed visible beside "Running…": an empty slot replaces it
+    with st.empty().container(), st.spinner(f"Running {method}…"):
         result = runner.run_method(method, question, mctx, params, preset=preset or None)
     runs: dict[str, Run] = st.session_state.setdefault(K_RUNS, {})
     runs[key] = result
@@ -399,7 +401,7 @@ def outcome(run: Run) -> None:
     st.subheader("Answer")
     mode = OFFLINE_LABEL if run.mode == "offline" else run.mode
     if run.error and not run.answer:  # "Answered by …" would claim an answer that never came
-        st.caption(md_text(f"No answer: the run failed ({mode})."))
+        st.caption(f"No answer: the run failed ({md_text(mode)}).")
     elif run.mode == "offline":
         st.caption(f"{OFFLINE_LABEL}: an extractive answer picked from the context")
     else:
