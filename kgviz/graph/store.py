@@ -265,6 +265,15 @@ def _run(conn: kuzu.Connection, cypher: str, params: Mapping[str, Any] | None) -
     return result
 
 
+def _spec_of(embedder_id: str) -> str:
+    """An embedder id as the spec a user types (``hashing-768`` -> "'hashing:768' (id hashing-768)").
+    Kept local on purpose: the store does not import the providers."""
+    kind, _, dim = embedder_id.partition("-")
+    if kind == "hashing" and dim.isdigit():
+        return f"'hashing:{dim}' (id {embedder_id})"
+    return f"'{embedder_id}'"
+
+
 def _schema_statements(dim: int) -> list[str]:
     text = resources.files("kgviz.graph").joinpath("schema.cypher").read_text(encoding="utf-8")
     lines = [line for line in text.splitlines() if not line.lstrip().startswith("//")]
@@ -384,8 +393,8 @@ class GraphStore(SearchMixin):
             raise EmbedderMismatchError(
                 f"The graph at {self.path} was built with embedder '{db_embedder}' (dim {db_dim}), "
                 f"but the configured embedder is '{embedder_id or db_embedder}' (dim {dim or db_dim}).",
-                hint=f"choose embedder '{db_embedder}' to use this graph, or pick a new workspace "
-                f"to build one with '{embedder_id or db_embedder}' (dim {dim or db_dim})",
+                hint=f"choose embedder {_spec_of(db_embedder)} to use this graph, or pick a new workspace "
+                f"to build one with {_spec_of(embedder_id or db_embedder)} (dim {dim or db_dim})",
             )
         self.embedder_id, self.dim = db_embedder, db_dim
         if not self.read_only:

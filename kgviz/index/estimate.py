@@ -37,7 +37,8 @@ def estimate_cost(
     prices: PriceTable | None = None,
 ) -> CostEstimate:
     """Estimate the extraction stage for ``documents`` with ``llm`` (a spec such as
-    "anthropic:claude-haiku-4-5", or an LLM object). Offline costs nothing."""
+    "anthropic:claude-haiku-4-5", or an LLM object). Offline costs nothing and sends no tokens;
+    ``llm_input_tokens`` / ``llm_output_tokens`` still say what an LLM extraction would use."""
     params = params or BuildParams()
     provider, model, offline = _provider_model(llm)
     chunks = [
@@ -47,19 +48,22 @@ def estimate_cost(
     n = len(chunks)
     k = n_core(n, params.core_fraction) if params.ket_enabled else n
     beta = params.core_fraction if params.ket_enabled else 1.0
-    if offline:
-        full = CostEstimate(n, 0, 0, 0.0, 0, "offline", True, total_chunks=n)
-        return CostEstimate(k, 0, 0, 0.0, 0, "offline", True, beta=beta, total_chunks=n, full=full if k < n else None)
     system_tokens = count_tokens(EXTRACT_TRIPLES_SYSTEM)
     input_tokens = sum(system_tokens + count_tokens(render_extract_triples(c.text)) for c in chunks)
     output_tokens = sum(min(MAX_OUTPUT_TOKENS, round(params.expected_output_ratio * c.n_tokens)) for c in chunks)
+    si, so = (input_tokens, output_tokens) if k == n else (round(input_tokens * k / n), round(output_tokens * k / n))
+    if offline:  # nothing is sent, but the LLM figure says what building with one would take
+        full = CostEstimate(n, 0, 0, 0.0, 0, "offline", True, total_chunks=n,
+                            llm_input_tokens=input_tokens, llm_output_tokens=output_tokens)
+        return CostEstimate(k, 0, 0, 0.0, 0, "offline", True, beta=beta, total_chunks=n, full=full if k < n else None,
+                            llm_input_tokens=si, llm_output_tokens=so)
     table = prices if prices is not None else PriceTable()
     name, known = f"{provider}:{model}", table.known(provider, model)
     full = CostEstimate(n, input_tokens, output_tokens, table.cost(provider, model, input_tokens, output_tokens), n,
-                        name, False, price_known=known, total_chunks=n)
+                        name, False, price_known=known, total_chunks=n,
+                        llm_input_tokens=input_tokens, llm_output_tokens=output_tokens)
     if k == n:
         return CostEstimate(n, input_tokens, output_tokens, full.usd, n, name, False, price_known=known,
-                            beta=beta, total_chunks=n)
-    si, so = round(input_tokens * k / n), round(output_tokens * k / n)
+                            beta=beta, total_chunks=n, llm_input_tokens=input_tokens, llm_output_tokens=output_tokens)
     return CostEstimate(k, si, so, table.cost(provider, model, si, so), k, name, False, price_known=known,
-                        beta=beta, total_chunks=n, full=full)
+                        beta=beta, total_chunks=n, full=full, llm_input_tokens=si, llm_output_tokens=so)

@@ -122,6 +122,10 @@ class CostEstimate:
     beta: float = 1.0  # β of the build: the share of chunks extracted (KET-RAG core chunks; 1 = every chunk)
     total_chunks: int = 0  # chunks of the documents; ``chunks`` of them are extracted (0 = same as chunks)
     full: "CostEstimate | None" = None  # what extracting every chunk (a full KG, β = 1) would cost; None when β = 1
+    # tokens the extraction would send / receive with an LLM (kgviz's tokenizer): the same as
+    # input/output_tokens, except offline, where nothing is sent but a user still wants the figure
+    llm_input_tokens: int = 0
+    llm_output_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

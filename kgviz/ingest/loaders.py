@@ -194,11 +194,30 @@ def _jsonl_lines(name: str, data: bytes) -> Iterable[tuple[int, str | DecodeErro
     yield from enumerate(text.split("\n"), start=1)
 
 
+JSONL_LINE_HINT = ('Fix or delete this line: each line must be one JSON object such as '
+                   '{"id": "...", "title": "...", "text": "..."}. The file\'s other lines are loaded.')
+_LINE_REASON_RE = re.compile(r"^line (\d+): ")
+
+
+def skipped_line(err: IngestError) -> int | None:
+    """The line number when ``err`` reports one skipped line of a .jsonl file whose other lines
+    were loaded (the reasons this module writes start with "line N: "); None for a rejected file."""
+    m = _LINE_REASON_RE.match(err.reason)
+    return int(m.group(1)) if m else None
+
+
+def _json_error(exc: json.JSONDecodeError) -> str:
+    # json's messages sometimes end in " at" ("Unterminated string starting at"), which it
+    # completes with ": line 1 column 29"; do not write "at at column 29"
+    msg = exc.msg.rstrip().rstrip(":")
+    return f"{msg} column {exc.colno}" if msg.endswith(" at") else f"{msg} at column {exc.colno}"
+
+
 def _parse_jsonl_row(name: str, n: int, line: str) -> Document:
     try:
         row = json.loads(line)
     except json.JSONDecodeError as exc:
-        reason = f"line {n}: invalid JSON ({exc.msg} at column {exc.colno})"
+        reason = f"line {n}: invalid JSON ({_json_error(exc)})"
         raise DecodeError(name, reason) from exc
     if not isinstance(row, dict):
         raise DecodeError(name, f"line {n}: expected a JSON object, got {type(row).__name__}")
@@ -229,6 +248,9 @@ def _load_jsonl(name: str, data: bytes) -> tuple[list[Document], list[IngestErro
             docs.append(_parse_jsonl_row(name, n, line))
         except IngestError as exc:
             errors.append(exc)
+    for err in errors:
+        if not err.hint:  # each skipped line says what to do about it
+            err.hint = JSONL_LINE_HINT
     if not docs:
         if not errors:
             raise EmptyFileError(name, "file contains only blank lines", hint="Add JSON lines.")

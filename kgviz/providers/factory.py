@@ -94,8 +94,12 @@ def make_llm(
 
 
 def parse_embedder_spec(spec: str) -> tuple[str, str | int, Path | None]:
-    """-> ("hashing", dim, None) or ("fastembed", model, dir or None)."""
+    """-> ("hashing", dim, None) or ("fastembed", model, dir or None). An embedder *id* as a
+    database records it (``hashing-768``) is accepted too, since messages name embedders by id."""
     s = (spec or "").strip()
+    id_kind, id_dash, id_dim = s.partition("-")
+    if id_kind == "hashing" and id_dash and ":" not in s:
+        s = f"hashing:{id_dim}"  # the id form; a bad dimension is reported by the branch below
     if s == "hashing":
         return "hashing", DEFAULT_HASH_DIM, None
     kind, sep, rest = s.partition(":")
@@ -117,7 +121,8 @@ def parse_embedder_spec(spec: str) -> tuple[str, str | int, Path | None]:
         return "fastembed", model, (Path(directory.strip()).expanduser() if at else None)
     raise ConfigError(
         f"unknown embedder spec {spec!r}",
-        hint="use hashing, hashing:<dim>, fastembed:<model> or fastembed:<model>@<local model dir>",
+        hint="use hashing, hashing:<dim> (or the id hashing-<dim>), fastembed:<model> or "
+             "fastembed:<model>@<local model dir>",
     )
 
 

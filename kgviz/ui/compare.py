@@ -24,13 +24,14 @@ from kgviz.ui import resources
 from kgviz.ui import trace as tui
 from kgviz.ui.render import OFFLINE_LABEL, graph, md_text
 from kgviz.ui.state import AppContext
-from kgviz.verify.case_file import LABEL_TEXT, badge_html, esc, highlight_answer
+from kgviz.verify.case_file import LABEL_COLOURS, LABEL_TEXT, badge_html, esc, highlight_answer
 from kgviz.viz.overlay import build_overlay, overlay_html
 
 K_COMPARISON = "kgviz_comparison"
 TRACE_PAGE = "pages/trace.py"
 SAMPLE_QUESTIONS = Path(__file__).resolve().parents[2] / "sample_data" / "questions.jsonl"
 COLUMNS_PER_ROW = 3  # ours: wider columns keep answers readable; more methods wrap to a new row
+SHOWN_EVIDENCE = 3  # ours: evidence ids listed per claim; the export and the Trace page have them all
 _BUDGET_KEY = "__answer_budget_tokens"  # marks a non-default budget inside the shared run key
 
 
@@ -126,6 +127,29 @@ def _fmt_metric(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".") if x else "0"
 
 
+def claims_html(claims: Sequence[Any]) -> str:
+    """The judged claims as a short list, verdict badge first (a table in a third of the page
+    showed only a cut-off claim column). Every text is escaped: claims and reasons come from LLMs."""
+    rows = []
+    for c in claims:
+        label = LABEL_TEXT.get(c.label, c.label)
+        colour = LABEL_COLOURS.get(c.label, "#e0e0e0")
+        ev = list(c.evidence)
+        more = f" +{len(ev) - SHOWN_EVIDENCE} more" if len(ev) > SHOWN_EVIDENCE else ""
+        notes = ([f"evidence: {esc(', '.join(ev[:SHOWN_EVIDENCE]))}{more}"] if ev else []) + \
+            ([esc(c.reason)] if c.reason else [])
+        rows.append(
+            f'<li class="kgviz-claim claim-{esc(c.label)}" style="margin:0 0 6px 0">'
+            f'<span class="kgviz-claim-verdict" style="background:{colour};color:#222;padding:1px 7px;'
+            f'border-radius:9px;font-size:12px;white-space:nowrap;margin-right:6px">{esc(label)}</span>'
+            f'{esc(c.text)}'
+            + (f'<div style="color:#777;font-size:12px;margin-left:2px;overflow-wrap:anywhere">'
+               f'{" · ".join(notes)}</div>' if notes else "")
+            + "</li>")
+    return ('<ul class="kgviz-claims" style="list-style:none;padding:0;margin:4px 0;font-size:14px">'
+            + "".join(rows) + "</ul>")
+
+
 def method_column(result: cmp.MethodResult, key: str) -> Run | None:
     """One method's column; returns the run when its \"Open in Trace\" button was pressed."""
     run, v = result.run, result.verdict
@@ -145,9 +169,7 @@ def method_column(result: cmp.MethodResult, key: str) -> Run | None:
     if result.funnel is not None:
         st.caption(md_text(f"funnel: {result.funnel.label}"))
     if v.claims:
-        st.dataframe(pd.DataFrame([{"claim": c.text, "verdict": LABEL_TEXT.get(c.label, c.label),
-                                    "evidence": ", ".join(c.evidence), "reason": c.reason} for c in v.claims]),
-                     hide_index=True, width="stretch")
+        st.html(claims_html(v.claims))
     for e in v.errors:
         st.warning(md_text(e))
     if key and st.button("Open in Trace", key=f"kgviz_cmp_trace_{run.method}",

@@ -15,6 +15,7 @@ import streamlit as st
 from kgviz.errors import KgvizError
 from kgviz.index.params import BuildReport, CostEstimate
 from kgviz.ingest import LoadResult
+from kgviz.ingest.loaders import skipped_line
 from kgviz.types import Usage
 from kgviz.viz import charts
 from kgviz.viz.explore import EntityDetails
@@ -73,7 +74,11 @@ def cost_estimate(est: CostEstimate) -> None:
     cols = st.columns(4)
     cols[0].metric("chunks", f"{est.chunks:,}")
     cols[1].metric("LLM calls", f"{est.calls:,}")
-    cols[2].metric("tokens (in / out)", f"{est.input_tokens:,} / {est.output_tokens:,}")
+    if est.offline:  # nothing is sent offline: "0 / 0" hid what an LLM build would take
+        cols[2].metric("tokens if built with an LLM (in / out)",
+                       f"{est.llm_input_tokens:,} / {est.llm_output_tokens:,}", help="An estimate of the extraction prompts and replies with an LLM. Offline sends none.")
+    else:
+        cols[2].metric("tokens (in / out)", f"{est.input_tokens:,} / {est.output_tokens:,}")
     if est.offline:
         cost = "$0 (offline)"
     elif not est.price_known:
@@ -84,11 +89,13 @@ def cost_estimate(est: CostEstimate) -> None:
     if est.full is not None:  # KET-RAG skeleton: only the core chunks are extracted
         full = est.full
         full_cost = "$0" if est.offline else (f"${full.usd:.4f}" if full.price_known else "price unknown")
-        tokens = "" if est.offline else f" {full.input_tokens:,} / {full.output_tokens:,} tokens,"
+        tokens = (f" {full.llm_input_tokens:,} / {full.llm_output_tokens:,} tokens with an LLM," if est.offline
+                  else f" {full.input_tokens:,} / {full.output_tokens:,} tokens,")
         st.caption(f"KET-RAG skeleton, β={est.beta:g}: {est.chunks:,} of {full.chunks:,} chunks are extracted (the core "
                    f"chunks by PageRank). A full KG (β=1) would take{tokens} {full.chunks:,} extractions, {full_cost}.")
     if est.offline:
-        st.caption(f"Mode: {OFFLINE_LABEL}. Extraction uses pattern heuristics; nothing is sent anywhere.")
+        st.caption(f"Mode: {OFFLINE_LABEL}. Extraction uses pattern heuristics; nothing is sent anywhere, so it costs "
+                   "$0. The tokens are what the same build would use with an LLM (approximate counts).")
     else:
         st.caption(f"Model: {md_text(est.model)}. An estimate from approximate token counts; cached calls cost nothing.")
         if not est.price_known:
@@ -97,12 +104,49 @@ def cost_estimate(est: CostEstimate) -> None:
 
 
 # --- ingest --------------------------------------------------------------------------------------
+_FILE_HINT = "Fix the file and upload it again, or leave it out."
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def ingest_summary(result: LoadResult) -> str:
+    """One sentence on what was not loaded: whole files rejected and single .jsonl lines skipped
+    are counted apart, since a file with one bad line still delivers its other lines."""
+    rejected = [e for e in result.errors if skipped_line(e) is None]
+    lines: dict[str, int] = {}
+    for e in result.errors:
+        if skipped_line(e) is not None:
+            lines[e.path] = lines.get(e.path, 0) + 1
+    parts = [_plural(len(rejected), "file") + " rejected"] if rejected else []
+    parts += [f"{_plural(n, 'line')} skipped in {path}" for path, n in lines.items()]
+    if not parts:
+        return ""
+    skipped = " or ".join(w for w, present in (("the rejected files", rejected), ("the skipped lines", lines))
+                          if present)
+    tail = (f"the other {_plural(len(result.documents), 'document')} proceed" if result.documents
+            else "nothing is left to build")
+    return f"{'; '.join(parts)}. Nothing is loaded from {skipped}; {tail}."
+
+
+def ingest_problem_rows(result: LoadResult) -> list[dict[str, Any]]:
+    """One row per rejected file or skipped line, each with what to do about it."""
+    rows = []
+    for e in result.errors:
+        line = skipped_line(e)
+        rows.append({"file": e.path, "line": "" if line is None else str(line),
+                     "problem": "line skipped" if line is not None else "file rejected",
+                     "reason": e.reason, "what to do": e.hint or _FILE_HINT})
+    return rows
+
+
 def ingest_problems(result: LoadResult) -> None:
-    """Files that were rejected (with the reason) and duplicates, from an ingest LoadResult."""
+    """Files that were rejected and .jsonl lines that were skipped (with the reason and what to
+    do), and duplicates, from an ingest LoadResult."""
     if result.errors:
-        st.error(f"{len(result.errors)} file(s) rejected — nothing was written for them; the others proceed.")
-        st.dataframe(pd.DataFrame([{"file": e.path, "reason": e.reason, "what to do": e.hint} for e in result.errors]),
-                     hide_index=True, width="stretch")
+        st.error(md_text(ingest_summary(result)))
+        st.dataframe(pd.DataFrame(ingest_problem_rows(result)), hide_index=True, width="stretch")
     if result.skipped_duplicates:
         st.info(f"{result.skipped_duplicates} duplicate document(s) skipped: "
                 + md_text(", ".join(result.duplicate_sources[:10])))

@@ -76,6 +76,9 @@ def test_build_page_builds_sample_and_shows_report(app_env: Path) -> None:
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["estimated cost"] == "$0 (offline)"
     assert int(metrics["chunks"].replace(",", "")) > 0
+    # offline sends nothing, but the page says what an LLM build would take (not "0 / 0")
+    tin, tout = (int(x.replace(",", "")) for x in metrics["tokens if built with an LLM (in / out)"].split(" / "))
+    assert tin > 0 and tout > 0 and "tokens (in / out)" not in metrics
     _button(at, "Build").click().run()
     assert not at.exception, at.exception
     assert "Build report" in texts(at, "subheader")

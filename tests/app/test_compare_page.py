@@ -136,3 +136,22 @@ def test_compare_page_end_to_end(app_env: Path, counted_runs: list[str]) -> None
     assert at.selectbox(key="kgviz_trace_method").value == "text-rag"
     assert not any("Press Run" in i.value for i in at.info)
     assert counted_runs == []
+
+
+def test_claims_render_as_a_list_with_the_verdict_first_and_escaped() -> None:
+    from kgviz.ui.compare import SHOWN_EVIDENCE, claims_html
+    from kgviz.verify.judge import ClaimVerdict
+
+    hostile = "<img src=x onerror=alert(1)>"
+    claims = [ClaimVerdict(f"{hostile} built it", "contradicted", [f"e{i}" for i in range(SHOWN_EVIDENCE + 2)],
+                           reason=f"the context says {hostile}"),
+              ClaimVerdict("It opened in 1898", "supported")]
+    out = claims_html(claims)
+    assert hostile not in out and out.count("&lt;img") == 2
+    items = out.split("<li")[1:]
+    assert len(items) == 2
+    first = items[0]
+    # the badge comes before the claim text, in the verdict's colour
+    assert first.index("contradicted") < first.index("built it") and "#ffcdd2" in first
+    assert "+2 more" in first and f"e{SHOWN_EVIDENCE}" not in first
+    assert "supported" in items[1] and "evidence" not in items[1]

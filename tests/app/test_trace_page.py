@@ -14,7 +14,7 @@ import kgviz.run
 from kgviz.errors import MethodError
 from kgviz.methods import base as methods_base
 from kgviz.methods.base import EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, param
-from kgviz.ui.trace import K_STEP, param_specs, str_choices
+from kgviz.ui.trace import K_PRESET, K_STEP, NO_PRESET, param_specs, str_choices
 from test_app_pages import OFFLINE, new_app, texts
 
 PAGE = "pages/trace.py"
@@ -264,3 +264,14 @@ def test_every_registered_method_traces_without_an_exception(app_env: Path) -> N
         if last and last[-1].key == K_STEP:
             last[-1].set_value(int(last[-1].max)).run()
             assert not at.exception, (name, at.exception)
+
+
+def test_preset_list_has_one_defaults_entry(app_env: Path) -> None:
+    # "(defaults)" is the page's own entry for the Params defaults; a method preset named "default"
+    # would list the same thing twice
+    at = _open_trace(new_app().run(), "ket-rag")
+    options = list(at.selectbox(key=f"{K_PRESET}|ket-rag").options)
+    assert options[0] == NO_PRESET and options.count(NO_PRESET) == 1
+    assert not any(o.strip("()").lower() in ("default", "defaults") for o in options[1:]), options
+    for name, method in methods_base.registered().items():
+        assert "default" not in method.presets, name

@@ -262,3 +262,21 @@ def test_bulk_load_inside_transaction_rolls_back(store: GraphStore) -> None:
             assert store.counts()["Chunk"] == 2
             raise RuntimeError("undo")
     assert store.counts()["Chunk"] == 0
+
+
+def test_embedder_mismatch_hint_names_a_spec_the_parser_accepts(store: GraphStore, tmp_path: Path) -> None:
+    # regression: the hint said "choose embedder 'hashing-8'", an id the spec parser rejected
+    from kgviz.providers.factory import parse_embedder_spec
+
+    with pytest.raises(EmbedderMismatchError) as info:
+        GraphStore.open(tmp_path / "ws", embedder_id="fastembed:bge-small", dim=384)
+    hint = info.value.hint or ""
+    assert "choose embedder 'hashing:8' (id hashing-8)" in hint
+    assert "with 'fastembed:bge-small' (dim 384)" in hint
+    # the quoted spec is what `--embedder` takes (dim 8 is below the parser's minimum, so check
+    # the same wording for a real dimension)
+    from kgviz.graph.store import _spec_of
+
+    assert _spec_of("hashing-768") == "'hashing:768' (id hashing-768)"
+    assert parse_embedder_spec("hashing:768") == parse_embedder_spec("hashing-768") == ("hashing", 768, None)
+    assert _spec_of("fastembed:BAAI/bge-small-en-v1.5") == "'fastembed:BAAI/bge-small-en-v1.5'"

@@ -369,3 +369,20 @@ def test_shared_corpus_loads_one_document_per_line() -> None:
     assert len(docs) == len(rows)
     assert docs[0].source == f"{os.fspath(path)}#{rows[0]['id']}"
     assert docs[0].title == rows[0]["title"]
+
+
+def test_jsonl_bad_line_reason_reads_well_and_says_what_to_do() -> None:
+    # regression: "Unterminated string starting at at column 29" and an empty hint
+    from kgviz.ingest.loaders import skipped_line
+
+    errors: list = []
+    docs = load_bytes("b.jsonl", b'{"id": "a", "text": "fine"}\n{"id": "b", "text": "never ends}\n', errors=errors)
+    assert len(docs) == 1 and len(errors) == 1
+    assert errors[0].reason == "line 2: invalid JSON (Unterminated string starting at column 21)"
+    assert "JSON object" in errors[0].hint and skipped_line(errors[0]) == 2
+    errors.clear()
+    load_bytes("c.jsonl", b'{"text": "ok"}\n{"text": "x",}\n', errors=errors)
+    assert "at column" in errors[0].reason and " at at " not in errors[0].reason
+    with pytest.raises(DecodeError) as whole:  # a whole file rejected is not a skipped line
+        load_bytes("q.jsonl", b"{oops\n")
+    assert skipped_line(whole.value) is None

@@ -98,3 +98,22 @@ def test_openai_compatible_key_is_optional_but_used_when_set(server: FakeServer,
     auths = [r.headers["authorization"] for r in server.requests]
     assert auths == ["Bearer not-needed", "Bearer sk-local-proxy"]
     assert all(r.path == "/chat/completions" for r in server.requests)
+
+
+def test_embedder_spec_accepts_an_embedder_id() -> None:
+    # regression: messages name embedders by id ("hashing-768") and the parser rejected it
+    from kgviz.providers.factory import make_embedder, parse_embedder_spec
+
+    assert parse_embedder_spec("hashing-768") == ("hashing", 768, None)
+    assert parse_embedder_spec(" hashing-64 ") == parse_embedder_spec("hashing:64")
+    emb, notice = make_embedder("hashing-64")
+    assert emb.id == "hashing-64" and notice is None
+    assert parse_embedder_spec(emb.id)[:2] == ("hashing", 64)
+    # fastembed ids are specs already
+    assert parse_embedder_spec("fastembed:BAAI/bge-small-en-v1.5") == ("fastembed", "BAAI/bge-small-en-v1.5", None)
+    for bad in ("hashing-", "hashing-abc", "hashing-8", "hashing-768x"):
+        with pytest.raises(ConfigError, match="hashing dimension"):
+            parse_embedder_spec(bad)
+    with pytest.raises(ConfigError) as info:
+        parse_embedder_spec("hash-768")
+    assert "hashing-<dim>" in info.value.user_message()
