@@ -8,10 +8,21 @@ For one claim and one method's retrieved context:
    other missing checkable makes the claim *not_found*.
 2. Otherwise some passage unit (one or two consecutive sentences of one context item) must hold
    every checkable and share enough of the claim's content words (lexical support), or be close
-   in embedding space. Short answers ("The answer to Q is A") are matched against the question's
-   words plus the answer.
+   in embedding space.
+3. The unit must also state the *relation* being asserted, not just sit near the right words. A
+   short answer ("The answer to Q is A", focus A) is judged against the question's relation
+   words: the content words of the question outside the focus, outside the names the question
+   already mentions, and outside its wh-phrase ("In what year"). The unit must contain the
+   question's head predicate (the first verb of its main clause: "designed" in "Who designed the
+   bridge that Mira Tesk said was unsafe?"; lacking a verb, a main-clause word such as "tall") and
+   enough of the main-clause words. Restating the question is therefore not support: "Mira Tesk"
+   sits next to "bridge", "said" and "unsafe", but no unit links it to "designed". A full claim
+   needs its own first verb in the unit ("The bridge was designed by X" is not supported by "X
+   said the bridge was unsafe"). Evidence triples ("Edda Lunn designed Orrin Bridge") are units
+   like any sentence, so a triple whose relation matches supports its subject or object.
 
-It cannot see paraphrase or reasoning across items; an LLM judge can.
+It cannot see paraphrase ("built" for "designed"), comparisons or reasoning across items; an
+LLM judge can.
 """
 from __future__ import annotations
 
@@ -40,6 +51,9 @@ class OfflineCheckParams:
                                                              "on its own (paraphrase)"})
     window: int = field(default=2, metadata={"doc": "ours: consecutive sentences per passage unit, so a "
                                                     "pronoun's antecedent sentence is included"})
+    require_relation: bool = field(default=True, metadata={"doc": "ours: a supporting unit must contain the "
+                                                                   "head predicate of the question (short answer) "
+                                                                   "or of the claim (see module docstring)"})
 
 
 _STOP = frozenset(
@@ -105,6 +119,111 @@ def _numbers_of_kind(text: str, kind: str) -> list[str]:
     return [v for v in vals if (_YEAR_RE.fullmatch(v) is not None) == (kind == "year")]
 
 
+# --- relation words (ours) -----------------------------------------------------------------------
+_AUX = frozenset("is are was were be been being am has have had do does did can could will would shall "
+                 "should may might must".split())
+_WH = frozenset("who whom whose what which when where why how".split())
+_LEAD_PREP = frozenset("in on at for by from to during of since until".split())
+# relative markers that end the question's main clause ("the bridge that ...", "the engineer who ...")
+_RELATIVE = frozenset("that which who whom whose where when".split())
+# common irregular past forms, mapped to one stem so "built" matches "build" and "born" "birth"
+_IRREGULAR = {"built": "build", "born": "birth", "bore": "birth", "wrote": "write", "written": "write",
+              "won": "win", "led": "lead", "made": "make", "began": "begin", "begun": "begin", "ran": "run",
+              "sank": "sink", "sunk": "sink", "sold": "sell", "bought": "buy", "held": "hold", "gave": "give",
+              "given": "give", "took": "take", "taken": "take", "met": "meet", "found": "find", "grew": "grow",
+              "drew": "draw", "drawn": "draw", "left": "leave", "became": "become", "kept": "keep",
+              "taught": "teach", "spent": "spend", "lost": "lose", "chose": "choose", "chosen": "choose"}
+_NOT_VERBS_ED = frozenset("hundred indeed speed breed seed need bed red shed".split())
+_TOKEN_RE = re.compile(r"[A-Za-z0-9][\w'\u2019\-]*")
+
+
+def _stem(word: str) -> str:
+    """A crude stem so that designed/designer/design, founded/founder and carried/carry meet."""
+    w = word.lower()
+    if w in _IRREGULAR:
+        return _IRREGULAR[w]
+    if w.endswith("ied") and len(w) > 4:
+        return w[:-3] + "y"
+    for suffix in ("ations", "ation", "ions", "ion", "ers", "ing", "ed", "er", "or", "es", "s"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            w = w[: -len(suffix)]
+            break
+    return w[:-1] if w.endswith("e") and len(w) > 4 else w
+
+
+def _stems(text: str) -> set[str]:
+    return {_stem(w) for w in _words(text)}
+
+
+def _is_verb(word: str) -> bool:
+    w = word.lower()
+    if w in _AUX or w in _STOP:
+        return False
+    return w in _IRREGULAR or (w.endswith("ed") and len(w) >= 5 and w not in _NOT_VERBS_ED)
+
+
+@dataclass(frozen=True)
+class Relation:
+    """What a supporting unit must state besides the focus (see the module docstring)."""
+
+    head: tuple[str, ...]  # alternatives: the unit must contain one of them (as a stem)
+    words: frozenset[str]  # words whose share in the unit is scored (normalised content words)
+
+    @property
+    def label(self) -> str:
+        return " / ".join(self.head)
+
+
+def question_relation(question: str, focus: str) -> Relation:
+    """The head predicate and relation words of ``question`` for the short answer ``focus``."""
+    tokens = _TOKEN_RE.findall(question)
+    excluded = _words(focus)
+    for c in checkables(question):
+        if c.kind == "name":
+            excluded |= _words(c.text)
+    i = 0
+    how = ""  # "how tall": the adjective is what the answer must be stated as
+    while i < len(tokens) and tokens[i].lower() in _LEAD_PREP:
+        i += 1
+    if i < len(tokens) and tokens[i].lower() in _WH:
+        wh = tokens[i].lower()
+        i += 1
+        if wh == "how" and i < len(tokens) and tokens[i].lower() not in _AUX | {"many", "much"}:
+            how = normalize_answer(tokens[i])
+        # "what year", "which town": the answer's type, not a relation the context must state;
+        # "how tall": the adjective is the relation, so it stays
+        if (wh in ("what", "which", "whose") and i < len(tokens) and tokens[i].lower() not in _AUX | _STOP
+                and not _is_verb(tokens[i])):
+            i += 1
+    main: list[str] = []
+    for t in tokens[i:]:
+        if t.lower() in _RELATIVE:
+            break
+        main.append(t)
+    all_words = _words(" ".join(tokens[i:])) - excluded
+    main_words = [w for w in (normalize_answer(t) for t in main) if w and w not in _STOP and w not in excluded]
+    to_verbs = [main[k + 1] for k in range(len(main) - 1) if main[k].lower() == "to" and not main[k + 1][0].isupper()]
+    verbs = [w for w in main_words if _is_verb(w)] or [normalize_answer(v) for v in to_verbs]
+    head = (verbs[0],) if verbs else (how,) if how and how not in excluded else tuple(dict.fromkeys(main_words))
+    return Relation(head, frozenset(main_words) or all_words)
+
+
+def claim_relation(claim: str, checks: Sequence[Checkable]) -> Relation:
+    """The head predicate of a full claim: its first verb outside the names it asserts."""
+    names: set[str] = set()
+    for c in checks:
+        names |= _words(c.text)
+    verbs = [w for w in (normalize_answer(t) for t in _TOKEN_RE.findall(claim)) if w and w not in names and _is_verb(w)]
+    return Relation(tuple(verbs[:1]), frozenset(_words(claim)))
+
+
+def _states(text: str, relation: Relation) -> bool:
+    if not relation.head:
+        return True
+    stems = _stems(text)
+    return any(_stem(h) in stems for h in relation.head)
+
+
 def check_claim(claim: str, items: Sequence[tuple[str, str]], embedder: Embedder | None = None, *,
                 focus: str = "", question: str = "",
                 params: OfflineCheckParams = OfflineCheckParams()) -> CheckResult:
@@ -138,10 +257,28 @@ def check_claim(claim: str, items: Sequence[tuple[str, str]], embedder: Embedder
     if not holding:
         return CheckResult("not_found", (), "the names/numbers occur in the context, but never together "
                                             "in one passage")
-    scored = sorted(((overlap(t, basis), i, uid, t) for i, (uid, t) in enumerate(holding)), key=lambda x: (-x[0], x[1]))
+    relation = question_relation(question, focus) if focus else claim_relation(claim, checks)
+    what = focus or "the claim"
+    if params.require_relation:
+        linked = [u for u in holding if _states(u[1], relation)]
+        if not linked:
+            return CheckResult("not_found", (), f"no passage links {what} to '{relation.label}': the context "
+                                                f"mentions {what}, but not in the relation asked about")
+        holding = linked
+    # a short answer is scored on the question's relation words only: the question's own names
+    # and the answer would otherwise let any passage that restates the question pass
+    words = set(relation.words) if focus else basis
+    needed = params.min_question_overlap if focus else params.min_overlap
+
+    def share(text: str) -> float:
+        stems = _stems(text)
+        return len({_stem(w) for w in words} & stems) / len({_stem(w) for w in words}) if words else 0.0
+
+    scored = sorted(((share(t), i, uid, t) for i, (uid, t) in enumerate(holding)), key=lambda x: (-x[0], x[1]))
     lex, _, uid, text = scored[0]
-    if not basis or lex >= needed:
-        return CheckResult("supported", (uid,), f"lexical support {lex:.2f} in {uid}")
+    if not words or lex >= needed:
+        return CheckResult("supported", (uid,), f"lexical support {lex:.2f} in {uid}"
+                           + (f" (states '{relation.label}')" if relation.head and params.require_relation else ""))
     if embedder is not None:
         top = scored[:20]
         vecs = np.asarray(embedder.embed([claim] + [t for _, _, _, t in top]), dtype=np.float32)
