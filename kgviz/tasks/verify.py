@@ -99,7 +99,7 @@ def _parse_judge(raw: str, inputs: dict[str, Any]) -> CheckResult:
 def _offline_judge(inputs: dict[str, Any], embedder: Embedder) -> tuple[CheckResult, str]:
     res = check_claim(inputs["claim"], list(inputs.get("items") or []), embedder,
                       focus=inputs.get("focus", ""), question=inputs.get("question", ""))
-    return res, "offline check (weaker): names/numbers/dates must occur in the context, plus lexical/embedding support"
+    return res, "offline check (weaker): names/numbers/dates must occur in the context, a passage must tie the answer to the question's relation, plus lexical/embedding support"
 
 
 SPLIT_CLAIMS_TASK = register(Task(name="split_claims", prompt_name="SPLIT_CLAIMS", render=_render_split,
