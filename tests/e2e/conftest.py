@@ -1,14 +1,42 @@
-"""Browser availability for every e2e test: without /usr/bin/chromium the tests skip, unless
+"""Shared setup for the browser tests.
+
+Browser availability: without /usr/bin/chromium every e2e test skips, unless
 KGVIZ_REQUIRE_BROWSER=1 (CI sets it where chromium is installed) turns the skip into a failure,
-so a broken browser setup can never pass as "skipped"."""
+so a broken browser setup can never pass as "skipped".
+
+Fixtures: `server` (a `streamlit run app.py` on a free loopback port with a temp KGVIZ_HOME,
+offline LLM and hashing embedder; its log is attached to the report of a failing test),
+`browser` (Debian chromium through Playwright; never `playwright install`), `page` (a fresh
+context on `browser`, sized by the overridable `viewport` fixture, recording into `outside`
+every request that leaves the app), and the helpers `load_sample` and `save_screenshot`, given
+as fixtures so test modules need not import this file.
+"""
 from __future__ import annotations
 
 import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import pytest
 
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
 CHROMIUM = Path("/usr/bin/chromium")
+ROOT = Path(__file__).resolve().parents[2]
+STARTUP_S = 60
+BUILD_S = 180
+LAUNCH_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu"]
+# what a page may load without it counting as "leaving the app" (besides the app's own URL)
+LOCAL_SCHEMES = ("data:", "blob:", "about:")
+LOG_TAIL = 3000
+_SERVER_LOG = pytest.StashKey[Path]()
 
 
 def browser_missing_reason() -> str | None:
@@ -26,3 +54,134 @@ def _require_browser() -> None:
     if os.environ.get("KGVIZ_REQUIRE_BROWSER") == "1":
         pytest.fail(f"KGVIZ_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _log_tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-LOG_TAIL:]
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"streamlit exited with {proc.returncode}:\n{_log_tail(log)}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"streamlit not healthy after {STARTUP_S}s:\n{_log_tail(log)}")
+
+
+@pytest.fixture
+def server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    """Base URL of a fresh app; the API keys are dropped so nothing can reach a real LLM."""
+    port = _free_port()
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+    env.update(KGVIZ_HOME=str(home), KGVIZ_DB=str(home / "workspaces" / "default"), KGVIZ_LLM="offline",
+               KGVIZ_EMBEDDER="hashing", KGVIZ_WORKERS="2")
+    log = tmp_path / "streamlit.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+             "--server.address", "127.0.0.1", "--server.headless", "true",
+             "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc, log)
+        request.node.stash[_SERVER_LOG] = log
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    # a browser assertion rarely says why the app misbehaved; the server's log usually does.
+    # Startup failures already carry the log in their message, hence only after setup.
+    report = yield
+    log = item.stash.get(_SERVER_LOG, None)
+    if report.failed and report.when != "setup" and log is not None and log.exists():
+        report.sections.append(("streamlit log (tail)", _log_tail(log)))
+    return report
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def viewport() -> dict[str, int]:
+    """Size of `page`; a test module overrides this fixture to get another one."""
+    return {"width": 1400, "height": 1000}
+
+
+@pytest.fixture
+def outside() -> list[str]:
+    """URLs `page` requested outside the app (filled by `page`); a test asserts it stays empty."""
+    return []
+
+
+@pytest.fixture
+def page(browser: Browser, server: str, viewport: dict[str, int], outside: list[str]) -> Iterator[Page]:
+    context = browser.new_context(viewport=viewport, accept_downloads=True)
+    try:
+        opened = context.new_page()
+        opened.on("request", lambda r: outside.append(r.url) if not r.url.startswith(
+            (server, *LOCAL_SCHEMES)) else None)
+        yield opened
+    finally:
+        context.close()
+
+
+def _load_sample(page: Page, timeout_s: float = BUILD_S) -> None:
+    """Home's "Load sample data" button, then wait for the build to report success."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("button", name="Load sample data").click()
+    expect(page.get_by_text("Sample built")).to_be_visible(timeout=timeout_s * 1000)
+
+
+def _save_screenshot(page: Page, tmp_path: Path, name: str) -> Path:
+    """Full-page shot into tmp_path, copied to $KGVIZ_SCREENSHOT_DIR when set (to look at later)."""
+    shot = tmp_path / name
+    page.screenshot(path=str(shot), full_page=True)
+    extra = os.environ.get("KGVIZ_SCREENSHOT_DIR")
+    if extra:
+        Path(extra).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(extra) / name)
+    return shot
+
+
+@pytest.fixture
+def load_sample() -> Callable[..., None]:
+    return _load_sample
+
+
+@pytest.fixture
+def save_screenshot() -> Callable[[Page, Path, str], Path]:
+    return _save_screenshot

@@ -2,62 +2,57 @@
 chromium via Playwright. Load the sample, open Evaluate, run a small evaluation (3 methods x 3
 questions) and see the results table and the plotly charts drawn; nothing is fetched from outside.
 
-Needs /usr/bin/chromium; skipped otherwise, unless KGVIZ_REQUIRE_BROWSER=1 (tests/e2e/conftest.py).
-Never runs `playwright install`. The server fixture is the one of test_app_e2e.py.
+Needs /usr/bin/chromium; skipped otherwise, unless KGVIZ_REQUIRE_BROWSER=1. Server, browser, page
+and helpers: tests/e2e/conftest.py (never runs `playwright install`).
 """
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 import pytest
-from test_app_e2e import BUILD_S, CHROMIUM, _save, server  # noqa: F401 - server is a fixture
 
 from kgviz.methods.registry import list_methods
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 pytestmark = pytest.mark.e2e
 EVAL_S = 180
 
 
-def test_small_evaluation_shows_charts(server: str, tmp_path: Path) -> None:  # noqa: F811
-    from playwright.sync_api import expect, sync_playwright
+def test_small_evaluation_shows_charts(
+    server: str, page: Page, outside: list[str], tmp_path: Path,
+    load_sample: Callable[..., None], save_screenshot: Callable[[Page, Path, str], Path],
+) -> None:
+    from playwright.sync_api import expect
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM),
-                                    args=["--no-sandbox", "--disable-background-networking", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            outside: list[str] = []
-            page.on("request", lambda r: outside.append(r.url) if not r.url.startswith(
-                (server, "data:", "blob:", "about:")) else None)
-            page.goto(server)
-            expect(page.get_by_role("heading", name="kgviz", level=1)).to_be_visible(timeout=30_000)
-            page.get_by_role("button", name="Load sample data").click()
-            expect(page.get_by_text("Sample built")).to_be_visible(timeout=BUILD_S * 1000)
+    page.goto(server)
+    expect(page.get_by_role("heading", name="kgviz", level=1)).to_be_visible(timeout=30_000)
+    load_sample(page)
 
-            page.get_by_role("link", name="Evaluate").click()
-            expect(page.get_by_role("heading", name="Evaluate methods")).to_be_visible(timeout=30_000)
-            # keep three methods: remove the others from the multiselect
-            keep = {"text-rag", "kg-retriever", "no-retrieval"}
-            for name in list_methods():
-                if name not in keep:
-                    remove = page.get_by_role("button", name=f"Remove {name}", exact=True)
-                    remove.click()
-                    expect(remove).to_have_count(0, timeout=30_000)
-            limit = page.get_by_label("Questions (first N)")
-            limit.fill("3")
-            limit.press("Enter")
-            expect(page.get_by_text("3 questions × 3 methods = 9 runs")).to_be_visible(timeout=30_000)
-            page.get_by_role("button", name="Run evaluation").click()
-            expect(page.get_by_role("heading", name="Results")).to_be_visible(timeout=EVAL_S * 1000)
-            plots = page.locator(".js-plotly-plot")
-            expect(plots.nth(3)).to_be_attached(timeout=30_000)
-            assert plots.count() == 4
-            expect(plots.first).to_be_visible()
-            expect(plots.first.locator(".bars, .errorbars").first).to_be_attached()
-            page.set_viewport_size({"width": 1400, "height": 3200})  # the app scrolls inside; show it all
-            expect(page.get_by_role("heading", name="Results")).to_be_visible()
-            shot = _save(page, tmp_path, "e2e_evaluate.png")
-            assert shot.stat().st_size > 10_000
-            assert outside == [], f"the app fetched external resources: {outside[:5]}"
-        finally:
-            browser.close()
+    page.get_by_role("link", name="Evaluate").click()
+    expect(page.get_by_role("heading", name="Evaluate methods")).to_be_visible(timeout=30_000)
+    # keep three methods: remove the others from the multiselect
+    keep = {"text-rag", "kg-retriever", "no-retrieval"}
+    for name in list_methods():
+        if name not in keep:
+            remove = page.get_by_role("button", name=f"Remove {name}", exact=True)
+            remove.click()
+            expect(remove).to_have_count(0, timeout=30_000)
+    limit = page.get_by_label("Questions (first N)")
+    limit.fill("3")
+    limit.press("Enter")
+    expect(page.get_by_text("3 questions × 3 methods = 9 runs")).to_be_visible(timeout=30_000)
+    page.get_by_role("button", name="Run evaluation").click()
+    expect(page.get_by_role("heading", name="Results")).to_be_visible(timeout=EVAL_S * 1000)
+    plots = page.locator(".js-plotly-plot")
+    expect(plots.nth(3)).to_be_attached(timeout=30_000)
+    assert plots.count() == 4
+    expect(plots.first).to_be_visible()
+    expect(plots.first.locator(".bars, .errorbars").first).to_be_attached()
+    page.set_viewport_size({"width": 1400, "height": 3200})  # the app scrolls inside; show it all
+    expect(page.get_by_role("heading", name="Results")).to_be_visible()
+    shot = save_screenshot(page, tmp_path, "e2e_evaluate.png")
+    assert shot.stat().st_size > 10_000
+    assert outside == [], f"the app fetched external resources: {outside[:5]}"
