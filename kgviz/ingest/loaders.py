@@ -29,7 +29,7 @@ from kgviz.errors import (
     IngestError,
     UnsupportedFileError,
 )
-from kgviz.ingest.markdown import strip_markdown
+from kgviz.ingest.markdown import split_title
 from kgviz.text import normalize_text
 from kgviz.types import Document
 
@@ -63,6 +63,13 @@ def document_from_text(text: str, *, title: str, source: str) -> Document:
         raise EmptyFileError(source, "no text left after normalisation", hint="Add text.")
     digest = hashlib.sha256(norm.encode("utf-8")).hexdigest()
     return Document(id=f"doc:{digest[:16]}", title=title, source=source, sha256=digest, text=norm)
+
+
+def title_from_stem(stem: str) -> str:
+    """The last-resort title: the file name made readable ("thomas_aldrick" -> "Thomas Aldrick").
+    A name with capitals is kept as its author wrote it ("NOTES", "iPhone_review")."""
+    words = re.sub(r"[_\s]+", " ", stem).strip() or stem
+    return " ".join(w[:1].upper() + w[1:] for w in words.split()) if words.islower() else words
 
 
 # --- checks ------------------------------------------------------------------------------------
@@ -276,7 +283,7 @@ def load_bytes(
     Bad lines of a .jsonl file are skipped and appended to ``errors`` (logged when None)."""
     ext = _extension(name)
     _check_size(name, len(data), max_bytes)
-    stem = PurePath(name).stem
+    title = title_from_stem(PurePath(name).stem)
     if ext == ".jsonl":
         docs, line_errors = _load_jsonl(name, data)
         for err in line_errors:
@@ -290,8 +297,10 @@ def load_bytes(
     else:
         text = _non_empty(name, _decode(name, data))
         if ext in (".md", ".markdown"):
-            text = _non_empty(name, strip_markdown(text), "Markdown text")
-    return [document_from_text(text, title=stem, source=name)]
+            heading, text = split_title(text)
+            title = heading or title
+            text = _non_empty(name, text, "Markdown text")
+    return [document_from_text(text, title=title, source=name)]
 
 
 def load_file(

@@ -83,7 +83,7 @@ def test_txt_document_fields(tmp_path: Path) -> None:
     assert doc.text == "Alice met Bob.\nThey talked.\n\nThe end."
     assert doc.sha256 == hashlib.sha256(doc.text.encode()).hexdigest()
     assert doc.id == "doc:" + doc.sha256[:16]
-    assert doc.title == "notes"
+    assert doc.title == "Notes"  # the file stem, made readable: the last resort for a .txt
     assert doc.source == str(p)
 
 
@@ -106,7 +106,7 @@ def test_pdf_happy_path(tmp_path: Path) -> None:
     assert "They (both) liked tea." in doc.text
     assert "Page two speaks." in doc.text
     assert doc.text.index("Paris") < doc.text.index("Page two")
-    assert doc.title == "paper"
+    assert doc.title == "Paper"
 
 
 def test_pdf_without_owner_password_loads() -> None:
@@ -122,7 +122,9 @@ def test_pdf_without_owner_password_loads() -> None:
 def test_markdown_is_stripped(tmp_path: Path) -> None:
     md = "# Alice\n\nAlice **met** [Bob](https://bob.example/x) in _Paris_.\n"
     [doc] = load_file(write(tmp_path, "alice.md", md))
-    assert doc.text == "Alice\n\nAlice met Bob in Paris."
+    # the opening heading is the title, not body text: the body equals the same text as a .txt
+    assert doc.title == "Alice"
+    assert doc.text == "Alice met Bob in Paris."
     assert "https" not in doc.text
 
 
@@ -315,7 +317,7 @@ def test_load_paths_walks_folders_and_survives_bad_files(tmp_path: Path) -> None
     big = write(tmp_path, "big.txt", "x" * 5000)
     result = load_paths([tmp_path / "corpus", big, tmp_path / "missing.txt"], max_bytes=4000)
     titles = sorted(d.title for d in result.documents)
-    assert titles == ["a", "b", "c", "r1"]
+    assert titles == ["A", "Bob", "C", "r1"]
     kinds = sorted(type(e).__name__ for e in result.errors)
     assert kinds == sorted(
         ["EmptyFileError", "BinaryFileError", "FileTooLargeError", "IngestError", "DecodeError"]
@@ -353,7 +355,7 @@ def test_load_uploads(tmp_path: Path) -> None:
     result = load_uploads(
         [("a.txt", b"Alpha."), ("b.docx", b"PK\x03\x04"), ("c.txt", b"Alpha.\n"), ("d.pdf", PDF)]
     )
-    assert [d.title for d in result.documents] == ["a", "d"]
+    assert [d.title for d in result.documents] == ["A", "D"]
     assert [type(e) for e in result.errors] == [UnsupportedFileError]
     assert result.skipped_duplicates == 1
 
