@@ -84,7 +84,7 @@ def test_txt_document_fields(tmp_path: Path) -> None:
     assert doc.sha256 == hashlib.sha256(doc.text.encode()).hexdigest()
     assert doc.id == "doc:" + doc.sha256[:16]
     assert doc.title == "Notes"  # the file stem, made readable: the last resort for a .txt
-    assert doc.source == str(p)
+    assert doc.source == "notes.txt"  # the file's name, never the machine's path
 
 
 def test_same_content_same_id_across_encodings_and_line_ends(tmp_path: Path) -> None:
@@ -137,7 +137,7 @@ def test_jsonl_corpus_rows(tmp_path: Path) -> None:
     p = write(tmp_path, "corpus.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n\n")
     docs = load_file(p)
     assert [d.title for d in docs] == ["Alice", "Bob", "p3"]
-    assert [d.source for d in docs] == [f"{p}#p1", f"{p}#7", f"{p}#p3"]
+    assert [d.source for d in docs] == [f"{p.name}#p1", f"{p.name}#7", f"{p.name}#p3"]
     assert docs[0].id == document_from_text("Alice met Bob.", title="x", source="y").id
 
 
@@ -323,8 +323,10 @@ def test_load_paths_walks_folders_and_survives_bad_files(tmp_path: Path) -> None
         ["EmptyFileError", "BinaryFileError", "FileTooLargeError", "IngestError", "DecodeError"]
     )
     assert result.skipped_duplicates == 1
-    assert result.duplicate_sources == [str(tmp_path / "corpus" / "dup.txt")]
-    assert result.ignored_files == [str(tmp_path / "corpus" / "image.png")]
+    # sources relative to the deepest folder holding everything named (tmp_path here)
+    assert result.duplicate_sources == ["corpus/dup.txt"]
+    assert result.duplicates[0].kept == "corpus/a.txt"
+    assert result.ignored_files == ["corpus/image.png"]
     missing = [e for e in result.errors if type(e) is IngestError]
     assert "no such file" in missing[0].reason
 
@@ -369,7 +371,7 @@ def test_shared_corpus_loads_one_document_per_line() -> None:
         rows = [json.loads(line) for line in fh if line.strip()]
     assert errors == []
     assert len(docs) == len(rows)
-    assert docs[0].source == f"{os.fspath(path)}#{rows[0]['id']}"
+    assert docs[0].source == f"corpus.jsonl#{rows[0]['id']}"
     assert docs[0].title == rows[0]["title"]
 
 
