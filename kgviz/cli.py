@@ -177,7 +177,8 @@ def _print_load(loaded: Any) -> None:
         action = "left out" if d.skipped else "built anyway (--skip-near-duplicates leaves it out)"
         print(f"near-duplicate: {d.source} overlaps {d.kept} by {d.similarity:.0%}; {action}", file=sys.stderr)
     for i in loaded.ignored:
-        print(f"ignored: {i.path}: {i.reason} (name the file to load it)", file=sys.stderr)
+        print(f"ignored: {i.path}: {i.reason}" + (" (name the file to load it)" if i.loads_when_named else ""),
+              file=sys.stderr)
 
 
 def cmd_build(args: argparse.Namespace, settings: Settings) -> int:

@@ -33,6 +33,7 @@ class IgnoredFile:
 
     path: str
     reason: str
+    loads_when_named: bool = True  # False for types kgviz cannot read at all
 
 
 def build_root(paths: Iterable[str | os.PathLike[str]]) -> Path:
@@ -97,6 +98,7 @@ def walk(folder: Path, root: Path, limits: LoadLimits) -> tuple[list[Path], list
             if reason is None:
                 found.append(f)
             else:
-                ignored.append(IgnoredFile(source_name(f, root), reason))
+                readable = f.suffix.lower() in SUPPORTED_EXTENSIONS
+                ignored.append(IgnoredFile(source_name(f, root), reason, readable))
     found.sort(key=lambda f: f.suffix.lower() == ".jsonl")  # stable: keeps the walk order otherwise
     return found, ignored
