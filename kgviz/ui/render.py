@@ -149,8 +149,8 @@ def ingest_problems(result: LoadResult) -> None:
         st.dataframe(pd.DataFrame(ingest_problem_rows(result)), hide_index=True, width="stretch")
     left_out = ingest_left_out_rows(result)
     if left_out:
-        st.info(f"{_plural(len(left_out), 'file or document')} left out or flagged: duplicates are built once, "
-                "other files in a folder are not corpus.")
+        st.info(f"Left out or flagged: {len(left_out)} (a duplicate is built once; files in a folder that "
+                "are not corpus are skipped, name them to load them).")
         st.dataframe(pd.DataFrame(left_out), hide_index=True, width="stretch")
 
 
