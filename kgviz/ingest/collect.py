@@ -58,9 +58,9 @@ def _first_record_keys(path: Path, limits: LoadLimits) -> list[str] | None:
     loader then reports the line properly)."""
     try:
         with path.open("rb") as fh:
-            for raw in fh:
+            while raw := fh.readline(limits.max_json_line_chars + 1):  # bounded: a line may be huge
                 if raw.strip():
-                    row = parse_object(raw[: limits.max_json_line_chars + 1].decode("utf-8-sig", "replace"), limits)
+                    row = parse_object(raw.decode("utf-8-sig", "replace").rstrip("\r\n"), limits)
                     return None if not isinstance(row, dict) else sorted(row)
     except OSError:
         return None

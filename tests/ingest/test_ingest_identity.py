@@ -151,3 +151,28 @@ def test_documentation_files_are_skipped_in_folders(tmp_path: Path, name: str) -
     result = load_paths([tmp_path])
     assert [d.source for d in result.documents] == ["doc.txt"]
     assert result.ignored[0].path == name and "documentation" in result.ignored[0].reason
+
+
+def _pdf(lines: list[str], title: str | None) -> bytes:
+    import io
+
+    from pypdf import PdfReader, PdfWriter
+    from test_ingest_loaders import make_pdf
+
+    w = PdfWriter(clone_from=PdfReader(io.BytesIO(make_pdf([lines]))))
+    if title is not None:
+        w.add_metadata({"/Title": title})
+    buf = io.BytesIO()
+    w.write(buf)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("meta, lines, expected", [
+    ("Harbour Survey 1931", ["The library was designed by Marta Ruiz."], "Harbour Survey 1931"),
+    ("Microsoft Word - draft3.docx", ["Harbour Survey", "The library was designed."], "Harbour Survey"),
+    (None, ["The library was designed by Marta Ruiz."], "Survey Notes"),  # a sentence is no title
+])
+def test_pdf_title_from_metadata_then_first_line_then_file_name(meta: str | None, lines: list[str],
+                                                                expected: str) -> None:
+    [doc] = load_uploads([("survey_notes.pdf", _pdf(lines, meta))]).documents
+    assert doc.title == expected
