@@ -9,7 +9,7 @@ from typing import Any, Literal
 class Document:
     id: str  # "doc:" + first 16 hex of sha256(text)
     title: str
-    source: str  # file path or corpus id it came from
+    source: str  # path relative to the build root, upload name, or "<file>#<record id>"; never absolute
     sha256: str
     text: str
 

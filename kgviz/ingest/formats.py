@@ -21,7 +21,7 @@ from kgviz.errors import (
     UnsupportedFileError,
 )
 from kgviz.ingest.documents import Loaded, document_from_text, title_from_stem
-from kgviz.ingest.jsonl import BadLine, JsonInt, id_text, iter_lines, parse_object
+from kgviz.ingest.jsonl import BadLine, id_text, iter_lines, parse_object
 from kgviz.ingest.limits import LoadLimits, check_document
 from kgviz.ingest.markdown import split_title
 from kgviz.text import normalize_text
@@ -189,7 +189,7 @@ def _jsonl_record(name: str, source: str, n: int, line: str, limits: LoadLimits)
     if not normalize_text(text):
         raise EmptyFileError(name, f"line {n}: 'text' is empty")
     try:
-        corpus_id = id_text(row.get("id", JsonInt(n)), limits)
+        corpus_id = id_text(row.get("id", f"line{n}"), limits)
     except ValueError as exc:
         raise LimitExceededError(name, f"line {n}: {exc}") from exc
     if not corpus_id:
@@ -254,7 +254,8 @@ def load_data(
         title = None
         if ext in (".md", ".markdown"):
             title, text = split_title(text)
-            text = _non_empty(name, text, "Markdown text")
+            text = _non_empty(name, text, "Markdown text" + (" below the title heading" if title else ""))
+    title = title[:_MAX_TITLE_CHARS] if title else None
     doc = document_from_text(text, title=title or title_from_stem(PurePath(source).stem), source=source)
     check_document(name, doc.text, limits)
     return [Loaded(doc, bool(title))], []
