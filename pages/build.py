@@ -48,7 +48,7 @@ if report is not None:
         ui.render.build_report(report, degrees=ui.actions.degrees(ctx))
         build_ket.build_cost(ctx, report)
 
-if build_ket.has_chunks(ctx):
-    st.subheader("Graph overview")
-    with ui.error_boundary("Graph overview"):
+with ui.error_boundary("Graph overview"):  # has_chunks opens the database: it may be locked
+    if build_ket.has_chunks(ctx):
+        st.subheader("Graph overview")
         build_ket.overview(ctx)
