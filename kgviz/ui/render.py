@@ -244,13 +244,14 @@ def entity_details(details: EntityDetails) -> None:
     e = details.entity
     st.markdown(f"**{md_text(e.get('name') or e['id'])}**")
     facts = {k: e.get(k) for k in ("id", "type", "origin", "n_mentions", "aliases") if e.get(k) not in (None, "")}
-    st.dataframe(pd.DataFrame({"field": list(facts), "value": [str(v) for v in facts.values()]}),
+    st.dataframe(pd.DataFrame({"field": list(facts), "value": [plain(v) for v in facts.values()]}),
                  hide_index=True, width="stretch")
     if e.get("description"):
         st.text(e["description"])
     st.markdown(f"**Triples ({len(details.triples)})**")
     if details.triples:
-        st.dataframe(pd.DataFrame([{"subject": t["subject"], "relation": t["relation"], "object": t["object"],
+        st.dataframe(pd.DataFrame([{"subject": plain(t["subject"]), "relation": plain(t["relation"]),
+                                    "object": plain(t["object"]),
                                     "sentence (provenance)": t.get("sentence") or "", "chunk": t.get("chunk_id") or ""}
                                    for t in details.triples]), hide_index=True, width="stretch")
     else:
