@@ -129,3 +129,12 @@ def test_bidi_names_are_shown_escaped() -> None:
     assert all(ch not in caption for ch in "\u202e\u2066\u2069\u200f")
     assert caption == "Entity: Vohl\\\\u202egpj.exe\\\\u2066x\\\\u2069\\\\u200f"  # md-escaped backslashes
     assert at.selectbox[0].options == ["Vohl\\u202egpj.exe\\u2066x\\u2069\\u200f"]
+
+
+def test_build_page_accepts_every_allowed_worker_count(app_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # regression: the Workers input stopped at 32, so KGVIZ_WORKERS=40 (a valid setting) broke the page
+    monkeypatch.setenv("KGVIZ_WORKERS", "64")
+    at = open_page("pages/build.py")
+    assert not at.exception, at.exception
+    assert not texts(at, "error")
+    assert next(n for n in at.number_input if n.label == "Workers").value == 64
