@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from kgviz.config import Settings, check_dir_path
-from kgviz.errors import ConfigError, KgvizError
+from kgviz.errors import BuildError, ConfigError, KgvizError
 from kgviz.safe_text import safe_text
 
 EXIT_OK = 0
@@ -246,8 +246,6 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
             _print_estimate(est)
         return 0
     if not loaded.documents:
-        from kgviz.errors import BuildError
-
         raise BuildError("no loadable documents" + (f" ({len(loaded.errors)} file(s) rejected, listed above)"
                                                      if loaded.errors else ""),
                          hint="give txt, md, pdf or jsonl files (or folders holding them)")
@@ -337,13 +335,12 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     from kgviz.workspace import open_workspace
 
     items = load_questions(args.questions, limit=args.limit)  # bad files fail before the db opens
-    _check_methods(list_methods() if args.methods == "all" else
-                   [m.strip() for m in args.methods.split(",") if m.strip()])
+    names = list_methods() if args.methods == "all" else [m.strip() for m in args.methods.split(",") if m.strip()]
+    _check_methods(names)  # before the workspace opens (opening creates the database)
     ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder,
                                read_only=False))
     for n in ws.notices:
         print(f"note: {n}", file=sys.stderr)
-    names = list_methods() if args.methods == "all" else [m.strip() for m in args.methods.split(",") if m.strip()]
     out = args.out or default_out_dir(settings, args.questions, ws.store.path)
     show = not args.json and sys.stderr.isatty()
 
@@ -397,7 +394,7 @@ def _check_methods(names: Sequence[str]) -> None:
     from kgviz.methods.registry import get_method, list_methods
 
     if not names:
-        raise UnknownMethodError("no method named", hint=f"choose from {', '.join(list_methods())} or 'all'")
+        raise UnknownMethodError("no method given", hint=f"choose from {', '.join(list_methods())} or 'all'")
     for name in names:
         get_method(name)  # UnknownMethodError names the method and the choices
 
@@ -412,7 +409,8 @@ class _TerminalSafe:
         self.raw = stream
 
     def write(self, text: str) -> int:
-        return self.raw.write(safe_text(text))
+        self.raw.write(safe_text(text))
+        return len(text)  # what the caller wrote, as the stream protocol expects
 
     def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding ...
         return getattr(self.raw, name)
