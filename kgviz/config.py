@@ -111,10 +111,13 @@ def check_dir_path(path: Path, name: str) -> Path:
     ancestor is one. Raises ConfigError (naming ``name``: a variable or an option) otherwise.
     Checked before anything is created, so a bad setting leaves nothing behind."""
     probe = path
-    while not probe.exists():
-        if probe.parent == probe:
-            return path
-        probe = probe.parent
+    try:
+        while not probe.exists():
+            if probe.parent == probe:
+                return path
+            probe = probe.parent
+    except OSError as exc:  # e.g. a parent folder kgviz may not read
+        raise ConfigError(f"{name}={path} cannot be used: {exc.strerror or exc}") from None
     if not probe.is_dir():
         where = "is a file" if probe == path else f"is under a file ({probe})"
         raise ConfigError(f"{name}={path} {where}: it must be a folder (or a path where one can be created)")
