@@ -138,3 +138,22 @@ def test_build_page_accepts_every_allowed_worker_count(app_env: Path, monkeypatc
     assert not at.exception, at.exception
     assert not texts(at, "error")
     assert next(n for n in at.number_input if n.label == "Workers").value == 64
+
+
+def test_explore_shows_a_bidi_entity_name_escaped(app_env: Path, tmp_path: Path) -> None:
+    from kgviz.cli import main
+
+    tsv = tmp_path / "kg.tsv"
+    tsv.write_text("head\trelation\ttail\nVohl\u202egpj.exe\tlocated in\tBrannock\n", encoding="utf-8")
+    assert main(["import-kg", str(tsv), "--db", str(app_env), "--embedder", "hashing"]) == 0
+    GraphStore.open(app_env).close()  # release this process's handle before the app opens it
+    at = open_page("pages/explore.py")
+    at.text_input[0].set_value("vohl").run()
+    assert not at.exception, at.exception
+    picker = next(s for s in at.selectbox if s.label == "Entity")
+    shown = list(picker.options)  # AppTest holds the formatted option labels
+    assert any("Vohl\\u202egpj.exe" in o for o in shown), shown
+    assert not any("\u202e" in o for o in shown)
+    page = at.get("iframe")[0].proto.srcdoc
+    assert "Vohl\\\\u202egpj.exe" in page  # the JSON of the node label holds the escape, not the character
+    assert "\\u202e" not in page.replace("\\\\u202e", "")
