@@ -9,6 +9,8 @@ treats a folder named ``pages/`` next to the entry script as a legacy multipage 
 """
 import streamlit as st
 
+from kgviz import ui
+
 # No icons: a material icon becomes a favicon fetched from a CDN (kgviz must work offline), and
 # emoji show as empty boxes on machines without an emoji font.
 st.set_page_config(page_title="kgviz", layout="wide")
@@ -21,4 +23,7 @@ pages = [
     st.Page("pages/compare.py", title="Compare"),
     st.Page("pages/evaluate.py", title="Evaluate"),
 ]
-st.navigation(pages).run()
+# The last line of defence: pages wrap their own sections, and this catches what escapes them
+# (one line for a KgvizError, a short message plus details for a bug; never a raw traceback).
+with ui.error_boundary():
+    st.navigation(pages).run()

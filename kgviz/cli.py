@@ -8,8 +8,13 @@
              [--workers N] [--json]
   kgviz bench [--quick] [--json]
 
-Expected failures (bad input, missing key, locked database, ...) print one readable line on
-stderr and exit with status 2; nothing is half-written for a file that failed to load.
+Exit status: 0 success; 2 an expected failure a user can fix (bad option or setting, bad input,
+missing key, locked database, ...): one readable line on stderr, and options and settings are
+checked before anything is created on disk; 1 an unexpected error (a bug: the traceback goes to
+stderr); 130 interrupted. With --json, stdout always carries one JSON document: the command's
+result, or on failure {"error": "<the message>", "error_type": "<class>", "exit_code": N}.
+Everything printed passes through kgviz.safe_text: control and bidi characters from documents or
+models are shown escaped, never sent to the terminal raw.
 """
 from __future__ import annotations
 
@@ -17,12 +22,18 @@ import argparse
 import json
 import sys
 import time
+import traceback
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from kgviz.config import Settings
-from kgviz.errors import ConfigError, KgvizError
+from kgviz.config import Settings, check_dir_path
+from kgviz.errors import BuildError, ConfigError, KgvizError
+from kgviz.safe_text import safe_text
 
+EXIT_OK = 0
+EXIT_INTERNAL_ERROR = 1
 EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
 _OPEN: list[Any] = []  # workspaces opened by the running command; closed when it returns
 
 
@@ -31,8 +42,54 @@ def _track(ws: Any) -> Any:
     return ws
 
 
+class UsageError(ConfigError):
+    """The command line itself is wrong (unknown option, missing argument, bad number)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError instead of printing and exiting, so a usage error takes the
+    same path as every other failure (one line on stderr, or the JSON error object)."""
+
+    def error(self, message: str) -> Any:  # argparse's hook; never returns
+        raise UsageError(f"{self.prog}: {message}", hint=f"see `{self.prog} --help`")
+
+
+def _int_at_least(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is too small: must be at least {low}")
+        return value
+
+    parse.__name__ = f"int>={low}"
+    return parse
+
+
+def _folder(flag: str) -> Callable[[str], str]:
+    """--db, --out: rejected before anything is created when a file stands where the folder goes."""
+    def parse(text: str) -> str:
+        try:
+            check_dir_path(Path(text).expanduser(), flag)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return text
+
+    parse.__name__ = "folder"
+    return parse
+
+
+def _existing_file(text: str) -> str:
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{text}: {'is a folder, not a file' if path.is_dir() else 'no such file'}")
+    return text
+
+
 def _common(p: argparse.ArgumentParser, *, llm: bool = True) -> None:
-    p.add_argument("--db", help="database directory (default: $KGVIZ_DB or ~/.kgviz/workspaces/default)")
+    p.add_argument("--db", type=_folder("--db"), help="database directory (default: $KGVIZ_DB or ~/.kgviz/workspaces/default)")
     p.add_argument("--embedder", help="hashing | hashing:<dim> | fastembed:<model> | fastembed:<model>@<dir> "
                    "(default: what the database was built with, else $KGVIZ_EMBEDDER or hashing)")
     if llm:
@@ -48,8 +105,8 @@ def _ket_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--beta", type=float, help="β: share of chunks (by PageRank) whose triples are extracted "
                    "(default 1 = a full KG; 0.8 = the paper's skeleton, about 20%% fewer extraction tokens)")
     p.add_argument("--core-selection", choices=("pagerank", "random"), help="how core chunks are chosen (KET-RAG-P / -U)")
-    p.add_argument("--knn-k", type=int, help="K of the KNN chunk graph: K/2 lexical + K/2 semantic neighbours (default 2)")
-    p.add_argument("--tau", type=int, help="τ: halvings of a chunk into sub-chunks (default: ~150-token sub-chunks)")
+    p.add_argument("--knn-k", type=_int_at_least(2), help="K of the KNN chunk graph: K/2 lexical + K/2 semantic neighbours (default 2)")
+    p.add_argument("--tau", type=_int_at_least(-1), help="τ: halvings of a chunk into sub-chunks (default: ~150-token sub-chunks)")
 
 
 def _ket_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -91,15 +148,15 @@ def _print_ket(ket: dict[str, Any]) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kgviz", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="kgviz", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     b = sub.add_parser("build", help="build (or extend) the graph from txt/md/pdf/jsonl files or folders")
     b.add_argument("paths", nargs="+")
     _common(b)
-    b.add_argument("--chunk-tokens", type=int, help="chunk size in (approximate) tokens")
-    b.add_argument("--chunk-overlap", type=int, help="overlap between chunks in tokens")
-    b.add_argument("--workers", type=int, help="concurrent extraction workers")
+    b.add_argument("--chunk-tokens", type=_int_at_least(1), help="chunk size in (approximate) tokens")
+    b.add_argument("--chunk-overlap", type=_int_at_least(0), help="overlap between chunks in tokens")
+    b.add_argument("--workers", type=_int_at_least(1), help="concurrent extraction workers")
     b.add_argument("--estimate", action="store_true", help="print the cost estimate and stop")
     b.add_argument("--skip-near-duplicates", action="store_true",
                    help="leave out documents whose text overlaps an earlier one by >= 95%% (default: report them, load them)")
@@ -107,8 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(func=cmd_build)
 
     k = sub.add_parser("import-kg", help="load a curated KG (TSV head/relation/tail) for KG-Infused RAG")
-    k.add_argument("triples")
-    k.add_argument("--entities", help="entities.jsonl with label, qid, description")
+    k.add_argument("triples", type=_existing_file)
+    k.add_argument("--entities", type=_existing_file, help="entities.jsonl with label, qid, description")
     k.add_argument("--exclude-questions", help="comma-separated question ids whose facts are held out")
     _common(k, llm=False)
     k.set_defaults(func=cmd_import_kg)
@@ -116,22 +173,22 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("ask", help="run retrieval methods on a question and answer it")
     a.add_argument("question")
     a.add_argument("--method", default="all", help="method name or 'all' (see `kgviz methods`)")
-    a.add_argument("--budget-tokens", type=int, default=None, help="context budget for the shared answer step")
+    a.add_argument("--budget-tokens", type=_int_at_least(1), default=None, help="context budget for the shared answer step")
     a.add_argument("--gold", action="append", default=[], metavar="ANSWER",
                    help="a gold answer (repeatable): adds EM/F1/Acc/Coverage and the gold funnel per run")
     _common(a)
     a.set_defaults(func=cmd_ask)
 
     e = sub.add_parser("eval", help="batch-evaluate methods on a QA file (bootstrap CIs, paired tests)")
-    e.add_argument("questions", help="questions.jsonl: {\"id\", \"question\", \"answers\": [...]} per line")
+    e.add_argument("questions", type=_existing_file, help="questions.jsonl: {\"id\", \"question\", \"answers\": [...]} per line")
     e.add_argument("--methods", default="all", help="comma-separated method names or 'all'")
-    e.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    e.add_argument("--budget-tokens", type=int, default=None,
+    e.add_argument("--limit", type=_int_at_least(1), default=None, help="only the first N questions")
+    e.add_argument("--budget-tokens", type=_int_at_least(1), default=None,
                    help="context budget of the shared answer step (compare methods at equal context size)")
-    e.add_argument("--out", help="folder for results.jsonl + summary.json; a re-run resumes "
+    e.add_argument("--out", type=_folder("--out"), help="folder for results.jsonl + summary.json; a re-run resumes "
                    "(default: $KGVIZ_HOME/evals/<questions>-<hash>)")
-    e.add_argument("--workers", type=int, default=2, help="questions evaluated concurrently")
-    e.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for the CIs")
+    e.add_argument("--workers", type=_int_at_least(1), default=2, help="questions evaluated concurrently")
+    e.add_argument("--n-boot", type=_int_at_least(1), default=2000, help="bootstrap resamples for the CIs")
     e.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and permutation test")
     _common(e)
     e.set_defaults(func=cmd_eval)
@@ -159,10 +216,11 @@ def _progress_printer(enabled: bool) -> Callable[[Any], None]:
         last[0] = now
         u = ev.usage_so_far
         cost = f" ${u.cost_usd:.4f}" if u.cost_usd else ""
-        sys.stderr.write(f"\r[{ev.stage}] {ev.done}/{ev.total} {ev.message[:60]:<60} tokens={u.total_tokens}{cost}")
+        err = _raw(sys.stderr)  # "\r" redraws the progress line: written past the filter, on purpose
+        err.write(f"\r[{ev.stage}] {ev.done}/{ev.total} {safe_text(ev.message[:60]):<60} tokens={u.total_tokens}{cost}")
         if ev.done >= ev.total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+            err.write("\n")
+        err.flush()
 
     return show
 
@@ -182,30 +240,35 @@ def _print_load(loaded: Any) -> None:
 
 
 def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
+    from kgviz.config import resolve_llm_spec
     from kgviz.index.pipeline import BuildParams, build, estimate_cost
     from kgviz.ingest import LoadLimits, load_paths
+    from kgviz.providers.pricing import PriceTable
     from kgviz.workspace import open_workspace
 
-    ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder))
-    for n in ws.notices:
-        print(f"note: {n}", file=sys.stderr)
+    # Options and inputs are checked before the workspace opens: opening creates the database.
+    overrides = {k: v for k, v in {"chunk_tokens": args.chunk_tokens, "chunk_overlap": args.chunk_overlap,
+                                   "workers": args.workers}.items() if v is not None}
+    params = BuildParams(**overrides, **_ket_overrides(args))
     limits = LoadLimits(chunk_tokens=args.chunk_tokens or settings.chunk_tokens)
     loaded = load_paths(args.paths, max_bytes=settings.max_file_bytes, limits=limits,
                         skip_near_duplicates=args.skip_near_duplicates)
     _print_load(loaded)
-    overrides = {k: v for k, v in {"chunk_tokens": args.chunk_tokens, "chunk_overlap": args.chunk_overlap,
-                                   "workers": args.workers}.items() if v is not None}
-    params = BuildParams(**overrides, **_ket_overrides(args))
-    if args.estimate:
-        est = estimate_cost(loaded.documents, params, ws.llm, ws.prices)
+    if args.estimate:  # sends nothing: needs no API key and no database
+        spec = resolve_llm_spec(args.llm or settings.llm_spec)
+        est = estimate_cost(loaded.documents, params, spec, PriceTable.load(settings.price_table_path))
         if args.json:
             print(json.dumps(est.to_dict(), indent=2))
         else:
             _print_estimate(est)
         return 0
     if not loaded.documents:
-        print("error: no loadable documents", file=sys.stderr)
-        return EXIT_USER_ERROR
+        raise BuildError("no loadable documents" + (f" ({len(loaded.errors)} file(s) rejected, listed above)"
+                                                     if loaded.errors else ""),
+                         hint="give txt, md, pdf or jsonl files (or folders holding them)")
+    ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder))
+    for n in ws.notices:
+        print(f"note: {n}", file=sys.stderr)
     report = build(loaded.documents, ws.store, ws.reasoner(), params,
                    progress=_progress_printer(not args.json and sys.stderr.isatty()))
     out = report.to_dict()
@@ -250,8 +313,9 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     from kgviz.run import run_methods
     from kgviz.workspace import open_workspace
 
-    ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder))
     names = list_methods() if args.method == "all" else [m.strip() for m in args.method.split(",") if m.strip()]
+    _check_methods(names)  # before the workspace opens (opening creates the database)
+    ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder))
     mctx = ws.method_context()
     runs = run_methods(names, args.question, mctx, budget_tokens=args.budget_tokens)
     from kgviz.compare import assess  # verdicts (and, with --gold, metrics + funnel) per run
@@ -293,16 +357,18 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     from kgviz.workspace import open_workspace
 
     items = load_questions(args.questions, limit=args.limit)  # bad files fail before the db opens
-    ws = open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder, read_only=False)
+    names = list_methods() if args.methods == "all" else [m.strip() for m in args.methods.split(",") if m.strip()]
+    _check_methods(names)  # before the workspace opens (opening creates the database)
+    ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder,
+                               read_only=False))
     for n in ws.notices:
         print(f"note: {n}", file=sys.stderr)
-    names = list_methods() if args.methods == "all" else [m.strip() for m in args.methods.split(",") if m.strip()]
     out = args.out or default_out_dir(settings, args.questions, ws.store.path)
     show = not args.json and sys.stderr.isatty()
 
     def progress(ev: Any) -> None:
         if show:
-            sys.stderr.write(f"\r{ev.done}/{ev.total} runs ({ev.skipped} reused)")
+            _raw(sys.stderr).write(f"\r{ev.done}/{ev.total} runs ({ev.skipped} reused)")
             sys.stderr.flush()
 
     outcome = run_evaluation(items, names, ws.method_context(), out_dir=out, budget_tokens=args.budget_tokens,
@@ -345,20 +411,80 @@ def cmd_methods(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def _check_methods(names: Sequence[str]) -> None:
+    from kgviz.errors import UnknownMethodError
+    from kgviz.methods.registry import get_method, list_methods
+
+    if not names:
+        raise UnknownMethodError("no method given", hint=f"choose from {', '.join(list_methods())} or 'all'")
+    for name in names:
+        get_method(name)  # UnknownMethodError names the method and the choices
+
+
+# --- the boundary: every command runs inside it ---------------------------------------------------
+class _TerminalSafe:
+    """A text stream that escapes control and bidi characters (kgviz.safe_text) in whatever is
+    written to it, so no document or model text reaches the terminal raw. ``raw`` is the stream
+    underneath, for the progress line's deliberate carriage return."""
+
+    def __init__(self, stream: Any) -> None:
+        self.raw = stream
+
+    def write(self, text: str) -> int:
+        self.raw.write(safe_text(text))
+        return len(text)  # what the caller wrote, as the stream protocol expects
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding ...
+        return getattr(self.raw, name)
+
+
+def _raw(stream: Any) -> Any:
+    return getattr(stream, "raw", stream) if isinstance(stream, _TerminalSafe) else stream
+
+
+def _fail(exc: BaseException, message: str, code: int, as_json: bool) -> int:
+    """One line on stderr; with --json also the error object on stdout (stdout is never empty)."""
+    message = " ".join(message.split())  # one line, whatever the exception text holds
+    print(message, file=sys.stderr)
+    if as_json:
+        error_type = "Interrupted" if isinstance(exc, KeyboardInterrupt) else type(exc).__name__
+        print(json.dumps({"error": message.removeprefix("error: "), "error_type": error_type, "exit_code": code}))
+    return code
+
+
+def _run(argv: list[str]) -> int:
+    args: argparse.Namespace | None = None
     try:
+        args = build_parser().parse_args(argv)
         settings = Settings.from_env()
         return int(args.func(args, settings))
     except KgvizError as exc:
-        print(f"error: {exc.user_message()}", file=sys.stderr)
-        return EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        print("interrupted: what was written is kept; re-run to resume", file=sys.stderr)
-        return 130
+        return _fail(exc, f"error: {exc.user_message()}", EXIT_USER_ERROR, _wants_json(args, argv))
+    except KeyboardInterrupt as exc:
+        return _fail(exc, "interrupted: what was written is kept; re-run to resume", EXIT_INTERRUPTED,
+                     _wants_json(args, argv))
+    except Exception as exc:  # a bug: say so in one line, keep the traceback for the report
+        traceback.print_exc(file=sys.stderr)
+        return _fail(exc, f"error: unexpected {type(exc).__name__}: {exc} (a kgviz bug; the traceback is above)",
+                     EXIT_INTERNAL_ERROR, _wants_json(args, argv))
     finally:
         while _OPEN:
             _OPEN.pop().close()
+
+
+def _wants_json(args: argparse.Namespace | None, argv: Sequence[str]) -> bool:
+    # Before parsing succeeded there is no namespace: look at the raw arguments.
+    return bool(getattr(args, "json", False)) if args is not None else "--json" in argv
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _TerminalSafe(out), _TerminalSafe(err)
+    try:
+        return _run(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 if __name__ == "__main__":

@@ -7,14 +7,15 @@ Environment variables (all optional):
   KGVIZ_LLM         provider spec: offline | anthropic:<model> | openai:<model>
                     | openai-compatible:<model>@<base_url>             (default: auto, see resolve_llm_spec)
   KGVIZ_EMBEDDER    embedder spec: hashing | fastembed:<model> | fastembed:<model>@<dir>  (default hashing)
-  KGVIZ_TIMEOUT_S   per-request LLM timeout in seconds                  (default 60)
-  KGVIZ_MAX_RETRIES retries on 429 / 5xx / timeouts                     (default 3)
-  KGVIZ_WORKERS     concurrent extraction workers                       (default 4)
-  KGVIZ_MAX_FILE_MB largest accepted upload                             (default 20)
+  KGVIZ_TIMEOUT_S   per-request LLM timeout in seconds, 0.1-3600        (default 60)
+  KGVIZ_MAX_RETRIES retries on 429 / 5xx / timeouts, 0-10               (default 3)
+  KGVIZ_WORKERS     concurrent extraction workers, 1-64                 (default 4)
+  KGVIZ_MAX_FILE_MB largest accepted upload in MB, 0.001-2048           (default 20)
   ANTHROPIC_API_KEY, OPENAI_API_KEY  keys; read when a provider is built, never stored
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -56,22 +57,85 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+        """Read and validate every KGVIZ_* variable. A bad value raises ConfigError with one line
+        naming the variable, the value and the allowed range. Nothing is created on disk: the
+        folders are only checked to be creatable (no file stands where a folder must go)."""
         env = os.environ if env is None else env
-        home = Path(env.get("KGVIZ_HOME") or Path.home() / ".kgviz").expanduser()
-        db = Path(env.get("KGVIZ_DB") or home / "workspaces" / "default").expanduser()
+        home = check_dir_path(Path(_text(env, "KGVIZ_HOME") or Path.home() / ".kgviz").expanduser(), "KGVIZ_HOME")
+        db = check_dir_path(Path(_text(env, "KGVIZ_DB") or home / "workspaces" / "default").expanduser(), "KGVIZ_DB")
+        llm_spec = _text(env, "KGVIZ_LLM") or "auto"
+        embedder_spec = _text(env, "KGVIZ_EMBEDDER") or "hashing"
+        _check_specs(llm_spec, embedder_spec)
+        return cls(
+            home=home,
+            db_dir=db,
+            llm_spec=llm_spec,
+            embedder_spec=embedder_spec,
+            timeout_s=_number(env, "KGVIZ_TIMEOUT_S", 60.0, *TIMEOUT_RANGE),
+            max_retries=int(_number(env, "KGVIZ_MAX_RETRIES", 3, *RETRIES_RANGE, whole=True)),
+            workers=int(_number(env, "KGVIZ_WORKERS", 4, *WORKERS_RANGE, whole=True)),
+            max_file_bytes=int(_number(env, "KGVIZ_MAX_FILE_MB", 20.0, *FILE_MB_RANGE) * 1024 * 1024),
+        )
+
+
+# Allowed ranges (ours). Upper bounds catch typos (a timeout of 60000 s, 500 workers) that would
+# otherwise look like a hang or exhaust the provider's rate limit.
+TIMEOUT_RANGE = (0.1, 3600.0)
+RETRIES_RANGE = (0, 10)
+WORKERS_RANGE = (1, 64)
+FILE_MB_RANGE = (0.001, 2048.0)
+
+
+def _text(env: Mapping[str, str], name: str) -> str:
+    return (env.get(name) or "").strip()
+
+
+def _number(env: Mapping[str, str], name: str, default: float, low: float, high: float, *,
+            whole: bool = False) -> float:
+    raw = _text(env, name)
+    if not raw:
+        return default
+    kind = "a whole number" if whole else "a number"
+    allowed = f"must be {kind} from {low:g} to {high:g}"
+    try:
+        value = int(raw) if whole else float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not {kind}: {allowed}") from None
+    if not (math.isfinite(value) and low <= value <= high):
+        raise ConfigError(f"{name}={raw} is out of range: {allowed}")
+    return value
+
+
+def check_dir_path(path: Path, name: str) -> Path:
+    """``path`` unchanged when a folder can exist there: it is a folder, or its nearest existing
+    ancestor is one. Raises ConfigError (naming ``name``: a variable or an option) otherwise.
+    Checked before anything is created, so a bad setting leaves nothing behind."""
+    probe = path
+    try:
+        while not probe.exists():
+            if probe.parent == probe:
+                return path
+            probe = probe.parent
+    except OSError as exc:  # e.g. a parent folder kgviz may not read
+        raise ConfigError(f"{name}={path} cannot be used: {exc.strerror or exc}") from None
+    if not probe.is_dir():
+        where = "is a file" if probe == path else f"is under a file ({probe})"
+        raise ConfigError(f"{name}={path} {where}: it must be a folder (or a path where one can be created)")
+    return path
+
+
+def _check_specs(llm_spec: str, embedder_spec: str) -> None:
+    # Imported here: kgviz.providers imports this module.
+    from kgviz.providers.factory import parse_embedder_spec, parse_llm_spec
+
+    for name, spec, parse in (("KGVIZ_LLM", llm_spec, parse_llm_spec),
+                              ("KGVIZ_EMBEDDER", embedder_spec, parse_embedder_spec)):
+        if name == "KGVIZ_LLM" and spec == "auto":
+            continue
         try:
-            return cls(
-                home=home,
-                db_dir=db,
-                llm_spec=env.get("KGVIZ_LLM", "auto") or "auto",
-                embedder_spec=env.get("KGVIZ_EMBEDDER", "hashing") or "hashing",
-                timeout_s=float(env.get("KGVIZ_TIMEOUT_S", 60)),
-                max_retries=int(env.get("KGVIZ_MAX_RETRIES", 3)),
-                workers=int(env.get("KGVIZ_WORKERS", 4)),
-                max_file_bytes=int(float(env.get("KGVIZ_MAX_FILE_MB", 20)) * 1024 * 1024),
-            )
-        except ValueError as exc:
-            raise ConfigError(f"invalid numeric setting in the environment: {exc}") from exc
+            parse(spec)
+        except ConfigError as exc:
+            raise ConfigError(f"{name}={spec!r}: {exc}", hint=exc.hint) from None
 
 
 def resolve_llm_spec(spec: str, env: Mapping[str, str] | None = None) -> str:

@@ -3,52 +3,56 @@ and the graph overview (KET-RAG: KNN degrees, PageRank core chunks, skeleton vs 
 import streamlit as st
 
 from kgviz import ui
+from kgviz.config import WORKERS_RANGE
 from kgviz.ui import build_ket
 
 ctx = ui.page_setup()
 st.title("Build the graph")
 
-source = st.radio("Documents", ["Upload files", "Sample corpus"], horizontal=True)
-files = []
-if source == "Upload files":
-    files = st.file_uploader("Text, Markdown, PDF or JSONL corpus ({\"title\", \"text\"} per line)",
-                             type=["txt", "md", "markdown", "pdf", "jsonl"], accept_multiple_files=True) or []
+# One boundary around the whole page (sections keep their own, so one failing section does not
+# hide the others): nothing on it may end in a traceback.
+with ui.error_boundary("Build page"):
+    source = st.radio("Documents", ["Upload files", "Sample corpus"], horizontal=True)
+    files = []
+    if source == "Upload files":
+        files = st.file_uploader("Text, Markdown, PDF or JSONL corpus ({\"title\", \"text\"} per line)",
+                                 type=["txt", "md", "markdown", "pdf", "jsonl"], accept_multiple_files=True) or []
 
-defaults = ui.actions.default_params(ctx)
-with st.expander("Options", expanded=False):
-    c = st.columns(4)
-    chunk = c[0].number_input("Chunk size (tokens)", 50, 4000, defaults.chunk_tokens, step=50)
-    overlap = c[1].number_input("Overlap (tokens)", 0, 1000, defaults.chunk_overlap, step=10)
-    workers = c[2].number_input("Workers", 1, 32, defaults.workers)
-    similar_k = c[3].number_input("SIMILAR_DOC K", 0, 50, defaults.similar_docs_k,
-                                  help="Each document links to its K most similar documents (KG-Retriever §3.2.1)")
-    ket = build_ket.ket_options(defaults)
+    defaults = ui.actions.default_params(ctx)
+    with st.expander("Options", expanded=False):
+        c = st.columns(4)
+        chunk = c[0].number_input("Chunk size (tokens)", 50, 4000, defaults.chunk_tokens, step=50)
+        overlap = c[1].number_input("Overlap (tokens)", 0, 1000, defaults.chunk_overlap, step=10)
+        workers = c[2].number_input("Workers", *WORKERS_RANGE, defaults.workers)
+        similar_k = c[3].number_input("SIMILAR_DOC K", 0, 50, defaults.similar_docs_k,
+                                      help="Each document links to its K most similar documents (KG-Retriever §3.2.1)")
+        ket = build_ket.ket_options(defaults)
 
-with ui.error_boundary("Build"):
-    params = ui.actions.build_params(ctx, chunk_tokens=int(chunk), chunk_overlap=int(overlap),
-                                     workers=int(workers), similar_docs_k=int(similar_k), **ket)
-    loaded = None
-    if source == "Sample corpus":
-        loaded = ui.actions.load_sample(ctx)
-    elif files:
-        loaded = ui.actions.load_uploads(ctx, files)
-    if loaded is not None:
-        ui.render.ingest_problems(loaded)
-        if loaded.documents:
-            st.write(f"{len(loaded.documents)} document(s) ready.")
-            ui.render.cost_estimate(ui.actions.estimate(ctx, loaded.documents, params))
-            if st.button("Build", type="primary"):
-                ui.actions.build(ctx, loaded.documents, params)
-    else:
-        st.info("Upload files or choose the sample corpus.")
+    with ui.error_boundary("Build"):
+        params = ui.actions.build_params(ctx, chunk_tokens=int(chunk), chunk_overlap=int(overlap),
+                                         workers=int(workers), similar_docs_k=int(similar_k), **ket)
+        loaded = None
+        if source == "Sample corpus":
+            loaded = ui.actions.load_sample(ctx)
+        elif files:
+            loaded = ui.actions.load_uploads(ctx, files)
+        if loaded is not None:
+            ui.render.ingest_problems(loaded)
+            if loaded.documents:
+                st.write(f"{len(loaded.documents)} document(s) ready.")
+                ui.render.cost_estimate(ui.actions.estimate(ctx, loaded.documents, params))
+                if st.button("Build", type="primary"):
+                    ui.actions.build(ctx, loaded.documents, params)
+        else:
+            st.info("Upload files or choose the sample corpus.")
 
-report = ui.actions.last_report()
-if report is not None:
-    with ui.error_boundary("Report"):
-        ui.render.build_report(report, degrees=ui.actions.degrees(ctx))
-        build_ket.build_cost(ctx, report)
+    report = ui.actions.last_report()
+    if report is not None:
+        with ui.error_boundary("Report"):
+            ui.render.build_report(report, degrees=ui.actions.degrees(ctx))
+            build_ket.build_cost(ctx, report)
 
-if build_ket.has_chunks(ctx):
-    st.subheader("Graph overview")
-    with ui.error_boundary("Graph overview"):
-        build_ket.overview(ctx)
+    with ui.error_boundary("Graph overview"):  # has_chunks opens the database: it may be locked
+        if build_ket.has_chunks(ctx):
+            st.subheader("Graph overview")
+            build_ket.overview(ctx)

@@ -17,13 +17,14 @@ with ui.error_boundary("Explore"):
     if hits:
         if hits[0].match == "vector":
             st.caption("No name contains the text; showing the closest entities by embedding.")
-        hit = st.selectbox("Entity", hits, format_func=lambda h: h.label())
+        hit = st.selectbox("Entity", hits, format_func=lambda h: ui.render.plain(h.label()))
         c = st.columns(2)
         hops = c[0].radio("Hops", [1, 2], horizontal=True)
         cap = c[1].slider("Node cap", 5, 300, 60, step=5)
         view = ui.actions.neighbourhood_view(ctx, hit.id, hops=hops, cap=cap)
         st.caption(view.caption)
         ui.render.graph(view.html, height=view.height)
-        picked = st.selectbox("Details for node", list(view.names), format_func=lambda i: view.names[i])
+        picked = st.selectbox("Details for node", list(view.names),
+                              format_func=lambda i: ui.render.plain(view.names[i]))
         if picked:
             ui.render.entity_details(ui.actions.details(ctx, picked))

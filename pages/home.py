@@ -5,31 +5,34 @@ from kgviz import ui
 
 ctx = ui.page_setup()
 st.title("kgviz")
-st.markdown(
-    "Build a knowledge graph from your documents, then watch four KG-RAG retrieval methods "
-    "(KG-RAG, KG-Retriever, KG-Infused RAG, KET-RAG) walk it step by step, next to plain "
-    "text retrieval. Everything runs locally in an embedded Kùzu database; without an API key "
-    "kgviz runs in an offline mode with deterministic heuristics instead of an LLM."
-)
 
-st.subheader("Workspace")
-st.caption("A workspace is one database folder. Pick one in the sidebar or create a new one.")
-st.code(str(ctx.db_dir), language=None)
-summary = st.container()  # filled last, so it reflects a sample build made on this run
-ui.workspace_form()
+# The whole page inside one boundary; sections keep their own so one failure hides nothing else.
+with ui.error_boundary("Home page"):
+    st.markdown(
+        "Build a knowledge graph from your documents, then watch four KG-RAG retrieval methods "
+        "(KG-RAG, KG-Retriever, KG-Infused RAG, KET-RAG) walk it step by step, next to plain "
+        "text retrieval. Everything runs locally in an embedded Kùzu database; without an API key "
+        "kgviz runs in an offline mode with deterministic heuristics instead of an LLM."
+    )
 
-st.subheader("Providers")
-ui.status(ctx)
+    st.subheader("Workspace")
+    st.caption("A workspace is one database folder. Pick one in the sidebar or create a new one.")
+    st.code(str(ctx.db_dir), language=None)
+    summary = st.container()  # filled last, so it reflects a sample build made on this run
+    ui.workspace_form()
 
-st.subheader("Sample data")
-st.caption("A small corpus written for kgviz (fictional towns, people and institutions).")
-if st.button("Load sample data", type="primary", disabled=not ui.actions.sample_available()):
-    with ui.error_boundary("Sample build"):
-        report = ui.actions.build_sample(ctx)
-        st.success(
-            f"Sample built: {report.new_documents} new documents, {report.counts.get('Entity', 0)} entities, "
-            f"{report.counts.get('Triple', 0)} triples. Open Explore to look around."
-        )
+    st.subheader("Providers")
+    ui.status(ctx)
 
-with summary, ui.error_boundary("Workspace"):
-    ui.render.workspace_summary(ui.actions.counts(ctx) if ui.resources.database_exists(ctx) else None)
+    st.subheader("Sample data")
+    st.caption("A small corpus written for kgviz (fictional towns, people and institutions).")
+    if st.button("Load sample data", type="primary", disabled=not ui.actions.sample_available()):
+        with ui.error_boundary("Sample build"):
+            report = ui.actions.build_sample(ctx)
+            st.success(
+                f"Sample built: {report.new_documents} new documents, {report.counts.get('Entity', 0)} entities, "
+                f"{report.counts.get('Triple', 0)} triples. Open Explore to look around."
+            )
+
+    with summary, ui.error_boundary("Workspace"):
+        ui.render.workspace_summary(ui.actions.counts(ctx) if ui.resources.database_exists(ctx) else None)

@@ -6,6 +6,7 @@ markdown or HTML, so it cannot inject markup.
 """
 from __future__ import annotations
 
+import traceback
 from contextlib import contextmanager
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -16,6 +17,7 @@ from kgviz.errors import KgvizError
 from kgviz.index.params import BuildReport, CostEstimate
 from kgviz.ingest import LoadResult
 from kgviz.ingest.loaders import skipped_line
+from kgviz.safe_text import safe_text
 from kgviz.types import Usage
 from kgviz.viz import charts
 from kgviz.viz.explore import EntityDetails
@@ -28,19 +30,41 @@ _MD_SPECIAL = set("\\`*_{}[]()#+!|<>~$")
 def md_text(text: object) -> str:
     """Text from documents, LLMs, file names or error messages, made literal for Streamlit's
     markdown (alerts, captions and labels render markdown): no links, images, emphasis or
-    colour directives can come from it, and paths keep their underscores."""
-    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in " ".join(str(text).split()))
+    colour directives can come from it, and paths keep their underscores. Control and bidi
+    characters are shown escaped first (kgviz.safe_text), so a name cannot display reversed."""
+    text = safe_text(" ".join(str(text).split()))
+    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)
+
+
+def plain(text: object) -> str:
+    """Text shown verbatim (dataframe cells, select options, st.text/st.code): no markdown to
+    neutralise, but bidi and control characters are still shown escaped."""
+    return safe_text(text)
 
 
 @contextmanager
 def error_boundary(what: str = "") -> Iterator[None]:
-    """Show expected errors as a message a user can act on (no stack trace); let anything else
-    propagate so real bugs stay visible."""
+    """Every page body runs inside one. An expected error (KgvizError: a locked database, a bad
+    setting, a missing key ...) is one line a user can act on. Anything else is a bug: a short
+    message, and the traceback in a collapsed expander for the report, instead of Streamlit's
+    full-page trace. Streamlit's own st.stop/st.rerun are BaseExceptions and pass through."""
+    prefix = f"{what}: " if what else ""
     try:
         yield
     except KgvizError as exc:
-        prefix = f"{what}: " if what else ""
         st.error(prefix + md_text(exc.user_message()))
+    except Exception as exc:  # noqa: BLE001 - the boundary: shown, not swallowed silently
+        detail = traceback.format_exc()
+        st.error(prefix + md_text(f"unexpected error ({type(exc).__name__}: {_first_line(exc)}). "
+                                  "This is a kgviz bug; the details below help to report it."))
+        with st.expander("Details"):
+            st.code(safe_text(detail), language=None)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else ""
+    return line if len(line) <= 200 else line[:199] + "…"
 
 
 def mode_label(spec: str) -> str:
@@ -230,13 +254,14 @@ def entity_details(details: EntityDetails) -> None:
     e = details.entity
     st.markdown(f"**{md_text(e.get('name') or e['id'])}**")
     facts = {k: e.get(k) for k in ("id", "type", "origin", "n_mentions", "aliases") if e.get(k) not in (None, "")}
-    st.dataframe(pd.DataFrame({"field": list(facts), "value": [str(v) for v in facts.values()]}),
+    st.dataframe(pd.DataFrame({"field": list(facts), "value": [plain(v) for v in facts.values()]}),
                  hide_index=True, width="stretch")
     if e.get("description"):
         st.text(e["description"])
     st.markdown(f"**Triples ({len(details.triples)})**")
     if details.triples:
-        st.dataframe(pd.DataFrame([{"subject": t["subject"], "relation": t["relation"], "object": t["object"],
+        st.dataframe(pd.DataFrame([{"subject": plain(t["subject"]), "relation": plain(t["relation"]),
+                                    "object": plain(t["object"]),
                                     "sentence (provenance)": t.get("sentence") or "", "chunk": t.get("chunk_id") or ""}
                                    for t in details.triples]), hide_index=True, width="stretch")
     else:

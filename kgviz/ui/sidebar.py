@@ -34,8 +34,15 @@ def _workspace_label(path: str, home: Path) -> str:
 
 
 def page_setup() -> AppContext:
-    """First line of every page: draw the shared sidebar and return the session's context."""
-    return render_sidebar()
+    """First line of every page: draw the shared sidebar and return the session's context.
+    A bad setting (KGVIZ_* variable) stops the page with the one-line message: nothing on the
+    page can work without settings, and a traceback would hide which variable is wrong."""
+    try:
+        return render_sidebar()
+    except KgvizError as exc:
+        st.error(md_text(exc.user_message()) + " — fix it and restart kgviz.")
+        st.stop()
+        raise  # unreachable: st.stop raises; keeps the return type honest for type checkers
 
 
 _PERSISTENT = (K_WORKSPACE, K_LLM_CHOICE, K_LLM_CUSTOM, K_API_KEY, K_EMBEDDER)

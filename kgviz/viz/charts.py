@@ -12,11 +12,14 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from kgviz.safe_text import safe_text
+
 _LAYOUT = dict(margin=dict(l=40, r=20, t=50, b=40), height=340, template="plotly_white")
 
 
 def _esc(text: object) -> str:
-    return html.escape(str(text), quote=False)
+    # safe_text first: bidi overrides in a category name would draw it reversed (spoofing)
+    return html.escape(safe_text(text), quote=False)
 
 
 def counts_bar(counts: Mapping[str, int], *, title: str = "Rows per table",

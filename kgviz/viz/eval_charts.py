@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from kgviz.evaluate.report import RATE_METRICS, SUMMARY_METRICS, EvalSummary
 from kgviz.evaluate.runner import EvalRecord
 from kgviz.viz import charts
+from kgviz.safe_text import safe_text
 
 _LAYOUT = dict(margin=dict(l=50, r=20, t=50, b=50), height=380, template="plotly_white")
 _LABEL = {k: label for k, label, _h in SUMMARY_METRICS}
@@ -24,7 +25,8 @@ METHOD_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "triangle-d
 
 
 def _esc(text: object) -> str:
-    return html.escape(str(text), quote=False)
+    # safe_text first: bidi overrides in a question or answer would display it reversed
+    return html.escape(safe_text(text), quote=False)
 
 
 def _scale(metric: str) -> float:

@@ -23,6 +23,7 @@ from pyvis.network import Network
 
 from kgviz.errors import KgvizError
 from kgviz.methods.base import Role  # the trace roles: the Trace page colours nodes by them
+from kgviz.safe_text import safe_text
 
 #: highlight colours per trace role (shared with the Trace page legend)
 ROLE_COLOURS: dict[str, str] = {
@@ -102,7 +103,8 @@ def _short(text: str, limit: int = LABEL_MAX_CHARS) -> str:
 
 
 def _esc(text: str) -> str:
-    return html.escape(text, quote=True)
+    # safe_text first: a bidi override in a name would otherwise draw it reversed (spoofing)
+    return html.escape(safe_text(text), quote=True)
 
 
 def physics_options(seed: int, *, directed: bool, stabilise_iterations: int = 150) -> dict:

@@ -1,0 +1,85 @@
+"""Settings.from_env: every KGVIZ_* value is checked at load, with one line naming the variable and
+what is allowed, and nothing is created on disk."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kgviz.config import Settings, check_dir_path
+from kgviz.errors import ConfigError
+
+
+def env_with(tmp_path: Path, **values: str) -> dict[str, str]:
+    return {"KGVIZ_HOME": str(tmp_path / "home"), **values}
+
+
+def test_defaults_and_valid_values(tmp_path: Path) -> None:
+    s = Settings.from_env(env_with(tmp_path))
+    assert (s.timeout_s, s.max_retries, s.workers, s.max_file_bytes) == (60.0, 3, 4, 20 * 1024 * 1024)
+    assert s.db_dir == tmp_path / "home" / "workspaces" / "default"
+    s = Settings.from_env(env_with(tmp_path, KGVIZ_TIMEOUT_S=" 0.5 ", KGVIZ_MAX_RETRIES="0", KGVIZ_WORKERS="64",
+                                   KGVIZ_MAX_FILE_MB="1.5", KGVIZ_LLM="openai-compatible:m@http://127.0.0.1:9/v1",
+                                   KGVIZ_EMBEDDER="hashing:32"))
+    assert (s.timeout_s, s.max_retries, s.workers) == (0.5, 0, 64)
+    assert s.max_file_bytes == int(1.5 * 1024 * 1024)
+    assert s.embedder_spec == "hashing:32"
+    # an empty variable means "not set"
+    assert Settings.from_env(env_with(tmp_path, KGVIZ_WORKERS="", KGVIZ_LLM="")).workers == 4
+    assert not (tmp_path / "home").exists()  # loading settings creates nothing
+
+
+@pytest.mark.parametrize(
+    "name, value, expected",
+    [
+        ("KGVIZ_MAX_RETRIES", "-1", "KGVIZ_MAX_RETRIES=-1 is out of range: must be a whole number from 0 to 10"),
+        ("KGVIZ_MAX_RETRIES", "2.5", "KGVIZ_MAX_RETRIES='2.5' is not a whole number: must be a whole number from 0 to 10"),
+        ("KGVIZ_TIMEOUT_S", "-5", "KGVIZ_TIMEOUT_S=-5 is out of range: must be a number from 0.1 to 3600"),
+        ("KGVIZ_TIMEOUT_S", "nan", "KGVIZ_TIMEOUT_S=nan is out of range: must be a number from 0.1 to 3600"),
+        ("KGVIZ_TIMEOUT_S", "soon", "KGVIZ_TIMEOUT_S='soon' is not a number: must be a number from 0.1 to 3600"),
+        ("KGVIZ_WORKERS", "0", "KGVIZ_WORKERS=0 is out of range: must be a whole number from 1 to 64"),
+        ("KGVIZ_WORKERS", "four", "KGVIZ_WORKERS='four' is not a whole number: must be a whole number from 1 to 64"),
+        ("KGVIZ_MAX_FILE_MB", "0", "KGVIZ_MAX_FILE_MB=0 is out of range: must be a number from 0.001 to 2048"),
+        ("KGVIZ_MAX_FILE_MB", "inf", "KGVIZ_MAX_FILE_MB=inf is out of range: must be a number from 0.001 to 2048"),
+    ],
+)
+def test_bad_numbers_name_the_variable_and_the_range(tmp_path: Path, name: str, value: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env(env_with(tmp_path, **{name: value}))
+    assert info.value.user_message() == expected
+    assert "\n" not in info.value.user_message()
+
+
+def test_home_under_a_file_and_db_that_is_a_file(tmp_path: Path) -> None:
+    blocker = tmp_path / "plain.txt"
+    blocker.write_text("x")
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({"KGVIZ_HOME": str(blocker / "kgviz")})
+    assert str(info.value) == (f"KGVIZ_HOME={blocker / 'kgviz'} is under a file ({blocker}): "
+                               "it must be a folder (or a path where one can be created)")
+    with pytest.raises(ConfigError, match=r"^KGVIZ_DB=.*plain\.txt is a file"):
+        Settings.from_env(env_with(tmp_path, KGVIZ_DB=str(blocker)))
+    # the default database path lies under KGVIZ_HOME: a file there is caught too
+    home = tmp_path / "home2"
+    home.mkdir()
+    (home / "workspaces").write_text("not a folder")
+    with pytest.raises(ConfigError, match="KGVIZ_DB="):
+        Settings.from_env({"KGVIZ_HOME": str(home)})
+
+
+def test_check_dir_path_accepts_folders_and_creatable_paths(tmp_path: Path) -> None:
+    assert check_dir_path(tmp_path, "X") == tmp_path
+    assert check_dir_path(tmp_path / "a" / "b", "X") == tmp_path / "a" / "b"
+    assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.parametrize("name, value, fragment", [
+    ("KGVIZ_LLM", "gemini:pro", "unknown LLM spec"),
+    ("KGVIZ_LLM", "openai-compatible:m", "base URL"),
+    ("KGVIZ_EMBEDDER", "hashing:3", "16 to 65536"),
+    ("KGVIZ_EMBEDDER", "word2vec", "unknown embedder spec"),
+])
+def test_bad_specs_name_the_variable(tmp_path: Path, name: str, value: str, fragment: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env(env_with(tmp_path, **{name: value}))
+    assert str(info.value).startswith(f"{name}={value!r}: ") and fragment in str(info.value)
