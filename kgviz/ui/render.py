@@ -6,6 +6,7 @@ markdown or HTML, so it cannot inject markup.
 """
 from __future__ import annotations
 
+import logging
 import traceback
 from contextlib import contextmanager
 from typing import Any, Iterator, Mapping, Sequence
@@ -22,6 +23,8 @@ from kgviz.types import Usage
 from kgviz.viz import charts
 from kgviz.viz.explore import EntityDetails
 from kgviz.viz.graph_html import iframe_height
+
+_log = logging.getLogger("kgviz.ui")
 
 OFFLINE_LABEL = "offline heuristics — no LLM"
 _MD_SPECIAL = set("\\`*_{}[]()#+!|<>~$")
@@ -55,6 +58,8 @@ def error_boundary(what: str = "") -> Iterator[None]:
         st.error(prefix + md_text(exc.user_message()))
     except Exception as exc:  # noqa: BLE001 - the boundary: shown, not swallowed silently
         detail = traceback.format_exc()
+        # logged as well, so the server log has it and tests can fail on a bug the page absorbed
+        _log.error("unexpected error in %s", what or "a page", exc_info=exc)
         st.error(prefix + md_text(f"unexpected error ({type(exc).__name__}: {_first_line(exc)}). "
                                   "This is a kgviz bug; the details below help to report it."))
         with st.expander("Details"):

@@ -101,6 +101,7 @@ def _bug_app() -> None:
         raise ValueError("index 7 out of range\nsecond line")
 
 
+@pytest.mark.allow_ui_bugs
 def test_unexpected_error_is_a_short_message_with_details() -> None:
     at = AppTest.from_function(_bug_app).run()
     assert not at.exception
