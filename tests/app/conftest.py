@@ -35,6 +35,6 @@ def _no_absorbed_bugs(request: pytest.FixtureRequest, caplog: pytest.LogCaptureF
     yield
     if request.node.get_closest_marker("allow_ui_bugs"):
         return
-    bugs = [r for r in caplog.records if r.name == "kgviz.ui" and r.levelno >= logging.ERROR]
+    bugs = [r for r in caplog.get_records("call") if r.name == "kgviz.ui" and r.levelno >= logging.ERROR]
     assert not bugs, "a page absorbed a bug: " + "; ".join(
         f"{r.getMessage()}: {r.exc_info[1]!r}" if r.exc_info else r.getMessage() for r in bugs)
