@@ -26,6 +26,13 @@ def settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path / "home", db_dir=tmp_path / "db", timeout_s=5, max_retries=1)
 
 
+def ask(llm, messages=Q, **kw):  # noqa: ANN001, ANN201 - test helper
+    """complete + accept, as the Reasoner does after parsing a reply."""
+    c = llm.complete(messages, **kw)
+    llm.accept(c)
+    return c
+
+
 def cache_bytes(s: Settings) -> bytes:
     return b"".join(p.read_bytes() for p in s.cache_dir.iterdir() if p.is_file())
 
@@ -35,7 +42,7 @@ def test_second_identical_call_is_free_and_marked_cached(server: FakeServer, tmp
     server.script(Reply(200, anthropic_ok("Shakespeare.", 40, 5)))
     llm = make_llm(f"anthropic:claude-haiku-4-5@{server.url}", s, api_key=KEY)
     assert isinstance(llm, CachedLLM)
-    first = llm.complete(Q, system="Be brief.", max_tokens=50)
+    first = ask(llm, system="Be brief.", max_tokens=50)
     second = llm.complete(Q, system="Be brief.", max_tokens=50)
     assert len(server.requests) == 1
     assert first.cached is False and first.usage.total_tokens == 45 and first.usage.calls == 1
@@ -61,7 +68,7 @@ def test_cache_file_never_contains_the_key(server: FakeServer, tmp_path: Path) -
 def test_key_is_not_part_of_the_cache_key(server: FakeServer, tmp_path: Path) -> None:
     s = settings(tmp_path)
     server.script(Reply(200, anthropic_ok("x")))
-    make_llm(f"anthropic:claude-haiku-4-5@{server.url}", s, api_key=KEY).complete(Q)
+    ask(make_llm(f"anthropic:claude-haiku-4-5@{server.url}", s, api_key=KEY))
     again = make_llm(f"anthropic:claude-haiku-4-5@{server.url}", s, api_key="another-key-0000").complete(Q)
     assert again.cached and len(server.requests) == 1
 
@@ -110,7 +117,7 @@ def test_cache_survives_reopening(server: FakeServer, tmp_path: Path) -> None:
     s = settings(tmp_path)
     server.script(Reply(200, chat_ok("persisted")))
     spec = f"openai-compatible:llama3.1:8b@{server.url}"
-    make_llm(spec, s).complete(Q)
+    ask(make_llm(spec, s))
     open_cache(s.cache_dir).close()  # drop the process-wide connection, as a new process would
     c = make_llm(spec, s).complete(Q)
     assert c.cached and c.text == "persisted" and len(server.requests) == 1
@@ -126,7 +133,7 @@ def test_concurrent_calls_are_safe(server: FakeServer, tmp_path: Path) -> None:
     def work(chunk: list[list[Message]]) -> None:
         try:
             for p in chunk:
-                llm.complete(p)
+                ask(llm, p)
         except BaseException as exc:  # surfaced by the assertion below
             errors.append(exc)
 
