@@ -183,3 +183,100 @@ def test_reasoner_accounts_real_and_cached_calls(server: FakeServer, tmp_path: P
     step = ledger.by_step()["extract"]
     assert (step.calls, step.cached_calls, step.input_tokens) == (1, 1, 1_000_000)
     assert step.cost_usd == pytest.approx(1.5)
+
+
+# --- issue 15: only accepted replies are replayed ------------------------------------------------
+def _strict_parse(raw: str, inputs: dict) -> str:
+    from kgviz.errors import LLMOutputError
+
+    if not raw.strip().startswith("OK"):
+        raise LLMOutputError(f"not an OK reply: {raw[:40]!r}")
+    return raw.strip()
+
+
+_STRICT = register(
+    Task(
+        name="providers_test_strict",
+        prompt_name="PROVIDERS_TEST_STRICT",
+        render=lambda inputs: f"Say OK about {inputs['text']}",
+        parse=_strict_parse,
+        offline=lambda inputs, embedder: ("OK", "identity"),
+        usable=lambda value: "" if value != "OK maybe" else "the model hedged",
+    )
+)
+
+
+def test_unaccepted_reply_is_kept_on_disk_but_never_replayed(server: FakeServer, tmp_path: Path) -> None:
+    s = settings(tmp_path)
+    server.script(Reply(200, chat_ok("first")), Reply(200, chat_ok("second")))
+    llm = make_llm(f"openai-compatible:m@{server.url}", s)
+    assert llm.complete(Q).text == "first"  # nobody accepted it
+    again = llm.complete(Q)
+    assert again.text == "second" and not again.cached and len(server.requests) == 2
+    cache = open_cache(s.cache_dir)
+    assert cache.stats()["entries"] == 0 and cache.stats()["unaccepted"] == 1
+    assert [text for _, text, _ in cache.rejected()] == ["second"]  # the failed reply is not lost
+
+
+def test_reasoner_caches_only_replies_its_task_parsed(server: FakeServer, tmp_path: Path) -> None:
+    from kgviz.errors import LLMOutputError
+
+    s = settings(tmp_path)
+    server.script(Reply(200, chat_ok("garbage")), Reply(200, chat_ok("OK fine")))
+    r = Reasoner(make_llm(f"openai-compatible:m@{server.url}", s), HashingEmbedder(64))
+    with pytest.raises(LLMOutputError) as info:
+        r.run("providers_test_strict", text="x")
+    assert info.value.call.raw_output == "garbage"  # type: ignore[attr-defined]
+    assert [reason for _, _, reason in open_cache(s.cache_dir).rejected()] == ["not an OK reply: 'garbage'"]
+    assert r.run("providers_test_strict", text="x").value == "OK fine"  # the server was asked again
+    replay = r.run("providers_test_strict", text="x")
+    assert replay.call.cached and replay.value == "OK fine" and len(server.requests) == 2
+
+
+def test_a_value_the_task_calls_unusable_is_not_replayed(server: FakeServer, tmp_path: Path) -> None:
+    s = settings(tmp_path)
+    server.script(Reply(200, chat_ok("OK maybe")), Reply(200, chat_ok("OK")))
+    r = Reasoner(make_llm(f"openai-compatible:m@{server.url}", s), HashingEmbedder(64))
+    assert r.run("providers_test_strict", text="y").value == "OK maybe"  # returned, not cached
+    assert r.run("providers_test_strict", text="y").value == "OK"
+    assert len(server.requests) == 2
+
+
+def test_legacy_cached_failure_is_rejected_and_reasked_in_the_same_run(server: FakeServer, tmp_path: Path) -> None:
+    import sqlite3
+
+    s = settings(tmp_path)
+    spec = f"openai-compatible:m@{server.url}"
+    server.script(Reply(200, chat_ok("garbage from an old kgviz")), Reply(200, chat_ok("OK now")))
+    llm = make_llm(spec, s)
+    c = llm.complete([Message("user", "Say OK about z")], max_tokens=1024)
+    cache = open_cache(s.cache_dir)
+    path = cache.path
+    cache.close()
+    # rebuild the file as an older kgviz wrote it: no accepted/rejection columns, every row replayed
+    con = sqlite3.connect(path)
+    rows = con.execute("SELECT key, provider, model, text, reply_model, input_tokens, output_tokens, latency_s, raw, "
+                       "created FROM completions").fetchall()
+    con.execute("DROP TABLE completions")
+    con.execute("CREATE TABLE completions (key TEXT PRIMARY KEY, provider TEXT NOT NULL, model TEXT NOT NULL, "
+                "text TEXT NOT NULL, reply_model TEXT NOT NULL, input_tokens INTEGER NOT NULL, output_tokens INTEGER "
+                "NOT NULL, latency_s REAL NOT NULL, raw TEXT NOT NULL, created REAL NOT NULL)")
+    con.executemany("INSERT INTO completions VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+    con.commit()
+    con.close()
+    assert c.text == "garbage from an old kgviz"
+    r = Reasoner(make_llm(spec, s), HashingEmbedder(64))
+    res = r.run("providers_test_strict", text="z")
+    assert res.value == "OK now" and not res.call.cached and len(server.requests) == 2
+    assert r.run("providers_test_strict", text="z").call.cached
+
+
+def test_refresh_reasks_but_a_failed_refresh_keeps_the_good_answer(server: FakeServer, tmp_path: Path) -> None:
+    s = settings(tmp_path)
+    spec = f"openai-compatible:m@{server.url}"
+    server.script(Reply(200, chat_ok("good")), Reply(200, chat_ok("worse")))
+    ask(make_llm(spec, s))
+    fresh = make_llm(spec, s, refresh=True)
+    assert fresh.complete(Q).text == "worse" and len(server.requests) == 2  # asked despite the cache
+    replay = make_llm(spec, s).complete(Q)  # "worse" was never accepted: the good answer stays
+    assert replay.cached and replay.text == "good"
