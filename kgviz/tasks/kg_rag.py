@@ -40,6 +40,7 @@ from typing import Any
 from kgviz.prompts import kg_rag as P
 from kgviz.providers.base import Embedder
 from kgviz.reasoning import Task, register
+from kgviz.tasks.rules import says_insufficient
 
 # ------------------------------------------------------------------------------------------------
 # shared text helpers
@@ -361,20 +362,10 @@ _DECISION_WORDS = {"stop": "stop", "continue": "continue", "backtrack": "backtra
 
 
 # The stop rule (ours, issue 15): a 1.5B model wrote "DECISION: STOP" with "REASON: the facts do
-# not say when he was born". A STOP whose own reason says the facts fall short is overruled to
-# CONTINUE (the walk's hop limit still ends it). Phrases that deny a shortfall ("nothing is
-# missing") do not count.
-_INSUFFICIENT_REASON = re.compile(
-    r"\b(?:not enough|insufficient|not sufficient|(?:does|do|did)\s*(?:n't|not)\s+(?:contain|mention|include|"
-    r"state|say|give|answer|provide|specify|tell|show)|no information|lacks?|lacking|cannot (?:be )?answer(?:ed)?|"
-    r"can't (?:be )?answer(?:ed)?|unable to answer|unknown|unclear|not (?:yet )?(?:known|found|present|given|"
-    r"stated|mentioned|provided|specified|available)|(?<!nothing )(?<!nothing is )(?<!not )missing|need(?:s)? more)\b",
-    re.I,
-)
-
-
+# not say when he was born". A STOP whose own reason says the facts fall short
+# (kgviz.tasks.rules.says_insufficient) is overruled to CONTINUE; the hop limit still ends a walk.
 def reason_says_insufficient(reason: str) -> bool:
-    return bool(_INSUFFICIENT_REASON.search(reason or ""))
+    return says_insufficient(reason)
 
 
 def parse_decision(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:

@@ -69,3 +69,21 @@ def test_choice_and_decision_usability() -> None:
     assert choose.usable({"chosen": ["tri:1"], "said_none": False, "from_choice_line": False}) == ""
     assert evaluate.usable(parse_decision("maybe stop, maybe continue", Q))
     assert evaluate.usable(parse_decision("DECISION: STOP\nREASON: enough", Q)) == ""
+
+
+# --- kg-infused: a note is kept whole (issue 15) ---------------------------------------------------
+def test_clean_reply_keeps_the_whole_note() -> None:
+    from kgviz.tasks.kg_infused import clean_reply
+
+    note = ("Edda Lunn founded the Tidewell Line in 1898 in Kellhaven.\nIts ships sailed to Tarrow.\n"
+            "Note: the facts did not mention who succeeded her.")
+    assert clean_reply(note, ("note", "passage note")) == note
+    assert clean_reply("Here is the note:\nNote: A.\nB.\nNote: C.", ("note",)) == "A.\nB.\nNote: C."
+    assert clean_reply("<think>plan</think>\n```\nSummary: X\nY\n```", ("summary",)) == "X\nY"
+
+
+def test_expanded_query_still_reads_after_its_label() -> None:
+    from kgviz.tasks.kg_infused import clean_reply
+
+    assert clean_reply("I will add the bridge.\nNew query: who founded X", ("new query",), after_label=True) == \
+        "who founded X"
