@@ -40,7 +40,7 @@ from typing import Any
 from kgviz.prompts import kg_rag as P
 from kgviz.providers.base import Embedder
 from kgviz.reasoning import Task, register
-from kgviz.tasks.rules import says_insufficient
+from kgviz.tasks.rules import says_insufficient, strip_think
 
 # ------------------------------------------------------------------------------------------------
 # shared text helpers
@@ -162,6 +162,7 @@ _PLAN_LABELS = re.compile(
 
 
 def parse_plan(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    raw = strip_think(raw)
     max_hops = int(inputs.get("max_hops", 5))
     ents: list[str] | None = None
     rels: list[str] | None = None
@@ -234,6 +235,7 @@ _INT = re.compile(r"(?<![\w.:])\d+(?![\w:])")
 def parse_choice(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """Map a reply to ids of shown candidates. Only a CHOICE line counts when there is one (so
     numbers in a chatty explanation are not taken as choices); otherwise the whole reply."""
+    raw = strip_think(raw)
     cands: list[dict[str, Any]] = list(inputs["candidates"])
     width = int(inputs.get("width", 1))
     lines = _CHOICE_LINE.findall(raw)
@@ -379,6 +381,7 @@ def parse_decision(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read_decision(raw: str) -> dict[str, Any]:
+    raw = strip_think(raw)
     lines = _DECISION_LINE.findall(raw)
     text = lines[-1] if lines else raw
     found = [m.group(1).lower() for m in re.finditer(r"\b(stop|continue|backtrack)\b", text, re.I)]

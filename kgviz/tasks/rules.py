@@ -23,6 +23,15 @@ _CONFLICT = re.compile(r"\b(?:contradict(?:s|ed|ion)?|incompatible|conflicts? wi
                        r"is wrong|is incorrect|is false)\b", re.I)
 
 
+_THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.I | re.S)
+
+
+def strip_think(raw: str) -> str:
+    """A reply without its <think>...</think> blocks (reasoning models); an unclosed block runs to
+    the end, since its numbers and labels are musings, not the answer."""
+    return _THINK.sub("\n", raw or "")
+
+
 def says_insufficient(text: str) -> bool:
     """The text says the evidence does not (fully) hold the answer or the claim."""
     return bool(_INSUFFICIENT.search(text or ""))

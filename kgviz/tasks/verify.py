@@ -26,7 +26,7 @@ from kgviz.prompts.verify import (
 )
 from kgviz.providers.base import Embedder, extract_json_text
 from kgviz.reasoning import Task, register
-from kgviz.tasks.rules import says_conflict, says_insufficient
+from kgviz.tasks.rules import says_conflict, says_insufficient, strip_think
 from kgviz.verify.check import CheckResult, check_claim
 from kgviz.verify.claims import split_offline
 
@@ -35,7 +35,7 @@ MAX_JUDGE_CONTEXT_CHARS = 24_000  # ours: keeps a judge prompt within small mode
 
 
 def _json(raw: str, what: str) -> Any:
-    text = extract_json_text(raw)
+    text = extract_json_text(strip_think(raw))
     if text is None:
         raise LLMOutputError(f"the {what} reply is not JSON: {raw[:200]!r}",
                              hint="the model ignored the JSON format; retry or pick a model with structured output")

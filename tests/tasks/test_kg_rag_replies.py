@@ -87,3 +87,21 @@ def test_expanded_query_still_reads_after_its_label() -> None:
 
     assert clean_reply("I will add the bridge.\nNew query: who founded X", ("new query",), after_label=True) == \
         "who founded X"
+
+
+def test_think_blocks_are_not_read_as_answers() -> None:
+    from kgviz.tasks.kg_rag import parse_choice
+
+    cands = [{"n": 1, "id": "tri:a"}, {"n": 2, "id": "tri:b"}]
+    got = parse_choice("<think>1 looks off, maybe 2? CHOICE: 1</think>\n2", {"candidates": cands, "width": 1})
+    assert got["chosen"] == ["tri:b"]
+    assert parse_decision("<think>DECISION: STOP</think>\nREASON: on track\nDECISION: CONTINUE", Q)["decision"] == "continue"
+    plan = parse_plan("<think>ENTITIES: nonsense</think>\nENTITIES: Titanic\nRELATIONS: directed\nHOPS: 2", Q)
+    assert plan["entities"] == ["Titanic"]
+
+
+def test_judge_json_after_a_think_block() -> None:
+    task = get_task("judge_claim")
+    raw = '<think>{"draft": true}</think>\n```json\n{"verdict": "supported", "evidence": [1], "reason": "Passage 1 says 1898."}\n```'
+    res = task.parse(raw, {"items": [("doc:a#c0", "Founded in 1898.")], "claim": "1898"})
+    assert res.label == "supported" and res.evidence == ("doc:a#c0",)
