@@ -75,8 +75,14 @@ def purge_documents(store: GraphStore, doc_ids: Sequence[str]) -> None:
 
 
 def documents_with_failed_chunks(store: GraphStore) -> set[str]:
-    """Ids of documents that have a failed Extraction row (chunk ids are "<doc_id>#c<ord>")."""
-    rows = store.query("MATCH (x:Extraction) WHERE x.status = $s RETURN x.chunk_id AS id", {"s": "failed"})
+    """Ids of documents that have a failed Extraction row (chunk ids are "<doc_id>#c<ord>"). An
+    LLM row with an empty reply counts as failed whatever its status says: kgviz before issue 15
+    stored empty replies as "ok, 0 triples", and those chunks deserve another ask."""
+    rows = store.query(
+        "MATCH (x:Extraction) WHERE x.status = $s OR (x.mode <> $offline AND x.n_triples = 0 AND trim(x.raw) = '') "
+        "RETURN x.chunk_id AS id",
+        {"s": "failed", "offline": "offline"},
+    )
     return {str(r["id"]).rsplit("#c", 1)[0] for r in rows}
 
 
