@@ -152,26 +152,18 @@ class Reasoner:
             self._record(step or task.name, usage)
             return TaskResult(value, call)
         prompt = task.render(inputs)
-        completion = self._complete(task, prompt)
-        try:
-            value = task.parse(completion.text, inputs)
-        except LLMOutputError as exc:
-            if not completion.cached:
-                self._reject(completion, str(exc))
-                call = self._call(task, prompt, completion, step)
-                call.error = str(exc)
-                exc.call = call  # type: ignore[attr-defined]  # lets callers keep the raw output
-                raise
-            # a replayed reply that fails today (an older kgviz cached it): drop it, ask again
-            self._reject(completion, str(exc))
+        for attempt in (1, 2):
             completion = self._complete(task, prompt)
             try:
                 value = task.parse(completion.text, inputs)
-            except LLMOutputError as exc2:
-                self._reject(completion, str(exc2))
+                break
+            except LLMOutputError as exc:
+                self._reject(completion, str(exc))
+                if completion.cached and attempt == 1:
+                    continue  # a replayed reply that fails today (an older kgviz cached it): ask again
                 call = self._call(task, prompt, completion, step)
-                call.error = str(exc2)
-                exc2.call = call  # type: ignore[attr-defined]
+                call.error = str(exc)
+                exc.call = call  # type: ignore[attr-defined]  # lets callers keep the raw output
                 raise
         call = self._call(task, prompt, completion, step)
         why_not = task.usable(value) if task.usable is not None else ""

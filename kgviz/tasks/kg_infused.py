@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from kgviz.errors import LLMOutputError
+from kgviz.index.parse import MAX_LINE_REPEATS  # one loop rule for every free-text reply
 from kgviz.prompts import kg_infused as P
 from kgviz.providers.base import Embedder
 from kgviz.reasoning import Task, register
@@ -123,7 +124,20 @@ def clean_reply(raw: str, labels: tuple[str, ...], *, after_label: bool = False)
         m = pattern.match(lines[0])
         if m:
             lines = ([m.group(2)] if m.group(2).strip() else []) + lines[1:]
-    return "\n".join(lines).strip()
+    return "\n".join(_until_looping(lines)).strip()
+
+
+def _until_looping(lines: list[str]) -> list[str]:
+    """The lines before a line's ``MAX_LINE_REPEATS + 1``-th copy: a small model looping one
+    sentence until max_tokens would otherwise fill the note (and the answer's context) with it."""
+    seen: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        key = " ".join(line.split()).lower()
+        if key:
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > MAX_LINE_REPEATS:
+                return lines[:i]
+    return lines
 
 
 def _require(text: str, what: str, raw: str) -> str:

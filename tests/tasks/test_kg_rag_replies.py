@@ -105,3 +105,10 @@ def test_judge_json_after_a_think_block() -> None:
     raw = '<think>{"draft": true}</think>\n```json\n{"verdict": "supported", "evidence": [1], "reason": "Passage 1 says 1898."}\n```'
     res = task.parse(raw, {"items": [("doc:a#c0", "Founded in 1898.")], "claim": "1898"})
     assert res.label == "supported" and res.evidence == ("doc:a#c0",)
+
+
+def test_a_looping_note_is_cut_at_the_repeat() -> None:
+    from kgviz.tasks.kg_infused import clean_reply
+
+    raw = "Edda Lunn founded it.\n" + "The ships sailed to Tarrow.\n" * 50
+    assert clean_reply(raw, ("note",)) == "Edda Lunn founded it.\n" + "\n".join(["The ships sailed to Tarrow."] * 3)
