@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import re
 
+# phrased about the evidence, not the world: "the ship lacked sails" or "the missing ship was
+# found" are facts a passage may state, so "lack"/"missing"/"unknown" count only in these forms
 _INSUFFICIENT = re.compile(
     r"\b(?:not enough|insufficient|not sufficient|(?:does|do|did)\s*(?:n't|not)\s+(?:contain|mention|include|"
     r"state|say|give|answer|provide|specify|tell|show|support|confirm)|no information|no mention|no evidence|"
-    r"lacks?|lacking|cannot (?:be )?(?:answer(?:ed)?|verif(?:y|ied)|confirm(?:ed)?)|can't (?:be )?answer(?:ed)?|"
-    r"unable to (?:answer|verify|confirm)|unknown|unclear|not (?:yet )?(?:known|found|present|given|stated|"
-    r"mentioned|provided|specified|available|supported)|(?<!nothing )(?<!nothing is )(?<!not )missing|"
+    r"lacks?\s+(?:the\s+|any\s+)?(?:information|answer|details?|evidence|mention)|"
+    r"cannot (?:be )?(?:answer(?:ed)?|verif(?:y|ied)|confirm(?:ed)?)|can't (?:be )?answer(?:ed)?|"
+    r"unable to (?:answer|verify|confirm)|(?:is|are|remains?) (?:still )?(?:unknown|unclear)|"
+    r"not (?:yet )?(?:known|found|present|given|stated|mentioned|provided|specified|available|supported)|"
+    r"(?<!nothing )(?<!not )(?:is|are) missing|missing (?:from|in) the (?:context|facts|passages?|evidence)|"
     r"need(?:s)? more)\b",
     re.I,
 )

@@ -112,3 +112,12 @@ def test_a_looping_note_is_cut_at_the_repeat() -> None:
 
     raw = "Edda Lunn founded it.\n" + "The ships sailed to Tarrow.\n" * 50
     assert clean_reply(raw, ("note",)) == "Edda Lunn founded it.\n" + "\n".join(["The ships sailed to Tarrow."] * 3)
+
+
+@pytest.mark.parametrize("reason", [
+    "Passage 1 says the ship lacked sails.",
+    "The missing ship was found in 1900, as passage 2 states.",
+    "The unknown soldier is buried in Kellhaven according to passage 1.",
+])
+def test_facts_about_the_world_are_not_read_as_insufficient_evidence(reason: str) -> None:
+    assert not reason_says_insufficient(reason)
