@@ -1,6 +1,7 @@
 """`kgviz` command line: the same library the app uses.
 
   kgviz build PATH... --db DIR [--llm SPEC] [--embedder SPEC] [--chunk-tokens N] [--estimate] [--json]
+              [--workers N] [--no-cache] [--keep-failed]
               [--no-ket] [--beta B] [--core-selection pagerank|random] [--knn-k K] [--tau T]
   kgviz import-kg TRIPLES.tsv [--entities ENTITIES.jsonl] --db DIR [--json]
   kgviz ask "QUESTION" --db DIR --method NAME|all [--llm SPEC] [--gold ANSWER]... [--json]
@@ -10,11 +11,13 @@
 
 Exit status: 0 success; 2 an expected failure a user can fix (bad option or setting, bad input,
 missing key, locked database, ...): one readable line on stderr, and options and settings are
-checked before anything is created on disk; 1 an unexpected error (a bug: the traceback goes to
-stderr); 130 interrupted. With --json, stdout always carries one JSON document: the command's
-result, or on failure {"error": "<the message>", "error_type": "<class>", "exit_code": N}.
-Everything printed passes through kgviz.safe_text: control and bidi characters from documents or
-models are shown escaped, never sent to the terminal raw.
+checked before anything is created on disk; 3 (`build` only) built with failures: some chunks
+could not be extracted (the count and the first reasons are printed; `--json` lists them all under
+"failures"), and running the same build again re-asks exactly the failed chunks; 1 an unexpected
+error (a bug: the traceback goes to stderr); 130 interrupted. With --json, stdout always carries one
+JSON document: the command's result, or on failure {"error": "<the message>", "error_type":
+"<class>", "exit_code": N}. Everything printed passes through kgviz.safe_text: control and bidi
+characters from documents or models are shown escaped, never sent to the terminal raw.
 """
 from __future__ import annotations
 
@@ -34,6 +37,8 @@ EXIT_OK = 0
 EXIT_INTERNAL_ERROR = 1
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
+EXIT_BUILT_WITH_FAILURES = 3  # the graph was built, but some chunks failed extraction
+_SHOWN_FAILURES = 5  # ours: enough reasons to see a pattern without flooding the terminal
 _OPEN: list[Any] = []  # workspaces opened by the running command; closed when it returns
 
 
@@ -156,7 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
     _common(b)
     b.add_argument("--chunk-tokens", type=_int_at_least(1), help="chunk size in (approximate) tokens")
     b.add_argument("--chunk-overlap", type=_int_at_least(0), help="overlap between chunks in tokens")
-    b.add_argument("--workers", type=_int_at_least(1), help="concurrent extraction workers")
+    b.add_argument("--workers", type=_int_at_least(1), help="concurrent extraction workers (default: $KGVIZ_WORKERS, else 4; "
+                   "use 1 for a one-slot local server such as llama-server)")
+    b.add_argument("--no-cache", action="store_true",
+                   help="bypass the LLM cache: ask the model for every chunk and store nothing")
+    b.add_argument("--keep-failed", action="store_true",
+                   help="do not retry chunks that failed in an earlier build (by default they are re-asked)")
     b.add_argument("--estimate", action="store_true", help="print the cost estimate and stop")
     b.add_argument("--skip-near-duplicates", action="store_true",
                    help="leave out documents whose text overlaps an earlier one by >= 95%% (default: report them, load them)")
@@ -247,8 +257,13 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
     from kgviz.workspace import open_workspace
 
     # Options and inputs are checked before the workspace opens: opening creates the database.
+    # KGVIZ_WORKERS counts here as in the app: 4 concurrent requests to a one-slot CPU server
+    # (issue 15) only queue up and time out
+    workers = args.workers if args.workers is not None else settings.workers
     overrides = {k: v for k, v in {"chunk_tokens": args.chunk_tokens, "chunk_overlap": args.chunk_overlap,
-                                   "workers": args.workers}.items() if v is not None}
+                                   "workers": workers}.items() if v is not None}
+    if args.keep_failed:
+        overrides["retry_failed"] = False
     params = BuildParams(**overrides, **_ket_overrides(args))
     limits = LoadLimits(chunk_tokens=args.chunk_tokens or settings.chunk_tokens)
     loaded = load_paths(args.paths, max_bytes=settings.max_file_bytes, limits=limits,
@@ -266,7 +281,8 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
         raise BuildError("no loadable documents" + (f" ({len(loaded.errors)} file(s) rejected, listed above)"
                                                      if loaded.errors else ""),
                          hint="give txt, md, pdf or jsonl files (or folders holding them)")
-    ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder))
+    ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder,
+                               use_cache=not args.no_cache))
     for n in ws.notices:
         print(f"note: {n}", file=sys.stderr)
     report = build(loaded.documents, ws.store, ws.reasoner(), params,
@@ -283,7 +299,25 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
         for table, n in sorted(out.get("counts", {}).items()):
             print(f"  {table:<14}{n:>10}")
         _print_ket(out.get("ket") or {})
-    return 1 if loaded.errors and not loaded.documents else 0
+        _print_failures(report)
+    if report.failures:
+        return EXIT_BUILT_WITH_FAILURES
+    return 0
+
+
+def _print_failures(report: Any) -> None:
+    """Failed chunks on stderr, so a build that lost facts never looks like a clean one."""
+    failures = list(report.failures)
+    if not failures:
+        return
+    print(f"extraction failed for {len(failures)} chunk(s); the graph is missing their facts "
+          f"(exit status {EXIT_BUILT_WITH_FAILURES}). First reasons:", file=sys.stderr)
+    for chunk_id, error, _raw in failures[:_SHOWN_FAILURES]:
+        print(f"  {chunk_id}: {error}", file=sys.stderr)
+    if len(failures) > _SHOWN_FAILURES:
+        print(f"  ... and {len(failures) - _SHOWN_FAILURES} more (--json lists them all)", file=sys.stderr)
+    print("run the same build again to retry exactly these chunks (failed replies are never cached)",
+          file=sys.stderr)
 
 
 def cmd_import_kg(args: argparse.Namespace, settings: Settings) -> int:

@@ -7,7 +7,7 @@ Environment variables (all optional):
   KGVIZ_LLM         provider spec: offline | anthropic:<model> | openai:<model>
                     | openai-compatible:<model>@<base_url>             (default: auto, see resolve_llm_spec)
   KGVIZ_EMBEDDER    embedder spec: hashing | fastembed:<model> | fastembed:<model>@<dir>  (default hashing)
-  KGVIZ_TIMEOUT_S   per-request LLM timeout in seconds, 0.1-3600        (default 60)
+  KGVIZ_TIMEOUT_S   per-request LLM timeout in seconds, 0.1-3600  (default 60; 900 for openai-compatible on loopback)
   KGVIZ_MAX_RETRIES retries on 429 / 5xx / timeouts, 0-10               (default 3)
   KGVIZ_WORKERS     concurrent extraction workers, 1-64                 (default 4)
   KGVIZ_MAX_FILE_MB largest accepted upload in MB, 0.001-2048           (default 20)
@@ -33,7 +33,7 @@ class Settings:
     db_dir: Path
     llm_spec: str = "auto"
     embedder_spec: str = "hashing"
-    timeout_s: float = 60.0
+    timeout_s: float | None = None  # None: the provider's default (kgviz.providers.factory.default_timeout_s)
     max_retries: int = 3
     workers: int = 4
     max_file_bytes: int = 20 * 1024 * 1024
@@ -71,10 +71,11 @@ class Settings:
             db_dir=db,
             llm_spec=llm_spec,
             embedder_spec=embedder_spec,
-            timeout_s=_number(env, "KGVIZ_TIMEOUT_S", 60.0, *TIMEOUT_RANGE),
-            max_retries=int(_number(env, "KGVIZ_MAX_RETRIES", 3, *RETRIES_RANGE, whole=True)),
-            workers=int(_number(env, "KGVIZ_WORKERS", 4, *WORKERS_RANGE, whole=True)),
-            max_file_bytes=int(_number(env, "KGVIZ_MAX_FILE_MB", 20.0, *FILE_MB_RANGE) * 1024 * 1024),
+            # unset: None, the provider picks (60 s, or 900 s for a local server on loopback)
+            timeout_s=_number(env, "KGVIZ_TIMEOUT_S", None, *TIMEOUT_RANGE),
+            max_retries=int(_number(env, "KGVIZ_MAX_RETRIES", 3, *RETRIES_RANGE, whole=True) or 0),
+            workers=int(_number(env, "KGVIZ_WORKERS", 4, *WORKERS_RANGE, whole=True) or 4),
+            max_file_bytes=int((_number(env, "KGVIZ_MAX_FILE_MB", 20.0, *FILE_MB_RANGE) or 20.0) * 1024 * 1024),
         )
 
 
@@ -90,8 +91,8 @@ def _text(env: Mapping[str, str], name: str) -> str:
     return (env.get(name) or "").strip()
 
 
-def _number(env: Mapping[str, str], name: str, default: float, low: float, high: float, *,
-            whole: bool = False) -> float:
+def _number(env: Mapping[str, str], name: str, default: float | None, low: float, high: float, *,
+            whole: bool = False) -> float | None:
     raw = _text(env, name)
     if not raw:
         return default

@@ -5,7 +5,8 @@ Resume rule: a chunk counts as extracted only when its Extraction row exists. Ro
 batches as chunks finish (the row is the only thing this stage writes, so there is never a partial
 chunk to clean up). On a re-run the stored row is turned back into triples without calling the
 model: an LLM row's raw reply is parsed again (the parser is deterministic) and an offline row is
-re-run through the (deterministic) pattern extractor. Rows with status "failed" are retried when
+re-run through the (deterministic) pattern extractor. Rows with status "failed" (and LLM rows
+with an empty reply, which kgviz before issue 15 stored as "ok") are retried when
 BuildParams.retry_failed is set.
 
 Per-chunk provider failures (rate limits after the SDK's retries, timeouts, 5xx) are recorded as
@@ -92,6 +93,14 @@ def stored_extractions(store: GraphStore, chunk_ids: Sequence[str]) -> dict[str,
     return out
 
 
+def _failed_row(row: dict[str, object]) -> bool:
+    """A failed row, or an LLM row whose stored reply is empty (kgviz before issue 15 recorded an
+    empty reply as "ok, 0 triples"; it is a failure and is asked again)."""
+    if row.get("status") == "failed":
+        return True
+    return row.get("mode") != OFFLINE_MODE and not str(row.get("raw") or "").strip()
+
+
 def rederive(chunk: Chunk, row: dict[str, object], max_triples: int) -> ExtractionOutput:
     """Triples of an already-extracted chunk, without calling any model."""
     if row.get("mode") == OFFLINE_MODE:
@@ -109,7 +118,7 @@ def run_extraction(
 ) -> ExtractResult:
     res = ExtractResult()
     stored = stored_extractions(store, [c.id for c in chunks])
-    retry = [cid for cid, r in stored.items() if r.get("status") == "failed" and params.retry_failed]
+    retry = [cid for cid, r in stored.items() if params.retry_failed and _failed_row(r)]
     for i in range(0, len(retry), _ID_BATCH):
         store.execute("MATCH (x:Extraction) WHERE x.chunk_id IN $ids DELETE x", {"ids": retry[i : i + _ID_BATCH]})
     todo: deque[Chunk] = deque()
@@ -119,7 +128,7 @@ def run_extraction(
             todo.append(c)
             continue
         res.reused += 1
-        if row.get("status") == "failed":
+        if _failed_row(row):
             res.failures.append((c.id, str(row.get("error") or "failed"), str(row.get("raw") or "")[:RAW_EXCERPT_CHARS]))
             continue
         out = rederive(c, row, params.max_triples_per_chunk)

@@ -180,6 +180,30 @@ def test_llm_path_counts_malformed_lines_and_records_failures(open_store) -> Non
     assert again.counts == clean.counts
 
 
+def test_empty_reply_is_a_failed_chunk_not_an_empty_one(open_store) -> None:
+    store = open_store()
+    script = lambda text: "" if "capital of Veyn" in text else offline_reply(text)  # noqa: E731
+    report = build(corpus(), store, Reasoner(ScriptedLLM(script), EMB), SMALL)
+    assert [f[1] for f in report.failures] == ["the reply was empty — the chunk is retried on the next build"]
+    llm = ScriptedLLM()
+    again = build(corpus(), store, Reasoner(llm, EMB), SMALL)
+    assert llm.calls == 1 and not again.failures
+
+
+def test_legacy_ok_rows_with_an_empty_reply_are_asked_again(open_store) -> None:
+    store = open_store()
+    build(corpus(), store, Reasoner(ScriptedLLM(), EMB), SMALL)
+    want = dict(store.counts())
+    # what kgviz before issue 15 left behind: an empty reply stored as "ok, 0 triples"
+    chunk_id = store.query("MATCH (x:Extraction) RETURN x.chunk_id AS c ORDER BY c LIMIT 1")[0]["c"]
+    store.execute("MATCH (x:Extraction) WHERE x.chunk_id = $c SET x.raw = '', x.n_triples = 0, x.status = 'ok'",
+                  {"c": chunk_id})
+    llm = ScriptedLLM()
+    again = build(corpus(), store, Reasoner(llm, EMB), SMALL)
+    assert llm.calls == 1 and again.retried_documents == 1 and not again.failures
+    assert dict(again.counts) == want
+
+
 def test_auth_error_stops_the_build_but_keeps_finished_chunks(open_store) -> None:
     store = open_store()
 
