@@ -39,6 +39,18 @@ LOG_TAIL = 3000
 _SERVER_LOG = pytest.StashKey[Path]()
 
 
+_HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test under tests/e2e is a browser test: mark it ``e2e`` (so ``-m "not e2e"``, the
+    quick loop in the README, leaves them out) whether or not its module remembers to. The hook
+    sees the whole session's items, hence the path check."""
+    for item in items:
+        if _HERE in item.path.resolve().parents:
+            item.add_marker(pytest.mark.e2e)
+
+
 def browser_missing_reason() -> str | None:
     if CHROMIUM.exists():
         return None

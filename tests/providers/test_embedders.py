@@ -98,6 +98,7 @@ print(json.dumps({"id": emb.id, "notice": notice}))
 """
 
 
+@pytest.mark.slow
 def test_unreachable_hub_falls_back_to_hashing_quickly(tmp_path: Path) -> None:
     # The hub is a loopback server that never answers while the test runs: no network is touched.
     # The fallback notice names the 2 s load timeout (so the timeout fired, not the hub's reply),
