@@ -106,7 +106,12 @@ def server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
              "--server.address", "127.0.0.1", "--server.headless", "true",
-             "--browser.gatherUsageStats", "false"],
+             "--browser.gatherUsageStats", "false",
+             # no file watcher: the tests never edit the source, and watching the checkout (its
+             # .venv included) overflowed inotify while pytest and pip churned files; the server
+             # then spent most of a core reconciling watches, which slowed every page and let
+             # timer-driven UI (the trace page's Play) race the test's clicks
+             "--server.fileWatcherType", "none"],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"
