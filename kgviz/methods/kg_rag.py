@@ -42,10 +42,10 @@ Everything below beyond those sentences is **ours**:
    chooser then picks the next best among the rest). A hop with no candidates, or where the LLM
    chose none, is a dead end: the previous hop is popped the same way when allowed, else the walk
    ends; the facts of a hop popped at a dead end stay in the context (a leaf is often the
-   answer), those of a hop the evaluator rejected do not. The evaluator also sees the seed triples'
-   facts (``seed_facts``): an answer can arrive as a seed. BACKTRACK when it is not allowed (or ``max_backtracks`` is spent) is recorded and treated
-   as CONTINUE. An evaluate reply naming no decision is recorded as not understood and treated as
-   CONTINUE.
+   answer), those of a hop the evaluator rejected do not. The evaluator also gets the seed
+   triples' facts (``seed_facts``): an answer can arrive as a seed. BACKTRACK when it is not
+   allowed (or ``max_backtracks`` is spent) is recorded and treated as CONTINUE. An evaluate
+   reply naming no decision is recorded as not understood and treated as CONTINUE.
 7. Limits: at most ``max_hops`` hops on the path (5: the upper end of the paper's 4–5 step
    average, so an average walk fits) and ``max_backtracks`` backtracks; together they bound the
    LLM calls (1 plan + 2 per hop tried; at most 1 + 3·max_backtracks + 2·max_hops + 1).
