@@ -103,6 +103,7 @@ def test_embedder_mismatch_is_a_clear_error(built_db, env, capsys):
     assert "embedder" in capsys.readouterr().err.lower()
 
 
+@pytest.mark.slow
 def test_locked_database_names_the_path(built_db, env, capsys):
     holder = subprocess.Popen(
         [sys.executable, "-c",

@@ -150,6 +150,7 @@ def _cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
                           cwd=ROOT, timeout=240)
 
 
+@pytest.mark.slow
 def test_cli_ask_reports_verdicts_and_with_gold_metrics_and_funnel(tmp_path: Path) -> None:
     db = tmp_path / "ws"
     built = _cli("build", str(ROOT / "sample_data" / "corpus"), "--db", str(db), "--json", home=tmp_path)

@@ -41,6 +41,19 @@ FILTERED_HNSW_MIN_SHARE = 0.05
 # A where-filter value is written into a projected-graph filter string only if it matches this;
 # any other value is searched exactly instead (never spliced into Cypher).
 _SAFE_LITERAL = re.compile(r"[\w .:#|/@+\-]*")
+# Rankings order by (score, id) so results repeat across runs and machines. The hashing embedder
+# makes exact cosine ties common (orthogonal vectors all score 0.0), and the HNSW index and BM25's
+# ``top`` cut a tie at the k-th row arbitrarily: searches fetch a wider window, and when a tie
+# still runs to the window's end they widen it (FTS) or rank exactly (HNSW). Scores are compared
+# at TIE_DIGITS decimals so float noise between SIMD paths does not split a tie.
+TIE_DIGITS = 6
+_WINDOW_EXTRA = 16
+
+
+def _tie_crosses(scores: list[float], k: int) -> bool:
+    """True when the k-th best (sorted) score ties with the last fetched one, i.e. rows beyond the
+    fetched window might tie with the k-th and outrank it on id."""
+    return len(scores) > k and round(scores[k - 1], TIE_DIGITS) == round(scores[-1], TIE_DIGITS)
 
 
 class SearchMixin:
@@ -110,7 +123,8 @@ class SearchMixin:
         if not self.has_vector_index(table):
             return self._exact_search(table, query, k, conditions)
         if not conditions:
-            return self._index_search(table, table, query, k)
+            found = self._index_search(table, table, query, k)
+            return found if found is not None else self._exact_search(table, query, k, [])
         predicate = _graph_filter(conditions)
         if predicate is None or not self._filter_is_broad(table, conditions):
             return self._exact_search(table, query, k, conditions)
@@ -119,9 +133,10 @@ class SearchMixin:
             project = f"CALL PROJECT_GRAPH('{graph}', {{'{table}': '{predicate}'}}, [])"
             self._handle.run(conn, project, None, write=False)
             try:
-                return self._index_search(graph, table, query, k)
+                found = self._index_search(graph, table, query, k)
             finally:
                 self._handle.run(conn, f"CALL DROP_PROJECTED_GRAPH('{graph}')", None, write=False)
+        return found if found is not None else self._exact_search(table, query, k, conditions)
 
     def _filter_is_broad(self: GraphStore, table: str, conditions: list[tuple[str, Any, str]]) -> bool:
         params = {f"w{i}": value for i, (_, value, _) in enumerate(conditions)}
@@ -134,15 +149,23 @@ class SearchMixin:
         matching, total = int(counted["matching"] or 0), int(counted["total"])
         return matching > EXACT_FILTER_MAX_ROWS and matching >= FILTERED_HNSW_MIN_SHARE * total
 
-    def _index_search(self: GraphStore, source: str, table: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+    def _index_search(
+        self: GraphStore, source: str, table: str, query: np.ndarray, k: int
+    ) -> list[tuple[str, float]] | None:
+        """HNSW top k by (similarity, id); None when a tie runs past the fetched window (the
+        caller then ranks exactly, so which tied rows make the cut never depends on the index)."""
         pk = self._pk(table)
+        window = 2 * int(k) + _WINDOW_EXTRA
         rows = self.query(
             f"CALL QUERY_VECTOR_INDEX('{source}', '{self.vector_index_name(table)}', $q, $k, efs := $efs) "
             f"RETURN node.{pk} AS id, distance",
-            {"q": query.tolist(), "k": int(k), "efs": max(HNSW_EFS, 2 * int(k))},
+            {"q": query.tolist(), "k": window, "efs": max(HNSW_EFS, 2 * window)},
         )
-        rows.sort(key=lambda r: (r["distance"], r["id"]))
-        return [(r["id"], 1.0 - float(r["distance"])) for r in rows[:k]]
+        ranked = sorted(((r["id"], 1.0 - float(r["distance"])) for r in rows),
+                        key=lambda r: (-round(r[1], TIE_DIGITS), r[0]))
+        if len(ranked) >= window and _tie_crosses([sc for _, sc in ranked], k):
+            return None
+        return ranked[:k]
 
     def _exact_search(
         self: GraphStore, table: str, query: np.ndarray, k: int, conditions: list[tuple[str, Any, str]]
@@ -159,8 +182,8 @@ class SearchMixin:
         matrix = vectors_to_numpy(result.column(1), query.size)
         norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
         scores = (matrix @ query) / np.where(norms == 0, 1.0, norms)
-        top = np.argsort(-scores, kind="stable")[:k]
-        return [(ids[i], float(scores[i])) for i in top]
+        order = sorted(range(len(ids)), key=lambda i: (-round(float(scores[i]), TIE_DIGITS), ids[i]))
+        return [(ids[i], float(scores[i])) for i in order[:k]]
 
     def ensure_fts_index(self: GraphStore, table: str = "Chunk", columns: Sequence[str] = ("text",)) -> None:
         """BM25 index over ``columns`` of ``table``; idempotent (rebuilt only if the columns
@@ -193,12 +216,16 @@ class SearchMixin:
         words = " ".join(re.findall(r"\w+", query))
         if not words or k <= 0:
             return []
-        rows = self.query(
-            f"CALL QUERY_FTS_INDEX('{table}', '{name}', $q, top := $k) RETURN node.{pk} AS id, score",
-            {"q": words, "k": int(k)},
-        )
-        rows.sort(key=lambda r: (-r["score"], r["id"]))
-        return [(r["id"], float(r["score"])) for r in rows[:k]]
+        window = int(k) + _WINDOW_EXTRA
+        while True:  # widen until no tie crosses the window's end (BM25 is exact, so this ends)
+            rows = self.query(
+                f"CALL QUERY_FTS_INDEX('{table}', '{name}', $q, top := $k) RETURN node.{pk} AS id, score",
+                {"q": words, "k": window},
+            )
+            rows.sort(key=lambda r: (-round(float(r["score"]), TIE_DIGITS), r["id"]))
+            if len(rows) < window or not _tie_crosses([float(r["score"]) for r in rows], k):
+                return [(r["id"], float(r["score"])) for r in rows[:k]]
+            window *= 4
 
     def pagerank(
         self: GraphStore, node_table: str = "Chunk", rel_table: str = "KNN", damping: float = 0.85

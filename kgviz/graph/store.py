@@ -37,13 +37,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import kuzu
 import numpy as np
 import pyarrow as pa
 
 from kgviz.errors import (
+    BuildCancelled,
     DatabaseLockedError,
     EmbedderMismatchError,
     GraphStoreError,
@@ -205,6 +206,12 @@ class _Handle:
 
 _REGISTRY: dict[Path, _Handle] = {}
 _REGISTRY_LOCK = threading.Lock()
+# One build at a time per database file. Not on _Handle: a handle goes away when its last store
+# closes, and a session that closes and reopens its store between two builds must still meet the
+# same lock. Re-entrant, so a build nested in a build on one thread (none today) cannot deadlock.
+# Across processes Kùzu's file lock already keeps a second process out of the database.
+_BUILD_LOCKS: dict[Path, threading.RLock] = {}
+BUILD_LOCK_POLL_S = 0.2
 
 
 def _acquire(db_file: Path) -> _Handle:
@@ -502,6 +509,38 @@ class GraphStore(SearchMixin):
             yield
         finally:
             self._handle.write_lock.release()
+
+    @contextmanager
+    def build_lock(
+        self,
+        *,
+        on_wait: Callable[[], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> Iterator[bool]:
+        """Hold the workspace's build lock for the block; yields whether it had to wait.
+
+        Two app sessions share one process (and one Database), and the write lock only orders
+        single statements: two builds interleaving their stages each planned the KET index over
+        the chunks it saw and the last writer won, leaving a half index behind two successes.
+        Builds therefore run one at a time per database file. ``on_wait`` is called once when
+        another build holds the lock (the caller reports "waiting"); ``cancelled`` is polled while
+        waiting, and a true answer gives up with BuildCancelled (nothing was written)."""
+        with _REGISTRY_LOCK:
+            lock = _BUILD_LOCKS.setdefault(self.db_file, threading.RLock())
+        waited = not lock.acquire(blocking=False)
+        if waited:
+            if on_wait is not None:
+                on_wait()
+            while not lock.acquire(timeout=BUILD_LOCK_POLL_S):
+                if cancelled is not None and cancelled():
+                    raise BuildCancelled(
+                        f"build cancelled while waiting for another build of {self.path} to finish",
+                        hint="nothing was written; start the build again when the other one is done",
+                    )
+        try:
+            yield waited
+        finally:
+            lock.release()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -14,6 +14,7 @@ import hashlib
 import numpy as np
 
 from kgviz.graph.store import GraphStore
+from kgviz.index.knn import top_k_per_row
 
 SIGNATURE_KEY = "doc_layer_signature"
 _BLOCK = 1024
@@ -35,11 +36,11 @@ def top_k_neighbours(emb: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         b1 = min(n, b0 + _BLOCK)
         s = x[b0:b1] @ x.T
         s[np.arange(b1 - b0), np.arange(b0, b1)] = -np.inf  # never your own neighbour
-        part = np.argpartition(-s, kk - 1, axis=1)[:, :kk]
-        vals = np.take_along_axis(s, part, axis=1)
-        order = np.lexsort((part, -vals), axis=1)  # best first, equal cosines by index
-        idx[b0:b1] = np.take_along_axis(part, order, axis=1)
-        sims[b0:b1] = np.take_along_axis(vals, order, axis=1)
+        # not argpartition: it splits a tie at the k-th neighbour arbitrarily (exact ties are common
+        # with the hashing embedder), while top_k_per_row keeps the lower index of equals
+        r, c, v = top_k_per_row(s, kk)
+        idx[b0:b1] = c.reshape(b1 - b0, kk)
+        sims[b0:b1] = v.reshape(b1 - b0, kk)
     return idx, sims
 
 

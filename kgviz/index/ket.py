@@ -271,6 +271,12 @@ def build_ket_index(store: Any, embedder: Embedder, params: KetParams = KetParam
                     skeleton_beta: float = 1.0, progress: Progress | None = None, force: bool = False) -> KetReport:
     """KNN + PageRank + core marks + sub-chunks + keywords over the chunks already in ``store``.
     ``skeleton_beta``: the fraction of chunks the stored KG was extracted from (1 = full KG)."""
+    with store.build_lock():  # the same index a build writes: never beside a running build
+        return _build_ket_index(store, embedder, params, chunk_tokens, skeleton_beta, progress, force)
+
+
+def _build_ket_index(store: Any, embedder: Embedder, params: KetParams, chunk_tokens: int, skeleton_beta: float,
+                     progress: Progress | None, force: bool) -> KetReport:
     report = KetReport()
     t0 = time.perf_counter()
     ids, docs, texts, emb = stored_chunks(store)

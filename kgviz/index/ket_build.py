@@ -26,6 +26,13 @@ from kgviz.index.params import BuildParams, BuildReport
 from kgviz.types import Chunk, Usage
 
 Emit = Callable[[str, int, int, str], None]  # (stage, done, total, message)
+_COUNTED = {"KNN": "MATCH ()-[r:KNN]->() RETURN count(r) AS n", "Keyword": "MATCH (k:Keyword) RETURN count(k) AS n",
+            "SubChunk": "MATCH (s:SubChunk) RETURN count(s) AS n",
+            "HAS_KEYWORD": "MATCH ()-[r:HAS_KEYWORD]->() RETURN count(r) AS n"}
+
+
+def _index_counts(store: Any) -> dict[str, int]:
+    return {name: int(store.query(q)[0]["n"]) for name, q in _COUNTED.items()}
 
 
 class KetBuild:
@@ -73,8 +80,10 @@ class KetBuild:
         if not self.enabled or self.plan is None or self.ket is None:
             self.emit("ket", 1, 1, "KET-RAG off")
             return
-        plan, store = self.plan, self.store
+        store = self.store
         t0 = time.perf_counter()
+        before = _index_counts(store)
+        plan = self._current_plan()
         extracted = store.existing_ids("Extraction", plan.ids)
         fraction = len(extracted) / len(plan.ids) if plan.ids else 1.0
         write_core(store, plan, skeleton_beta=fraction)
@@ -101,9 +110,29 @@ class KetBuild:
             "knn_edges": {kind: int(np.count_nonzero(plan.knn.kind == kind)) for kind in (LEXICAL, SEMANTIC)},
             "keywords": stats, "keywords_rebuilt": rebuilt, "cost": cost.to_dict(),
             "plan_seconds": round(plan.seconds, 3), "write_seconds": round(time.perf_counter() - t0, 3),
+            "replanned": plan is not self.plan,
+            # what this build changed, not the totals above: with a shared workspace the totals
+            # include every earlier build, and a rebuilt keyword layer replaces the old one
+            "added": {k: v - before.get(k, 0) for k, v in _index_counts(store).items()},
         }
         self.emit("ket", 3, 3, f"{stats.get('keywords', 'unchanged')} keywords, "
                                f"{stats.get('subchunks', 'unchanged')} sub-chunks")
+
+    def _current_plan(self) -> CorePlan:
+        """The knn stage's plan when it still covers exactly the stored chunks, else a new plan
+        over all of them. The index must describe every chunk present, whatever wrote them since
+        the knn stage (a build that ran without the workspace's build lock, a build with KET off,
+        a killed build's leftovers); a plan over only the chunks one build saw left the KNN graph
+        and keywords half built when two builds interleaved."""
+        assert self.plan is not None and self.ket is not None
+        ids = [r["id"] for r in self.store.query("MATCH (c:Chunk) RETURN c.id AS id ORDER BY c.id")]
+        if ids == self.plan.ids:
+            return self.plan
+        stored_ids, _, texts, emb = stored_chunks(self.store)
+        self.report.warnings.append(
+            f"the chunks changed during the build ({len(self.plan.ids)} planned, {len(stored_ids)} stored): "
+            "the KNN graph, core chunks and keywords were recomputed over every stored chunk")
+        return plan_core(stored_ids, texts, emb, self.ket)
 
     def _texts(self, plan: CorePlan) -> list[str]:
         new = {c.id: c.text for c in self.new_chunks}

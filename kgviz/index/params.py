@@ -8,6 +8,9 @@ from kgviz.errors import ConfigError
 from kgviz.types import Usage
 
 STAGES = ("chunk", "knn", "extract", "resolve", "embed", "write", "doc_layer", "ket", "index")
+# A progress event sent while a build waits for another build of the same workspace (not a stage:
+# it has no timer in BuildReport.seconds_by_stage; the wait is BuildReport.waited_seconds).
+WAIT_STAGE = "wait"
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,7 @@ class BuildReport:
     mode: str = "offline"
     warnings: list[str] = field(default_factory=list)
     ket: dict[str, Any] = field(default_factory=dict)  # KET-RAG: core chunks, KNN, keywords, skeleton cost
+    waited_seconds: float = 0.0  # spent waiting for another build of the workspace (not a stage)
 
     @property
     def usage(self) -> Usage:

@@ -27,6 +27,11 @@ interrupted build are reused (see extract.py); documents whose write did not fin
 and written again (see graph_write.py); every bulk load skips rows that already exist.
 ``cancel`` (a threading.Event) is honoured between extraction batches and between stages, after
 flushing what finished: BuildCancelled is raised and a re-run resumes.
+
+Concurrency: one build per workspace at a time (``GraphStore.build_lock``, keyed by database
+file; app sessions share one process). A build that has to wait sends ``WAIT_STAGE`` progress
+events and can be cancelled while it waits. The ket stage re-plans over every stored chunk when
+the chunks changed since its knn stage, so the KET index is complete after any interleaving.
 """
 from __future__ import annotations
 
@@ -46,7 +51,7 @@ from kgviz.index.embed import document_text, embed_texts, entity_text
 from kgviz.index.estimate import estimate_cost
 from kgviz.index.extract import run_extraction
 from kgviz.index.ket_build import KetBuild
-from kgviz.index.params import STAGES, BuildParams, BuildReport, CostEstimate, ProgressEvent
+from kgviz.index.params import STAGES, WAIT_STAGE, BuildParams, BuildReport, CostEstimate, ProgressEvent
 from kgviz.ingest import chunk_document
 from kgviz.reasoning import Reasoner
 from kgviz.text import count_tokens
@@ -91,6 +96,9 @@ class _Run:
             )
 
 
+WAIT_MESSAGE = "waiting for the other build of this workspace to finish"
+
+
 def build(
     documents: Sequence[Document],
     store: GraphStore,
@@ -99,7 +107,33 @@ def build(
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
 ) -> BuildReport:
-    """Add ``documents`` to the graph in ``store``; see the module docstring."""
+    """Add ``documents`` to the graph in ``store``; see the module docstring.
+
+    One build per workspace at a time (``store.build_lock``): a second build reports a
+    ``wait`` progress event, waits (or is cancelled while waiting), then runs on a graph that
+    holds the first one's documents, so its skip/KET/report figures are its own."""
+    def waiting() -> None:
+        if progress is not None:
+            progress(ProgressEvent(WAIT_STAGE, 0, 1, WAIT_MESSAGE))
+
+    t0 = time.perf_counter()
+    with store.build_lock(on_wait=waiting, cancelled=cancel.is_set if cancel is not None else None) as waited:
+        waited_s = time.perf_counter() - t0 if waited else 0.0
+        if waited and progress is not None:
+            progress(ProgressEvent(WAIT_STAGE, 1, 1, f"the other build finished after {waited_s:.1f} s"))
+        report = _build(documents, store, reasoner, params, progress, cancel)
+    report.waited_seconds = round(waited_s, 3)
+    return report
+
+
+def _build(
+    documents: Sequence[Document],
+    store: GraphStore,
+    reasoner: Reasoner,
+    params: BuildParams | None,
+    progress: Progress | None,
+    cancel: threading.Event | None,
+) -> BuildReport:
     params = params or BuildParams()
     emb = reasoner.embedder
     if (emb.id, int(emb.dim)) != (store.embedder_id, int(store.dim)):

@@ -377,7 +377,7 @@ class KGInfusedRAG:
                 if p.triple_cap == "random":
                     fs = random.Random(f"{p.seed}:{e}").sample(fs, p.max_triples_per_entity)
                 else:
-                    fs = sorted(fs, key=lambda f: -f.score)[: p.max_triples_per_entity]
+                    fs = sorted(fs, key=lambda f: (-f.score, f.id))[: p.max_triples_per_entity]
             per_entity[e] = {"total": len(by_entity[e]), "kept": len(fs)}
             kept.extend(fs)
         return kept, per_entity, skipped_known

@@ -41,9 +41,11 @@ Everything below beyond those sentences is **ours**:
    the last hop, marks its followed triples rejected, and re-runs that hop without them (the
    chooser then picks the next best among the rest). A hop with no candidates, or where the LLM
    chose none, is a dead end: the previous hop is popped the same way when allowed, else the walk
-   ends. BACKTRACK when it is not allowed (or ``max_backtracks`` is spent) is recorded and treated
-   as CONTINUE. An evaluate reply naming no decision is recorded as not understood and treated as
-   CONTINUE.
+   ends; the facts of a hop popped at a dead end stay in the context (a leaf is often the
+   answer), those of a hop the evaluator rejected do not. The evaluator also gets the seed
+   triples' facts (``seed_facts``): an answer can arrive as a seed. BACKTRACK when it is not
+   allowed (or ``max_backtracks`` is spent) is recorded and treated as CONTINUE. An evaluate
+   reply naming no decision is recorded as not understood and treated as CONTINUE.
 7. Limits: at most ``max_hops`` hops on the path (5: the upper end of the paper's 4–5 step
    average, so an average walk fits) and ``max_backtracks`` backtracks; together they bound the
    LLM calls (1 plan + 2 per hop tried; at most 1 + 3·max_backtracks + 2·max_hops + 1).
@@ -214,6 +216,7 @@ class _Walk:
         self.seed_scores: dict[str, float] = {}
         self.hops: list[Hop] = []
         self.rejected: set[str] = set()
+        self.leaf_facts: list[str] = []  # facts of hops popped at a dead end: kept, see ``backtrack``
         self.backtracks = 0
         self.plan: dict[str, Any] = {}
         self.plan_detail = ""
@@ -257,6 +260,7 @@ class _Walk:
     # -- state derived from the hop stack -------------------------------------------------------
     def path_facts(self) -> list[str]:
         out = [n for n in self.seed_nodes if self.tables.get(n) == "Triple"]
+        out += [t for t in self.leaf_facts if t not in out]
         for h in self.hops:
             for tid in [c.id for c in h.chosen] + h.opened:
                 if tid not in out:
@@ -528,7 +532,8 @@ class _Walk:
         res, s = self.tr.reason("kgrag_evaluate", title=f"Hop {hop.number}: enough to answer?",
                                 question=self.q, plan=self.plan, facts=facts, new_facts=new,
                                 hops_done=len(self.hops), max_hops=self.p.max_hops,
-                                allow_backtrack=self.p.allow_backtrack)
+                                allow_backtrack=self.p.allow_backtrack,
+                                seed_facts=[self.labels[t] for t in self.seed_nodes if self.tables.get(t) == "Triple"])
         decision = res["decision"]
         note = "" if res.get("parsed", True) else " (reply not understood)"
         if decision == "backtrack" and not self._can_backtrack():
@@ -544,18 +549,28 @@ class _Walk:
     def _can_backtrack(self) -> bool:
         return self.p.allow_backtrack and self.backtracks < self.p.max_backtracks and bool(self.hops)
 
-    def backtrack(self, reason: str) -> None:
+    def backtrack(self, reason: str, *, dead_end: bool = False) -> None:
+        """Pop the last hop and retry it without its choice. At a dead end the popped hop is the
+        one that reached a leaf, and a leaf is often the answer ("... born in 1954"): its facts are
+        not wrong, only a branch that goes nowhere, so they stay in the context (``leaf_facts``)
+        while the walk tries another branch. A backtrack the evaluator asked for drops them."""
         hop = self.hops.pop()
         self.backtracks += 1
         self.rejected.update(c.id for c in hop.chosen)
-        nodes = [NodeRef(c.id, "Triple", "rejected", c.fact, c.score) for c in hop.chosen if c.id in self.rows]
-        nodes += [NodeRef(t, "Triple", "rejected", self.labels.get(t, t)) for t in hop.opened]
-        rejected = "; ".join(c.fact for c in hop.chosen)
-        self.tr.step("prune", f"Backtrack: drop hop {hop.number}",
-                     f"{reason}; rejected: {rejected}; hop {hop.number} is retried without it",
-                     nodes=nodes, edges=[EdgeRef(*c.edge, role="rejected", score=c.score) for c in hop.chosen],
+        kept = [t for t in [c.id for c in hop.chosen] + hop.opened if t not in self.leaf_facts] if dead_end else []
+        self.leaf_facts += kept
+        role = "context" if dead_end else "rejected"
+        nodes = [NodeRef(c.id, "Triple", role, c.fact, c.score) for c in hop.chosen if c.id in self.rows]
+        nodes += [NodeRef(t, "Triple", role, self.labels.get(t, t)) for t in hop.opened]
+        facts = "; ".join(c.fact for c in hop.chosen)
+        detail = (f"{reason}; step back from hop {hop.number} (it reached a leaf): its facts stay in the context "
+                  f"({facts}) and hop {hop.number} is retried without them" if dead_end
+                  else f"{reason}; rejected: {facts}; hop {hop.number} is retried without it")
+        self.tr.step("prune", f"{'Dead end: step back from' if dead_end else 'Backtrack: drop'} hop {hop.number}",
+                     detail, nodes=nodes,
+                     edges=[EdgeRef(*c.edge, role=role, score=c.score) for c in hop.chosen],
                      data={"hop": hop.number, "reason": reason, "rejected": [c.id for c in hop.chosen],
-                           "backtracks": self.backtracks})
+                           "kept": kept, "dead_end": dead_end, "backtracks": self.backtracks})
 
     def context(self, stop_reason: str) -> RetrievedContext:
         items: list[ContextItem] = []
@@ -615,7 +630,7 @@ class _Walk:
             if not chosen:
                 why = "dead end: no new candidate" if not cands else "the chooser followed no candidate"
                 if self._can_backtrack():
-                    self.backtrack(why)
+                    self.backtrack(why, dead_end=True)
                     continue
                 stop_reason = why
                 break

@@ -75,7 +75,7 @@ class TextRag:
                         nodes=[NodeRef(c, "Chunk", "candidate", label(c), s) for c, s in sparse],
                         scores={c: s for c, s in sparse})
             scores = rrf([ranked, [c for c, _ in sparse]], p.rrf_k)
-            ranked = sorted(scores, key=lambda c: -scores[c])
+            ranked = sorted(scores, key=lambda c: (-scores[c], c))  # RRF ties often (rank 1 in either list)
             dense_rank = {c: r for r, c in enumerate((c for c, _ in dense), 1)}
             sparse_rank = {c: r for r, c in enumerate((c for c, _ in sparse), 1)}
             tracer.step("score", "Reciprocal rank fusion", f"score = sum of 1/({p.rrf_k} + rank) over both rankings",

@@ -18,10 +18,10 @@ Offline heuristics (deterministic):
 - choose: similarity + RELATION_WEIGHT x share of planned relations the path lacks that the fact
   names + ENTITY_WEIGHT x share of planned entities the path lacks that it names + LEXICAL_WEIGHT
   x share of question words + NOVELTY_BONUS when it reaches an unvisited node; best ``width``.
-- evaluate: STOP when the last hop's facts hold an answer of the question's type (a year for
-  "when", a name for "who"/"where"/"which town", a number for "how many"), the facts mention every
-  planned entity, the planned hops are done, and the planned relations appear (waived one hop past
-  the plan); else CONTINUE. Offline never backtracks (only a dead end does).
+- evaluate: STOP when the last hop's facts or the seed facts hold an answer of the question's type
+  (a year for "when", a name for "who"/"where"/"which town", a number for "how many"), the facts
+  mention every planned entity, the planned hops are done, and the planned relations appear (waived one hop past the plan); else
+  CONTINUE. Offline never backtracks (only a dead end does).
 
 Inputs
 ------
@@ -29,7 +29,7 @@ kgrag_plan:     question, max_hops
 kgrag_choose:   question, plan, path_facts (list[str]), candidates (list of dicts with n, id, fact,
                 score, target_visited), width
 kgrag_evaluate: question, plan, facts (list[str]), new_facts (list[str]), hops_done, max_hops,
-                allow_backtrack
+                allow_backtrack, seed_facts (list[str], optional: the seed triples' facts)
 """
 from __future__ import annotations
 
@@ -440,14 +440,18 @@ def offline_evaluate(inputs: dict[str, Any]) -> dict[str, Any]:
     plan = inputs.get("plan") or {}
     facts = [str(f) for f in inputs.get("facts") or []]
     new = [str(f) for f in inputs.get("new_facts") or facts]
+    # A seed triple sits at the start of the chain and can already hold the answer (vector search
+    # may seed "X born in 1954"); it is never a hop's new fact, so it is counted here explicitly.
+    seeds = [str(f) for f in inputs.get("seed_facts") or []]
     kind = answer_type(question)
     ents = [str(e) for e in plan.get("entities") or []]
     fact_words = content_words("\n".join(facts))
     missing = [e for e in ents if not _covered(e, fact_words)]
-    has_type = _has_answer_type(kind, question, "\n".join(new), ents)
+    has_type = _has_answer_type(kind, question, "\n".join(new + seeds), ents)
     rels = walk_relation_words(plan)
     rel_missing = [w for stem, w in rels.items() if stem not in fact_words]
-    hops_done, planned = int(inputs.get("hops_done", 0)), int(plan.get("hops", 1) or 1)
+    hops_done = int(inputs.get("hops_done", 0))
+    planned = int(plan.get("hops", 1) or 1)
     # question words often differ from the graph's relation words ("tall" vs "high"): one hop past
     # the plan, missing relations no longer hold the walk back
     rel_ok = not rel_missing or hops_done > planned
@@ -484,10 +488,10 @@ def _render_evaluate(inputs: dict[str, Any]) -> str:
 
 def _offline_evaluate(inputs: dict[str, Any], embedder: Embedder) -> tuple[dict[str, Any], str]:
     return offline_evaluate(inputs), (
-        "evaluate: stop when the last hop's facts contain an answer of the question's type (year "
-        "for when, name for who/where, number for how many), the facts mention every planned "
-        "entity and relation (relations are waived one hop past the plan), and the planned hops "
-        "are done; else continue (offline never backtracks)"
+        "evaluate: stop when the last hop's facts or the seed facts contain an answer of the "
+        "question's type (year for when, name for who/where, number for how many), the facts mention "
+        "every planned entity and relation (relations are waived one hop past the plan), and the "
+        "planned hops are done; else continue (offline never backtracks)"
     )
 
 

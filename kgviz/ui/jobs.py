@@ -8,6 +8,10 @@ stage inside an ``st.status`` box.
 If the script is stopped while building (the user presses Stop, switches page, or a widget
 triggers a rerun) the ``finally`` sets the cancel event and waits for the build to stop at a safe
 point; what was written is kept and a re-run resumes (the pipeline's contract).
+
+Builds of one workspace run one at a time (``GraphStore.build_lock``); a session whose build
+waits for another session's sees "waiting for the other build …" as the status label and as a
+``wait`` progress bar until the other build finishes.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from typing import Any, Sequence
 
 import streamlit as st
 
-from kgviz.index.params import BuildParams, BuildReport, ProgressEvent
+from kgviz.index.params import WAIT_STAGE, BuildParams, BuildReport, ProgressEvent
 from kgviz.reasoning import Reasoner
 from kgviz.types import Document, Usage
 
@@ -61,6 +65,9 @@ def run_build(documents: Sequence[Document], store: Any, reasoner: Reasoner, par
                 except queue.Empty:
                     pass
                 for stage, ev in latest.items():
+                    if stage == WAIT_STAGE:  # another session is building this workspace
+                        box.update(label=f"{label}: {ev.message}…" if ev.done < ev.total
+                                   else f"{label} ({len(documents)} documents)…", state="running")
                     text = f"{stage}: {ev.done}/{ev.total}" + (f" — {ev.message}" if ev.message else "")
                     text += _fmt_usage(ev.usage_so_far)
                     if stage not in bars:

@@ -97,3 +97,25 @@ def test_report_warns_with_the_first_reasons() -> None:
     assert "timeout" not in warning  # only the first three reasons; the table lists all
     table = next(df.value for df in at.dataframe if "error" in df.value.columns)
     assert list(table["chunk"]) == [c for c, _, _ in _FAILURES]
+
+
+def test_a_build_waiting_for_another_session_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipeline's wait event (another session builds this workspace) shows as its own bar; a
+    build given up while waiting reports that nothing was written."""
+    from kgviz.errors import BuildCancelled
+    from kgviz.index.params import WAIT_STAGE
+    from kgviz.index.pipeline import WAIT_MESSAGE
+
+    def build(documents: list, store: Any, reasoner: Any, params: BuildParams, *, progress: Any,
+              cancel: threading.Event | None = None) -> BuildReport:
+        progress(ProgressEvent(WAIT_STAGE, 0, 1, WAIT_MESSAGE))
+        raise BuildCancelled("build cancelled while waiting for another build of /ws to finish",
+                             hint="nothing was written; start the build again when the other one is done")
+
+    monkeypatch.setattr(pipeline, "build", build)
+    at = AppTest.from_function(_page).run(timeout=30)
+    assert not at.exception, at.exception
+    texts = [b.proto.text for b in at.get("progress")]
+    assert texts == [f"wait: 0/1 — {WAIT_MESSAGE}"]
+    assert "while waiting for another build" in at.error[0].value and "nothing was written" in at.error[0].value
+    assert at.status[0].label == "Test build: failed"

@@ -55,6 +55,7 @@ def test_compare_without_graph_asks_to_build(app_env: Path) -> None:
     assert any("Hallucination = " in c.value for c in at.caption)  # the definition is stated
 
 
+@pytest.mark.slow
 def test_compare_page_end_to_end(app_env: Path, counted_runs: list[str]) -> None:
     """One session (one sample build: every Kùzu database this process opens stays mapped, so the
     AppTests keep their number small): a typed question on two methods, an uploaded question file,

@@ -39,6 +39,18 @@ LOG_TAIL = 3000
 _SERVER_LOG = pytest.StashKey[Path]()
 
 
+_HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test under tests/e2e is a browser test: mark it ``e2e`` (so ``-m "not e2e"``, the
+    quick loop in the README, leaves them out) whether or not its module remembers to. The hook
+    sees the whole session's items, hence the path check."""
+    for item in items:
+        if _HERE in item.path.resolve().parents:
+            item.add_marker(pytest.mark.e2e)
+
+
 def browser_missing_reason() -> str | None:
     if CHROMIUM.exists():
         return None
@@ -94,7 +106,12 @@ def server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
              "--server.address", "127.0.0.1", "--server.headless", "true",
-             "--browser.gatherUsageStats", "false"],
+             "--browser.gatherUsageStats", "false",
+             # no file watcher: the tests never edit the source, and watching the checkout (its
+             # .venv included) overflowed inotify while pytest and pip churned files; the server
+             # then spent most of a core reconciling watches, which slowed every page and let
+             # timer-driven UI (the trace page's Play) race the test's clicks
+             "--server.fileWatcherType", "none"],
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"

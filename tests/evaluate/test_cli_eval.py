@@ -49,6 +49,7 @@ def test_eval_unknown_method_exits_2(sample_db: Path, tmp_path: Path, capsys: py
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow
 def test_bench_quick_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--quick", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)

@@ -34,6 +34,7 @@ def wait_for_line(proc: subprocess.Popen[str], expected: str) -> None:
         raise AssertionError(f"child said {line!r}; stderr: {proc.stderr.read() if proc.stderr else ''}")
 
 
+@pytest.mark.slow
 def test_database_held_by_another_process(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     GraphStore.open(ws, embedder_id="e", dim=DIM).close()
@@ -59,6 +60,7 @@ def test_database_held_by_another_process(tmp_path: Path) -> None:
         assert store.embedder_id == "e"
 
 
+@pytest.mark.slow
 def test_crash_mid_copy_leaves_no_partial_rows(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     GraphStore.open(ws, embedder_id="e", dim=DIM).close()
@@ -90,6 +92,7 @@ def test_crash_mid_copy_leaves_no_partial_rows(tmp_path: Path) -> None:
         assert store.bulk_load_nodes("Keyword", [{"id": "kw:0"}]) == 1  # and it is writable
 
 
+@pytest.mark.slow
 def test_concurrent_queries_and_writes_from_threads(tmp_path: Path) -> None:
     store = GraphStore.open(tmp_path / "ws", embedder_id="e", dim=DIM)
     other = GraphStore.open(tmp_path / "ws")  # a second store on the same Database

@@ -17,6 +17,8 @@ from kgviz.index.pipeline import BuildParams, build
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.reasoning import Reasoner
 
+pytestmark = pytest.mark.slow  # kills a build process mid-way and resumes it
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 PARAMS = dict(chunk_tokens=24, chunk_overlap=0, workers=1, batch_size=1, similar_docs_k=2, flush_interval_s=0.0)

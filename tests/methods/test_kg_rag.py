@@ -232,6 +232,21 @@ def test_backtrack_pops_the_hop_and_tries_another(graph: Any) -> None:
     assert path(tracer) == ["ent:titanic", "tri:dir", "ent:james cameron", "tri:born", "ent:1954"]
 
 
+def test_dead_end_steps_back_but_keeps_the_leaf_fact(graph: Any) -> None:
+    # 1997 is a leaf: from it nothing new is reachable, so hop 1 is retried; the leaf fact is not
+    # wrong (a leaf is often the answer), so it stays in the context, labelled as kept
+    llm = ScriptedLLM([PLAN_TITANIC, "CHOICE: tri:rel", "DECISION: CONTINUE", "CHOICE: tri:dir", "DECISION: STOP"])
+    ctx, tracer, _ = run(graph, llm, "When was Titanic released and who directed it?", start_nodes=1, top_k=10)
+    prune = steps(tracer, "prune")
+    assert len(prune) == 1 and prune[0].data["dead_end"] and prune[0].data["kept"] == ["tri:rel"]
+    assert prune[0].title == "Dead end: step back from hop 1" and "stay in the context" in prune[0].detail
+    assert {n.role for n in prune[0].nodes} == {"context"}
+    assert "tri:rel" not in steps(tracer, "select")[1].data["shown"]
+    assert fact_ids(ctx) == ["tri:rel", "tri:dir"]
+    assert path(tracer) == ["ent:titanic", "tri:dir", "ent:james cameron"]
+    assert not llm.replies
+
+
 def test_backtrack_disabled_is_recorded_and_treated_as_continue(graph: Any) -> None:
     llm = ScriptedLLM([PLAN_TITANIC, "CHOICE: tri:dir", "DECISION: BACKTRACK", "CHOICE: tri:born", "DECISION: STOP"])
     ctx, tracer, _ = run(graph, llm, "When was the director of Titanic born?", start_nodes=1, top_k=10,
@@ -424,6 +439,21 @@ def test_offline_evaluate_needs_answer_type_and_entities() -> None:
     done = {**base, "facts": ["Titanic directed by James Cameron", "James Cameron born in 1954"]}
     assert tasks.offline_evaluate(done)["decision"] == "stop"
     assert tasks.offline_evaluate({**done, "hops_done": 1})["decision"] == "continue"
+
+
+def test_offline_evaluate_counts_seed_facts_as_answer_candidates() -> None:
+    plan = {"entities": ["Titanic"], "relations": ["director", "born"], "hops": 2}
+    base = {"question": "When was the director of Titanic born?", "plan": plan, "hops_done": 2,
+            "facts": ["James Cameron born in 1954", "Titanic directed by James Cameron",
+                      "James Cameron born in Kapuskasing"],
+            "new_facts": ["James Cameron born in Kapuskasing"]}
+    # the last hop holds no year: without the seed facts the walk goes on ...
+    assert tasks.offline_evaluate(base)["decision"] == "continue"
+    # ... but the year arrived as a seed triple, so the facts are enough
+    assert tasks.offline_evaluate({**base, "seed_facts": ["James Cameron born in 1954"]})["decision"] == "stop"
+    # seeds do not stand in for hops
+    assert tasks.offline_evaluate({**base, "hops_done": 1, "seed_facts": ["James Cameron born in 1954"]})[
+        "decision"] == "continue"
 
 
 def test_offline_choose_prefers_overlap_and_novelty() -> None:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -85,11 +84,10 @@ def test_canvas_grows_with_the_graph() -> None:
     assert canvas_size(5, footprint=1e6)[0] > 676.0
 
 
-def test_a_few_hundred_nodes_lay_out_well_under_a_second() -> None:
+def test_a_few_hundred_nodes_lay_out_inside_the_canvas() -> None:
+    # its speed is a figure of benchmarks/layout.py, not an assertion here
     ids, edges = _graph(300, 450)
     foot = {nid: (100.0, 30.0) for nid in ids}
-    force_layout(ids[:10], edges[:5])  # warm numpy up
-    start = time.perf_counter()
     pos = force_layout(ids, edges, width=2000, height=1500, sizes=foot)
-    assert time.perf_counter() - start < 1.0
-    assert len(pos) == 300
+    assert set(pos) == set(ids)
+    assert all(0 <= x <= 2000 and 0 <= y <= 1500 for x, y in pos.values())
