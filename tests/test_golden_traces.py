@@ -3,7 +3,6 @@
 value. A deliberate behaviour change regenerates them (`python -m tests.support.golden --write`)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -12,12 +11,12 @@ from tests.support import golden
 
 
 def _compare(runs: dict, path: Path) -> None:
-    saved = json.loads(path.read_text())
-    now = golden.digests(runs)
-    assert set(now) == set(saved), "the set of (method, question) runs changed"
-    differ = sorted(k for k in now if now[k] != saved[k])
-    assert not differ, (f"{len(differ)} of {len(now)} traces differ from {path.name} (first: {differ[:5]}); "
-                        "diff with `python -m tests.support.golden --dump DIR` before and after the change")
+    saved = golden.load(path)
+    assert saved, f"{path} is missing: `python -m tests.support.golden --write`"
+    differ = golden.differences(saved, runs)
+    first = "; ".join(f"{k}: {v}" for k, v in list(differ.items())[:3])
+    assert not differ, (f"{len(differ)} of {len(runs)} traces differ from {path.name}: {first}. Full traces: "
+                        "`python -m tests.support.golden --dump DIR` before and after the change")
 
 
 def test_sample_traces_equal_the_golden_traces(tmp_path: Path) -> None:

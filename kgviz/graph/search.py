@@ -34,6 +34,12 @@ if TYPE_CHECKING:
 HNSW_OPTIONS = "mu := 16, ml := 32, efc := 100"
 # Search-time candidate list (Kùzu's default efs is 200); raised to 2k for large k.
 HNSW_EFS = 200
+# Unfiltered searches are exact (a cached, L2-normalised matrix per table, reloaded after any
+# write) while a table holds at most this many embedded rows (50k x 768 float32 = 150 MB): Kùzu's
+# HNSW index is approximate and its graph differs from build to build (measured: the same 6k
+# vectors indexed twice, even on one thread, gave different top-10s for 11 of 50 queries), so
+# traces would not repeat across builds or machines. Larger tables use the index.
+EXACT_MAX_ROWS = 50_000
 # A filtered search is exact (numpy over the matching rows) unless more rows than this match and
 # they are at least this share of the embedded rows; only then is Kùzu's filtered HNSW used.
 EXACT_FILTER_MAX_ROWS = 5000
@@ -103,8 +109,9 @@ class SearchMixin:
     ) -> list[tuple[str, float]]:
         """Nearest rows of ``table`` by cosine similarity: [(id, similarity)], best first.
 
-        ``where`` is an equality filter {column: value} (all must hold). Exact (numpy over the
-        embedded rows that match; about 20 µs per 384-d row) when the table has no HNSW index,
+        ``where`` is an equality filter {column: value} (all must hold). Exact without a filter
+        while the table has at most EXACT_MAX_ROWS embedded rows (a cached matrix); exact (numpy
+        over the embedded rows that match; about 20 µs per 384-d row) when the table has no HNSW index,
         when at most EXACT_FILTER_MAX_ROWS rows or less than FILTERED_HNSW_MIN_SHARE of them
         match, or when a value is not a plain word-like literal. Otherwise approximate: the
         HNSW index, through Kùzu's filtered search on a projected graph when filtering.
@@ -120,6 +127,10 @@ class SearchMixin:
         for prop, value, _ in conditions:
             if value is None:
                 raise GraphStoreError(f"vector_search where: {prop}=None is not a supported filter.")
+        if not conditions:
+            cached = self._exact_matrix(table)
+            if cached is not None:
+                return _rank(*cached, query, k)
         if not self.has_vector_index(table):
             return self._exact_search(table, query, k, conditions)
         if not conditions:
@@ -179,11 +190,26 @@ class SearchMixin:
         ids = result.column(0).to_pylist()
         if not ids:
             return []
-        matrix = vectors_to_numpy(result.column(1), query.size)
-        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
-        scores = (matrix @ query) / np.where(norms == 0, 1.0, norms)
-        order = sorted(range(len(ids)), key=lambda i: (-round(float(scores[i]), TIE_DIGITS), ids[i]))
-        return [(ids[i], float(scores[i])) for i in order[:k]]
+        return _rank(ids, _normalised(vectors_to_numpy(result.column(1), query.size)), query, k)
+
+    def _exact_matrix(self: GraphStore, table: str) -> tuple[list[str], np.ndarray] | None:
+        """(ids, row-normalised embeddings) of ``table``'s embedded rows, cached until the next
+        write; None when the table has more than EXACT_MAX_ROWS of them."""
+        handle = self._handle
+        with handle.matrix_lock:
+            generation = handle.generation  # read first: a write during the load forces a reload
+            cached = handle.matrices.get(table)
+            if cached is not None and cached[0] == generation:
+                return cached[1]
+            pk = self._pk(table)
+            n = int(self.query(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN count(n) AS n")[0]["n"])
+            value = None
+            if n <= EXACT_MAX_ROWS:
+                result = self.query_arrow(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN n.{pk}, n.emb")
+                value = (result.column(0).to_pylist(),
+                         _normalised(vectors_to_numpy(result.column(1), self._embedding_dim(table))))
+            handle.matrices[table] = (generation, value)
+            return value
 
     def ensure_fts_index(self: GraphStore, table: str = "Chunk", columns: Sequence[str] = ("text",)) -> None:
         """BM25 index over ``columns`` of ``table``; idempotent (rebuilt only if the columns
@@ -251,6 +277,26 @@ class SearchMixin:
                 self._handle.run(conn, f"CALL DROP_PROJECTED_GRAPH('{graph}')", None, write=False)
         total = sum(float(r["rank"]) for r in rows) or 1.0
         return {r["id"]: float(r["rank"]) / total for r in rows}
+
+
+def _normalised(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1.0, norms)
+
+
+def _rank(ids: list[str], normalised: np.ndarray, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+    """Top k of ``ids`` by cosine with ``query``, ties broken by id (scores compared at
+    TIE_DIGITS decimals)."""
+    if not ids:
+        return []
+    scores = (normalised @ query) / (np.linalg.norm(query) or 1.0)
+    rounded = np.round(scores.astype(np.float64), TIE_DIGITS)
+    pool = np.arange(len(ids))
+    if k < len(ids):  # only rows at least as good as the k-th (ties included) can make the cut
+        kth = np.partition(rounded, len(ids) - k)[len(ids) - k]
+        pool = np.flatnonzero(rounded >= kth)
+    order = sorted(pool.tolist(), key=lambda i: (-rounded[i], ids[i]))
+    return [(ids[i], float(scores[i])) for i in order[:k]]
 
 
 def _graph_filter(conditions: list[tuple[str, Any, str]]) -> str | None:

@@ -144,6 +144,11 @@ class _Handle:
         self._local = threading.local()
         self.catalog: _Catalog | None = None
         self.indexes: dict[tuple[str, str], list[str]] | None = None  # show_indexes(), cached
+        # Bumped by every write statement: caches of what the database holds (the exact-search
+        # matrices of graph/search.py) are valid while it stays the same.
+        self.generation = 0
+        self.matrix_lock = threading.Lock()
+        self.matrices: dict[str, tuple[int, Any]] = {}
 
     @contextmanager
     def connection(self) -> Iterator[kuzu.Connection]:
@@ -184,6 +189,8 @@ class _Handle:
             write: bool, fetch: str = "none") -> Any:
         """One statement under the gate; its result is read ("rows"/"arrow") and closed inside."""
         with self.gate.exclusive() if write else self.gate.shared():
+            if write:
+                self.generation += 1  # before the statement: a reader that overlaps it reloads
             result = _run(conn, cypher, params)
             try:
                 if fetch == "rows":

@@ -3,8 +3,10 @@ first HotpotQA questions), offline, reduced to a canonical JSON whose hash must 
 code is restructured with behaviour unchanged (issue 11).
 
 Canonical form: ``Run.to_dict()`` without wall-clock fields (``seconds``, ``retrieval_seconds``,
-every ``latency_s``); keys sorted; floats rounded to 9 decimals (a reordering of float sums in a
-refactor must not count as a change in behaviour, a change in a score must).
+every ``latency_s``), keys sorted. The saved traces (gzipped JSON) are compared structurally:
+every id, text, order and count exactly, floats within FLOAT_TOL (float32 matrix products differ
+in their last bits between BLAS kernels and when a refactor reorders a sum; a change in a score
+that matters is far larger).
 
 Regenerate after a deliberate behaviour change: ``python -m tests.support.golden --write`` (and say
 in the commit what changed and why). ``--dump DIR`` writes the full canonical traces for a diff.
@@ -12,7 +14,7 @@ in the commit what changed and why). ``--dump DIR`` writes the full canonical tr
 from __future__ import annotations
 
 import argparse
-import hashlib
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -20,8 +22,9 @@ from typing import Any, Iterable
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN_DIR = ROOT / "tests" / "golden"
-SAMPLE_FILE = GOLDEN_DIR / "traces_sample.json"
-HOTPOT_FILE = GOLDEN_DIR / "traces_hotpotqa.json"
+SAMPLE_FILE = GOLDEN_DIR / "traces_sample.json.gz"
+HOTPOT_FILE = GOLDEN_DIR / "traces_hotpotqa.json.gz"
+FLOAT_TOL = 1e-5
 HOTPOT_DIR = ROOT.parent / "shared" / "data" / "hotpotqa"
 HOTPOT_QUESTIONS = 25  # enough to walk every method through many shapes, small enough for CI
 _WALL_CLOCK = {"seconds", "retrieval_seconds", "latency_s"}
@@ -33,13 +36,55 @@ def canonical(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [canonical(v) for v in obj]
     if isinstance(obj, float):
-        return round(obj, 9)
+        return round(obj, 7)
     return obj
 
 
-def digest(run_dict: dict[str, Any]) -> str:
-    blob = json.dumps(canonical(run_dict), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+def first_difference(a: Any, b: Any, path: str = "") -> str | None:
+    """Where ``a`` and ``b`` differ (a JSON path and both values), or None when they are equal
+    up to FLOAT_TOL on numbers."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return f"{path}: keys {sorted(set(a) ^ set(b))}"
+        for k in a:
+            found = first_difference(a[k], b[k], f"{path}.{k}")
+            if found:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return f"{path}: length {len(a)} != {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            found = first_difference(x, y, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):
+        return None if abs(a - b) <= FLOAT_TOL else f"{path}: {a!r} != {b!r}"
+    return None if a == b else f"{path}: {str(a)[:200]!r} != {str(b)[:200]!r}"
+
+
+def load(path: Path) -> dict[str, Any]:
+    return json.loads(gzip.decompress(path.read_bytes())) if path.exists() else {}
+
+
+def save(path: Path, runs: dict[str, Any]) -> None:
+    blob = json.dumps(runs, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    path.write_bytes(gzip.compress(blob, mtime=0))
+
+
+def differences(saved: dict[str, Any], now: dict[str, Any]) -> dict[str, str]:
+    """{run key: first difference} for every run that is new, gone or changed."""
+    out = {}
+    for key in sorted(set(saved) | set(now)):
+        if key not in saved or key not in now:
+            out[key] = "only in the " + ("new runs" if key in now else "saved runs")
+            continue
+        found = first_difference(saved[key], now[key])
+        if found:
+            out[key] = found
+    return out
 
 
 def build_graph(docs_path: Path, db: Path) -> Any:
@@ -93,10 +138,6 @@ def hotpot_runs(tmp: Path) -> dict[str, dict[str, Any]]:
         ctx.store.close()
 
 
-def digests(runs: dict[str, dict[str, Any]]) -> dict[str, str]:
-    return {k: digest(v) for k, v in sorted(runs.items())}
-
-
 def main(argv: list[str] | None = None) -> int:
     import tempfile
 
@@ -112,18 +153,16 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for name, path, make in sets:
             runs = make(Path(tmp))
-            new = digests(runs)
             if args.dump:
                 args.dump.mkdir(parents=True, exist_ok=True)
                 (args.dump / f"{name}.json").write_text(json.dumps(runs, indent=1, sort_keys=True, ensure_ascii=False))
-            old = json.loads(path.read_text()) if path.exists() else {}
-            diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+            diff = differences(load(path), runs)
             changed += len(diff)
-            print(f"{name}: {len(new)} runs, {len(diff)} differ from {path.name}")
-            for k in diff[:20]:
-                print("  ", k)
+            print(f"{name}: {len(runs)} runs, {len(diff)} differ from {path.name}")
+            for k, where in list(diff.items())[:20]:
+                print(f"   {k}\n      {where}")
             if args.write:
-                path.write_text(json.dumps(new, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+                save(path, runs)
     return 1 if changed and not args.write else 0
 
 
