@@ -32,5 +32,5 @@ with ui.error_boundary("Trace"):
         st.stop()
     key = tui.run_key(ctx, method, question, params, preset)
     tui.run_error(run)
-    tui.step_viewer(run, key)
+    tui.step_viewer(run, key, ctx)
     tui.outcome(run)

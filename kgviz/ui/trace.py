@@ -29,6 +29,8 @@ from kgviz.ui import actions, resources
 from kgviz.ui.render import OFFLINE_LABEL, md_text, usage_frame
 from kgviz.ui.state import SAMPLE_DIR, AppContext
 from kgviz.viz import trace as vt
+from kgviz.viz import trace_player as tp
+from kgviz.viz.labels import fetch_human_labels
 
 K_QUESTION = "kgviz_trace_question"
 K_SAMPLE = "kgviz_trace_sample"
@@ -36,17 +38,12 @@ K_METHOD = "kgviz_trace_method"
 K_PRESET = "kgviz_trace_preset"
 K_AUTO = "kgviz_trace_auto"
 K_RUNS = "kgviz_trace_runs"  # run key -> Run
-K_FRAMES = "kgviz_trace_frames"  # (run key, frames, {step -> html})
+K_FRAMES = "kgviz_trace_frames"  # (run key, the run's player page)
 K_LINKS = "kgviz_trace_links"  # run key -> TraceLinks (its facts' subject/object, from the store)
 K_STARTED = "kgviz_trace_started"  # the user has pressed Run at least once
-K_STEP = "kgviz_trace_step"  # 1-based step number (the slider's value)
-K_STEP_RUN = "kgviz_trace_step_run"  # run key the step number belongs to
-K_PLAYING = "kgviz_trace_playing"
 NO_PRESET = "(defaults)"
 MAX_RUNS = 24  # runs kept per session; the oldest goes first
-MAX_PAGES = 40  # rendered frame pages kept for the current run
-PLAY_INTERVAL_S = 1.0
-GRAPH_HEIGHT = 520
+PLAYER = tp.PlayerParams()
 SAMPLE_QUESTIONS = SAMPLE_DIR.parent / "questions.jsonl"
 
 
@@ -259,123 +256,40 @@ def _keep_links(ctx: AppContext, key: str, run: Run) -> None:
 
 
 # --- the step viewer -----------------------------------------------------------------------------
-def _frames(run: Run, key: str) -> tuple[list[vt.Frame], dict[int, str]]:
+def human_labels(ctx: AppContext, run: Run) -> dict[str, str]:
+    """Document and chunk labels a person can read (title + first words), from the store."""
+    ids = [n.id for s in run.trace for n in s.nodes] + [e for s in run.trace for ed in s.edges
+                                                        for e in (ed.source, ed.target)]
+    store = resources.store(ctx)
+    return fetch_human_labels(store.query, ids)
+
+
+def _player(run: Run, key: str, ctx: AppContext) -> str:
+    """The run's player page, built once per run and kept for the session."""
     held = st.session_state.get(K_FRAMES)
     if held is None or held[0] != key:
         links = st.session_state.get(K_LINKS, {}).get(key) or TraceLinks({}, {})
-        held = (key, vt.build_frames(run.trace, triple_links=links.links, link_labels=links.labels), {})
+        names = human_labels(ctx, run)
+        frames = vt.build_frames(run.trace, triple_links=links.links, link_labels=links.labels, human_labels=names)
+        labels = {nid: lab for nid, (lab, _t) in vt.node_labels(run.trace).items()}
+        labels.update({nid: lab for nid, (lab, _t) in links.labels.items() if nid not in labels})
+        labels.update(names)
+        page = tp.player_html(tp.player_data(frames, run.trace, labels, PLAYER), PLAYER)
+        held = (key, page)
         st.session_state[K_FRAMES] = held
-    return held[1], held[2]
+    return held[1]
 
 
-def _set_step(n: int, total: int) -> None:
-    st.session_state[K_STEP] = max(1, min(total, n))
-    st.session_state[K_PLAYING] = False
-
-
-def _toggle_play(total: int) -> None:
-    playing = not st.session_state.get(K_PLAYING, False)
-    if playing and st.session_state.get(K_STEP, 1) >= total:
-        st.session_state[K_STEP] = 1  # Play at the end starts over
-    st.session_state[K_PLAYING] = playing
-
-
-def step_viewer(run: Run, key: str) -> None:
-    """Previous / next / play / slider, then the current frame beside its step panel."""
-    frames, pages = _frames(run, key)
-    total = len(frames)
-    if total == 0:
+def step_viewer(run: Run, key: str, ctx: AppContext) -> None:
+    """The run's steps in one browser-side player (kgviz.viz.trace_player): previous / next /
+    slider / play, the graph and the step panel all live in the iframe, so stepping never reruns
+    the script, keeps zoom and pan, and the panel always matches the graph."""
+    if not run.trace:
         st.info("The run recorded no steps.")
         return
-    if st.session_state.get(K_STEP_RUN) != key:  # a new run starts at its first step
-        st.session_state[K_STEP_RUN] = key
-        st.session_state[K_STEP] = 1
-        st.session_state[K_PLAYING] = False
-    playing_now = bool(st.session_state.get(K_PLAYING))
-
-    @st.fragment(run_every=PLAY_INTERVAL_S if playing_now else None)
-    def viewer() -> None:
-        playing = bool(st.session_state.get(K_PLAYING))
-        if playing != playing_now:  # Play / Stop changes the timer, which only a full run can
-            st.rerun(scope="app")
-        if playing:
-            nxt, go_on = vt.advance(int(st.session_state.get(K_STEP, 1)) - 1, total)
-            st.session_state[K_STEP] = nxt + 1
-            if not go_on:
-                st.session_state[K_PLAYING] = False
-        step_no = max(1, min(total, int(st.session_state.get(K_STEP, 1))))
-        st.session_state[K_STEP] = step_no
-        c = st.columns([1, 1, 1, 5], vertical_alignment="bottom")
-        c[0].button("Previous", on_click=_set_step, args=(step_no - 1, total), disabled=step_no <= 1,
-                    key="kgviz_trace_prev")
-        c[1].button("Next", on_click=_set_step, args=(step_no + 1, total), disabled=step_no >= total,
-                    key="kgviz_trace_next")
-        c[2].button("Stop" if playing else "Play", on_click=_toggle_play, args=(total,), key="kgviz_trace_play",
-                    help=f"Advance one step every {PLAY_INTERVAL_S:g} s until the last step")
-        with c[3]:
-            if total > 1:
-                st.slider("Step", 1, total, key=K_STEP, on_change=lambda: st.session_state.update({K_PLAYING: False}))
-        frame = frames[step_no - 1]
-        left, right = st.columns([3, 2])
-        with left:
-            if frame.nodes:
-                if step_no not in pages:
-                    if len(pages) >= MAX_PAGES:  # each page inlines vis-network (~0.7 MB)
-                        pages.clear()
-                    pages[step_no] = vt.frame_html(frame, height=GRAPH_HEIGHT)
-                st.iframe(pages[step_no], height=vt.frame_iframe_height(GRAPH_HEIGHT))
-                st.caption(frame.caption)
-            else:
-                st.info("Nothing on the graph yet: no step so far has touched a graph element.")
-        with right:
-            step_panel(run, frame.step, step_no, total)
-        if playing and not st.session_state.get(K_PLAYING):
-            st.rerun(scope="app")  # reached the last step: a full run drops the timer
-
-    viewer()
-
-
-def step_panel(run: Run, step: TraceStep, step_no: int, total: int) -> None:
-    """The step's kind, title, detail, method extras, scores, LLM task and cost."""
-    st.markdown(f"**Step {step_no} of {total} · {md_text(step.kind)}**")
-    st.markdown(f"#### {md_text(step.title)}")
-    if step.detail:
-        st.markdown(md_text(step.detail))
-    info = vt.round_info(run.trace, step_no - 1)
-    if info is not None:
-        c = st.columns(2)
-        c[0].metric("Activation round", info.round)
-        c[1].metric("Frontier size", "—" if info.frontier is None else info.frontier)
-    for b in vt.channel_budgets(run.trace, step_no - 1):
-        st.progress(b.fraction, text=md_text(f"{b.channel} channel: {b.used:,} of {b.budget:,} tokens"))
-    rows = vt.score_rows(step, vt.node_labels(run.trace))
-    if rows:
-        st.markdown("**Scores**")
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", height=min(35 * len(rows) + 38, 260))
-    if step.llm is not None:
-        llm_panel(step)
-    st.markdown("**Cost of this step**")
-    frame = usage_frame({"this step": step.usage}, total=False).drop(columns=["step"])
-    st.dataframe(frame, hide_index=True, width="stretch")
-    st.caption(f"Step wall time: {step.latency_s:.3f} s")
-    if step.data:
-        with st.expander("Step data (raw)"):
-            st.json(json.loads(json.dumps(step.data, default=str)), expanded=1)  # numpy etc. as text
-
-
-def llm_panel(step: TraceStep) -> None:
-    llm = step.llm
-    assert llm is not None
-    st.markdown("**LLM task**")
-    st.caption(md_text(f"task {llm.task} · prompt {llm.prompt_name} · mode: "
-                       f"{vt.llm_mode_label(llm.mode, llm.heuristic)}" + (" · from the cache" if llm.cached else "")))
-    if llm.error:
-        st.warning(md_text(llm.error))
-    with st.expander("Rendered prompt"):
-        prompt = "\n\n".join(p for p in (llm.system, llm.prompt) if p)
-        st.code(prompt or "(offline: no prompt is sent; the heuristic named above ran instead)", language=None)
-    with st.expander("Raw output"):
-        st.code(llm.raw_output or "(empty)", language=None)
+    st.caption("Step with Previous / Next, the slider, Play or the arrow keys (click the graph first). "
+               "Scroll to zoom, drag to pan: the view keeps your zoom and follows each step's nodes.")
+    st.iframe(_player(run, key, ctx), height=tp.iframe_height(PLAYER))
 
 
 # --- the outcome ---------------------------------------------------------------------------------

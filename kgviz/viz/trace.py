@@ -119,16 +119,21 @@ def build_frames(
     link_labels: Mapping[str, tuple[str, str]] | None = None,
     stable_layout: bool = True,
     seed: int = 7,
+    human_labels: Mapping[str, str] | None = None,
 ) -> list[Frame]:
     """One frame per step, in trace order. Deterministic: the same inputs give equal frames.
 
     ``triple_links`` ties each shown Triple node to its subject and object (an end may be an
     entity or, for a hypernode, another triple); ``link_labels`` names ends that no step names
     (id -> (label, table)). With ``stable_layout`` every frame carries the same positions: the
-    union of all frames' nodes laid out once with ``seed``.
+    union of all frames' nodes laid out once with ``seed``. ``human_labels`` (id -> label, from
+    kgviz.viz.labels) replace the trace's own labels of documents and chunks (file stems, ids).
     """
     links = dict(triple_links or {})
     names = _merge_names(node_labels(trace), link_labels or {})
+    for nid, label in (human_labels or {}).items():
+        if label:
+            names[nid] = (label, names.get(nid, ("", ""))[1])
     seen: dict[str, _Seen] = {}
     order: dict[str, int] = {}  # node id -> order of first appearance (seen or linked)
     seen_edges: dict[EdgeKey, int] = {}  # key -> order of first appearance
