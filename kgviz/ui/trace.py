@@ -274,7 +274,7 @@ def _player(run: Run, key: str, ctx: AppContext) -> str:
         labels = {nid: lab for nid, (lab, _t) in vt.node_labels(run.trace).items()}
         labels.update({nid: lab for nid, (lab, _t) in links.labels.items() if nid not in labels})
         labels.update(names)
-        page = tp.player_html(tp.player_data(frames, run.trace, labels, PLAYER), PLAYER)
+        page = tp.player_html(tp.player_data(frames, run.trace, labels, PLAYER, run=run.method), PLAYER)
         held = (key, page)
         st.session_state[K_FRAMES] = held
     return held[1]

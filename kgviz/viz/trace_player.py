@@ -123,9 +123,10 @@ def _sizes(frame: Frame, step: TraceStep) -> dict[str, float]:
 
 
 def player_data(frames: Sequence[Frame], trace: Sequence[TraceStep], labels: Mapping[str, str],
-                params: PlayerParams = PlayerParams()) -> dict[str, Any]:
+                params: PlayerParams = PlayerParams(), *, run: str = "") -> dict[str, Any]:
     """Everything the page needs, as JSON-ready data: the union of nodes and edges (with fixed
-    positions), one visual per step (node/edge roles, sizes, marks) and one panel per step."""
+    positions), one visual per step (node/edge roles, sizes, marks) and one panel per step.
+    ``run`` names the run (the method) on the page's body, for tests and screen readers."""
     if len(frames) != len(trace):
         raise KgvizError(f"{len(frames)} frames for a trace of {len(trace)} steps")
     positions = next((f.positions for f in frames if f.positions), None) or {}
@@ -179,7 +180,7 @@ def player_data(frames: Sequence[Frame], trace: Sequence[TraceStep], labels: Map
         steps.append({"v": len(visuals) - 1, "panel": sp.step_panel(trace, i, labels)})
     kinds = sorted({n["kind"] for n in nodes})
     return {
-        "nodes": nodes, "edges": edges, "visuals": visuals, "steps": steps,
+        "run": run, "nodes": nodes, "edges": edges, "visuals": visuals, "steps": steps,
         "colours": COLOURS, "legendNames": LEGEND_NAMES, "dim": list(DIM_ROLES),
         "shapes": [[SHAPE_NAMES.get(KIND_STYLE.get(k, ("", "dot"))[1], "circle"), k] for k in kinds],
         "font": params.font_px, "edgeFont": params.edge_font_px, "minLabelPx": params.min_label_px,

@@ -255,6 +255,7 @@
     // on-screen px of the smallest current-step label: zoom × font size (vis-network canvas units)
     labelPx: function () { return network.getScale() * D.font; }
   };
+  document.body.dataset.kgvizRun = D.run || "";
   go(0, false);
   if (!focus.length) {  // the first step touches nothing: frame the first step that does
     for (var k = 1; k < N; k++) {
