@@ -48,6 +48,7 @@
 
   var cur = -1;
   var focus = [];
+  var key = [];  // the step's chosen / seed / context nodes: what the view keeps on screen first
   var timer = null;
   var log = [];
   var viewSet = false;
@@ -58,8 +59,13 @@
     var v = visual(i);
     var shownN = {}, shownE = {};
     focus = [];
+    key = [];
     if (v) {
-      v.nodes.forEach(function (n) { shownN[n[0]] = n; if (!dim[n[1]]) { focus.push(n[0]); } });
+      v.nodes.forEach(function (n) {
+        shownN[n[0]] = n;
+        if (!dim[n[1]]) { focus.push(n[0]); }
+        if (n[1] === "chosen" || n[1] === "seed" || n[1] === "context") { key.push(n[0]); }
+      });
       v.edges.forEach(function (e) { shownE[e[0]] = e; });
     }
     var nu = D.nodes.map(function (meta, k) {
@@ -134,8 +140,11 @@
     if (!focus.length) { return; }
     if (!viewSet) { fitTo(focus, true); viewSet = true; return; }
     if (inView(focus)) { return; }
+    // a step with many candidates rarely fits at a legible zoom: then keep its chosen nodes in view
+    var target = key.length && !inView(key) ? key : (key.length ? null : focus);
+    if (!target) { return; }
     // keep the user's zoom: only pan, so Next never changes the scale
-    network.moveTo({position: centroid(focus), scale: network.getScale(),
+    network.moveTo({position: centroid(target), scale: network.getScale(),
                     animation: animate ? {duration: D.panMs, easingFunction: "easeInOutQuad"} : false});
   }
 
