@@ -115,6 +115,18 @@ def test_compare_page_end_to_end(app_env: Path, counted_runs: list[str]) -> None
     assert any("funnel: " in c.value for c in at.caption)
     assert any("Judge: offline check" in c.value for c in at.caption)
     assert any("method-legend" in h.value for h in at.get("html"))
+    # the overlay starts with a few methods (nine colours on one graph are a grey blob) ...
+    picked = at.multiselect(key="kgviz_cmp_overlay_methods")
+    assert picked.value == ["kg-rag", "kg-retriever", "ket-rag"]
+    assert len(at.get("iframe")) == 1
+    # ... and facets draw one graph per picked method, at the same places
+    at.radio(key="kgviz_cmp_overlay_view").set_value("One graph per method (same places)").run()
+    assert not at.exception, at.exception
+    facets = [str(f.proto.srcdoc) for f in at.get("iframe")]
+    assert len(facets) == 3 and len(set(facets)) == 3
+    at.multiselect(key="kgviz_cmp_overlay_methods").unselect("ket-rag").run()
+    assert len(at.get("iframe")) == 2
+    at.radio(key="kgviz_cmp_overlay_view").set_value("One graph, coloured by method").run()
     assert len(at.get("download_button")) == 2
     results = at.session_state["kgviz_comparison"][0].results
     assert [r.method for r in results] == methods
