@@ -156,25 +156,72 @@ def params_form(method_name: str, preset: str) -> dict[str, Any]:
         for i, spec in enumerate(specs):
             with cols[i % 3]:
                 key = f"kgviz_trace_p|{method_name}|{preset}|{spec.name}"
-                values[spec.name] = _param_widget(spec, getattr(base, spec.name), key)
+                values[spec.name] = _param_widget(spec, getattr(base, spec.name), key, str(method.paper))
     return values
 
 
-def _param_widget(spec: ParamSpec, value: Any, key: str) -> Any:
-    label, help_ = md_text(spec.name), md_text(spec.doc) or None
+# reader-facing names of the Params fields (the raw name stays in the help text, for the CLI and
+# the presets); a field missing here is shown with its name's underscores as spaces
+PARAM_LABELS: dict[str, str] = {
+    "max_hops": "Maximum hops", "top_k": "Candidates shown per hop", "start_nodes": "Start nodes",
+    "seed_pool": "Search hits per start-node lookup", "entity_match_min": "Entity match threshold (cosine)",
+    "width": "Paths followed per hop", "allow_backtrack": "Allow backtracking", "max_backtracks": "Maximum backtracks",
+    "include_sentences": "Add source sentences", "max_context_tokens": "Context budget (tokens)",
+    "fetch_limit": "Neighbours fetched per node", "plan_weight": "Weight of the plan vs the question",
+    "top_n": "Documents retrieved (N)", "k_neighbours": "Document-layer neighbours (K)",
+    "strategy": "Document-layer strategy", "hops": "Hops (multi-hop strategy)", "lam": "Entity filter λ",
+    "max_t": "Items retrieved (T)", "t_caps": "What T counts", "kg_source": "Knowledge graph used",
+    "k_e": "Seed entities (k_e)", "max_rounds": "Activation rounds", "max_triples_per_entity": "Facts per entity",
+    "max_entities_per_round": "Entities per round", "triple_cap": "Which facts survive the cap",
+    "direction": "Activation direction", "k_p": "Passages (k_p)", "passage_search": "Passage search",
+    "rrf_k": "Rank-fusion constant (RRF k)", "context_passages": "Also pass passages and facts to the answer",
+    "offline_top_m": "Offline: facts kept per round", "offline_min_score": "Offline: minimum fact score",
+    "offline_note_sentences": "Offline: sentences per note", "seed": "Random seed",
+    "context_limit": "Context limit λ (tokens)", "theta": "Skeleton share θ", "seed_entities": "Seed entities (k)",
+    "text_unit_share": "Text share of the skeleton channel", "max_relationships_per_seed": "Relationships per seed",
+    "pool_factor": "Keyword pool size (× budget)", "pool_mode": "Keyword pool mode", "skeleton_beta": "Skeleton β",
+    "core_selection": "Core chunk ranking", "hybrid": "Hybrid with BM25", "budget_tokens": "Context budget (tokens)",
+}
+PAPER_NAMES = {"001": "the KG-RAG paper", "002": "the KG-Retriever paper", "003": "the KG-Infused RAG paper",
+               "004": "the KET-RAG paper"}
+_PAPER_REF = re.compile(r"\bpaper (00[1-4])\b")
+
+
+def param_label(name: str) -> str:
+    return PARAM_LABELS.get(name) or name.replace("_", " ").capitalize()
+
+
+def param_help(name: str, doc: str, paper: str = "") -> str:
+    """The field's doc with "paper 00N" spelled out, the paper named for its § references, and the
+    raw field name (what the CLI, presets and the run's JSON use)."""
+    text = _PAPER_REF.sub(lambda m: PAPER_NAMES[m.group(1)], doc)
+    if paper in PAPER_NAMES and "§" in text:
+        text += f" (§ = section of {PAPER_NAMES[paper]})"
+    return f"{md_text(text)} — field `{name}`" if text else f"field `{name}`"
+
+
+def _param_widget(spec: ParamSpec, value: Any, key: str, paper: str = "") -> Any:
+    # the starting value goes into session state, not value=: with value= as well, Streamlit warns
+    # and a value kept across a page visit (keep_inputs) would fight the default
+    label, help_ = md_text(param_label(spec.name)), param_help(spec.name, spec.doc, paper)
     if spec.kind == "bool":
-        return bool(st.checkbox(label, value=bool(value), key=key, help=help_))
+        st.session_state.setdefault(key, bool(value))
+        return bool(st.checkbox(label, key=key, help=help_))
     if spec.kind == "int":
+        st.session_state.setdefault(key, int(value))
         low = 0 if int(value) >= 0 else None
-        return int(st.number_input(label, value=int(value), min_value=low, step=1, key=key, help=help_))
+        return int(st.number_input(label, min_value=low, step=1, key=key, help=help_))
     if spec.kind == "float":
+        st.session_state.setdefault(key, float(value))
         if 0.0 <= float(value) <= 1.0:
-            return round(float(st.slider(label, 0.0, 1.0, float(value), 0.01, key=key, help=help_)), 4)
-        return round(float(st.number_input(label, value=float(value), step=0.1, key=key, help=help_)), 6)
+            return round(float(st.slider(label, 0.0, 1.0, step=0.01, key=key, help=help_)), 4)
+        return round(float(st.number_input(label, step=0.1, key=key, help=help_)), 6)
     if spec.kind == "choice":
         options = list(spec.choices) if value in spec.choices else [str(value), *spec.choices]
-        return str(st.selectbox(label, options, index=options.index(str(value)), key=key, help=help_))
-    return str(st.text_input(label, value=str(value), key=key, help=help_))
+        st.session_state.setdefault(key, str(value))
+        return str(st.selectbox(label, options, key=key, help=help_))
+    st.session_state.setdefault(key, str(value))
+    return str(st.text_input(label, key=key, help=help_))
 
 
 # --- runs ----------------------------------------------------------------------------------------

@@ -41,14 +41,14 @@ def sample_built_compare_page() -> AppTest:
     at = new_app().run()
     button(at, "Load sample data").click().run()
     assert not at.exception, at.exception
-    at.switch_page("pages/compare.py").run()
+    at.switch_page("views/compare.py").run()
     assert not at.exception, at.exception
     return at
 
 
 def test_compare_without_graph_asks_to_build(app_env: Path) -> None:
     at = new_app().run()
-    at.switch_page("pages/compare.py").run()
+    at.switch_page("views/compare.py").run()
     assert not at.exception, at.exception
     assert [t.value for t in at.title] == ["Compare methods"]
     assert any("no graph yet" in i.value for i in at.info)
@@ -147,6 +147,14 @@ def test_compare_page_end_to_end(app_env: Path, counted_runs: list[str]) -> None
     assert at.text_input(key="kgviz_trace_question").value == question
     assert at.selectbox(key="kgviz_trace_method").value == "text-rag"
     assert not any("Press Run" in i.value for i in at.info)
+    assert counted_runs == []
+    # ... and back: the Compare setup and its result are still there
+    at.switch_page("views/compare.py").run()
+    assert not at.exception, at.exception
+    assert at.radio(key="kgviz_cmp_source").value == "Sample questions"
+    assert at.selectbox(key="kgviz_cmp_pick").value.question == question
+    assert all(at.checkbox(key=f"kgviz_cmp_m_{m}").value for m in methods)
+    assert [s.value for s in at.subheader][: len(methods)] == methods
     assert counted_runs == []
 
 

@@ -19,7 +19,7 @@ from kgviz.methods.base import EdgeRef, MethodContext, NodeRef, RetrievedContext
 from kgviz.ui.trace import K_PRESET, NO_PRESET, param_specs, str_choices
 from test_app_pages import OFFLINE, new_app, texts
 
-PAGE = "pages/trace.py"
+PAGE = "views/trace.py"
 QUESTION = "In what year was the Tidewell Line founded?"
 
 
@@ -274,3 +274,31 @@ def test_preset_list_has_one_defaults_entry(app_env: Path) -> None:
     assert not any(o.strip("()").lower() in ("default", "defaults") for o in options[1:]), options
     for name, method in methods_base.registered().items():
         assert "default" not in method.presets, name
+
+
+def test_inputs_survive_a_visit_to_another_page(app_env: Path) -> None:
+    at = _run(_open_trace(new_app().run(), "kg-retriever"))
+    at.switch_page("views/home.py").run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="kgviz_trace_question").value == QUESTION
+    assert at.selectbox(key="kgviz_trace_method").value == "kg-retriever"
+    assert _player(at)["run"] == "kg-retriever"  # the run is still there, not "Press Run"
+
+
+def test_the_workspace_lives_in_the_url(app_env: Path) -> None:
+    from kgviz.ui.state import K_WORKSPACE
+
+    (app_env.parent / "lecture-3").mkdir(parents=True)
+    at = new_app()
+    at.query_params["ws"] = "lecture-3"
+    at.run()
+    assert not at.exception, at.exception
+    assert Path(at.session_state[K_WORKSPACE]).name == "lecture-3"  # a reload starts there
+    at.selectbox(key=K_WORKSPACE).set_value(str(app_env)).run()
+    assert at.query_params["ws"] == ["default"] or at.query_params["ws"] == "default"
+    # a name that is not a workspace is ignored (never a path from the URL)
+    other = new_app()
+    other.query_params["ws"] = "../../etc"
+    other.run()
+    assert Path(other.session_state[K_WORKSPACE]) == app_env
