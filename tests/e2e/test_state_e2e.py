@@ -43,10 +43,13 @@ def test_reload_keeps_the_workspace_and_inputs_survive_navigation(server: str, p
     expect(page.get_by_role("button", name="Load sample data")).to_be_visible(timeout=60_000)
     page.get_by_label("New workspace name").fill("lecture-3")
     page.get_by_role("button", name="Create and switch").click()
-    expect(page).to_have_url(lambda u: "ws=lecture-3" in u, timeout=30_000) if False else None
     page.wait_for_function("location.search.includes('ws=lecture-3')", timeout=30_000)
     page.reload()
     expect(page.get_by_role("combobox", name="Workspace (database folder)")).to_be_visible(timeout=60_000)
-    sidebar = page.locator("[data-testid='stSidebar']")
-    expect(sidebar.get_by_text("lecture-3")).to_be_visible(timeout=30_000)
+    workspace = page.get_by_role("combobox", name="Workspace (database folder)")
+    expect(workspace).to_have_value("workspaces/lecture-3", timeout=30_000)
     assert "ws=lecture-3" in page.url
+    # another page of the same workspace
+    page.get_by_role("link", name="Trace").click()
+    expect(page.get_by_text("This workspace has no entities yet")).to_be_visible(timeout=30_000)
+    assert "ws=lecture-3" in page.url  # a page switch keeps the parameter
