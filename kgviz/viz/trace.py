@@ -214,7 +214,7 @@ def _links(
     return edges, linked
 
 
-_CHAR_W = 7.0  # canvas units per label character at vis-network's default 14 px font
+_CHAR_W = 8.0  # canvas units per label character at the 14 px label font (DejaVu Sans averages ~8)
 _LABEL_H = 22.0  # a label line below the node, and a little air
 
 

@@ -84,7 +84,8 @@ def _badges(trace: Sequence[TraceStep]) -> list[dict[str, str]]:
         ch = d.get("channel")
         if isinstance(ch, str) and ch:
             for n in s.nodes:
-                channel.setdefault(n.id, set()).add(ch)
+                if n.table != "Keyword":  # a keyword node only ever serves the keyword channel
+                    channel.setdefault(n.id, set()).add(ch)
         now = {nid: h for nid, h in hop.items()}
         for nid, chs in channel.items():
             mark = "both channels" if len(chs) > 1 else next(iter(chs))
@@ -106,7 +107,7 @@ def _edge_weights(trace: Sequence[TraceStep]) -> list[dict[tuple[str, str], floa
 
 
 def _sizes(frame: Frame, step: TraceStep) -> dict[str, float]:
-    """Node size by score within the step: the higher the score, the bigger (×0.8 … ×1.6)."""
+    """Node size by score within the step: the higher the score, the bigger (×0.75 … ×1.25)."""
     scores = {k: float(v) for k, v in step.scores.items() if isinstance(v, (int, float))}
     for n in step.nodes:
         if n.score is not None and n.id not in scores:
@@ -118,7 +119,7 @@ def _sizes(frame: Frame, step: TraceStep) -> dict[str, float]:
     span = hi - lo
     for nid, s in scores.items():
         if nid in base and span > 0:
-            base[nid] = round(base[nid] * (0.8 + 0.8 * (s - lo) / span), 2)
+            base[nid] = round(base[nid] * (0.75 + 0.5 * (s - lo) / span), 2)
     return base
 
 

@@ -109,7 +109,8 @@ def test_ket_channels_marked_and_budgets_in_the_panel() -> None:
     data = _data(trace)
     first = {data["nodes"][n[0]]["label"]: n[3] for n in data["visuals"][0]["nodes"]}
     second = {data["nodes"][n[0]]["label"]: n[3] for n in data["visuals"][1]["nodes"]}
-    assert first == {"A": "skeleton"} and second == {"A": "both channels", "x": "keyword"}
+    # a keyword node needs no mark: it only ever serves the keyword channel
+    assert first == {"A": "skeleton"} and second == {"A": "both channels", "x": ""}
     bars = data["steps"][1]["panel"]["bars"]
     assert [b["label"] for b in bars] == ["skeleton channel: 400 of 1,600 tokens",
                                           "keyword channel: 1,200 of 2,400 tokens"]

@@ -73,7 +73,7 @@
       if (!n) { return {id: k, hidden: true}; }
       var role = n[1], now = !dim[role];
       var col = D.colours[role] || meta.colour;
-      return {id: k, hidden: false, size: n[2], label: n[3] ? meta.label + " · " + n[3] : meta.label,
+      return {id: k, hidden: false, size: n[2], label: n[3] && now ? meta.label + " · " + n[3] : meta.label,
               borderWidth: now ? 3 : 1,
               color: {background: col, border: now ? "#333333" : "#c4c4c4",
                       highlight: {background: col, border: "#000000"}, hover: {background: col, border: "#000000"}},
