@@ -22,7 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from kgviz import run as runner  # looked up at call time, so tests can count run_method calls
-from kgviz.methods.base import MethodContext, TraceStep
+from kgviz.methods.base import MethodContext
 from kgviz.methods.registry import get_method, list_methods
 from kgviz.run import Run
 from kgviz.ui import actions, resources
@@ -30,7 +30,7 @@ from kgviz.ui.render import OFFLINE_LABEL, md_text, usage_frame
 from kgviz.ui.state import SAMPLE_DIR, AppContext
 from kgviz.viz import trace as vt
 from kgviz.viz import trace_player as tp
-from kgviz.viz.labels import fetch_human_labels
+from kgviz.viz.labels import TraceLinks, fetch_links
 
 K_QUESTION = "kgviz_trace_question"
 K_SAMPLE = "kgviz_trace_sample"
@@ -262,36 +262,6 @@ def get_run(ctx: AppContext, method: str, question: str, params: dict[str, Any],
 
 
 # --- facts' subject/object links -----------------------------------------------------------------
-@dataclass(frozen=True)
-class TraceLinks:
-    links: dict[str, tuple[str, str]]  # triple id -> (subject id, object id)
-    labels: dict[str, tuple[str, str]]  # end id -> (label, table)
-
-
-_LINKS_QUERY = ("UNWIND $ids AS x MATCH (t:Triple {id: x}) "
-                "RETURN t.id AS id, t.subject_id AS s, t.object_id AS o, t.subject AS s_name, t.object AS o_name")
-# a fact's end is an entity, or another fact (a hypernode): this finds which ends are facts
-_INNER_QUERY = "UNWIND $ids AS x MATCH (t:Triple {id: x}) RETURN t.id AS id, t.text AS text"
-
-
-def fetch_links(store: Any, ids: list[str]) -> TraceLinks:
-    """Subject and object of the facts ``ids`` with their labels, in two parameterised queries."""
-    if not ids:
-        return TraceLinks({}, {})
-    links: dict[str, tuple[str, str]] = {}
-    labels: dict[str, tuple[str, str]] = {}
-    for r in store.query(_LINKS_QUERY, {"ids": list(ids)}):
-        s, o = str(r.get("s") or ""), str(r.get("o") or "")
-        links[str(r["id"])] = (s, o)
-        for end, name in ((s, r.get("s_name")), (o, r.get("o_name"))):
-            if end:
-                labels[end] = (str(name or end), "Entity")
-    if labels:
-        for r in store.query(_INNER_QUERY, {"ids": sorted(labels)}):
-            labels[str(r["id"])] = (str(r.get("text") or labels[str(r["id"])][0]), "Triple")
-    return TraceLinks(links, labels)
-
-
 def _keep_links(ctx: AppContext, key: str, run: Run) -> None:
     held: dict[str, TraceLinks] = st.session_state.setdefault(K_LINKS, {})
     if key in held:
@@ -303,25 +273,12 @@ def _keep_links(ctx: AppContext, key: str, run: Run) -> None:
 
 
 # --- the step viewer -----------------------------------------------------------------------------
-def human_labels(ctx: AppContext, run: Run) -> dict[str, str]:
-    """Document and chunk labels a person can read (title + first words), from the store."""
-    ids = [n.id for s in run.trace for n in s.nodes] + [e for s in run.trace for ed in s.edges
-                                                        for e in (ed.source, ed.target)]
-    store = resources.store(ctx)
-    return fetch_human_labels(store.query, ids)
-
-
 def _player(run: Run, key: str, ctx: AppContext) -> str:
     """The run's player page, built once per run and kept for the session."""
     held = st.session_state.get(K_FRAMES)
     if held is None or held[0] != key:
-        links = st.session_state.get(K_LINKS, {}).get(key) or TraceLinks({}, {})
-        names = human_labels(ctx, run)
-        frames = vt.build_frames(run.trace, triple_links=links.links, link_labels=links.labels, human_labels=names)
-        labels = {nid: lab for nid, (lab, _t) in vt.node_labels(run.trace).items()}
-        labels.update({nid: lab for nid, (lab, _t) in links.labels.items() if nid not in labels})
-        labels.update(names)
-        page = tp.player_html(tp.player_data(frames, run.trace, labels, PLAYER, run=run.method), PLAYER)
+        links = st.session_state.get(K_LINKS, {}).get(key)
+        page = tp.run_page(run.trace, resources.store(ctx), method=run.method, links=links, params=PLAYER)
         held = (key, page)
         st.session_state[K_FRAMES] = held
     return held[1]

@@ -12,6 +12,7 @@ graph store's ``query``), with ``$ids`` bindings only.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 Query = Callable[[str, Mapping[str, Any]], list[dict[str, Any]]]
@@ -82,3 +83,34 @@ def fetch_human_labels(query: Query, ids: Iterable[str]) -> dict[str, str]:
             title = titles.get(_doc_of(cid), _doc_of(cid))
             out[cid] = chunk_label(title, str(r.get("text") or ""))
     return out
+
+
+# --- facts' subject/object links (the Trace graph ties each fact to its two ends) ---------------
+@dataclass(frozen=True)
+class TraceLinks:
+    links: dict[str, tuple[str, str]]  # triple id -> (subject id, object id)
+    labels: dict[str, tuple[str, str]]  # end id -> (label, table)
+
+
+_LINKS_QUERY = ("UNWIND $ids AS x MATCH (t:Triple {id: x}) "
+                "RETURN t.id AS id, t.subject_id AS s, t.object_id AS o, t.subject AS s_name, t.object AS o_name")
+# a fact's end is an entity, or another fact (a hypernode): this finds which ends are facts
+_INNER_QUERY = "UNWIND $ids AS x MATCH (t:Triple {id: x}) RETURN t.id AS id, t.text AS text"
+
+
+def fetch_links(store: Any, ids: list[str]) -> TraceLinks:
+    """Subject and object of the facts ``ids`` with their labels, in two parameterised queries."""
+    if not ids:
+        return TraceLinks({}, {})
+    links: dict[str, tuple[str, str]] = {}
+    labels: dict[str, tuple[str, str]] = {}
+    for r in store.query(_LINKS_QUERY, {"ids": list(ids)}):
+        s, o = str(r.get("s") or ""), str(r.get("o") or "")
+        links[str(r["id"])] = (s, o)
+        for end, name in ((s, r.get("s_name")), (o, r.get("o_name"))):
+            if end:
+                labels[end] = (str(name or end), "Entity")
+    if labels:
+        for r in store.query(_INNER_QUERY, {"ids": sorted(labels)}):
+            labels[str(r["id"])] = (str(r.get("text") or labels[str(r["id"])][0]), "Triple")
+    return TraceLinks(links, labels)

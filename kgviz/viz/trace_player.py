@@ -31,6 +31,7 @@ from kgviz.errors import KgvizError
 from kgviz.methods.base import TraceStep
 from kgviz.viz import step_panel as sp
 from kgviz.viz.graph_html import EXTERNAL_REF, KIND_STYLE, LABEL_MAX_CHARS, ROLE_COLOURS, _short
+from kgviz.viz.labels import TraceLinks
 from kgviz.viz.trace import EARLIER, EARLIER_COLOUR, LINKED, LINKED_COLOUR, Frame
 
 DIM_ROLES = (EARLIER, LINKED)  # pseudo-roles drawn dimmed: not what the current step did
@@ -230,6 +231,24 @@ def player_html(data: Mapping[str, Any], params: PlayerParams = PlayerParams()) 
         raise KgvizError("the trace player page references an external resource",
                          hint=f"near: {page[max(0, left.start() - 60): left.end() + 60]!r}")
     return page
+
+
+def run_page(trace: Sequence[TraceStep], store: Any, *, method: str = "",
+             links: TraceLinks | None = None, params: PlayerParams = PlayerParams()) -> str:
+    """The whole pipeline for one run: human labels and the facts' ends from ``store`` (its
+    ``query``), one shared layout, one frame and one panel per step, the page."""
+    from kgviz.viz import trace as vt
+    from kgviz.viz.labels import fetch_human_labels, fetch_links
+
+    ids = [n.id for s in trace for n in s.nodes] + [x for s in trace for e in s.edges for x in (e.source, e.target)]
+    names = fetch_human_labels(store.query, ids)
+    if links is None:
+        links = fetch_links(store, vt.triple_ids(trace))
+    frames = vt.build_frames(trace, triple_links=links.links, link_labels=links.labels, human_labels=names)
+    labels = {nid: lab for nid, (lab, _t) in vt.node_labels(trace).items()}
+    labels.update({nid: lab for nid, (lab, _t) in links.labels.items() if nid not in labels})
+    labels.update(names)
+    return player_html(player_data(frames, trace, labels, params, run=method), params)
 
 
 def iframe_height(params: PlayerParams = PlayerParams()) -> int:

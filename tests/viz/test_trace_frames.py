@@ -198,7 +198,7 @@ def test_frames_of_a_real_kg_rag_run(tmp_path: Path) -> None:
 
     corpus = Path(__file__).resolve().parents[2] / "sample_data" / "corpus"
     ws = open_workspace(Settings.from_env(), db_dir=tmp_path / "ws", llm_spec="offline", embedder_spec="hashing")
-    from kgviz.ui.trace import fetch_links
+    from kgviz.viz.labels import fetch_links
     from kgviz.viz.trace import triple_ids
 
     try:
