@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from kgviz.evaluate.report import RATE_METRICS, SUMMARY_METRICS, EvalSummary
 from kgviz.evaluate.runner import EvalRecord
 from kgviz.viz import charts
-from kgviz.viz.palette import method_colour, method_colours
+from kgviz.viz.palette import method_colours
 
 _LAYOUT = dict(margin=dict(l=50, r=20, t=50, b=50), height=380, template="plotly_white")
 _LABEL = {k: label for k, label, _h in SUMMARY_METRICS}
@@ -64,11 +64,12 @@ def _scatter(summary: EvalSummary, x: str, y: str, title: str) -> go.Figure:
     fig = go.Figure()
     sx, sy = _scale(x), _scale(y)
     shown = [(m, s) for m, s in summary.methods.items() if s.n > 0]
+    colours = method_colours([m for m, _s in shown])
     for i, (m, s) in enumerate(shown):
         ex, ey = s.estimates[x], s.estimates[y]
         fig.add_scatter(
             x=[sx * ex.mean], y=[sy * ey.mean], mode="markers", name=_esc(m), cliponaxis=False,
-            marker=dict(size=12, color=method_colour(m),
+            marker=dict(size=12, color=colours[m],
                         symbol=METHOD_SYMBOLS[i % len(METHOD_SYMBOLS)], line=dict(width=1, color="white")),
             error_x=dict(type="data", symmetric=False, array=[sx * (ex.hi - ex.mean)], arrayminus=[sx * (ex.mean - ex.lo)]),
             error_y=dict(type="data", symmetric=False, array=[sy * (ey.hi - ey.mean)], arrayminus=[sy * (ey.mean - ey.lo)]),

@@ -29,4 +29,12 @@ def method_colour(method: str) -> str:
 
 
 def method_colours(methods: Iterable[str]) -> dict[str, str]:
-    return {m: method_colour(m) for m in methods}
+    """Colours for several methods: registered ones keep their own; names the registry does not
+    know take the palette's unused colours in order, so one chart never repeats a colour."""
+    names = list(dict.fromkeys(methods))
+    known = set(_registered())
+    out = {m: method_colour(m) for m in names if m in known}
+    free = [c for c in PALETTE if c not in out.values()]
+    for i, m in enumerate(m for m in names if m not in known):
+        out[m] = free[i % len(free)] if free else method_colour(m)
+    return {m: out[m] for m in names}
