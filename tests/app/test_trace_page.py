@@ -302,3 +302,19 @@ def test_the_workspace_lives_in_the_url(app_env: Path) -> None:
     other.query_params["ws"] = "../../etc"
     other.run()
     assert Path(other.session_state[K_WORKSPACE]) == app_env
+
+
+def test_parameters_have_readable_labels_and_name_the_paper() -> None:
+    from kgviz.methods.registry import get_method, list_methods
+    from kgviz.ui.trace import param_help, param_label
+
+    for name in list_methods():
+        method = get_method(name)
+        for spec in param_specs(method.Params):
+            label = param_label(spec.name)
+            assert "_" not in label and label[0].isupper(), (name, spec.name, label)
+            text = param_help(spec.name, spec.doc, str(method.paper))
+            assert not re.search(r"\bpaper 00\d", text), text
+            assert f"field `{spec.name}`" in text  # the raw name stays findable (CLI, presets)
+    assert param_label("lam") == "Entity filter λ" and param_label("t_caps") == "What T counts"
+    assert "section of the KG-Retriever paper" in param_help("lam", "λ (§3.2.2 Eq. 2)", "002")
