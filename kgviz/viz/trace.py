@@ -340,14 +340,6 @@ def round_info(trace: Sequence[TraceStep], index: int) -> RoundInfo | None:
     return RoundInfo(int(r), None)
 
 
-def score_rows(step: TraceStep, labels: Mapping[str, tuple[str, str]]) -> list[dict[str, Any]]:
-    """The step's scores as table rows, best first, with each id's label and role in the step."""
-    roles, _ = _step_roles(step)
-    rows = [{"label": labels.get(k, ("", ""))[0], "score": float(v), "role": roles.get(k, ""), "id": k}
-            for k, v in step.scores.items() if _is_number(v)]
-    return sorted(rows, key=lambda r: (-r["score"], r["id"]))
-
-
 def llm_mode_label(mode: str, heuristic: str = "") -> str:
     """How the step's reasoning was produced: "offline heuristic: <name>" or "provider:model"."""
     if mode == "offline":
@@ -357,9 +349,3 @@ def llm_mode_label(mode: str, heuristic: str = "") -> str:
 
 def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def advance(step: int, n_steps: int) -> tuple[int, bool]:
-    """One tick of Play: the next step, and whether playing goes on (it stops at the last step)."""
-    nxt = min(step + 1, n_steps - 1)
-    return nxt, nxt < n_steps - 1
