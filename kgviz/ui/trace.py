@@ -1,12 +1,12 @@
 """The Trace page's widgets and renderers: question, method + parameter form, the cached run, the
-step viewer (graph frame beside the step panel, with previous / next / slider / play) and the
-final context and answer.
+step player (kgviz.viz.trace_player: graph and step panel in one iframe that steps in the
+browser) and the final context and answer.
 
 Runs are kept in ``st.session_state`` keyed by everything that changes their result (database,
-embedder, LLM, method, question, parameters, preset), so stepping, replaying or switching back to
-an earlier setting never re-runs a method; a changed parameter changes the key and runs just that
-method once. Document and LLM text reaches the page only through ``md_text``, ``st.code``,
-``st.json`` or dataframes (all rendered as text).
+embedder, LLM, method, question, parameters, preset), so replaying or switching back to an
+earlier setting never re-runs a method; a changed parameter changes the key and runs just that
+method once. Stepping never reruns the script at all. Document and LLM text reaches the page only
+through ``md_text``, ``st.code``, dataframes or the player's JSON (all rendered as text).
 """
 from __future__ import annotations
 
