@@ -22,6 +22,7 @@ from dataclasses import replace
 
 from kgviz.run import Run
 from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph, graph_html
+from kgviz.viz.labels import fetch_human_labels
 from kgviz.viz.layout import Position, canvas_size, force_layout
 from kgviz.viz.palette import method_colour
 
@@ -124,6 +125,8 @@ def build_overlay(runs: Sequence[Run], store: Any = None, *, cap: int = DEFAULT_
                 by_node[node_id].append(run.method)
             tables.setdefault(node_id, table)
     labels = _labels(runs, store, tables)
+    if store is not None:  # documents by title, chunks by title + first words (not ids or raw text)
+        labels.update(fetch_human_labels(store.query, list(by_node)))
     # shared evidence first, so the cap never hides the overlap the view is about
     order = sorted(by_node, key=lambda i: (-len(by_node[i]), methods.index(by_node[i][0]), i))
     nodes: list[VizNode] = []
