@@ -15,10 +15,8 @@ Method colours come from kgviz.viz.palette, the same on every page.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
-
-from dataclasses import replace
 
 from kgviz.run import Run
 from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph, graph_html
