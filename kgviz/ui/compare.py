@@ -25,10 +25,11 @@ from kgviz.ui import trace as tui
 from kgviz.ui.render import OFFLINE_LABEL, graph, md_text
 from kgviz.ui.state import AppContext
 from kgviz.verify.case_file import LABEL_COLOURS, LABEL_TEXT, badge_html, esc, highlight_answer
-from kgviz.viz.overlay import build_overlay, overlay_html
+from kgviz.viz.graph_html import graph_html
+from kgviz.viz.overlay import Overlay, build_overlay, default_methods, facet, overlay_html, overlay_positions
 
 K_COMPARISON = "kgviz_comparison"
-TRACE_PAGE = "pages/trace.py"
+TRACE_PAGE = "views/trace.py"
 SAMPLE_QUESTIONS = Path(__file__).resolve().parents[2] / "sample_data" / "questions.jsonl"
 COLUMNS_PER_ROW = 3  # ours: wider columns keep answers readable; more methods wrap to a new row
 SHOWN_EVIDENCE = 3  # ours: evidence ids listed per claim; the export and the Trace page have them all
@@ -189,17 +190,70 @@ def columns(comparison: cmp.Comparison, keys: dict[str, str]) -> Run | None:
     return picked
 
 
+K_OVERLAY_METHODS = "kgviz_cmp_overlay_methods"
+K_OVERLAY_VIEW = "kgviz_cmp_overlay_view"
+K_OVERLAY_FOR = "kgviz_cmp_overlay_for"  # the methods of the comparison the pick belongs to
+VIEWS = ("One graph, coloured by method", "One graph per method (same places)")
+FACETS_PER_ROW = 3
+
+
 def overlay(comparison: cmp.Comparison, ctx: AppContext, *, height: int = 560) -> None:
-    ov = build_overlay([r.run for r in comparison.results], resources.store(ctx))
-    st.caption(f"{ov.graph.caption()} · {ov.shared} retrieved by more than one method (grey, darker = "
-               "shared by more methods; hover a node for the methods)")
-    graph(overlay_html(ov, height=height), height=height)
-    own = {m: 0 for m in ov.colours if m in {r.method for r in comparison.results}}
+    """The evidence graph for the methods picked (a few by default: nine colours on one graph are
+    a grey blob), as one overlay or as facets that line up node for node."""
+    ran = [r.method for r in comparison.results]
+    picked_before = [m for m in st.session_state.get(K_OVERLAY_METHODS, []) if m in ran]
+    # a comparison of other methods starts from the defaults; the same one keeps the user's pick
+    # (re-assigned each run so it also survives a visit to another page)
+    if st.session_state.get(K_OVERLAY_FOR) != ran or not picked_before:
+        picked_before = default_methods(ran)
+    st.session_state[K_OVERLAY_METHODS] = picked_before
+    st.session_state[K_OVERLAY_FOR] = ran
+    c = st.columns([3, 2], vertical_alignment="bottom")
+    chosen = c[0].multiselect("Methods on the graph", ran, key=K_OVERLAY_METHODS,
+                              help="Start with two or three: evidence most methods share is drawn grey.")
+    view = c[1].radio("View", VIEWS, key=K_OVERLAY_VIEW, horizontal=False)
+    runs = [r.run for r in comparison.results if r.method in chosen]
+    if not runs:
+        st.info("Pick at least one method to draw its evidence.")
+        return
+    ov = build_overlay(runs, resources.store(ctx))
+    if view == VIEWS[1]:
+        _facets(ov, chosen)
+    else:
+        st.caption(f"{ov.graph.caption()} · {ov.shared} retrieved by more than one method (grey, darker = "
+                   "shared by more; the border is the first method's colour, ×k = found by k methods)")
+        graph(overlay_html(ov, height=height), height=height)
+    _method_legend(ov, chosen)
+
+
+def _facets(ov: Overlay, methods: Sequence[str]) -> None:
+    positions = overlay_positions(ov)
+    st.caption("Each method's evidence at the same places: full colour = only this method found it; "
+               "paler = other methods found it too (paler the more of them).")
+    for start in range(0, len(methods), FACETS_PER_ROW):
+        cols = st.columns(FACETS_PER_ROW)
+        for col, m in zip(cols, methods[start: start + FACETS_PER_ROW]):
+            nodes, edges = facet(ov, m)
+            with col:
+                st.markdown(f"**{md_text(m)}** · {len(nodes)} nodes")
+                if nodes:
+                    graph(graph_html(nodes, edges, height=FACET_HEIGHT, legend=False, directed=False,
+                                     positions=positions), height=FACET_HEIGHT, legend=False)
+                else:
+                    st.caption("No graph evidence.")
+
+
+FACET_HEIGHT = 360
+
+
+def _method_legend(ov: Overlay, methods: Sequence[str]) -> None:
+    own = {m: 0 for m in methods}
     total = dict(own)
     for ms in ov.by_node.values():
         for m in ms:
-            total[m] += 1
-        if len(ms) == 1:
+            if m in total:
+                total[m] += 1
+        if len(ms) == 1 and ms[0] in own:
             own[ms[0]] += 1
     legend = "".join(
         f'<span style="margin-right:14px"><span style="display:inline-block;width:11px;height:11px;'

@@ -20,14 +20,15 @@ from kgviz.evaluate.report import RATE_METRICS, SUMMARY_METRICS, EvalSummary
 from kgviz.methods.base import MethodContext
 from kgviz.ui import resources
 from kgviz.ui import trace as tui
-from kgviz.ui.render import md_text
+from kgviz.ui.render import OFFLINE_LABEL, md_text
+from kgviz.verify.check import OFFLINE_JUDGE_LABEL
 from kgviz.ui.state import AppContext
 from kgviz.viz import eval_charts
 
 K_OUTCOME = "kgviz_eval_outcome"  # (EvalOutcome, methods) of the last run in this session
 SAMPLE_QUESTIONS = Path(__file__).resolve().parents[2] / "sample_data" / "questions.jsonl"
-COMPARE_PAGE = "pages/compare.py"
-TRACE_PAGE = "pages/trace.py"
+COMPARE_PAGE = "views/compare.py"
+TRACE_PAGE = "views/trace.py"
 SOURCES = ("Sample questions", "Upload a JSONL file", "Path on the server")
 
 
@@ -114,9 +115,29 @@ def comparisons_frame(summary: EvalSummary) -> pd.DataFrame:
                           "p < 0.05": bool(c.p_value < 0.05)} for c in summary.comparisons])
 
 
+def judge_note(records: Sequence[Any]) -> str:
+    """Which mode answered and which judge checked the claims: offline results say so, and say
+    that the offline check is weaker than an LLM judge."""
+    modes = sorted({r.mode for r in records if getattr(r, "mode", "")})
+    if not modes:
+        return ""
+    parts = []
+    if "offline" in modes:
+        parts.append(f"Mode: {OFFLINE_LABEL} — answers are extractive sentences picked from each context, and "
+                     f"claims are judged by the {OFFLINE_JUDGE_LABEL}: a word-overlap rule, weaker than an LLM "
+                     "judge, so read hallucination rates as indicative.")
+    llms = [m for m in modes if m != "offline"]
+    if llms:
+        parts.append(f"Answered and judged by {', '.join(llms)} (LLM judge; small models judge generously).")
+    return " ".join(parts)
+
+
 def render(outcome: EvalOutcome, methods: Sequence[str]) -> None:
     s = outcome.summary
     st.subheader("Results")
+    note = judge_note(outcome.records)
+    if note:
+        st.info(md_text(note))
     st.caption(md_text(f"{s.n_questions} questions × {len(methods)} methods · means with 95% percentile-bootstrap "
                        f"CIs (n_boot={s.n_boot}) · results file: {outcome.results_path}"))
     st.dataframe(summary_frame(s), hide_index=True, width="stretch")

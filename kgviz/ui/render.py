@@ -194,6 +194,7 @@ def ingest_left_out_rows(result: LoadResult) -> list[dict[str, Any]]:
 
 
 # --- build report --------------------------------------------------------------------------------
+_INTERNAL_TABLES = ("Meta",)
 _NODE_TABLES = ("Document", "Chunk", "SubChunk", "Entity", "Triple", "Keyword", "Extraction", "Meta")
 
 
@@ -219,7 +220,8 @@ def build_report(report: BuildReport, *, degrees: Sequence[int] | None = None) -
         st.warning(md_text(failure_summary(report)))
     for warning in report.warnings:
         st.warning(md_text(warning))
-    counts = dict(report.counts)
+    # Meta holds kgviz's own bookkeeping (schema version, embedder): not part of the graph a reader built
+    counts = {k: v for k, v in report.counts.items() if k not in _INTERNAL_TABLES}
     left, right = st.columns(2)
     with left:
         st.markdown("**Rows per table**")
@@ -227,8 +229,7 @@ def build_report(report: BuildReport, *, degrees: Sequence[int] | None = None) -
                      hide_index=True, width="stretch")
     with right:
         groups = {k: ("node table" if k in _NODE_TABLES else "rel table") for k in counts}
-        shown = {k: v for k, v in counts.items() if k not in ("Meta",)}
-        st.plotly_chart(charts.counts_bar(shown, title="Nodes and edges by type", groups=groups),
+        st.plotly_chart(charts.counts_bar(counts, title="Nodes and edges by type", groups=groups),
                         width="stretch")
     if degrees:
         st.plotly_chart(charts.degree_distribution(degrees), width="stretch")

@@ -20,7 +20,10 @@ from kgviz.ui.state import (
     create_workspace,
     current_context,
     default_llm_choice,
+    keep_inputs,
     list_workspaces,
+    publish_workspace,
+    restore_workspace,
     settings,
 )
 
@@ -55,12 +58,14 @@ def render_sidebar() -> AppContext:
     for key in _PERSISTENT:
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
+    keep_inputs()  # the same for the Trace / Compare / Evaluate inputs
     s = settings()
     choice, custom = default_llm_choice(s)
     st.session_state.setdefault(K_LLM_CHOICE, choice)
     st.session_state.setdefault(K_LLM_CUSTOM, custom)
     st.session_state.setdefault(K_EMBEDDER, s.embedder_spec)
     options = [str(p) for p in list_workspaces(s)]
+    restore_workspace(options)  # a reload keeps the workspace named in the URL
     if st.session_state.get(K_WORKSPACE) not in options:
         st.session_state[K_WORKSPACE] = options[0]
 
@@ -80,6 +85,7 @@ def render_sidebar() -> AppContext:
         st.text_input("Embedder", key=K_EMBEDDER,
                       help="hashing (offline) or fastembed:<model>[@<local dir>]")
         ctx = current_context()
+        publish_workspace()
         status(ctx)
     return ctx
 

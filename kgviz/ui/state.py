@@ -90,3 +90,50 @@ def current_context() -> AppContext:
     emb = (st.session_state.get(K_EMBEDDER) or s.embedder_spec).strip()
     key = st.session_state.get(K_API_KEY) or None
     return AppContext(s, db_dir, spec or "offline", emb or "hashing", key)
+
+
+# --- state that survives a reload or a page switch -----------------------------------------------
+Q_WORKSPACE = "ws"  # query parameter naming the workspace: a reload (a new session) keeps it
+
+
+def workspace_from_url(options: list[str]) -> str | None:
+    """The workspace the URL names (``?ws=<folder name>``) if it is one of ``options``: the name,
+    never a path, so a link cannot point the app at an arbitrary folder."""
+    name = st.query_params.get(Q_WORKSPACE)
+    if not name:
+        return None
+    return next((o for o in options if Path(o).name == name), None)
+
+
+def restore_workspace(options: list[str]) -> None:
+    """Before the sidebar's selectbox: a new session (a reload) starts in the URL's workspace."""
+    if K_WORKSPACE not in st.session_state:
+        found = workspace_from_url(options)
+        if found is not None:
+            st.session_state[K_WORKSPACE] = found
+
+
+def publish_workspace() -> None:
+    """After the selectbox: write the chosen workspace into the URL (every run, since a page
+    switch clears query parameters)."""
+    ws = st.session_state.get(K_WORKSPACE)
+    if ws and st.query_params.get(Q_WORKSPACE) != Path(ws).name:
+        st.query_params[Q_WORKSPACE] = Path(ws).name
+
+
+# the Trace, Compare and Evaluate inputs (question, method, parameters, Compare setup, QA choice)
+PAGE_INPUTS = ("kgviz_trace_", "kgviz_cmp_", "kgviz_eval_")
+# buttons, download buttons and uploaders: Streamlit refuses assignments to these
+NOT_ASSIGNABLE = ("kgviz_cmp_run", "kgviz_cmp_upload", "kgviz_cmp_trace_", "kgviz_cmp_export_",
+                  "kgviz_eval_upload", "kgviz_eval_run", "kgviz_eval_to_", "kgviz_trace_prev", "kgviz_trace_next",
+                  "kgviz_trace_play")
+
+
+def keep_inputs(prefixes: tuple[str, ...] = PAGE_INPUTS, skip: tuple[str, ...] = NOT_ASSIGNABLE) -> None:
+    """Streamlit forgets a widget's value at the end of a run that did not draw it (another page
+    was shown). Re-assigning the keys at the start of *every* page's run (kgviz.ui.sidebar does)
+    turns them into session values that survive the visit."""
+    for key in list(st.session_state):
+        k = str(key)
+        if k.startswith(prefixes) and not k.startswith(skip):
+            st.session_state[k] = st.session_state[k]

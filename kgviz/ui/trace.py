@@ -1,12 +1,12 @@
 """The Trace page's widgets and renderers: question, method + parameter form, the cached run, the
-step viewer (graph frame beside the step panel, with previous / next / slider / play) and the
-final context and answer.
+step player (kgviz.viz.trace_player: graph and step panel in one iframe that steps in the
+browser) and the final context and answer.
 
 Runs are kept in ``st.session_state`` keyed by everything that changes their result (database,
-embedder, LLM, method, question, parameters, preset), so stepping, replaying or switching back to
-an earlier setting never re-runs a method; a changed parameter changes the key and runs just that
-method once. Document and LLM text reaches the page only through ``md_text``, ``st.code``,
-``st.json`` or dataframes (all rendered as text).
+embedder, LLM, method, question, parameters, preset), so replaying or switching back to an
+earlier setting never re-runs a method; a changed parameter changes the key and runs just that
+method once. Stepping never reruns the script at all. Document and LLM text reaches the page only
+through ``md_text``, ``st.code``, dataframes or the player's JSON (all rendered as text).
 """
 from __future__ import annotations
 
@@ -22,13 +22,15 @@ import pandas as pd
 import streamlit as st
 
 from kgviz import run as runner  # looked up at call time, so tests can count run_method calls
-from kgviz.methods.base import MethodContext, TraceStep
+from kgviz.methods.base import MethodContext
 from kgviz.methods.registry import get_method, list_methods
 from kgviz.run import Run
 from kgviz.ui import actions, resources
 from kgviz.ui.render import OFFLINE_LABEL, md_text, usage_frame
 from kgviz.ui.state import SAMPLE_DIR, AppContext
 from kgviz.viz import trace as vt
+from kgviz.viz import trace_player as tp
+from kgviz.viz.labels import TraceLinks, fetch_links
 
 K_QUESTION = "kgviz_trace_question"
 K_SAMPLE = "kgviz_trace_sample"
@@ -36,17 +38,12 @@ K_METHOD = "kgviz_trace_method"
 K_PRESET = "kgviz_trace_preset"
 K_AUTO = "kgviz_trace_auto"
 K_RUNS = "kgviz_trace_runs"  # run key -> Run
-K_FRAMES = "kgviz_trace_frames"  # (run key, frames, {step -> html})
+K_FRAMES = "kgviz_trace_frames"  # (run key, the run's player page)
 K_LINKS = "kgviz_trace_links"  # run key -> TraceLinks (its facts' subject/object, from the store)
 K_STARTED = "kgviz_trace_started"  # the user has pressed Run at least once
-K_STEP = "kgviz_trace_step"  # 1-based step number (the slider's value)
-K_STEP_RUN = "kgviz_trace_step_run"  # run key the step number belongs to
-K_PLAYING = "kgviz_trace_playing"
 NO_PRESET = "(defaults)"
 MAX_RUNS = 24  # runs kept per session; the oldest goes first
-MAX_PAGES = 40  # rendered frame pages kept for the current run
-PLAY_INTERVAL_S = 1.0
-GRAPH_HEIGHT = 520
+PLAYER = tp.PlayerParams()
 SAMPLE_QUESTIONS = SAMPLE_DIR.parent / "questions.jsonl"
 
 
@@ -159,25 +156,72 @@ def params_form(method_name: str, preset: str) -> dict[str, Any]:
         for i, spec in enumerate(specs):
             with cols[i % 3]:
                 key = f"kgviz_trace_p|{method_name}|{preset}|{spec.name}"
-                values[spec.name] = _param_widget(spec, getattr(base, spec.name), key)
+                values[spec.name] = _param_widget(spec, getattr(base, spec.name), key, str(method.paper))
     return values
 
 
-def _param_widget(spec: ParamSpec, value: Any, key: str) -> Any:
-    label, help_ = md_text(spec.name), md_text(spec.doc) or None
+# reader-facing names of the Params fields (the raw name stays in the help text, for the CLI and
+# the presets); a field missing here is shown with its name's underscores as spaces
+PARAM_LABELS: dict[str, str] = {
+    "max_hops": "Maximum hops", "top_k": "Candidates shown per hop", "start_nodes": "Start nodes",
+    "seed_pool": "Search hits per start-node lookup", "entity_match_min": "Entity match threshold (cosine)",
+    "width": "Paths followed per hop", "allow_backtrack": "Allow backtracking", "max_backtracks": "Maximum backtracks",
+    "include_sentences": "Add source sentences", "max_context_tokens": "Context budget (tokens)",
+    "fetch_limit": "Neighbours fetched per node", "plan_weight": "Weight of the plan vs the question",
+    "top_n": "Documents retrieved (N)", "k_neighbours": "Document-layer neighbours (K)",
+    "strategy": "Document-layer strategy", "hops": "Hops (multi-hop strategy)", "lam": "Entity filter λ",
+    "max_t": "Items retrieved (T)", "t_caps": "What T counts", "kg_source": "Knowledge graph used",
+    "k_e": "Seed entities (kₑ)", "max_rounds": "Activation rounds", "max_triples_per_entity": "Facts per entity",
+    "max_entities_per_round": "Entities per round", "triple_cap": "Which facts survive the cap",
+    "direction": "Activation direction", "k_p": "Passages (kₚ)", "passage_search": "Passage search",
+    "rrf_k": "Rank-fusion constant (RRF k)", "context_passages": "Also pass passages and facts to the answer",
+    "offline_top_m": "Offline: facts kept per round", "offline_min_score": "Offline: minimum fact score",
+    "offline_note_sentences": "Offline: sentences per note", "seed": "Random seed",
+    "context_limit": "Context limit λ (tokens)", "theta": "Skeleton share θ", "seed_entities": "Seed entities (k)",
+    "text_unit_share": "Text share of the skeleton channel", "max_relationships_per_seed": "Relationships per seed",
+    "pool_factor": "Keyword pool size (× budget)", "pool_mode": "Keyword pool mode", "skeleton_beta": "Skeleton β",
+    "core_selection": "Core chunk ranking", "hybrid": "Hybrid with BM25", "budget_tokens": "Context budget (tokens)",
+}
+PAPER_NAMES = {"001": "the KG-RAG paper", "002": "the KG-Retriever paper", "003": "the KG-Infused RAG paper",
+               "004": "the KET-RAG paper"}
+_PAPER_REF = re.compile(r"\bpaper (00[1-4])\b")
+
+
+def param_label(name: str) -> str:
+    return PARAM_LABELS.get(name) or name.replace("_", " ").capitalize()
+
+
+def param_help(name: str, doc: str, paper: str = "") -> str:
+    """The field's doc with "paper 00N" spelled out, the paper named for its § references, and the
+    raw field name (what the CLI, presets and the run's JSON use)."""
+    text = _PAPER_REF.sub(lambda m: PAPER_NAMES[m.group(1)], doc)
+    if paper in PAPER_NAMES and "§" in text:
+        text += f" (§ = section of {PAPER_NAMES[paper]})"
+    return f"{md_text(text)} — field `{name}`" if text else f"field `{name}`"
+
+
+def _param_widget(spec: ParamSpec, value: Any, key: str, paper: str = "") -> Any:
+    # the starting value goes into session state, not value=: with value= as well, Streamlit warns
+    # and a value kept across a page visit (keep_inputs) would fight the default
+    label, help_ = md_text(param_label(spec.name)), param_help(spec.name, spec.doc, paper)
     if spec.kind == "bool":
-        return bool(st.checkbox(label, value=bool(value), key=key, help=help_))
+        st.session_state.setdefault(key, bool(value))
+        return bool(st.checkbox(label, key=key, help=help_))
     if spec.kind == "int":
+        st.session_state.setdefault(key, int(value))
         low = 0 if int(value) >= 0 else None
-        return int(st.number_input(label, value=int(value), min_value=low, step=1, key=key, help=help_))
+        return int(st.number_input(label, min_value=low, step=1, key=key, help=help_))
     if spec.kind == "float":
+        st.session_state.setdefault(key, float(value))
         if 0.0 <= float(value) <= 1.0:
-            return round(float(st.slider(label, 0.0, 1.0, float(value), 0.01, key=key, help=help_)), 4)
-        return round(float(st.number_input(label, value=float(value), step=0.1, key=key, help=help_)), 6)
+            return round(float(st.slider(label, 0.0, 1.0, step=0.01, key=key, help=help_)), 4)
+        return round(float(st.number_input(label, step=0.1, key=key, help=help_)), 6)
     if spec.kind == "choice":
         options = list(spec.choices) if value in spec.choices else [str(value), *spec.choices]
-        return str(st.selectbox(label, options, index=options.index(str(value)), key=key, help=help_))
-    return str(st.text_input(label, value=str(value), key=key, help=help_))
+        st.session_state.setdefault(key, str(value))
+        return str(st.selectbox(label, options, key=key, help=help_))
+    st.session_state.setdefault(key, str(value))
+    return str(st.text_input(label, key=key, help=help_))
 
 
 # --- runs ----------------------------------------------------------------------------------------
@@ -218,36 +262,6 @@ def get_run(ctx: AppContext, method: str, question: str, params: dict[str, Any],
 
 
 # --- facts' subject/object links -----------------------------------------------------------------
-@dataclass(frozen=True)
-class TraceLinks:
-    links: dict[str, tuple[str, str]]  # triple id -> (subject id, object id)
-    labels: dict[str, tuple[str, str]]  # end id -> (label, table)
-
-
-_LINKS_QUERY = ("UNWIND $ids AS x MATCH (t:Triple {id: x}) "
-                "RETURN t.id AS id, t.subject_id AS s, t.object_id AS o, t.subject AS s_name, t.object AS o_name")
-# a fact's end is an entity, or another fact (a hypernode): this finds which ends are facts
-_INNER_QUERY = "UNWIND $ids AS x MATCH (t:Triple {id: x}) RETURN t.id AS id, t.text AS text"
-
-
-def fetch_links(store: Any, ids: list[str]) -> TraceLinks:
-    """Subject and object of the facts ``ids`` with their labels, in two parameterised queries."""
-    if not ids:
-        return TraceLinks({}, {})
-    links: dict[str, tuple[str, str]] = {}
-    labels: dict[str, tuple[str, str]] = {}
-    for r in store.query(_LINKS_QUERY, {"ids": list(ids)}):
-        s, o = str(r.get("s") or ""), str(r.get("o") or "")
-        links[str(r["id"])] = (s, o)
-        for end, name in ((s, r.get("s_name")), (o, r.get("o_name"))):
-            if end:
-                labels[end] = (str(name or end), "Entity")
-    if labels:
-        for r in store.query(_INNER_QUERY, {"ids": sorted(labels)}):
-            labels[str(r["id"])] = (str(r.get("text") or labels[str(r["id"])][0]), "Triple")
-    return TraceLinks(links, labels)
-
-
 def _keep_links(ctx: AppContext, key: str, run: Run) -> None:
     held: dict[str, TraceLinks] = st.session_state.setdefault(K_LINKS, {})
     if key in held:
@@ -259,123 +273,27 @@ def _keep_links(ctx: AppContext, key: str, run: Run) -> None:
 
 
 # --- the step viewer -----------------------------------------------------------------------------
-def _frames(run: Run, key: str) -> tuple[list[vt.Frame], dict[int, str]]:
+def _player(run: Run, key: str, ctx: AppContext) -> str:
+    """The run's player page, built once per run and kept for the session."""
     held = st.session_state.get(K_FRAMES)
     if held is None or held[0] != key:
-        links = st.session_state.get(K_LINKS, {}).get(key) or TraceLinks({}, {})
-        held = (key, vt.build_frames(run.trace, triple_links=links.links, link_labels=links.labels), {})
+        links = st.session_state.get(K_LINKS, {}).get(key)
+        page = tp.run_page(run.trace, resources.store(ctx), method=run.method, links=links, params=PLAYER)
+        held = (key, page)
         st.session_state[K_FRAMES] = held
-    return held[1], held[2]
+    return held[1]
 
 
-def _set_step(n: int, total: int) -> None:
-    st.session_state[K_STEP] = max(1, min(total, n))
-    st.session_state[K_PLAYING] = False
-
-
-def _toggle_play(total: int) -> None:
-    playing = not st.session_state.get(K_PLAYING, False)
-    if playing and st.session_state.get(K_STEP, 1) >= total:
-        st.session_state[K_STEP] = 1  # Play at the end starts over
-    st.session_state[K_PLAYING] = playing
-
-
-def step_viewer(run: Run, key: str) -> None:
-    """Previous / next / play / slider, then the current frame beside its step panel."""
-    frames, pages = _frames(run, key)
-    total = len(frames)
-    if total == 0:
+def step_viewer(run: Run, key: str, ctx: AppContext) -> None:
+    """The run's steps in one browser-side player (kgviz.viz.trace_player): previous / next /
+    slider / play, the graph and the step panel all live in the iframe, so stepping never reruns
+    the script, keeps zoom and pan, and the panel always matches the graph."""
+    if not run.trace:
         st.info("The run recorded no steps.")
         return
-    if st.session_state.get(K_STEP_RUN) != key:  # a new run starts at its first step
-        st.session_state[K_STEP_RUN] = key
-        st.session_state[K_STEP] = 1
-        st.session_state[K_PLAYING] = False
-    playing_now = bool(st.session_state.get(K_PLAYING))
-
-    @st.fragment(run_every=PLAY_INTERVAL_S if playing_now else None)
-    def viewer() -> None:
-        playing = bool(st.session_state.get(K_PLAYING))
-        if playing != playing_now:  # Play / Stop changes the timer, which only a full run can
-            st.rerun(scope="app")
-        if playing:
-            nxt, go_on = vt.advance(int(st.session_state.get(K_STEP, 1)) - 1, total)
-            st.session_state[K_STEP] = nxt + 1
-            if not go_on:
-                st.session_state[K_PLAYING] = False
-        step_no = max(1, min(total, int(st.session_state.get(K_STEP, 1))))
-        st.session_state[K_STEP] = step_no
-        c = st.columns([1, 1, 1, 5], vertical_alignment="bottom")
-        c[0].button("Previous", on_click=_set_step, args=(step_no - 1, total), disabled=step_no <= 1,
-                    key="kgviz_trace_prev")
-        c[1].button("Next", on_click=_set_step, args=(step_no + 1, total), disabled=step_no >= total,
-                    key="kgviz_trace_next")
-        c[2].button("Stop" if playing else "Play", on_click=_toggle_play, args=(total,), key="kgviz_trace_play",
-                    help=f"Advance one step every {PLAY_INTERVAL_S:g} s until the last step")
-        with c[3]:
-            if total > 1:
-                st.slider("Step", 1, total, key=K_STEP, on_change=lambda: st.session_state.update({K_PLAYING: False}))
-        frame = frames[step_no - 1]
-        left, right = st.columns([3, 2])
-        with left:
-            if frame.nodes:
-                if step_no not in pages:
-                    if len(pages) >= MAX_PAGES:  # each page inlines vis-network (~0.7 MB)
-                        pages.clear()
-                    pages[step_no] = vt.frame_html(frame, height=GRAPH_HEIGHT)
-                st.iframe(pages[step_no], height=vt.frame_iframe_height(GRAPH_HEIGHT))
-                st.caption(frame.caption)
-            else:
-                st.info("Nothing on the graph yet: no step so far has touched a graph element.")
-        with right:
-            step_panel(run, frame.step, step_no, total)
-        if playing and not st.session_state.get(K_PLAYING):
-            st.rerun(scope="app")  # reached the last step: a full run drops the timer
-
-    viewer()
-
-
-def step_panel(run: Run, step: TraceStep, step_no: int, total: int) -> None:
-    """The step's kind, title, detail, method extras, scores, LLM task and cost."""
-    st.markdown(f"**Step {step_no} of {total} · {md_text(step.kind)}**")
-    st.markdown(f"#### {md_text(step.title)}")
-    if step.detail:
-        st.markdown(md_text(step.detail))
-    info = vt.round_info(run.trace, step_no - 1)
-    if info is not None:
-        c = st.columns(2)
-        c[0].metric("Activation round", info.round)
-        c[1].metric("Frontier size", "—" if info.frontier is None else info.frontier)
-    for b in vt.channel_budgets(run.trace, step_no - 1):
-        st.progress(b.fraction, text=md_text(f"{b.channel} channel: {b.used:,} of {b.budget:,} tokens"))
-    rows = vt.score_rows(step, vt.node_labels(run.trace))
-    if rows:
-        st.markdown("**Scores**")
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", height=min(35 * len(rows) + 38, 260))
-    if step.llm is not None:
-        llm_panel(step)
-    st.markdown("**Cost of this step**")
-    frame = usage_frame({"this step": step.usage}, total=False).drop(columns=["step"])
-    st.dataframe(frame, hide_index=True, width="stretch")
-    st.caption(f"Step wall time: {step.latency_s:.3f} s")
-    if step.data:
-        with st.expander("Step data (raw)"):
-            st.json(json.loads(json.dumps(step.data, default=str)), expanded=1)  # numpy etc. as text
-
-
-def llm_panel(step: TraceStep) -> None:
-    llm = step.llm
-    assert llm is not None
-    st.markdown("**LLM task**")
-    st.caption(md_text(f"task {llm.task} · prompt {llm.prompt_name} · mode: "
-                       f"{vt.llm_mode_label(llm.mode, llm.heuristic)}" + (" · from the cache" if llm.cached else "")))
-    if llm.error:
-        st.warning(md_text(llm.error))
-    with st.expander("Rendered prompt"):
-        prompt = "\n\n".join(p for p in (llm.system, llm.prompt) if p)
-        st.code(prompt or "(offline: no prompt is sent; the heuristic named above ran instead)", language=None)
-    with st.expander("Raw output"):
-        st.code(llm.raw_output or "(empty)", language=None)
+    st.caption("Step with Previous / Next, the slider, Play or the arrow keys (click the graph first). "
+               "Scroll to zoom, drag to pan: the view keeps your zoom and follows each step's nodes.")
+    st.iframe(_player(run, key, ctx), height=tp.iframe_height(PLAYER))
 
 
 # --- the outcome ---------------------------------------------------------------------------------

@@ -67,9 +67,11 @@ def stage_bar(values: Mapping[str, float], *, title: str, unit: str) -> go.Figur
 
 
 def grouped_bar(table: Mapping[str, Mapping[str, float]], *, title: str, unit: str = "",
-                errors: Mapping[str, Mapping[str, tuple[float, float]]] | None = None) -> go.Figure:
+                errors: Mapping[str, Mapping[str, tuple[float, float]]] | None = None,
+                colours: Mapping[str, str] | None = None) -> go.Figure:
     """Series -> (category -> value) as grouped bars, e.g. method -> metric -> score. ``errors``
-    gives optional (low, high) intervals per series/category (bootstrap CIs)."""
+    gives optional (low, high) intervals per series/category (bootstrap CIs); ``colours`` a fixed
+    colour per series (kgviz.viz.palette for methods)."""
     fig = go.Figure()
     for series, row in table.items():
         cats = list(row)
@@ -79,7 +81,9 @@ def grouped_bar(table: Mapping[str, Mapping[str, float]], *, title: str, unit: s
             lo = [ys[i] - errors[series].get(c, (ys[i], ys[i]))[0] for i, c in enumerate(cats)]
             hi = [errors[series].get(c, (ys[i], ys[i]))[1] - ys[i] for i, c in enumerate(cats)]
             err = dict(type="data", symmetric=False, array=hi, arrayminus=lo)
-        fig.add_bar(name=_esc(series), x=[_esc(c) for c in cats], y=ys, error_y=err)
+        colour = (colours or {}).get(series)
+        fig.add_bar(name=_esc(series), x=[_esc(c) for c in cats], y=ys, error_y=err,
+                    marker=dict(color=colour) if colour else None)
     fig.update_layout(barmode="group", title=_esc(title), yaxis_title=_esc(unit), **_LAYOUT)
     return fig
 

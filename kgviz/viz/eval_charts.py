@@ -15,12 +15,12 @@ from kgviz.evaluate.report import RATE_METRICS, SUMMARY_METRICS, EvalSummary
 from kgviz.evaluate.runner import EvalRecord
 from kgviz.viz import charts
 from kgviz.safe_text import safe_text
+from kgviz.viz.palette import method_colours
 
 _LAYOUT = dict(margin=dict(l=50, r=20, t=50, b=50), height=380, template="plotly_white")
 _LABEL = {k: label for k, label, _h in SUMMARY_METRICS}
 QUALITY_BARS = ("em", "f1", "acc", "coverage", "hallucination", "abstention")
-# one colour and marker per method in the scatters (ours: colour-blind-safe Okabe-Ito hues)
-METHOD_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+# one marker per method in the scatters; colours come from kgviz.viz.palette (shared by every page)
 METHOD_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "triangle-down", "star", "cross")
 
 
@@ -46,14 +46,18 @@ def metric_bars(summary: EvalSummary, metrics: Sequence[str] = QUALITY_BARS) -> 
             continue
         table[m] = {_LABEL[k]: 100 * s.estimates[k].mean for k in metrics}
         errors[m] = {_LABEL[k]: (100 * s.estimates[k].lo, 100 * s.estimates[k].hi) for k in metrics}
-    fig = charts.grouped_bar(table, title="Metrics per method (95% bootstrap CI)", unit="%", errors=errors)
+    fig = charts.grouped_bar(table, title="Metrics per method (95% bootstrap CI)", unit="%", errors=errors,
+                             colours=method_colours(table))
+    fig.update_yaxes(range=[0, 105])  # a bar at 100 % with its CI stays inside the plot
     fig.update_layout(height=420)
     return fig
 
 
 def _axis(metric: str) -> dict[str, object]:
     # a rate lives in 0-100 %: without a fixed range plotly centres all-zero rates on -1..1
-    return dict(range=[0, 100], ticksuffix="%") if metric in RATE_METRICS else dict(rangemode="tozero")
+    # ... and a little room past both ends, so a point at 0 % or 100 % is not cut at the edge
+    return dict(range=[-5, 105], ticksuffix="%", tickvals=[0, 25, 50, 75, 100]) if metric in RATE_METRICS \
+        else dict(rangemode="tozero")
 
 
 def _scatter(summary: EvalSummary, x: str, y: str, title: str) -> go.Figure:
@@ -62,11 +66,12 @@ def _scatter(summary: EvalSummary, x: str, y: str, title: str) -> go.Figure:
     fig = go.Figure()
     sx, sy = _scale(x), _scale(y)
     shown = [(m, s) for m, s in summary.methods.items() if s.n > 0]
+    colours = method_colours([m for m, _s in shown])
     for i, (m, s) in enumerate(shown):
         ex, ey = s.estimates[x], s.estimates[y]
         fig.add_scatter(
             x=[sx * ex.mean], y=[sy * ey.mean], mode="markers", name=_esc(m), cliponaxis=False,
-            marker=dict(size=12, color=METHOD_COLOURS[i % len(METHOD_COLOURS)],
+            marker=dict(size=12, color=colours[m],
                         symbol=METHOD_SYMBOLS[i % len(METHOD_SYMBOLS)], line=dict(width=1, color="white")),
             error_x=dict(type="data", symmetric=False, array=[sx * (ex.hi - ex.mean)], arrayminus=[sx * (ex.mean - ex.lo)]),
             error_y=dict(type="data", symmetric=False, array=[sy * (ey.hi - ey.mean)], arrayminus=[sy * (ey.mean - ey.lo)]),

@@ -56,6 +56,8 @@ class VizNode:
     title: str = ""  # tooltip, plain text; newlines are kept
     role: Role | None = None  # trace role: overrides the base colour
     size: float | None = None  # vis-network size; None = by kind
+    colour: str | None = None  # explicit fill colour: overrides kind and role (Compare facets)
+    border: str | None = None  # explicit border colour (Compare: the first method of a shared node)
 
 
 @dataclass(frozen=True)
@@ -294,15 +296,20 @@ def graph_html(
         colour, shape = KIND_STYLE.get(node.kind, _DEFAULT_STYLE)
         if node.role:
             colour = colours.get(node.role, colour)
+        if node.colour:
+            colour = node.colour
+        fill: str | dict = colour if not node.border else {
+            "background": colour, "border": node.border,
+            "highlight": {"background": colour, "border": "#000000"}}
         size = node.size if node.size is not None else (18 if node.kind == "Entity" else 12)
         place = {} if positions is None else {"x": float(positions[node.id][0]), "y": float(positions[node.id][1])}
         net.add_node(
             key,
             label=_esc(_short(node.label)) or " ",
             shape=shape,
-            color=colour,
+            color=fill,
             size=size,
-            borderWidth=3 if node.role else 1,
+            borderWidth=4 if node.border else (3 if node.role else 1),
             kgviz_tip=_esc(node.title or node.label),
             **place,
         )

@@ -1,21 +1,30 @@
 """The evidence overlay: one graph with every method's retrieved nodes, coloured by method.
 
 A node retrieved by one method takes that method's colour; a node retrieved by several is drawn
-as "shared by k methods" in a grey that darkens with k (its tooltip lists the methods). Edges are the ones the methods' traces walked between
-two drawn nodes, plus triple -> subject/object links looked up in the store. Returns VizNode /
-VizEdge lists for ``graph_html`` (no streamlit import here).
+as "shared by k methods" in a grey that darkens with k, with a border in the colour of the first
+method that found it and "×k" after its label (its tooltip lists the methods). Edges are the ones
+the methods' traces walked between two drawn nodes, plus triple -> subject/object links looked up
+in the store. Returns VizNode / VizEdge lists for ``graph_html`` (no streamlit import here).
+
+With many methods most evidence is shared and the overlay turns grey; ``facet`` gives one small
+graph per method instead, all drawn at the same positions (``overlay_positions``) so a node sits
+at the same place in every facet: a method's own finds in its full colour, evidence it shares in a
+paler tint of it (paler the more methods share it).
+
+Method colours come from kgviz.viz.palette, the same on every page.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from kgviz.run import Run
 from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph, graph_html
+from kgviz.viz.labels import fetch_human_labels
+from kgviz.viz.layout import Position, canvas_size, force_layout
+from kgviz.viz.palette import method_colour
 
-# colour-blind-friendly palette (Okabe-Ito plus two), one colour per method in the order given
-METHOD_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
-                  "#8C564B", "#7F7F7F")
+DEFAULT_METHODS = ("kg-rag", "kg-retriever", "ket-rag")  # ours: three colours a room can tell apart
 SHARED_LIGHT, SHARED_DARK = 0xBB, 0x22  # grey levels: shared by 2 methods ... shared by all
 DEFAULT_CAP = 150
 _KIND_TABLE = {"chunk": "Chunk", "subchunk": "SubChunk", "triple": "Triple", "entity": "Entity",
@@ -55,7 +64,7 @@ def shared_role(k: int) -> str:
 def method_colours(methods: Sequence[str]) -> dict[str, str]:
     """Method -> colour, then "shared by k methods" -> a grey that darkens as k grows, so evidence
     every method found stands out from evidence two methods happen to share."""
-    colours = {m: METHOD_PALETTE[i % len(METHOD_PALETTE)] for i, m in enumerate(methods)}
+    colours = {m: method_colour(m) for m in methods}
     n = len(methods)
     for k in range(2, n + 1):
         level = SHARED_LIGHT - (SHARED_LIGHT - SHARED_DARK) * (k - 2) // max(1, n - 2)
@@ -114,6 +123,8 @@ def build_overlay(runs: Sequence[Run], store: Any = None, *, cap: int = DEFAULT_
                 by_node[node_id].append(run.method)
             tables.setdefault(node_id, table)
     labels = _labels(runs, store, tables)
+    if store is not None:  # documents by title, chunks by title + first words (not ids or raw text)
+        labels.update(fetch_human_labels(store.query, list(by_node)))
     # shared evidence first, so the cap never hides the overlap the view is about
     order = sorted(by_node, key=lambda i: (-len(by_node[i]), methods.index(by_node[i][0]), i))
     nodes: list[VizNode] = []
@@ -121,9 +132,10 @@ def build_overlay(runs: Sequence[Run], store: Any = None, *, cap: int = DEFAULT_
         ms = by_node[node_id]
         role = shared_role(len(ms)) if len(ms) > 1 else ms[0]
         text = labels.get(node_id, node_id)
-        nodes.append(VizNode(node_id, text, tables[node_id], role=role,  # type: ignore[arg-type]
+        nodes.append(VizNode(node_id, f"{text} ×{len(ms)}" if len(ms) > 1 else text, tables[node_id],
+                             role=role,  # type: ignore[arg-type]
                              title=f"{text}\n\nid: {node_id}\nretrieved by: {', '.join(ms)}",
-                             size=14 + 4 * len(ms)))
+                             size=14 + 4 * len(ms), border=colours[ms[0]] if len(ms) > 1 else None))
     edges = _edges(runs, by_node, tables, store)
     return Overlay(cap_graph(nodes, edges, cap), colours, by_node)
 
@@ -145,6 +157,48 @@ def _edges(runs: Sequence[Run], by_node: Mapping[str, list[str]], tables: Mappin
                 if other and other in by_node and (r["id"], other) not in seen and (other, r["id"]) not in seen:
                     seen[(r["id"], other)] = VizEdge(r["id"], other, rel, title=rel, dashes=rel == "from chunk")
     return list(seen.values())
+
+
+def default_methods(methods: Sequence[str], n: int = len(DEFAULT_METHODS)) -> list[str]:
+    """The methods the overlay starts with: the graph methods of DEFAULT_METHODS that ran, topped
+    up in run order to ``n``."""
+    picked = [m for m in DEFAULT_METHODS if m in methods]
+    picked += [m for m in methods if m not in picked and m != "no-retrieval"][: max(0, n - len(picked))]
+    return picked[:n] if picked else list(methods)[:n]
+
+
+def _tint(colour: str, white: float) -> str:
+    """``colour`` mixed with ``white`` (0 … 1) parts of white."""
+    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{round(c + (255 - c) * white):02x}" for c in (r, g, b))
+
+
+def overlay_positions(overlay: Overlay, *, seed: int = 7) -> dict[str, Position]:
+    """One layout for every node of the overlay, so facets line up node for node."""
+    ids = [n.id for n in overlay.graph.nodes]
+    width, height = canvas_size(len(ids), height=420.0)
+    return force_layout(ids, [(e.source, e.target) for e in overlay.graph.edges], width=width, height=height,
+                        seed=seed, sizes={n.id: (max(30.0, 7.0 * min(len(n.label), 40)), 40.0)
+                                          for n in overlay.graph.nodes})
+
+
+def facet(overlay: Overlay, method: str) -> tuple[list[VizNode], list[VizEdge]]:
+    """``method``'s nodes of the overlay: its own finds in its colour, shared ones in a tint of it
+    that pales as more methods share them; the edges between them."""
+    base = overlay.colours.get(method) or method_colour(method)
+    n_methods = max(2, len({m for ms in overlay.by_node.values() for m in ms}))
+    nodes: list[VizNode] = []
+    for v in overlay.graph.nodes:
+        ms = overlay.by_node.get(v.id, [])
+        if method not in ms:
+            continue
+        k = len(ms)
+        others = [m for m in ms if m != method]
+        tint = base if k == 1 else _tint(base, 0.35 + 0.45 * (k - 2) / max(1, n_methods - 2))
+        tip = v.title + ("\nonly this method found it" if k == 1 else f"\nalso found by: {', '.join(others)}")
+        nodes.append(replace(v, colour=tint, border=None, title=tip, role=None, size=18 if k == 1 else 12))
+    ids = {n.id for n in nodes}
+    return nodes, [e for e in overlay.graph.edges if e.source in ids and e.target in ids]
 
 
 def overlay_html(overlay: Overlay, *, height: int = 560) -> str:

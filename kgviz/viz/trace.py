@@ -119,16 +119,21 @@ def build_frames(
     link_labels: Mapping[str, tuple[str, str]] | None = None,
     stable_layout: bool = True,
     seed: int = 7,
+    human_labels: Mapping[str, str] | None = None,
 ) -> list[Frame]:
     """One frame per step, in trace order. Deterministic: the same inputs give equal frames.
 
     ``triple_links`` ties each shown Triple node to its subject and object (an end may be an
     entity or, for a hypernode, another triple); ``link_labels`` names ends that no step names
     (id -> (label, table)). With ``stable_layout`` every frame carries the same positions: the
-    union of all frames' nodes laid out once with ``seed``.
+    union of all frames' nodes laid out once with ``seed``. ``human_labels`` (id -> label, from
+    kgviz.viz.labels) replace the trace's own labels of documents and chunks (file stems, ids).
     """
     links = dict(triple_links or {})
     names = _merge_names(node_labels(trace), link_labels or {})
+    for nid, label in (human_labels or {}).items():
+        if label:
+            names[nid] = (label, names.get(nid, ("", ""))[1])
     seen: dict[str, _Seen] = {}
     order: dict[str, int] = {}  # node id -> order of first appearance (seen or linked)
     seen_edges: dict[EdgeKey, int] = {}  # key -> order of first appearance
@@ -209,7 +214,7 @@ def _links(
     return edges, linked
 
 
-_CHAR_W = 7.0  # canvas units per label character at vis-network's default 14 px font
+_CHAR_W = 8.0  # canvas units per label character at the 14 px label font (DejaVu Sans averages ~8)
 _LABEL_H = 22.0  # a label line below the node, and a little air
 
 
@@ -335,14 +340,6 @@ def round_info(trace: Sequence[TraceStep], index: int) -> RoundInfo | None:
     return RoundInfo(int(r), None)
 
 
-def score_rows(step: TraceStep, labels: Mapping[str, tuple[str, str]]) -> list[dict[str, Any]]:
-    """The step's scores as table rows, best first, with each id's label and role in the step."""
-    roles, _ = _step_roles(step)
-    rows = [{"label": labels.get(k, ("", ""))[0], "score": float(v), "role": roles.get(k, ""), "id": k}
-            for k, v in step.scores.items() if _is_number(v)]
-    return sorted(rows, key=lambda r: (-r["score"], r["id"]))
-
-
 def llm_mode_label(mode: str, heuristic: str = "") -> str:
     """How the step's reasoning was produced: "offline heuristic: <name>" or "provider:model"."""
     if mode == "offline":
@@ -352,9 +349,3 @@ def llm_mode_label(mode: str, heuristic: str = "") -> str:
 
 def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def advance(step: int, n_steps: int) -> tuple[int, bool]:
-    """One tick of Play: the next step, and whether playing goes on (it stops at the last step)."""
-    nxt = min(step + 1, n_steps - 1)
-    return nxt, nxt < n_steps - 1

@@ -41,14 +41,14 @@ def sample_built_compare_page() -> AppTest:
     at = new_app().run()
     button(at, "Load sample data").click().run()
     assert not at.exception, at.exception
-    at.switch_page("pages/compare.py").run()
+    at.switch_page("views/compare.py").run()
     assert not at.exception, at.exception
     return at
 
 
 def test_compare_without_graph_asks_to_build(app_env: Path) -> None:
     at = new_app().run()
-    at.switch_page("pages/compare.py").run()
+    at.switch_page("views/compare.py").run()
     assert not at.exception, at.exception
     assert [t.value for t in at.title] == ["Compare methods"]
     assert any("no graph yet" in i.value for i in at.info)
@@ -116,6 +116,18 @@ def test_compare_page_end_to_end(app_env: Path, counted_runs: list[str]) -> None
     assert any("funnel: " in c.value for c in at.caption)
     assert any("Judge: offline check" in c.value for c in at.caption)
     assert any("method-legend" in h.value for h in at.get("html"))
+    # the overlay starts with a few methods (nine colours on one graph are a grey blob) ...
+    picked = at.multiselect(key="kgviz_cmp_overlay_methods")
+    assert picked.value == ["kg-rag", "kg-retriever", "ket-rag"]
+    assert len(at.get("iframe")) == 1
+    # ... and facets draw one graph per picked method, at the same places
+    at.radio(key="kgviz_cmp_overlay_view").set_value("One graph per method (same places)").run()
+    assert not at.exception, at.exception
+    facets = [str(f.proto.srcdoc) for f in at.get("iframe")]
+    assert len(facets) == 3 and len(set(facets)) == 3
+    at.multiselect(key="kgviz_cmp_overlay_methods").unselect("ket-rag").run()
+    assert len(at.get("iframe")) == 2
+    at.radio(key="kgviz_cmp_overlay_view").set_value("One graph, coloured by method").run()
     assert len(at.get("download_button")) == 2
     results = at.session_state["kgviz_comparison"][0].results
     assert [r.method for r in results] == methods
@@ -136,6 +148,14 @@ def test_compare_page_end_to_end(app_env: Path, counted_runs: list[str]) -> None
     assert at.text_input(key="kgviz_trace_question").value == question
     assert at.selectbox(key="kgviz_trace_method").value == "text-rag"
     assert not any("Press Run" in i.value for i in at.info)
+    assert counted_runs == []
+    # ... and back: the Compare setup and its result are still there
+    at.switch_page("views/compare.py").run()
+    assert not at.exception, at.exception
+    assert at.radio(key="kgviz_cmp_source").value == "Sample questions"
+    assert at.selectbox(key="kgviz_cmp_pick").value.question == question
+    assert all(at.checkbox(key=f"kgviz_cmp_m_{m}").value for m in methods)
+    assert [s.value for s in at.subheader][: len(methods)] == methods
     assert counted_runs == []
 
 

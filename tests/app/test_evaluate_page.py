@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from test_app_pages import new_app, texts
 
-PAGE = "pages/evaluate.py"
+PAGE = "views/evaluate.py"
 METHODS = ["text-rag", "kg-retriever", "no-retrieval"]
 
 
@@ -44,6 +44,15 @@ def test_evaluate_page_runs_small_eval_and_shows_results(app_env: Path) -> None:
     bars = json.loads(charts[0].proto.spec)
     assert {t["name"] for t in bars["data"]} == set(METHODS)
     assert all("error_y" in t for t in bars["data"])
+    # one colour per method, the same in the bars and the scatters (kgviz.viz.palette)
+    from kgviz.viz.palette import method_colour
+
+    assert {t["name"]: t["marker"]["color"] for t in bars["data"]} == {m: method_colour(m) for m in METHODS}
+    scatter = json.loads(charts[1].proto.spec)
+    assert {t["name"]: t["marker"]["color"] for t in scatter["data"]} == {m: method_colour(m) for m in METHODS}
+    # offline results are labelled as such, with the weaker judge named
+    notes = texts(at, "info")
+    assert any("offline heuristics" in t and "weaker than an LLM judge" in t for t in notes), notes
     heat = json.loads(charts[3].proto.spec)
     assert heat["data"][0]["type"] == "heatmap" and len(heat["data"][0]["y"]) == 3
     progress = at.get("progress")

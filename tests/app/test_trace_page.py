@@ -3,6 +3,8 @@ sample, step through its trace, re-run only on a changed input, and show failure
 partial trace. Fixtures: tests/app/conftest.py (``app_env``)."""
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -14,19 +16,15 @@ import kgviz.run
 from kgviz.errors import MethodError
 from kgviz.methods import base as methods_base
 from kgviz.methods.base import EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, param
-from kgviz.ui.trace import K_PRESET, K_STEP, NO_PRESET, param_specs, str_choices
+from kgviz.ui.trace import K_PRESET, NO_PRESET, param_specs, str_choices
 from test_app_pages import OFFLINE, new_app, texts
 
-PAGE = "pages/trace.py"
+PAGE = "views/trace.py"
 QUESTION = "In what year was the Tidewell Line founded?"
 
 
 def _button(at: AppTest, label: str):  # noqa: ANN202 - AppTest element type
     return next(b for b in at.button if b.label == label)
-
-
-def _step_header(at: AppTest) -> str:
-    return next(t for t in texts(at, "markdown") if t.startswith("**Step "))
 
 
 def _graph_page(at: AppTest) -> str:
@@ -51,7 +49,19 @@ def _run(at: AppTest, question: str = QUESTION) -> AppTest:
     return at
 
 
-def test_kg_rag_runs_and_steps_through_the_trace(app_env: Path) -> None:
+def _player(at: AppTest) -> dict[str, Any]:
+    """The data embedded in the Trace player iframe (every step's frame and panel)."""
+    page = _graph_page(at)
+    m = re.search(r'<script type="application/json" id="kp-data">(.*?)</script>', page, re.S)
+    assert m, "the player page embeds its steps as JSON"
+    return json.loads(m.group(1))
+
+
+def _heads(at: AppTest) -> list[str]:
+    return [s["panel"]["head"] for s in _player(at)["steps"]]
+
+
+def test_kg_rag_runs_and_every_step_is_in_the_player(app_env: Path) -> None:
     at = _open_trace(new_app().run())
     sample = at.selectbox(key="kgviz_trace_sample")
     assert QUESTION in sample.options
@@ -59,30 +69,29 @@ def test_kg_rag_runs_and_steps_through_the_trace(app_env: Path) -> None:
     assert at.text_input(key="kgviz_trace_question").value == QUESTION
     _button(at, "Run").click().run()
     assert not at.exception, at.exception
-    total = int(at.slider(key=K_STEP).max)
+    data = _player(at)
+    total = len(data["steps"])
     assert total >= 6
-    assert _step_header(at) == f"**Step 1 of {total} · llm**"
-    assert "Plan the exploration" in texts(at, "markdown")[texts(at, "markdown").index(_step_header(at)) + 1]
-    # the plan step is an LLM task: offline, the heuristic is named
-    assert any("prompt kg\\_rag.PLAN" in t and "offline heuristic: plan" in t for t in texts(at, "caption"))
-    assert [e.label for e in at.expander if e.label in ("Rendered prompt", "Raw output")] == ["Rendered prompt",
-                                                                                              "Raw output"]
-    assert _button(at, "Previous").disabled
-    assert not at.get("iframe") and any("Nothing on the graph yet" in t for t in texts(at, "info"))
-    _button(at, "Next").click().run()
-    assert _step_header(at) == f"**Step 2 of {total} · seed**"
-    second = _graph_page(at)
-    assert "vis.Network" in second
-    _button(at, "Next").click().run()
-    assert at.slider(key=K_STEP).value == 3 and _graph_page(at) != second
-    _button(at, "Previous").click().run()
-    assert at.slider(key=K_STEP).value == 2 and _graph_page(at) == second  # same step, same picture
-    at.slider(key=K_STEP).set_value(4).run()
-    assert _step_header(at) == f"**Step 4 of {total} · score**"
-    scores = next(df.value for df in at.dataframe if "score" in df.value.columns and "label" in df.value.columns)
-    assert list(scores["score"]) == sorted(scores["score"], reverse=True) and len(scores) > 0
-    step_cost = next(df.value for df in at.dataframe if "input tokens" in df.value.columns)
-    assert int(step_cost["calls"].iloc[0]) == 0
+    # stepping happens in the browser: no Streamlit step buttons or slider any more
+    assert not [b for b in at.button if b.label in ("Previous", "Next", "Play")]
+    assert _heads(at)[:2] == [f"Step 1 of {total} · llm", f"Step 2 of {total} · seed"]
+    plan = data["steps"][0]["panel"]
+    assert plan["title"] == "Plan the exploration"
+    assert "prompt kg_rag.PLAN" in plan["llm"]["line"] and "offline heuristic: plan" in plan["llm"]["line"]
+    # step 1 touches no graph element; step 2 draws the seeds, with positions for every node
+    assert data["visuals"][data["steps"][0]["v"]]["nodes"] == []
+    seeds = data["visuals"][data["steps"][1]["v"]]["nodes"]
+    assert seeds and all(isinstance(data["nodes"][n[0]]["x"], float) for n in seeds)
+    # a select step says why: candidates with scores and chosen / rejected marks, best first
+    select = next(s["panel"] for s in data["steps"] if s["panel"]["head"].endswith("· select"))
+    marks = [r[0] for r in select["rows"]]
+    assert "✓ chosen" in marks and "✗ rejected" in marks
+    scored = [float(r[2]) for r in select["rows"] if r[2]]
+    assert scored == sorted(scored, reverse=True) and scored
+    # an evaluate step ("enough to answer?") keeps the previous frame highlighted
+    i = next(k for k, s in enumerate(data["steps"]) if "enough to answer" in s["panel"]["title"])
+    assert data["steps"][i]["v"] == data["steps"][i - 1]["v"] and data["steps"][i]["panel"]["note"]
+    assert data["steps"][0]["panel"]["cost"].startswith("0 LLM call(s)")
     # below the viewer: the final context, the answer (labelled offline) and total usage
     context = next(df.value for df in at.dataframe if "kind" in df.value.columns and "source" in df.value.columns)
     assert set(context["kind"]) <= {"triple", "sentence"} and len(context) > 0
@@ -91,18 +100,13 @@ def test_kg_rag_runs_and_steps_through_the_trace(app_env: Path) -> None:
     assert {m.label for m in at.metric} >= {"LLM calls", "cost"}
 
 
-def test_play_advances_and_stops_at_the_last_step(app_env: Path) -> None:
-    at = _run(_open_trace(new_app().run()))
-    total = int(at.slider(key=K_STEP).max)
-    _button(at, "Play").click().run()
-    assert at.slider(key=K_STEP).value == 2 and _button(at, "Stop")  # playing: one step per tick
-    _button(at, "Stop").click().run()
-    assert at.slider(key=K_STEP).value == 2 and _button(at, "Play")
-    at.slider(key=K_STEP).set_value(total - 1).run()
-    _button(at, "Play").click().run()
-    assert at.slider(key=K_STEP).value == total
-    assert _button(at, "Play") and _button(at, "Next").disabled  # stopped at the end
-    assert not at.exception
+def test_chunks_and_documents_carry_human_labels(app_env: Path) -> None:
+    at = _run(_open_trace(new_app().run(), "text-rag"))
+    data = _player(at)
+    labels = [n["label"] for n in data["nodes"]]
+    assert labels and not any(lab.startswith("doc:") for lab in labels), labels
+    assert any(lab.startswith("Tidewell Line: ") for lab in labels), labels
+    assert any("doc:" in n["tip"] for n in data["nodes"])  # ids stay in tooltips
 
 
 def test_param_change_reruns_only_that_method(app_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -116,13 +120,12 @@ def test_param_change_reruns_only_that_method(app_env: Path, monkeypatch: pytest
     monkeypatch.setattr(kgviz.run, "run_method", counting)
     at = _run(_open_trace(new_app().run()))
     assert [c[0] for c in calls] == ["kg-rag"]
-    _button(at, "Next").click().run()
-    at.slider(key=K_STEP).set_value(3).run()
-    assert len(calls) == 1  # stepping replays the stored run
+    at.run()
+    assert len(calls) == 1  # a rerun replays the stored run
     hops = next(n for n in at.number_input if n.key.endswith("|max_hops"))
     hops.set_value(2).run()
     assert [c[0] for c in calls] == ["kg-rag", "kg-rag"] and calls[-1][1]["max_hops"] == 2
-    assert at.slider(key=K_STEP).value == 1  # a new run starts at its first step
+    assert _heads(at)[0].startswith("Step 1 of ")  # a new run's player starts at its first step
     next(n for n in at.number_input if n.key.endswith("|max_hops")).set_value(5).run()
     assert len(calls) == 2  # back to the first setting: cached
     at.selectbox(key="kgviz_trace_method").set_value("text-rag").run()
@@ -188,11 +191,10 @@ def test_failing_method_shows_partial_trace_and_error(app_env: Path, fake_method
     assert len(errors) == 1 and "the walk broke" in errors[0] and "try another question" in errors[0]
     assert "partial" in errors[0] and "](" not in errors[0] and "**" not in errors[0]
     assert not at.exception  # a message, no stack trace
-    assert int(at.slider(key=K_STEP).max) == 3  # seed, expand, then the recorded error step
-    assert _step_header(at) == "**Step 1 of 3 · seed**"
-    assert not any("](" in t or "**bold" in t for t in texts(at, "markdown") if "bold" in t)
-    at.slider(key=K_STEP).set_value(3).run()
-    assert _step_header(at) == "**Step 3 of 3 · error**"
+    heads = _heads(at)  # seed, expand, then the recorded error step
+    assert heads == ["Step 1 of 3 · seed", "Step 2 of 3 · expand", "Step 3 of 3 · error"]
+    page = _graph_page(at)
+    assert "<img src=x>" not in page and "**bold** [link]" in json.dumps(_player(at))  # kept as inert text
     captions = texts(at, "caption")
     assert any("No answer: the run failed (offline" in t for t in captions), captions
     # no claim of an answer next to the failure, and no stale "press Run" prompt beside the run
@@ -202,13 +204,13 @@ def test_failing_method_shows_partial_trace_and_error(app_env: Path, fake_method
 
 def test_round_and_channel_budget_extras(app_env: Path, fake_methods: None) -> None:
     at = _run(_open_trace(new_app().run(), "test-extras"))
-    assert {m.label: m.value for m in at.metric}.get("Activation round") == "1"
-    assert {m.label: m.value for m in at.metric}.get("Frontier size") == "3"
-    assert not at.get("progress")
-    at.slider(key=K_STEP).set_value(3).run()
-    bars = [b.proto.text for b in at.get("progress")]
-    assert bars == ["skeleton channel: 300 of 1,600 tokens", "keyword channel: 1,200 of 2,400 tokens"]
-    assert [b.proto.value for b in at.get("progress")] == [18, 50]
+    panels = [s["panel"] for s in _player(at)["steps"]]
+    assert ["activation round", "1"] in panels[0]["facts"] and ["frontier size", "3"] in panels[0]["facts"]
+    assert panels[0]["bars"] == []
+    bars = panels[2]["bars"]
+    assert [b["label"] for b in bars] == ["skeleton channel: 300 of 1,600 tokens",
+                                          "keyword channel: 1,200 of 2,400 tokens"]
+    assert [round(100 * b["fraction"]) for b in bars] == [19, 50]
     # str params become a selectbox of the values the doc names; presets set the starting value
     mode = next(s for s in at.selectbox if s.key.endswith("|mode"))
     assert mode.options == ["a", "b"] and mode.value == "a"
@@ -259,11 +261,8 @@ def test_every_registered_method_traces_without_an_exception(app_env: Path) -> N
     for name in list_methods():
         at.selectbox(key="kgviz_trace_method").set_value(name).run()  # auto re-run after the first
         assert not at.exception, (name, at.exception)
-        assert _step_header(at).startswith("**Step 1 of "), name
-        last = at.get("slider")
-        if last and last[-1].key == K_STEP:
-            last[-1].set_value(int(last[-1].max)).run()
-            assert not at.exception, (name, at.exception)
+        heads = _heads(at)
+        assert heads[0].startswith("Step 1 of ") and heads[-1].startswith(f"Step {len(heads)} of {len(heads)} · "), name
 
 
 def test_preset_list_has_one_defaults_entry(app_env: Path) -> None:
@@ -275,3 +274,47 @@ def test_preset_list_has_one_defaults_entry(app_env: Path) -> None:
     assert not any(o.strip("()").lower() in ("default", "defaults") for o in options[1:]), options
     for name, method in methods_base.registered().items():
         assert "default" not in method.presets, name
+
+
+def test_inputs_survive_a_visit_to_another_page(app_env: Path) -> None:
+    at = _run(_open_trace(new_app().run(), "kg-retriever"))
+    at.switch_page("views/home.py").run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="kgviz_trace_question").value == QUESTION
+    assert at.selectbox(key="kgviz_trace_method").value == "kg-retriever"
+    assert _player(at)["run"] == "kg-retriever"  # the run is still there, not "Press Run"
+
+
+def test_the_workspace_lives_in_the_url(app_env: Path) -> None:
+    from kgviz.ui.state import K_WORKSPACE
+
+    (app_env.parent / "lecture-3").mkdir(parents=True)
+    at = new_app()
+    at.query_params["ws"] = "lecture-3"
+    at.run()
+    assert not at.exception, at.exception
+    assert Path(at.session_state[K_WORKSPACE]).name == "lecture-3"  # a reload starts there
+    at.selectbox(key=K_WORKSPACE).set_value(str(app_env)).run()
+    assert at.query_params["ws"] == ["default"] or at.query_params["ws"] == "default"
+    # a name that is not a workspace is ignored (never a path from the URL)
+    other = new_app()
+    other.query_params["ws"] = "../../etc"
+    other.run()
+    assert Path(other.session_state[K_WORKSPACE]) == app_env
+
+
+def test_parameters_have_readable_labels_and_name_the_paper() -> None:
+    from kgviz.methods.registry import get_method, list_methods
+    from kgviz.ui.trace import param_help, param_label
+
+    for name in list_methods():
+        method = get_method(name)
+        for spec in param_specs(method.Params):
+            label = param_label(spec.name)
+            assert "_" not in label and label[0].isupper(), (name, spec.name, label)
+            text = param_help(spec.name, spec.doc, str(method.paper))
+            assert not re.search(r"\bpaper 00\d", text), text
+            assert f"field `{spec.name}`" in text  # the raw name stays findable (CLI, presets)
+    assert param_label("lam") == "Entity filter λ" and param_label("t_caps") == "What T counts"
+    assert "section of the KG-Retriever paper" in param_help("lam", "λ (§3.2.2 Eq. 2)", "002")

@@ -55,6 +55,16 @@ def test_compare_all_methods_overlay_and_offline_case_file(
     expect(overlay.locator("#kgviz-legend")).to_contain_text("shared by")
     page.locator("iframe").first.scroll_into_view_if_needed()
     save_screenshot(page, tmp_path, "e2e_compare.png")
+    # facets: one graph per picked method (three by default), drawn at the same places
+    page.get_by_text("One graph per method (same places)").click()
+    expect(page.locator("iframe")).to_have_count(3, timeout=30_000)
+    for i in range(3):
+        facet = page.frame_locator("iframe").nth(i)
+        expect(facet.locator("body[data-kgviz-stable='1']")).to_have_count(1, timeout=30_000)
+    page.locator("iframe").first.scroll_into_view_if_needed()
+    save_screenshot(page, tmp_path, "e2e_compare_facets.png")
+    page.get_by_text("One graph, coloured by method").click()
+    expect(page.locator("iframe")).to_have_count(1, timeout=30_000)
 
     with page.expect_download(timeout=60_000) as dl:
         page.get_by_role("button", name="Download case file (HTML)").click()

@@ -53,19 +53,21 @@ def test_heatmap_cells_and_escaping() -> None:
     assert HOSTILE not in str(fig.data[0].y)
 
 
-def test_scatters_use_a_legend_not_overprinted_labels_and_rate_axes_span_0_100() -> None:
+def test_scatters_use_a_legend_not_overprinted_labels_and_rate_axes_show_0_to_100() -> None:
     # every rate 0 is the case that drew a -1..1 axis and stacked the method names on one point
     records = [_rec(f"q{i}", m, 1.0) for i in range(4) for m in ("alpha", "beta", "gamma")]
     for r in records:
         r.metrics["coverage"] = 0.0
     s = summarise(records, ["alpha", "beta", "gamma"], n_boot=100)
     hall = eval_charts.hallucination_vs_coverage(s)
-    assert tuple(hall.layout.yaxis.range) == (0, 100) and tuple(hall.layout.xaxis.range) == (0, 100)
+    # 0-100 % with a margin past both ends, so a point at 0 or 100 % is not cut at the edge
+    assert tuple(hall.layout.yaxis.range) == (-5, 105) and tuple(hall.layout.xaxis.range) == (-5, 105)
+    assert tuple(hall.layout.yaxis.tickvals) == (0, 25, 50, 75, 100)
     assert [t.y[0] for t in hall.data] == [0.0, 0.0, 0.0]
     for fig in (hall, eval_charts.quality_vs_cost(s, cost="latency_s")):
         assert fig.layout.showlegend is True
         assert all("text" not in t.mode for t in fig.data)
         assert len({t.marker.color for t in fig.data}) == len(fig.data) == 3
     cost = eval_charts.quality_vs_cost(s, cost="latency_s")
-    assert tuple(cost.layout.yaxis.range) == (0, 100)  # F1 is a rate too
+    assert tuple(cost.layout.yaxis.range) == (-5, 105)  # F1 is a rate too
     assert cost.layout.xaxis.range is None and cost.layout.xaxis.rangemode == "tozero"

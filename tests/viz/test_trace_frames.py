@@ -14,14 +14,12 @@ from kgviz.viz.trace import (
     EARLIER,
     EARLIER_COLOUR,
     LINKED,
-    advance,
     build_frames,
     channel_budgets,
     frame_html,
     llm_mode_label,
     node_labels,
     round_info,
-    score_rows,
 )
 
 
@@ -166,24 +164,10 @@ def test_round_info_reads_round_and_frontier() -> None:
     assert [(g.round, g.frontier) for g in got[1:5] if g] == [(1, 2), (1, 2), (1, 3), (2, None)]
 
 
-def test_score_rows_best_first_with_labels_and_roles() -> None:
-    trace = _trace()
-    rows = score_rows(trace[2], node_labels(trace))
-    assert [(r["id"], r["label"], r["score"], r["role"]) for r in rows] == [
-        ("C", "Alpha knows Gamma", 0.8, "candidate"), ("B", "Beta", 0.3, "candidate")]
-
-
 def test_llm_mode_label_names_the_heuristic() -> None:
     assert llm_mode_label("offline", "plan: capitalised spans") == "offline heuristic: plan: capitalised spans"
     assert llm_mode_label("offline") == "offline heuristic"
     assert llm_mode_label("anthropic:claude-haiku-4-5", "ignored") == "anthropic:claude-haiku-4-5"
-
-
-def test_play_advances_and_stops_at_the_last_step() -> None:
-    assert advance(0, 3) == (1, True)
-    assert advance(1, 3) == (2, False)
-    assert advance(2, 3) == (2, False)
-    assert advance(0, 1) == (0, False)
 
 
 def test_frames_of_a_real_kg_rag_run(tmp_path: Path) -> None:
@@ -198,7 +182,7 @@ def test_frames_of_a_real_kg_rag_run(tmp_path: Path) -> None:
 
     corpus = Path(__file__).resolve().parents[2] / "sample_data" / "corpus"
     ws = open_workspace(Settings.from_env(), db_dir=tmp_path / "ws", llm_spec="offline", embedder_spec="hashing")
-    from kgviz.ui.trace import fetch_links
+    from kgviz.viz.labels import fetch_links
     from kgviz.viz.trace import triple_ids
 
     try:

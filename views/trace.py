@@ -21,7 +21,8 @@ with ui.error_boundary("Trace"):
     params = tui.params_form(method, preset)
     b = st.columns([1, 4], vertical_alignment="center")
     clicked = b[0].button("Run", type="primary", disabled=not question)
-    auto = b[1].toggle("Re-run when an input changes", value=ctx.offline, key=tui.K_AUTO,
+    st.session_state.setdefault(tui.K_AUTO, ctx.offline)  # a default, not value=: kept across pages
+    auto = b[1].toggle("Re-run when an input changes", key=tui.K_AUTO,
                        help="Runs are cached for this session; with an LLM each new setting costs calls.")
     if not question:
         st.info("Type a question or pick a sample question.")
@@ -32,5 +33,5 @@ with ui.error_boundary("Trace"):
         st.stop()
     key = tui.run_key(ctx, method, question, params, preset)
     tui.run_error(run)
-    tui.step_viewer(run, key)
+    tui.step_viewer(run, key, ctx)
     tui.outcome(run)

@@ -25,12 +25,18 @@ with ui.error_boundary("Evaluate"):
     if not items:
         st.info("Choose a QA file.")
         st.stop()
-    methods = st.multiselect("Methods", list_methods(), default=list_methods(), key="kgviz_eval_methods")
+    # defaults in session state (not default=/value=), so a visit to another page keeps them
+    st.session_state.setdefault("kgviz_eval_methods", list_methods())
+    st.session_state.setdefault("kgviz_eval_budget", 4000)
+    st.session_state.setdefault("kgviz_eval_workers", 2)
+    if not 1 <= int(st.session_state.get("kgviz_eval_limit", 0)) <= len(items):  # a new, shorter file
+        st.session_state["kgviz_eval_limit"] = min(len(items), 20)
+    methods = st.multiselect("Methods", list_methods(), key="kgviz_eval_methods")
     c = st.columns(3)
-    limit = c[0].number_input("Questions (first N)", 1, len(items), min(len(items), 20), key="kgviz_eval_limit")
-    budget = c[1].number_input("Context budget (tokens)", 100, 100_000, 4000, step=500, key="kgviz_eval_budget",
+    limit = c[0].number_input("Questions (first N)", 1, len(items), key="kgviz_eval_limit")
+    budget = c[1].number_input("Context budget (tokens)", 100, 100_000, step=500, key="kgviz_eval_budget",
                                help="Every method's context is cut to this size before the shared answer step.")
-    workers = c[2].number_input("Workers", 1, 16, 2, key="kgviz_eval_workers")
+    workers = c[2].number_input("Workers", 1, 16, key="kgviz_eval_workers")
     st.caption(f"{int(limit)} questions × {len(methods)} methods = {int(limit) * len(methods)} runs"
                + ("" if ctx.offline else " (each costs LLM calls; finished runs are reused)"))
     if st.button("Run evaluation", type="primary", disabled=not methods, key="kgviz_eval_run"):

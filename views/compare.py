@@ -35,11 +35,14 @@ with ui.error_boundary("Compare"):
             st.caption(ui.render.md_text("Gold: " + (" | ".join(golds) or "(none)")))
 
     titles = uc.method_titles()
+    for m in titles:  # defaults in session state (not value=), so a page visit keeps the choice
+        st.session_state.setdefault(f"kgviz_cmp_m_{m}", True)
+    st.session_state.setdefault("kgviz_cmp_budget", 4000)
     st.markdown("**Methods**")
     boxes = st.columns(4)
     chosen = [m for i, m in enumerate(titles)
-              if boxes[i % 4].checkbox(m, value=True, key=f"kgviz_cmp_m_{m}", help=titles[m])]
-    budget = st.number_input("Answer-step context budget (tokens)", 100, 100_000, 4000, step=500,
+              if boxes[i % 4].checkbox(m, key=f"kgviz_cmp_m_{m}", help=titles[m])]
+    budget = st.number_input("Answer-step context budget (tokens)", 100, 100_000, step=500,
                              key="kgviz_cmp_budget")
     if st.button("Compare", type="primary", disabled=not question.strip(), key="kgviz_cmp_run"):
         uc.run_comparison(ctx, question, chosen, golds, budget_tokens=int(budget))

@@ -1,0 +1,138 @@
+"""What the Trace player shows beside the graph for one step, as plain data (no streamlit, no
+HTML): the header, why the step decided what it did (candidates with scores and chosen / rejected
+marks, plus any per-node numbers the method recorded such as KG-Retriever's weights w or hop),
+budgets, activation round, the LLM task and the step's cost.
+
+Every value is a plain string or number; the player writes them with ``textContent`` only.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+from kgviz.methods.base import TraceStep
+from kgviz.viz import trace as vt
+
+MAX_ROWS = 60  # candidate rows per step (ours: a projector shows ~15; the rest scroll)
+MAX_EXTRA_COLUMNS = 3  # per-node numbers from step.data shown as columns
+MARKS: dict[str, str] = {"chosen": "✓ chosen", "rejected": "✗ rejected", "candidate": "candidate",
+                         "seed": "seed", "context": "in context"}
+# data keys whose per-node numbers explain a choice, with a reader's name (others keep their key)
+DATA_COLUMNS: dict[str, str] = {"w": "weight w", "cosine": "cosine", "hop": "hop", "triple_cosine": "fact cosine",
+                                "ranks": "ranks"}
+_RAW_LIMIT = 20_000  # characters of the step's raw JSON kept in the page
+_PROMPT_LIMIT = 30_000
+
+
+def _num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return f"{x:,}"
+    if isinstance(x, float):
+        return f"{x:.3f}"
+    if isinstance(x, (list, tuple)):
+        return ", ".join(_fmt(v) for v in x)
+    return str(x)
+
+
+def candidate_rows(step: TraceStep, labels: Mapping[str, str]) -> tuple[list[str], list[list[str]]]:
+    """(column names, rows) of the step's candidates: every node the step lists or scores, best
+    score first, ties by id (deterministic); rows without a score follow, by label."""
+    roles, _ = vt._step_roles(step)  # the strongest role per node, as the graph draws it
+    scores: dict[str, float] = {k: float(v) for k, v in step.scores.items() if _num(v)}
+    for n in step.nodes:
+        if n.score is not None and n.id not in scores and _num(n.score):
+            scores[n.id] = float(n.score)
+    ids = list(dict.fromkeys([n.id for n in step.nodes] + list(scores)))
+    if not ids:
+        return [], []
+    data = step.data or {}
+    extra = [k for k, v in data.items()
+             if isinstance(v, Mapping) and any(i in v and (_num(v[i]) or isinstance(v[i], (list, str))) for i in ids)]
+    extra = extra[:MAX_EXTRA_COLUMNS]
+    ids.sort(key=lambda i: (i not in scores, -scores.get(i, 0.0), labels.get(i, i).lower() if i not in scores else "",
+                            i))
+    columns = ["", "node", "score"] + [DATA_COLUMNS.get(k, k) for k in extra]
+    rows: list[list[str]] = []
+    for i in ids[:MAX_ROWS]:
+        row = [MARKS.get(roles.get(i, ""), roles.get(i, "")), labels.get(i) or i,
+               f"{scores[i]:.3f}" if i in scores else ""]
+        for k in extra:
+            v = data[k].get(i)
+            row.append("" if v is None else _fmt(v))
+        rows.append(row)
+    return columns, rows
+
+
+def _facts(trace: Sequence[TraceStep], index: int) -> list[list[str]]:
+    """Short key/value lines: activation round and frontier (KG-Infused), hop strategy and λ
+    (KG-Retriever), the stop reason, the answer budget."""
+    step = trace[index]
+    d = step.data or {}
+    out: list[list[str]] = []
+    info = vt.round_info(trace, index)
+    if info is not None:
+        out.append(["activation round", str(info.round)])
+        out.append(["frontier size", "—" if info.frontier is None else str(info.frontier)])
+    for key, name in (("strategy", "document-layer strategy"), ("lambda", "λ (entity filter)"),
+                      ("decision", "decision"), ("reason", "reason"), ("stop_reason", "stopped because"),
+                      ("budget_tokens", "answer budget (tokens)"), ("used_tokens", "tokens used"),
+                      ("expanded_query", "expanded query"), ("skeleton", "skeleton"), ("warning", "warning")):
+        v = d.get(key)
+        if v not in (None, "", [], {}) and not isinstance(v, Mapping):
+            out.append([name, _fmt(v)])
+    return out
+
+
+def _llm(step: TraceStep) -> dict[str, str] | None:
+    llm = step.llm
+    if llm is None:
+        return None
+    line = f"task {llm.task} · prompt {llm.prompt_name} · mode: {vt.llm_mode_label(llm.mode, llm.heuristic)}"
+    if llm.cached:
+        line += " · from the cache"
+    prompt = "\n\n".join(p for p in (llm.system, llm.prompt) if p)
+    return {"line": line, "error": llm.error or "",
+            "prompt": (prompt or "(offline: no prompt is sent; the heuristic named above ran instead)")[:_PROMPT_LIMIT],
+            "raw": (llm.raw_output or "(empty)")[:_PROMPT_LIMIT]}
+
+
+def _cost(step: TraceStep) -> str:
+    u = step.usage
+    return (f"{u.calls} LLM call(s) · {u.input_tokens:,} tokens in / {u.output_tokens:,} out · "
+            f"${u.cost_usd:.4f} · step time {step.latency_s:.3f} s")
+
+
+def step_panel(trace: Sequence[TraceStep], index: int, labels: Mapping[str, str], *,
+               note: str = "") -> dict[str, Any]:
+    """The panel of step ``index`` as plain data."""
+    step = trace[index]
+    columns, rows = candidate_rows(step, labels)
+    why = ""
+    if rows:
+        n_chosen = sum(r[0] == MARKS["chosen"] for r in rows)
+        n_rejected = sum(r[0] == MARKS["rejected"] for r in rows)
+        why = f"{len(rows)} node(s)" + (f": {n_chosen} chosen, {n_rejected} rejected" if n_chosen or n_rejected else "")
+        if len(rows) == MAX_ROWS:
+            why += f" (first {MAX_ROWS} shown)"
+    raw = json.dumps(step.data, default=str, indent=1, ensure_ascii=False) if step.data else ""
+    return {
+        "head": f"Step {index + 1} of {len(trace)} · {step.kind}",
+        "title": step.title,
+        "detail": step.detail,
+        "note": note,
+        "facts": _facts(trace, index),
+        "bars": [{"label": f"{b.channel} channel: {b.used:,} of {b.budget:,} tokens", "fraction": b.fraction}
+                 for b in vt.channel_budgets(trace, index)],
+        "why": why,
+        "columns": columns,
+        "rows": rows,
+        "llm": _llm(step),
+        "cost": _cost(step),
+        "raw": raw[:_RAW_LIMIT],
+    }

@@ -1,0 +1,35 @@
+"""The Streamlit config: the file watcher cannot be flooded by a virtualenv inside the checkout,
+and the uploader's limit is kgviz's own."""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from kgviz.config import Settings
+
+CONFIG = Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml"
+
+
+def _server() -> dict:
+    return tomllib.loads(CONFIG.read_text(encoding="utf-8"))["server"]
+
+
+def test_watcher_is_not_a_recursive_inotify_watch_and_skips_the_venv() -> None:
+    server = _server()
+    # "auto"/"watchdog" schedule a recursive inotify watch on the whole checkout (venv included)
+    assert server["fileWatcherType"] in ("poll", "none")
+    assert {".venv", "venv"} <= set(server["folderWatchBlacklist"])
+
+
+def test_upload_limit_matches_kgviz_limit(monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.delenv("KGVIZ_MAX_FILE_MB", raising=False)
+    assert _server()["maxUploadSize"] * 1024 * 1024 == Settings.from_env().max_file_bytes
+
+
+def test_streamlit_accepts_every_option() -> None:
+    from streamlit import config
+
+    known = set(config._config_options_template)
+    data = tomllib.loads(CONFIG.read_text(encoding="utf-8"))
+    unknown = [f"{s}.{k}" for s, opts in data.items() for k in opts if f"{s}.{k}" not in known]
+    assert unknown == []

@@ -1,0 +1,46 @@
+"""The Compare overlay labels documents and chunks for people, and starts with a few methods."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from kgviz.methods.base import ContextItem, RetrievedContext
+from kgviz.run import Run
+from kgviz.types import Usage
+from kgviz.viz.overlay import build_overlay, default_methods, facet
+
+
+class _Store:
+    def query(self, cypher: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        ids = set(params.get("ids", []))
+        rows: list[dict[str, Any]] = []
+        if "Document" in cypher:
+            rows = [{"id": "doc:1", "title": "tidewell_line", "label": "tidewell_line",
+                     "text": "# Tidewell Line\n\nThe Tidewell Line is a shipping company."}]
+        elif "Chunk" in cypher:
+            rows = [{"id": "doc:1#c0", "text": "# Tidewell Line\n\nThe Tidewell Line is a shipping company.",
+                     "label": "# Tidewell Line The Tidewell Line is a shipping company."}]
+        return [r for r in rows if r["id"] in ids]
+
+
+def _run(method: str, ids: list[str]) -> Run:
+    items = [ContextItem(i, "chunk" if "#" in i else "document", "text") for i in ids]
+    return Run(method, "q", {}, RetrievedContext(items=items, node_ids=ids), "a", [], Usage(), "offline")
+
+
+def test_overlay_uses_human_labels_and_facets_split_shared_evidence() -> None:
+    ov = build_overlay([_run("kg-rag", ["doc:1#c0"]), _run("text-rag", ["doc:1#c0", "doc:1"])], _Store())
+    labels = {n.id: n.label for n in ov.graph.nodes}
+    assert labels["doc:1#c0"] == "Tidewell Line: The Tidewell Line is… ×2"
+    assert labels["doc:1"] == "Tidewell Line"
+    shared = next(n for n in ov.graph.nodes if n.id == "doc:1#c0")
+    assert shared.border == ov.colours["kg-rag"]  # the first method's colour rings the shared node
+    own, _ = facet(ov, "text-rag")
+    colours = {n.id: n.colour for n in own}
+    assert colours["doc:1"] == ov.colours["text-rag"] and colours["doc:1#c0"] != ov.colours["text-rag"]
+
+
+def test_default_methods_are_a_few_graph_methods() -> None:
+    ran = ["kg-rag", "kg-retriever", "kg-infused", "ket-rag", "text-rag", "no-retrieval"]
+    assert default_methods(ran) == ["kg-rag", "kg-retriever", "ket-rag"]
+    assert default_methods(["text-rag", "no-retrieval"]) == ["text-rag"]
+    assert default_methods(["no-retrieval"]) == ["no-retrieval"]

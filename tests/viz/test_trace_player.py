@@ -1,0 +1,164 @@
+"""The browser-side trace player's data and page: one frame and one panel per step, evaluate
+steps keep the path, KG-Retriever weights and hops, KET-RAG channels, hostile text inert."""
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+
+from kgviz.methods.base import EdgeRef, NodeRef, TraceStep
+from kgviz.viz import trace as vt
+from kgviz.viz import trace_player as tp
+from kgviz.viz.graph_html import EXTERNAL_REF
+from kgviz.viz.step_panel import MARKS, candidate_rows, step_panel
+
+HOSTILE = '</script><script>alert(1)</script><img src=x onerror=alert(2)>&amp;'
+
+
+def _step(i: int, kind: str, title: str, **kw: Any) -> TraceStep:
+    return TraceStep(i, kind, title, **kw)  # type: ignore[arg-type]
+
+
+def _retriever_trace() -> list[TraceStep]:
+    return [
+        _step(0, "seed", "Top-2 documents", nodes=[NodeRef("doc:a", "Document", "chosen", "a", 0.9),
+                                                   NodeRef("doc:b", "Document", "chosen", "b", 0.5),
+                                                   NodeRef("doc:c", "Document", "rejected", "c", 0.1)],
+              scores={"doc:a": 0.9, "doc:b": 0.5, "doc:c": 0.1}),
+        _step(1, "expand", "Document layer", nodes=[NodeRef("doc:a", "Document", "seed", "a"),
+                                                    NodeRef("doc:d", "Document", "chosen", "d")],
+              edges=[EdgeRef("doc:a", "doc:d", "SIMILAR_DOC", "chosen", 0.5)],
+              data={"hop": {"doc:a": 0, "doc:d": 1}, "strategy": "attentive"}),
+        _step(2, "llm", "Enough to answer?", data={"decision": "stop"}),
+        _step(3, "select", "Facts", nodes=[NodeRef("tri:1", "Triple", "chosen", "a likes d", 0.7),
+                                           NodeRef("tri:2", "Triple", "rejected", "b hates d", 0.2)],
+              edges=[EdgeRef("doc:a", "doc:a", "HAS_CHUNK")]),
+    ]
+
+
+def _data(trace: list[TraceStep], labels: dict[str, str] | None = None) -> dict[str, Any]:
+    frames = vt.build_frames(trace)
+    names = {k: v for k, (v, _t) in vt.node_labels(trace).items()}
+    names.update(labels or {})
+    return tp.player_data(frames, trace, names)
+
+
+def test_one_panel_per_step_and_evaluate_steps_keep_the_path() -> None:
+    trace = _retriever_trace()
+    data = _data(trace)
+    assert [s["panel"]["head"] for s in data["steps"]] == [
+        "Step 1 of 4 · seed", "Step 2 of 4 · expand", "Step 3 of 4 · llm", "Step 4 of 4 · select"]
+    v = [s["v"] for s in data["steps"]]
+    assert v[2] == v[1] and v[3] != v[2]  # the LLM step shows the previous frame, highlighted
+    assert data["steps"][2]["panel"]["note"] == tp.NO_CHANGE_NOTE
+    step2 = data["visuals"][v[1]]
+    roles = {data["nodes"][n[0]]["label"].split(" ·")[0]: n[1] for n in step2["nodes"]}
+    assert roles["a"] == "seed" and roles["d"] == "chosen" and roles["b"] == "earlier"
+    # every drawn node has a fixed position (one layout for the whole run)
+    assert all(isinstance(n["x"], float) and isinstance(n["y"], float) for n in data["nodes"])
+
+
+def test_kg_retriever_weights_and_hops_are_drawn() -> None:
+    data = _data(_retriever_trace())
+    step2 = data["visuals"][data["steps"][1]["v"]]
+    (edge,) = [e for e in step2["edges"]]
+    assert edge[3] == "w 0.50" and edge[2] == pytest.approx(3.5)  # width 1 + 5·w
+    badges = {data["nodes"][n[0]]["label"]: n[3] for n in step2["nodes"]}
+    assert badges["a"] == "hop 0" and badges["d"] == "hop 1"
+    # the hop stays marked in later frames; self-loops (chunk -> own document) are not drawn
+    last = data["visuals"][data["steps"][3]["v"]]
+    assert {data["nodes"][n[0]]["label"]: n[3] for n in last["nodes"]}["d"] == "hop 1"
+    assert all(data["edges"][e[0]]["from"] != data["edges"][e[0]]["to"] for e in last["edges"])
+    facts = dict(map(tuple, data["steps"][1]["panel"]["facts"]))
+    assert facts["document-layer strategy"] == "attentive"
+
+
+def test_select_panel_lists_candidates_best_first_with_marks() -> None:
+    trace = [_step(0, "select", "Pick", nodes=[NodeRef("tri:b", "Triple", "rejected", "B", 0.4),
+                                               NodeRef("tri:a", "Triple", "rejected", "A", 0.4),
+                                               NodeRef("tri:c", "Triple", "chosen", "C", 0.9),
+                                               NodeRef("ent:x", "Entity", "chosen", "X")],
+                   data={"w": {"tri:c": 0.5}})]
+    columns, rows = candidate_rows(trace[0], {"tri:a": "A", "tri:b": "B", "tri:c": "C", "ent:x": "X"})
+    assert columns == ["", "node", "score", "weight w"]
+    assert [r[1] for r in rows] == ["C", "A", "B", "X"]  # score desc, ties by id, unscored last
+    assert rows[0][0] == MARKS["chosen"] and rows[1][0] == MARKS["rejected"] and rows[0][3] == "0.500"
+    panel = step_panel(trace, 0, {})
+    assert panel["why"] == "4 node(s): 2 chosen, 2 rejected"
+
+
+def test_node_size_follows_the_score_within_a_step() -> None:
+    trace = [_step(0, "score", "Rank", nodes=[NodeRef("ent:a", "Entity", "candidate", "A", 0.9),
+                                              NodeRef("ent:b", "Entity", "candidate", "B", 0.1)])]
+    data = _data(trace)
+    size = {data["nodes"][n[0]]["label"]: n[2] for n in data["visuals"][0]["nodes"]}
+    assert size["A"] > size["B"]
+
+
+def test_ket_channels_marked_and_budgets_in_the_panel() -> None:
+    trace = [
+        _step(0, "seed", "Skeleton seeds", nodes=[NodeRef("ent:a", "Entity", "seed", "A", 0.5)],
+              data={"channel": "skeleton", "used": 400, "budget": 1600}),
+        _step(1, "seed", "Keyword seeds", nodes=[NodeRef("kw:x", "Keyword", "seed", "x", 0.4),
+                                                 NodeRef("ent:a", "Entity", "chosen", "A")],
+              data={"channel": "keyword", "used": 1200, "budget": 2400}),
+    ]
+    data = _data(trace)
+    first = {data["nodes"][n[0]]["label"]: n[3] for n in data["visuals"][0]["nodes"]}
+    second = {data["nodes"][n[0]]["label"]: n[3] for n in data["visuals"][1]["nodes"]}
+    # a keyword node needs no mark: it only ever serves the keyword channel
+    assert first == {"A": "skeleton"} and second == {"A": "both channels", "x": ""}
+    bars = data["steps"][1]["panel"]["bars"]
+    assert [b["label"] for b in bars] == ["skeleton channel: 400 of 1,600 tokens",
+                                          "keyword channel: 1,200 of 2,400 tokens"]
+    assert [b["fraction"] for b in bars] == [0.25, 0.5]
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.attrs: list[tuple[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.attrs.extend(attrs)
+
+
+def test_hostile_text_stays_inert_and_the_page_is_offline() -> None:
+    trace = [_step(0, "select", HOSTILE, detail=HOSTILE,
+                   nodes=[NodeRef("ent:" + HOSTILE, "Entity", "chosen", HOSTILE, 0.5)],
+                   data={"note": HOSTILE})]
+    page = tp.player_html(_data(trace))
+    assert not EXTERNAL_REF.search(page)
+    body = page.split('id="kp-data">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in body and ">" not in body and "&" not in body.replace("\\u0026", "")
+    parser = _Tags()
+    parser.feed(page)
+    assert "img" not in parser.tags and parser.tags.count("script") == 3  # vis, data, player
+    assert not [a for a, _v in parser.attrs if a.startswith("on")]
+    data = json.loads(body)
+    assert data["steps"][0]["panel"]["title"] == HOSTILE  # the text itself survives, as text
+    js = page.rsplit("<script>", 1)[1]
+    assert "innerHTML" not in js and "insertAdjacentHTML" not in js
+
+
+def test_same_inputs_same_page() -> None:
+    assert tp.player_html(_data(_retriever_trace())) == tp.player_html(_data(_retriever_trace()))
+
+
+def test_frames_must_match_the_trace() -> None:
+    from kgviz.errors import KgvizError
+
+    trace = _retriever_trace()
+    with pytest.raises(KgvizError):
+        tp.player_data(vt.build_frames(trace)[:2], trace, {})
+
+
+def test_the_step_script_reads_its_data_by_id() -> None:
+    page = tp.player_html(_data(_retriever_trace()))
+    assert re.search(r'getElementById\("kp-data"\)\.textContent', page)
+    assert "window.kgvizPlayer" in page and "getScale" in page
