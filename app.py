@@ -3,10 +3,9 @@
 Run: streamlit run app.py
 
 Every page starts with ``ctx = ui.page_setup()``, which draws the shared sidebar (workspace,
-LLM, embedder, status). The page files live in ``views/``, not ``pages/``: Streamlit treats a
-folder named ``pages/`` next to the entry script as a legacy multipage folder, and a deep link
-or a refresh right after a server start then showed its raw page list (app, build, compare, ...)
-instead of this navigation (tests/e2e/test_state_e2e.py).
+LLM, embedder, status). Streamlit treats the ``pages/`` folder next to this script as a legacy
+multipage folder until st.navigation has run once; ``page_setup`` leaves that mode so a deep link
+right after a server start shows this navigation (kgviz.ui.sidebar.leave_legacy_page_mode).
 """
 import streamlit as st
 
@@ -17,12 +16,12 @@ from kgviz import ui
 st.set_page_config(page_title="kgviz", layout="wide")
 
 pages = [
-    st.Page("views/home.py", title="Home", default=True),
-    st.Page("views/build.py", title="Build"),
-    st.Page("views/explore.py", title="Explore"),
-    st.Page("views/trace.py", title="Trace"),
-    st.Page("views/compare.py", title="Compare"),
-    st.Page("views/evaluate.py", title="Evaluate"),
+    st.Page("pages/home.py", title="Home", default=True),
+    st.Page("pages/build.py", title="Build"),
+    st.Page("pages/explore.py", title="Explore"),
+    st.Page("pages/trace.py", title="Trace"),
+    st.Page("pages/compare.py", title="Compare"),
+    st.Page("pages/evaluate.py", title="Evaluate"),
 ]
 # The last line of defence: pages wrap their own sections, and this catches what escapes them
 # (one line for a KgvizError, a short message plus details for a bug; never a raw traceback).

@@ -1,4 +1,4 @@
-"""The only package (besides views/, the page files) that imports streamlit: cached resources, session state,
+"""The only package (besides pages/, the page files) that imports streamlit: cached resources, session state,
 the shared sidebar, page actions and renderers. Pages use ``from kgviz import ui``."""
 from kgviz.ui import actions, render, resources
 from kgviz.ui.render import error_boundary

@@ -29,7 +29,7 @@ from kgviz.viz.graph_html import graph_html
 from kgviz.viz.overlay import Overlay, build_overlay, default_methods, facet, overlay_html, overlay_positions
 
 K_COMPARISON = "kgviz_comparison"
-TRACE_PAGE = "views/trace.py"
+TRACE_PAGE = "pages/trace.py"
 SAMPLE_QUESTIONS = Path(__file__).resolve().parents[2] / "sample_data" / "questions.jsonl"
 COLUMNS_PER_ROW = 3  # ours: wider columns keep answers readable; more methods wrap to a new row
 SHOWN_EVIDENCE = 3  # ours: evidence ids listed per claim; the export and the Trace page have them all

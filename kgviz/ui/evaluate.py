@@ -27,8 +27,8 @@ from kgviz.viz import eval_charts
 
 K_OUTCOME = "kgviz_eval_outcome"  # (EvalOutcome, methods) of the last run in this session
 SAMPLE_QUESTIONS = Path(__file__).resolve().parents[2] / "sample_data" / "questions.jsonl"
-COMPARE_PAGE = "views/compare.py"
-TRACE_PAGE = "views/trace.py"
+COMPARE_PAGE = "pages/compare.py"
+TRACE_PAGE = "pages/trace.py"
 SOURCES = ("Sample questions", "Upload a JSONL file", "Path on the server")
 
 

@@ -40,12 +40,28 @@ def page_setup() -> AppContext:
     """First line of every page: draw the shared sidebar and return the session's context.
     A bad setting (KGVIZ_* variable) stops the page with the one-line message: nothing on the
     page can work without settings, and a traceback would hide which variable is wrong."""
+    leave_legacy_page_mode()
     try:
         return render_sidebar()
     except KgvizError as exc:
         st.error(md_text(exc.user_message()) + " — fix it and restart kgviz.")
         st.stop()
         raise  # unreachable: st.stop raises; keeps the return type honest for type checkers
+
+
+def leave_legacy_page_mode() -> None:
+    """Streamlit (1.67) treats a ``pages/`` folder beside the entry script as a legacy multipage
+    app until ``st.navigation`` has run once in the server: the very first request, if it is a
+    deep link such as /trace, runs pages/trace.py directly under a raw page list (app, build,
+    compare, ...). kgviz keeps its pages in ``pages/`` and navigates with ``st.navigation`` in
+    app.py, so a page that finds itself run in that legacy mode turns it off (the flag that
+    ``st.navigation`` itself clears) and reruns: the rerun goes through app.py's navigation to
+    the same page (tests/e2e/test_state_e2e.py)."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
 
 
 _PERSISTENT = (K_WORKSPACE, K_LLM_CHOICE, K_LLM_CUSTOM, K_API_KEY, K_EMBEDDER)

@@ -72,7 +72,7 @@ def test_home_creates_and_switches_workspace(app_env: Path) -> None:
 
 def test_build_page_builds_sample_and_shows_report(app_env: Path) -> None:
     at = new_app().run()
-    at.switch_page("views/build.py").run()
+    at.switch_page("pages/build.py").run()
     assert not at.exception, at.exception
     at.radio[0].set_value("Sample corpus").run()
     metrics = {m.label: m.value for m in at.metric}
@@ -96,7 +96,7 @@ def test_build_page_builds_sample_and_shows_report(app_env: Path) -> None:
 
 def test_build_page_lists_bad_upload_and_builds_the_rest(app_env: Path) -> None:
     at = new_app().run()
-    at.switch_page("views/build.py").run()
+    at.switch_page("pages/build.py").run()
     at.file_uploader[0].set_value([("empty.txt", b"", "text/plain"),
                                    ("note.md", b"# Note\n\nAda Lovelace worked with Charles Babbage in London.\n",
                                     "text/markdown")]).run()
@@ -109,7 +109,7 @@ def test_build_page_lists_bad_upload_and_builds_the_rest(app_env: Path) -> None:
 
 def test_build_page_only_bad_upload_shows_error_not_traceback(app_env: Path) -> None:
     at = new_app().run()
-    at.switch_page("views/build.py").run()
+    at.switch_page("pages/build.py").run()
     at.file_uploader[0].set_value(("empty.txt", b"   \n", "text/plain")).run()
     assert not at.exception, at.exception
     assert any("rejected" in t for t in texts(at, "error"))
@@ -119,7 +119,7 @@ def test_build_page_only_bad_upload_shows_error_not_traceback(app_env: Path) -> 
 def test_explore_search_renders_graph_and_details(app_env: Path) -> None:
     at = new_app().run()
     _load_sample_via_home(at)
-    at.switch_page("views/explore.py").run()
+    at.switch_page("pages/explore.py").run()
     assert not at.exception, at.exception
     at.text_input[0].set_value("vohl").run()
     assert not at.exception, at.exception
@@ -136,7 +136,7 @@ def test_explore_search_renders_graph_and_details(app_env: Path) -> None:
 
 def test_explore_empty_workspace_says_so(app_env: Path) -> None:
     at = new_app().run()
-    at.switch_page("views/explore.py").run()
+    at.switch_page("pages/explore.py").run()
     assert not at.exception
     assert any("no entities yet" in t for t in texts(at, "info"))
 
@@ -145,7 +145,7 @@ def test_embedder_mismatch_is_a_readable_error(app_env: Path) -> None:
     at = new_app().run()
     _load_sample_via_home(at)
     at.text_input(key="kgviz_embedder").set_value("hashing:32").run()
-    at.switch_page("views/explore.py").run()
+    at.switch_page("pages/explore.py").run()
     assert not at.exception, at.exception
     errors = texts(at, "error")
     assert errors and "hashing-768" in errors[0] and "hashing-32" in errors[0]
@@ -161,7 +161,7 @@ def test_api_key_stays_in_session(app_env: Path) -> None:
     at.text_input(key="kgviz_api_key").set_value(secret).run()
     assert not at.exception, at.exception
     assert any("LLM: anthropic:claude-haiku-4-5" in t for t in texts(at, "success"))
-    at.switch_page("views/build.py").run()  # the choice and the key survive a page switch
+    at.switch_page("pages/build.py").run()  # the choice and the key survive a page switch
     assert at.text_input(key="kgviz_api_key").value == secret
     assert any("LLM: anthropic:claude-haiku-4-5" in t for t in texts(at, "success"))
     home = app_env.parents[1]
@@ -209,7 +209,7 @@ def test_embedder_fallback_notice_is_visible(app_env: Path, tmp_path: Path) -> N
 
 def test_hostile_file_name_is_shown_as_text(app_env: Path) -> None:
     at = new_app().run()
-    at.switch_page("views/build.py").run()
+    at.switch_page("pages/build.py").run()
     name = "![x](https://tracker.example/p.png)_a_.txt"
     at.file_uploader[0].set_value((name, b"\x00\x01\x02binary\x00" * 50, "text/plain")).run()
     assert not at.exception, at.exception

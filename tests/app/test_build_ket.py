@@ -47,7 +47,7 @@ def knn_chart_spec(at: AppTest) -> dict:
 
 
 def build_sample_on_page(at: AppTest, beta: float | None = None) -> None:
-    at.switch_page("views/build.py").run()
+    at.switch_page("pages/build.py").run()
     assert not at.exception, at.exception
     at.radio[0].set_value("Sample corpus").run()
     if beta is not None:
@@ -94,7 +94,7 @@ def test_default_build_shows_knn_chart_core_chunks_and_cost(app_env: Path) -> No
 
 def test_beta_slider_builds_a_skeleton_and_shows_its_cost(app_env: Path) -> None:
     at = new_app().run()
-    at.switch_page("views/build.py").run()
+    at.switch_page("pages/build.py").run()
     at.radio[0].set_value("Sample corpus").run()
     at.slider(key="kgviz_build_beta").set_value(0.5).run()
     assert any("KET-RAG skeleton, β=0.5" in t and "A full KG (β=1)" in t for t in texts(at, "caption"))
@@ -119,7 +119,7 @@ def test_existing_graph_overview(app_env: Path, capsys) -> None:  # noqa: ANN001
     assert main(["build", str(ROOT / "sample_data" / "corpus"), "--db", str(app_env), "--beta", "0.8", "--json"]) == 0
     n_chunks = json.loads(capsys.readouterr().out)["counts"]["Chunk"]
     at = new_app().run()
-    at.switch_page("views/build.py").run()
+    at.switch_page("pages/build.py").run()
     assert not at.exception, at.exception
     assert "Build report" not in texts(at, "subheader") and "Graph overview" in texts(at, "subheader")
     assert knn_chart_spec(at)
@@ -132,7 +132,7 @@ def test_existing_graph_overview(app_env: Path, capsys) -> None:  # noqa: ANN001
 
 def test_no_ket_build_says_the_ket_methods_cannot_run(app_env: Path) -> None:
     at = new_app().run()
-    at.switch_page("views/build.py").run()
+    at.switch_page("pages/build.py").run()
     at.file_uploader[0].set_value(("note.md", b"# Note\n\nAda Lovelace worked with Charles Babbage in London.\n",
                                    "text/markdown")).run()
     at.checkbox(key="kgviz_build_ket").uncheck().run()
@@ -146,7 +146,7 @@ def test_no_ket_build_says_the_ket_methods_cannot_run(app_env: Path) -> None:
 
 def test_hostile_chunk_text_is_shown_as_text(app_env: Path) -> None:
     at = new_app().run()
-    at.switch_page("views/build.py").run()
+    at.switch_page("pages/build.py").run()
     hostile = "Ada <b>Lovelace</b> met **Babbage** at [the club](https://tracker.example/x) in London."
     at.file_uploader[0].set_value(("note.txt", hostile.encode(), "text/plain")).run()
     button(at, "Build").click().run()

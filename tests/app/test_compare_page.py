@@ -41,14 +41,14 @@ def sample_built_compare_page() -> AppTest:
     at = new_app().run()
     button(at, "Load sample data").click().run()
     assert not at.exception, at.exception
-    at.switch_page("views/compare.py").run()
+    at.switch_page("pages/compare.py").run()
     assert not at.exception, at.exception
     return at
 
 
 def test_compare_without_graph_asks_to_build(app_env: Path) -> None:
     at = new_app().run()
-    at.switch_page("views/compare.py").run()
+    at.switch_page("pages/compare.py").run()
     assert not at.exception, at.exception
     assert [t.value for t in at.title] == ["Compare methods"]
     assert any("no graph yet" in i.value for i in at.info)
@@ -150,7 +150,7 @@ def test_compare_page_end_to_end(app_env: Path, counted_runs: list[str]) -> None
     assert not any("Press Run" in i.value for i in at.info)
     assert counted_runs == []
     # ... and back: the Compare setup and its result are still there
-    at.switch_page("views/compare.py").run()
+    at.switch_page("pages/compare.py").run()
     assert not at.exception, at.exception
     assert at.radio(key="kgviz_cmp_source").value == "Sample questions"
     assert at.selectbox(key="kgviz_cmp_pick").value.question == question

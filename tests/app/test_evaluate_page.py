@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from test_app_pages import new_app, texts
 
-PAGE = "views/evaluate.py"
+PAGE = "pages/evaluate.py"
 METHODS = ["text-rag", "kg-retriever", "no-retrieval"]
 
 

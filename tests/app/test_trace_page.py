@@ -19,7 +19,7 @@ from kgviz.methods.base import EdgeRef, MethodContext, NodeRef, RetrievedContext
 from kgviz.ui.trace import K_PRESET, NO_PRESET, param_specs, str_choices
 from test_app_pages import OFFLINE, new_app, texts
 
-PAGE = "views/trace.py"
+PAGE = "pages/trace.py"
 QUESTION = "In what year was the Tidewell Line founded?"
 
 
@@ -278,7 +278,7 @@ def test_preset_list_has_one_defaults_entry(app_env: Path) -> None:
 
 def test_inputs_survive_a_visit_to_another_page(app_env: Path) -> None:
     at = _run(_open_trace(new_app().run(), "kg-retriever"))
-    at.switch_page("views/home.py").run()
+    at.switch_page("pages/home.py").run()
     at.switch_page(PAGE).run()
     assert not at.exception, at.exception
     assert at.text_input(key="kgviz_trace_question").value == QUESTION
