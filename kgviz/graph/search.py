@@ -127,10 +127,9 @@ class SearchMixin:
         for prop, value, _ in conditions:
             if value is None:
                 raise GraphStoreError(f"vector_search where: {prop}=None is not a supported filter.")
-        if not conditions:
-            cached = self._exact_matrix(table)
-            if cached is not None:
-                return _rank(*cached, query, k)
+        cached = self._exact_matrix(table)
+        if cached is not None:  # small enough to rank exactly (and repeatably)
+            return _rank(*cached, query, k) if not conditions else self._exact_search(table, query, k, conditions)
         if not self.has_vector_index(table):
             return self._exact_search(table, query, k, conditions)
         if not conditions:
