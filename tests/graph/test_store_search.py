@@ -180,3 +180,32 @@ def test_pagerank_star_centre_highest(store: GraphStore) -> None:
     assert store.pagerank("Chunk", "KNN", damping=0.5)["hub"] < ranks["hub"]
     with pytest.raises(GraphStoreError, match="does not connect"):
         store.pagerank("Chunk", "MENTIONS")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tied_scores_are_cut_by_id_in_every_mode(store: GraphStore, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """80 rows share one score with the query (their vectors are identical); which of them make
+    the top k is decided by id, not by the HNSW graph or the row order, in every search path."""
+    q = unit(np.eye(DIM)[0])
+    same = unit(np.eye(DIM)[0] + np.eye(DIM)[1])  # cosine 0.707 with q, for all 80 rows
+    ids = [f"t{i:03d}" for i in range(80)]
+    rng = np.random.default_rng(3)
+    rows = [{"id": i, "name": i, "origin": "corpus", "emb": same} for i in rng.permutation(ids).tolist()]
+    rows.append({"id": "best", "name": "best", "origin": "corpus", "emb": q})
+    store.bulk_load_nodes("Entity", rows)
+    set_mode(store, mode, monkeypatch)
+    where = {"origin": "corpus"} if mode == "hnsw-filter" else None
+    hits = store.vector_search("Entity", q, 5, where=where)
+    assert [h[0] for h in hits] == ["best", "t000", "t001", "t002", "t003"]
+    assert hits[1][1] == pytest.approx(hits[4][1])
+
+
+def test_fts_ties_past_k_are_cut_by_id(store: GraphStore) -> None:
+    """Identical texts score the same BM25; the top k of the tie are the lowest ids, however
+    many rows tie beyond the first fetched window."""
+    ids = [f"c{i:03d}" for i in range(60)]
+    rng = np.random.default_rng(5)
+    store.bulk_load_nodes("Chunk", [{"id": i, "text": "zebra crossing"} for i in rng.permutation(ids).tolist()])
+    store.ensure_fts_index("Chunk")
+    hits = store.fts_search("zebra", 3)
+    assert [h[0] for h in hits] == ["c000", "c001", "c002"]
