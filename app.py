@@ -26,4 +26,4 @@ pages = [
 # The last line of defence: pages wrap their own sections, and this catches what escapes them
 # (one line for a KgvizError, a short message plus details for a bug; never a raw traceback).
 with ui.error_boundary():
-    st.navigation(pages).run()
+    ui.sidebar.app_navigation(pages).run()

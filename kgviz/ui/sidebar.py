@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from typing import Any
+
 import streamlit as st
 
 from kgviz.errors import KgvizError
@@ -56,12 +58,24 @@ def leave_legacy_page_mode() -> None:
     compare, ...). kgviz keeps its pages in ``pages/`` and navigates with ``st.navigation`` in
     app.py, so a page that finds itself run in that legacy mode turns it off (the flag that
     ``st.navigation`` itself clears) and reruns: the rerun goes through app.py's navigation to
-    the same page (tests/e2e/test_state_e2e.py)."""
+    the same page (tests/e2e/test_state_e2e.py). A session that has been through app.py's
+    navigation already only clears the flag: a rerun would drop the widget event of this run
+    (AppTest resets the flag before every run, so there it happens on every run)."""
     from streamlit.runtime.pages_manager import PagesManager
 
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
-        st.rerun()
+        if not st.session_state.get(_NAVIGATED):
+            st.rerun()
+
+
+_NAVIGATED = "_kgviz_app_navigation"
+
+
+def app_navigation(pages: list) -> Any:
+    """app.py's ``st.navigation``, remembering that this session has been through it."""
+    st.session_state[_NAVIGATED] = True
+    return st.navigation(pages)
 
 
 _PERSISTENT = (K_WORKSPACE, K_LLM_CHOICE, K_LLM_CUSTOM, K_API_KEY, K_EMBEDDER)
