@@ -77,3 +77,21 @@ def test_the_scan_sees_cypher(tmp_path: Path) -> None:
                       'PROSE = "bulk COPY vs per-row CREATE"\n', encoding="utf-8")
     assert [line for line, _ in cypher_literals(sample)] == [2, 4]
     assert cypher_literals(PACKAGE / "graph" / "reads.py")  # the statements do live there
+
+
+def test_the_store_satisfies_the_graph_store_protocol(tmp_path: Path) -> None:
+    from kgviz.graph.protocol import GraphStore as Protocol
+    from kgviz.graph.store import GraphStore
+
+    with GraphStore.open(tmp_path / "ws", embedder_id="hashing-8", dim=8) as store:
+        assert isinstance(store, Protocol)
+    missing = [name for name in dir(Protocol) if not name.startswith("_") and not hasattr(GraphStore, name)
+               and name not in Protocol.__annotations__]
+    assert missing == []
+
+
+def test_graph_search_does_not_import_the_store() -> None:
+    tree = ast.parse((PACKAGE / "graph" / "search.py").read_text(encoding="utf-8"))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+    assert "kgviz.graph.store" not in imported

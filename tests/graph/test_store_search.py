@@ -110,7 +110,7 @@ def test_vector_index_follows_inserts_and_deletes(store: GraphStore, monkeypatch
     # SET on the indexed column is refused by Kùzu: replace by delete + insert
     with pytest.raises(GraphStoreError, match="index"):
         store.execute("MATCH (e:Entity {id: 'old0'}) SET e.emb = $v", {"v": new[0].tolist()})
-    assert store.delete_where("Entity", "id", "new17") == 1
+    store.execute("MATCH (e:Entity {id: $id}) DETACH DELETE e", {"id": "new17"})
     assert all(h[0] != "new17" for h in store.vector_search("Entity", new[17], 10))
     store.bulk_load_nodes("Entity", [{"id": "new17", "origin": "curated", "emb": -new[17]}])
     assert store.vector_search("Entity", -new[17], 1)[0] == ("new17", pytest.approx(1.0, abs=1e-5))
@@ -147,7 +147,7 @@ def test_fts_search_bm25_and_new_rows(store: GraphStore) -> None:
     store.bulk_load_nodes("Chunk", [{"id": "c4", "text": "A zebra crossing in Paris."}])
     store.execute("CREATE (:Chunk {id: 'c5', text: 'zebra zebra zebra'})")
     assert [h[0] for h in store.fts_search("zebra", 5)] == ["c5", "c4"]
-    store.delete_where("Chunk", "id", "c5")
+    store.execute("MATCH (c:Chunk {id: $id}) DETACH DELETE c", {"id": "c5"})
     assert [h[0] for h in store.fts_search("zebra", 5)] == ["c4"]
 
 
@@ -169,7 +169,7 @@ def test_pagerank_star_centre_highest(store: GraphStore) -> None:
     store.bulk_load_nodes("Chunk", [{"id": i} for i in ids])
     edges = [{"from": f"leaf{i}", "to": "hub", "kind": "semantic", "weight": 1.0} for i in range(6)]
     store.bulk_load_rels("KNN", edges, from_table="Chunk", to_table="Chunk")
-    ranks = store.pagerank("Chunk", "KNN", damping=0.85)
+    ranks = search_module.pagerank(store, "Chunk", "KNN", damping=0.85)
     assert set(ranks) == set(ids)
     assert max(ranks, key=ranks.get) == "hub"
     leaves = [ranks[f"leaf{i}"] for i in range(6)]
@@ -177,6 +177,6 @@ def test_pagerank_star_centre_highest(store: GraphStore) -> None:
     assert ranks["island"] == pytest.approx(leaves[0])
     assert sum(ranks.values()) == pytest.approx(1.0)
     # damping matters: with less damping the hub collects less
-    assert store.pagerank("Chunk", "KNN", damping=0.5)["hub"] < ranks["hub"]
+    assert search_module.pagerank(store, "Chunk", "KNN", damping=0.5)["hub"] < ranks["hub"]
     with pytest.raises(GraphStoreError, match="does not connect"):
-        store.pagerank("Chunk", "MENTIONS")
+        search_module.pagerank(store, "Chunk", "MENTIONS")
