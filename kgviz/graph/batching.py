@@ -32,8 +32,22 @@ def use_unwind(n_ids: int) -> bool:
     return n_ids > IN_LIST_MAX
 
 
-def batches(items: Sequence[T], size: int = ID_BATCH) -> Iterator[list[T]]:
-    """``items`` in consecutive lists of at most ``size`` (none for an empty sequence)."""
+def batches(items: Sequence[T], size: int | None = None) -> Iterator[list[T]]:
+    """``items`` in consecutive lists of at most ``size`` (default ``ID_BATCH``; none for an
+    empty sequence)."""
     items = list(items)
+    size = size or ID_BATCH
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def id_list_statements(match: str, key: str, rest: str, ids: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
+    """(statement, ids of it) for ``MATCH match WHERE key <is one of ids> rest``, following the
+    rule above. ``rest`` continues the WHERE clause (``AND ...``, ``RETURN ...``, ``DELETE x``);
+    ``match``, ``key`` and ``rest`` are fixed text of kgviz/graph, never caller data, and the ids
+    are always bound as ``$ids``."""
+    for batch in batches(ids):
+        if use_unwind(len(batch)):
+            yield f"UNWIND $ids AS k MATCH {match} WHERE {key} = k {rest}", batch
+        else:
+            yield f"MATCH {match} WHERE {key} IN $ids {rest}", batch

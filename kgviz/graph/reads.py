@@ -11,26 +11,25 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
-from kgviz.graph.batching import batches, use_unwind
+from kgviz.graph.batching import id_list_statements
 from kgviz.graph.protocol import GraphStore
 
 Row = dict[str, Any]
 
 
-def _by_ids(store: GraphStore, match: str, key: str, returns: str, ids: Sequence[str],
-            params: Mapping[str, Any] | None = None, *, where: str = "", order: str = "") -> list[Row]:
+def rows_by_ids(store: GraphStore, match: str, key: str, returns: str, ids: Sequence[str],
+                params: Mapping[str, Any] | None = None, *, where: str = "", order: str = "") -> list[Row]:
     """Rows of ``MATCH match`` whose ``key`` is one of ``ids``, in statements of the batching
-    policy. ``where`` adds conditions (with $params of ``params``); ``order`` sorts each batch."""
+    policy (for the functions of kgviz/graph: ``match``, ``key``, ``returns``, ``where`` are their
+    fixed text). ``where`` adds conditions (with $params of ``params``); ``order`` sorts each batch."""
     out: list[Row] = []
-    extra = f" AND {where}" if where else ""
-    tail = f" ORDER BY {order}" if order else ""
-    for batch in batches(list(ids)):
-        if use_unwind(len(batch)):
-            cypher = f"UNWIND $ids AS k MATCH {match} WHERE {key} = k{extra} RETURN {returns}{tail}"
-        else:
-            cypher = f"MATCH {match} WHERE {key} IN $ids{extra} RETURN {returns}{tail}"
+    for cypher, batch in id_list_statements(match, key, _rest(returns, where, order), list(ids)):
         out += store.query(cypher, {**(params or {}), "ids": batch})
     return out
+
+
+def _rest(returns: str, where: str = "", order: str = "") -> str:
+    return (f"AND {where} " if where else "") + f"RETURN {returns}" + (f" ORDER BY {order}" if order else "")
 
 
 def count_nodes(store: GraphStore, table: str) -> int:
@@ -54,7 +53,7 @@ def count_rels(store: GraphStore, rel: str) -> int:
 # --- chunks and documents --------------------------------------------------------------------------
 def chunks(store: GraphStore, ids: Sequence[str]) -> list[Row]:
     """Chunks by id with their document's title: id, text, ord, title (any order)."""
-    return _by_ids(store, "(d:Document)-[:HAS_CHUNK]->(c:Chunk)", "c.id",
+    return rows_by_ids(store, "(d:Document)-[:HAS_CHUNK]->(c:Chunk)", "c.id",
                    "c.id AS id, c.text AS text, c.ord AS ord, d.title AS title", ids)
 
 
@@ -65,7 +64,7 @@ def chunk_labels(store: GraphStore) -> list[Row]:
 
 def chunk_texts(store: GraphStore, ids: Sequence[str]) -> dict[str, str]:
     """{chunk id: text} of the ids that exist."""
-    return {r["id"]: r["text"] for r in _by_ids(store, "(c:Chunk)", "c.id", "c.id AS id, c.text AS text", ids)}
+    return {r["id"]: r["text"] for r in rows_by_ids(store, "(c:Chunk)", "c.id", "c.id AS id, c.text AS text", ids)}
 
 
 def all_chunk_ids(store: GraphStore) -> list[str]:
@@ -89,7 +88,7 @@ def all_document_ids(store: GraphStore) -> list[str]:
 
 def document_titles(store: GraphStore, ids: Sequence[str]) -> dict[str, str | None]:
     """{document id: title} of the ids that exist."""
-    return {r["id"]: r["title"] for r in _by_ids(store, "(d:Document)", "d.id", "d.id AS id, d.title AS title", ids)}
+    return {r["id"]: r["title"] for r in rows_by_ids(store, "(d:Document)", "d.id", "d.id AS id, d.title AS title", ids)}
 
 
 def similar_documents(store: GraphStore, ids: Sequence[str], *, vectors: bool = False) -> list[Row] | pa.Table:
@@ -98,7 +97,7 @@ def similar_documents(store: GraphStore, ids: Sequence[str], *, vectors: bool = 
     scans the whole vector column in Kùzu 0.11.3, ~50 ms on 6k rows, a traversal reads only the
     matched rows)."""
     if not vectors:
-        return _by_ids(store, "(a:Document)-[r:SIMILAR_DOC]->(b:Document)", "a.id",
+        return rows_by_ids(store, "(a:Document)-[r:SIMILAR_DOC]->(b:Document)", "a.id",
                        "a.id AS src, b.id AS dst, r.weight AS weight", ids)
     return _arrow_by_ids(store, "(a:Document)-[r:SIMILAR_DOC]->(b:Document)", "a.id",
                          "a.id AS src, b.id AS dst, r.weight AS weight, a.emb AS src_emb, b.emb AS emb", ids)
@@ -120,16 +119,10 @@ def document_triples(store: GraphStore, doc_ids: Sequence[str]) -> pa.Table:
 
 
 def _arrow_by_ids(store: GraphStore, match: str, key: str, returns: str, ids: Sequence[str]) -> pa.Table:
-    tables = []
-    for batch in batches(list(ids)):
-        if use_unwind(len(batch)):
-            cypher = f"UNWIND $ids AS k MATCH {match} WHERE {key} = k RETURN {returns}"
-        else:
-            cypher = f"MATCH {match} WHERE {key} IN $ids RETURN {returns}"
-        tables.append(store.query_arrow(cypher, {"ids": batch}))
-    if not tables:  # keep the columns: callers read them by name
-        cypher = f"MATCH {match} WHERE {key} IN $ids RETURN {returns}"
-        return store.query_arrow(cypher, {"ids": []})
+    tables = [store.query_arrow(cypher, {"ids": batch})
+              for cypher, batch in id_list_statements(match, key, _rest(returns), list(ids))]
+    if not tables:  # no ids: an empty table that still has the columns callers read by name
+        return store.query_arrow(f"MATCH {match} WHERE {key} IN $ids RETURN {returns}", {"ids": []})
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
 
@@ -141,15 +134,17 @@ def count_entities(store: GraphStore, origin: str) -> int:
 
 def entities(store: GraphStore, ids: Sequence[str]) -> list[Row]:
     """Entities by id: id, name, description."""
-    return _by_ids(store, "(e:Entity)", "e.id", "e.id AS id, e.name AS name, e.description AS description", ids)
+    return rows_by_ids(store, "(e:Entity)", "e.id", "e.id AS id, e.name AS name, e.description AS description", ids)
 
 
 def entities_with_chunks(store: GraphStore, ids: Sequence[str]) -> list[Row]:
     """Entities by id with the chunks that mention them: id, name, description, origin, chunks."""
-    return store.query(
-        "UNWIND $ids AS x MATCH (e:Entity) WHERE e.id = x OPTIONAL MATCH (c:Chunk)-[:MENTIONS]->(e) "
-        "RETURN e.id AS id, e.name AS name, e.description AS description, e.origin AS origin, "
-        "collect(c.id) AS chunks", {"ids": list(ids)})
+    out: list[Row] = []
+    rest = ("OPTIONAL MATCH (c:Chunk)-[:MENTIONS]->(e) RETURN e.id AS id, e.name AS name, "
+            "e.description AS description, e.origin AS origin, collect(c.id) AS chunks")
+    for cypher, batch in id_list_statements("(e:Entity)", "e.id", rest, list(ids)):
+        out += store.query(cypher, {"ids": batch})
+    return out
 
 
 def related_edges(store: GraphStore, ids: Sequence[str], origin: str, *, incoming: bool) -> list[Row]:
@@ -159,36 +154,35 @@ def related_edges(store: GraphStore, ids: Sequence[str], origin: str, *, incomin
     returns = ("a.id AS src, a.name AS src_name, r.relation AS relation, r.triple_id AS triple_id, "
                "b.id AS dst, b.name AS dst_name")
     if incoming:
-        return _by_ids(store, "(a:Entity)-[r:RELATED]->(b:Entity)", "b.id", returns, ids, {"origin": origin},
+        return rows_by_ids(store, "(a:Entity)-[r:RELATED]->(b:Entity)", "b.id", returns, ids, {"origin": origin},
                        where="a.origin = $origin", order="b.id, r.triple_id, a.id")
-    return _by_ids(store, "(a:Entity)-[r:RELATED]->(b:Entity)", "a.id", returns, ids, {"origin": origin},
+    return rows_by_ids(store, "(a:Entity)-[r:RELATED]->(b:Entity)", "a.id", returns, ids, {"origin": origin},
                    where="b.origin = $origin", order="a.id, r.triple_id, b.id")
 
 
 def triple_sources(store: GraphStore, ids: Sequence[str]) -> list[Row]:
     """Triples by id: id, text, sentence, chunk_id."""
-    return _by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.text AS text, t.sentence AS sentence, "
+    return rows_by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.text AS text, t.sentence AS sentence, "
                    "t.chunk_id AS chunk_id", ids)
 
 
 def triples_at_entities(store: GraphStore, ids: Sequence[str]) -> list[Row]:
     """Distinct triples with one of the entities as subject or object: id, text, s, o, sname,
     oname, relation, origin, chunk_id."""
-    return store.query(
-        "UNWIND $ids AS x MATCH (t:Triple)-[:SUBJ|:OBJ]->(e:Entity) WHERE e.id = x "
-        "RETURN DISTINCT t.id AS id, t.text AS text, t.subject_id AS s, t.object_id AS o, t.subject AS sname, "
-        "t.object AS oname, t.relation AS relation, t.origin AS origin, t.chunk_id AS chunk_id", {"ids": list(ids)})
+    return rows_by_ids(store, "(t:Triple)-[:SUBJ|:OBJ]->(e:Entity)", "e.id",
+                       "DISTINCT t.id AS id, t.text AS text, t.subject_id AS s, t.object_id AS o, t.subject AS sname, "
+                       "t.object AS oname, t.relation AS relation, t.origin AS origin, t.chunk_id AS chunk_id", ids)
 
 
 def triple_chunks(store: GraphStore, ids: Sequence[str]) -> list[Row]:
     """FROM_CHUNK links of triples: tid, cid."""
-    return _by_ids(store, "(t:Triple)-[:FROM_CHUNK]->(c:Chunk)", "t.id", "t.id AS tid, c.id AS cid", ids)
+    return rows_by_ids(store, "(t:Triple)-[:FROM_CHUNK]->(c:Chunk)", "t.id", "t.id AS tid, c.id AS cid", ids)
 
 
 def subchunk_texts(store: GraphStore, ids: Sequence[str]) -> dict[str, str]:
     """{sub-chunk id: text ('' when none)}."""
     return {r["id"]: r["text"] or "" for r in
-            _by_ids(store, "(s:SubChunk)", "s.id", "s.id AS id, s.text AS text", ids)}
+            rows_by_ids(store, "(s:SubChunk)", "s.id", "s.id AS id, s.text AS text", ids)}
 
 
 # --- whole-table scans (KET caches, the gold funnel) -------------------------------------------------
@@ -233,27 +227,27 @@ def entities_within(store: GraphStore, ids: Sequence[str], hops: int) -> set[str
     """Entities reachable from ``ids`` in 1..hops RELATED edges, either direction."""
     # Cypher cannot bind a path length: the bound is an int, never text
     match = f"(a:Entity)-[:RELATED*1..{int(hops)}]-(b:Entity)"
-    return {r["id"] for r in _by_ids(store, match, "a.id", "DISTINCT b.id AS id", ids)}
+    return {r["id"] for r in rows_by_ids(store, match, "a.id", "DISTINCT b.id AS id", ids)}
 
 
 def triples_touching(store: GraphStore, entity_ids: Sequence[str]) -> set[str]:
     """Ids of triples with one of the entities as subject or object."""
     return {r["id"] for key in ("t.subject_id", "t.object_id")
-            for r in _by_ids(store, "(t:Triple)", key, "t.id AS id", entity_ids)}
+            for r in rows_by_ids(store, "(t:Triple)", key, "t.id AS id", entity_ids)}
 
 
 def chunks_mentioning(store: GraphStore, entity_ids: Sequence[str]) -> set[str]:
     """Ids of chunks that mention one of the entities."""
-    return {r["id"] for r in _by_ids(store, "(c:Chunk)-[:MENTIONS]->(e:Entity)", "e.id", "DISTINCT c.id AS id",
+    return {r["id"] for r in rows_by_ids(store, "(c:Chunk)-[:MENTIONS]->(e:Entity)", "e.id", "DISTINCT c.id AS id",
                                      entity_ids)}
 
 
 def documents_of_chunks(store: GraphStore, chunk_ids: Sequence[str]) -> set[str]:
-    return {r["d"] for r in _by_ids(store, "(c:Chunk)", "c.id", "DISTINCT c.doc_id AS d", chunk_ids)}
+    return {r["d"] for r in rows_by_ids(store, "(c:Chunk)", "c.id", "DISTINCT c.doc_id AS d", chunk_ids)}
 
 
 def subchunks_of_chunks(store: GraphStore, chunk_ids: Sequence[str]) -> set[str]:
-    return {r["id"] for r in _by_ids(store, "(s:SubChunk)", "s.chunk_id", "s.id AS id", chunk_ids)}
+    return {r["id"] for r in rows_by_ids(store, "(s:SubChunk)", "s.chunk_id", "s.id AS id", chunk_ids)}
 
 
 # --- the KET index (Build page, methods) ---------------------------------------------------------
@@ -296,13 +290,13 @@ def chunk_overview(store: GraphStore) -> list[Row]:
 
 def triple_links(store: GraphStore, ids: Sequence[str]) -> list[Row]:
     """Subject and object of the triples ``ids``: id, s, o, s_name, o_name."""
-    return _by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.subject_id AS s, t.object_id AS o, "
+    return rows_by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.subject_id AS s, t.object_id AS o, "
                    "t.subject AS s_name, t.object AS o_name", ids)
 
 
 def triple_labels(store: GraphStore, ids: Sequence[str]) -> dict[str, str | None]:
     """{triple id: text} of the ids that are triples (tells which ends of a fact are facts)."""
-    return {r["id"]: r["text"] for r in _by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.text AS text", ids)}
+    return {r["id"]: r["text"] for r in rows_by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.text AS text", ids)}
 
 
 def node_labels(store: GraphStore, table: str, ids: Sequence[str]) -> dict[str, str | None]:
@@ -310,11 +304,11 @@ def node_labels(store: GraphStore, table: str, ids: Sequence[str]) -> dict[str, 
     column = _LABEL_COLUMN.get(table)
     if column is None:
         raise ValueError(f"node_labels: no label column for table {table!r}")
-    rows = _by_ids(store, f"(n:{table})", "n.id", f"n.id AS id, n.{column} AS label", ids)
+    rows = rows_by_ids(store, f"(n:{table})", "n.id", f"n.id AS id, n.{column} AS label", ids)
     return {r["id"]: r["label"] for r in rows}
 
 
 def triple_ends(store: GraphStore, ids: Sequence[str]) -> list[Row]:
     """Subject, object and chunk of the triples ``ids``: id, s, o, c."""
-    return _by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.subject_id AS s, t.object_id AS o, t.chunk_id AS c",
+    return rows_by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.subject_id AS s, t.object_id AS o, t.chunk_id AS c",
                    ids)

@@ -53,7 +53,7 @@ from kgviz.errors import (
 )
 from kgviz.graph.arrow import Rows, build_table, column_sources, is_float_type, vector_dim, vectors_to_numpy
 from kgviz.graph import search
-from kgviz.graph.batching import PK_LOOKUP_MAX, batches, use_unwind
+from kgviz.graph.batching import PK_LOOKUP_MAX, id_list_statements
 
 SCHEMA_VERSION = "1"
 DB_FILENAME = "graph.kuzu"
@@ -589,12 +589,8 @@ class GraphStore:
         """Arrow results of ``MATCH match WHERE key in ids [AND where] RETURN returns``, one per
         statement of the batching policy (kgviz.graph.batching: IN for short lists, UNWIND beyond).
         Only catalog identifiers are interpolated; the ids are a $param."""
-        extra = f" AND {where}" if where else ""
-        for batch in batches(ids):
-            if use_unwind(len(batch)):
-                cypher = f"UNWIND $ids AS x MATCH {match} WHERE {key} = x{extra} RETURN {returns}"
-            else:
-                cypher = f"MATCH {match} WHERE {key} IN $ids{extra} RETURN {returns}"
+        rest = (f"AND {where} " if where else "") + f"RETURN {returns}"
+        for cypher, batch in id_list_statements(match, key, rest, ids):
             yield self.query_arrow(cypher, {"ids": batch})
 
     def bulk_load_nodes(self, table: str, rows: Rows) -> int:

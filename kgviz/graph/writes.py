@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from kgviz.graph.batching import batches, use_unwind
+from kgviz.graph.batching import batches, id_list_statements
 from kgviz.graph.protocol import GraphStore
-from kgviz.graph.reads import _by_ids
+from kgviz.graph.reads import rows_by_ids
 
 Row = dict[str, Any]
 # rows of one ``UNWIND $rows`` update statement
@@ -18,20 +18,17 @@ UPDATE_BATCH = 20_000
 
 
 def _delete_by_ids(store: GraphStore, match: str, key: str, action: str, ids: Sequence[str]) -> None:
-    for batch in batches(list(ids)):
-        if use_unwind(len(batch)):
-            store.execute(f"UNWIND $ids AS k MATCH {match} WHERE {key} = k {action}", {"ids": batch})
-        else:
-            store.execute(f"MATCH {match} WHERE {key} IN $ids {action}", {"ids": batch})
+    for cypher, batch in id_list_statements(match, key, action, list(ids)):
+        store.execute(cypher, {"ids": batch})
 
 
 # --- documents (re)written by the build --------------------------------------------------------------
 def chunk_ids_of_documents(store: GraphStore, doc_ids: Sequence[str]) -> list[str]:
-    return [r["id"] for r in _by_ids(store, "(c:Chunk)", "c.doc_id", "c.id AS id", doc_ids)]
+    return [r["id"] for r in rows_by_ids(store, "(c:Chunk)", "c.doc_id", "c.id AS id", doc_ids)]
 
 
 def triple_ids_of_documents(store: GraphStore, doc_ids: Sequence[str]) -> list[str]:
-    return [r["id"] for r in _by_ids(store, "(t:Triple)", "t.doc_id", "t.id AS id", doc_ids)]
+    return [r["id"] for r in rows_by_ids(store, "(t:Triple)", "t.doc_id", "t.id AS id", doc_ids)]
 
 
 def delete_documents(store: GraphStore, doc_ids: Sequence[str]) -> None:
@@ -69,7 +66,7 @@ def failed_extraction_chunks(store: GraphStore, offline_mode: str) -> list[str]:
 
 def extractions(store: GraphStore, chunk_ids: Sequence[str]) -> dict[str, Row]:
     """{chunk id: Extraction row (chunk_id, mode, raw, status, error)}."""
-    rows = _by_ids(store, "(x:Extraction)", "x.chunk_id", "x.chunk_id AS chunk_id, x.mode AS mode, "
+    rows = rows_by_ids(store, "(x:Extraction)", "x.chunk_id", "x.chunk_id AS chunk_id, x.mode AS mode, "
                    "x.raw AS raw, x.status AS status, x.error AS error", chunk_ids)
     return {r["chunk_id"]: r for r in rows}
 
@@ -81,7 +78,7 @@ def delete_extractions(store: GraphStore, chunk_ids: Sequence[str]) -> None:
 # --- entities ---------------------------------------------------------------------------------------
 def entity_details(store: GraphStore, ids: Sequence[str]) -> dict[str, Row]:
     """{entity id: id, name, type, description, aliases} of the ids that exist."""
-    rows = _by_ids(store, "(e:Entity)", "e.id", "e.id AS id, e.name AS name, e.type AS type, "
+    rows = rows_by_ids(store, "(e:Entity)", "e.id", "e.id AS id, e.name AS name, e.type AS type, "
                    "e.description AS description, e.aliases AS aliases", ids)
     return {r["id"]: r for r in rows}
 
@@ -99,7 +96,7 @@ def set_entity_details(store: GraphStore, rows: Sequence[Row]) -> None:
 def refresh_mention_counts(store: GraphStore, entity_ids: Sequence[str]) -> None:
     """n_mentions = number of chunks that mention the entity (recounted, so re-runs are exact)."""
     for batch in batches(list(entity_ids)):
-        rows = _by_ids(store, "(c:Chunk)-[:MENTIONS]->(e:Entity)", "e.id", "e.id AS id, count(c) AS n", batch)
+        rows = rows_by_ids(store, "(c:Chunk)-[:MENTIONS]->(e:Entity)", "e.id", "e.id AS id, count(c) AS n", batch)
         for part in batches(rows, UPDATE_BATCH):
             store.execute("UNWIND $rows AS r MATCH (e:Entity {id: r.id}) SET e.n_mentions = r.n", {"rows": part})
 
