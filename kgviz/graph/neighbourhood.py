@@ -84,10 +84,10 @@ def _query(store: GraphStore, cypher: str, params: dict[str, Any]) -> list[Row]:
     return store.query(cypher, params)
 
 
-def _id_list(store: GraphStore, forms: tuple[str, str], ids: list[str]) -> list[Row]:
+def _id_list(store: GraphStore, forms: tuple[str, str], ids: list[str], *, vectors: bool = False) -> list[Row]:
     rows: list[Row] = []
     for batch in batching.batches(ids):
-        rows += _query(store, forms[batching.use_unwind(len(batch))], {"ids": batch})
+        rows += _query(store, forms[batching.use_unwind(len(batch), vectors=vectors)], {"ids": batch})
     return rows
 
 
@@ -116,5 +116,5 @@ def triple_vectors(store: GraphStore, ids: Sequence[str]) -> list[Row]:
     """id, emb of the triples among ``ids`` that have an embedding."""
     todo = list(ids)
     if len(todo) > batching.PK_LOOKUP_MAX:
-        return _id_list(store, Q_TRIPLE_EMB_BY_ID, todo)
+        return _id_list(store, Q_TRIPLE_EMB_BY_ID, todo, vectors=True)
     return [r for i in todo for r in _query(store, Q_TRIPLE_EMB_BY_PK, {"id": i})]

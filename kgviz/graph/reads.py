@@ -119,8 +119,9 @@ def document_triples(store: GraphStore, doc_ids: Sequence[str]) -> pa.Table:
 
 
 def _arrow_by_ids(store: GraphStore, match: str, key: str, returns: str, ids: Sequence[str]) -> pa.Table:
+    """Like ``rows_by_ids`` for statements that return a vector column (arrow: fast for vectors)."""
     tables = [store.query_arrow(cypher, {"ids": batch})
-              for cypher, batch in id_list_statements(match, key, _rest(returns), list(ids))]
+              for cypher, batch in id_list_statements(match, key, _rest(returns), list(ids), vectors=True)]
     if not tables:  # no ids: an empty table that still has the columns callers read by name
         return store.query_arrow(f"MATCH {match} WHERE {key} IN $ids RETURN {returns}", {"ids": []})
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables)

@@ -585,12 +585,13 @@ class GraphStore:
             found.update(result.column(0).to_pylist())
         return found
 
-    def _by_id_list(self, match: str, key: str, returns: str, ids: list[str], where: str = "") -> Iterator[pa.Table]:
+    def _by_id_list(self, match: str, key: str, returns: str, ids: list[str], where: str = "", *,
+                    vectors: bool = False) -> Iterator[pa.Table]:
         """Arrow results of ``MATCH match WHERE key in ids [AND where] RETURN returns``, one per
         statement of the batching policy (kgviz.graph.batching: IN for short lists, UNWIND beyond).
         Only catalog identifiers are interpolated; the ids are a $param."""
         rest = (f"AND {where} " if where else "") + f"RETURN {returns}"
-        for cypher, batch in id_list_statements(match, key, rest, ids):
+        for cypher, batch in id_list_statements(match, key, rest, ids, vectors=vectors):
             yield self.query_arrow(cypher, {"ids": batch})
 
     def bulk_load_nodes(self, table: str, rows: Rows) -> int:
@@ -704,7 +705,8 @@ class GraphStore:
                 if rows:
                     out[node_id] = np.asarray(rows[0]["emb"], dtype=np.float32)
             return out
-        for result in self._by_id_list(f"(n:{table})", f"n.{pk}", f"n.{pk}, n.emb", unique, "n.emb IS NOT NULL"):
+        for result in self._by_id_list(f"(n:{table})", f"n.{pk}", f"n.{pk}, n.emb", unique, "n.emb IS NOT NULL",
+                                       vectors=True):
             matrix = vectors_to_numpy(result.column(1), dim)
             out.update(zip(result.column(0).to_pylist(), matrix))
         return out

@@ -67,3 +67,22 @@ def test_writes_delete_exactly_the_listed_rows(store: GraphStore, monkeypatch: p
     writes.delete_documents(store, ["d0", "d2"])
     assert reads.all_document_ids(store) == ["d1"]
     assert reads.all_chunk_ids(store) == sorted(f"d1#c{j}" for j in range(20))
+
+
+def test_vector_reads_keep_in_longer() -> None:
+    n = batching.IN_LIST_MAX + 1
+    assert batching.use_unwind(n) and not batching.use_unwind(n, vectors=True)
+    assert batching.use_unwind(batching.VECTOR_IN_LIST_MAX + 1, vectors=True)
+
+
+def test_store_embeddings_agree_across_forms(store: GraphStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    store.bulk_load_nodes("Entity", [{"id": f"e{i}", "origin": "corpus", "emb": [float(i), 1.0, 0.0, 0.0]}
+                                     for i in range(40)] + [{"id": "bare", "origin": "corpus"}])
+    ids = [f"e{i}" for i in range(0, 40, 2)] + ["bare", "missing"]
+    got = []
+    for pk_max, vector_in_max in ((100, 300), (0, 300), (0, 0)):  # PK lookups / IN / UNWIND
+        monkeypatch.setattr("kgviz.graph.store.PK_LOOKUP_MAX", pk_max)
+        monkeypatch.setattr(batching, "VECTOR_IN_LIST_MAX", vector_in_max)
+        got.append({k: v.tolist() for k, v in store.get_embeddings("Entity", ids).items()})
+    assert got[0] == got[1] == got[2]
+    assert sorted(got[0]) == sorted(ids[:-2]) and got[0]["e4"] == [4.0, 1.0, 0.0, 0.0]

@@ -675,8 +675,10 @@ def test_node_lookups_agree_whichever_statement_runs(tricky: Any, n_ids: int, mo
     reasoner = Reasoner(OfflineLLM(), emb)
     ids = ([t[0] for t in TRICKY_TRIPLES] + [f"ent:{n}" for n in TRICKY_ENTITIES])[::2][:n_ids - 1] + ["ent:missing"]
     seen = []
+    vector_in_max = batching.VECTOR_IN_LIST_MAX
     for in_list_max, pk_max in ((24, 5), (0, 5), (24, 0)):  # IN / UNWIND / primary-key lookups
         monkeypatch.setattr(batching, "IN_LIST_MAX", in_list_max)
+        monkeypatch.setattr(batching, "VECTOR_IN_LIST_MAX", vector_in_max if in_list_max else 0)
         monkeypatch.setattr(batching, "PK_LOOKUP_MAX", pk_max)
         walk = kg_rag._Walk("q", MethodContext(store, reasoner), KGRagParams(), Tracer(reasoner))
         walk._resolve(ids)
