@@ -20,12 +20,12 @@ Everything below beyond those sentences is **ours**:
    hop followed (so a hypernode *about* a followed fact becomes reachable), and the start nodes of
    planned entities that no path fact touches yet (so a comparison question can reach its second
    entity from a chain). Fixed, parameterised Cypher queries (the ``Q_*`` constants of
-   ``kgviz.graph.neighbourhood``, listed in its ``QUERIES``) fetch per anchor: the triples that have it as SUBJ/OBJ (for a triple anchor, the
-   hypernodes over it); for an entity anchor also the hypernodes one level up (a triple about a
-   triple that has the entity as an end: "(X founded Y) in year 1921" is one sentence, so it is
-   one hop from Y) and its RELATED edges. At most ``fetch_limit`` rows per anchor and kind,
+   ``kgviz.graph.neighbourhood``, listed in its ``QUERIES``) fetch per anchor: the triples that
+   have it as SUBJ/OBJ (for a triple anchor, the hypernodes over it); for an entity anchor also
+   the hypernodes one level up (a triple about a triple that has the entity as an end: "(X
+   founded Y) in year 1921" is one sentence, so it is one hop from Y) and its RELATED edges. At most ``fetch_limit`` rows per anchor and kind,
    ordered by id so runs repeat (read for all anchors of a hop at once, each anchor once per run:
-   see the comment above the queries). A candidate is one triple; following it moves the walk to
+   see ``kgviz.graph.neighbourhood``). A candidate is one triple; following it moves the walk to
    the triple's other end (an entity, or a triple, which is then *opened*: its own fact joins the
    path). RELATED edges whose triple_id is not a Triple node become candidates with id
    ``rel:<src>|<relation>|<dst>``. Triples already on the path or rejected by a backtrack are not
