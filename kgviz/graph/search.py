@@ -1,7 +1,9 @@
-"""Vector (HNSW), full-text (BM25) and PageRank search, mixed into GraphStore.
+"""Vector (HNSW), full-text (BM25) and PageRank search over a GraphStore.
 
-Kept apart from store.py only to keep each module readable; it imports no kuzu and talks to the
-database through GraphStore's own statement helpers. Measured on kuzu 0.11.3:
+Functions that take the store (``SearchHost``, satisfied by ``kgviz.graph.store.GraphStore``,
+whose search methods delegate here), so this module never imports store.py: it used to be a
+mixin whose ``self`` was typed as the store, an import cycle between the two modules. It imports
+no kuzu and talks to the database through the store's statement and catalog helpers. Measured on kuzu 0.11.3:
 
 * HNSW (vector extension): rows inserted after ``CREATE_VECTOR_INDEX`` are indexed, deleted
   rows leave the index, ``SET`` on the indexed column fails ("delete and then insert"), rows with
@@ -19,30 +21,29 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from kgviz.errors import GraphStoreError
 from kgviz.graph.arrow import vectors_to_numpy
 
-if TYPE_CHECKING:
-    from kgviz.graph.store import GraphStore
 
 # HNSW build options (ours). Kùzu's defaults are mu 30, ml 60, efc 200; on 20k x 384 clustered
 # vectors these smaller ones built 3.3x faster (6.6 s vs 21.5 s, 2 cores) at recall@10 0.997.
 HNSW_OPTIONS = "mu := 16, ml := 32, efc := 100"
 # Search-time candidate list (Kùzu's default efs is 200); raised to 2k for large k.
 HNSW_EFS = 200
-# Unfiltered searches are exact (a cached, L2-normalised matrix per table, reloaded after any
-# write) while a table holds at most this many embedded rows (50k x 768 float32 = 150 MB): Kùzu's
-# HNSW index is approximate and its graph differs from build to build (measured: the same 6k
-# vectors indexed twice, even on one thread, gave different top-10s for 11 of 50 queries), so
-# traces would not repeat across builds or machines. Larger tables use the index.
-EXACT_MAX_ROWS = 50_000
 # A filtered search is exact (numpy over the matching rows) unless more rows than this match and
 # they are at least this share of the embedded rows; only then is Kùzu's filtered HNSW used.
 EXACT_FILTER_MAX_ROWS = 5000
+# Every search of a table holding at most this many embedded rows is exact (50k x 768 float32 =
+# 150 MB), unfiltered ones on a cached, L2-normalised matrix reloaded after any write: Kùzu's HNSW
+# index is approximate and its graph differs from build to build (measured: the same 6k vectors
+# indexed twice, even on one thread, gave different top-10s for 11 of 50 queries), so traces would
+# not repeat across builds or machines. Larger tables use the index as described above.
+EXACT_MAX_ROWS = 50_000
 FILTERED_HNSW_MIN_SHARE = 0.05
 # A where-filter value is written into a projected-graph filter string only if it matches this;
 # any other value is searched exactly instead (never spliced into Cypher).
@@ -56,226 +57,183 @@ TIE_DIGITS = 6
 _WINDOW_EXTRA = 16
 
 
+class SearchHost(Protocol):
+    """What search needs from the store: its statements, locks, connection handle and catalog
+    (private helpers: search is the store's own code, split out only to keep modules short)."""
+
+    _handle: Any
+
+    def query(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]: ...
+    def query_arrow(self, cypher: str, params: Mapping[str, Any] | None = None) -> Any: ...
+    def execute(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]: ...
+    def write_lock(self, timeout: float | None = None) -> AbstractContextManager[None]: ...
+    def _ensure_open(self) -> None: ...
+    def _ensure_writable(self) -> None: ...
+    def _embedding_dim(self, table: str) -> int: ...
+    def _column(self, table: str, column: str) -> str: ...
+    def _pk(self, table: str) -> str: ...
+    def _catalog(self) -> Any: ...
+
+
+# names of projected graphs: unique in the process (a projected graph lives in one connection)
+_GRAPH_NAMES = itertools.count()
+
+
 def _tie_crosses(scores: list[float], k: int) -> bool:
     """True when the k-th best (sorted) score ties with the last fetched one, i.e. rows beyond the
     fetched window might tie with the k-th and outrank it on id."""
     return len(scores) > k and round(scores[k - 1], TIE_DIGITS) == round(scores[-1], TIE_DIGITS)
 
 
-class SearchMixin:
-    """Search methods of GraphStore (``self`` is always a GraphStore)."""
+def _indexes(store: SearchHost) -> dict[tuple[str, str], list[str]]:
+    """(table, index name) -> indexed columns. Cached per database: every vector search asks,
+    and indexes change only through ``execute`` (which drops the cache)."""
+    cached = store._handle.indexes
+    if cached is None:
+        rows = store.query("CALL show_indexes() RETURN *")
+        cached = {(r["table_name"], r["index_name"]): list(r["property_names"]) for r in rows}
+        store._handle.indexes = cached
+    return cached
 
-    _graph_names = itertools.count()
 
-    def _indexes(self: GraphStore) -> dict[tuple[str, str], list[str]]:
-        """(table, index name) -> indexed columns. Cached per database: every vector search asks,
-        and indexes change only through ``execute`` (which drops the cache)."""
-        cached = self._handle.indexes
-        if cached is None:
-            rows = self.query("CALL show_indexes() RETURN *")
-            cached = {(r["table_name"], r["index_name"]): list(r["property_names"]) for r in rows}
-            self._handle.indexes = cached
-        return cached
+def vector_index_name(table: str) -> str:
+    return f"{table.lower()}_emb_idx"
 
-    @staticmethod
-    def vector_index_name(table: str) -> str:
-        return f"{table.lower()}_emb_idx"
 
-    @staticmethod
-    def fts_index_name(table: str) -> str:
-        return f"{table.lower()}_fts"
+def fts_index_name(table: str) -> str:
+    return f"{table.lower()}_fts"
 
-    def has_vector_index(self: GraphStore, table: str) -> bool:
-        return (table, self.vector_index_name(table)) in self._indexes()
 
-    def ensure_vector_index(self: GraphStore, table: str) -> None:
-        """Cosine HNSW index on ``table.emb``; a no-op when it exists (it follows later inserts)."""
-        self._ensure_writable()
-        self._embedding_dim(table)
-        with self.write_lock():
-            if not self.has_vector_index(table):
-                name = self.vector_index_name(table)
-                self.execute(
-                    f"CALL CREATE_VECTOR_INDEX('{table}', '{name}', 'emb', metric := 'cosine', {HNSW_OPTIONS})"
-                )
+def has_vector_index(store: SearchHost, table: str) -> bool:
+    return (table, vector_index_name(table)) in _indexes(store)
 
-    def vector_search(
-        self: GraphStore,
-        table: str,
-        vector: Sequence[float] | np.ndarray,
-        k: int,
-        *,
-        where: Mapping[str, Any] | None = None,
-    ) -> list[tuple[str, float]]:
-        """Nearest rows of ``table`` by cosine similarity: [(id, similarity)], best first.
 
-        ``where`` is an equality filter {column: value} (all must hold). Exact without a filter
-        while the table has at most EXACT_MAX_ROWS embedded rows (a cached matrix); exact (numpy
-        over the embedded rows that match; about 20 µs per 384-d row) when the table has no HNSW index,
-        when at most EXACT_FILTER_MAX_ROWS rows or less than FILTERED_HNSW_MIN_SHARE of them
-        match, or when a value is not a plain word-like literal. Otherwise approximate: the
-        HNSW index, through Kùzu's filtered search on a projected graph when filtering.
-        """
-        self._ensure_open()
-        dim = self._embedding_dim(table)
-        query = np.asarray(vector, dtype=np.float32).ravel()
-        if query.shape != (dim,):
-            raise GraphStoreError(f"Query vector has dimension {query.size}; {table}.emb has {dim}.")
-        if k <= 0:
-            return []
-        conditions = [(prop, value, self._column(table, prop)) for prop, value in (where or {}).items()]
-        for prop, value, _ in conditions:
-            if value is None:
-                raise GraphStoreError(f"vector_search where: {prop}=None is not a supported filter.")
-        cached = self._exact_matrix(table)
-        if cached is not None:  # small enough to rank exactly (and repeatably)
-            return _rank(*cached, query, k) if not conditions else self._exact_search(table, query, k, conditions)
-        if not self.has_vector_index(table):
-            return self._exact_search(table, query, k, conditions)
-        if not conditions:
-            found = self._index_search(table, table, query, k)
-            return found if found is not None else self._exact_search(table, query, k, [])
-        predicate = _graph_filter(conditions)
-        if predicate is None or not self._filter_is_broad(table, conditions):
-            return self._exact_search(table, query, k, conditions)
-        graph = f"kgviz_vs_{next(self._graph_names)}"
-        with self._handle.pinned() as conn:  # projected graphs live in one connection
-            project = f"CALL PROJECT_GRAPH('{graph}', {{'{table}': '{predicate}'}}, [])"
-            self._handle.run(conn, project, None, write=False)
-            try:
-                found = self._index_search(graph, table, query, k)
-            finally:
-                self._handle.run(conn, f"CALL DROP_PROJECTED_GRAPH('{graph}')", None, write=False)
-        return found if found is not None else self._exact_search(table, query, k, conditions)
-
-    def _filter_is_broad(self: GraphStore, table: str, conditions: list[tuple[str, Any, str]]) -> bool:
-        params = {f"w{i}": value for i, (_, value, _) in enumerate(conditions)}
-        filters = "".join(f" AND n.{prop} = $w{i}" for i, (prop, _, _) in enumerate(conditions))
-        counted = self.query(
-            f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN count(n) AS total, "
-            f"sum(CASE WHEN true{filters} THEN 1 ELSE 0 END) AS matching",
-            params,
-        )[0]
-        matching, total = int(counted["matching"] or 0), int(counted["total"])
-        return matching > EXACT_FILTER_MAX_ROWS and matching >= FILTERED_HNSW_MIN_SHARE * total
-
-    def _index_search(
-        self: GraphStore, source: str, table: str, query: np.ndarray, k: int
-    ) -> list[tuple[str, float]] | None:
-        """HNSW top k by (similarity, id); None when a tie runs past the fetched window (the
-        caller then ranks exactly, so which tied rows make the cut never depends on the index)."""
-        pk = self._pk(table)
-        window = 2 * int(k) + _WINDOW_EXTRA
-        rows = self.query(
-            f"CALL QUERY_VECTOR_INDEX('{source}', '{self.vector_index_name(table)}', $q, $k, efs := $efs) "
-            f"RETURN node.{pk} AS id, distance",
-            {"q": query.tolist(), "k": window, "efs": max(HNSW_EFS, 2 * window)},
-        )
-        ranked = sorted(((r["id"], 1.0 - float(r["distance"])) for r in rows),
-                        key=lambda r: (-round(r[1], TIE_DIGITS), r[0]))
-        if len(ranked) >= window and _tie_crosses([sc for _, sc in ranked], k):
-            return None
-        return ranked[:k]
-
-    def _exact_search(
-        self: GraphStore, table: str, query: np.ndarray, k: int, conditions: list[tuple[str, Any, str]]
-    ) -> list[tuple[str, float]]:
-        pk = self._pk(table)
-        params: dict[str, Any] = {f"w{i}": value for i, (_, value, _) in enumerate(conditions)}
-        filters = "".join(f" AND n.{prop} = $w{i}" for i, (prop, _, _) in enumerate(conditions))
-        result = self.query_arrow(
-            f"MATCH (n:{table}) WHERE n.emb IS NOT NULL{filters} RETURN n.{pk}, n.emb", params
-        )
-        ids = result.column(0).to_pylist()
-        if not ids:
-            return []
-        return _rank(ids, _normalised(vectors_to_numpy(result.column(1), query.size)), query, k)
-
-    def _exact_matrix(self: GraphStore, table: str) -> tuple[list[str], np.ndarray] | None:
-        """(ids, row-normalised embeddings) of ``table``'s embedded rows, cached until the next
-        write; None when the table has more than EXACT_MAX_ROWS of them."""
-        handle = self._handle
-        with handle.matrix_lock:
-            generation = handle.generation  # read first: a write during the load forces a reload
-            cached = handle.matrices.get(table)
-            if cached is not None and cached[0] == generation:
-                return cached[1]
-            pk = self._pk(table)
-            n = int(self.query(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN count(n) AS n")[0]["n"])
-            value = None
-            if n <= EXACT_MAX_ROWS:
-                result = self.query_arrow(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN n.{pk}, n.emb")
-                value = (result.column(0).to_pylist(),
-                         _normalised(vectors_to_numpy(result.column(1), self._embedding_dim(table))))
-            handle.matrices[table] = (generation, value)
-            return value
-
-    def ensure_fts_index(self: GraphStore, table: str = "Chunk", columns: Sequence[str] = ("text",)) -> None:
-        """BM25 index over ``columns`` of ``table``; idempotent (rebuilt only if the columns
-        changed). Kùzu 0.11.3 keeps it current on insert/COPY/SET/DELETE, so no rebuild is
-        needed after new rows (pinned by a test)."""
-        self._ensure_writable()
-        for column in columns:
-            if self._column(table, column) != "STRING":
-                raise GraphStoreError(f"Full-text search needs STRING columns; {table}.{column} is not one.")
-        name = self.fts_index_name(table)
-        with self.write_lock():
-            current = self._indexes().get((table, name))
-            if current == list(columns):
-                return
-            if current is not None:
-                self.execute(f"CALL DROP_FTS_INDEX('{table}', '{name}')")
-            listed = ", ".join(f"'{c}'" for c in columns)
-            self.execute(f"CALL CREATE_FTS_INDEX('{table}', '{name}', [{listed}])")
-
-    def fts_search(self: GraphStore, query: str, k: int, table: str = "Chunk") -> list[tuple[str, float]]:
-        """BM25 search: [(id, score)], best first. The query is read as plain words (punctuation,
-        quotes and wildcards are dropped); a query with no words returns []."""
-        self._ensure_open()
-        pk = self._pk(table)
-        name = self.fts_index_name(table)
-        if (table, name) not in self._indexes():
-            raise GraphStoreError(
-                f"No full-text index on {table}.", hint=f"call ensure_fts_index('{table}') after loading it"
+def ensure_vector_index(store: SearchHost, table: str) -> None:
+    """Cosine HNSW index on ``table.emb``; a no-op when it exists (it follows later inserts)."""
+    store._ensure_writable()
+    store._embedding_dim(table)
+    with store.write_lock():
+        if not has_vector_index(store, table):
+            name = vector_index_name(table)
+            store.execute(
+                f"CALL CREATE_VECTOR_INDEX('{table}', '{name}', 'emb', metric := 'cosine', {HNSW_OPTIONS})"
             )
-        words = " ".join(re.findall(r"\w+", query))
-        if not words or k <= 0:
-            return []
-        window = int(k) + _WINDOW_EXTRA
-        while True:  # widen until no tie crosses the window's end (BM25 is exact, so this ends)
-            rows = self.query(
-                f"CALL QUERY_FTS_INDEX('{table}', '{name}', $q, top := $k) RETURN node.{pk} AS id, score",
-                {"q": words, "k": window},
-            )
-            rows.sort(key=lambda r: (-round(float(r["score"]), TIE_DIGITS), r["id"]))
-            if len(rows) < window or not _tie_crosses([float(r["score"]) for r in rows], k):
-                return [(r["id"], float(r["score"])) for r in rows[:k]]
-            window *= 4
 
-    def pagerank(
-        self: GraphStore, node_table: str = "Chunk", rel_table: str = "KNN", damping: float = 0.85
-    ) -> dict[str, float]:
-        """{id: PageRank} over the directed, unweighted ``rel_table`` edges (Kùzu's algo
-        extension), scaled to sum to 1: Kùzu drops the rank of dangling nodes, so its raw scores
-        sum to less than 1 by an amount that depends on the graph and the damping."""
-        self._ensure_open()
-        pk = self._pk(node_table)
-        catalog = self._catalog()
-        if (node_table, node_table) not in catalog.pairs.get(rel_table, []):
-            raise GraphStoreError(f"Rel table '{rel_table}' does not connect {node_table} to itself.")
-        graph = f"kgviz_pr_{next(self._graph_names)}"
-        with self._handle.pinned() as conn:
-            project = f"CALL PROJECT_GRAPH('{graph}', ['{node_table}'], ['{rel_table}'])"
-            self._handle.run(conn, project, None, write=False)
-            try:
-                rows = self.query(
-                    f"CALL page_rank('{graph}', dampingFactor := $d) RETURN node.{pk} AS id, rank",
-                    {"d": float(damping)},
-                )
-            finally:
-                self._handle.run(conn, f"CALL DROP_PROJECTED_GRAPH('{graph}')", None, write=False)
-        total = sum(float(r["rank"]) for r in rows) or 1.0
-        return {r["id"]: float(r["rank"]) / total for r in rows}
+
+def vector_search(
+    store: SearchHost,
+    table: str,
+    vector: Sequence[float] | np.ndarray,
+    k: int,
+    *,
+    where: Mapping[str, Any] | None = None,
+) -> list[tuple[str, float]]:
+    """Nearest rows of ``table`` by cosine similarity: [(id, similarity)], best first.
+
+    ``where`` is an equality filter {column: value} (all must hold). Exact while the table has at
+    most EXACT_MAX_ROWS embedded rows (unfiltered: on a cached matrix). Beyond that, exact (numpy
+    over the embedded rows that match; about 20 µs per 384-d row) when the table has no HNSW index,
+    when at most EXACT_FILTER_MAX_ROWS rows or less than FILTERED_HNSW_MIN_SHARE of them
+    match, or when a value is not a plain word-like literal. Otherwise approximate: the
+    HNSW index, through Kùzu's filtered search on a projected graph when filtering.
+    """
+    store._ensure_open()
+    dim = store._embedding_dim(table)
+    query = np.asarray(vector, dtype=np.float32).ravel()
+    if query.shape != (dim,):
+        raise GraphStoreError(f"Query vector has dimension {query.size}; {table}.emb has {dim}.")
+    if k <= 0:
+        return []
+    conditions = [(prop, value, store._column(table, prop)) for prop, value in (where or {}).items()]
+    for prop, value, _ in conditions:
+        if value is None:
+            raise GraphStoreError(f"vector_search where: {prop}=None is not a supported filter.")
+    cached = _exact_matrix(store, table)
+    if cached is not None:  # small enough to rank exactly (and repeatably)
+        return _rank(*cached, query, k) if not conditions else _exact_search(store, table, query, k, conditions)
+    if not has_vector_index(store, table):
+        return _exact_search(store, table, query, k, conditions)
+    if not conditions:
+        found = _index_search(store, table, table, query, k)
+        return found if found is not None else _exact_search(store, table, query, k, [])
+    predicate = _graph_filter(conditions)
+    if predicate is None or not _filter_is_broad(store, table, conditions):
+        return _exact_search(store, table, query, k, conditions)
+    graph = f"kgviz_vs_{next(_GRAPH_NAMES)}"
+    with store._handle.pinned() as conn:  # projected graphs live in one connection
+        project = f"CALL PROJECT_GRAPH('{graph}', {{'{table}': '{predicate}'}}, [])"
+        store._handle.run(conn, project, None, write=False)
+        try:
+            found = _index_search(store, graph, table, query, k)
+        finally:
+            store._handle.run(conn, f"CALL DROP_PROJECTED_GRAPH('{graph}')", None, write=False)
+    return found if found is not None else _exact_search(store, table, query, k, conditions)
+
+
+def _filter_is_broad(store: SearchHost, table: str, conditions: list[tuple[str, Any, str]]) -> bool:
+    params = {f"w{i}": value for i, (_, value, _) in enumerate(conditions)}
+    filters = "".join(f" AND n.{prop} = $w{i}" for i, (prop, _, _) in enumerate(conditions))
+    counted = store.query(
+        f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN count(n) AS total, "
+        f"sum(CASE WHEN true{filters} THEN 1 ELSE 0 END) AS matching",
+        params,
+    )[0]
+    matching, total = int(counted["matching"] or 0), int(counted["total"])
+    return matching > EXACT_FILTER_MAX_ROWS and matching >= FILTERED_HNSW_MIN_SHARE * total
+
+
+def _index_search(
+    store: SearchHost, source: str, table: str, query: np.ndarray, k: int
+) -> list[tuple[str, float]] | None:
+    """HNSW top k by (similarity, id); None when a tie runs past the fetched window (the
+    caller then ranks exactly, so which tied rows make the cut never depends on the index)."""
+    pk = store._pk(table)
+    window = 2 * int(k) + _WINDOW_EXTRA
+    rows = store.query(
+        f"CALL QUERY_VECTOR_INDEX('{source}', '{vector_index_name(table)}', $q, $k, efs := $efs) "
+        f"RETURN node.{pk} AS id, distance",
+        {"q": query.tolist(), "k": window, "efs": max(HNSW_EFS, 2 * window)},
+    )
+    ranked = sorted(((r["id"], 1.0 - float(r["distance"])) for r in rows),
+                    key=lambda r: (-round(r[1], TIE_DIGITS), r[0]))
+    if len(ranked) >= window and _tie_crosses([sc for _, sc in ranked], k):
+        return None
+    return ranked[:k]
+
+
+def _exact_search(
+    store: SearchHost, table: str, query: np.ndarray, k: int, conditions: list[tuple[str, Any, str]]
+) -> list[tuple[str, float]]:
+    pk = store._pk(table)
+    params: dict[str, Any] = {f"w{i}": value for i, (_, value, _) in enumerate(conditions)}
+    filters = "".join(f" AND n.{prop} = $w{i}" for i, (prop, _, _) in enumerate(conditions))
+    result = store.query_arrow(
+        f"MATCH (n:{table}) WHERE n.emb IS NOT NULL{filters} RETURN n.{pk}, n.emb", params
+    )
+    ids = result.column(0).to_pylist()
+    if not ids:
+        return []
+    return _rank(ids, _normalised(vectors_to_numpy(result.column(1), query.size)), query, k)
+
+
+def _exact_matrix(store: SearchHost, table: str) -> tuple[list[str], np.ndarray] | None:
+    """(ids, row-normalised embeddings) of ``table``'s embedded rows, cached on the database
+    handle until its next write; None when the table has more than EXACT_MAX_ROWS of them."""
+    handle = store._handle
+    with handle.matrix_lock:
+        generation = handle.generation  # read first: a write during the load forces a reload
+        cached = handle.matrices.get(table)
+        if cached is not None and cached[0] == generation:
+            return cached[1]
+        pk = store._pk(table)
+        n = int(store.query(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN count(n) AS n")[0]["n"])
+        value = None
+        if n <= EXACT_MAX_ROWS:
+            result = store.query_arrow(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN n.{pk}, n.emb")
+            value = (result.column(0).to_pylist(),
+                     _normalised(vectors_to_numpy(result.column(1), store._embedding_dim(table))))
+        handle.matrices[table] = (generation, value)
+        return value
 
 
 def _normalised(matrix: np.ndarray) -> np.ndarray:
@@ -296,6 +254,76 @@ def _rank(ids: list[str], normalised: np.ndarray, query: np.ndarray, k: int) -> 
         pool = np.flatnonzero(rounded >= kth)
     order = sorted(pool.tolist(), key=lambda i: (-rounded[i], ids[i]))
     return [(ids[i], float(scores[i])) for i in order[:k]]
+
+
+def ensure_fts_index(store: SearchHost, table: str = "Chunk", columns: Sequence[str] = ("text",)) -> None:
+    """BM25 index over ``columns`` of ``table``; idempotent (rebuilt only if the columns
+    changed). Kùzu 0.11.3 keeps it current on insert/COPY/SET/DELETE, so no rebuild is
+    needed after new rows (pinned by a test)."""
+    store._ensure_writable()
+    for column in columns:
+        if store._column(table, column) != "STRING":
+            raise GraphStoreError(f"Full-text search needs STRING columns; {table}.{column} is not one.")
+    name = fts_index_name(table)
+    with store.write_lock():
+        current = _indexes(store).get((table, name))
+        if current == list(columns):
+            return
+        if current is not None:
+            store.execute(f"CALL DROP_FTS_INDEX('{table}', '{name}')")
+        listed = ", ".join(f"'{c}'" for c in columns)
+        store.execute(f"CALL CREATE_FTS_INDEX('{table}', '{name}', [{listed}])")
+
+
+def fts_search(store: SearchHost, query: str, k: int, table: str = "Chunk") -> list[tuple[str, float]]:
+    """BM25 search: [(id, score)], best first. The query is read as plain words (punctuation,
+    quotes and wildcards are dropped); a query with no words returns []."""
+    store._ensure_open()
+    pk = store._pk(table)
+    name = fts_index_name(table)
+    if (table, name) not in _indexes(store):
+        raise GraphStoreError(
+            f"No full-text index on {table}.", hint=f"call ensure_fts_index('{table}') after loading it"
+        )
+    words = " ".join(re.findall(r"\w+", query))
+    if not words or k <= 0:
+        return []
+    window = int(k) + _WINDOW_EXTRA
+    while True:  # widen until no tie crosses the window's end (BM25 is exact, so this ends)
+        rows = store.query(
+            f"CALL QUERY_FTS_INDEX('{table}', '{name}', $q, top := $k) RETURN node.{pk} AS id, score",
+            {"q": words, "k": window},
+        )
+        rows.sort(key=lambda r: (-round(float(r["score"]), TIE_DIGITS), r["id"]))
+        if len(rows) < window or not _tie_crosses([float(r["score"]) for r in rows], k):
+            return [(r["id"], float(r["score"])) for r in rows[:k]]
+        window *= 4
+
+
+def pagerank(
+    store: SearchHost, node_table: str = "Chunk", rel_table: str = "KNN", damping: float = 0.85
+) -> dict[str, float]:
+    """{id: PageRank} over the directed, unweighted ``rel_table`` edges (Kùzu's algo
+    extension), scaled to sum to 1: Kùzu drops the rank of dangling nodes, so its raw scores
+    sum to less than 1 by an amount that depends on the graph and the damping."""
+    store._ensure_open()
+    pk = store._pk(node_table)
+    catalog = store._catalog()
+    if (node_table, node_table) not in catalog.pairs.get(rel_table, []):
+        raise GraphStoreError(f"Rel table '{rel_table}' does not connect {node_table} to itself.")
+    graph = f"kgviz_pr_{next(_GRAPH_NAMES)}"
+    with store._handle.pinned() as conn:
+        project = f"CALL PROJECT_GRAPH('{graph}', ['{node_table}'], ['{rel_table}'])"
+        store._handle.run(conn, project, None, write=False)
+        try:
+            rows = store.query(
+                f"CALL page_rank('{graph}', dampingFactor := $d) RETURN node.{pk} AS id, rank",
+                {"d": float(damping)},
+            )
+        finally:
+            store._handle.run(conn, f"CALL DROP_PROJECTED_GRAPH('{graph}')", None, write=False)
+    total = sum(float(r["rank"]) for r in rows) or 1.0
+    return {r["id"]: float(r["rank"]) / total for r in rows}
 
 
 def _graph_filter(conditions: list[tuple[str, Any, str]]) -> str | None:

@@ -52,18 +52,14 @@ from kgviz.errors import (
     WriteConflictError,
 )
 from kgviz.graph.arrow import Rows, build_table, column_sources, is_float_type, vector_dim, vectors_to_numpy
-from kgviz.graph.search import SearchMixin
+from kgviz.graph import search
+from kgviz.graph.batching import PK_LOOKUP_MAX, id_list_statements
 
 SCHEMA_VERSION = "1"
 DB_FILENAME = "graph.kuzu"
 REQUIRED_EXTENSIONS = ("vector", "fts", "algo")
 _DIM_TOKEN = "__DIM__"
 
-# Largest id list sent in one ``UNWIND $ids`` lookup. UNWIND + MATCH on the key is a hash join
-# (50k ids against 1M rows: 0.17 s); ``WHERE n.id IN $ids`` scans the list per row (5k ids
-# against 1M rows: 57 s), so it is never used for id lists.
-ID_BATCH = 50_000
-PK_LOOKUP_MAX = 8  # get_embeddings: up to this many ids are fetched one primary-key lookup each
 # Checkpoint once the write-ahead log is larger than this (ours; Kùzu's own default is 16 MiB).
 CHECKPOINT_WAL_BYTES = 16 * 1024 * 1024
 # Kùzu reserves max_db_size of *address space* per open database (default 8 TiB): about 15 open
@@ -296,9 +292,9 @@ def _schema_statements(dim: int) -> list[str]:
 
 
 # --- the store ------------------------------------------------------------------------------------
-class GraphStore(SearchMixin):
+class GraphStore:
     """A workspace's graph. Create with ``GraphStore.open``; share freely between threads.
-    Search methods (vector, full-text, PageRank) come from ``SearchMixin`` (search.py)."""
+    The search methods delegate to kgviz.graph.search, which takes the store as an argument."""
 
     def __init__(self, handle: _Handle, path: Path, read_only: bool) -> None:
         self._handle = handle
@@ -592,13 +588,18 @@ class GraphStore(SearchMixin):
         pk = self._pk(table)
         unique = list(dict.fromkeys(ids))
         found: set[str] = set()
-        for start in range(0, len(unique), ID_BATCH):
-            batch = unique[start : start + ID_BATCH]
-            result = self.query_arrow(
-                f"UNWIND $ids AS x MATCH (n:{table}) WHERE n.{pk} = x RETURN n.{pk}", {"ids": batch}
-            )
+        for result in self._by_id_list(f"(n:{table})", f"n.{pk}", f"n.{pk}", unique):
             found.update(result.column(0).to_pylist())
         return found
+
+    def _by_id_list(self, match: str, key: str, returns: str, ids: list[str], where: str = "", *,
+                    vectors: bool = False) -> Iterator[pa.Table]:
+        """Arrow results of ``MATCH match WHERE key in ids [AND where] RETURN returns``, one per
+        statement of the batching policy (kgviz.graph.batching: IN for short lists, UNWIND beyond).
+        Only catalog identifiers are interpolated; the ids are a $param."""
+        rest = (f"AND {where} " if where else "") + f"RETURN {returns}"
+        for cypher, batch in id_list_statements(match, key, rest, ids, vectors=vectors):
+            yield self.query_arrow(cypher, {"ids": batch})
 
     def bulk_load_nodes(self, table: str, rows: Rows) -> int:
         """COPY rows into node table ``table``; rows whose key exists (in the graph or earlier in
@@ -675,14 +676,10 @@ class GraphStore(SearchMixin):
     ) -> set[tuple]:
         from_pk, to_pk = self._pk(from_table), self._pk(to_table)
         returns = ", ".join([f"a.{from_pk}", f"b.{to_pk}", *(f"r.{p}" for p in key_props)])
-        cypher = (
-            f"UNWIND $ids AS x MATCH (a:{from_table})-[r:{rel}]->(b:{to_table}) "
-            f"WHERE a.{from_pk} = x RETURN {returns}"
-        )
         sources = list(dict.fromkeys(key[0] for key in keys))
         found: set[tuple] = set()
-        for start in range(0, len(sources), ID_BATCH):
-            result = self.query_arrow(cypher, {"ids": sources[start : start + ID_BATCH]})
+        match = f"(a:{from_table})-[r:{rel}]->(b:{to_table})"
+        for result in self._by_id_list(match, f"a.{from_pk}", returns, sources):
             found.update(zip(*(column.to_pylist() for column in result.columns)))
         return found
 
@@ -707,33 +704,41 @@ class GraphStore(SearchMixin):
         unique = list(dict.fromkeys(ids))
         out: dict[str, np.ndarray] = {}
         if len(unique) <= PK_LOOKUP_MAX:
-            # a primary-key lookup reads one row (~0.4 ms); the UNWIND join below scans the whole
-            # emb column (tens of ms on a few thousand rows), which only pays off for long lists
+            # a primary-key lookup reads one row (~0.4 ms); a list lookup scans the whole emb
+            # column (tens of ms on a few thousand rows), which only pays off for longer lists
             for node_id in unique:
                 rows = self.query(f"MATCH (n:{table} {{{pk}: $id}}) WHERE n.emb IS NOT NULL RETURN n.emb AS emb",
                                   {"id": node_id})
                 if rows:
                     out[node_id] = np.asarray(rows[0]["emb"], dtype=np.float32)
             return out
-        for start in range(0, len(unique), ID_BATCH):
-            result = self.query_arrow(
-                f"UNWIND $ids AS x MATCH (n:{table}) WHERE n.{pk} = x AND n.emb IS NOT NULL "
-                f"RETURN n.{pk}, n.emb",
-                {"ids": unique[start : start + ID_BATCH]},
-            )
+        for result in self._by_id_list(f"(n:{table})", f"n.{pk}", f"n.{pk}, n.emb", unique, "n.emb IS NOT NULL",
+                                       vectors=True):
             matrix = vectors_to_numpy(result.column(1), dim)
             out.update(zip(result.column(0).to_pylist(), matrix))
         return out
 
-    def delete_where(self, table: str, prop: str, value: Any) -> int:
-        """DETACH DELETE the nodes of ``table`` whose ``prop`` equals ``value``; returns how many."""
-        self._ensure_writable()
-        self._column(table, prop)
-        with self.write_lock():
-            count = self.query(f"MATCH (n:{table}) WHERE n.{prop} = $v RETURN count(n) AS c", {"v": value})
-            if count[0]["c"]:
-                self.execute(f"MATCH (n:{table}) WHERE n.{prop} = $v DETACH DELETE n", {"v": value})
-        return int(count[0]["c"])
+    # -- search (kgviz.graph.search) ---------------------------------------------------------------
+    def has_vector_index(self, table: str) -> bool:
+        return search.has_vector_index(self, table)
+
+    def ensure_vector_index(self, table: str) -> None:
+        """Cosine HNSW index on ``table.emb``; a no-op when it exists (it follows later inserts)."""
+        search.ensure_vector_index(self, table)
+
+    def vector_search(self, table: str, vector: Sequence[float] | np.ndarray, k: int, *,
+                      where: Mapping[str, Any] | None = None) -> list[tuple[str, float]]:
+        """Nearest rows of ``table`` by cosine similarity: [(id, similarity)], best first (see
+        ``kgviz.graph.search.vector_search``)."""
+        return search.vector_search(self, table, vector, k, where=where)
+
+    def ensure_fts_index(self, table: str = "Chunk", columns: Sequence[str] = ("text",)) -> None:
+        """BM25 index over ``columns`` of ``table``; idempotent."""
+        search.ensure_fts_index(self, table, columns)
+
+    def fts_search(self, query: str, k: int, table: str = "Chunk") -> list[tuple[str, float]]:
+        """BM25 search: [(id, score)], best first (see ``kgviz.graph.search.fts_search``)."""
+        return search.fts_search(self, query, k, table)
 
     def _embedding_dim(self, table: str) -> int:
         dim = vector_dim(self._column(table, "emb"))

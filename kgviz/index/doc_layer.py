@@ -13,7 +13,8 @@ import hashlib
 
 import numpy as np
 
-from kgviz.graph.store import GraphStore
+from kgviz.graph import reads, writes
+from kgviz.graph.protocol import GraphStore
 from kgviz.index.knn import top_k_per_row
 
 SIGNATURE_KEY = "doc_layer_signature"
@@ -53,13 +54,13 @@ def signature(doc_ids: list[str], k: int) -> str:
 
 def build_doc_layer(store: GraphStore, k: int) -> int | None:
     """(Re)build SIMILAR_DOC; returns the number of edges, or None when it was up to date."""
-    ids = [r["id"] for r in store.query("MATCH (d:Document) RETURN d.id AS id ORDER BY id")]
+    ids = reads.all_document_ids(store)
     sig = signature(ids, k)
     if store.get_meta(SIGNATURE_KEY) == sig:
         return None
     embs = store.get_embeddings("Document", ids)
     ids = [i for i in ids if i in embs]
-    store.execute("MATCH (:Document)-[r:SIMILAR_DOC]->(:Document) DELETE r")
+    writes.delete_similar_doc(store)
     rows: list[dict[str, object]] = []
     if ids and k > 0:
         idx, sims = top_k_neighbours(np.stack([embs[i] for i in ids]), k)

@@ -29,6 +29,7 @@ from kgviz.errors import (
     MissingKeyError,
     ProviderError,
 )
+from kgviz.graph import writes
 from kgviz.graph.store import GraphStore
 from kgviz.index.heuristic import HEURISTIC_NAME, extract_offline
 from kgviz.index.params import BuildParams
@@ -39,7 +40,6 @@ from kgviz.tasks.extraction import EXTRACT_TRIPLES_TASK, TASK_NAME
 from kgviz.types import Chunk, Usage
 
 _FATAL = (AuthenticationError, MissingKeyError, ConfigError)
-_ID_BATCH = 5000
 RAW_EXCERPT_CHARS = 300
 MAX_BUFFER = 1000  # ours: Extraction rows held before a flush regardless of time
 
@@ -81,16 +81,7 @@ def _row(chunk_id: str, mode: str, run: _Run, status: str) -> dict[str, object]:
 
 
 def stored_extractions(store: GraphStore, chunk_ids: Sequence[str]) -> dict[str, dict[str, object]]:
-    out: dict[str, dict[str, object]] = {}
-    ids = list(chunk_ids)
-    for i in range(0, len(ids), _ID_BATCH):
-        rows = store.query(
-            "MATCH (x:Extraction) WHERE x.chunk_id IN $ids RETURN x.chunk_id AS chunk_id, x.mode AS mode, "
-            "x.raw AS raw, x.status AS status, x.error AS error",
-            {"ids": ids[i : i + _ID_BATCH]},
-        )
-        out.update({r["chunk_id"]: r for r in rows})
-    return out
+    return writes.extractions(store, chunk_ids)
 
 
 def _failed_row(row: dict[str, object]) -> bool:
@@ -119,8 +110,7 @@ def run_extraction(
     res = ExtractResult()
     stored = stored_extractions(store, [c.id for c in chunks])
     retry = [cid for cid, r in stored.items() if params.retry_failed and _failed_row(r)]
-    for i in range(0, len(retry), _ID_BATCH):
-        store.execute("MATCH (x:Extraction) WHERE x.chunk_id IN $ids DELETE x", {"ids": retry[i : i + _ID_BATCH]})
+    writes.delete_extractions(store, retry)
     todo: deque[Chunk] = deque()
     for c in chunks:
         row = stored.get(c.id)

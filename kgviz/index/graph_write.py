@@ -13,14 +13,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from kgviz.graph.store import GraphStore
+from kgviz.graph import writes
+from kgviz.graph.batching import batches
+from kgviz.graph.protocol import GraphStore
 from kgviz.index.assemble import Assembled
 from kgviz.index.doc_layer import SIGNATURE_KEY
 from kgviz.index.ket import META_KEYWORD_SIGNATURE
 from kgviz.index.resolve import merge_descriptions
 
 PENDING_KEY = "pending_documents"
-_ID_BATCH = 5000
+_DOC_BATCH = 5000  # documents purged under one hold of the write lock
 
 
 def pending_documents(store: GraphStore) -> list[str]:
@@ -36,11 +38,6 @@ def set_pending(store: GraphStore, doc_ids: Sequence[str]) -> None:
     store.set_meta(PENDING_KEY, json.dumps(list(doc_ids)))
 
 
-def _batches(ids: Sequence[str]) -> list[list[str]]:
-    ids = list(ids)
-    return [ids[i : i + _ID_BATCH] for i in range(0, len(ids), _ID_BATCH)]
-
-
 def purge_documents(store: GraphStore, doc_ids: Sequence[str]) -> None:
     """Delete every node and edge a (half-)written document owns. Entities stay (they may be
     shared; the rebuilt document links to them again) and so do Extraction rows (resume), except
@@ -53,49 +50,19 @@ def purge_documents(store: GraphStore, doc_ids: Sequence[str]) -> None:
         # back (only when there is one: a build without KET must not gain the key)
         if store.get_meta(META_KEYWORD_SIGNATURE) is not None:
             store.set_meta(META_KEYWORD_SIGNATURE, "")
-    for ids in _batches(doc_ids):
+    for ids in batches(doc_ids, _DOC_BATCH):
         with store.write_lock():
-            chunk_ids = [r["id"] for r in store.query("MATCH (c:Chunk) WHERE c.doc_id IN $ids RETURN c.id AS id", {"ids": ids})]
-            triple_ids = [r["id"] for r in store.query("MATCH (t:Triple) WHERE t.doc_id IN $ids RETURN t.id AS id", {"ids": ids})]
-            for tids in _batches(triple_ids):
-                store.execute("MATCH (:Entity)-[r:RELATED]->(:Entity) WHERE r.triple_id IN $ids DELETE r", {"ids": tids})
-            store.execute("MATCH (t:Triple) WHERE t.doc_id IN $ids DETACH DELETE t", {"ids": ids})
-            for cids in _batches(chunk_ids):
-                store.execute("MATCH (s:SubChunk) WHERE s.chunk_id IN $ids DETACH DELETE s", {"ids": cids})
-            store.execute("MATCH (c:Chunk) WHERE c.doc_id IN $ids DETACH DELETE c", {"ids": ids})
-            store.execute("MATCH (d:Document) WHERE d.id IN $ids DETACH DELETE d", {"ids": ids})
+            writes.delete_documents(store, ids)
     if doc_ids:
         with store.write_lock():
-            store.execute(
-                "MATCH (e:Entity) WHERE e.origin = $corpus AND NOT EXISTS { MATCH (:Chunk)-[:MENTIONS]->(e) } "
-                "AND NOT EXISTS { MATCH (:Triple)-[:SUBJ]->(e) } AND NOT EXISTS { MATCH (:Triple)-[:OBJ]->(e) } "
-                "DETACH DELETE e",
-                {"corpus": "corpus"},
-            )
+            writes.delete_orphan_corpus_entities(store)
 
 
 def documents_with_failed_chunks(store: GraphStore) -> set[str]:
     """Ids of documents that have a failed Extraction row (chunk ids are "<doc_id>#c<ord>"). An
     LLM row with an empty reply counts as failed whatever its status says: kgviz before issue 15
     stored empty replies as "ok, 0 triples", and those chunks deserve another ask."""
-    rows = store.query(
-        "MATCH (x:Extraction) WHERE x.status = $s OR (x.mode <> $offline AND x.n_triples = 0 AND trim(x.raw) = '') "
-        "RETURN x.chunk_id AS id",
-        {"s": "failed", "offline": "offline"},
-    )
-    return {str(r["id"]).rsplit("#c", 1)[0] for r in rows}
-
-
-def existing_entities(store: GraphStore, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for batch in _batches(ids):
-        rows = store.query(
-            "MATCH (e:Entity) WHERE e.id IN $ids RETURN e.id AS id, e.name AS name, e.type AS type, "
-            "e.description AS description, e.aliases AS aliases",
-            {"ids": batch},
-        )
-        out.update({r["id"]: r for r in rows})
-    return out
+    return {str(c).rsplit("#c", 1)[0] for c in writes.failed_extraction_chunks(store, "offline")}
 
 
 def with_emb(rows: list[dict[str, Any]], emb: np.ndarray) -> list[dict[str, Any]]:
@@ -135,6 +102,7 @@ def write_nodes_and_edges(
     return n
 
 
+
 def update_existing_entities(
     store: GraphStore, acc: Assembled, existing: dict[str, dict[str, Any]], max_sentences: int
 ) -> None:
@@ -153,22 +121,4 @@ def update_existing_entities(
             "aliases": "|".join(aliases),
             "type": old.get("type") or agg.type,
         })
-    for start in range(0, len(rows), _ID_BATCH):
-        store.execute(
-            "UNWIND $rows AS r MATCH (e:Entity {id: r.id}) "
-            "SET e.description = r.description, e.aliases = r.aliases, e.type = r.type",
-            {"rows": rows[start : start + _ID_BATCH]},
-        )
-
-
-def refresh_mention_counts(store: GraphStore, entity_ids: Sequence[str]) -> None:
-    """n_mentions = number of chunks that mention the entity (recounted, so re-runs are exact)."""
-    for batch in _batches(entity_ids):
-        rows = store.query(
-            "MATCH (c:Chunk)-[:MENTIONS]->(e:Entity) WHERE e.id IN $ids RETURN e.id AS id, count(c) AS n",
-            {"ids": batch},
-        )
-        if rows:
-            store.execute(
-                "UNWIND $rows AS r MATCH (e:Entity {id: r.id}) SET e.n_mentions = r.n", {"rows": rows}
-            )
+    writes.set_entity_details(store, rows)

@@ -37,6 +37,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from kgviz.errors import BuildError, ConfigError
+from kgviz.graph import reads, writes
 from kgviz.index.ket_keywords import KeywordLayer, KeywordRules, build_keyword_layer
 from kgviz.index.knn import LEXICAL, SEMANTIC, KnnGraph, build_knn, pagerank
 from kgviz.providers.base import Embedder
@@ -183,12 +184,10 @@ def write_core(store: Any, plan: CorePlan, *, skeleton_beta: float) -> None:
     ``skeleton_beta``: the fraction of chunks the stored KG was extracted from (β when the build
     extracted core chunks only, 1 when it extracted every chunk)."""
     with store.write_lock():
-        store.execute("MATCH (:Chunk)-[r:KNN]->(:Chunk) DELETE r")
+        writes.delete_knn(store)
         store.bulk_load_rels("KNN", plan.knn.rows(plan.ids), from_table="Chunk", to_table="Chunk")
         rows = [{"id": c, "pr": float(p), "core": c in plan.core} for c, p in zip(plan.ids, plan.pagerank.tolist())]
-        for start in range(0, len(rows), 20_000):
-            store.execute("UNWIND $rows AS r MATCH (c:Chunk) WHERE c.id = r.id SET c.pagerank = r.pr, c.core = r.core",
-                          {"rows": rows[start : start + 20_000]})
+        writes.set_chunk_ranks(store, rows)
         store.set_meta(META_PARAMS, json.dumps(asdict(plan.params), sort_keys=True))
         store.set_meta(META_BETA, plan.params.beta)
         store.set_meta(META_SKELETON_BETA, round(float(skeleton_beta), 6))
@@ -209,8 +208,7 @@ def write_keyword_layer(store: Any, layer: KeywordLayer, signature: str) -> None
     new document changes descriptions, embeddings and the frequency limit), and a changed τ
     changes every sub-chunk."""
     with store.write_lock():
-        store.execute("MATCH (k:Keyword) DETACH DELETE k")
-        store.execute("MATCH (s:SubChunk) DETACH DELETE s")
+        writes.delete_keyword_layer(store)
         store.bulk_load_nodes("SubChunk", layer.subchunks)
         store.bulk_load_rels("SUB_CHUNK_OF", layer.sub_chunk_of, from_table="SubChunk", to_table="Chunk")
         store.bulk_load_nodes("Keyword", layer.keywords)
@@ -235,7 +233,7 @@ class KetReport:
 
 def stored_chunks(store: Any) -> tuple[list[str], list[str], list[str], np.ndarray]:
     """(ids, doc ids, texts, embeddings) of every stored chunk, in id order."""
-    rows = store.query("MATCH (c:Chunk) RETURN c.id AS id, c.doc_id AS doc, c.text AS text ORDER BY c.id")
+    rows = reads.all_chunks(store)
     ids = [r["id"] for r in rows]
     embs = store.get_embeddings("Chunk", ids)
     missing = [c for c in ids if c not in embs]
@@ -370,8 +368,7 @@ def skeleton_cost(chunks: Sequence[tuple[str, str, int]], core: set[str], beta: 
 # --- read side (Build page, methods) -----------------------------------------------------------------
 def ket_info(store: Any) -> dict[str, Any]:
     """What the stored KET index was built with; {} when the graph has none."""
-    meta = {r["k"]: r["v"] for r in store.query("MATCH (m:Meta) WHERE starts_with(m.key, $p) "
-                                                "RETURN m.key AS k, m.value AS v", {"p": "ket."})}
+    meta = reads.meta_with_prefix(store, "ket.")
     if META_PARAMS not in meta:
         return {}
     return {"params": json.loads(meta[META_PARAMS]), "beta": float(meta.get(META_BETA) or 1.0),
@@ -382,21 +379,15 @@ def ket_info(store: Any) -> dict[str, Any]:
 def knn_degree_distribution(store: Any) -> dict[int, int]:
     """{degree: number of chunks} over the KNN graph, degree = in + out KNN edges (the quantity
     of paper Fig. 2; every chunk's out-degree is at most K). Chunks with no edge count at 0."""
-    out = {r["id"]: r["d"] for r in store.query("MATCH (c:Chunk) OPTIONAL MATCH (c)-[r:KNN]->(:Chunk) "
-                                                "RETURN c.id AS id, count(r) AS d")}
-    inc = {r["id"]: r["d"] for r in store.query("MATCH (c:Chunk) OPTIONAL MATCH (c)<-[r:KNN]-(:Chunk) "
-                                                "RETURN c.id AS id, count(r) AS d")}
     hist: dict[int, int] = {}
-    for cid, d in out.items():
-        deg = int(d) + int(inc.get(cid, 0))
-        hist[deg] = hist.get(deg, 0) + 1
+    for d_out, d_in in reads.knn_degrees(store).values():
+        hist[d_out + d_in] = hist.get(d_out + d_in, 0) + 1
     return dict(sorted(hist.items()))
 
 
 def core_chunks(store: Any, limit: int = 20) -> list[tuple[str, float, str]]:
     """The core chunks by PageRank, best first: (chunk id, PageRank, text excerpt)."""
-    rows = store.query("MATCH (c:Chunk) WHERE c.core = true RETURN c.id AS id, c.pagerank AS pr, c.text AS text "
-                       "ORDER BY c.pagerank DESC, c.id LIMIT $n", {"n": int(limit)})
+    rows = reads.core_chunk_rows(store, limit)
     out = []
     for r in rows:
         text = " ".join(str(r["text"] or "").split())

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from kgviz.graph import reads
 from kgviz.index.embed import embed_texts
 from kgviz.index.ket import CorePlan, build_keywords, ket_info, plan_core, skeleton_cost, stored_chunks, write_core
 from kgviz.index.knn import LEXICAL, SEMANTIC
@@ -26,13 +27,10 @@ from kgviz.index.params import BuildParams, BuildReport
 from kgviz.types import Chunk, Usage
 
 Emit = Callable[[str, int, int, str], None]  # (stage, done, total, message)
-_COUNTED = {"KNN": "MATCH ()-[r:KNN]->() RETURN count(r) AS n", "Keyword": "MATCH (k:Keyword) RETURN count(k) AS n",
-            "SubChunk": "MATCH (s:SubChunk) RETURN count(s) AS n",
-            "HAS_KEYWORD": "MATCH ()-[r:HAS_KEYWORD]->() RETURN count(r) AS n"}
 
 
 def _index_counts(store: Any) -> dict[str, int]:
-    return {name: int(store.query(q)[0]["n"]) for name, q in _COUNTED.items()}
+    return reads.ket_index_counts(store)
 
 
 class KetBuild:
@@ -125,7 +123,7 @@ class KetBuild:
         a killed build's leftovers); a plan over only the chunks one build saw left the KNN graph
         and keywords half built when two builds interleaved."""
         assert self.plan is not None and self.ket is not None
-        ids = [r["id"] for r in self.store.query("MATCH (c:Chunk) RETURN c.id AS id ORDER BY c.id")]
+        ids = reads.all_chunk_ids(self.store)
         if ids == self.plan.ids:
             return self.plan
         stored_ids, _, texts, emb = stored_chunks(self.store)
@@ -137,6 +135,5 @@ class KetBuild:
     def _texts(self, plan: CorePlan) -> list[str]:
         new = {c.id: c.text for c in self.new_chunks}
         missing = [c for c in plan.ids if c not in new]
-        stored = {r["id"]: r["text"] for r in self.store.query(
-            "UNWIND $ids AS x MATCH (c:Chunk) WHERE c.id = x RETURN c.id AS id, c.text AS text", {"ids": missing})}
+        stored = reads.chunk_texts(self.store, missing)
         return [new[c] if c in new else stored.get(c, "") for c in plan.ids]

@@ -43,6 +43,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from kgviz.errors import BuildCancelled, EmbedderMismatchError
+from kgviz.graph import writes
 from kgviz.graph.store import GraphStore
 from kgviz.index import graph_write as gw
 from kgviz.index.assemble import Assembled, assemble, finalise
@@ -167,7 +168,7 @@ def _build(
 
         with run.stage("resolve"):
             acc = assemble(((d.id, chunks_by_doc[d.id]) for d in new_docs), ext.outputs)
-            existing = gw.existing_entities(store, list(acc.entities))
+            existing = writes.entity_details(store, list(acc.entities))
             finalise(acc, {eid: str(row["name"]) for eid, row in existing.items()})
             report.merges = acc.merges()
             if acc.n_dropped:
@@ -181,7 +182,7 @@ def _build(
             gw.set_pending(store, [d.id for d in new_docs])
             inserted = gw.write_nodes_and_edges(store, acc=acc, **rows)
             gw.update_existing_entities(store, acc, existing, params.description_max_sentences)
-            gw.refresh_mention_counts(store, list(acc.entities))
+            writes.refresh_mention_counts(store, list(acc.entities))
             gw.set_pending(store, [])  # last: from here on the documents count as built
             report.new_triples, report.new_entities = inserted["Triple"], inserted["Entity"]
             run.emit("write", 1, 1, ", ".join(f"{k} +{v}" for k, v in inserted.items() if v))

@@ -11,6 +11,7 @@ import time
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any, Callable, ClassVar, Literal, Protocol
 
+from kgviz.graph.protocol import GraphStore
 from kgviz.reasoning import LLMCall, Reasoner, TaskResult
 from kgviz.types import Usage
 
@@ -159,7 +160,7 @@ class RetrievedContext:
 class MethodContext:
     """What a method may use: the graph store, the reasoner (LLM or offline), the embedder."""
 
-    store: Any  # kgviz.graph.store.GraphStore (typed loosely: methods must not import kuzu)
+    store: GraphStore  # the Protocol of kgviz.graph.protocol: methods never import store.py (kuzu)
     reasoner: Reasoner
 
     @property

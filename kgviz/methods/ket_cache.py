@@ -22,6 +22,7 @@ from typing import Any, Iterator
 import numpy as np
 import scipy.sparse as sp
 
+from kgviz.graph import reads
 from kgviz.graph.arrow import vectors_to_numpy
 from kgviz.index.ket import META_KEYWORD_SIGNATURE
 
@@ -107,12 +108,11 @@ class KeywordView:
 
 def _load(store: Any, signature: str) -> KeywordView:
     dim = int(store.dim)
-    kw = store.query_arrow("MATCH (k:Keyword) WHERE k.emb IS NOT NULL RETURN k.id, k.word, k.emb ORDER BY k.id")
+    kw = reads.keyword_vectors(store)
     kw_ids = kw.column(0).to_pylist()
-    sub = store.query_arrow("MATCH (s:SubChunk) WHERE s.emb IS NOT NULL "
-                            "RETURN s.id, s.chunk_id, s.n_tokens, s.emb ORDER BY s.id")
+    sub = reads.subchunk_vectors(store)
     sub_ids = sub.column(0).to_pylist()
-    edges = store.query_arrow("MATCH (s:SubChunk)-[:HAS_KEYWORD]->(k:Keyword) RETURN k.id, s.id")
+    edges = reads.keyword_links(store)
     kpos = {k: i for i, k in enumerate(kw_ids)}
     spos = {s: i for i, s in enumerate(sub_ids)}
     pairs = [(kpos[k], spos[s]) for k, s in zip(edges.column(0).to_pylist(), edges.column(1).to_pylist())
@@ -121,7 +121,7 @@ def _load(store: Any, signature: str) -> KeywordView:
     cols = np.asarray([p[1] for p in pairs], dtype=np.int64)
     adj = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, cols)), shape=(len(kw_ids), len(sub_ids)))
     adj.sort_indices()
-    chunks = store.query("MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id, c.ord AS ord, d.title AS title")
+    chunks = reads.chunk_labels(store)
     return KeywordView(
         signature, kw_ids, kw.column(1).to_pylist(), _compact(_unit_rows(vectors_to_numpy(kw.column(2), dim))), adj,
         sub_ids, sub.column(1).to_pylist(), np.asarray(sub.column(2).to_pylist(), dtype=np.int64),
@@ -148,13 +148,13 @@ def triple_cosines(store: Any, ids: list[str], qv: np.ndarray) -> dict[str, floa
     triples, every triple vector is loaded once (one scan is ~10x cheaper than fetching a few
     hundred by id per question); above that, vectors are fetched by id and remembered."""
     key = _key(store)
-    n = int(store.query("MATCH (t:Triple) RETURN count(t) AS n")[0]["n"])
+    n = reads.count_nodes(store, "Triple")
     with _LOCK:
         count, memo = _TRIPLES.get(key, (-1, {}))
         if count != n or len(memo) > TRIPLE_MEMO_MAX:
             memo = {}
             if n <= TRIPLE_MATRIX_MAX:
-                t = store.query_arrow("MATCH (t:Triple) WHERE t.emb IS NOT NULL RETURN t.id, t.emb")
+                t = reads.triple_vectors(store)
                 matrix = _unit_rows(vectors_to_numpy(t.column(1), int(store.dim)))
                 memo = dict(zip(t.column(0).to_pylist(), matrix))
             _TRIPLES[key] = (n, memo)

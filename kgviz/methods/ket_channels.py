@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from kgviz.errors import MethodError
+from kgviz.graph import reads
 from kgviz.index.ket import core_ranking, ket_info, n_core
 from kgviz.methods.base import ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer
 from kgviz.methods.ket_cache import keyword_view, triple_cosines
@@ -26,18 +27,6 @@ SHOWN_REJECTED = 25  # ours: rejected candidates listed per step (the data count
 SHOWN_SEED_KEYWORDS = 25
 _EPS = 1e-9
 
-Q_ENTITIES = ("UNWIND $ids AS x MATCH (e:Entity) WHERE e.id = x OPTIONAL MATCH (c:Chunk)-[:MENTIONS]->(e) "
-              "RETURN e.id AS id, e.name AS name, e.description AS description, e.origin AS origin, "
-              "collect(c.id) AS chunks")
-Q_TRIPLES = ("UNWIND $ids AS x MATCH (t:Triple)-[:SUBJ|:OBJ]->(e:Entity) WHERE e.id = x "
-             "RETURN DISTINCT t.id AS id, t.text AS text, t.subject_id AS s, t.object_id AS o, t.subject AS sname, "
-             "t.object AS oname, t.relation AS relation, t.origin AS origin, t.chunk_id AS chunk_id")
-Q_TRIPLE_CHUNKS = "UNWIND $ids AS x MATCH (t:Triple)-[:FROM_CHUNK]->(c:Chunk) WHERE t.id = x RETURN t.id AS tid, c.id AS cid"
-Q_CHUNKS = ("UNWIND $ids AS x MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) WHERE c.id = x "
-            "RETURN c.id AS id, c.text AS text, c.ord AS ord, d.title AS title")
-Q_CHUNK_RANKS = "MATCH (c:Chunk) RETURN c.id AS id, c.pagerank AS pr"
-Q_SUBCHUNKS = "UNWIND $ids AS x MATCH (s:SubChunk) WHERE s.id = x RETURN s.id AS id, s.text AS text"
-QUERIES = (Q_ENTITIES, Q_TRIPLES, Q_TRIPLE_CHUNKS, Q_CHUNKS, Q_CHUNK_RANKS, Q_SUBCHUNKS)
 
 
 @dataclass(frozen=True)
@@ -117,7 +106,7 @@ def _skeleton_scope(store: Any, cfg: Config) -> _Skeleton:
         why = (f"a {cfg.core_selection} β={cfg.skeleton_beta:g} skeleton is simulated only on a graph whose KG covers "
                f"more chunks, or as a smaller {built_selection} sub-skeleton of this one")
         return _Skeleton(None, f"skeleton as built ({built_text}, {built_selection}); {why}", built)
-    rows = store.query(Q_CHUNK_RANKS)
+    rows = reads.chunk_ranks(store)
     if any(r["pr"] is None for r in rows) and cfg.core_selection == "pagerank":
         raise MethodError("skeleton_beta needs every chunk's PageRank, and some chunks have none (the graph has no "
                           "KET index, or documents were added by a build without KET)",
@@ -137,7 +126,7 @@ def _seed_entities(store: Any, qv: np.ndarray, cfg: Config, scope: _Skeleton
     fetch = max(3 * cfg.seed_entities, 30)
     while True:
         hits = store.vector_search("Entity", qv, fetch)
-        info = {r["id"]: r for r in store.query(Q_ENTITIES, {"ids": [e for e, _ in hits]})}
+        info = {r["id"]: r for r in reads.entities_with_chunks(store, [e for e, _ in hits])}
         chunks: dict[str, set[str]] = {}
         for e, r in info.items():
             mine = {c for c in r.pop("chunks") or () if c and (scope.chunks is None or c in scope.chunks)}
@@ -206,9 +195,9 @@ class _KetEngine:
     def _relationships(self, seeds: set[str], er_budget: int, ch: _Channel, scope: _Skeleton
                        ) -> tuple[list[str], dict[str, dict[str, Any]]]:
         store, cfg = self.store, self.cfg
-        rows = {r["id"]: r for r in store.query(Q_TRIPLES, {"ids": sorted(seeds)}) if r["origin"] != "curated"}
+        rows = {r["id"]: r for r in reads.triples_at_entities(store, sorted(seeds)) if r["origin"] != "curated"}
         t_chunks: dict[str, set[str]] = {}
-        for r in store.query(Q_TRIPLE_CHUNKS, {"ids": list(rows)}):
+        for r in reads.triple_chunks(store, list(rows)):
             t_chunks.setdefault(r["tid"], set()).add(r["cid"])
         if scope.chunks is not None:
             rows = {t: r for t, r in rows.items() if t_chunks.get(t, set()) & scope.chunks}
@@ -270,7 +259,7 @@ class _KetEngine:
                     linked.setdefault(c, set()).add(t)
         view = keyword_view(store)
         rows = [i for c in sorted(linked) for i in view.by_chunk.get(c, [])] if view is not None else []
-        chunk_rows = {} if rows else {r["id"]: r for r in store.query(Q_CHUNKS, {"ids": sorted(linked)})}
+        chunk_rows = {} if rows else {r["id"]: r for r in reads.chunks(store, sorted(linked))}
         units: dict[str, str] = {}  # unit id -> its chunk
         if rows:
             assert view is not None
@@ -287,7 +276,7 @@ class _KetEngine:
         order = sorted(units, key=lambda u: (-len(linked.get(units[u], ())), -cos[u], u))
         text_room = budget - ch.used
         chosen, over, _ = _prefix([(u, tokens[u]) for u in order], text_room)
-        texts = ({r["id"]: r["text"] or "" for r in store.query(Q_SUBCHUNKS, {"ids": chosen})} if table == "SubChunk"
+        texts = (reads.subchunk_texts(store, chosen) if table == "SubChunk"
                  else {c: chunk_rows[c]["text"] or "" for c in chosen})
         kept, late, used = _prefix([(u, count_tokens(texts.get(u, ""))) for u in chosen], text_room)
         chosen, over = kept, late + over  # the stored counts are count_tokens of the same text: a no-op guard
@@ -391,7 +380,7 @@ class _KetEngine:
         tokens = {view.sub_ids[row]: n for row, n in pool.items()}
         fresh = [sid for sid in ranked if sid not in skip]
         chosen, over, _ = _prefix([(sid, tokens[sid]) for sid in fresh], budget)
-        texts = {r["id"]: r["text"] or "" for r in store.query(Q_SUBCHUNKS, {"ids": chosen})}
+        texts = reads.subchunk_texts(store, chosen)
         kept, late, ch.used = _prefix([(sid, count_tokens(texts.get(sid, ""))) for sid in chosen], budget)
         chosen, over = kept, late + over  # stored counts are count_tokens of the same text: a no-op guard
         for sid in chosen:

@@ -47,29 +47,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kgviz.errors import ConfigError, MethodError
+from kgviz.graph import reads
 from kgviz.methods.base import (
     ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, param, register,
 )
 from kgviz.text import count_tokens
 
-Q_COUNT_ENTITIES = "MATCH (e:Entity) WHERE e.origin = $origin RETURN count(e) AS n"
-Q_ENTITIES = "MATCH (e:Entity) WHERE e.id IN $ids RETURN e.id AS id, e.name AS name, e.description AS description"
-Q_OUT = (  # one-hop triples with the active entity as head (App. B: activation spreads from heads)
-    "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.id IN $ids AND b.origin = $origin "
-    "RETURN a.id AS src, a.name AS src_name, r.relation AS relation, r.triple_id AS triple_id, "
-    "b.id AS dst, b.name AS dst_name ORDER BY a.id, r.triple_id, b.id"
-)
-Q_IN = (  # ours, direction 'both': the entity as tail; activation then moves to the head
-    "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE b.id IN $ids AND a.origin = $origin "
-    "RETURN a.id AS src, a.name AS src_name, r.relation AS relation, r.triple_id AS triple_id, "
-    "b.id AS dst, b.name AS dst_name ORDER BY b.id, r.triple_id, a.id"
-)
-Q_TRIPLES = ("MATCH (t:Triple) WHERE t.id IN $ids RETURN t.id AS id, t.text AS text, t.sentence AS sentence, "
-             "t.chunk_id AS chunk_id")
-Q_CHUNKS = ("MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) WHERE c.id IN $ids "
-            "RETURN c.id AS id, c.text AS text, c.ord AS ord, d.title AS title")
-Q_COUNT_CHUNKS = "MATCH (c:Chunk) RETURN count(c) AS n"
-QUERIES: tuple[str, ...] = (Q_COUNT_ENTITIES, Q_ENTITIES, Q_OUT, Q_IN, Q_TRIPLES, Q_CHUNKS, Q_COUNT_CHUNKS)
 
 NOTE_ID = "note:kg-infused"
 _SOURCES = ("auto", "curated", "corpus")
@@ -192,16 +175,16 @@ class Memory:
 
 def choose_source(store: Any, wanted: str) -> tuple[str, str]:
     """(origin, reason). Raises MethodError when the wanted KG holds no entities."""
-    n_cur = int(store.query(Q_COUNT_ENTITIES, {"origin": "curated"})[0]["n"])
+    n_cur = reads.count_entities(store, "curated")
     if wanted == "auto":
         if n_cur:
             return "curated", f"auto: a curated KG is imported ({n_cur} curated entities), as in the paper"
-        n_cor = int(store.query(Q_COUNT_ENTITIES, {"origin": "corpus"})[0]["n"])
+        n_cor = reads.count_entities(store, "corpus")
         if not n_cor:
             raise MethodError("kg-infused needs a knowledge graph: the database has no entities",
                               hint="build the graph from documents, or import a curated KG (kgviz import-kg)")
         return "corpus", f"auto: no curated KG imported, so the graph built from the corpus ({n_cor} entities)"
-    n = n_cur if wanted == "curated" else int(store.query(Q_COUNT_ENTITIES, {"origin": "corpus"})[0]["n"])
+    n = n_cur if wanted == "curated" else reads.count_entities(store, "corpus")
     if not n:
         hint = ("import one with `kgviz import-kg`, or set kg_source to 'corpus' or 'auto'" if wanted == "curated"
                 else "build the graph from documents, or set kg_source to 'curated' or 'auto'")
@@ -283,7 +266,7 @@ class KGInfusedRAG:
         if not hits:
             raise MethodError(f"no {origin} entity has an embedding to match the question against",
                               hint="rebuild the index (entities need embeddings)")
-        info = {r["id"]: r for r in store.query(Q_ENTITIES, {"ids": [e for e, _ in hits]})}
+        info = {r["id"]: r for r in reads.entities(store, [e for e, _ in hits])}
         for eid, _ in hits:
             memory.activated[eid] = 0
             memory.names[eid] = str((info.get(eid) or {}).get("name") or eid)
@@ -350,9 +333,9 @@ class KGInfusedRAG:
 
     def _candidates(self, active: list[str], rnd: int, qv: np.ndarray, store: Any, embedder: Any, origin: str,
                     p: KGInfusedParams, memory: Memory) -> tuple[list[Fact], dict[str, dict[str, int]], int]:
-        rows = [(r, False) for r in store.query(Q_OUT, {"ids": active, "origin": origin})]
+        rows = [(r, False) for r in reads.related_edges(store, active, origin, incoming=False)]
         if p.direction == "both" or (p.direction == "auto" and origin == "corpus"):
-            rows += [(r, True) for r in store.query(Q_IN, {"ids": active, "origin": origin})]
+            rows += [(r, True) for r in reads.related_edges(store, active, origin, incoming=True)]
         known = memory.triple_ids
         by_entity: dict[str, list[Fact]] = {e: [] for e in active}
         seen: set[str] = set()
@@ -385,7 +368,7 @@ class KGInfusedRAG:
     def _describe(self, facts: list[Fact], qv: np.ndarray, store: Any, embedder: Any) -> None:
         """Fill each fact's stored text, provenance and cosine with the question."""
         ids = [f.id for f in facts if not f.id.startswith("rel:")]
-        rows = {r["id"]: r for r in store.query(Q_TRIPLES, {"ids": ids})} if ids else {}
+        rows = {r["id"]: r for r in reads.triple_sources(store, ids)} if ids else {}
         embs = store.get_embeddings("Triple", list(rows)) if rows else {}
         missing: list[Fact] = []
         for f in facts:
@@ -471,7 +454,7 @@ class KGInfusedRAG:
     def _dual_retrieval(self, question: str, qv: np.ndarray, expanded: str, store: Any, embedder: Any,
                         p: KGInfusedParams, tracer: Tracer) -> list[dict[str, Any]]:
         half = p.k_p // 2
-        if not int(store.query(Q_COUNT_CHUNKS)[0]["n"]):
+        if not reads.count_nodes(store, "Chunk"):
             tracer.step("seed", "Dual retrieval skipped", "the database holds no passages (only a KG was imported): "
                         "the notes are built from the KG facts alone", data={"skipped": True, "k_p": p.k_p})
             return []
@@ -480,7 +463,7 @@ class KGInfusedRAG:
         q2_hits = search_chunks(store, ev, expanded, p.k_p, p)
         split = dual_retrieve(q_hits, q2_hits, p.k_p)
         merged = split["question"] + split["expanded"]
-        info = {r["id"]: r for r in store.query(Q_CHUNKS, {"ids": merged + split["duplicates"] + split["unused"]})} if merged else {}
+        info = {r["id"]: r for r in reads.chunks(store, merged + split["duplicates"] + split["unused"])} if merged else {}
         scores = {c: float(s) for c, s in q2_hits}
         scores.update({c: float(s) for c, s in q_hits})
 

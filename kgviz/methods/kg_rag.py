@@ -19,13 +19,13 @@ Everything below beyond those sentences is **ours**:
    walk that lands on a triple hypernode continues from what it is made of), the triples the last
    hop followed (so a hypernode *about* a followed fact becomes reachable), and the start nodes of
    planned entities that no path fact touches yet (so a comparison question can reach its second
-   entity from a chain). Fixed, parameterised Cypher queries (the ``Q_*`` constants, listed in
-   ``QUERIES``) fetch per anchor: the triples that have it as SUBJ/OBJ (for a triple anchor, the
-   hypernodes over it); for an entity anchor also the hypernodes one level up (a triple about a
-   triple that has the entity as an end: "(X founded Y) in year 1921" is one sentence, so it is
-   one hop from Y) and its RELATED edges. At most ``fetch_limit`` rows per anchor and kind,
+   entity from a chain). Fixed, parameterised Cypher queries (the ``Q_*`` constants of
+   ``kgviz.graph.neighbourhood``, listed in its ``QUERIES``) fetch per anchor: the triples that
+   have it as SUBJ/OBJ (for a triple anchor, the hypernodes over it); for an entity anchor also
+   the hypernodes one level up (a triple about a triple that has the entity as an end: "(X
+   founded Y) in year 1921" is one sentence, so it is one hop from Y) and its RELATED edges. At most ``fetch_limit`` rows per anchor and kind,
    ordered by id so runs repeat (read for all anchors of a hop at once, each anchor once per run:
-   see the comment above the queries). A candidate is one triple; following it moves the walk to
+   see ``kgviz.graph.neighbourhood``). A candidate is one triple; following it moves the walk to
    the triple's other end (an entity, or a triple, which is then *opened*: its own fact joins the
    path). RELATED edges whose triple_id is not a Triple node become candidates with id
    ``rel:<src>|<relation>|<dst>``. Triples already on the path or rejected by a backtrack are not
@@ -69,82 +69,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kgviz.errors import MethodError
+from kgviz.graph import neighbourhood as nb
 from kgviz.methods.base import (
     ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, param, register,
 )
 from kgviz.text import count_tokens
-
-_TRIPLE_COLS = (
-    "t.id AS id, t.subject AS subject, t.relation AS relation, t.object AS object, "
-    "t.subject_id AS subject_id, t.object_id AS object_id, t.text AS text, "
-    "t.sentence AS sentence, t.chunk_id AS chunk_id"
-)
-# A hop reads the neighbourhood of all its anchors at once: each query below takes a list of
-# anchors ($ids), names the anchor of every row and has no LIMIT; ``_Walk._keep`` sorts each
-# anchor's rows as its per-anchor ``ORDER BY ... LIMIT $limit`` query used to and keeps the first
-# ``fetch_limit``, so every anchor gets the rows it got before. An anchor is read once per run (a
-# waiting seed or a retried hop asks for it again), and the hypernodes one level up from an entity
-# (``Q_HYPER_AT_ENTITY`` in the trace) are put together from the triples at the entity and the
-# triples at those (``_Walk._neighbourhood``). The walk used to run one statement per anchor and
-# query kind (~7 per hop) plus ``store.get_embeddings``; a Kùzu statement's fixed cost (parse,
-# plan, transaction: 1-3 ms) dominated these small reads, and the retrieval took 3x the CPU.
-# Measured on kuzu 0.11.3 (HotpotQA graph, 5.6k triples): ``x.id IN $ids`` compares every row
-# with every listed id (3 ms for 10 ids, 21 ms for 300), ``UNWIND $ids`` + MATCH hash-joins
-# against one scan of the table (~5 ms for any number of ids). The crossover is a number of ids
-# whatever the table size, hence IN up to ``IN_LIST_MAX`` ids and UNWIND beyond. The queries are
-# not merged into one UNION ALL statement: padding the columns a branch lacks with NULL crashed
-# the process (segfault).
-IN_LIST_MAX = 24
-_RELATED_COLS = ("a.id AS src, a.name AS src_name, b.id AS dst, b.name AS dst_name, r.relation AS relation, "
-                 "r.triple_id AS triple_id")
-
-
-def _batched(pattern: str, anchor: str, returns: str) -> tuple[str, str]:
-    """(IN form, UNWIND form) of a neighbourhood query."""
-    return (f"MATCH {pattern} WHERE {anchor}.id IN $ids RETURN {anchor}.id AS anchor, {returns}",
-            f"UNWIND $ids AS k MATCH {pattern} WHERE {anchor}.id = k RETURN k AS anchor, {returns}")
-
-
-Q_TRIPLES_AT_ENTITY = _batched("(t:Triple)-[r:SUBJ|OBJ]->(x:Entity)", "x", f"label(r) AS side, {_TRIPLE_COLS}")
-# hypernodes: triples whose subject or object is the anchor triple
-Q_TRIPLES_AT_TRIPLE = _batched("(t:Triple)-[r:SUBJ|OBJ]->(x:Triple)", "x", f"label(r) AS side, {_TRIPLE_COLS}")
-# Two directed queries, not one undirected match: in an undirected pattern Kùzu's
-# start_node(r)/end_node(r) follow the pattern's order, not the edge's, so the direction is lost.
-Q_RELATED_OUT = _batched("(a:Entity)-[r:RELATED]->(b:Entity)", "a", _RELATED_COLS)
-Q_RELATED_IN = _batched("(a:Entity)-[r:RELATED]->(b:Entity)", "b", _RELATED_COLS)
-# Row order of each per-anchor query (its old ORDER BY, then a tie-break of ours, since Kùzu left
-# ties in no fixed order). Kùzu orders strings bytewise with NULL last, as ``_sort_key`` does.
-_ORDER: dict[str, tuple[str, ...]] = {
-    "Q_TRIPLES_AT_ENTITY": ("id", "side"), "Q_TRIPLES_AT_TRIPLE": ("id", "side"),
-    "Q_HYPER_AT_ENTITY": ("id", "inner", "side"),
-    "Q_RELATED_OUT": ("dst", "relation", "triple_id"), "Q_RELATED_IN": ("src", "relation", "triple_id"),
-}
-# Lookups by id. A short list is looked up one id at a time through the primary-key index
-# (~0.4 ms a statement); a longer one in one statement with IN, which scans the id column (~3 ms
-# however few ids match). Both give the same rows.
-PK_LOOKUP_MAX = 5
-# Node ids of either table (a multi-label match; Triple columns are NULL on an Entity, ``name``
-# on a Triple).
-Q_NODES_BY_ID = (  # IN form, UNWIND form (beyond IN_LIST_MAX ids)
-    f"MATCH (t:Triple:Entity) WHERE t.id IN $ids RETURN label(t) AS tbl, {_TRIPLE_COLS}, t.name AS name",
-    f"UNWIND $ids AS k MATCH (t:Triple:Entity) WHERE t.id = k RETURN label(t) AS tbl, {_TRIPLE_COLS}, t.name AS name",
-)
-Q_TRIPLE_BY_PK = f"MATCH (t:Triple {{id: $id}}) RETURN 'Triple' AS tbl, {_TRIPLE_COLS}"
-Q_ENTITY_BY_PK = "MATCH (t:Entity {id: $id}) RETURN 'Entity' AS tbl, t.id AS id, t.name AS name"
-# Stored embeddings of the candidates, each read once per run. Not store.get_embeddings: its
-# UNWIND join scans the whole emb column (30 ms CPU per call here, whatever the number of ids),
-# while a hop has ~5 new candidates. Fetching t.emb with the neighbourhood rows cost more too:
-# the semi-masked scan there reads the vectors of whole batches of rows.
-Q_TRIPLE_EMB_BY_ID = "MATCH (t:Triple) WHERE t.id IN $ids AND t.emb IS NOT NULL RETURN t.id AS id, t.emb AS emb"
-Q_TRIPLE_EMB_BY_PK = "MATCH (t:Triple {id: $id}) WHERE t.emb IS NOT NULL RETURN t.id AS id, t.emb AS emb"
-QUERIES: tuple[str, ...] = (
-    *Q_TRIPLES_AT_ENTITY, *Q_TRIPLES_AT_TRIPLE, *Q_RELATED_OUT, *Q_RELATED_IN, *Q_NODES_BY_ID, Q_TRIPLE_BY_PK,
-    Q_ENTITY_BY_PK, Q_TRIPLE_EMB_BY_ID, Q_TRIPLE_EMB_BY_PK,
-)
-
-
-def _sort_key(row: dict[str, Any], cols: tuple[str, ...]) -> tuple[tuple[bool, bytes], ...]:
-    return tuple((row[c] is None, str(row[c] or "").encode()) for c in cols)
 
 
 @dataclass(frozen=True)
@@ -226,23 +155,14 @@ class _Walk:
         self.at_entity: dict[str, list[dict[str, Any]]] = {}  # entity -> all triples at it
         self.at_triple: dict[str, list[dict[str, Any]]] = {}  # triple -> all triples at it
 
-    # -- graph access: only the fixed queries above ever run ---------------------------------
-    def _query(self, cypher: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        if cypher not in QUERIES:  # guards future edits: this method runs fixed queries only
-            raise MethodError("kg-rag tried to run a query outside its fixed set")
-        return self.ctx.store.query(cypher, params)
+    # -- graph access: only the fixed queries of kgviz.graph.neighbourhood ever run -----------
 
     def _resolve(self, ids: list[str]) -> None:
         """Learn table + label of node ids (an id may be an Entity or a Triple; Triple wins)."""
         todo = sorted({i for i in ids if i and i not in self.tables})
         if not todo:
             return
-        if len(todo) > PK_LOOKUP_MAX:
-            rows = self._query(Q_NODES_BY_ID[len(todo) > IN_LIST_MAX], {"ids": todo})
-        else:
-            rows = [r for i in todo for r in self._query(Q_TRIPLE_BY_PK, {"id": i})]
-            found = {r["id"] for r in rows}
-            rows += [r for i in todo if i not in found for r in self._query(Q_ENTITY_BY_PK, {"id": i})]
+        rows = nb.nodes_by_id(self.ctx.store, todo)
         for row in rows:
             if row.pop("tbl") == "Triple":
                 row.pop("name", None)
@@ -413,10 +333,10 @@ class _Walk:
         ``Q_HYPER_AT_ENTITY``) are the triples *at* the triples at the entity, so they are put
         together from the complete rows of the two other queries: one statement fewer per hop."""
         new_ents = [a for a in ents if a not in self.at_entity]
-        self._fetch_all(Q_TRIPLES_AT_ENTITY, new_ents, self.at_entity)
+        self.at_entity.update(nb.neighbourhood(self.ctx.store, "Q_TRIPLES_AT_ENTITY", new_ents))
         inner = [r["id"] for a in new_ents for r in self.at_entity[a]]
-        self._fetch_all(Q_TRIPLES_AT_TRIPLE, [t for t in dict.fromkeys(tris + inner) if t not in self.at_triple],
-                        self.at_triple)
+        self.at_triple.update(nb.neighbourhood(
+            self.ctx.store, "Q_TRIPLES_AT_TRIPLE", [t for t in dict.fromkeys(tris + inner) if t not in self.at_triple]))
         for a in new_ents:
             hyper: dict[tuple[str, str, str], dict[str, Any]] = {}  # DISTINCT, as the query was
             for i in self.at_entity[a]:
@@ -428,24 +348,16 @@ class _Walk:
         for t in tris:
             if ("Q_TRIPLES_AT_TRIPLE", t) not in self.fetched:
                 self._keep("Q_TRIPLES_AT_TRIPLE", t, self.at_triple[t])
-        for name, cypher in (("Q_RELATED_OUT", Q_RELATED_OUT), ("Q_RELATED_IN", Q_RELATED_IN)):
-            got: dict[str, list[dict[str, Any]]] = {}
-            self._fetch_all(cypher, new_ents, got)
+        for name in ("Q_RELATED_OUT", "Q_RELATED_IN"):
+            got = nb.neighbourhood(self.ctx.store, name, new_ents)
             for a in new_ents:
                 self._keep(name, a, got[a])
         return {name: {a: self.fetched[(name, a)] for a in (tris if name == "Q_TRIPLES_AT_TRIPLE" else ents)}
-                for name in _ORDER}
-
-    def _fetch_all(self, query: tuple[str, str], anchors: list[str], into: dict[str, list[dict[str, Any]]]) -> None:
-        """Every row of a neighbourhood query, by anchor."""
-        into.update({a: [] for a in anchors})
-        if anchors:
-            for row in self._query(query[len(anchors) > IN_LIST_MAX], {"ids": anchors}):
-                into[row.pop("anchor")].append(row)
+                for name in nb.ORDER}
 
     def _keep(self, name: str, anchor: str, rows: list[dict[str, Any]]) -> None:
         """What the per-anchor ``ORDER BY ... LIMIT fetch_limit`` query returned."""
-        ordered = sorted(rows, key=lambda r: _sort_key(r, _ORDER[name]))
+        ordered = sorted(rows, key=lambda r: nb.sort_key(r, nb.ORDER[name]))
         self.fetched[(name, anchor)] = ordered[:max(self.p.fetch_limit, 0)]
 
     def _cand_from_row(self, row: dict[str, Any], anchor: str, other: str) -> Candidate:
@@ -480,9 +392,7 @@ class _Walk:
         """Triple.emb of ``ids`` that have one; each triple is read at most once per run."""
         todo = sorted({i for i in ids if i not in self.embs})
         if todo:
-            rows = (self._query(Q_TRIPLE_EMB_BY_ID, {"ids": todo}) if len(todo) > PK_LOOKUP_MAX
-                    else [r for i in todo for r in self._query(Q_TRIPLE_EMB_BY_PK, {"id": i})])
-            for row in rows:
+            for row in nb.triple_vectors(self.ctx.store, todo):
                 self.embs[row["id"]] = np.asarray(row["emb"], dtype=np.float32)
             for i in todo:
                 self.embs.setdefault(i, None)

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kgviz.errors import ConfigError, MethodError
+from kgviz.graph import reads
 from kgviz.graph.arrow import vectors_to_numpy
 from kgviz.methods.base import (ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, param,
                                 register)
@@ -31,28 +32,6 @@ from kgviz.text import count_tokens
 
 STRATEGIES = ("one-hop", "attentive", "multi-hop")
 NEAR_MISSES = 3  # ours: documents ranked just below N, shown as rejected so a miss can be diagnosed
-
-_DOCS = "MATCH (d:Document) WHERE d.id IN $ids RETURN d.id AS id, d.title AS title"
-_NEIGHBOURS = """
-MATCH (a:Document)-[r:SIMILAR_DOC]->(b:Document) WHERE a.id IN $ids
-RETURN a.id AS src, b.id AS dst, r.weight AS weight
-"""
-# vectors are read inside the traversal: a lookup by id list (get_embeddings) scans the whole
-# vector column in Kùzu 0.11.3 (~50 ms on 6k entities), a traversal reads only matched rows
-_NEIGHBOURS_EMB = """
-MATCH (a:Document)-[r:SIMILAR_DOC]->(b:Document) WHERE a.id IN $ids
-RETURN a.id AS src, b.id AS dst, r.weight AS weight, a.emb AS src_emb, b.emb AS emb
-"""
-_ENTITIES = """
-MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk)-[:MENTIONS]->(e:Entity) WHERE d.id IN $ids
-RETURN d.id AS doc, c.id AS chunk, e.id AS id, e.name AS name, e.emb AS emb
-"""
-# the KG layer of the candidate documents (§1, §3.2.2): triples extracted from their chunks
-_TRIPLES = """
-MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk)<-[:FROM_CHUNK]-(t:Triple) WHERE d.id IN $dids
-RETURN DISTINCT t.id AS id, t.text AS text, t.subject AS subject, t.relation AS relation, t.object AS object,
-       t.subject_id AS subject_id, t.object_id AS object_id, t.chunk_id AS chunk_id, t.emb AS emb
-"""
 
 
 @dataclass(frozen=True)
@@ -105,9 +84,9 @@ def _vectors(column: Any, dim: int) -> list[np.ndarray | None]:
     return [None if v is None else _unit(np.asarray(v, dtype=np.float32)) for v in array.to_pylist()]
 
 
-def _query_with_vectors(store: Any, cypher: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    """Rows as dicts; every column ending in "emb" becomes a normalised numpy vector (or None)."""
-    table = store.query_arrow(cypher, params)
+def _rows_with_vectors(store: Any, table: Any) -> list[dict[str, Any]]:
+    """Rows of an arrow table as dicts; every column ending in "emb" becomes a normalised numpy
+    vector (or None)."""
     cols = {name: (_vectors(table.column(name), int(store.dim)) if name.endswith("emb")
                    else table.column(name).to_pylist()) for name in table.column_names}
     return [dict(zip(cols, values)) for values in zip(*cols.values())]
@@ -170,9 +149,9 @@ class KGRetriever:
                 break
             by_src: dict[str, list[tuple[str, float, float]]] = {}  # src -> (dst, edge weight, doc cosine)
             if one_hop:
-                rows = store.query(_NEIGHBOURS, {"ids": frontier})
+                rows = reads.similar_documents(store, frontier)
             else:
-                rows = _query_with_vectors(store, _NEIGHBOURS_EMB, {"ids": frontier})
+                rows = _rows_with_vectors(store, reads.similar_documents(store, frontier, vectors=True))
             for r in rows:
                 doc_cos = 1.0 if one_hop else (_cos(r["src_emb"], r["emb"]) if r["emb"] is not None else 0.0)
                 by_src.setdefault(r["src"], []).append((r["dst"], float(r["weight"] or 0.0), doc_cos))
@@ -207,7 +186,7 @@ class KGRetriever:
     # -- entity layer ------------------------------------------------------------------------
     def _score_entities(self, store: Any, qv: np.ndarray, weights: dict[str, float], p: KGRetrieverParams,
                         tracer: Tracer) -> dict[str, Any]:
-        rows = _query_with_vectors(store, _ENTITIES, {"ids": list(weights)})
+        rows = _rows_with_vectors(store, reads.document_entities(store, list(weights)))
         w: dict[str, float] = {}
         names: dict[str, str] = {}
         cos: dict[str, float] = {}
@@ -246,7 +225,7 @@ class KGRetriever:
         kept: list[str] = ent["kept"]
         kept_set = set(kept)
         score: dict[str, float] = ent["score"]
-        layer = _query_with_vectors(store, _TRIPLES, {"dids": docs})
+        layer = _rows_with_vectors(store, reads.document_triples(store, docs))
         rows = {r["id"]: r for r in layer if r["subject_id"] in kept_set or r["object_id"] in kept_set}
         ends = {t: [x for x in (r["subject_id"], r["object_id"]) if x in kept_set] for t, r in rows.items()}
         t_score = {t: max(score[e] for e in ends[t]) for t in rows}
@@ -285,4 +264,4 @@ class KGRetriever:
     def _titles(store: Any, ids: list[str], into: dict[str, str]) -> None:
         missing = [d for d in dict.fromkeys(ids) if d not in into]
         if missing:
-            into.update({r["id"]: r["title"] or r["id"] for r in store.query(_DOCS, {"ids": missing})})
+            into.update({i: t or i for i, t in reads.document_titles(store, missing).items()})

@@ -10,13 +10,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from kgviz.errors import ConfigError, MethodError
+from kgviz.graph import reads
 from kgviz.methods.base import ContextItem, MethodContext, NodeRef, RetrievedContext, Tracer, param, register
 from kgviz.text import count_tokens
-
-_CHUNKS = """
-MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) WHERE c.id IN $ids
-RETURN c.id AS id, c.text AS text, c.ord AS ord, d.title AS title
-"""
 
 
 @dataclass(frozen=True)
@@ -58,7 +54,7 @@ class TextRag:
         if not dense:
             raise MethodError("the graph has no chunks with embeddings", hint="build the index first")
         sparse = store.fts_search(question, p.top_k, table="Chunk") if p.hybrid else []
-        info = {r["id"]: r for r in store.query(_CHUNKS, {"ids": list({i for i, _ in dense + sparse})})}
+        info = {r["id"]: r for r in reads.chunks(store, list({i for i, _ in dense + sparse}))}
 
         def label(cid: str) -> str:
             r = info.get(cid)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Sequence
 
+from kgviz.graph import reads
 from kgviz.answer import DEFAULT_BUDGET_TOKENS, fit_budget
 from kgviz.errors import UnknownMethodError
 from kgviz.methods.registry import get_method
@@ -73,13 +74,11 @@ def gold_presence(store: Any, golds: Sequence[str], params: FunnelParams = Funne
     SQuAD normalisation is not expressible in Cypher), then collect the nodes near them."""
     golds = [g for g in golds if g.strip()]
     p = GoldPresence(golds)
-    p.corpus_chunks = [r["id"] for r in store.query("MATCH (c:Chunk) RETURN c.id AS id, c.text AS text")
+    p.corpus_chunks = [r["id"] for r in reads.chunk_texts_all(store)
                        if _any_gold(r["text"] or "", golds)]
-    p.graph_entities = [r["id"] for r in store.query(
-        "MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.aliases AS aliases")
+    p.graph_entities = [r["id"] for r in reads.entity_names_all(store)
         if _any_gold(f"{r['name'] or ''} | {(r['aliases'] or '').replace('|', ' | ')}", golds)]
-    triples = [r for r in store.query("MATCH (t:Triple) RETURN t.id AS id, t.text AS text, "
-                                      "t.subject_id AS s, t.object_id AS o, t.chunk_id AS c")
+    triples = [r for r in reads.triple_facts_all(store)
                if _any_gold(r["text"] or "", golds)]
     p.graph_triples = [r["id"] for r in triples]
     p.related = _related(store, p, triples, params)
@@ -89,24 +88,17 @@ def gold_presence(store: Any, golds: Sequence[str], params: FunnelParams = Funne
 def _related(store: Any, p: GoldPresence, triples: list[dict[str, Any]], params: FunnelParams) -> set[str]:
     entities = set(p.graph_entities) | {r[k] for r in triples for k in ("s", "o") if r[k]}
     if entities and params.related_hops > 0:
-        # Cypher cannot bind a path length: the bound is an int from FunnelParams, never text
-        rows = store.query(f"MATCH (a:Entity)-[:RELATED*1..{int(params.related_hops)}]-(b:Entity) "
-                           "WHERE a.id IN $ids RETURN DISTINCT b.id AS id", {"ids": sorted(entities)})
-        entities |= {r["id"] for r in rows}
+        entities |= reads.entities_within(store, sorted(entities), params.related_hops)
     near: set[str] = set(entities) | set(p.graph_triples) | set(p.corpus_chunks)
     near |= {r["c"] for r in triples if r["c"]}
     if entities:
         ids = sorted(entities)
-        near |= {r["id"] for r in store.query(
-            "MATCH (t:Triple) WHERE t.subject_id IN $ids OR t.object_id IN $ids RETURN t.id AS id", {"ids": ids})}
-        near |= {r["id"] for r in store.query(
-            "MATCH (c:Chunk)-[:MENTIONS]->(e:Entity) WHERE e.id IN $ids RETURN DISTINCT c.id AS id", {"ids": ids})}
+        near |= reads.triples_touching(store, ids)
+        near |= reads.chunks_mentioning(store, ids)
     chunk_ids = sorted(i for i in near if "#c" in i)
     if chunk_ids:
-        near |= {r["d"] for r in store.query("MATCH (c:Chunk) WHERE c.id IN $ids RETURN DISTINCT c.doc_id AS d",
-                                             {"ids": chunk_ids})}
-        near |= {r["id"] for r in store.query("MATCH (s:SubChunk) WHERE s.chunk_id IN $ids RETURN s.id AS id",
-                                              {"ids": chunk_ids})}
+        near |= reads.documents_of_chunks(store, chunk_ids)
+        near |= reads.subchunks_of_chunks(store, chunk_ids)
     return near
 
 

@@ -207,19 +207,6 @@ def test_hostile_strings_round_trip_verbatim(store: GraphStore) -> None:
     assert store.counts()["Chunk"] == 2 * len(HOSTILE)
 
 
-def test_delete_where_detaches(store: GraphStore) -> None:
-    store.bulk_load_nodes("Chunk", [{"id": f"d1#c{i}", "doc_id": "d1"} for i in range(3)]
-                          + [{"id": "d2#c0", "doc_id": "d2"}])
-    store.bulk_load_rels("KNN", [{"from": "d1#c0", "to": "d2#c0", "kind": "semantic", "weight": 0.5}],
-                         from_table="Chunk", to_table="Chunk")
-    assert store.delete_where("Chunk", "doc_id", "d1") == 3
-    assert store.delete_where("Chunk", "doc_id", "d1") == 0
-    counts = store.counts()
-    assert (counts["Chunk"], counts["KNN"]) == (1, 0)
-    with pytest.raises(GraphStoreError, match="no column"):
-        store.delete_where("Chunk", "nope", "x")
-
-
 def test_transaction_rolls_back_and_commits(store: GraphStore) -> None:
     with pytest.raises(RuntimeError, match="boom"):
         with store.transaction():

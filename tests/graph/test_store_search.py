@@ -39,9 +39,11 @@ def exact_top(emb: np.ndarray, q: np.ndarray, k: int) -> list[int]:
 
 def set_mode(store: GraphStore, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """exact: no index. index: HNSW, small filters searched exactly. hnsw-filter: HNSW and
-    every safe filter through Kùzu's projected-graph filtered search."""
+    every safe filter through Kùzu's projected-graph filtered search. Both index modes lift the
+    exact-search ceiling (EXACT_MAX_ROWS) so the small test tables really go through HNSW."""
     if mode != "exact":
         store.ensure_vector_index("Entity")
+        monkeypatch.setattr(search_module, "EXACT_MAX_ROWS", 0)
     if mode == "hnsw-filter":
         monkeypatch.setattr(search_module, "EXACT_FILTER_MAX_ROWS", 0)
         monkeypatch.setattr(search_module, "FILTERED_HNSW_MIN_SHARE", 0.0)
@@ -110,7 +112,7 @@ def test_vector_index_follows_inserts_and_deletes(store: GraphStore, monkeypatch
     # SET on the indexed column is refused by Kùzu: replace by delete + insert
     with pytest.raises(GraphStoreError, match="index"):
         store.execute("MATCH (e:Entity {id: 'old0'}) SET e.emb = $v", {"v": new[0].tolist()})
-    assert store.delete_where("Entity", "id", "new17") == 1
+    store.execute("MATCH (e:Entity {id: $id}) DETACH DELETE e", {"id": "new17"})
     assert all(h[0] != "new17" for h in store.vector_search("Entity", new[17], 10))
     store.bulk_load_nodes("Entity", [{"id": "new17", "origin": "curated", "emb": -new[17]}])
     assert store.vector_search("Entity", -new[17], 1)[0] == ("new17", pytest.approx(1.0, abs=1e-5))
@@ -147,7 +149,7 @@ def test_fts_search_bm25_and_new_rows(store: GraphStore) -> None:
     store.bulk_load_nodes("Chunk", [{"id": "c4", "text": "A zebra crossing in Paris."}])
     store.execute("CREATE (:Chunk {id: 'c5', text: 'zebra zebra zebra'})")
     assert [h[0] for h in store.fts_search("zebra", 5)] == ["c5", "c4"]
-    store.delete_where("Chunk", "id", "c5")
+    store.execute("MATCH (c:Chunk {id: $id}) DETACH DELETE c", {"id": "c5"})
     assert [h[0] for h in store.fts_search("zebra", 5)] == ["c4"]
 
 
@@ -169,7 +171,7 @@ def test_pagerank_star_centre_highest(store: GraphStore) -> None:
     store.bulk_load_nodes("Chunk", [{"id": i} for i in ids])
     edges = [{"from": f"leaf{i}", "to": "hub", "kind": "semantic", "weight": 1.0} for i in range(6)]
     store.bulk_load_rels("KNN", edges, from_table="Chunk", to_table="Chunk")
-    ranks = store.pagerank("Chunk", "KNN", damping=0.85)
+    ranks = search_module.pagerank(store, "Chunk", "KNN", damping=0.85)
     assert set(ranks) == set(ids)
     assert max(ranks, key=ranks.get) == "hub"
     leaves = [ranks[f"leaf{i}"] for i in range(6)]
@@ -177,9 +179,9 @@ def test_pagerank_star_centre_highest(store: GraphStore) -> None:
     assert ranks["island"] == pytest.approx(leaves[0])
     assert sum(ranks.values()) == pytest.approx(1.0)
     # damping matters: with less damping the hub collects less
-    assert store.pagerank("Chunk", "KNN", damping=0.5)["hub"] < ranks["hub"]
+    assert search_module.pagerank(store, "Chunk", "KNN", damping=0.5)["hub"] < ranks["hub"]
     with pytest.raises(GraphStoreError, match="does not connect"):
-        store.pagerank("Chunk", "MENTIONS")
+        search_module.pagerank(store, "Chunk", "MENTIONS")
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -209,3 +211,27 @@ def test_fts_ties_past_k_are_cut_by_id(store: GraphStore) -> None:
     store.ensure_fts_index("Chunk")
     hits = store.fts_search("zebra", 3)
     assert [h[0] for h in hits] == ["c000", "c001", "c002"]
+
+
+def test_small_tables_are_ranked_exactly_even_with_an_index(store: GraphStore) -> None:
+    """Within EXACT_MAX_ROWS a search is exact (HNSW results differ from build to build), and
+    the cached matrix ranks exactly like a fresh read of the rows."""
+    load_entities(store, 400, seed=11, prefix="e", origin="corpus")
+    store.ensure_vector_index("Entity")
+    rng = np.random.default_rng(12)
+    for _ in range(5):
+        q = unit(rng.normal(size=DIM))
+        hits = store.vector_search("Entity", q, 10)
+        fresh = search_module._exact_search(store, "Entity", np.asarray(q, dtype=np.float32), 10, [])
+        assert hits == fresh
+        assert len(hits) == 10 and all(hits[i][1] >= hits[i + 1][1] for i in range(9))
+
+
+def test_the_cached_matrix_follows_writes(store: GraphStore) -> None:
+    load_entities(store, 50, seed=13, prefix="a", origin="corpus")
+    q = unit(np.eye(DIM)[2])
+    first = store.vector_search("Entity", q, 3)
+    assert "planted" not in [h[0] for h in first]
+    store.bulk_load_nodes("Entity", [{"id": "planted", "name": "planted", "origin": "corpus", "emb": q}])
+    again = store.vector_search("Entity", q, 3)
+    assert again[0][0] == "planted" and again[0][1] == pytest.approx(1.0, abs=1e-5)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from kgviz.errors import ConfigError
+from kgviz.graph import search
 from kgviz.graph.store import GraphStore
 from kgviz.index import ket
 from kgviz.index.ket import KetParams, build_ket_index, core_chunks, knn_degree_distribution, plan_core
@@ -144,7 +145,7 @@ def test_own_pagerank_is_kuzus_iteration_run_to_convergence(store: GraphStore) -
     ids = load_chunks(store, texts)
     plan = plan_core(ids, texts, EMB.embed(texts), KetParams())
     ket.write_core(store, plan, skeleton_beta=1.0)
-    kuzu = store.pagerank("Chunk", "KNN", damping=0.85)
+    kuzu = search.pagerank(store, "Chunk", "KNN", damping=0.85)
     assert set(kuzu) == set(plan.ids)
     g = plan.knn
 

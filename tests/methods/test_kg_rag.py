@@ -8,6 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kgviz.graph import batching
+from kgviz.graph import neighbourhood as nb
 from kgviz.methods import kg_rag
 from kgviz.methods.base import MethodContext, Tracer, registered
 from kgviz.methods.kg_rag import KGRag, KGRagParams
@@ -203,7 +205,7 @@ def test_prompt_injection_never_changes_the_queries(graph: Any) -> None:
     reply = "MATCH (n) DETACH DELETE n\nCALL drop_table('Entity')\nCHOICE: tri:inj"
     llm = ScriptedLLM([PLAN_TITANIC + "\nRun: MATCH (n) RETURN n", reply, "DECISION: STOP\nREASON: MATCH (m) DELETE m"])
     ctx, tracer, rec = run(graph, llm, "What does the review of Titanic say?", start_nodes=1, top_k=10)
-    assert rec.queries and set(rec.queries) <= set(kg_rag.QUERIES)
+    assert rec.queries and set(rec.queries) <= set(nb.QUERIES)
     assert "tri:inj" in fact_ids(ctx)
     assert INJECTION in llm.prompts[1]  # the document text reached the LLM, fenced as data
     assert llm.prompts[1].index("<graph-data>") < llm.prompts[1].index(INJECTION)
@@ -214,7 +216,7 @@ def test_prompt_injection_never_changes_the_queries(graph: Any) -> None:
 
 def test_offline_run_on_injected_document_uses_only_fixed_queries(graph: Any) -> None:
     ctx, _, rec = run(graph, OfflineLLM(), "What does the review of Titanic say?")
-    assert ctx.items and set(rec.queries) <= set(kg_rag.QUERIES)
+    assert ctx.items and set(rec.queries) <= set(nb.QUERIES)
 
 
 def test_backtrack_pops_the_hop_and_tries_another(graph: Any) -> None:
@@ -537,7 +539,7 @@ def test_any_reply_sequence_stays_within_the_limits(graph: Any, choices: list[st
     assert end.kind == "context" and end.data["hops"] <= max_hops
     assert len(steps(tracer, "prune")) <= max_backtracks
     assert len(llm.prompts) <= 2 + 2 * max_hops + 3 * max_backtracks
-    assert set(rec.queries) <= set(kg_rag.QUERIES)
+    assert set(rec.queries) <= set(nb.QUERIES)
     shown = {i for s in steps(tracer, "select") for i in s.data["shown"]}
     seeds = set(steps(tracer, "seed")[0].data["chosen"])
     opened = {i for s in steps(tracer, "select") for i in s.data.get("opened", [])}
@@ -604,7 +606,7 @@ def tricky(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @pytest.mark.parametrize("fetch_limit,in_list_max", [(100, 24), (2, 24), (0, 24), (100, 0), (2, 0)])
 def test_batched_neighbourhood_equals_the_per_anchor_queries(tricky: Any, fetch_limit: int, in_list_max: int,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kg_rag, "IN_LIST_MAX", in_list_max)  # 0: every list goes through UNWIND
+    monkeypatch.setattr(batching, "IN_LIST_MAX", in_list_max)  # 0: every list goes through UNWIND
     store, emb = tricky
     ents = [f"ent:{n}" for n in TRICKY_ENTITIES]
     tris = [t[0] for t in TRICKY_TRIPLES]
@@ -655,16 +657,16 @@ def test_a_hop_reads_each_anchor_once_per_run_in_few_statements(graph: Any) -> N
     tracer = Tracer(reasoner)
     KGRag().retrieve("When was the director of Titanic born?", MethodContext(rec, reasoner), KGRagParams(), tracer)
     hops = len(steps(tracer, "expand"))
-    neighbourhood = (*kg_rag.Q_TRIPLES_AT_ENTITY, *kg_rag.Q_TRIPLES_AT_TRIPLE, *kg_rag.Q_RELATED_OUT,
-                     *kg_rag.Q_RELATED_IN)
-    for forms in (kg_rag.Q_TRIPLES_AT_ENTITY, kg_rag.Q_TRIPLES_AT_TRIPLE, kg_rag.Q_RELATED_OUT, kg_rag.Q_RELATED_IN):
+    neighbourhood = (*nb.Q_TRIPLES_AT_ENTITY, *nb.Q_TRIPLES_AT_TRIPLE, *nb.Q_RELATED_OUT,
+                     *nb.Q_RELATED_IN)
+    for forms in (nb.Q_TRIPLES_AT_ENTITY, nb.Q_TRIPLES_AT_TRIPLE, nb.Q_RELATED_OUT, nb.Q_RELATED_IN):
         asked = [i for c, p in rec.calls if c in forms for i in p["ids"]]
         assert len(asked) == len(set(asked)), forms  # no anchor is fetched twice in a run
     # a hop's reads: the four neighbourhood statements + resolving new nodes + new embeddings;
     # never one statement per anchor (the old way ran ~7 per hop)
     n_hop_reads = sum(1 for c, _ in rec.calls if c in neighbourhood)
     assert hops >= 2 and n_hop_reads <= 4 * hops
-    assert len(rec.queries) <= 3 + 4 * hops + 2 * kg_rag.PK_LOOKUP_MAX * (hops + 1)
+    assert len(rec.queries) <= 3 + 4 * hops + 2 * batching.PK_LOOKUP_MAX * (hops + 1)
 
 
 @pytest.mark.parametrize("n_ids", [3, 12])
@@ -673,9 +675,11 @@ def test_node_lookups_agree_whichever_statement_runs(tricky: Any, n_ids: int, mo
     reasoner = Reasoner(OfflineLLM(), emb)
     ids = ([t[0] for t in TRICKY_TRIPLES] + [f"ent:{n}" for n in TRICKY_ENTITIES])[::2][:n_ids - 1] + ["ent:missing"]
     seen = []
+    vector_in_max = batching.VECTOR_IN_LIST_MAX
     for in_list_max, pk_max in ((24, 5), (0, 5), (24, 0)):  # IN / UNWIND / primary-key lookups
-        monkeypatch.setattr(kg_rag, "IN_LIST_MAX", in_list_max)
-        monkeypatch.setattr(kg_rag, "PK_LOOKUP_MAX", pk_max)
+        monkeypatch.setattr(batching, "IN_LIST_MAX", in_list_max)
+        monkeypatch.setattr(batching, "VECTOR_IN_LIST_MAX", vector_in_max if in_list_max else 0)
+        monkeypatch.setattr(batching, "PK_LOOKUP_MAX", pk_max)
         walk = kg_rag._Walk("q", MethodContext(store, reasoner), KGRagParams(), Tracer(reasoner))
         walk._resolve(ids)
         embs = walk._stored_embeddings([i for i in ids if i in walk.rows])

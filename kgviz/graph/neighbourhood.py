@@ -1,0 +1,120 @@
+"""The fixed reads of kg-rag's Chain of Explorations: a hop's neighbourhood and node lookups.
+
+A hop reads the neighbourhood of all its anchors at once: each neighbourhood query takes a list
+of anchors ($ids), names the anchor of every row and has no LIMIT; kg-rag sorts each anchor's rows
+as its old per-anchor ``ORDER BY ... LIMIT $limit`` query did (``ORDER``) and keeps the first
+``fetch_limit``. One statement per anchor and kind (~7 per hop) used to dominate the retrieval:
+a Kùzu statement's fixed cost (parse, plan, transaction: 1-3 ms) outweighs these small reads.
+The queries are not merged into one UNION ALL statement: padding the columns a branch lacks with
+NULL crashed the process (segfault, kuzu 0.11.3).
+
+Only the statements in ``QUERIES`` ever run here (LLM text never becomes a query); which form
+runs follows ``kgviz.graph.batching``.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from kgviz.errors import MethodError
+from kgviz.graph import batching
+from kgviz.graph.protocol import GraphStore
+
+Row = dict[str, Any]
+
+_TRIPLE_COLS = (
+    "t.id AS id, t.subject AS subject, t.relation AS relation, t.object AS object, "
+    "t.subject_id AS subject_id, t.object_id AS object_id, t.text AS text, "
+    "t.sentence AS sentence, t.chunk_id AS chunk_id"
+)
+_RELATED_COLS = ("a.id AS src, a.name AS src_name, b.id AS dst, b.name AS dst_name, r.relation AS relation, "
+                 "r.triple_id AS triple_id")
+
+
+def _forms(pattern: str, anchor: str, returns: str) -> tuple[str, str]:
+    """(IN form, UNWIND form) of a neighbourhood query."""
+    return (f"MATCH {pattern} WHERE {anchor}.id IN $ids RETURN {anchor}.id AS anchor, {returns}",
+            f"UNWIND $ids AS k MATCH {pattern} WHERE {anchor}.id = k RETURN k AS anchor, {returns}")
+
+
+Q_TRIPLES_AT_ENTITY = _forms("(t:Triple)-[r:SUBJ|OBJ]->(x:Entity)", "x", f"label(r) AS side, {_TRIPLE_COLS}")
+# hypernodes: triples whose subject or object is the anchor triple
+Q_TRIPLES_AT_TRIPLE = _forms("(t:Triple)-[r:SUBJ|OBJ]->(x:Triple)", "x", f"label(r) AS side, {_TRIPLE_COLS}")
+# Two directed queries, not one undirected match: in an undirected pattern Kùzu's
+# start_node(r)/end_node(r) follow the pattern's order, not the edge's, so the direction is lost.
+Q_RELATED_OUT = _forms("(a:Entity)-[r:RELATED]->(b:Entity)", "a", _RELATED_COLS)
+Q_RELATED_IN = _forms("(a:Entity)-[r:RELATED]->(b:Entity)", "b", _RELATED_COLS)
+# Row order of each per-anchor query (its old ORDER BY, then a tie-break of ours, since Kùzu left
+# ties in no fixed order). Kùzu orders strings bytewise with NULL last, as ``sort_key`` does.
+# Q_HYPER_AT_ENTITY has no statement: kg-rag puts it together from the two triple queries.
+ORDER: dict[str, tuple[str, ...]] = {
+    "Q_TRIPLES_AT_ENTITY": ("id", "side"), "Q_TRIPLES_AT_TRIPLE": ("id", "side"),
+    "Q_HYPER_AT_ENTITY": ("id", "inner", "side"),
+    "Q_RELATED_OUT": ("dst", "relation", "triple_id"), "Q_RELATED_IN": ("src", "relation", "triple_id"),
+}
+# Node ids of either table (a multi-label match; Triple columns are NULL on an Entity, ``name``
+# on a Triple).
+Q_NODES_BY_ID = (
+    f"MATCH (t:Triple:Entity) WHERE t.id IN $ids RETURN label(t) AS tbl, {_TRIPLE_COLS}, t.name AS name",
+    f"UNWIND $ids AS k MATCH (t:Triple:Entity) WHERE t.id = k RETURN label(t) AS tbl, {_TRIPLE_COLS}, t.name AS name",
+)
+Q_TRIPLE_BY_PK = f"MATCH (t:Triple {{id: $id}}) RETURN 'Triple' AS tbl, {_TRIPLE_COLS}"
+Q_ENTITY_BY_PK = "MATCH (t:Entity {id: $id}) RETURN 'Entity' AS tbl, t.id AS id, t.name AS name"
+# Stored embeddings of the candidates. Not store.get_embeddings' shape of query: fetching t.emb
+# with the neighbourhood rows cost more, the semi-masked scan there reads whole batches of vectors.
+Q_TRIPLE_EMB_BY_ID = (
+    "MATCH (t:Triple) WHERE t.id IN $ids AND t.emb IS NOT NULL RETURN t.id AS id, t.emb AS emb",
+    "UNWIND $ids AS k MATCH (t:Triple) WHERE t.id = k AND t.emb IS NOT NULL RETURN t.id AS id, t.emb AS emb",
+)
+Q_TRIPLE_EMB_BY_PK = "MATCH (t:Triple {id: $id}) WHERE t.emb IS NOT NULL RETURN t.id AS id, t.emb AS emb"
+NEIGHBOURHOOD = {"Q_TRIPLES_AT_ENTITY": Q_TRIPLES_AT_ENTITY, "Q_TRIPLES_AT_TRIPLE": Q_TRIPLES_AT_TRIPLE,
+                 "Q_RELATED_OUT": Q_RELATED_OUT, "Q_RELATED_IN": Q_RELATED_IN}
+QUERIES: tuple[str, ...] = (
+    *Q_TRIPLES_AT_ENTITY, *Q_TRIPLES_AT_TRIPLE, *Q_RELATED_OUT, *Q_RELATED_IN, *Q_NODES_BY_ID, Q_TRIPLE_BY_PK,
+    Q_ENTITY_BY_PK, *Q_TRIPLE_EMB_BY_ID, Q_TRIPLE_EMB_BY_PK,
+)
+
+
+def sort_key(row: Row, cols: tuple[str, ...]) -> tuple[tuple[bool, bytes], ...]:
+    return tuple((row[c] is None, str(row[c] or "").encode()) for c in cols)
+
+
+def _query(store: GraphStore, cypher: str, params: dict[str, Any]) -> list[Row]:
+    if cypher not in QUERIES:  # guards future edits: kg-rag runs these fixed queries only
+        raise MethodError("kg-rag tried to run a query outside its fixed set")
+    return store.query(cypher, params)
+
+
+def _id_list(store: GraphStore, forms: tuple[str, str], ids: list[str], *, vectors: bool = False) -> list[Row]:
+    rows: list[Row] = []
+    for batch in batching.batches(ids):
+        rows += _query(store, forms[batching.use_unwind(len(batch), vectors=vectors)], {"ids": batch})
+    return rows
+
+
+def neighbourhood(store: GraphStore, name: str, anchors: Sequence[str]) -> dict[str, list[Row]]:
+    """{anchor: every row of neighbourhood query ``name`` at it} (rows without the anchor column,
+    unordered; every anchor present, with [] when it has none)."""
+    out: dict[str, list[Row]] = {a: [] for a in anchors}
+    if anchors:
+        for row in _id_list(store, NEIGHBOURHOOD[name], list(anchors)):
+            out[row.pop("anchor")].append(row)
+    return out
+
+
+def nodes_by_id(store: GraphStore, ids: Sequence[str]) -> list[Row]:
+    """Rows for node ids of either table: ``tbl`` ("Triple" or "Entity") plus the triple columns
+    (a Triple) or id and name (an Entity). Ids of neither table are left out."""
+    todo = list(ids)
+    if len(todo) > batching.PK_LOOKUP_MAX:
+        return _id_list(store, Q_NODES_BY_ID, todo)
+    rows = [r for i in todo for r in _query(store, Q_TRIPLE_BY_PK, {"id": i})]
+    found = {r["id"] for r in rows}
+    return rows + [r for i in todo if i not in found for r in _query(store, Q_ENTITY_BY_PK, {"id": i})]
+
+
+def triple_vectors(store: GraphStore, ids: Sequence[str]) -> list[Row]:
+    """id, emb of the triples among ``ids`` that have an embedding."""
+    todo = list(ids)
+    if len(todo) > batching.PK_LOOKUP_MAX:
+        return _id_list(store, Q_TRIPLE_EMB_BY_ID, todo, vectors=True)
+    return [r for i in todo for r in _query(store, Q_TRIPLE_EMB_BY_PK, {"id": i})]

@@ -1,0 +1,124 @@
+"""Named statements of the index build: deletes, updates and the reads the build decides on.
+
+Bulk inserts go through ``GraphStore.bulk_load_nodes/rels`` (COPY); what is here changes or
+removes rows already in the graph. Id lists follow ``kgviz.graph.batching``; every function runs
+its statements under the caller's locks (callers group them under ``store.write_lock()``).
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from kgviz.graph.batching import batches, id_list_statements
+from kgviz.graph.protocol import GraphStore
+from kgviz.graph.reads import rows_by_ids
+
+Row = dict[str, Any]
+# rows of one ``UNWIND $rows`` update statement
+UPDATE_BATCH = 20_000
+
+
+def _delete_by_ids(store: GraphStore, match: str, key: str, action: str, ids: Sequence[str]) -> None:
+    for cypher, batch in id_list_statements(match, key, action, list(ids)):
+        store.execute(cypher, {"ids": batch})
+
+
+# --- documents (re)written by the build --------------------------------------------------------------
+def chunk_ids_of_documents(store: GraphStore, doc_ids: Sequence[str]) -> list[str]:
+    return [r["id"] for r in rows_by_ids(store, "(c:Chunk)", "c.doc_id", "c.id AS id", doc_ids)]
+
+
+def triple_ids_of_documents(store: GraphStore, doc_ids: Sequence[str]) -> list[str]:
+    return [r["id"] for r in rows_by_ids(store, "(t:Triple)", "t.doc_id", "t.id AS id", doc_ids)]
+
+
+def delete_documents(store: GraphStore, doc_ids: Sequence[str]) -> None:
+    """Delete the documents with their chunks, sub-chunks, triples and the RELATED edges of those
+    triples (entities stay: see ``delete_orphan_corpus_entities``)."""
+    chunk_ids = chunk_ids_of_documents(store, doc_ids)
+    triple_ids = triple_ids_of_documents(store, doc_ids)
+    _delete_by_ids(store, "(:Entity)-[r:RELATED]->(:Entity)", "r.triple_id", "DELETE r", triple_ids)
+    _delete_by_ids(store, "(t:Triple)", "t.doc_id", "DETACH DELETE t", doc_ids)
+    _delete_by_ids(store, "(s:SubChunk)", "s.chunk_id", "DETACH DELETE s", chunk_ids)
+    _delete_by_ids(store, "(c:Chunk)", "c.doc_id", "DETACH DELETE c", doc_ids)
+    _delete_by_ids(store, "(d:Document)", "d.id", "DETACH DELETE d", doc_ids)
+
+
+def delete_orphan_corpus_entities(store: GraphStore) -> None:
+    """Extracted entities that no chunk mentions and no triple has as subject or object."""
+    store.execute(
+        "MATCH (e:Entity) WHERE e.origin = $corpus AND NOT EXISTS { MATCH (:Chunk)-[:MENTIONS]->(e) } "
+        "AND NOT EXISTS { MATCH (:Triple)-[:SUBJ]->(e) } AND NOT EXISTS { MATCH (:Triple)-[:OBJ]->(e) } "
+        "DETACH DELETE e",
+        {"corpus": "corpus"},
+    )
+
+
+# --- extraction records -----------------------------------------------------------------------------
+def failed_extraction_chunks(store: GraphStore, offline_mode: str) -> list[str]:
+    """Chunk ids of failed Extraction rows (and of non-offline rows with an empty reply)."""
+    rows = store.query(
+        "MATCH (x:Extraction) WHERE x.status = $s OR (x.mode <> $offline AND x.n_triples = 0 AND trim(x.raw) = '') "
+        "RETURN x.chunk_id AS id",
+        {"s": "failed", "offline": offline_mode},
+    )
+    return [r["id"] for r in rows]
+
+
+def extractions(store: GraphStore, chunk_ids: Sequence[str]) -> dict[str, Row]:
+    """{chunk id: Extraction row (chunk_id, mode, raw, status, error)}."""
+    rows = rows_by_ids(store, "(x:Extraction)", "x.chunk_id", "x.chunk_id AS chunk_id, x.mode AS mode, "
+                   "x.raw AS raw, x.status AS status, x.error AS error", chunk_ids)
+    return {r["chunk_id"]: r for r in rows}
+
+
+def delete_extractions(store: GraphStore, chunk_ids: Sequence[str]) -> None:
+    _delete_by_ids(store, "(x:Extraction)", "x.chunk_id", "DELETE x", chunk_ids)
+
+
+# --- entities ---------------------------------------------------------------------------------------
+def entity_details(store: GraphStore, ids: Sequence[str]) -> dict[str, Row]:
+    """{entity id: id, name, type, description, aliases} of the ids that exist."""
+    rows = rows_by_ids(store, "(e:Entity)", "e.id", "e.id AS id, e.name AS name, e.type AS type, "
+                   "e.description AS description, e.aliases AS aliases", ids)
+    return {r["id"]: r for r in rows}
+
+
+def set_entity_details(store: GraphStore, rows: Sequence[Row]) -> None:
+    """rows: id, description, aliases, type."""
+    for batch in batches(list(rows), UPDATE_BATCH):
+        store.execute(
+            "UNWIND $rows AS r MATCH (e:Entity {id: r.id}) "
+            "SET e.description = r.description, e.aliases = r.aliases, e.type = r.type",
+            {"rows": batch},
+        )
+
+
+def refresh_mention_counts(store: GraphStore, entity_ids: Sequence[str]) -> None:
+    """n_mentions = number of chunks that mention the entity (recounted, so re-runs are exact)."""
+    for batch in batches(list(entity_ids)):
+        rows = rows_by_ids(store, "(c:Chunk)-[:MENTIONS]->(e:Entity)", "e.id", "e.id AS id, count(c) AS n", batch)
+        for part in batches(rows, UPDATE_BATCH):
+            store.execute("UNWIND $rows AS r MATCH (e:Entity {id: r.id}) SET e.n_mentions = r.n", {"rows": part})
+
+
+# --- document layer (KG-Retriever) -------------------------------------------------------------------
+def delete_similar_doc(store: GraphStore) -> None:
+    store.execute("MATCH (:Document)-[r:SIMILAR_DOC]->(:Document) DELETE r")
+
+
+# --- KET index ----------------------------------------------------------------------------------------
+def delete_knn(store: GraphStore) -> None:
+    store.execute("MATCH (:Chunk)-[r:KNN]->(:Chunk) DELETE r")
+
+
+def set_chunk_ranks(store: GraphStore, rows: Sequence[Row]) -> None:
+    """rows: id, pr (PageRank), core (bool)."""
+    for batch in batches(list(rows), UPDATE_BATCH):
+        store.execute("UNWIND $rows AS r MATCH (c:Chunk) WHERE c.id = r.id SET c.pagerank = r.pr, c.core = r.core",
+                      {"rows": batch})
+
+
+def delete_keyword_layer(store: GraphStore) -> None:
+    """Every Keyword and SubChunk with their edges."""
+    store.execute("MATCH (k:Keyword) DETACH DELETE k")
+    store.execute("MATCH (s:SubChunk) DETACH DELETE s")
