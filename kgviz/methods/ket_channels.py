@@ -16,8 +16,10 @@ import numpy as np
 from kgviz.errors import MethodError
 from kgviz.index.ket import core_ranking, ket_info, n_core
 from kgviz.methods.base import ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer
+from kgviz.methods.budget import stop_at_first_overflow
 from kgviz.methods.ket_cache import keyword_view, triple_cosines
 from kgviz.text import count_tokens
+from kgviz.vectors import unit
 
 SHOWN_REJECTED = 25  # ours: rejected candidates listed per step (the data counts them all)
 # ours: seed keywords drawn in the keyword channel's seed step, most similar first. On a small corpus
@@ -63,24 +65,9 @@ class Config:
         return int(math.floor((1.0 - self.theta) * self.limit + _EPS))
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    n = float(np.linalg.norm(v))
-    return v / n if n > 0 else v
-
-
 def _cosines(store: Any, table: str, ids: list[str], qv: np.ndarray) -> dict[str, float]:
     embs = store.get_embeddings(table, ids)
-    return {i: float(_unit(np.asarray(embs[i], dtype=np.float32)) @ qv) if i in embs else 0.0 for i in ids}
-
-
-def _prefix(ranked: list[tuple[str, int]], room: int) -> tuple[list[str], list[str], int]:
-    """The longest prefix of (id, tokens) that fits ``room``: (chosen, rejected, tokens used)."""
-    used = 0
-    for pos, (item, n) in enumerate(ranked):
-        if used + n > room:
-            return [i for i, _ in ranked[:pos]], [i for i, _ in ranked[pos:]], used
-        used += n
-    return [i for i, _ in ranked], [], used
+    return {i: float(unit(np.asarray(embs[i], dtype=np.float32)) @ qv) if i in embs else 0.0 for i in ids}
 
 
 @dataclass
@@ -177,7 +164,7 @@ class _KetEngine:
         er_budget = int(math.floor(budget * (1.0 - cfg.text_unit_share) + _EPS))
         seeds, skipped, ent_chunks = _seed_entities(store, self.qv, cfg, scope)
         ranked = [(e["id"], count_tokens(_entity_text(e))) for e in seeds]
-        chosen_e, over_e, ch.used = _prefix(ranked, er_budget)
+        chosen_e, over_e, ch.used = stop_at_first_overflow(ranked, er_budget)
         by_id = {e["id"]: e for e in seeds + skipped}
         for eid in chosen_e:
             e = by_id[eid]
@@ -230,7 +217,7 @@ class _KetEngine:
         if cfg.max_relationships_per_seed > 0:
             cap = cfg.max_relationships_per_seed * len(seeds)
             order, capped = order[:cap], order[cap:]
-        chosen, over, used = _prefix([(t, count_tokens(rows[t]["text"] or "")) for t in order], er_budget - ch.used)
+        chosen, over, used = stop_at_first_overflow([(t, count_tokens(rows[t]["text"] or "")) for t in order], er_budget - ch.used)
         ch.used += used
         for t in chosen:
             ch.items.append(ContextItem(t, "triple", rows[t]["text"] or "", cos[t], count_tokens(rows[t]["text"] or ""),
@@ -286,10 +273,10 @@ class _KetEngine:
             table, kind = "Chunk", "chunk"
         order = sorted(units, key=lambda u: (-len(linked.get(units[u], ())), -cos[u], u))
         text_room = budget - ch.used
-        chosen, over, _ = _prefix([(u, tokens[u]) for u in order], text_room)
+        chosen, over, _ = stop_at_first_overflow([(u, tokens[u]) for u in order], text_room)
         texts = ({r["id"]: r["text"] or "" for r in store.query(Q_SUBCHUNKS, {"ids": chosen})} if table == "SubChunk"
                  else {c: chunk_rows[c]["text"] or "" for c in chosen})
-        kept, late, used = _prefix([(u, count_tokens(texts.get(u, ""))) for u in chosen], text_room)
+        kept, late, used = stop_at_first_overflow([(u, count_tokens(texts.get(u, ""))) for u in chosen], text_room)
         chosen, over = kept, late + over  # the stored counts are count_tokens of the same text: a no-op guard
         ch.used += used
         title = ({c: view.title(c) for c in linked} if rows and view is not None
@@ -390,9 +377,9 @@ class _KetEngine:
             data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget})
         tokens = {view.sub_ids[row]: n for row, n in pool.items()}
         fresh = [sid for sid in ranked if sid not in skip]
-        chosen, over, _ = _prefix([(sid, tokens[sid]) for sid in fresh], budget)
+        chosen, over, _ = stop_at_first_overflow([(sid, tokens[sid]) for sid in fresh], budget)
         texts = {r["id"]: r["text"] or "" for r in store.query(Q_SUBCHUNKS, {"ids": chosen})}
-        kept, late, ch.used = _prefix([(sid, count_tokens(texts.get(sid, ""))) for sid in chosen], budget)
+        kept, late, ch.used = stop_at_first_overflow([(sid, count_tokens(texts.get(sid, ""))) for sid in chosen], budget)
         chosen, over = kept, late + over  # stored counts are count_tokens of the same text: a no-op guard
         for sid in chosen:
             ch.items.append(ContextItem(sid, "subchunk", texts[sid], cos[sid], count_tokens(texts[sid]),
@@ -422,7 +409,7 @@ def _keyword_index(store: Any) -> Any:
 def retrieve_ket(question: str, ctx: MethodContext, cfg: Config, tracer: Tracer) -> RetrievedContext:
     """Algorithm 4: the skeleton channel (when θ > 0), then the keyword channel (when θ < 1)."""
     store = ctx.store
-    qv = _unit(np.asarray(ctx.embedder.embed([question])[0], dtype=np.float32))
+    qv = unit(np.asarray(ctx.embedder.embed([question])[0], dtype=np.float32))
     engine = _KetEngine(store, qv, cfg, tracer)
     if cfg.keyword_budget > 0:
         _keyword_index(store)  # the missing index is the error to report, not a skeleton-channel symptom

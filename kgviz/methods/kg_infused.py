@@ -50,6 +50,7 @@ from kgviz.errors import ConfigError, MethodError
 from kgviz.methods.base import (
     ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, param, register,
 )
+from kgviz.vectors import rrf
 from kgviz.text import count_tokens
 
 Q_COUNT_ENTITIES = "MATCH (e:Entity) WHERE e.origin = $origin RETURN count(e) AS n"
@@ -207,14 +208,6 @@ def choose_source(store: Any, wanted: str) -> tuple[str, str]:
                 else "build the graph from documents, or set kg_source to 'curated' or 'auto'")
         raise MethodError(f"kg_source={wanted!r} but the database has no {wanted} entities", hint=hint)
     return wanted, f"kg_source={wanted!r} was requested ({n} {wanted} entities)"
-
-
-def rrf(rankings: list[list[str]], k: int) -> dict[str, float]:
-    fused: dict[str, float] = {}
-    for ranking in rankings:
-        for rank, cid in enumerate(ranking, 1):
-            fused[cid] = fused.get(cid, 0.0) + 1.0 / (k + rank)
-    return fused
 
 
 def search_chunks(store: Any, vector: np.ndarray, text: str, k: int, p: KGInfusedParams) -> list[tuple[str, float]]:

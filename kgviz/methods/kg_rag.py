@@ -72,7 +72,9 @@ from kgviz.errors import MethodError
 from kgviz.methods.base import (
     ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, param, register,
 )
+from kgviz.methods.budget import SkipAndContinue
 from kgviz.text import count_tokens
+from kgviz.vectors import cosine_rows
 
 _TRIPLE_COLS = (
     "t.id AS id, t.subject AS subject, t.relation AS relation, t.object AS object, "
@@ -195,11 +197,6 @@ class Hop:
 def _fact_text(row: dict[str, Any]) -> str:
     text = str(row.get("text") or "").strip()
     return text or " ".join(str(row.get(k) or "") for k in ("subject", "relation", "object")).strip()
-
-
-def _cos(m: np.ndarray, v: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(m, axis=1) * (np.linalg.norm(v) or 1.0)
-    return (m @ v) / np.where(norms == 0, 1.0, norms)
 
 
 class _Walk:
@@ -462,7 +459,7 @@ class _Walk:
         emb.update({c.id: np.asarray(v, dtype=np.float32) for c, v in zip(need, fresh)})
         m = np.stack([emb[c.id] for c in cands])
         w = self.p.plan_weight
-        s = (1 - w) * _cos(m, self.qv) + w * _cos(m, self.pv)
+        s = (1 - w) * cosine_rows(m, self.qv) + w * cosine_rows(m, self.pv)
         for c, v in zip(cands, s):
             c.score = round(float(v), 4)
         ranked = sorted(cands, key=lambda c: (-c.score, c.id))
@@ -575,7 +572,7 @@ class _Walk:
     def context(self, stop_reason: str) -> RetrievedContext:
         items: list[ContextItem] = []
         dropped: list[str] = []
-        used = 0
+        budget = SkipAndContinue(self.p.max_context_tokens)  # a fact that does not fit is dropped; later ones may fit
         scores = {c.id: c.score for h in self.hops for c in h.chosen} | self.seed_scores
         rows = {t: self.rows.get(t) or self.synthetic[t] for t in self.path_facts()}
         for tid, row in rows.items():
@@ -586,15 +583,15 @@ class _Walk:
             if self.p.include_sentences and sent and all(i.text != sent for i in items):
                 parts.append(ContextItem(f"{tid}#sentence", "sentence", sent, None, count_tokens(sent), source))
             for it in parts:
-                if used + it.n_tokens > self.p.max_context_tokens:
+                if not budget.take(it.n_tokens):
                     dropped.append(it.id)
                     continue
                 items.append(it)
-                used += it.n_tokens
         kept = [i.id for i in items if i.kind == "triple"]
         node_ids = list(dict.fromkeys(  # graph nodes only: a rel:... fact contributes its two entities
             [t for t in kept if t in self.rows]
             + [x for t in kept for x in (rows[t].get("subject_id"), rows[t].get("object_id")) if x]))
+        used = budget.used
         detail = f"{len(kept)} fact(s), {used} tokens; walk ended: {stop_reason}"
         if dropped:
             detail += f"; {len(dropped)} item(s) over the {self.p.max_context_tokens}-token budget dropped"

@@ -28,6 +28,7 @@ from kgviz.graph.arrow import vectors_to_numpy
 from kgviz.methods.base import (ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, param,
                                 register)
 from kgviz.text import count_tokens
+from kgviz.vectors import cosine_unit, unit, unit_rows
 
 STRATEGIES = ("one-hop", "attentive", "multi-hop")
 NEAR_MISSES = 3  # ours: documents ranked just below N, shown as rejected so a miss can be diagnosed
@@ -90,19 +91,12 @@ PRESETS = {
 }
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    n = float(np.linalg.norm(v))
-    return v / n if n > 0 else v
-
-
 def _vectors(column: Any, dim: int) -> list[np.ndarray | None]:
     """Row vectors (L2-normalised) of a FLOAT[dim] arrow column; None where the row has none."""
     array = column.combine_chunks()
     if array.null_count == 0:
-        matrix = vectors_to_numpy(array, dim)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        return list(matrix / np.where(norms == 0, 1.0, norms))
-    return [None if v is None else _unit(np.asarray(v, dtype=np.float32)) for v in array.to_pylist()]
+        return list(unit_rows(vectors_to_numpy(array, dim)))
+    return [None if v is None else unit(np.asarray(v, dtype=np.float32)) for v in array.to_pylist()]
 
 
 def _query_with_vectors(store: Any, cypher: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -111,10 +105,6 @@ def _query_with_vectors(store: Any, cypher: str, params: dict[str, Any]) -> list
     cols = {name: (_vectors(table.column(name), int(store.dim)) if name.endswith("emb")
                    else table.column(name).to_pylist()) for name in table.column_names}
     return [dict(zip(cols, values)) for values in zip(*cols.values())]
-
-
-def _cos(a: np.ndarray | None, b: np.ndarray) -> float:
-    return float(a @ b) if a is not None else 0.0
 
 
 @register
@@ -128,7 +118,7 @@ class KGRetriever:
     def retrieve(self, question: str, ctx: MethodContext, params: Any, tracer: Tracer) -> RetrievedContext:
         p: KGRetrieverParams = params
         store = ctx.store
-        qv = _unit(np.asarray(ctx.embedder.embed([question])[0], dtype=np.float32))
+        qv = unit(np.asarray(ctx.embedder.embed([question])[0], dtype=np.float32))
         hits = store.vector_search("Document", qv, p.top_n + NEAR_MISSES)
         if not hits:
             raise MethodError("the graph has no documents with embeddings", hint="build the index first")
@@ -174,7 +164,7 @@ class KGRetriever:
             else:
                 rows = _query_with_vectors(store, _NEIGHBOURS_EMB, {"ids": frontier})
             for r in rows:
-                doc_cos = 1.0 if one_hop else (_cos(r["src_emb"], r["emb"]) if r["emb"] is not None else 0.0)
+                doc_cos = 1.0 if one_hop else (cosine_unit(r["src_emb"], r["emb"]) if r["emb"] is not None else 0.0)
                 by_src.setdefault(r["src"], []).append((r["dst"], float(r["weight"] or 0.0), doc_cos))
             before = dict(weights)  # weights of this hop's sources, unaffected by this hop's updates
             nxt: list[str] = []
@@ -216,7 +206,7 @@ class KGRetriever:
         for r in rows:
             w[r["id"]] = max(w.get(r["id"], float("-inf")), weights[r["doc"]])
             names[r["id"]] = r["name"]
-            cos[r["id"]] = _cos(r["emb"], qv)
+            cos[r["id"]] = cosine_unit(r["emb"], qv)
             mentions.setdefault(r["id"], set()).add(r["chunk"])
             chunk_doc[r["chunk"]] = r["doc"]
         score = {e: w[e] * cos[e] for e in w}
@@ -250,7 +240,7 @@ class KGRetriever:
         rows = {r["id"]: r for r in layer if r["subject_id"] in kept_set or r["object_id"] in kept_set}
         ends = {t: [x for x in (r["subject_id"], r["object_id"]) if x in kept_set] for t, r in rows.items()}
         t_score = {t: max(score[e] for e in ends[t]) for t in rows}
-        t_cos = {t: _cos(r["emb"], qv) for t, r in rows.items()}
+        t_cos = {t: cosine_unit(r["emb"], qv) for t, r in rows.items()}
         order = sorted(rows, key=lambda t: (-t_score[t], -t_cos[t], t))
         chosen, rejected = (order[: p.max_t], order[p.max_t :]) if p.t_caps == "triples" else (order, [])
         role = {**{t: "chosen" for t in chosen}, **{t: "rejected" for t in rejected}}

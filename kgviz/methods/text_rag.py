@@ -11,7 +11,9 @@ from typing import Any, ClassVar
 
 from kgviz.errors import ConfigError, MethodError
 from kgviz.methods.base import ContextItem, MethodContext, NodeRef, RetrievedContext, Tracer, param, register
+from kgviz.methods.budget import skip_and_continue
 from kgviz.text import count_tokens
+from kgviz.vectors import rrf
 
 _CHUNKS = """
 MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) WHERE c.id IN $ids
@@ -31,15 +33,6 @@ class TextRagParams:
     def __post_init__(self) -> None:
         if self.top_k < 1 or self.budget_tokens < 1 or self.rrf_k < 0:
             raise ConfigError("text-rag: top_k and budget_tokens must be >= 1 and rrf_k >= 0")
-
-
-def rrf(rankings: list[list[str]], k: int) -> dict[str, float]:
-    """Reciprocal rank fusion: sum over rankings of 1 / (k + rank), rank starting at 1."""
-    fused: dict[str, float] = {}
-    for ranking in rankings:
-        for rank, node_id in enumerate(ranking, 1):
-            fused[node_id] = fused.get(node_id, 0.0) + 1.0 / (k + rank)
-    return fused
 
 
 @register
@@ -82,18 +75,11 @@ class TextRag:
                         nodes=[NodeRef(c, "Chunk", "candidate", label(c), scores[c]) for c in ranked],
                         scores=dict(scores),
                         data={"ranks": {c: {"vector": dense_rank.get(c), "bm25": sparse_rank.get(c)} for c in ranked}})
-        items: list[ContextItem] = []
-        rejected: list[str] = []
-        used = 0
-        for c in ranked:
-            if c not in info:  # an id the index returned but the graph no longer holds
-                continue
-            n = count_tokens(info[c]["text"])
-            if used + n > p.budget_tokens:
-                rejected.append(c)
-                continue
-            used += n
-            items.append(ContextItem(c, "chunk", info[c]["text"], scores[c], n, source=info[c]["title"]))
+        sized = [(c, count_tokens(info[c]["text"])) for c in ranked
+                 if c in info]  # an id the index returned but the graph no longer holds is left out
+        kept, rejected, used = skip_and_continue(sized, p.budget_tokens)
+        n_of = dict(sized)
+        items = [ContextItem(c, "chunk", info[c]["text"], scores[c], n_of[c], source=info[c]["title"]) for c in kept]
         tracer.step("context", f"{len(items)} chunks within {p.budget_tokens} tokens",
                     f"{used} tokens used; {len(rejected)} candidates rejected as over budget",
                     nodes=[NodeRef(i.id, "Chunk", "chosen", label(i.id), i.score) for i in items]

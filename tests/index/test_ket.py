@@ -373,7 +373,7 @@ def test_build_without_ket_has_no_ket_layer(store: GraphStore) -> None:
 def test_skeleton_costs_about_beta_of_a_full_kg(tmp_path: Path) -> None:
     """A fake LLM counts tokens: the β = 0.8 skeleton's extraction costs at most (β + 0.05) of
     extracting every chunk of the same corpus (§5.3)."""
-    from index_fakes import ScriptedLLM
+    from tests.support.index_fakes import ScriptedLLM
 
     docs = synthetic_docs(40, seed=5)
     totals = {}

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import pytest
-from fixture_graph import FixtureGraph, build_fixture_graph
+from tests.support.fixture_graph import FixtureGraph, build_fixture_graph
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
