@@ -1,8 +1,8 @@
 """The two retrieval channels of KET-RAG (paper 004, Algorithms 2 and 4), shared by ket-rag and
 its variants (kgviz.methods.ket_rag, which documents the method and its parameters).
 
-``retrieve_ket(question, ctx, Config, tracer)`` runs the skeleton channel when θ > 0 and the
-keyword channel when θ < 1; ``Config`` carries the resolved parameters of any variant. The
+``retrieve_ket(question, ctx, KetParams, tracer)`` runs the skeleton channel when θ > 0 and the
+keyword channel when θ < 1; ``KetParams`` carries the resolved parameters of any variant. The
 keyword layer and vectors come from the in-memory views of kgviz.methods.ket_cache.
 """
 from __future__ import annotations
@@ -18,6 +18,7 @@ from kgviz.index.ket import core_ranking, ket_info, n_core
 from kgviz.methods.base import ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer
 from kgviz.methods.budget import stop_at_first_overflow
 from kgviz.methods.ket_cache import keyword_view, triple_cosines
+from kgviz.methods.ket_params import KetParams
 from kgviz.text import count_tokens
 from kgviz.vectors import unit
 
@@ -42,29 +43,6 @@ Q_SUBCHUNKS = "UNWIND $ids AS x MATCH (s:SubChunk) WHERE s.id = x RETURN s.id AS
 QUERIES = (Q_ENTITIES, Q_TRIPLES, Q_TRIPLE_CHUNKS, Q_CHUNKS, Q_CHUNK_RANKS, Q_SUBCHUNKS)
 
 
-@dataclass(frozen=True)
-class Config:
-    """Everything one retrieval needs, whichever variant asked."""
-
-    limit: int
-    theta: float
-    seed_entities: int = 10
-    text_unit_share: float = 0.5
-    max_relationships_per_seed: int = 0
-    pool_factor: float = 2.0
-    pool_mode: str = "paper"
-    skeleton_beta: float = 0.0
-    core_selection: str = "pagerank"
-
-    @property
-    def skeleton_budget(self) -> int:
-        return int(math.floor(self.theta * self.limit + _EPS))
-
-    @property
-    def keyword_budget(self) -> int:
-        return int(math.floor((1.0 - self.theta) * self.limit + _EPS))
-
-
 def _cosines(store: Any, table: str, ids: list[str], qv: np.ndarray) -> dict[str, float]:
     embs = store.get_embeddings(table, ids)
     return {i: float(unit(np.asarray(embs[i], dtype=np.float32)) @ qv) if i in embs else 0.0 for i in ids}
@@ -86,7 +64,7 @@ class _Channel:
     used: int = 0
 
 
-def _skeleton_scope(store: Any, cfg: Config) -> _Skeleton:
+def _skeleton_scope(store: Any, cfg: KetParams) -> _Skeleton:
     info = ket_info(store)
     built = float(info.get("skeleton_beta", 1.0)) if info else 1.0
     built_text = (f"the graph's KG covers β={built:g} of its chunks" if info
@@ -118,7 +96,7 @@ def _skeleton_scope(store: Any, cfg: Config) -> _Skeleton:
     return _Skeleton(chunks, label, built)
 
 
-def _seed_entities(store: Any, qv: np.ndarray, cfg: Config, scope: _Skeleton
+def _seed_entities(store: Any, qv: np.ndarray, cfg: KetParams, scope: _Skeleton
                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, set[str]]]:
     """(seeds best first, skipped candidates, entity -> chunks mentioning it in scope)."""
     fetch = max(3 * cfg.seed_entities, 30)
@@ -154,7 +132,7 @@ def _entity_text(e: dict[str, Any]) -> str:
 
 
 class _KetEngine:
-    def __init__(self, store: Any, qv: np.ndarray, cfg: Config, tracer: Tracer) -> None:
+    def __init__(self, store: Any, qv: np.ndarray, cfg: KetParams, tracer: Tracer) -> None:
         self.store, self.qv, self.cfg, self.tracer = store, qv, cfg, tracer
 
     # -- skeleton channel (Algorithm 2 on G_s) ------------------------------------------------------
@@ -406,7 +384,7 @@ def _keyword_index(store: Any) -> Any:
     return view
 
 
-def retrieve_ket(question: str, ctx: MethodContext, cfg: Config, tracer: Tracer) -> RetrievedContext:
+def retrieve_ket(question: str, ctx: MethodContext, cfg: KetParams, tracer: Tracer) -> RetrievedContext:
     """Algorithm 4: the skeleton channel (when θ > 0), then the keyword channel (when θ < 1)."""
     store = ctx.store
     qv = unit(np.asarray(ctx.embedder.embed([question])[0], dtype=np.float32))

@@ -70,7 +70,7 @@ import numpy as np
 
 from kgviz.errors import MethodError
 from kgviz.methods.base import (
-    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, param, register,
+    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param, register,
 )
 from kgviz.methods.budget import SkipAndContinue
 from kgviz.text import count_tokens
@@ -151,22 +151,25 @@ def _sort_key(row: dict[str, Any], cols: tuple[str, ...]) -> tuple[tuple[bool, b
 
 @dataclass(frozen=True)
 class KGRagParams:
-    max_hops: int = param(5, "hop limit; paper 001 (summary, Open Question 4) says CoE takes 4-5 steps on "
+    max_hops: int = param(5, min=1, doc="hop limit; paper 001 (summary, Open Question 4) says CoE takes 4-5 steps on "
                              "average: we cap at the upper end (the cap itself is ours)")
-    top_k: int = param(5, "candidates shown to the LLM per hop (ours)")
-    start_nodes: int = param(3, "start nodes taken from the vector search (paper: vector similarity finds "
+    top_k: int = param(5, min=1, doc="candidates shown to the LLM per hop (ours)")
+    start_nodes: int = param(3, min=1, doc="start nodes taken from the vector search (paper: vector similarity finds "
                                 "start nodes; the number is ours)")
-    seed_pool: int = param(10, "hits fetched per vector search when looking for start nodes (ours)")
-    entity_match_min: float = param(0.5, "a planned entity's best Entity hit is taken as a start node first only "
+    seed_pool: int = param(10, min=1, doc="hits fetched per vector search when looking for start nodes (ours)")
+    entity_match_min: float = param(0.5, min=-1.0, max=1.0, doc="a planned entity's best Entity hit is taken as a start node first only "
                                          "at this cosine or above (ours)")
-    width: int = param(1, "candidates followed per hop; 1 = a single chain, as the name CoE suggests (ours)")
+    width: int = param(1, min=1, doc="candidates followed per hop; 1 = a single chain, as the name CoE suggests (ours)")
     allow_backtrack: bool = param(True, "let the evaluator pop a wrong hop and try the next-best candidate (ours)")
-    max_backtracks: int = param(2, "most backtracks per question (ours)")
+    max_backtracks: int = param(2, min=0, doc="most backtracks per question (ours)")
     include_sentences: bool = param(False, "add each path fact's provenance sentence to the context (ours; "
                                            "off by default: the paper grounds answers in the retrieved facts)")
-    max_context_tokens: int = param(2000, "token budget of the context; facts past it are dropped (ours)")
+    max_context_tokens: int = param(2000, min=1, doc="token budget of the context; facts past it are dropped (ours)")
     fetch_limit: int = param(100, "rows per neighbourhood query per anchor, bounds hub nodes (ours)")
-    plan_weight: float = param(0.5, "weight of similarity to the plan text vs the question when ranking (ours)")
+    plan_weight: float = param(0.5, min=0.0, max=1.0, doc="weight of similarity to the plan text vs the question when ranking (ours)")
+
+    def __post_init__(self) -> None:
+        check_params(self, "kg-rag")
 
 
 @dataclass
@@ -653,8 +656,6 @@ class KGRag:
                  tracer: Tracer) -> RetrievedContext:
         if not question.strip():
             raise MethodError("kg-rag needs a non-empty question")
-        if params.max_hops < 1 or params.top_k < 1 or params.width < 1 or params.start_nodes < 1:
-            raise MethodError("kg-rag params max_hops, top_k, width and start_nodes must each be at least 1")
         if tracer.reasoner is None:
             tracer.reasoner = ctx.reasoner
         return _Walk(question, ctx, params, tracer).run()

@@ -19,18 +19,19 @@ by cos(triple, query); a document reached along several paths keeps its largest 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
 
 import numpy as np
 
-from kgviz.errors import ConfigError, MethodError
+from kgviz.errors import MethodError
 from kgviz.graph.arrow import vectors_to_numpy
-from kgviz.methods.base import (ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, param,
+from kgviz.methods.base import (ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param,
                                 register)
 from kgviz.text import count_tokens
 from kgviz.vectors import cosine_unit, unit, unit_rows
 
-STRATEGIES = ("one-hop", "attentive", "multi-hop")
+Strategy = Literal["one-hop", "attentive", "multi-hop"]
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
 NEAR_MISSES = 3  # ours: documents ranked just below N, shown as rejected so a miss can be diagnosed
 
 _DOCS = "MATCH (d:Document) WHERE d.id IN $ids RETURN d.id AS id, d.title AS title"
@@ -58,29 +59,24 @@ RETURN DISTINCT t.id AS id, t.text AS text, t.subject AS subject, t.relation AS 
 
 @dataclass(frozen=True)
 class KGRetrieverParams:
-    top_n: int = param(3, "N: documents retrieved by similarity to the query (§3.2.2 Document-level "
+    top_n: int = param(3, min=1, doc="N: documents retrieved by similarity to the query (§3.2.2 Document-level "
                           "Retrieval; N=3 for every dataset in §4.1)")
-    k_neighbours: int = param(3, "K: document-layer neighbours used per document, most similar first "
+    k_neighbours: int = param(3, min=0, doc="K: document-layer neighbours used per document, most similar first "
                                  "(§3.2.1 Eq. 1; §4.1 gives K=3 for MuSiQue and 2Wiki — the HotpotQA value "
                                  "is cut from our copy of the paper). At most the K the index was built with")
-    strategy: str = param("one-hop", "document-layer collaboration (§3.2.2): 'one-hop' (w = 1), 'attentive' "
+    strategy: Strategy = param("one-hop", "document-layer collaboration (§3.2.2): 'one-hop' (w = 1), 'attentive' "
                                      "(w = cosine of the two documents) or 'multi-hop' (weights multiplied "
                                      "along the path)")
-    hops: int = param(2, "hops of the multi-hop strategy (§4.2 (4) reports 2-hop collaboration)")
+    hops: int = param(2, min=1, doc="hops of the multi-hop strategy (§4.2 (4) reports 2-hop collaboration)")
     lam: float = param(0.1, "λ: an entity is kept when w·cos(entity, query) > λ (§3.2.2 Eq. 2; λ=0.1 for "
                             "HotpotQA, §4.1)")
-    max_t: int = param(20, "T: at most T items retrieved (§3.2.2; T=20 for HotpotQA, §4.1)")
-    t_caps: str = param("triples", "what T caps: 'triples' (§3.2.2 'maximum of retrieved triples') or "
+    max_t: int = param(20, min=1, doc="T: at most T items retrieved (§3.2.2; T=20 for HotpotQA, §4.1)")
+    t_caps: Literal["triples", "entities"] = param("triples", "what T caps: 'triples' (§3.2.2 'maximum of retrieved triples') or "
                                    "'entities' (§4.1 'max retrieved entity count', as in the public code: "
                                    "the top-T entities and all their triples)")
 
     def __post_init__(self) -> None:
-        if self.strategy not in STRATEGIES:
-            raise ConfigError(f"kg-retriever strategy must be one of {', '.join(STRATEGIES)}, not {self.strategy!r}")
-        if self.t_caps not in ("triples", "entities"):
-            raise ConfigError(f"kg-retriever t_caps must be 'triples' or 'entities', not {self.t_caps!r}")
-        if min(self.top_n, self.max_t, self.hops) < 1 or self.k_neighbours < 0:
-            raise ConfigError("kg-retriever: top_n, max_t and hops must be >= 1, k_neighbours >= 0")
+        check_params(self, "kg-retriever")
 
 
 PRESETS = {
@@ -115,8 +111,8 @@ class KGRetriever:
     Params: ClassVar[type] = KGRetrieverParams
     presets: ClassVar[dict[str, Any]] = PRESETS
 
-    def retrieve(self, question: str, ctx: MethodContext, params: Any, tracer: Tracer) -> RetrievedContext:
-        p: KGRetrieverParams = params
+    def retrieve(self, question: str, ctx: MethodContext, params: KGRetrieverParams, tracer: Tracer) -> RetrievedContext:
+        p = params
         store = ctx.store
         qv = unit(np.asarray(ctx.embedder.embed([question])[0], dtype=np.float32))
         hits = store.vector_search("Document", qv, p.top_n + NEAR_MISSES)

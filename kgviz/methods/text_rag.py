@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kgviz.errors import ConfigError, MethodError
-from kgviz.methods.base import ContextItem, MethodContext, NodeRef, RetrievedContext, Tracer, param, register
+from kgviz.errors import MethodError
+from kgviz.methods.base import (ContextItem, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param,
+                                register)
 from kgviz.methods.budget import skip_and_continue
 from kgviz.text import count_tokens
 from kgviz.vectors import rrf
@@ -23,16 +24,15 @@ RETURN c.id AS id, c.text AS text, c.ord AS ord, d.title AS title
 
 @dataclass(frozen=True)
 class TextRagParams:
-    top_k: int = param(20, "candidates taken from each retriever before fusion (ours)")
+    top_k: int = param(20, min=1, doc="candidates taken from each retriever before fusion (ours)")
     hybrid: bool = param(True, "fuse the vector ranking with BM25 (Kùzu FTS) by reciprocal rank fusion (ours)")
-    rrf_k: int = param(60, "RRF constant k in 1/(k + rank) (ours; the usual value from the RRF literature)")
-    budget_tokens: int = param(1000, "context budget in tokens, filled greedily in rank order; a chunk that "
+    rrf_k: int = param(60, min=0, doc="RRF constant k in 1/(k + rank) (ours; the usual value from the RRF literature)")
+    budget_tokens: int = param(1000, min=1, doc="context budget in tokens, filled greedily in rank order; a chunk that "
                                      "does not fit is skipped and smaller ones after it may still fit "
                                      "(ours; the 1k column of the DESIGN baseline table)")
 
     def __post_init__(self) -> None:
-        if self.top_k < 1 or self.budget_tokens < 1 or self.rrf_k < 0:
-            raise ConfigError("text-rag: top_k and budget_tokens must be >= 1 and rrf_k >= 0")
+        check_params(self, "text-rag")
 
 
 @register
@@ -43,8 +43,8 @@ class TextRag:
     Params: ClassVar[type] = TextRagParams
     presets: ClassVar[dict[str, Any]] = {"hybrid": TextRagParams(), "dense-only": TextRagParams(hybrid=False)}
 
-    def retrieve(self, question: str, ctx: MethodContext, params: Any, tracer: Tracer) -> RetrievedContext:
-        p: TextRagParams = params
+    def retrieve(self, question: str, ctx: MethodContext, params: TextRagParams, tracer: Tracer) -> RetrievedContext:
+        p = params
         store = ctx.store
         qv = ctx.embedder.embed([question])[0]
         dense = store.vector_search("Chunk", qv, p.top_k)
