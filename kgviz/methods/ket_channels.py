@@ -1,8 +1,8 @@
 """The two retrieval channels of KET-RAG (paper 004, Algorithms 2 and 4), shared by ket-rag and
 its variants (kgviz.methods.ket_rag, which documents the method and its parameters).
 
-``retrieve_ket(question, ctx, KetParams, tracer)`` runs the skeleton channel when θ > 0 and the
-keyword channel when θ < 1; ``KetParams`` carries the resolved parameters of any variant. The
+``retrieve_ket(question, ctx, KetRetrievalParams, tracer)`` runs the skeleton channel when θ > 0 and the
+keyword channel when θ < 1; ``KetRetrievalParams`` carries the resolved parameters of any variant. The
 keyword layer and vectors come from the in-memory views of kgviz.methods.ket_cache.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from kgviz.index.ket import core_ranking, ket_info, n_core
 from kgviz.methods.base import ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer
 from kgviz.methods.budget import stop_at_first_overflow
 from kgviz.methods.ket_cache import keyword_view, triple_cosines
-from kgviz.methods.ket_params import KetParams
+from kgviz.methods.ket_params import KetRetrievalParams
 from kgviz.text import count_tokens
 from kgviz.vectors import unit
 
@@ -64,7 +64,7 @@ class _Channel:
     used: int = 0
 
 
-def _skeleton_scope(store: Any, cfg: KetParams) -> _Skeleton:
+def _skeleton_scope(store: Any, cfg: KetRetrievalParams) -> _Skeleton:
     info = ket_info(store)
     built = float(info.get("skeleton_beta", 1.0)) if info else 1.0
     built_text = (f"the graph's KG covers β={built:g} of its chunks" if info
@@ -96,7 +96,7 @@ def _skeleton_scope(store: Any, cfg: KetParams) -> _Skeleton:
     return _Skeleton(chunks, label, built)
 
 
-def _seed_entities(store: Any, qv: np.ndarray, cfg: KetParams, scope: _Skeleton
+def _seed_entities(store: Any, qv: np.ndarray, cfg: KetRetrievalParams, scope: _Skeleton
                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, set[str]]]:
     """(seeds best first, skipped candidates, entity -> chunks mentioning it in scope)."""
     fetch = max(3 * cfg.seed_entities, 30)
@@ -132,7 +132,7 @@ def _entity_text(e: dict[str, Any]) -> str:
 
 
 class _KetEngine:
-    def __init__(self, store: Any, qv: np.ndarray, cfg: KetParams, tracer: Tracer) -> None:
+    def __init__(self, store: Any, qv: np.ndarray, cfg: KetRetrievalParams, tracer: Tracer) -> None:
         self.store, self.qv, self.cfg, self.tracer = store, qv, cfg, tracer
 
     # -- skeleton channel (Algorithm 2 on G_s) ------------------------------------------------------
@@ -384,7 +384,7 @@ def _keyword_index(store: Any) -> Any:
     return view
 
 
-def retrieve_ket(question: str, ctx: MethodContext, cfg: KetParams, tracer: Tracer) -> RetrievedContext:
+def retrieve_ket(question: str, ctx: MethodContext, cfg: KetRetrievalParams, tracer: Tracer) -> RetrievedContext:
     """Algorithm 4: the skeleton channel (when θ > 0), then the keyword channel (when θ < 1)."""
     store = ctx.store
     qv = unit(np.asarray(ctx.embedder.embed([question])[0], dtype=np.float32))

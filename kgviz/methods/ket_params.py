@@ -1,6 +1,6 @@
 """KET-RAG's parameters (paper 004): every field declared once, in groups; each variant's Params
 (ket-rag, skeleton-rag, keyword-rag, ket-full) is the union of the groups it reads, and resolves
-to the one ``KetParams`` (with its ``variant``) that the channels in ``kgviz.methods.ket_channels``
+to the one ``KetRetrievalParams`` (with its ``variant``) that the channels in ``kgviz.methods.ket_channels``
 run on. All construction is keyword-only.
 """
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Literal, Union
 
 from kgviz.methods.base import check_params, param
 
-__all__ = ["AnyKetParams", "KetFullParams", "KetParams", "KetRagParams", "KeywordRagParams", "SkeletonRagParams",
-           "Variant"]
+__all__ = ["AnyKetParams", "KetFullParams", "KetRagParams", "KetRetrievalParams", "KeywordRagParams",
+           "SkeletonRagParams", "Variant"]
 
 Variant = Literal["ket-rag", "skeleton-rag", "keyword-rag", "ket-full"]
 PoolMode = Literal["paper", "code"]
@@ -70,7 +70,7 @@ class _SimulationFields:
 
 
 @dataclass(frozen=True, kw_only=True)
-class KetParams:
+class KetRetrievalParams:
     """The one resolved KET parameter set, whichever variant asked: what ``retrieve_ket`` reads.
     Built by a variant's ``Params.resolve()``; the fields a variant does not expose get the value
     that defines the variant (θ = 1 for skeleton-only, θ = 0 for keyword-only, β = 1 for the full KG)."""
@@ -107,8 +107,8 @@ class KetRagParams(_SimulationFields, _KeywordFields, _SkeletonFields, _ThetaFie
     def __post_init__(self) -> None:
         check_params(self, "ket-rag")
 
-    def resolve(self) -> KetParams:
-        return KetParams(variant="ket-rag", **asdict(self))
+    def resolve(self) -> KetRetrievalParams:
+        return KetRetrievalParams(variant="ket-rag", **asdict(self))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,8 +116,8 @@ class SkeletonRagParams(_SimulationFields, _SkeletonFields, _LimitFields):
     def __post_init__(self) -> None:
         check_params(self, "skeleton-rag")
 
-    def resolve(self) -> KetParams:
-        return KetParams(variant="skeleton-rag", theta=1.0, **asdict(self))
+    def resolve(self) -> KetRetrievalParams:
+        return KetRetrievalParams(variant="skeleton-rag", theta=1.0, **asdict(self))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,8 +125,8 @@ class KeywordRagParams(_KeywordFields, _LimitFields):
     def __post_init__(self) -> None:
         check_params(self, "keyword-rag")
 
-    def resolve(self) -> KetParams:
-        return KetParams(variant="keyword-rag", theta=0.0, **asdict(self))
+    def resolve(self) -> KetRetrievalParams:
+        return KetRetrievalParams(variant="keyword-rag", theta=0.0, **asdict(self))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,9 +134,9 @@ class KetFullParams(_SkeletonFields, _LimitFields):
     def __post_init__(self) -> None:
         check_params(self, "ket-full")
 
-    def resolve(self) -> KetParams:
+    def resolve(self) -> KetRetrievalParams:
         # skeleton_beta=1: every chunk's triples; on a β<1 graph the trace says the full KG is missing
-        return KetParams(variant="ket-full", theta=1.0, skeleton_beta=1.0, **asdict(self))
+        return KetRetrievalParams(variant="ket-full", theta=1.0, skeleton_beta=1.0, **asdict(self))
 
 
 AnyKetParams = Union[KetRagParams, SkeletonRagParams, KeywordRagParams, KetFullParams]
