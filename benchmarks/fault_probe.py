@@ -23,9 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "providers"))  # the loopback fake server of the tests
 
-from fake_server import FakeServer, Recorded, Reply, chat_ok  # noqa: E402
+from tests.support.fake_server import FakeServer, Recorded, Reply, chat_ok  # noqa: E402
 
 from kgviz.cli import main  # noqa: E402
 from kgviz.graph.store import GraphStore  # noqa: E402

@@ -43,8 +43,7 @@ def _open_graph(args: argparse.Namespace) -> tuple[Any, list[str], float]:
     embedder = HashingEmbedder()
     db = Path(args.db) if args.db else Path(tempfile.mkdtemp(prefix="kgviz_bench_")) / "ws"
     if args.corpus == "fixture":
-        sys.path.insert(0, str(ROOT / "tests" / "methods"))
-        from fixture_graph import build_fixture_graph  # the tests' hand-built graph
+        from tests.support.fixture_graph import build_fixture_graph  # the tests' hand-built graph
 
         t0 = time.perf_counter()
         kg = build_fixture_graph(db, embedder)

@@ -2,7 +2,7 @@
 
     python3 benchmarks/run.py [--quick]
 
-Same as `kgviz bench --json`; the code lives in kgviz/evaluate/bench.py and reuses the other
+Same as `kgviz bench --json`; the code lives in benchmarks/suite.py and reuses the other
 scripts in this folder (build_hotpotqa.py, bulk_vs_rows.py, retrieval_latency.py).
 """
 from __future__ import annotations
@@ -12,9 +12,9 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]  # the suite (a sibling script), kgviz
 
-from kgviz.evaluate.bench import run_bench  # noqa: E402
+from suite import run_bench  # noqa: E402
 
 
 def main() -> int:

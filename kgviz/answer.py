@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kgviz.methods.base import ContextItem, NodeRef, RetrievedContext, TraceStep, Tracer
+from kgviz.methods.budget import cut_at_first_overflow
 from kgviz.prompts.answer import INSUFFICIENT
 from kgviz.reasoning import Reasoner
 from kgviz.text import count_tokens, token_spans
@@ -46,24 +47,17 @@ def truncate_tokens(text: str, max_tokens: int) -> str:
 
 
 def fit_budget(items: list[ContextItem], budget_tokens: int) -> BudgetCut:
-    cut = BudgetCut([], budget_tokens)
-    for pos, item in enumerate(items):
-        n = count_tokens(item.text)
-        if cut.used_tokens + n <= budget_tokens:
-            cut.items.append(replace(item, n_tokens=n))
-            cut.used_tokens += n
-            continue
-        room = budget_tokens - cut.used_tokens
-        if room >= MIN_CUT_TOKENS:
-            text = truncate_tokens(item.text, room)
-            cut.items.append(replace(item, text=text, n_tokens=count_tokens(text)))
-            cut.used_tokens += cut.items[-1].n_tokens
-            cut.truncated.append(item.id)
-        else:
-            cut.dropped.append(item.id)
-        cut.dropped.extend(i.id for i in items[pos + 1 :])
-        break
-    return cut
+    """The context the answer step sees: items in order while they fit; the first that overflows
+    is cut to the room left (when at least MIN_CUT_TOKENS), everything after it is dropped."""
+    def shorten(item: ContextItem, room: int) -> tuple[ContextItem, int]:
+        text = truncate_tokens(item.text, room)
+        n = count_tokens(text)
+        return replace(item, text=text, n_tokens=n), n
+
+    sized = [(replace(i, n_tokens=n), n) for i, n in ((i, count_tokens(i.text)) for i in items)]
+    fit = cut_at_first_overflow(sized, budget_tokens, MIN_CUT_TOKENS, shorten)
+    return BudgetCut(fit.kept, budget_tokens, fit.used, truncated=[i.id for i in fit.cut],
+                     dropped=[i.id for i in fit.over])
 
 
 def answer(question: str, context: RetrievedContext, reasoner: Reasoner, tracer: Tracer,

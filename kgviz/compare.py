@@ -1,108 +1,34 @@
 """Compare one question across methods: runs, claim verdicts, metrics, the gold funnel and the
 overlap of their evidence; plus the exportable case file (HTML rendered by
-kgviz.verify.case_file, and JSON).
+kgviz.verify.case_file, and JSON). The result types live in kgviz.verify.comparison (re-exported
+here) so the case-file renderer does not import this module back.
 
 ``compare`` runs the methods (reusing runs the caller already has, e.g. cached in the session),
 then verifies every answer against its own retrieved context with the same Reasoner.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Mapping, Sequence
 
 from kgviz.errors import ConfigError
 from kgviz.methods.base import MethodContext
 from kgviz.run import Run, run_methods
-from kgviz.types import Usage
-from kgviz.verify.funnel import FunnelParams, FunnelRow, GoldPresence, funnel_row, gold_presence
-from kgviz.verify.judge import HALLUCINATION_DEFINITION, Verdict, verify_run
-from kgviz.verify.metrics import Metrics, score
+from kgviz.verify.case_file import render_case_file
+from kgviz.verify.comparison import Comparison, MethodResult, OverlapRow, overlap_matrix
+from kgviz.verify.funnel import FunnelParams, funnel_row, gold_presence
+from kgviz.verify.judge import verify_run
+from kgviz.verify.metrics import score
 from kgviz.viz.overlay import evidence_nodes
 
-
-@dataclass
-class MethodResult:
-    run: Run
-    verdict: Verdict
-    metrics: Metrics | None = None  # only with gold answers
-    funnel: FunnelRow | None = None  # only with gold answers and a store
-
-    @property
-    def method(self) -> str:
-        return self.run.method
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"run": self.run.to_dict(), "verdict": self.verdict.to_dict(),
-                "metrics": self.metrics.to_dict() if self.metrics else None,
-                "funnel": self.funnel.to_dict() if self.funnel else None}
-
-
-@dataclass(frozen=True)
-class OverlapRow:
-    a: str
-    b: str
-    shared: int
-    union: int
-
-    @property
-    def jaccard(self) -> float:
-        return self.shared / self.union if self.union else 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "shared": self.shared, "union": self.union,
-                "jaccard": round(self.jaccard, 4)}
-
-
-@dataclass
-class Comparison:
-    question: str
-    golds: list[str]
-    results: list[MethodResult]
-    mode: str  # the reasoner's mode: "offline" or "provider:model"
-    judge: str
-    presence: GoldPresence | None = None
-    overlap: list[OverlapRow] = field(default_factory=list)
-    definition: str = HALLUCINATION_DEFINITION
-
-    @property
-    def verification_usage(self) -> Usage:
-        total = Usage()
-        for r in self.results:
-            total = total + r.verdict.usage
-        return total
-
-    def summary(self) -> dict[str, Any]:
-        answered = [r for r in self.results if not r.verdict.failed]
-        n = len(answered)
-        return {"methods": len(self.results),
-                "hallucinated": sum(r.verdict.hallucinated for r in answered),
-                "abstained": sum(r.verdict.abstained for r in answered),
-                "hallucination_rate": (sum(r.verdict.hallucinated for r in answered) / n) if n else 0.0,
-                "failed": len(self.results) - n}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"question": self.question, "golds": list(self.golds), "mode": self.mode, "judge": self.judge,
-                "hallucination_definition": self.definition, "summary": self.summary(),
-                "presence": self.presence.to_dict() if self.presence else None,
-                "results": [r.to_dict() for r in self.results],
-                "overlap": [o.to_dict() for o in self.overlap],
-                "verification_usage": self.verification_usage.to_dict()}
+__all__ = ["Comparison", "MethodResult", "OverlapRow", "assess", "case_file_html", "case_file_json", "compare",
+           "overlap", "overlap_matrix"]
 
 
 def overlap(runs: Sequence[Run]) -> list[OverlapRow]:
     """Pairwise shared evidence (graph node ids the contexts came from) and its Jaccard index."""
     sets = {r.method: set(evidence_nodes(r)) for r in runs}
     return [OverlapRow(a, b, len(sets[a] & sets[b]), len(sets[a] | sets[b])) for a, b in combinations(sets, 2)]
-
-
-def overlap_matrix(comparison: "Comparison") -> tuple[list[str], list[list[str]]]:
-    """(methods, rows) of a symmetric table: "Jaccard (shared)" per pair, "-" on the diagonal."""
-    methods = [r.method for r in comparison.results]
-    cell = {}
-    for o in comparison.overlap:
-        cell[(o.a, o.b)] = cell[(o.b, o.a)] = f"{o.jaccard:.2f} ({o.shared})"
-    return methods, [[a] + ["-" if a == b else cell.get((a, b), "") for b in methods] for a in methods]
 
 
 def assess(runs: Sequence[Run], ctx: MethodContext, golds: Sequence[str] = (), *,
@@ -145,8 +71,6 @@ def compare(question: str, methods: Sequence[str], ctx: MethodContext, golds: Se
 
 def case_file_html(comparison: Comparison, store: Any = None, *, include_graph: bool = True) -> str:
     """The self-contained HTML case file (inline CSS, no external reference, all text escaped)."""
-    from kgviz.verify.case_file import render_case_file
-
     return render_case_file(comparison, store, include_graph=include_graph)
 
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
 from kgviz.errors import ConfigError
+from kgviz.providers.specs import parse_embedder_spec, parse_llm_spec
 
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
 DEFAULT_OPENAI_MODEL = "gpt-5-mini"
@@ -51,9 +52,6 @@ class Settings:
     @property
     def workspaces_dir(self) -> Path:
         return self.home / "workspaces"
-
-    def with_(self, **changes: object) -> "Settings":
-        return replace(self, **changes)  # type: ignore[arg-type]
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
@@ -126,9 +124,6 @@ def check_dir_path(path: Path, name: str) -> Path:
 
 
 def _check_specs(llm_spec: str, embedder_spec: str) -> None:
-    # Imported here: kgviz.providers imports this module.
-    from kgviz.providers.factory import parse_embedder_spec, parse_llm_spec
-
     for name, spec, parse in (("KGVIZ_LLM", llm_spec, parse_llm_spec),
                               ("KGVIZ_EMBEDDER", embedder_spec, parse_embedder_spec)):
         if name == "KGVIZ_LLM" and spec == "auto":

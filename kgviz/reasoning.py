@@ -19,72 +19,34 @@ so a failure cached by an older kgviz does not come back forever.
 """
 from __future__ import annotations
 
-import importlib
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from kgviz.errors import KgvizError, LLMOutputError
 from kgviz.providers.base import LLM, Embedder
+from kgviz.tasks.base import Task, register, registered_tasks
 from kgviz.types import Message, Usage
 
 OFFLINE_MODE = "offline"
 
-# modules that define tasks; imported lazily on first lookup so importing kgviz stays cheap
-_TASK_MODULES = (
-    "kgviz.tasks.extraction",
-    "kgviz.tasks.kg_rag",
-    "kgviz.tasks.kg_infused",
-    "kgviz.tasks.answer",
-    "kgviz.tasks.verify",
-)
-
-
-@dataclass(frozen=True)
-class Task:
-    """A named reasoning step.
-
-    render(inputs) -> user message text (uses a prompt constant from kgviz.prompts)
-    parse(raw, inputs) -> value; raise LLMOutputError when the reply is unusable
-    offline(inputs, embedder) -> (value, heuristic description)
-    usable(value) -> "" when the parsed value is worth replaying from the cache, else the reason
-        it is not (a parse that fell back to a heuristic, for one); the value is still returned
-    """
-
-    name: str
-    prompt_name: str
-    render: Callable[[dict[str, Any]], str]
-    parse: Callable[[str, dict[str, Any]], Any]
-    offline: Callable[[dict[str, Any], Embedder], tuple[Any, str]]
-    system: str | None = None
-    max_tokens: int = 1024
-    json_schema: dict[str, Any] | None = None
-    usable: Callable[[Any], str] | None = None
-
-
-_REGISTRY: dict[str, Task] = {}
-_loaded = False
-
-
-def register(task: Task) -> Task:
-    _REGISTRY[task.name] = task
-    return task
+__all__ = ["OFFLINE_MODE", "LLMCall", "Reasoner", "Task", "TaskResult", "get_task", "register"]
 
 
 def get_task(name: str) -> Task:
-    global _loaded
-    if not _loaded:
-        for mod in _TASK_MODULES:
-            try:
-                importlib.import_module(mod)
-            except ModuleNotFoundError as exc:  # a task module not written yet
-                if exc.name != mod:
-                    raise
-        _loaded = True
+    """The task registered as ``name``. The first lookup imports every task module (explicitly,
+    below); importing them at module level would make ``kgviz.reasoning`` pull in the whole index
+    and verify layers for callers that only want ``Reasoner``'s types."""
+    _load_tasks()
     try:
-        return _REGISTRY[name]
+        return registered_tasks()[name]
     except KeyError:
-        raise KgvizError(f"unknown reasoning task {name!r}; known: {sorted(_REGISTRY)}") from None
+        raise KgvizError(f"unknown reasoning task {name!r}; known: {sorted(registered_tasks())}") from None
+
+
+def _load_tasks() -> None:
+    # The explicit task registry: a module missing here is an ImportError, never skipped.
+    from kgviz.tasks import answer, extraction, kg_infused, kg_rag, verify  # noqa: F401
 
 
 @dataclass

@@ -4,7 +4,6 @@ control or bidi character ever printed to the terminal."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +14,7 @@ from kgviz.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data" / "corpus"
-sys.path.insert(0, str(ROOT / "tests" / "providers"))
-from fake_server import FakeServer, Reply, chat_ok  # noqa: E402
+from tests.support.fake_server import FakeServer, Reply, chat_ok
 
 HOSTILE = "Paris\x1b[2J\x1b]0;pwned\x07 \u202eexe.txt\u202c \x9b31m done"
 

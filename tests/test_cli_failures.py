@@ -4,18 +4,16 @@ exit 3, --json carries them, a re-run asks only the failed chunks, KGVIZ_WORKERS
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "providers"))
-from fake_server import FakeServer, Recorded, Reply, chat_ok  # noqa: E402
+from tests.support.fake_server import FakeServer, Recorded, Reply, chat_ok
 
-import kgviz.index.pipeline as pipeline  # noqa: E402
-from kgviz.cli import EXIT_BUILT_WITH_FAILURES, main  # noqa: E402
-from kgviz.index.heuristic import extract_offline  # noqa: E402
+import kgviz.index.pipeline as pipeline
+from kgviz.cli import EXIT_BUILT_WITH_FAILURES, main
+from kgviz.index.heuristic import extract_offline
 
 TEXTS = {
     "dam.txt": "The Vey Dam holds back the River Sarn. It was designed by Oskar Linde in 1931.",

@@ -12,18 +12,16 @@ from typing import Iterator
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "methods"))
+from tests.support.fixture_graph import FixtureGraph, build_fixture_graph
 
-from fixture_graph import FixtureGraph, build_fixture_graph  # noqa: E402
-
-import kgviz.compare as cmp  # noqa: E402
-from kgviz.errors import ConfigError  # noqa: E402
-from kgviz.methods.base import ContextItem, NodeRef, RetrievedContext, TraceStep  # noqa: E402
-from kgviz.providers.embedders import HashingEmbedder  # noqa: E402
-from kgviz.run import Run  # noqa: E402
-from kgviz.types import Usage  # noqa: E402
-from kgviz.viz.graph_html import EXTERNAL_REF  # noqa: E402
-from kgviz.viz.overlay import build_overlay, overlay_html, shared_role  # noqa: E402
+import kgviz.compare as cmp
+from kgviz.errors import ConfigError
+from kgviz.methods.base import ContextItem, NodeRef, RetrievedContext, TraceStep
+from kgviz.providers.embedders import HashingEmbedder
+from kgviz.run import Run
+from kgviz.types import Usage
+from kgviz.viz.graph_html import EXTERNAL_REF
+from kgviz.viz.overlay import build_overlay, overlay_html, shared_role
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "Who designed the Harbour Library?"

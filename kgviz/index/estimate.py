@@ -14,11 +14,10 @@ from kgviz.config import resolve_llm_spec
 from kgviz.index.ket import n_core
 from kgviz.index.params import BuildParams, CostEstimate
 from kgviz.ingest import chunk_document
-from kgviz.prompts.extraction import EXTRACT_TRIPLES_SYSTEM, render_extract_triples
+from kgviz.prompts.extraction import EXTRACT_TRIPLES_MAX_OUTPUT_TOKENS, EXTRACT_TRIPLES_SYSTEM, render_extract_triples
 from kgviz.providers.base import LLM
 from kgviz.providers.factory import parse_llm_spec
 from kgviz.providers.pricing import PriceTable
-from kgviz.tasks.extraction import MAX_OUTPUT_TOKENS
 from kgviz.text import count_tokens
 from kgviz.types import Document
 
@@ -50,7 +49,7 @@ def estimate_cost(
     beta = params.core_fraction if params.ket_enabled else 1.0
     system_tokens = count_tokens(EXTRACT_TRIPLES_SYSTEM)
     input_tokens = sum(system_tokens + count_tokens(render_extract_triples(c.text)) for c in chunks)
-    output_tokens = sum(min(MAX_OUTPUT_TOKENS, round(params.expected_output_ratio * c.n_tokens)) for c in chunks)
+    output_tokens = sum(min(EXTRACT_TRIPLES_MAX_OUTPUT_TOKENS, round(params.expected_output_ratio * c.n_tokens)) for c in chunks)
     si, so = (input_tokens, output_tokens) if k == n else (round(input_tokens * k / n), round(output_tokens * k / n))
     if offline:  # nothing is sent, but the LLM figure says what building with one would take
         full = CostEstimate(n, 0, 0, 0.0, 0, "offline", True, total_chunks=n,

@@ -35,8 +35,8 @@ from kgviz.index.heuristic import HEURISTIC_NAME, extract_offline
 from kgviz.index.params import BuildParams
 from kgviz.index.parse import parse_triples
 from kgviz.index.triples import ExtractionOutput
+from kgviz.prompts.extraction import EXTRACT_TRIPLES_PROMPT_NAME, EXTRACT_TRIPLES_TASK_NAME
 from kgviz.reasoning import OFFLINE_MODE, Reasoner
-from kgviz.tasks.extraction import EXTRACT_TRIPLES_TASK, TASK_NAME
 from kgviz.types import Chunk, Usage
 
 _FATAL = (AuthenticationError, MissingKeyError, ConfigError)
@@ -69,7 +69,7 @@ def _row(chunk_id: str, mode: str, run: _Run, status: str) -> dict[str, object]:
     return {
         "chunk_id": chunk_id,
         "mode": mode,
-        "prompt_name": HEURISTIC_NAME if mode == OFFLINE_MODE else EXTRACT_TRIPLES_TASK.prompt_name,
+        "prompt_name": HEURISTIC_NAME if mode == OFFLINE_MODE else EXTRACT_TRIPLES_PROMPT_NAME,
         "raw": run.raw,
         "status": status,
         "n_triples": len(out.triples) if out else 0,
@@ -133,7 +133,7 @@ def run_extraction(
 
 def _extract_one(reasoner: Reasoner, chunk: Chunk, max_triples: int) -> _Run:
     try:
-        result = reasoner.run(TASK_NAME, text=chunk.text, max_triples=max_triples)
+        result = reasoner.run(EXTRACT_TRIPLES_TASK_NAME, text=chunk.text, max_triples=max_triples)
     except _FATAL:
         raise
     except LLMOutputError as exc:

@@ -344,12 +344,11 @@ class SkeletonCost:
 
 def extraction_estimate(text: str, n_tokens: int, expected_output_ratio: float) -> tuple[int, int]:
     """(input, output) tokens one extraction call on this chunk is expected to take."""
-    from kgviz.prompts.extraction import EXTRACT_TRIPLES_SYSTEM, render_extract_triples
-    from kgviz.tasks.extraction import MAX_OUTPUT_TOKENS
+    from kgviz.prompts.extraction import EXTRACT_TRIPLES_MAX_OUTPUT_TOKENS, EXTRACT_TRIPLES_SYSTEM, render_extract_triples
     from kgviz.text import count_tokens
 
     return (count_tokens(EXTRACT_TRIPLES_SYSTEM) + count_tokens(render_extract_triples(text)),
-            min(MAX_OUTPUT_TOKENS, round(expected_output_ratio * n_tokens)))
+            min(EXTRACT_TRIPLES_MAX_OUTPUT_TOKENS, round(expected_output_ratio * n_tokens)))
 
 
 def skeleton_cost(chunks: Sequence[tuple[str, str, int]], core: set[str], beta: float, *,

@@ -72,10 +72,6 @@ class KnnGraph:
         return [{"from": ids[s], "to": ids[d], "kind": k, "weight": float(w)}
                 for s, d, k, w in zip(self.src.tolist(), self.dst.tolist(), self.kind.tolist(), self.weight.tolist())]
 
-    def out_degree(self, kind: str | None = None) -> np.ndarray:
-        mask = np.ones(self.src.size, bool) if kind is None else self.kind == kind
-        return np.bincount(self.src[mask], minlength=self.n)
-
     def degree(self) -> np.ndarray:
         """In-degree + out-degree of every chunk (the degree of paper Fig. 2)."""
         return np.bincount(self.src, minlength=self.n) + np.bincount(self.dst, minlength=self.n)

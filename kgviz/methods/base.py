@@ -7,13 +7,17 @@ methods differ only in what they retrieve. Every method records ``TraceStep``s t
 """
 from __future__ import annotations
 
+import functools
 import time
+import typing
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
-from typing import Any, Callable, ClassVar, Literal, Protocol
+from typing import Any, Callable, ClassVar, Literal, Mapping, Protocol, Sequence, TypeVar
 
+from kgviz.errors import ConfigError
 from kgviz.graph.protocol import GraphStore
 from kgviz.reasoning import LLMCall, Reasoner, TaskResult
 from kgviz.types import Usage
+
 
 StepKind = Literal["seed", "expand", "score", "select", "prune", "llm", "context", "answer", "error"]
 Role = Literal["candidate", "chosen", "rejected", "seed", "context"]
@@ -168,17 +172,24 @@ class MethodContext:
         return self.reasoner.embedder
 
 
-class Method(Protocol):
+P = TypeVar("P")
+
+
+class Method(Protocol[P]):
+    """A retrieval method over its own Params type ``P`` (a frozen dataclass): ``retrieve`` gets a
+    ``P``, so no method re-declares what its params are. (Class-level attributes; a ClassVar may
+    not name a type variable, hence the plain annotations for ``Params`` and ``presets``.)"""
+
     name: ClassVar[str]
     title: ClassVar[str]  # e.g. "KG-RAG (Chain of Explorations)"
     paper: ClassVar[str]  # e.g. "001" or "baseline"
-    Params: ClassVar[type]  # frozen dataclass
-    presets: ClassVar[dict[str, Any]]  # name -> Params instance ("paper", "code")
+    Params: type[P]
+    presets: Mapping[str, P]  # name -> Params instance ("paper", "code")
 
-    def retrieve(self, question: str, ctx: MethodContext, params: Any, tracer: Tracer) -> RetrievedContext: ...
+    def retrieve(self, question: str, ctx: MethodContext, params: P, tracer: Tracer) -> RetrievedContext: ...
 
 
-_METHODS: dict[str, Callable[[], Method]] = {}
+_METHODS: dict[str, Callable[[], Method[Any]]] = {}
 
 
 def register(cls: type) -> type:
@@ -187,13 +198,63 @@ def register(cls: type) -> type:
     return cls
 
 
-def registered() -> dict[str, Callable[[], Method]]:
+def registered() -> dict[str, Callable[[], Method[Any]]]:
     return dict(_METHODS)
 
 
-def param(default: Any, doc: str) -> Any:
-    """A Params field with its documentation (paper section, or "ours" where a paper is silent)."""
-    return field(default=default, metadata={"doc": doc})
+def param(default: Any, doc: str, *, choices: Sequence[str] | None = None, min: float | None = None,
+          max: float | None = None) -> Any:
+    """A Params field with its documentation (paper section, or "ours" where a paper is silent) and
+    the values it accepts: ``choices`` (for a str field typed ``Literal[...]`` the Literal is the
+    source and ``choices`` may be left out) and an inclusive ``min`` / ``max``. ``check_params``
+    enforces them; ``param_choices`` / ``param_range`` read them back (for forms and docs)."""
+    meta: dict[str, Any] = {"doc": doc}
+    if choices is not None:
+        meta["choices"] = tuple(choices)
+    if min is not None:
+        meta["min"] = min
+    if max is not None:
+        meta["max"] = max
+    return field(default=default, metadata=meta)
+
+
+@functools.lru_cache(maxsize=None)
+def _limits(params_cls: type) -> dict[str, tuple[tuple[str, ...], float | None, float | None]]:
+    """Field name -> (choices, min, max), read once per Params class (type hints are not cheap)."""
+    hints = typing.get_type_hints(params_cls)
+    out = {}
+    for f in fields(params_cls):
+        hint = hints.get(f.name)
+        literal = tuple(str(a) for a in typing.get_args(hint)) if typing.get_origin(hint) is Literal else ()
+        out[f.name] = (literal or tuple(f.metadata.get("choices", ())), f.metadata.get("min"), f.metadata.get("max"))
+    return out
+
+
+def param_choices(params_cls: type, name: str) -> tuple[str, ...]:
+    """The allowed values of a choice field: its ``Literal[...]`` type, else ``choices=``; () if free."""
+    return _limits(params_cls)[name][0]
+
+
+def param_range(params_cls: type, name: str) -> tuple[float | None, float | None]:
+    """(min, max) declared for a numeric field; None where unbounded."""
+    return _limits(params_cls)[name][1:]
+
+
+def check_params(params: Any, method: str) -> None:
+    """Raise one ConfigError naming every field of ``params`` outside its declared choices or
+    range (``param(..., choices=, min=, max=)`` or a ``Literal`` type). Called by __post_init__."""
+    problems = []
+    for name, (allowed, low, high) in _limits(type(params)).items():
+        value = getattr(params, name)
+        if allowed and value not in allowed:
+            problems.append(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+            continue
+        if (low is not None and value < low) or (high is not None and value > high):
+            span = (f"in [{low:g}, {high:g}]" if low is not None and high is not None
+                    else f">= {low:g}" if low is not None else f"<= {high:g}")
+            problems.append(f"{name} must be {span}, got {value}")
+    if problems:
+        raise ConfigError(f"{method}: " + "; ".join(problems))
 
 
 def params_to_dict(params: Any) -> dict[str, Any]:

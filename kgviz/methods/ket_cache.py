@@ -25,6 +25,7 @@ import scipy.sparse as sp
 from kgviz.graph import reads
 from kgviz.graph.arrow import vectors_to_numpy
 from kgviz.index.ket import META_KEYWORD_SIGNATURE
+from kgviz.vectors import unit_rows
 
 _LOCK = threading.Lock()
 _VIEWS: dict[str, "KeywordView"] = {}
@@ -37,11 +38,6 @@ TRIPLE_MEMO_MAX = 500_000  # ours: vectors remembered per graph before the memo 
 def _key(store: Any) -> str:
     """A workspace re-created at the same path may use another embedder: key on both."""
     return f"{store.path}|{store.embedder_id}|{store.dim}"
-
-
-def _unit_rows(m: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(m, axis=1, keepdims=True)
-    return (m / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
 
 def _compact(m: np.ndarray) -> Any:
@@ -123,9 +119,9 @@ def _load(store: Any, signature: str) -> KeywordView:
     adj.sort_indices()
     chunks = reads.chunk_labels(store)
     return KeywordView(
-        signature, kw_ids, kw.column(1).to_pylist(), _compact(_unit_rows(vectors_to_numpy(kw.column(2), dim))), adj,
+        signature, kw_ids, kw.column(1).to_pylist(), _compact(unit_rows(vectors_to_numpy(kw.column(2), dim))), adj,
         sub_ids, sub.column(1).to_pylist(), np.asarray(sub.column(2).to_pylist(), dtype=np.int64),
-        _compact(_unit_rows(vectors_to_numpy(sub.column(3), dim))),
+        _compact(unit_rows(vectors_to_numpy(sub.column(3), dim))),
         chunk_label={r["id"]: f"{r['title']} · c{r['ord']}" for r in chunks})
 
 
@@ -155,7 +151,7 @@ def triple_cosines(store: Any, ids: list[str], qv: np.ndarray) -> dict[str, floa
             memo = {}
             if n <= TRIPLE_MATRIX_MAX:
                 t = reads.triple_vectors(store)
-                matrix = _unit_rows(vectors_to_numpy(t.column(1), int(store.dim)))
+                matrix = unit_rows(vectors_to_numpy(t.column(1), int(store.dim)))
                 memo = dict(zip(t.column(0).to_pylist(), matrix))
             _TRIPLES[key] = (n, memo)
     missing = [t for t in ids if t not in memo] if n > TRIPLE_MATRIX_MAX else []
@@ -163,7 +159,7 @@ def triple_cosines(store: Any, ids: list[str], qv: np.ndarray) -> dict[str, floa
         fetched = store.get_embeddings("Triple", missing)
         with _LOCK:
             for t, v in fetched.items():
-                memo[t] = _unit_rows(np.asarray(v, dtype=np.float32)[None, :])[0]
+                memo[t] = unit_rows(np.asarray(v, dtype=np.float32)[None, :])[0]
     return {t: float(memo[t] @ qv) if t in memo else 0.0 for t in ids}
 
 

@@ -1,8 +1,8 @@
 """The two retrieval channels of KET-RAG (paper 004, Algorithms 2 and 4), shared by ket-rag and
 its variants (kgviz.methods.ket_rag, which documents the method and its parameters).
 
-``retrieve_ket(question, ctx, Config, tracer)`` runs the skeleton channel when θ > 0 and the
-keyword channel when θ < 1; ``Config`` carries the resolved parameters of any variant. The
+``retrieve_ket(question, ctx, KetRetrievalParams, tracer)`` runs the skeleton channel when θ > 0 and the
+keyword channel when θ < 1; ``KetRetrievalParams`` carries the resolved parameters of any variant. The
 keyword layer and vectors come from the in-memory views of kgviz.methods.ket_cache.
 """
 from __future__ import annotations
@@ -17,8 +17,11 @@ from kgviz.errors import MethodError
 from kgviz.graph import reads
 from kgviz.index.ket import core_ranking, ket_info, n_core
 from kgviz.methods.base import ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer
+from kgviz.methods.budget import stop_at_first_overflow
 from kgviz.methods.ket_cache import keyword_view, triple_cosines
+from kgviz.methods.ket_params import KetRetrievalParams
 from kgviz.text import count_tokens
+from kgviz.vectors import unit
 
 SHOWN_REJECTED = 25  # ours: rejected candidates listed per step (the data counts them all)
 # ours: seed keywords drawn in the keyword channel's seed step, most similar first. On a small corpus
@@ -29,47 +32,9 @@ _EPS = 1e-9
 
 
 
-@dataclass(frozen=True)
-class Config:
-    """Everything one retrieval needs, whichever variant asked."""
-
-    limit: int
-    theta: float
-    seed_entities: int = 10
-    text_unit_share: float = 0.5
-    max_relationships_per_seed: int = 0
-    pool_factor: float = 2.0
-    pool_mode: str = "paper"
-    skeleton_beta: float = 0.0
-    core_selection: str = "pagerank"
-
-    @property
-    def skeleton_budget(self) -> int:
-        return int(math.floor(self.theta * self.limit + _EPS))
-
-    @property
-    def keyword_budget(self) -> int:
-        return int(math.floor((1.0 - self.theta) * self.limit + _EPS))
-
-
-def _unit(v: np.ndarray) -> np.ndarray:
-    n = float(np.linalg.norm(v))
-    return v / n if n > 0 else v
-
-
 def _cosines(store: Any, table: str, ids: list[str], qv: np.ndarray) -> dict[str, float]:
     embs = store.get_embeddings(table, ids)
-    return {i: float(_unit(np.asarray(embs[i], dtype=np.float32)) @ qv) if i in embs else 0.0 for i in ids}
-
-
-def _prefix(ranked: list[tuple[str, int]], room: int) -> tuple[list[str], list[str], int]:
-    """The longest prefix of (id, tokens) that fits ``room``: (chosen, rejected, tokens used)."""
-    used = 0
-    for pos, (item, n) in enumerate(ranked):
-        if used + n > room:
-            return [i for i, _ in ranked[:pos]], [i for i, _ in ranked[pos:]], used
-        used += n
-    return [i for i, _ in ranked], [], used
+    return {i: float(unit(np.asarray(embs[i], dtype=np.float32)) @ qv) if i in embs else 0.0 for i in ids}
 
 
 @dataclass
@@ -88,7 +53,7 @@ class _Channel:
     used: int = 0
 
 
-def _skeleton_scope(store: Any, cfg: Config) -> _Skeleton:
+def _skeleton_scope(store: Any, cfg: KetRetrievalParams) -> _Skeleton:
     info = ket_info(store)
     built = float(info.get("skeleton_beta", 1.0)) if info else 1.0
     built_text = (f"the graph's KG covers β={built:g} of its chunks" if info
@@ -120,7 +85,7 @@ def _skeleton_scope(store: Any, cfg: Config) -> _Skeleton:
     return _Skeleton(chunks, label, built)
 
 
-def _seed_entities(store: Any, qv: np.ndarray, cfg: Config, scope: _Skeleton
+def _seed_entities(store: Any, qv: np.ndarray, cfg: KetRetrievalParams, scope: _Skeleton
                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, set[str]]]:
     """(seeds best first, skipped candidates, entity -> chunks mentioning it in scope)."""
     fetch = max(3 * cfg.seed_entities, 30)
@@ -156,7 +121,7 @@ def _entity_text(e: dict[str, Any]) -> str:
 
 
 class _KetEngine:
-    def __init__(self, store: Any, qv: np.ndarray, cfg: Config, tracer: Tracer) -> None:
+    def __init__(self, store: Any, qv: np.ndarray, cfg: KetRetrievalParams, tracer: Tracer) -> None:
         self.store, self.qv, self.cfg, self.tracer = store, qv, cfg, tracer
 
     # -- skeleton channel (Algorithm 2 on G_s) ------------------------------------------------------
@@ -166,7 +131,7 @@ class _KetEngine:
         er_budget = int(math.floor(budget * (1.0 - cfg.text_unit_share) + _EPS))
         seeds, skipped, ent_chunks = _seed_entities(store, self.qv, cfg, scope)
         ranked = [(e["id"], count_tokens(_entity_text(e))) for e in seeds]
-        chosen_e, over_e, ch.used = _prefix(ranked, er_budget)
+        chosen_e, over_e, ch.used = stop_at_first_overflow(ranked, er_budget)
         by_id = {e["id"]: e for e in seeds + skipped}
         for eid in chosen_e:
             e = by_id[eid]
@@ -219,7 +184,7 @@ class _KetEngine:
         if cfg.max_relationships_per_seed > 0:
             cap = cfg.max_relationships_per_seed * len(seeds)
             order, capped = order[:cap], order[cap:]
-        chosen, over, used = _prefix([(t, count_tokens(rows[t]["text"] or "")) for t in order], er_budget - ch.used)
+        chosen, over, used = stop_at_first_overflow([(t, count_tokens(rows[t]["text"] or "")) for t in order], er_budget - ch.used)
         ch.used += used
         for t in chosen:
             ch.items.append(ContextItem(t, "triple", rows[t]["text"] or "", cos[t], count_tokens(rows[t]["text"] or ""),
@@ -275,10 +240,10 @@ class _KetEngine:
             table, kind = "Chunk", "chunk"
         order = sorted(units, key=lambda u: (-len(linked.get(units[u], ())), -cos[u], u))
         text_room = budget - ch.used
-        chosen, over, _ = _prefix([(u, tokens[u]) for u in order], text_room)
+        chosen, over, _ = stop_at_first_overflow([(u, tokens[u]) for u in order], text_room)
         texts = (reads.subchunk_texts(store, chosen) if table == "SubChunk"
                  else {c: chunk_rows[c]["text"] or "" for c in chosen})
-        kept, late, used = _prefix([(u, count_tokens(texts.get(u, ""))) for u in chosen], text_room)
+        kept, late, used = stop_at_first_overflow([(u, count_tokens(texts.get(u, ""))) for u in chosen], text_room)
         chosen, over = kept, late + over  # the stored counts are count_tokens of the same text: a no-op guard
         ch.used += used
         title = ({c: view.title(c) for c in linked} if rows and view is not None
@@ -379,9 +344,9 @@ class _KetEngine:
             data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget})
         tokens = {view.sub_ids[row]: n for row, n in pool.items()}
         fresh = [sid for sid in ranked if sid not in skip]
-        chosen, over, _ = _prefix([(sid, tokens[sid]) for sid in fresh], budget)
+        chosen, over, _ = stop_at_first_overflow([(sid, tokens[sid]) for sid in fresh], budget)
         texts = reads.subchunk_texts(store, chosen)
-        kept, late, ch.used = _prefix([(sid, count_tokens(texts.get(sid, ""))) for sid in chosen], budget)
+        kept, late, ch.used = stop_at_first_overflow([(sid, count_tokens(texts.get(sid, ""))) for sid in chosen], budget)
         chosen, over = kept, late + over  # stored counts are count_tokens of the same text: a no-op guard
         for sid in chosen:
             ch.items.append(ContextItem(sid, "subchunk", texts[sid], cos[sid], count_tokens(texts[sid]),
@@ -408,10 +373,10 @@ def _keyword_index(store: Any) -> Any:
     return view
 
 
-def retrieve_ket(question: str, ctx: MethodContext, cfg: Config, tracer: Tracer) -> RetrievedContext:
+def retrieve_ket(question: str, ctx: MethodContext, cfg: KetRetrievalParams, tracer: Tracer) -> RetrievedContext:
     """Algorithm 4: the skeleton channel (when θ > 0), then the keyword channel (when θ < 1)."""
     store = ctx.store
-    qv = _unit(np.asarray(ctx.embedder.embed([question])[0], dtype=np.float32))
+    qv = unit(np.asarray(ctx.embedder.embed([question])[0], dtype=np.float32))
     engine = _KetEngine(store, qv, cfg, tracer)
     if cfg.keyword_budget > 0:
         _keyword_index(store)  # the missing index is the error to report, not a skeleton-channel symptom

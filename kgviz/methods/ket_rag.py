@@ -53,115 +53,18 @@ the graph holds.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kgviz.errors import ConfigError
-from kgviz.methods.base import MethodContext, RetrievedContext, Tracer, param, register
-from kgviz.methods.ket_channels import Config, retrieve_ket
-
-_POOL_MODES = ("paper", "code")
-_SELECTIONS = ("pagerank", "random")
-
-# shared field docs
-D_LIMIT = ("λ: context limit in tokens, split θ : 1-θ between the channels (Algorithm 4). The paper uses "
-           "12,000 (§6.1, preset 'paper'); 4,000 here so the shared answer step's default budget cuts nothing (ours)")
-D_SEEDS = "k: seed entities nearest the query (Algorithm 2 line 1: k = 10)"
-D_SHARE = ("share of the skeleton channel for text units; the rest is entities + relationships (Algorithm 2 lines "
-           "2-3: λ/2 each; Graph-RAG's text_unit_prop = 0.5)")
-D_RELCAP = ("most relationships per seed entity, 0 = no cap (Algorithm 2 has none; Graph-RAG's local search, which the "
-            "authors' code calls, keeps top_k_relationships = 10 per entity: preset 'code')")
-D_POOL = "candidate pool of the keyword channel, in multiples of its budget (Algorithm 4 line 2: 2·(1-θ)·λ)"
-D_POOLMODE = ("'paper': add seed keywords with all their sub-chunks until the pool holds its tokens (Algorithm 4 line 2); "
-              "'code': add each keyword's sub-chunks best first and stop at the first that overflows (create_context.py)")
-D_SKEL = ("β of the skeleton (§6.1: 0.8). 0 = as built (every triple in the graph; the build's β is in the trace); "
-          "b in (0, 1) = only the entities, triples and chunks of the top-⌈b·n⌉ chunks, which simulates the skeleton on a "
-          "graph whose KG covers every chunk (ours). On a graph built with β < 1 the built skeleton is used, unless b is "
-          "below it with the same ranking (a genuine sub-skeleton): no double restriction. 1 = the full KG")
-D_SEL = "ranking used when skeleton_beta > 0: 'pagerank' (KET-RAG-P) or 'random' (KET-RAG-U, the build's seed) (§6.1)"
-
-
-def _check_common(limit: int, seeds: int, share: float, relcap: int) -> None:
-    if limit < 1 or seeds < 1 or relcap < 0 or not 0.0 <= share <= 1.0:
-        raise ConfigError("ket-rag: context_limit and seed_entities must be >= 1, max_relationships_per_seed >= 0, "
-                          "text_unit_share in [0, 1]")
-
-
-def _check_pool(factor: float, mode: str) -> None:
-    if factor < 1.0 or mode not in _POOL_MODES:
-        raise ConfigError(f"ket-rag: pool_factor must be >= 1 and pool_mode one of {', '.join(_POOL_MODES)}")
-
-
-def _check_skeleton(beta: float, selection: str) -> None:
-    if not 0.0 <= beta <= 1.0 or selection not in _SELECTIONS:
-        raise ConfigError(f"ket-rag: skeleton_beta must be in [0, 1] and core_selection one of {', '.join(_SELECTIONS)}")
-
-
-@dataclass(frozen=True)
-class KetRagParams:
-    context_limit: int = param(4000, D_LIMIT)
-    theta: float = param(0.4, "θ: share of λ for the skeleton channel; the keyword channel gets 1-θ (Algorithm 4; "
-                              "θ = 0.4 in §6.1)")
-    seed_entities: int = param(10, D_SEEDS)
-    text_unit_share: float = param(0.5, D_SHARE)
-    max_relationships_per_seed: int = param(0, D_RELCAP)
-    pool_factor: float = param(2.0, D_POOL)
-    pool_mode: str = param("paper", D_POOLMODE)
-    skeleton_beta: float = param(0.8, D_SKEL)
-    core_selection: str = param("pagerank", D_SEL)
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.theta <= 1.0:
-            raise ConfigError(f"ket-rag: θ must be in [0, 1], got {self.theta}")
-        _check_common(self.context_limit, self.seed_entities, self.text_unit_share, self.max_relationships_per_seed)
-        _check_pool(self.pool_factor, self.pool_mode)
-        _check_skeleton(self.skeleton_beta, self.core_selection)
-
-
-@dataclass(frozen=True)
-class SkeletonRagParams:
-    context_limit: int = param(4000, D_LIMIT)
-    seed_entities: int = param(10, D_SEEDS)
-    text_unit_share: float = param(0.5, D_SHARE)
-    max_relationships_per_seed: int = param(0, D_RELCAP)
-    skeleton_beta: float = param(0.8, D_SKEL)
-    core_selection: str = param("pagerank", D_SEL)
-
-    def __post_init__(self) -> None:
-        _check_common(self.context_limit, self.seed_entities, self.text_unit_share, self.max_relationships_per_seed)
-        _check_skeleton(self.skeleton_beta, self.core_selection)
-
-
-@dataclass(frozen=True)
-class KeywordRagParams:
-    context_limit: int = param(4000, D_LIMIT)
-    pool_factor: float = param(2.0, D_POOL)
-    pool_mode: str = param("paper", D_POOLMODE)
-
-    def __post_init__(self) -> None:
-        _check_common(self.context_limit, 1, 0.5, 0)
-        _check_pool(self.pool_factor, self.pool_mode)
-
-
-@dataclass(frozen=True)
-class KetFullParams:
-    context_limit: int = param(4000, D_LIMIT)
-    seed_entities: int = param(10, D_SEEDS)
-    text_unit_share: float = param(0.5, D_SHARE)
-    max_relationships_per_seed: int = param(0, D_RELCAP)
-
-    def __post_init__(self) -> None:
-        _check_common(self.context_limit, self.seed_entities, self.text_unit_share, self.max_relationships_per_seed)
-
+from kgviz.methods.base import MethodContext, RetrievedContext, Tracer, register
+from kgviz.methods.ket_channels import retrieve_ket
+from kgviz.methods.ket_params import (AnyKetParams, KetFullParams, KetRagParams, KeywordRagParams,
+                                      SkeletonRagParams)
 
 class _Base:
     paper: ClassVar[str] = "004"
 
-    def _config(self, p: Any) -> Config:
-        raise NotImplementedError
-
-    def retrieve(self, question: str, ctx: MethodContext, params: Any, tracer: Tracer) -> RetrievedContext:
-        return retrieve_ket(question, ctx, self._config(params), tracer)
+    def retrieve(self, question: str, ctx: MethodContext, params: AnyKetParams, tracer: Tracer) -> RetrievedContext:
+        return retrieve_ket(question, ctx, params.resolve(), tracer)
 
 
 @register
@@ -182,10 +85,6 @@ class KetRag(_Base):
         "as-built": KetRagParams(skeleton_beta=0.0),
     }
 
-    def _config(self, p: KetRagParams) -> Config:
-        return Config(p.context_limit, p.theta, p.seed_entities, p.text_unit_share, p.max_relationships_per_seed,
-                      p.pool_factor, p.pool_mode, p.skeleton_beta, p.core_selection)
-
 
 @register
 class SkeletonRag(_Base):
@@ -198,10 +97,6 @@ class SkeletonRag(_Base):
         "as-built": SkeletonRagParams(skeleton_beta=0.0),  # every triple the graph holds
     }
 
-    def _config(self, p: SkeletonRagParams) -> Config:
-        return Config(p.context_limit, 1.0, p.seed_entities, p.text_unit_share, p.max_relationships_per_seed,
-                      skeleton_beta=p.skeleton_beta, core_selection=p.core_selection)
-
 
 @register
 class KeywordRag(_Base):
@@ -213,9 +108,6 @@ class KeywordRag(_Base):
         "code": KeywordRagParams(context_limit=12000, pool_mode="code"),
     }
 
-    def _config(self, p: KeywordRagParams) -> Config:
-        return Config(p.context_limit, 0.0, pool_factor=p.pool_factor, pool_mode=p.pool_mode)
-
 
 @register
 class KetFull(_Base):
@@ -226,8 +118,3 @@ class KetFull(_Base):
         "paper": KetFullParams(context_limit=12000),
         "code": KetFullParams(context_limit=12000, max_relationships_per_seed=10),
     }
-
-    def _config(self, p: KetFullParams) -> Config:
-        # skeleton_beta=1: every chunk's triples; on a β<1 graph the trace says the full KG is missing
-        return Config(p.context_limit, 1.0, p.seed_entities, p.text_unit_share, p.max_relationships_per_seed,
-                      skeleton_beta=1.0)

@@ -42,81 +42,65 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from kgviz.errors import ConfigError, MethodError
+from kgviz.errors import MethodError
 from kgviz.graph import reads
 from kgviz.methods.base import (
-    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, param, register,
+    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param, register,
 )
+from kgviz.vectors import rrf
 from kgviz.text import count_tokens
 
 
 NOTE_ID = "note:kg-infused"
-_SOURCES = ("auto", "curated", "corpus")
-_SEARCHES = ("dense", "hybrid", "bm25")
-_CAPS = ("similarity", "random")
-_DIRECTIONS = ("auto", "out", "both")
+KgSource = Literal["curated", "corpus", "auto"]
+PassageSearch = Literal["hybrid", "dense", "bm25"]
+TripleCap = Literal["similarity", "random"]
+Direction = Literal["out", "both", "auto"]
 
 
 @dataclass(frozen=True)
 class KGInfusedParams:
-    kg_source: str = param("auto", "'curated' | 'corpus' | 'auto' (curated when a KG is imported). The paper "
+    kg_source: KgSource = param("auto", "'curated' | 'corpus' | 'auto' (curated when a KG is imported). The paper "
                                    "uses the curated Wikidata5M-KG (§3.3); spreading over the corpus graph is ours")
-    k_e: int = param(3, "seed entities: top-k_e by similarity to entity descriptions (§3.4 Eq. 4; "
+    k_e: int = param(3, min=1, doc="seed entities: top-k_e by similarity to entity descriptions (§3.4 Eq. 4; "
                         "k_e = 3, §4.3.1)")
-    max_rounds: int = param(2, "most spreading-activation rounds (§3.4). 2 = the main results (Table 1, "
+    max_rounds: int = param(2, min=1, doc="most spreading-activation rounds (§3.4). 2 = the main results (Table 1, "
                                "'w/ 2-Round'; §5.4: one or two rounds are efficient and effective); the "
                                "paper sweeps up to 6 (§4.3.1); the authors' run script uses 3")
-    max_triples_per_entity: int = param(50, "MAX_TRIPLES_PER_ENTITY (§4.3.1, no value given); 50 as in "
+    max_triples_per_entity: int = param(50, min=1, doc="MAX_TRIPLES_PER_ENTITY (§4.3.1, no value given); 50 as in "
                                             "the authors' code (N_MAX_TRIPLES_EACH_ENTITY)")
-    max_entities_per_round: int = param(10, "MAX_ENTITIES_PER_ROUND (§4.3.1, no value given); 10 as in "
+    max_entities_per_round: int = param(10, min=1, doc="MAX_ENTITIES_PER_ROUND (§4.3.1, no value given); 10 as in "
                                             "the authors' code (N_MAX_ENTITY_SINGLE_ROUND)")
-    triple_cap: str = param("similarity", "which triples survive the per-entity cap: 'similarity' keeps "
+    triple_cap: TripleCap = param("similarity", "which triples survive the per-entity cap: 'similarity' keeps "
                                           "those closest to the question (ours; the paper is silent), "
                                           "'random' samples (authors' code)")
-    direction: str = param("auto", "edges activation spreads along: 'out' (the paper: head entity to tail, "
+    direction: Direction = param("auto", "edges activation spreads along: 'out' (the paper: head entity to tail, "
                                    "Eq. 6 / App. B), 'both' (ours: also edges that end at an active entity, "
                                    "moving to their head), 'auto' (ours: 'out' over a curated KG, 'both' over "
                                    "the corpus graph, whose edge direction follows sentence voice: 'X founded "
                                    "Y' vs 'Y was founded by X')")
-    k_p: int = param(6, "passages: k_p/2 for the question + k_p/2 new ones for the expanded query "
+    k_p: int = param(6, min=2, doc="passages: k_p/2 for the question + k_p/2 new ones for the expanded query "
                         "(§4.3.1 k_p = 6; de-duplication as in App. C.2)")
-    passage_search: str = param("hybrid", "'hybrid' (ours, default: dense + BM25 by reciprocal rank fusion, "
+    passage_search: PassageSearch = param("hybrid", "'hybrid' (ours, default: dense + BM25 by reciprocal rank fusion, "
                                           "as the text-rag baseline, so comparisons isolate what the KG adds) | "
                                           "'dense' (the paper: Contriever inner product, §4.3; presets 'paper' "
                                           "and 'code') | 'bm25' (ours)")
-    rrf_k: int = param(60, "RRF constant for passage_search='hybrid' (ours)")
+    rrf_k: int = param(60, min=0, doc="RRF constant for passage_search='hybrid' (ours)")
     context_passages: bool = param(False, "also give the answer step the merged passages and selected "
                                           "triples after the note (ours; the paper's generator sees only "
                                           "the KG-augmented note, Eq. 11)")
-    offline_top_m: int = param(5, "offline triple selection: at most this many triples per round (ours)")
+    offline_top_m: int = param(5, min=1, doc="offline triple selection: at most this many triples per round (ours)")
     offline_min_score: float = param(0.1, "offline triple selection: minimum score to select a triple (ours; "
                                           "on 2Wiki with its curated KG 0.1 keeps 70% of the evidence triples)")
-    offline_note_sentences: int = param(6, "offline passage note: sentences kept (ours)")
+    offline_note_sentences: int = param(6, min=1, doc="offline passage note: sentences kept (ours)")
     seed: int = param(42, "random seed for triple_cap='random' (the authors' code seeds with 42)")
 
     def __post_init__(self) -> None:
-        problems = []
-        if self.kg_source not in _SOURCES:
-            problems.append(f"kg_source must be one of {', '.join(_SOURCES)}")
-        if self.passage_search not in _SEARCHES:
-            problems.append(f"passage_search must be one of {', '.join(_SEARCHES)}")
-        if self.direction not in _DIRECTIONS:
-            problems.append(f"direction must be one of {', '.join(_DIRECTIONS)}")
-        if self.triple_cap not in _CAPS:
-            problems.append(f"triple_cap must be one of {', '.join(_CAPS)}")
-        if min(self.k_e, self.max_rounds, self.max_triples_per_entity, self.max_entities_per_round,
-               self.offline_top_m, self.offline_note_sentences) < 1:
-            problems.append("k_e, max_rounds, the caps, offline_top_m and offline_note_sentences must be >= 1")
-        if self.k_p < 2:
-            problems.append("k_p must be >= 2 (half for the question, half for the expanded query)")
-        if self.rrf_k < 0:
-            problems.append("rrf_k must be >= 0")
-        if problems:
-            raise ConfigError("kg-infused: " + "; ".join(problems))
+        check_params(self, "kg-infused")  # k_p >= 2: half for the question, half for the expanded query
 
 
 @dataclass
@@ -192,14 +176,6 @@ def choose_source(store: Any, wanted: str) -> tuple[str, str]:
     return wanted, f"kg_source={wanted!r} was requested ({n} {wanted} entities)"
 
 
-def rrf(rankings: list[list[str]], k: int) -> dict[str, float]:
-    fused: dict[str, float] = {}
-    for ranking in rankings:
-        for rank, cid in enumerate(ranking, 1):
-            fused[cid] = fused.get(cid, 0.0) + 1.0 / (k + rank)
-    return fused
-
-
 def search_chunks(store: Any, vector: np.ndarray, text: str, k: int, p: KGInfusedParams) -> list[tuple[str, float]]:
     """Top-k chunk ids for a query, best first, by the configured passage search."""
     if p.passage_search == "dense":
@@ -242,8 +218,8 @@ class KGInfusedRAG:
         "code": KGInfusedParams(passage_search="dense", max_rounds=3, triple_cap="random"),
     }
 
-    def retrieve(self, question: str, ctx: MethodContext, params: Any, tracer: Tracer) -> RetrievedContext:
-        p: KGInfusedParams = params
+    def retrieve(self, question: str, ctx: MethodContext, params: KGInfusedParams, tracer: Tracer) -> RetrievedContext:
+        p = params
         store, embedder = ctx.store, ctx.embedder
         origin, why = choose_source(store, p.kg_source)
         qv = np.asarray(embedder.embed([question]), dtype=np.float32)[0]

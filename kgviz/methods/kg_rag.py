@@ -71,29 +71,34 @@ import numpy as np
 from kgviz.errors import MethodError
 from kgviz.graph import neighbourhood as nb
 from kgviz.methods.base import (
-    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, param, register,
+    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param, register,
 )
+from kgviz.methods.budget import SkipAndContinue
 from kgviz.text import count_tokens
+from kgviz.vectors import cosine_rows
 
 
 @dataclass(frozen=True)
 class KGRagParams:
-    max_hops: int = param(5, "hop limit; paper 001 (summary, Open Question 4) says CoE takes 4-5 steps on "
+    max_hops: int = param(5, min=1, doc="hop limit; paper 001 (summary, Open Question 4) says CoE takes 4-5 steps on "
                              "average: we cap at the upper end (the cap itself is ours)")
-    top_k: int = param(5, "candidates shown to the LLM per hop (ours)")
-    start_nodes: int = param(3, "start nodes taken from the vector search (paper: vector similarity finds "
+    top_k: int = param(5, min=1, doc="candidates shown to the LLM per hop (ours)")
+    start_nodes: int = param(3, min=1, doc="start nodes taken from the vector search (paper: vector similarity finds "
                                 "start nodes; the number is ours)")
-    seed_pool: int = param(10, "hits fetched per vector search when looking for start nodes (ours)")
-    entity_match_min: float = param(0.5, "a planned entity's best Entity hit is taken as a start node first only "
+    seed_pool: int = param(10, min=1, doc="hits fetched per vector search when looking for start nodes (ours)")
+    entity_match_min: float = param(0.5, min=-1.0, max=1.0, doc="a planned entity's best Entity hit is taken as a start node first only "
                                          "at this cosine or above (ours)")
-    width: int = param(1, "candidates followed per hop; 1 = a single chain, as the name CoE suggests (ours)")
+    width: int = param(1, min=1, doc="candidates followed per hop; 1 = a single chain, as the name CoE suggests (ours)")
     allow_backtrack: bool = param(True, "let the evaluator pop a wrong hop and try the next-best candidate (ours)")
-    max_backtracks: int = param(2, "most backtracks per question (ours)")
+    max_backtracks: int = param(2, min=0, doc="most backtracks per question (ours)")
     include_sentences: bool = param(False, "add each path fact's provenance sentence to the context (ours; "
                                            "off by default: the paper grounds answers in the retrieved facts)")
-    max_context_tokens: int = param(2000, "token budget of the context; facts past it are dropped (ours)")
+    max_context_tokens: int = param(2000, min=1, doc="token budget of the context; facts past it are dropped (ours)")
     fetch_limit: int = param(100, "rows per neighbourhood query per anchor, bounds hub nodes (ours)")
-    plan_weight: float = param(0.5, "weight of similarity to the plan text vs the question when ranking (ours)")
+    plan_weight: float = param(0.5, min=0.0, max=1.0, doc="weight of similarity to the plan text vs the question when ranking (ours)")
+
+    def __post_init__(self) -> None:
+        check_params(self, "kg-rag")
 
 
 @dataclass
@@ -124,11 +129,6 @@ class Hop:
 def _fact_text(row: dict[str, Any]) -> str:
     text = str(row.get("text") or "").strip()
     return text or " ".join(str(row.get(k) or "") for k in ("subject", "relation", "object")).strip()
-
-
-def _cos(m: np.ndarray, v: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(m, axis=1) * (np.linalg.norm(v) or 1.0)
-    return (m @ v) / np.where(norms == 0, 1.0, norms)
 
 
 class _Walk:
@@ -374,7 +374,7 @@ class _Walk:
         emb.update({c.id: np.asarray(v, dtype=np.float32) for c, v in zip(need, fresh)})
         m = np.stack([emb[c.id] for c in cands])
         w = self.p.plan_weight
-        s = (1 - w) * _cos(m, self.qv) + w * _cos(m, self.pv)
+        s = (1 - w) * cosine_rows(m, self.qv) + w * cosine_rows(m, self.pv)
         for c, v in zip(cands, s):
             c.score = round(float(v), 4)
         ranked = sorted(cands, key=lambda c: (-c.score, c.id))
@@ -485,7 +485,7 @@ class _Walk:
     def context(self, stop_reason: str) -> RetrievedContext:
         items: list[ContextItem] = []
         dropped: list[str] = []
-        used = 0
+        budget = SkipAndContinue(self.p.max_context_tokens)  # a fact that does not fit is dropped; later ones may fit
         scores = {c.id: c.score for h in self.hops for c in h.chosen} | self.seed_scores
         rows = {t: self.rows.get(t) or self.synthetic[t] for t in self.path_facts()}
         for tid, row in rows.items():
@@ -496,15 +496,15 @@ class _Walk:
             if self.p.include_sentences and sent and all(i.text != sent for i in items):
                 parts.append(ContextItem(f"{tid}#sentence", "sentence", sent, None, count_tokens(sent), source))
             for it in parts:
-                if used + it.n_tokens > self.p.max_context_tokens:
+                if not budget.take(it.n_tokens):
                     dropped.append(it.id)
                     continue
                 items.append(it)
-                used += it.n_tokens
         kept = [i.id for i in items if i.kind == "triple"]
         node_ids = list(dict.fromkeys(  # graph nodes only: a rel:... fact contributes its two entities
             [t for t in kept if t in self.rows]
             + [x for t in kept for x in (rows[t].get("subject_id"), rows[t].get("object_id")) if x]))
+        used = budget.used
         detail = f"{len(kept)} fact(s), {used} tokens; walk ended: {stop_reason}"
         if dropped:
             detail += f"; {len(dropped)} item(s) over the {self.p.max_context_tokens}-token budget dropped"
@@ -566,8 +566,6 @@ class KGRag:
                  tracer: Tracer) -> RetrievedContext:
         if not question.strip():
             raise MethodError("kg-rag needs a non-empty question")
-        if params.max_hops < 1 or params.top_k < 1 or params.width < 1 or params.start_nodes < 1:
-            raise MethodError("kg-rag params max_hops, top_k, width and start_nodes must each be at least 1")
         if tracer.reasoner is None:
             tracer.reasoner = ctx.reasoner
         return _Walk(question, ctx, params, tracer).run()

@@ -19,46 +19,43 @@ by cos(triple, query); a document reached along several paths keeps its largest 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
 
 import numpy as np
 
-from kgviz.errors import ConfigError, MethodError
+from kgviz.errors import MethodError
 from kgviz.graph import reads
 from kgviz.graph.arrow import vectors_to_numpy
-from kgviz.methods.base import (ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, param,
+from kgviz.methods.base import (ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param,
                                 register)
 from kgviz.text import count_tokens
+from kgviz.vectors import cosine_unit, unit, unit_rows
 
-STRATEGIES = ("one-hop", "attentive", "multi-hop")
+Strategy = Literal["one-hop", "attentive", "multi-hop"]
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
 NEAR_MISSES = 3  # ours: documents ranked just below N, shown as rejected so a miss can be diagnosed
 
 
 @dataclass(frozen=True)
 class KGRetrieverParams:
-    top_n: int = param(3, "N: documents retrieved by similarity to the query (§3.2.2 Document-level "
+    top_n: int = param(3, min=1, doc="N: documents retrieved by similarity to the query (§3.2.2 Document-level "
                           "Retrieval; N=3 for every dataset in §4.1)")
-    k_neighbours: int = param(3, "K: document-layer neighbours used per document, most similar first "
+    k_neighbours: int = param(3, min=0, doc="K: document-layer neighbours used per document, most similar first "
                                  "(§3.2.1 Eq. 1; §4.1 gives K=3 for MuSiQue and 2Wiki — the HotpotQA value "
                                  "is cut from our copy of the paper). At most the K the index was built with")
-    strategy: str = param("one-hop", "document-layer collaboration (§3.2.2): 'one-hop' (w = 1), 'attentive' "
+    strategy: Strategy = param("one-hop", "document-layer collaboration (§3.2.2): 'one-hop' (w = 1), 'attentive' "
                                      "(w = cosine of the two documents) or 'multi-hop' (weights multiplied "
                                      "along the path)")
-    hops: int = param(2, "hops of the multi-hop strategy (§4.2 (4) reports 2-hop collaboration)")
+    hops: int = param(2, min=1, doc="hops of the multi-hop strategy (§4.2 (4) reports 2-hop collaboration)")
     lam: float = param(0.1, "λ: an entity is kept when w·cos(entity, query) > λ (§3.2.2 Eq. 2; λ=0.1 for "
                             "HotpotQA, §4.1)")
-    max_t: int = param(20, "T: at most T items retrieved (§3.2.2; T=20 for HotpotQA, §4.1)")
-    t_caps: str = param("triples", "what T caps: 'triples' (§3.2.2 'maximum of retrieved triples') or "
+    max_t: int = param(20, min=1, doc="T: at most T items retrieved (§3.2.2; T=20 for HotpotQA, §4.1)")
+    t_caps: Literal["triples", "entities"] = param("triples", "what T caps: 'triples' (§3.2.2 'maximum of retrieved triples') or "
                                    "'entities' (§4.1 'max retrieved entity count', as in the public code: "
                                    "the top-T entities and all their triples)")
 
     def __post_init__(self) -> None:
-        if self.strategy not in STRATEGIES:
-            raise ConfigError(f"kg-retriever strategy must be one of {', '.join(STRATEGIES)}, not {self.strategy!r}")
-        if self.t_caps not in ("triples", "entities"):
-            raise ConfigError(f"kg-retriever t_caps must be 'triples' or 'entities', not {self.t_caps!r}")
-        if min(self.top_n, self.max_t, self.hops) < 1 or self.k_neighbours < 0:
-            raise ConfigError("kg-retriever: top_n, max_t and hops must be >= 1, k_neighbours >= 0")
+        check_params(self, "kg-retriever")
 
 
 PRESETS = {
@@ -69,19 +66,12 @@ PRESETS = {
 }
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    n = float(np.linalg.norm(v))
-    return v / n if n > 0 else v
-
-
 def _vectors(column: Any, dim: int) -> list[np.ndarray | None]:
     """Row vectors (L2-normalised) of a FLOAT[dim] arrow column; None where the row has none."""
     array = column.combine_chunks()
     if array.null_count == 0:
-        matrix = vectors_to_numpy(array, dim)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        return list(matrix / np.where(norms == 0, 1.0, norms))
-    return [None if v is None else _unit(np.asarray(v, dtype=np.float32)) for v in array.to_pylist()]
+        return list(unit_rows(vectors_to_numpy(array, dim)))
+    return [None if v is None else unit(np.asarray(v, dtype=np.float32)) for v in array.to_pylist()]
 
 
 def _rows_with_vectors(store: Any, table: Any) -> list[dict[str, Any]]:
@@ -92,10 +82,6 @@ def _rows_with_vectors(store: Any, table: Any) -> list[dict[str, Any]]:
     return [dict(zip(cols, values)) for values in zip(*cols.values())]
 
 
-def _cos(a: np.ndarray | None, b: np.ndarray) -> float:
-    return float(a @ b) if a is not None else 0.0
-
-
 @register
 class KGRetriever:
     name: ClassVar[str] = "kg-retriever"
@@ -104,10 +90,10 @@ class KGRetriever:
     Params: ClassVar[type] = KGRetrieverParams
     presets: ClassVar[dict[str, Any]] = PRESETS
 
-    def retrieve(self, question: str, ctx: MethodContext, params: Any, tracer: Tracer) -> RetrievedContext:
-        p: KGRetrieverParams = params
+    def retrieve(self, question: str, ctx: MethodContext, params: KGRetrieverParams, tracer: Tracer) -> RetrievedContext:
+        p = params
         store = ctx.store
-        qv = _unit(np.asarray(ctx.embedder.embed([question])[0], dtype=np.float32))
+        qv = unit(np.asarray(ctx.embedder.embed([question])[0], dtype=np.float32))
         hits = store.vector_search("Document", qv, p.top_n + NEAR_MISSES)
         if not hits:
             raise MethodError("the graph has no documents with embeddings", hint="build the index first")
@@ -153,7 +139,7 @@ class KGRetriever:
             else:
                 rows = _rows_with_vectors(store, reads.similar_documents(store, frontier, vectors=True))
             for r in rows:
-                doc_cos = 1.0 if one_hop else (_cos(r["src_emb"], r["emb"]) if r["emb"] is not None else 0.0)
+                doc_cos = 1.0 if one_hop else (cosine_unit(r["src_emb"], r["emb"]) if r["emb"] is not None else 0.0)
                 by_src.setdefault(r["src"], []).append((r["dst"], float(r["weight"] or 0.0), doc_cos))
             before = dict(weights)  # weights of this hop's sources, unaffected by this hop's updates
             nxt: list[str] = []
@@ -195,7 +181,7 @@ class KGRetriever:
         for r in rows:
             w[r["id"]] = max(w.get(r["id"], float("-inf")), weights[r["doc"]])
             names[r["id"]] = r["name"]
-            cos[r["id"]] = _cos(r["emb"], qv)
+            cos[r["id"]] = cosine_unit(r["emb"], qv)
             mentions.setdefault(r["id"], set()).add(r["chunk"])
             chunk_doc[r["chunk"]] = r["doc"]
         score = {e: w[e] * cos[e] for e in w}
@@ -229,7 +215,7 @@ class KGRetriever:
         rows = {r["id"]: r for r in layer if r["subject_id"] in kept_set or r["object_id"] in kept_set}
         ends = {t: [x for x in (r["subject_id"], r["object_id"]) if x in kept_set] for t, r in rows.items()}
         t_score = {t: max(score[e] for e in ends[t]) for t in rows}
-        t_cos = {t: _cos(r["emb"], qv) for t, r in rows.items()}
+        t_cos = {t: cosine_unit(r["emb"], qv) for t, r in rows.items()}
         order = sorted(rows, key=lambda t: (-t_score[t], -t_cos[t], t))
         chosen, rejected = (order[: p.max_t], order[p.max_t :]) if p.t_caps == "triples" else (order, [])
         role = {**{t: "chosen" for t in chosen}, **{t: "rejected" for t in rejected}}

@@ -23,7 +23,7 @@ class NoRetrieval:
     presets: ClassVar[dict[str, Any]] = {}
     no_context: ClassVar[bool] = True  # run.py: answer with NO_CONTEXT instead of ANSWER
 
-    def retrieve(self, question: str, ctx: MethodContext, params: Any, tracer: Tracer) -> RetrievedContext:
+    def retrieve(self, question: str, ctx: MethodContext, params: NoRetrievalParams, tracer: Tracer) -> RetrievedContext:
         tracer.step("context", "No retrieval",
                     "nothing is retrieved from the graph: the answer comes from the model's own memory")
         return RetrievedContext(notes={"retrieval": "none"})

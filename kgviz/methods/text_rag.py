@@ -9,33 +9,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from kgviz.errors import ConfigError, MethodError
+from kgviz.errors import MethodError
 from kgviz.graph import reads
-from kgviz.methods.base import ContextItem, MethodContext, NodeRef, RetrievedContext, Tracer, param, register
+from kgviz.methods.base import (ContextItem, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param,
+                                register)
+from kgviz.methods.budget import skip_and_continue
 from kgviz.text import count_tokens
+from kgviz.vectors import rrf
 
 
 @dataclass(frozen=True)
 class TextRagParams:
-    top_k: int = param(20, "candidates taken from each retriever before fusion (ours)")
+    top_k: int = param(20, min=1, doc="candidates taken from each retriever before fusion (ours)")
     hybrid: bool = param(True, "fuse the vector ranking with BM25 (Kùzu FTS) by reciprocal rank fusion (ours)")
-    rrf_k: int = param(60, "RRF constant k in 1/(k + rank) (ours; the usual value from the RRF literature)")
-    budget_tokens: int = param(1000, "context budget in tokens, filled greedily in rank order; a chunk that "
+    rrf_k: int = param(60, min=0, doc="RRF constant k in 1/(k + rank) (ours; the usual value from the RRF literature)")
+    budget_tokens: int = param(1000, min=1, doc="context budget in tokens, filled greedily in rank order; a chunk that "
                                      "does not fit is skipped and smaller ones after it may still fit "
                                      "(ours; the 1k column of the DESIGN baseline table)")
 
     def __post_init__(self) -> None:
-        if self.top_k < 1 or self.budget_tokens < 1 or self.rrf_k < 0:
-            raise ConfigError("text-rag: top_k and budget_tokens must be >= 1 and rrf_k >= 0")
-
-
-def rrf(rankings: list[list[str]], k: int) -> dict[str, float]:
-    """Reciprocal rank fusion: sum over rankings of 1 / (k + rank), rank starting at 1."""
-    fused: dict[str, float] = {}
-    for ranking in rankings:
-        for rank, node_id in enumerate(ranking, 1):
-            fused[node_id] = fused.get(node_id, 0.0) + 1.0 / (k + rank)
-    return fused
+        check_params(self, "text-rag")
 
 
 @register
@@ -46,8 +39,8 @@ class TextRag:
     Params: ClassVar[type] = TextRagParams
     presets: ClassVar[dict[str, Any]] = {"hybrid": TextRagParams(), "dense-only": TextRagParams(hybrid=False)}
 
-    def retrieve(self, question: str, ctx: MethodContext, params: Any, tracer: Tracer) -> RetrievedContext:
-        p: TextRagParams = params
+    def retrieve(self, question: str, ctx: MethodContext, params: TextRagParams, tracer: Tracer) -> RetrievedContext:
+        p = params
         store = ctx.store
         qv = ctx.embedder.embed([question])[0]
         dense = store.vector_search("Chunk", qv, p.top_k)
@@ -78,18 +71,11 @@ class TextRag:
                         nodes=[NodeRef(c, "Chunk", "candidate", label(c), scores[c]) for c in ranked],
                         scores=dict(scores),
                         data={"ranks": {c: {"vector": dense_rank.get(c), "bm25": sparse_rank.get(c)} for c in ranked}})
-        items: list[ContextItem] = []
-        rejected: list[str] = []
-        used = 0
-        for c in ranked:
-            if c not in info:  # an id the index returned but the graph no longer holds
-                continue
-            n = count_tokens(info[c]["text"])
-            if used + n > p.budget_tokens:
-                rejected.append(c)
-                continue
-            used += n
-            items.append(ContextItem(c, "chunk", info[c]["text"], scores[c], n, source=info[c]["title"]))
+        sized = [(c, count_tokens(info[c]["text"])) for c in ranked
+                 if c in info]  # an id the index returned but the graph no longer holds is left out
+        kept, rejected, used = skip_and_continue(sized, p.budget_tokens)
+        n_of = dict(sized)
+        items = [ContextItem(c, "chunk", info[c]["text"], scores[c], n_of[c], source=info[c]["title"]) for c in kept]
         tracer.step("context", f"{len(items)} chunks within {p.budget_tokens} tokens",
                     f"{used} tokens used; {len(rejected)} candidates rejected as over budget",
                     nodes=[NodeRef(i.id, "Chunk", "chosen", label(i.id), i.score) for i in items]

@@ -10,6 +10,12 @@ from __future__ import annotations
 
 import re
 
+# Shared by the task (kgviz.tasks.extraction) and the build stages that run or price it
+# (kgviz.index.extract / estimate / ket), so the index layer need not import the task layer.
+EXTRACT_TRIPLES_TASK_NAME = "extract_triples"
+EXTRACT_TRIPLES_PROMPT_NAME = "EXTRACT_TRIPLES"
+EXTRACT_TRIPLES_MAX_OUTPUT_TOKENS = 1024  # ours: 80 triples (the per-chunk cap) of ~12 tokens fit; a looping reply stops sooner
+
 EXTRACT_TRIPLES_SYSTEM = (
     "You turn text into knowledge-graph triples. You answer with triples only, one per line, "
     "with no numbering, no commentary and no code fences."

@@ -30,46 +30,20 @@ from urllib.parse import urlsplit
 from typing import Mapping
 
 from kgviz.config import Settings, resolve_llm_spec
-from kgviz.errors import ConfigError, EmbedderUnavailableError
+from kgviz.errors import EmbedderUnavailableError
 from kgviz.providers import anthropic_llm, openai_llm
 from kgviz.providers.base import LLM, Embedder
 from kgviz.providers.cache import CachedLLM, open_cache
 from kgviz.providers.embedders import (
-    DEFAULT_FASTEMBED_MODEL,
-    DEFAULT_HASH_DIM,
     DEFAULT_LOAD_TIMEOUT_S,
     FastEmbedEmbedder,
     HashingEmbedder,
 )
 from kgviz.providers.offline import OfflineLLM
 from kgviz.providers.retry import CallPolicy
+from kgviz.providers.specs import parse_embedder_spec, parse_llm_spec  # re-exported: callers parse specs here
 
-LLM_KINDS = ("offline", "anthropic", "openai", "openai-compatible")
 KEY_VARS = {"anthropic": anthropic_llm.KEY_VAR, "openai": openai_llm.KEY_VAR, "openai-compatible": openai_llm.KEY_VAR}
-_SPEC_HELP = (
-    "use offline, anthropic:<model>, openai:<model> or openai-compatible:<model>@<base_url> "
-    "(e.g. openai-compatible:llama3.1:8b@http://localhost:11434/v1)"
-)
-
-
-def parse_llm_spec(spec: str) -> tuple[str, str, str | None]:
-    """-> (kind, model, base_url or None). Raises ConfigError on anything else ("auto" included:
-    resolve it first)."""
-    s = (spec or "").strip()
-    if s == "offline":
-        return "offline", OfflineLLM.model, None
-    kind, sep, rest = s.partition(":")
-    if not sep or kind not in LLM_KINDS or kind == "offline":
-        raise ConfigError(f"unknown LLM spec {spec!r}", hint=_SPEC_HELP)
-    model, at, base_url = rest.partition("@")
-    model, base_url = model.strip(), base_url.strip()
-    if not model:
-        raise ConfigError(f"LLM spec {spec!r} names no model", hint=_SPEC_HELP)
-    if kind == "openai-compatible" and not at:
-        raise ConfigError(f"LLM spec {spec!r} needs the server's base URL after '@'", hint=_SPEC_HELP)
-    if at and not base_url.startswith(("http://", "https://")):
-        raise ConfigError(f"the base URL in {spec!r} must start with http:// or https://", hint=_SPEC_HELP)
-    return kind, model, (base_url.rstrip("/") if at else None)
 
 
 REMOTE_TIMEOUT_S = 60.0  # hosted APIs answer an extraction call in seconds
@@ -124,39 +98,6 @@ def make_llm(
     if use_cache:
         return CachedLLM(llm, open_cache(settings.cache_dir), refresh=refresh)
     return llm
-
-
-def parse_embedder_spec(spec: str) -> tuple[str, str | int, Path | None]:
-    """-> ("hashing", dim, None) or ("fastembed", model, dir or None). An embedder *id* as a
-    database records it (``hashing-768``) is accepted too, since messages name embedders by id."""
-    s = (spec or "").strip()
-    id_kind, id_dash, id_dim = s.partition("-")
-    if id_kind == "hashing" and id_dash and ":" not in s:
-        s = f"hashing:{id_dim}"  # the id form; a bad dimension is reported by the branch below
-    if s == "hashing":
-        return "hashing", DEFAULT_HASH_DIM, None
-    kind, sep, rest = s.partition(":")
-    if kind == "hashing" and sep:
-        try:
-            dim = int(rest)
-        except ValueError:
-            dim = 0
-        if not 16 <= dim <= 65536:
-            raise ConfigError(f"embedder spec {spec!r}: the hashing dimension must be an integer from 16 to 65536")
-        return "hashing", dim, None
-    if kind == "fastembed":
-        model, at, directory = rest.partition("@")
-        model = model.strip() or (DEFAULT_FASTEMBED_MODEL if not at else "")
-        if not model:
-            raise ConfigError(f"embedder spec {spec!r} names no model before '@'")
-        if at and not directory.strip():
-            raise ConfigError(f"embedder spec {spec!r} has '@' but no directory after it")
-        return "fastembed", model, (Path(directory.strip()).expanduser() if at else None)
-    raise ConfigError(
-        f"unknown embedder spec {spec!r}",
-        hint="use hashing, hashing:<dim> (or the id hashing-<dim>), fastembed:<model> or "
-             "fastembed:<model>@<local model dir>",
-    )
 
 
 def make_embedder(

@@ -19,7 +19,7 @@ import numpy as np
 from kgviz.errors import LLMOutputError
 from kgviz.prompts.answer import ANSWER, ANSWER_SYSTEM, INSUFFICIENT, NO_CONTEXT
 from kgviz.providers.base import Embedder
-from kgviz.reasoning import Task, register
+from kgviz.tasks.base import Task, register
 from kgviz.text import split_sentences
 
 # the heuristic embeds every sentence; beyond this the evidence is long enough that the tail

@@ -16,12 +16,18 @@ from kgviz.errors import LLMOutputError
 from kgviz.index.heuristic import HEURISTIC_DESCRIPTION, extract_offline
 from kgviz.index.parse import parse_triples
 from kgviz.index.triples import ExtractionOutput
-from kgviz.prompts.extraction import EXTRACT_TRIPLES_SYSTEM, render_extract_triples
+from kgviz.prompts.extraction import (
+    EXTRACT_TRIPLES_MAX_OUTPUT_TOKENS,
+    EXTRACT_TRIPLES_PROMPT_NAME,
+    EXTRACT_TRIPLES_SYSTEM,
+    EXTRACT_TRIPLES_TASK_NAME,
+    render_extract_triples,
+)
 from kgviz.providers.base import Embedder
-from kgviz.reasoning import Task, register
+from kgviz.tasks.base import Task, register
 
-TASK_NAME = "extract_triples"
-MAX_OUTPUT_TOKENS = 1024  # ours: 80 triples (the per-chunk cap) of ~12 tokens fit; a looping reply stops sooner
+TASK_NAME = EXTRACT_TRIPLES_TASK_NAME
+MAX_OUTPUT_TOKENS = EXTRACT_TRIPLES_MAX_OUTPUT_TOKENS
 
 
 def _render(inputs: dict[str, Any]) -> str:
@@ -43,7 +49,7 @@ def _offline(inputs: dict[str, Any], embedder: Embedder) -> tuple[ExtractionOutp
 EXTRACT_TRIPLES_TASK = register(
     Task(
         name=TASK_NAME,
-        prompt_name="EXTRACT_TRIPLES",
+        prompt_name=EXTRACT_TRIPLES_PROMPT_NAME,
         render=_render,
         parse=_parse,
         offline=_offline,

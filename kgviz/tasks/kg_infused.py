@@ -36,7 +36,7 @@ from kgviz.errors import LLMOutputError
 from kgviz.index.parse import MAX_LINE_REPEATS  # one loop rule for every free-text reply
 from kgviz.prompts import kg_infused as P
 from kgviz.providers.base import Embedder
-from kgviz.reasoning import Task, register
+from kgviz.tasks.base import Task, register
 from kgviz.text import split_sentences
 
 # ------------------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from typing import Any
 
 from kgviz.prompts import kg_rag as P
 from kgviz.providers.base import Embedder
-from kgviz.reasoning import Task, register
+from kgviz.tasks.base import Task, register
 from kgviz.tasks.rules import says_insufficient, strip_think
 
 # ------------------------------------------------------------------------------------------------

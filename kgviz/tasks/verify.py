@@ -25,7 +25,7 @@ from kgviz.prompts.verify import (
     SPLIT_CLAIMS_SYSTEM,
 )
 from kgviz.providers.base import Embedder, extract_json_text
-from kgviz.reasoning import Task, register
+from kgviz.tasks.base import Task, register
 from kgviz.tasks.rules import says_conflict, says_insufficient, strip_think
 from kgviz.verify.check import CheckResult, check_claim
 from kgviz.verify.claims import split_offline

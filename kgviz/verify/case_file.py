@@ -7,12 +7,10 @@ the offline pyvis page inside an ``iframe srcdoc``), so it opens from disk witho
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
+from kgviz.verify.comparison import Comparison, MethodResult, overlap_matrix
 from kgviz.verify.judge import ClaimVerdict, Verdict
-
-if TYPE_CHECKING:
-    from kgviz.compare import Comparison, MethodResult
 
 LABEL_COLOURS = {"supported": "#c8e6c9", "contradicted": "#ffcdd2", "not_found": "#e0e0e0", "unparsed": "#fff3cd"}
 LABEL_TEXT = {"supported": "supported", "contradicted": "contradicted", "not_found": "not found in context",
@@ -85,7 +83,7 @@ def _pct(x: float | None) -> str:
     return "" if x is None else f"{100 * x:.0f}"
 
 
-def summary_rows(c: "Comparison") -> list[list[object]]:
+def summary_rows(c: Comparison) -> list[list[object]]:
     rows = []
     for r in c.results:
         u, m = r.run.usage, r.metrics
@@ -100,7 +98,7 @@ SUMMARY_HEADERS = ["method", "answer", "verdict", "EM %", "F1 %", "funnel", "con
                    "tokens", "calls", "$", "seconds"]
 
 
-def _method_section(r: "MethodResult") -> str:
+def _method_section(r: MethodResult) -> str:
     v, run = r.verdict, r.run
     parts = [f"<h2>{esc(run.method)}</h2>", f"<p>{badge_html(v)} <span class='muted'>{esc(v.judge)} · "
              f"{esc(v.split)}</span></p>"]
@@ -127,7 +125,7 @@ def _method_section(r: "MethodResult") -> str:
     return "\n".join(parts)
 
 
-def render_case_file(c: "Comparison", store: Any = None, *, include_graph: bool = True) -> str:
+def render_case_file(c: Comparison, store: Any = None, *, include_graph: bool = True) -> str:
     parts = [f"<h1>kgviz case file</h1><p><b>Question:</b> {esc(c.question)}</p>"]
     if c.golds:
         parts.append(f"<p><b>Gold answer(s):</b> {esc(' | '.join(c.golds))}</p>")
@@ -138,8 +136,6 @@ def render_case_file(c: "Comparison", store: Any = None, *, include_graph: bool 
                  f"abstained: {s['abstained']}; failed: {s['failed']}.</p>")
     parts.append(_table(SUMMARY_HEADERS, summary_rows(c)))
     if c.overlap:
-        from kgviz.compare import overlap_matrix
-
         methods, rows = overlap_matrix(c)
         parts.append("<h2>Evidence overlap</h2><p class='muted'>Jaccard index of the graph nodes each pair of "
                      "methods retrieved (shared nodes in brackets).</p>")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from index_fakes import ScriptedLLM, corpus
+from tests.support.index_fakes import ScriptedLLM, corpus
 from kgviz.index.pipeline import BuildParams, estimate_cost
 from kgviz.ingest import chunk_document
 from kgviz.prompts.extraction import EXTRACT_TRIPLES_SYSTEM, render_extract_triples

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from index_fakes import ScriptedLLM, corpus
+from tests.support.index_fakes import ScriptedLLM, corpus
 from kgviz.graph.store import GraphStore
 from kgviz.index.pipeline import BuildParams, build
 from kgviz.providers.embedders import HashingEmbedder
@@ -20,14 +20,13 @@ from kgviz.reasoning import Reasoner
 pytestmark = pytest.mark.slow  # kills a build process mid-way and resumes it
 
 ROOT = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
 PARAMS = dict(chunk_tokens=24, chunk_overlap=0, workers=1, batch_size=1, similar_docs_k=2, flush_interval_s=0.0)
 
 CHILD = textwrap.dedent(
     """
     import sys
-    sys.path[:0] = [{root!r}, {here!r}]
-    from index_fakes import ScriptedLLM, corpus
+    sys.path.insert(0, {root!r})  # the child is a plain script: tests.support and kgviz from the checkout
+    from tests.support.index_fakes import ScriptedLLM, corpus
     from kgviz.graph.store import GraphStore
     from kgviz.index.pipeline import BuildParams, build
     from kgviz.providers.embedders import HashingEmbedder
@@ -49,7 +48,7 @@ CHILD = textwrap.dedent(
 def test_killed_build_resumes_to_the_clean_result(tmp_path: Path) -> None:
     db = tmp_path / "killed"
     script = tmp_path / "child.py"
-    script.write_text(CHILD.format(root=str(ROOT), here=str(HERE), db=str(db), params=PARAMS))
+    script.write_text(CHILD.format(root=str(ROOT), db=str(db), params=PARAMS))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     deadline = time.monotonic() + 120
     killed_at = None

@@ -8,7 +8,7 @@ from typing import Iterator
 import numpy as np
 import pytest
 
-from index_fakes import ScriptedLLM, corpus, failing_for, offline_reply
+from tests.support.index_fakes import ScriptedLLM, corpus, failing_for, offline_reply
 from kgviz.errors import AuthenticationError, BuildCancelled, EmbedderMismatchError
 from kgviz.graph.store import GraphStore
 from kgviz.index import graph_write as gw

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 import pytest
-from fixture_graph import FixtureGraph, build_fixture_graph
+from tests.support.fixture_graph import FixtureGraph, build_fixture_graph
 
 from kgviz.providers.embedders import HashingEmbedder
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import pytest
-from fixture_graph import FixtureGraph, build_fixture_graph
+from tests.support.fixture_graph import FixtureGraph, build_fixture_graph
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -270,10 +270,10 @@ def test_full_kg_variant_says_when_the_graph_is_only_a_skeleton(fresh_graph: Fix
 
 
 def test_budget_arithmetic_matches_the_paper() -> None:
-    from kgviz.methods.ket_channels import Config
+    from kgviz.methods.ket_params import KetRetrievalParams
 
     for limit, theta in [(12000, 0.4), (1001, 0.3), (7, 0.5), (100, 0.1)]:
-        cfg = Config(limit, theta)
+        cfg = KetRetrievalParams(variant="ket-rag", context_limit=limit, theta=theta)
         assert cfg.skeleton_budget == math.floor(theta * limit + 1e-9) <= theta * limit + 1e-9
         assert cfg.keyword_budget <= (1 - theta) * limit + 1e-9
         assert cfg.skeleton_budget + cfg.keyword_budget >= limit - 1
@@ -317,3 +317,19 @@ def test_on_a_pipeline_built_skeleton(tmp_path: Path) -> None:
     run = run_method("ket-rag", "Who founded Tesk Works?", kg.ctx)
     assert run.ok and "Mira Tesk" in run.context.render()
     store.close()
+
+
+def test_every_variant_resolves_to_one_ket_params_keyword_only() -> None:
+    from kgviz.methods.ket_params import KetRetrievalParams
+
+    with pytest.raises(TypeError):
+        KetRagParams(4000)  # type: ignore[misc]  # keyword-only: no positional soup
+    resolved = {type(p).__name__: p.resolve() for p in
+                (KetRagParams(), SkeletonRag.Params(), KeywordRagParams(), KetFull.Params())}
+    assert all(isinstance(r, KetRetrievalParams) for r in resolved.values())
+    assert [r.variant for r in resolved.values()] == ["ket-rag", "skeleton-rag", "keyword-rag", "ket-full"]
+    assert [r.theta for r in resolved.values()] == [0.4, 1.0, 0.0, 1.0]
+    assert resolved["KetFullParams"].skeleton_beta == 1.0 and resolved["KeywordRagParams"].skeleton_beta == 0.0
+    # a variant exposes only the fields it reads (the form and the run record show just those)
+    from dataclasses import fields
+    assert {f.name for f in fields(KeywordRagParams)} == {"context_limit", "pool_factor", "pool_mode"}

@@ -525,7 +525,7 @@ def test_kg_without_passages_builds_the_note_from_facts(tmp_path: Path, emb) -> 
 
 
 # ------------------------------------------------------------------------------------------------
-# the shared fixture graph (tests/methods/fixture_graph.py, a corpus graph): end to end via run.py
+# the shared fixture graph (tests/support/fixture_graph.py, a corpus graph): end to end via run.py
 @pytest.mark.parametrize("question, gold", [("Who designed the Harbour Library?", "Marta Ruiz"),
                                             ("Where was Owen Hale born?", "Cardiff")])
 def test_end_to_end_on_the_shared_fixture_graph(kg, question: str, gold: str) -> None:

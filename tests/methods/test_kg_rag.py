@@ -380,7 +380,9 @@ def test_bad_params_and_empty_question(graph: Any) -> None:
     from kgviz.errors import MethodError
     with pytest.raises(MethodError):
         run(graph, OfflineLLM(), "   ")
-    with pytest.raises(MethodError):
+    from kgviz.errors import ConfigError
+    # out-of-range params are refused when the Params are built (declared ranges), before any walk
+    with pytest.raises(ConfigError, match="max_hops must be >= 1"):
         run(graph, OfflineLLM(), "Who?", max_hops=0)
 
 

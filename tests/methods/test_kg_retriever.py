@@ -13,7 +13,7 @@ from kgviz.methods.kg_retriever import KGRetriever, KGRetrieverParams
 from kgviz.prompts.answer import INSUFFICIENT
 from kgviz.run import run_method
 
-from fixture_graph import DOCS, FixtureGraph
+from tests.support.fixture_graph import DOCS, FixtureGraph
 
 Q = "Who designed the Harbour Library?"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from fixture_graph import FixtureGraph
+from tests.support.fixture_graph import FixtureGraph
 
 from kgviz.errors import GraphStoreError
 from kgviz.methods.base import TraceStep

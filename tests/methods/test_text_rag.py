@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import pytest
-from fixture_graph import FixtureGraph
+from tests.support.fixture_graph import FixtureGraph
 
 from kgviz.methods.base import RetrievedContext, TraceStep, Tracer
-from kgviz.methods.text_rag import TextRag, TextRagParams, rrf
+from kgviz.methods.text_rag import TextRag, TextRagParams
+from kgviz.vectors import rrf
 from kgviz.text import count_tokens
 
 Q = "Which river flows into the Atlantic Ocean at Lisbon?"

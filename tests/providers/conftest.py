@@ -1,15 +1,10 @@
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-# the helper module sits next to the tests; make it importable under any pytest import mode
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from fake_server import FakeServer  # noqa: E402
+from tests.support.fake_server import FakeServer
 
 
 @pytest.fixture

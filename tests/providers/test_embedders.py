@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fake_server import FakeServer, Reply
+from tests.support.fake_server import FakeServer, Reply
 
 from kgviz.errors import ConfigError, EmbedderUnavailableError
 from kgviz.providers.base import Embedder

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-from fake_server import FakeServer, Recorded, Reply, anthropic_ok, chat_ok
+from tests.support.fake_server import FakeServer, Recorded, Reply, anthropic_ok, chat_ok
 
 from kgviz.config import Settings
 from kgviz.graph.store import GraphStore

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import pytest
-from fake_server import FakeServer, Reply, anthropic_ok, chat_ok, responses_ok
+from tests.support.fake_server import FakeServer, Reply, anthropic_ok, chat_ok, responses_ok
 
 from kgviz.errors import (
     AuthenticationError,

@@ -5,7 +5,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from fake_server import FakeServer, Reply, anthropic_ok, chat_ok
+from tests.support.fake_server import FakeServer, Reply, anthropic_ok, chat_ok
 
 from kgviz.config import Settings
 from kgviz.errors import ProviderResponseError

@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fake_server import FakeServer, Reply, chat_ok
+from tests.support.fake_server import FakeServer, Reply, chat_ok
 
 from kgviz.config import DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, Settings
 from kgviz.errors import ConfigError, MissingKeyError, ProviderError

@@ -1,18 +1,14 @@
 """Task "extract_triples" through the Reasoner: registration, prompt, LLM and offline paths."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "index"))
-
-from index_fakes import ScriptedLLM  # noqa: E402
-from kgviz.index.triples import ExtractionOutput  # noqa: E402
-from kgviz.prompts.extraction import EXTRACT_TRIPLES, EXTRACT_TRIPLES_SYSTEM  # noqa: E402
-from kgviz.providers.embedders import HashingEmbedder  # noqa: E402
-from kgviz.providers.offline import OfflineLLM  # noqa: E402
-from kgviz.providers.usage import UsageLedger  # noqa: E402
-from kgviz.reasoning import Reasoner, get_task  # noqa: E402
+from tests.support.index_fakes import ScriptedLLM
+from kgviz.index.triples import ExtractionOutput
+from kgviz.prompts.extraction import EXTRACT_TRIPLES, EXTRACT_TRIPLES_SYSTEM
+from kgviz.providers.embedders import HashingEmbedder
+from kgviz.providers.offline import OfflineLLM
+from kgviz.providers.usage import UsageLedger
+from kgviz.reasoning import Reasoner, get_task
 
 TEXT = "Kell Arden founded Tesk Works in 1921. {braces} stay as they are."
 

@@ -1,17 +1,13 @@
-"""The hand-built graph of tests/methods/fixture_graph.py, for the funnel and compare tests."""
+"""The hand-built graph of tests/support/fixture_graph.py, for the funnel and compare tests."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "methods"))
+from tests.support.fixture_graph import FixtureGraph, build_fixture_graph
 
-from fixture_graph import FixtureGraph, build_fixture_graph  # noqa: E402
-
-from kgviz.providers.embedders import HashingEmbedder  # noqa: E402
+from kgviz.providers.embedders import HashingEmbedder
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Gold funnel labels on hand-made runs over the fixture graph (tests/methods/fixture_graph.py).
+"""Gold funnel labels on hand-made runs over the fixture graph (tests/support/fixture_graph.py).
 
 Fixture facts used: "Portugal" is in a chunk and in a triple (Lisbon capital of Portugal);
 "400,000" (books) is only in chunk text, never in an entity or triple; "Millennium Centre" sits
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from fixture_graph import FixtureGraph
+from tests.support.fixture_graph import FixtureGraph
 
 from kgviz.methods.base import ContextItem, NodeRef, RetrievedContext, TraceStep
 from kgviz.run import Run
