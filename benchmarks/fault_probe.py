@@ -29,7 +29,7 @@ from fake_server import FakeServer, Recorded, Reply, chat_ok  # noqa: E402
 
 from kgviz.cli import main  # noqa: E402
 from kgviz.graph.store import GraphStore  # noqa: E402
-from kgviz.index.heuristic import extract_offline  # noqa: E402
+from kgviz.offline.extract import extract_offline  # noqa: E402
 
 CORPUS = ROOT / "sample_data" / "corpus"
 FAULTS = {

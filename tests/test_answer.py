@@ -13,7 +13,7 @@ from kgviz.prompts.answer import INSUFFICIENT
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner, get_task
-from kgviz.tasks.answer import question_type
+from kgviz.offline.qtype import question_type
 from kgviz.text import count_tokens
 from kgviz.types import Completion, Message, Usage
 

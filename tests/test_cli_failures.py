@@ -15,7 +15,7 @@ from fake_server import FakeServer, Recorded, Reply, chat_ok  # noqa: E402
 
 import kgviz.index.pipeline as pipeline  # noqa: E402
 from kgviz.cli import EXIT_BUILT_WITH_FAILURES, main  # noqa: E402
-from kgviz.index.heuristic import extract_offline  # noqa: E402
+from kgviz.offline.extract import extract_offline  # noqa: E402
 
 TEXTS = {
     "dam.txt": "The Vey Dam holds back the River Sarn. It was designed by Oskar Linde in 1931.",

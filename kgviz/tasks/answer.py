@@ -17,6 +17,9 @@ from typing import Any
 import numpy as np
 
 from kgviz.errors import LLMOutputError
+from kgviz.offline.qtype import question_type
+from kgviz.offline.stem import answer_stem
+from kgviz.offline.stopwords import ANSWER_STOP as _STOP
 from kgviz.prompts.answer import ANSWER, ANSWER_SYSTEM, INSUFFICIENT, NO_CONTEXT
 from kgviz.providers.base import Embedder
 from kgviz.reasoning import Task, register
@@ -31,12 +34,6 @@ _MIN_COSINE = 0.15
 # on a CPU model costs minutes per 100 tokens, so no more
 ANSWER_MAX_TOKENS = 256
 
-_STOP = frozenset(
-    """a an the of in on at to for from by with and or but is are was were be been being am do does
-    did has have had what which who whom whose when where why how many much that this these those it
-    its as into than then there their his her he she they them him i we you our your my me also not
-    no yes if so such can could would should will may might one both either neither same other""".split()
-)
 _PRONOUNS = frozenset("he she it they his her its their this these".split())
 _CONNECTORS = r"(?:of|the|de|del|della|da|du|des|von|van|der|den|la|le|di|y|for|on|upon)"
 _WORD = r"[A-Z][\w'\u2019\-]*"
@@ -134,16 +131,8 @@ def _parse(raw: str, inputs: dict[str, Any]) -> str:
     return answer
 
 
-def _stem(word: str) -> str:
-    # crude on purpose: "lies"/"lie", "designed"/"design" should meet; no stemmer data offline
-    for suffix in ("ing", "ed", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
 def _content_words(text: str) -> set[str]:
-    return {_stem(w) for w in re.findall(r"\w+", text.lower()) if w not in _STOP and len(w) > 1}
+    return {answer_stem(w) for w in re.findall(r"\w+", text.lower()) if w not in _STOP and len(w) > 1}
 
 
 def _scored_sentences(passages: list[str]) -> list[tuple[int, str, str]]:
@@ -172,26 +161,10 @@ def predicate_words(question: str) -> set[str]:
     out: set[str] = set()
     m = _WH_PREDICATE_RE.match(question)
     if m and m.group(1).lower() not in _STOP:
-        out.add(_stem(m.group(1).lower()))
+        out.add(answer_stem(m.group(1).lower()))
     for m in _PARTICIPLE_RE.finditer(question):
-        out.add(_stem(m.group(1).lower()))
+        out.add(answer_stem(m.group(1).lower()))
     return out
-
-
-def question_type(question: str) -> str:
-    """One of number, date, yesno, person, place, entity."""
-    q = question.lower().strip()
-    if re.search(r"\bhow (?:many|much)\b|\bwhat (?:number|percentage|amount)\b", q):
-        return "number"
-    if re.search(r"\bwhen\b|\b(?:what|which|in what) (?:year|date|decade|century|month)\b", q):
-        return "date"
-    if re.match(r"(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", q):
-        return "yesno"
-    if re.search(r"\b(?:who|whom|whose)\b", q):
-        return "person"
-    if re.search(r"\bwhere\b|\b(?:what|which|in what) (?:city|country|state|town|county|place|region|continent)\b", q):
-        return "place"
-    return "entity"
 
 
 def _options(question: str) -> list[str]:

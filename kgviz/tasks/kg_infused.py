@@ -34,6 +34,8 @@ import numpy as np
 
 from kgviz.errors import LLMOutputError
 from kgviz.index.parse import MAX_LINE_REPEATS  # one loop rule for every free-text reply
+from kgviz.offline.stem import prefix5
+from kgviz.offline.stopwords import KG_INFUSED_STOP as _STOP
 from kgviz.prompts import kg_infused as P
 from kgviz.providers.base import Embedder
 from kgviz.reasoning import Task, register
@@ -41,12 +43,6 @@ from kgviz.text import split_sentences
 
 # ------------------------------------------------------------------------------------------------
 # shared helpers
-_STOP = frozenset(
-    """a an the of in on at to for from by with and or but as is are was were be been being do does
-    did has have had what which who whom whose when where why how that this these those it its his
-    her their there than then into about after before during between both either not no yes can
-    could would should will may might also same other""".split()
-)
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 # sentences the offline passage note embeds at most (bounds latency with a model embedder)
 _MAX_NOTE_SENTENCES = 400
@@ -54,7 +50,7 @@ _MAX_NOTE_SENTENCES = 400
 
 def stems(text: str) -> set[str]:
     """Content words cut to five letters, so "director"/"directed" and "births"/"birth" meet."""
-    return {w[:5] for w in (m.lower() for m in _WORD.findall(text)) if w not in _STOP and len(w) > 1}
+    return {prefix5(w) for w in (m.lower() for m in _WORD.findall(text)) if w not in _STOP and len(w) > 1}
 
 
 # Question words -> the KG relation words they ask about (ours, offline only). Embeddings of a

@@ -37,6 +37,9 @@ import json
 import re
 from typing import Any
 
+from kgviz.offline.qtype import answer_type
+from kgviz.offline.stem import kg_rag_stem
+from kgviz.offline.stopwords import KG_RAG_STOP as _STOP
 from kgviz.prompts import kg_rag as P
 from kgviz.providers.base import Embedder
 from kgviz.reasoning import Task, register
@@ -44,13 +47,6 @@ from kgviz.tasks.rules import says_insufficient, strip_think
 
 # ------------------------------------------------------------------------------------------------
 # shared text helpers
-_STOP = frozenset(
-    """a an the of in on at to for from by with and or but as is are was were be been being do does
-    did has have had what which who whom whose when where why how that this these those it its his
-    her their there than then into onto about after before during between both either neither not
-    no yes did can could would should will shall may might much many one ones also same other
-    first last name named called""".split()
-)
 _QUESTION_WORDS = frozenset("what which who whom whose when where why how is are was were do does did can in".split())
 # generic type nouns: useful search words, but they name what the answer is, not a hop to walk
 _TYPE_NOUNS = frozenset(
@@ -64,23 +60,8 @@ _MONTH = re.compile(r"\b(January|February|March|April|May|June|July|August|Septe
 _NUMBER = re.compile(r"\b\d+(?:[.,]\d+)?\b")
 
 
-_SUFFIXES = ("ions", "ing", "ion", "ers", "ors", "ed", "er", "or", "es", "s", "e")
-
-
-def _norm(word: str) -> str:
-    """Lower-case and strip a common suffix, so "director" meets "directed" and "released" meets
-    "release" (a crude stemmer, enough for word overlap)."""
-    w = word.lower().strip("'’")
-    if w.endswith("'s") or w.endswith("’s"):
-        w = w[:-2]
-    for suf in _SUFFIXES:
-        if w.endswith(suf) and len(w) - len(suf) >= 4 and not w.endswith("ss"):
-            return w[: -len(suf)]
-    return w
-
-
 def content_words(text: str) -> set[str]:
-    return {_norm(w) for w in _WORD.findall(text) if w.lower() not in _STOP and len(w) > 1}
+    return {kg_rag_stem(w) for w in _WORD.findall(text) if w.lower() not in _STOP and len(w) > 1}
 
 
 def capitalised_spans(text: str) -> list[str]:
@@ -131,11 +112,11 @@ def _clamp(n: int, lo: int, hi: int) -> int:
 # kgrag_plan
 def offline_plan(question: str, max_hops: int) -> dict[str, Any]:
     entities = capitalised_spans(question)
-    ent_words = {_norm(w) for e in entities for w in _WORD.findall(e)}
+    ent_words = {kg_rag_stem(w) for e in entities for w in _WORD.findall(e)}
     relations: list[str] = []  # surface words, deduplicated by stem
     stems: list[str] = []
     for w in _WORD.findall(question):
-        n = _norm(w)
+        n = kg_rag_stem(w)
         if w[0].isupper() or n in ent_words or w.lower() in _STOP or len(n) < 3 or n.isdigit() or n in stems:
             continue
         relations.append(w.lower())
@@ -297,7 +278,7 @@ LEXICAL_WEIGHT = 0.1
 NOVELTY_BONUS = 0.05
 
 
-_TYPE_STEMS = frozenset(_norm(t) for t in _TYPE_NOUNS)
+_TYPE_STEMS = frozenset(kg_rag_stem(t) for t in _TYPE_NOUNS)
 
 
 def walk_relation_words(plan: dict[str, Any]) -> dict[str, str]:
@@ -306,7 +287,7 @@ def walk_relation_words(plan: dict[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for r in plan.get("relations") or []:
         for w in _WORD.findall(str(r)):
-            n = _norm(w)
+            n = kg_rag_stem(w)
             if w.lower() not in _STOP and len(w) > 1 and n not in _TYPE_STEMS:
                 out.setdefault(n, w.lower())
     return out
@@ -396,22 +377,6 @@ def _read_decision(raw: str) -> dict[str, Any]:
             "treated as CONTINUE", "parsed": False}
 
 
-def answer_type(question: str) -> str:
-    q = question.strip().lower()
-    if re.match(r"(when|(in |on )?(what|which) (year|date))\b", q) or " what year" in q:
-        return "date"
-    if re.match(r"how (many|much|old|long|far|tall|big)\b", q):
-        return "number"
-    if re.match(r"(who|whom|whose)\b", q):
-        return "person"
-    if re.match(r"where\b", q) or re.match(
-            r"(in |at |from )?(which|what) (town|city|village|country|region|state|county|place|island)\b", q):
-        return "place"
-    if re.match(r"(is|are|was|were|do|does|did|can|has|have|had)\b", q):
-        return "yesno"
-    return "entity"
-
-
 def _has_answer_type(kind: str, question: str, facts_text: str, plan_entities: list[str]) -> bool:
     if kind == "date":
         q_years = set(_YEAR.findall(question))
@@ -428,7 +393,7 @@ def _has_answer_type(kind: str, question: str, facts_text: str, plan_entities: l
 
 
 def _covered(entity: str, fact_words: set[str]) -> bool:
-    words = content_words(entity) or {_norm(entity)}
+    words = content_words(entity) or {kg_rag_stem(entity)}
     return len(words & fact_words) * 2 >= len(words)
 
 

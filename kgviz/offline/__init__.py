@@ -1,0 +1,14 @@
+"""The offline toolkit: every deterministic text heuristic kgviz runs when no LLM is used.
+
+One place for the small language facts the offline mode relies on, so extraction, the reasoning
+tasks and the offline judge share them instead of keeping drifting copies:
+
+- ``stopwords``: stopword lists
+- ``stem``: word stemming for content-word overlap
+- ``qtype``: what kind of answer a question asks for (number, date, person, ...)
+- ``lexicon``, ``mentions``, ``extract``: the pattern-based triple extractor
+- ``judge``: the offline claim check
+
+Nothing here calls an LLM, touches the network or imports the graph store. Import the submodules
+directly.
+"""
