@@ -13,7 +13,6 @@ from kgviz.prompts.answer import INSUFFICIENT
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner, get_task
-from kgviz.offline.qtype import question_type
 from kgviz.text import count_tokens
 from kgviz.types import Completion, Message, Usage
 
@@ -85,20 +84,6 @@ def test_render_uses_answer_or_no_context_prompt() -> None:
     bare = task.render({"question": "Who?", "context": "[1] some evidence", "no_context": True})
     assert "some evidence" not in bare and "own knowledge" in bare
     assert task.prompt_name == "ANSWER" and "short answer" in (task.system or "")
-
-
-@pytest.mark.parametrize("question,qtype", [
-    ("How many films did he score?", "number"),
-    ("When was Tyler Bates born?", "date"),
-    ("In what year was the film released?", "date"),
-    ("Is Tyler Bates American?", "yesno"),
-    ("Who directed the film?", "person"),
-    ("Where was it produced?", "place"),
-    ("Which country is Lima in?", "place"),
-    ("What nationality is Adam Collis?", "entity"),
-])
-def test_question_type(question: str, qtype: str) -> None:
-    assert question_type(question) == qtype
 
 
 def test_truncate_tokens_cuts_at_a_token_boundary() -> None:

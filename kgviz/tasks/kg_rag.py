@@ -37,7 +37,7 @@ import json
 import re
 from typing import Any
 
-from kgviz.offline.qtype import answer_type
+from kgviz.offline.qtype import question_type
 from kgviz.offline.stem import kg_rag_stem
 from kgviz.offline.stopwords import KG_RAG_STOP as _STOP
 from kgviz.prompts import kg_rag as P
@@ -408,7 +408,7 @@ def offline_evaluate(inputs: dict[str, Any]) -> dict[str, Any]:
     # A seed triple sits at the start of the chain and can already hold the answer (vector search
     # may seed "X born in 1954"); it is never a hop's new fact, so it is counted here explicitly.
     seeds = [str(f) for f in inputs.get("seed_facts") or []]
-    kind = answer_type(question)
+    kind = question_type(question)
     ents = [str(e) for e in plan.get("entities") or []]
     fact_words = content_words("\n".join(facts))
     missing = [e for e in ents if not _covered(e, fact_words)]

@@ -426,9 +426,9 @@ def test_offline_plan_and_answer_types() -> None:
     p = tasks.offline_plan("When was the director of Titanic born?", 5)
     assert p["entities"] == ["Titanic"] and p["relations"] == ["director", "born"] and p["hops"] == 2
     assert tasks.offline_plan("Who founded the University of Paris?", 5)["entities"] == ["University of Paris"]
-    assert tasks.answer_type("When did it open?") == "date"
-    assert tasks.answer_type("Who wrote Dune?") == "person"
-    assert tasks.answer_type("How many moons has Mars?") == "number"
+    assert tasks.question_type("When did it open?") == "date"
+    assert tasks.question_type("Who wrote Dune?") == "person"
+    assert tasks.question_type("How many moons has Mars?") == "number"
 
 
 def test_offline_evaluate_needs_answer_type_and_entities() -> None:
