@@ -33,7 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from kgviz.offline.stem import IRREGULAR_STEMS, judge_stem
-from kgviz.offline.stopwords import JUDGE_STOP as _STOP
+from kgviz.offline.stopwords import CLAIM_STOPWORDS as _STOP
 from kgviz.providers.base import Embedder
 from kgviz.text import split_sentences
 from kgviz.verify.metrics import contains, normalize_answer

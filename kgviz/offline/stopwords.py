@@ -1,11 +1,24 @@
-"""Stopword lists of the offline toolkit.
+"""The offline toolkit's stopword list, and the few documented extensions a caller needs.
 
-Stage 1 of issue 11: every list that used to live in its caller, moved here unchanged under a
-name that says who uses it. They are unified in a following step.
+``STOPWORDS`` is the one list: English function words (articles, pronouns, prepositions,
+auxiliaries, conjunctions, question words) whose presence says nothing about what a text is
+about. Content-word overlap (the extractive answer, kg-rag's and kg-infused's offline ranking,
+the offline judge), the hashing embedder's down-weighting and the KET keyword layer all read it.
+
+Extensions, each for a reason its caller cannot avoid (ours):
+
+- ``PLAN_STOPWORDS``: kg-rag's offline heuristics (plan, choose, evaluate) turn a question's
+  content words into relations to walk; "called", "named", "name", "first", "last" qualify an
+  entity ("the first film", "a town called X") rather than naming a relation.
+- ``CLAIM_STOPWORDS``: the offline judge reads claims written as "The answer to Q is A"; the
+  word "answer" is the template's, not the claim's.
+
+``ENGLISH`` is the general list before the union (the hashing embedder's list); it stays
+separate until the embedder is moved onto ``STOPWORDS`` in its own step, since that changes every
+embedding.
 """
 from __future__ import annotations
 
-# from kgviz/providers/embedders.py
 ENGLISH = frozenset(
     """a about above after again against all also am an and any are as at be because been before
     being below between both but by can could did do does doing down during each few for from
@@ -17,34 +30,9 @@ ENGLISH = frozenset(
     s t d ll m re ve""".split()
 )
 
-# from kgviz/tasks/answer.py
-ANSWER_STOP = frozenset(
-    """a an the of in on at to for from by with and or but is are was were be been being am do does
-    did has have had what which who whom whose when where why how many much that this these those it
-    its as into than then there their his her he she they them him i we you our your my me also not
-    no yes if so such can could would should will may might one both either neither same other""".split()
-)
+# function words the task heuristics' own lists had beyond ENGLISH (quantifiers, modals, "whose")
+STOPWORDS = ENGLISH | frozenset("either neither many much may might shall one ones onto whose yes".split())
 
-# from kgviz/tasks/kg_rag.py
-KG_RAG_STOP = frozenset(
-    """a an the of in on at to for from by with and or but as is are was were be been being do does
-    did has have had what which who whom whose when where why how that this these those it its his
-    her their there than then into onto about after before during between both either neither not
-    no yes did can could would should will shall may might much many one ones also same other
-    first last name named called""".split()
-)
+PLAN_STOPWORDS = STOPWORDS | frozenset("called named name first last".split())
 
-# from kgviz/tasks/kg_infused.py
-KG_INFUSED_STOP = frozenset(
-    """a an the of in on at to for from by with and or but as is are was were be been being do does
-    did has have had what which who whom whose when where why how that this these those it its his
-    her their there than then into about after before during between both either not no yes can
-    could would should will may might also same other""".split()
-)
-
-# from kgviz/offline/judge.py
-JUDGE_STOP = frozenset(
-    """a an the of in on at to for from by with and or but is are was were be been being has have had do
-    does did what which who whom whose when where why how that this these those it its as into than then
-    there their his her he she they them him i we you our your my me also not no yes if so one answer
-    """.split())
+CLAIM_STOPWORDS = STOPWORDS | frozenset(["answer"])

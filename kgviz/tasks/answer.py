@@ -19,7 +19,7 @@ import numpy as np
 from kgviz.errors import LLMOutputError
 from kgviz.offline.qtype import question_type
 from kgviz.offline.stem import answer_stem
-from kgviz.offline.stopwords import ANSWER_STOP as _STOP
+from kgviz.offline.stopwords import STOPWORDS as _STOP
 from kgviz.prompts.answer import ANSWER, ANSWER_SYSTEM, INSUFFICIENT, NO_CONTEXT
 from kgviz.providers.base import Embedder
 from kgviz.reasoning import Task, register

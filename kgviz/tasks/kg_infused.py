@@ -35,7 +35,7 @@ import numpy as np
 from kgviz.errors import LLMOutputError
 from kgviz.index.parse import MAX_LINE_REPEATS  # one loop rule for every free-text reply
 from kgviz.offline.stem import prefix5
-from kgviz.offline.stopwords import KG_INFUSED_STOP as _STOP
+from kgviz.offline.stopwords import STOPWORDS as _STOP
 from kgviz.prompts import kg_infused as P
 from kgviz.providers.base import Embedder
 from kgviz.reasoning import Task, register

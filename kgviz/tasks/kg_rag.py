@@ -39,7 +39,7 @@ from typing import Any
 
 from kgviz.offline.qtype import question_type
 from kgviz.offline.stem import kg_rag_stem
-from kgviz.offline.stopwords import KG_RAG_STOP as _STOP
+from kgviz.offline.stopwords import PLAN_STOPWORDS as _STOP
 from kgviz.prompts import kg_rag as P
 from kgviz.providers.base import Embedder
 from kgviz.reasoning import Task, register

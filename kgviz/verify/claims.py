@@ -45,7 +45,6 @@ _VERBS = (r"is|are|was|were|be|been|has|have|had|did|does|do|can|could|will|woul
 _VERB_RE = re.compile(rf"\b(?:{_VERBS})\b")
 _LEADING_VERB_RE = re.compile(rf"^(?:{_VERBS})\b")
 _SPLIT_RE = re.compile(r";\s+|,?\s+(?:and|but|while|whereas)\s+")
-_STOPWORDS = frozenset("a an the of in on at to for by with and or".split())
 
 
 @dataclass
