@@ -32,7 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
-from kgviz.offline.stem import IRREGULAR_STEMS, judge_stem
+from kgviz.offline.stem import IRREGULAR_STEMS, stem
 from kgviz.offline.stopwords import CLAIM_STOPWORDS as _STOP
 from kgviz.providers.base import Embedder
 from kgviz.text import split_sentences
@@ -128,7 +128,7 @@ _TOKEN_RE = re.compile(r"[A-Za-z0-9][\w'\u2019\-]*")
 
 
 def _stems(text: str) -> set[str]:
-    return {judge_stem(w) for w in _words(text)}
+    return {stem(w) for w in _words(text)}
 
 
 def _is_verb(word: str) -> bool:
@@ -197,7 +197,7 @@ def _states(text: str, relation: Relation) -> bool:
     if not relation.head:
         return True
     stems = _stems(text)
-    return any(judge_stem(h) in stems for h in relation.head)
+    return any(stem(h) in stems for h in relation.head)
 
 
 def check_claim(claim: str, items: Sequence[tuple[str, str]], embedder: Embedder | None = None, *,
@@ -248,7 +248,7 @@ def check_claim(claim: str, items: Sequence[tuple[str, str]], embedder: Embedder
 
     def share(text: str) -> float:
         stems = _stems(text)
-        return len({judge_stem(w) for w in words} & stems) / len({judge_stem(w) for w in words}) if words else 0.0
+        return len({stem(w) for w in words} & stems) / len({stem(w) for w in words}) if words else 0.0
 
     scored = sorted(((share(t), i, uid, t) for i, (uid, t) in enumerate(holding)), key=lambda x: (-x[0], x[1]))
     lex, _, uid, text = scored[0]

@@ -1,34 +1,26 @@
-"""Stemmers of the offline toolkit: word forms reduced so that "designed" meets "design".
+"""The offline toolkit's one stemmer, so that "designed" meets "design" in content-word overlap.
 
-Stage 1 of issue 11: the four stemmers that used to live in their callers (the extractive
-answer, kg-rag's offline plan/choose, kg-infused's offline selection, the offline judge), moved
-here unchanged under names that say who uses them. They are unified in a following step.
+``stem`` is Snowball's English stemmer (Porter2, the ``snowballstemmer`` package) with two rules
+of ours before and after it, both needed by callers that compare a question with facts:
+
+- irregular past forms map to their base first ("built" -> "build", "born" -> "birth"), since no
+  suffix rule can see that "wrote" is "write";
+- an agent-noun ending "-er"/"-or" left by Snowball is cut when at least four letters remain, so
+  "director" meets "directed" and "founder" meets "founded" (Snowball keeps agent nouns apart
+  from their verbs; a question asks "who directed", a fact says "director").
+
+Known gap: an agent noun of a verb ending in "e" keeps a different stem ("writer" -> "writ",
+"write" -> "write"); both sides of a comparison are stemmed alike, so only that pair misses.
+
+Used by the extractive answer, kg-rag's and kg-infused's offline ranking and the offline judge.
+Stems are lower-case; a possessive "'s" and surrounding quotes are dropped.
 """
 from __future__ import annotations
 
+import threading
+from functools import lru_cache
 
-def answer_stem(word: str) -> str:
-    # crude on purpose: "lies"/"lie", "designed"/"design" should meet; no stemmer data offline
-    for suffix in ("ing", "ed", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
-_KG_RAG_SUFFIXES = ("ions", "ing", "ion", "ers", "ors", "ed", "er", "or", "es", "s", "e")
-
-
-def kg_rag_stem(word: str) -> str:
-    """Lower-case and strip a common suffix, so "director" meets "directed" and "released" meets
-    "release" (a crude stemmer, enough for word overlap)."""
-    w = word.lower().strip("'’")
-    if w.endswith("'s") or w.endswith("’s"):
-        w = w[:-2]
-    for suf in _KG_RAG_SUFFIXES:
-        if w.endswith(suf) and len(w) - len(suf) >= 4 and not w.endswith("ss"):
-            return w[: -len(suf)]
-    return w
-
+import snowballstemmer
 
 # common irregular past forms, mapped to one stem so "built" matches "build" and "born" "birth"
 IRREGULAR_STEMS = {"built": "build", "born": "birth", "bore": "birth", "wrote": "write", "written": "write",
@@ -38,21 +30,24 @@ IRREGULAR_STEMS = {"built": "build", "born": "birth", "bore": "birth", "wrote": 
                    "drew": "draw", "drawn": "draw", "left": "leave", "became": "become", "kept": "keep",
                    "taught": "teach", "spent": "spend", "lost": "lose", "chose": "choose", "chosen": "choose"}
 
-
-def judge_stem(word: str) -> str:
-    """A crude stem so that designed/designer/design, founded/founder and carried/carry meet."""
-    w = word.lower()
-    if w in IRREGULAR_STEMS:
-        return IRREGULAR_STEMS[w]
-    if w.endswith("ied") and len(w) > 4:
-        return w[:-3] + "y"
-    for suffix in ("ations", "ation", "ions", "ion", "ers", "ing", "ed", "er", "or", "es", "s"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            w = w[: -len(suffix)]
-            break
-    return w[:-1] if w.endswith("e") and len(w) > 4 else w
+_AGENT_SUFFIXES = ("er", "or")
+_MIN_AGENT_ROOT = 4  # "river", "tower", "order" keep their ending; "director", "founder" lose it
+# a Snowball stemmer object keeps state while it stems, so threads (parallel eval) share it under
+# a lock; the cache makes the lock rare
+_SNOWBALL = snowballstemmer.stemmer("english")
+_SNOWBALL_LOCK = threading.Lock()
 
 
-def prefix5(word: str) -> str:
-    """The first five letters, so "director"/"directed" and "births"/"birth" meet (kg-infused)."""
-    return word[:5]
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The stem of one word (see the module docstring)."""
+    w = word.lower().strip("'\u2018\u2019\"\u201c\u201d")
+    if w.endswith(("'s", "\u2019s")):
+        w = w[:-2]
+    w = IRREGULAR_STEMS.get(w, w)  # then stemmed like any word: "became" -> "become" -> "becom"
+    with _SNOWBALL_LOCK:
+        s = _SNOWBALL.stemWord(w)
+    for suffix in _AGENT_SUFFIXES:
+        if s.endswith(suffix) and len(s) - len(suffix) >= _MIN_AGENT_ROOT:
+            return s[: -len(suffix)]
+    return s

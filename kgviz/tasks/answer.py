@@ -18,7 +18,7 @@ import numpy as np
 
 from kgviz.errors import LLMOutputError
 from kgviz.offline.qtype import question_type
-from kgviz.offline.stem import answer_stem
+from kgviz.offline.stem import stem
 from kgviz.offline.stopwords import STOPWORDS as _STOP
 from kgviz.prompts.answer import ANSWER, ANSWER_SYSTEM, INSUFFICIENT, NO_CONTEXT
 from kgviz.providers.base import Embedder
@@ -132,7 +132,7 @@ def _parse(raw: str, inputs: dict[str, Any]) -> str:
 
 
 def _content_words(text: str) -> set[str]:
-    return {answer_stem(w) for w in re.findall(r"\w+", text.lower()) if w not in _STOP and len(w) > 1}
+    return {stem(w) for w in re.findall(r"\w+", text.lower()) if w not in _STOP and len(w) > 1}
 
 
 def _scored_sentences(passages: list[str]) -> list[tuple[int, str, str]]:
@@ -161,9 +161,9 @@ def predicate_words(question: str) -> set[str]:
     out: set[str] = set()
     m = _WH_PREDICATE_RE.match(question)
     if m and m.group(1).lower() not in _STOP:
-        out.add(answer_stem(m.group(1).lower()))
+        out.add(stem(m.group(1).lower()))
     for m in _PARTICIPLE_RE.finditer(question):
-        out.add(answer_stem(m.group(1).lower()))
+        out.add(stem(m.group(1).lower()))
     return out
 
 

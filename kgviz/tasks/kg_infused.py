@@ -34,7 +34,7 @@ import numpy as np
 
 from kgviz.errors import LLMOutputError
 from kgviz.index.parse import MAX_LINE_REPEATS  # one loop rule for every free-text reply
-from kgviz.offline.stem import prefix5
+from kgviz.offline.stem import stem
 from kgviz.offline.stopwords import STOPWORDS as _STOP
 from kgviz.prompts import kg_infused as P
 from kgviz.providers.base import Embedder
@@ -49,27 +49,31 @@ _MAX_NOTE_SENTENCES = 400
 
 
 def stems(text: str) -> set[str]:
-    """Content words cut to five letters, so "director"/"directed" and "births"/"birth" meet."""
-    return {prefix5(w) for w in (m.lower() for m in _WORD.findall(text)) if w not in _STOP and len(w) > 1}
+    """Stemmed content words (kgviz.offline.stem), so "director"/"directed" and "births"/"birth" meet."""
+    return {stem(w) for w in (m.lower() for m in _WORD.findall(text)) if w not in _STOP and len(w) > 1}
 
 
 # Question words -> the KG relation words they ask about (ours, offline only). Embeddings of a
 # question ("where was X born?") and of a triple ("X place of birth Y") share few words; these cues
 # bridge the commonest gaps between question phrasing and Wikidata-style relation names.
-RELATION_CUES: dict[str, tuple[str, ...]] = {
-    "where": ("place", "locat", "country", "city"),
-    "when": ("date", "year", "time", "incep", "publi"),
+# Values are relation words, stemmed once below like every word they are compared with.
+_RELATION_CUE_WORDS: dict[str, tuple[str, ...]] = {
+    "where": ("place", "location", "country", "city"),
+    "when": ("date", "year", "time", "inception", "publication"),
     "born": ("birth",), "birth": ("born",),
     "died": ("death",), "die": ("death",), "dies": ("death",), "death": ("died",),
     "older": ("birth",), "younger": ("birth",), "age": ("birth",), "old": ("birth",), "lived": ("birth", "death"),
     "later": ("date",), "earlier": ("date",), "first": ("date",), "recent": ("date",),
-    "nationality": ("citiz", "count"), "from": ("count", "citiz", "origi"),
-    "country": ("citiz", "origi"), "same": ("count", "citiz"),
-    "wife": ("spous",), "husband": ("spous",), "married": ("spous",),
-    "son": ("child",), "daughter": ("child",), "grandfather": ("fathe", "mothe"),
-    "grandmother": ("fathe", "mothe"), "parent": ("fathe", "mothe"),
-    "directed": ("direc",), "wrote": ("autho", "write"), "sang": ("perfo",), "sung": ("perfo",),
-    "studied": ("educa",), "school": ("educa",), "university": ("educa",),
+    "nationality": ("citizenship", "country"), "from": ("country", "citizenship", "origin"),
+    "country": ("citizenship", "origin"), "same": ("country", "citizenship"),
+    "wife": ("spouse",), "husband": ("spouse",), "married": ("spouse",),
+    "son": ("child",), "daughter": ("child",), "grandfather": ("father", "mother"),
+    "grandmother": ("father", "mother"), "parent": ("father", "mother"),
+    "directed": ("director",), "wrote": ("author", "writer"), "sang": ("performer",), "sung": ("performer",),
+    "studied": ("education",), "school": ("education",), "university": ("education",),
+}
+RELATION_CUES: dict[str, tuple[str, ...]] = {
+    w: tuple(dict.fromkeys(stem(v) for v in vs)) for w, vs in _RELATION_CUE_WORDS.items()
 }
 
 

@@ -38,7 +38,7 @@ import re
 from typing import Any
 
 from kgviz.offline.qtype import question_type
-from kgviz.offline.stem import kg_rag_stem
+from kgviz.offline.stem import stem
 from kgviz.offline.stopwords import PLAN_STOPWORDS as _STOP
 from kgviz.prompts import kg_rag as P
 from kgviz.providers.base import Embedder
@@ -61,7 +61,7 @@ _NUMBER = re.compile(r"\b\d+(?:[.,]\d+)?\b")
 
 
 def content_words(text: str) -> set[str]:
-    return {kg_rag_stem(w) for w in _WORD.findall(text) if w.lower() not in _STOP and len(w) > 1}
+    return {stem(w) for w in _WORD.findall(text) if w.lower() not in _STOP and len(w) > 1}
 
 
 def capitalised_spans(text: str) -> list[str]:
@@ -112,11 +112,11 @@ def _clamp(n: int, lo: int, hi: int) -> int:
 # kgrag_plan
 def offline_plan(question: str, max_hops: int) -> dict[str, Any]:
     entities = capitalised_spans(question)
-    ent_words = {kg_rag_stem(w) for e in entities for w in _WORD.findall(e)}
+    ent_words = {stem(w) for e in entities for w in _WORD.findall(e)}
     relations: list[str] = []  # surface words, deduplicated by stem
     stems: list[str] = []
     for w in _WORD.findall(question):
-        n = kg_rag_stem(w)
+        n = stem(w)
         if w[0].isupper() or n in ent_words or w.lower() in _STOP or len(n) < 3 or n.isdigit() or n in stems:
             continue
         relations.append(w.lower())
@@ -278,7 +278,7 @@ LEXICAL_WEIGHT = 0.1
 NOVELTY_BONUS = 0.05
 
 
-_TYPE_STEMS = frozenset(kg_rag_stem(t) for t in _TYPE_NOUNS)
+_TYPE_STEMS = frozenset(stem(t) for t in _TYPE_NOUNS)
 
 
 def walk_relation_words(plan: dict[str, Any]) -> dict[str, str]:
@@ -287,7 +287,7 @@ def walk_relation_words(plan: dict[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for r in plan.get("relations") or []:
         for w in _WORD.findall(str(r)):
-            n = kg_rag_stem(w)
+            n = stem(w)
             if w.lower() not in _STOP and len(w) > 1 and n not in _TYPE_STEMS:
                 out.setdefault(n, w.lower())
     return out
@@ -393,7 +393,7 @@ def _has_answer_type(kind: str, question: str, facts_text: str, plan_entities: l
 
 
 def _covered(entity: str, fact_words: set[str]) -> bool:
-    words = content_words(entity) or {kg_rag_stem(entity)}
+    words = content_words(entity) or {stem(entity)}
     return len(words & fact_words) * 2 >= len(words)
 
 
