@@ -3,7 +3,7 @@
 ``STOPWORDS`` is the one list: English function words (articles, pronouns, prepositions,
 auxiliaries, conjunctions, question words) whose presence says nothing about what a text is
 about. Content-word overlap (the extractive answer, kg-rag's and kg-infused's offline ranking,
-the offline judge), the hashing embedder's down-weighting and the KET keyword layer all read it.
+the offline judge), KET's keyword layer and its lexical KNN all read it.
 
 Extensions, each for a reason its caller cannot avoid (ours):
 
@@ -13,9 +13,10 @@ Extensions, each for a reason its caller cannot avoid (ours):
 - ``CLAIM_STOPWORDS``: the offline judge reads claims written as "The answer to Q is A"; the
   word "answer" is the template's, not the claim's.
 
-``ENGLISH`` is the general list before the union (the hashing embedder's list); it stays
-separate until the embedder is moved onto ``STOPWORDS`` in its own step, since that changes every
-embedding.
+``ENGLISH`` is the general English list the union starts from, and the list the hashing
+embedder down-weights. The embedder keeps it on purpose: its vectors are stored in every database
+built with ``hashing-<dim>``, and a query must be embedded exactly as those were, so its word list
+changes only together with a new embedder id.
 """
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from kgviz.errors import EmbedderUnavailableError
+# the hashing embedder's own list: a stored vector must equal the query's under one embedder id
 from kgviz.offline.stopwords import ENGLISH as STOPWORDS
 
 # ---------------------------------------------------------------------------------------------
