@@ -179,7 +179,7 @@ def test_unparseable_reply_leaves_an_error_step_with_the_raw_output() -> None:
 
 def test_offline_answer_prefers_the_sentence_stating_the_asked_relation():
     from kgviz.providers.embedders import HashingEmbedder
-    from kgviz.tasks.answer import predicate_words
+    from kgviz.offline.answer import predicate_words
     from kgviz.reasoning import get_task
 
     question = "Who designed the bridge that the editor of the Kellhaven Courier said was unsafe?"
