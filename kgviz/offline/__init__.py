@@ -10,6 +10,7 @@ tasks and the offline judge share them instead of keeping drifting copies:
 - ``answer``: the extractive answer (task answer)
 - ``kg_rag``: kg-rag's plan, choose and evaluate
 - ``kg_infused``: kg-infused's triple selection, summary, query expansion and notes
+- ``claims``: the claim split (task split_claims)
 - ``judge``: the offline claim check (task judge_claim)
 
 The reasoning tasks (``kgviz.tasks``) hold the prompts and reply parsers and call these when the
