@@ -1,7 +1,7 @@
 """kg-rag's offline heuristics (Chain of Explorations without an LLM): plan, choose, evaluate.
 
-All rules are ours (the paper gives no offline variant); ``kgviz.tasks.kg_rag`` documents them
-with the prompts and parsers they stand in for:
+All rules are ours (the paper gives no offline variant); ``kgviz.tasks.kg_rag`` holds the prompts
+and parsers they stand in for:
 
 - plan: capitalised spans and quoted strings of the question are the entities (a sentence-initial
   function word is skipped), its other content words the relations; hops = the number of relation

@@ -13,6 +13,11 @@ Extensions, each for a reason its caller cannot avoid (ours):
 - ``CLAIM_STOPWORDS``: the offline judge reads claims written as "The answer to Q is A"; the
   word "answer" is the template's, not the claim's.
 
+Not stopword lists, though they look alike: the extractor's ``_NP_STOP`` (words that end a noun
+phrase, ``extract.py``) and ``lexicon.STOP_CAPS`` (capitalised words that are not names) are
+grammar rules of the pattern extractor; the reply parser's word list (``kgviz.index.parse``)
+names what can never be an entity in an LLM's reply.
+
 ``ENGLISH`` is the general English list the union starts from, and the list the hashing
 embedder down-weights. The embedder keeps it on purpose: its vectors are stored in every database
 built with ``hashing-<dim>``, and a query must be embedded exactly as those were, so its word list
