@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 OFFLINE = Path(__file__).resolve().parents[2] / "kgviz" / "offline"
@@ -31,3 +32,12 @@ def test_the_toolkit_imports_no_task_method_store_or_ui_module() -> None:
 def test_the_toolkit_holds_every_offline_heuristic() -> None:
     names = {p.stem for p in OFFLINE.glob("*.py")}
     assert {"stopwords", "stem", "qtype", "extract", "answer", "kg_rag", "kg_infused", "claims", "judge"} <= names
+
+
+def test_no_stemmer_or_question_classifier_outside_the_toolkit() -> None:
+    # the four stemmers and two classifiers that drifted apart lived in tasks/ and verify/
+    kgviz = OFFLINE.parent
+    defined = re.compile(r"^def (_?stem|question_type|answer_type)\(", re.M)
+    found = [str(p.relative_to(kgviz)) for p in kgviz.rglob("*.py")
+             if p.relative_to(kgviz).parts[0] != "offline" and defined.search(p.read_text(encoding="utf-8"))]
+    assert found == []
