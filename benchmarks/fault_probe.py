@@ -28,7 +28,7 @@ from tests.support.fake_server import FakeServer, Recorded, Reply, chat_ok  # no
 
 from kgviz.cli import main  # noqa: E402
 from kgviz.graph.store import GraphStore  # noqa: E402
-from kgviz.index.heuristic import extract_offline  # noqa: E402
+from kgviz.offline.extract import extract_offline  # noqa: E402
 
 CORPUS = ROOT / "sample_data" / "corpus"
 FAULTS = {

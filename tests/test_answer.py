@@ -13,7 +13,6 @@ from kgviz.prompts.answer import INSUFFICIENT
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner, get_task
-from kgviz.tasks.answer import question_type
 from kgviz.text import count_tokens
 from kgviz.types import Completion, Message, Usage
 
@@ -85,20 +84,6 @@ def test_render_uses_answer_or_no_context_prompt() -> None:
     bare = task.render({"question": "Who?", "context": "[1] some evidence", "no_context": True})
     assert "some evidence" not in bare and "own knowledge" in bare
     assert task.prompt_name == "ANSWER" and "short answer" in (task.system or "")
-
-
-@pytest.mark.parametrize("question,qtype", [
-    ("How many films did he score?", "number"),
-    ("When was Tyler Bates born?", "date"),
-    ("In what year was the film released?", "date"),
-    ("Is Tyler Bates American?", "yesno"),
-    ("Who directed the film?", "person"),
-    ("Where was it produced?", "place"),
-    ("Which country is Lima in?", "place"),
-    ("What nationality is Adam Collis?", "entity"),
-])
-def test_question_type(question: str, qtype: str) -> None:
-    assert question_type(question) == qtype
 
 
 def test_truncate_tokens_cuts_at_a_token_boundary() -> None:
@@ -194,7 +179,7 @@ def test_unparseable_reply_leaves_an_error_step_with_the_raw_output() -> None:
 
 def test_offline_answer_prefers_the_sentence_stating_the_asked_relation():
     from kgviz.providers.embedders import HashingEmbedder
-    from kgviz.tasks.answer import predicate_words
+    from kgviz.offline.answer import predicate_words
     from kgviz.reasoning import get_task
 
     question = "Who designed the bridge that the editor of the Kellhaven Courier said was unsafe?"

@@ -13,7 +13,7 @@ from tests.support.fake_server import FakeServer, Recorded, Reply, chat_ok
 
 import kgviz.index.pipeline as pipeline
 from kgviz.cli import EXIT_BUILT_WITH_FAILURES, main
-from kgviz.index.heuristic import extract_offline
+from kgviz.offline.extract import extract_offline
 
 TEXTS = {
     "dam.txt": "The Vey Dam holds back the River Sarn. It was designed by Oskar Linde in 1931.",

@@ -31,7 +31,7 @@ from kgviz.errors import (
 )
 from kgviz.graph import writes
 from kgviz.graph.store import GraphStore
-from kgviz.index.heuristic import HEURISTIC_NAME, extract_offline
+from kgviz.offline.extract import HEURISTIC_NAME, extract_offline
 from kgviz.index.params import BuildParams
 from kgviz.index.parse import parse_triples
 from kgviz.index.triples import ExtractionOutput

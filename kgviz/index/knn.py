@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from kgviz.errors import ConfigError
-from kgviz.providers.embedders import STOPWORDS
+from kgviz.offline.stopwords import STOPWORDS
 
 BLOCK = 512  # rows per matrix-product block (ours): 512 x 20k float64 = 80 MB at most
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)

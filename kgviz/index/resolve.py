@@ -33,7 +33,7 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 
-from kgviz.index.lexicon import HEAD_NOUNS, HONORIFICS
+from kgviz.offline.lexicon import HEAD_NOUNS, HONORIFICS
 from kgviz.text import split_sentences
 
 _ARTICLES = ("the ", "a ", "an ")

@@ -27,6 +27,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from kgviz.errors import EmbedderUnavailableError
+# the hashing embedder's own list: a stored vector must equal the query's under one embedder id
+from kgviz.offline.stopwords import ENGLISH as STOPWORDS
 
 # ---------------------------------------------------------------------------------------------
 # hashing
@@ -36,17 +38,6 @@ _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)  # "Curie's" -> "curie", "s": the 
 STOPWORD_WEIGHT = 0.2  # ours: stopwords keep a little signal ("to be or not to be")
 MIXED_BIGRAM_WEIGHT = 0.6  # ours: "president of" says less than "united states"
 _FEATURE_CACHE_MAX = 200_000  # remembered feature slots (~40 MB) before starting over
-
-STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is it
-    its itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself yourselves
-    s t d ll m re ve""".split()
-)
 
 
 class HashingEmbedder:

@@ -4,7 +4,7 @@ With an LLM: the EXTRACT_TRIPLES prompt and the tolerant parser (``kgviz.index.p
 with no readable triple and no explicit NONE (an empty reply included) raises LLMOutputError,
 so it is never cached as "no facts"; the build records it as a failed extraction with its raw
 output, so the user can see what the model said, and the next build asks again. Offline: the
-deterministic pattern extractor (``kgviz.index.heuristic``).
+deterministic pattern extractor (``kgviz.offline.extract``).
 
 Inputs: ``text`` (the chunk), optional ``max_triples``.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgviz.errors import LLMOutputError
-from kgviz.index.heuristic import HEURISTIC_DESCRIPTION, extract_offline
+from kgviz.offline.extract import HEURISTIC_DESCRIPTION, extract_offline
 from kgviz.index.parse import parse_triples
 from kgviz.index.triples import ExtractionOutput
 from kgviz.prompts.extraction import (

@@ -23,76 +23,40 @@ kginf_kg_note: question; note; summary; offline only: facts (fact sentences, act
 Parsers never trust a reply beyond what was offered: selection keeps only shown triples (matched
 by their text, bracket number or id) and records everything else under ``ignored``. Text replies
 lose chatty preambles ("Sure, here is the summary:") and echoed labels ("New query:"); an empty
-reply raises LLMOutputError. The offline heuristics are ours (the paper always uses an LLM).
+reply raises LLMOutputError. The offline heuristics (``kgviz.offline.kg_infused``) are ours (the
+paper always uses an LLM).
 """
 from __future__ import annotations
 
 import re
 from typing import Any
 
-import numpy as np
-
 from kgviz.errors import LLMOutputError
 from kgviz.index.parse import MAX_LINE_REPEATS  # one loop rule for every free-text reply
+from kgviz.offline.kg_infused import (
+    CUE_WEIGHT,
+    DEFAULT_MIN_SCORE,
+    DEFAULT_NOTE_SENTENCES,
+    DEFAULT_TOP_M,
+    LEXICAL_WEIGHT,
+    MAX_EXPANSION_NAMES,
+    MEMORY_WEIGHT,
+    offline_expand,
+    offline_kg_note,
+    offline_passage_note,
+    offline_select,
+    offline_summary,
+)
 from kgviz.prompts import kg_infused as P
 from kgviz.providers.base import Embedder
 from kgviz.tasks.base import Task, register
-from kgviz.text import split_sentences
 
 # ------------------------------------------------------------------------------------------------
 # shared helpers
-_STOP = frozenset(
-    """a an the of in on at to for from by with and or but as is are was were be been being do does
-    did has have had what which who whom whose when where why how that this these those it its his
-    her their there than then into about after before during between both either not no yes can
-    could would should will may might also same other""".split()
-)
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
-# sentences the offline passage note embeds at most (bounds latency with a model embedder)
-_MAX_NOTE_SENTENCES = 400
-
-
-def stems(text: str) -> set[str]:
-    """Content words cut to five letters, so "director"/"directed" and "births"/"birth" meet."""
-    return {w[:5] for w in (m.lower() for m in _WORD.findall(text)) if w not in _STOP and len(w) > 1}
-
-
-# Question words -> the KG relation words they ask about (ours, offline only). Embeddings of a
-# question ("where was X born?") and of a triple ("X place of birth Y") share few words; these cues
-# bridge the commonest gaps between question phrasing and Wikidata-style relation names.
-RELATION_CUES: dict[str, tuple[str, ...]] = {
-    "where": ("place", "locat", "country", "city"),
-    "when": ("date", "year", "time", "incep", "publi"),
-    "born": ("birth",), "birth": ("born",),
-    "died": ("death",), "die": ("death",), "dies": ("death",), "death": ("died",),
-    "older": ("birth",), "younger": ("birth",), "age": ("birth",), "old": ("birth",), "lived": ("birth", "death"),
-    "later": ("date",), "earlier": ("date",), "first": ("date",), "recent": ("date",),
-    "nationality": ("citiz", "count"), "from": ("count", "citiz", "origi"),
-    "country": ("citiz", "origi"), "same": ("count", "citiz"),
-    "wife": ("spous",), "husband": ("spous",), "married": ("spous",),
-    "son": ("child",), "daughter": ("child",), "grandfather": ("fathe", "mothe"),
-    "grandmother": ("fathe", "mothe"), "parent": ("fathe", "mothe"),
-    "directed": ("direc",), "wrote": ("autho", "write"), "sang": ("perfo",), "sung": ("perfo",),
-    "studied": ("educa",), "school": ("educa",), "university": ("educa",),
-}
-
-
-def cue_stems(question: str) -> set[str]:
-    """The relation stems the question's words point at."""
-    out: set[str] = set()
-    for w in (m.lower() for m in _WORD.findall(question)):
-        out.update(RELATION_CUES.get(w, ()))
-    return out
 
 
 def triple_display(c: dict[str, Any]) -> str:
     return f"<{c['subject']} | {c['relation']} | {c['object']}>"
-
-
-def fact_sentence(c: dict[str, Any]) -> str:
-    """A triple as a plain sentence: its stored text when it has one, else subject relation object."""
-    text = str(c.get("text") or "").strip() or f"{c['subject']} {c['relation']} {c['object']}"
-    return text if text.endswith((".", "!", "?")) else text + "."
 
 
 _LABEL_LINE = re.compile(r"^\W*(?:#+\s*)?(?:\*\*)?\s*({labels})\s*(?:\*\*)?\s*[:\-–]\s*(?:\*\*)?\s*(.*)$", re.I)
@@ -144,14 +108,6 @@ def _require(text: str, what: str, raw: str) -> str:
     if not text:
         raise LLMOutputError(f"the model returned no {what}: {raw[:200]!r}", hint="retry, or try another model")
     return text
-
-
-def _cosines(embedder: Embedder, query: str, texts: list[str], vectors: Any = None) -> np.ndarray:
-    if not texts:
-        return np.zeros(0, dtype=np.float32)
-    qv = np.asarray(embedder.embed([query]), dtype=np.float32)[0]
-    mat = np.asarray(vectors, dtype=np.float32) if vectors is not None else np.asarray(embedder.embed(texts), dtype=np.float32)
-    return mat @ qv
 
 
 # ------------------------------------------------------------------------------------------------
@@ -235,38 +191,6 @@ def _render_select(inputs: dict[str, Any]) -> str:
     return P.SELECT_TRIPLES.format(question=inputs["question"], triples=triples)
 
 
-# weights of the offline selector (ours): the question decides, the memory (Table 13's "builds on
-# the selected triples") and shared content words break ties
-MEMORY_WEIGHT = 0.3
-LEXICAL_WEIGHT = 0.3
-CUE_WEIGHT = 0.15
-DEFAULT_TOP_M = 5
-DEFAULT_MIN_SCORE = 0.1
-
-
-def offline_select(inputs: dict[str, Any], embedder: Embedder) -> dict[str, Any]:
-    cands: list[dict[str, Any]] = list(inputs["candidates"])
-    if not cands:
-        return {"selected": [], "ignored": [], "said_none": True, "offline_scores": {}}
-    question = str(inputs["question"])
-    texts = [fact_sentence(c) for c in cands]
-    vectors = inputs.get("vectors")
-    score = _cosines(embedder, question, texts, vectors)
-    previous = list(inputs.get("previous") or [])
-    if previous:
-        score = score + MEMORY_WEIGHT * _cosines(embedder, " ".join(previous), texts, vectors)
-    want, cues = stems(question), cue_stems(question)
-    lexical = np.array([len(want & stems(t)) / max(1, len(want)) for t in texts], dtype=np.float32)
-    cue_hit = np.array([bool(cues & stems(t)) for t in texts], dtype=np.float32)
-    score = score + LEXICAL_WEIGHT * lexical + CUE_WEIGHT * cue_hit
-    top_m = int(inputs.get("top_m", DEFAULT_TOP_M))
-    floor = float(inputs.get("min_score", DEFAULT_MIN_SCORE))
-    order = [int(i) for i in np.argsort(-score, kind="stable")]
-    selected = [str(cands[i]["id"]) for i in order[:top_m] if score[i] >= floor]
-    return {"selected": selected, "ignored": [], "said_none": not selected,
-            "offline_scores": {str(cands[i]["id"]): round(float(score[i]), 4) for i in order}}
-
-
 def _offline_select(inputs: dict[str, Any], embedder: Embedder) -> tuple[dict[str, Any], str]:
     top_m = int(inputs.get("top_m", DEFAULT_TOP_M))
     floor = float(inputs.get("min_score", DEFAULT_MIN_SCORE))
@@ -293,13 +217,7 @@ def _parse_summary(raw: str, inputs: dict[str, Any]) -> str:
 
 
 def _offline_summarize(inputs: dict[str, Any], embedder: Embedder) -> tuple[str, str]:
-    triples = sorted(enumerate(inputs["triples"]), key=lambda it: (int(it[1].get("round", 0)), it[0]))
-    seen: list[str] = []
-    for _, t in triples:
-        s = fact_sentence(t)
-        if s not in seen:
-            seen.append(s)
-    return " ".join(seen), "summary: the selected triples as sentences, in activation-round order"
+    return offline_summary(inputs["triples"]), "summary: the selected triples as sentences, in activation-round order"
 
 
 register(Task("kginf_summarize", "kg_infused.SUMMARIZE", _render_summarize, _parse_summary, _offline_summarize,
@@ -308,9 +226,6 @@ register(Task("kginf_summarize", "kg_infused.SUMMARIZE", _render_summarize, _par
 
 # ------------------------------------------------------------------------------------------------
 # kginf_expand_query (Table 15)
-MAX_EXPANSION_NAMES = 5  # ours: enough to name the bridge entities without drowning the question
-
-
 def _render_expand(inputs: dict[str, Any]) -> str:
     return P.EXPAND_QUERY.format(question=inputs["question"], summary=inputs.get("summary") or "(none)")
 
@@ -320,24 +235,6 @@ def _parse_expand(raw: str, inputs: dict[str, Any]) -> str:
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     line = line.strip("*`").strip().strip("\"'“”").strip()
     return _require(line, "query", raw)
-
-
-def offline_expand(question: str, summary: str, entities: list[str]) -> str:
-    q_low = question.lower()
-    q_stems = stems(question)
-    s_low = summary.lower()
-    extra: list[str] = []
-    for name in entities:
-        name = name.strip()
-        if not name or name.lower() in q_low or name.lower() not in s_low:
-            continue
-        if stems(name) and stems(name) <= q_stems:
-            continue
-        if name not in extra:
-            extra.append(name)
-        if len(extra) == MAX_EXPANSION_NAMES:
-            break
-    return " ".join([question.strip()] + extra)
 
 
 def _offline_expand(inputs: dict[str, Any], embedder: Embedder) -> tuple[str, str]:
@@ -352,9 +249,6 @@ register(Task("kginf_expand_query", "kg_infused.EXPAND_QUERY", _render_expand, _
 
 # ------------------------------------------------------------------------------------------------
 # kginf_passage_note (Table 11)
-DEFAULT_NOTE_SENTENCES = 6
-
-
 def _render_passage_note(inputs: dict[str, Any]) -> str:
     passages = "\n".join(f"[{i}] {p.get('title') or ''}\n{p['text']}" for i, p in enumerate(inputs["passages"], 1))
     return P.PASSAGE_NOTE.format(question=inputs["question"], passages=passages or "(none)")
@@ -362,31 +256,6 @@ def _render_passage_note(inputs: dict[str, Any]) -> str:
 
 def _parse_note(raw: str, inputs: dict[str, Any]) -> str:
     return _require(clean_reply(raw, ("note", "passage note")), "note", raw)
-
-
-def offline_passage_note(inputs: dict[str, Any], embedder: Embedder) -> str:
-    sents: list[tuple[int, str]] = []
-    for i, p in enumerate(inputs["passages"]):
-        sents.extend((i, s.strip()) for s in split_sentences(str(p["text"])) if s.strip())
-    sents = sents[:_MAX_NOTE_SENTENCES]
-    if not sents:
-        return ""
-    texts = [s for _, s in sents]
-    vecs = np.asarray(embedder.embed(texts), dtype=np.float32)
-    question = str(inputs["question"])
-    queries = [question] + [q for q in [str(inputs.get("expanded_query") or "")] if q and q != question]
-    qv = np.asarray(embedder.embed(queries), dtype=np.float32)
-    cos = (vecs @ qv.T).max(axis=1)
-    want = stems(question)
-    overlap = np.array([len(want & stems(s)) / max(1, len(want)) for s in texts], dtype=np.float32)
-    score = cos + LEXICAL_WEIGHT * overlap
-    k = int(inputs.get("max_sentences", DEFAULT_NOTE_SENTENCES))
-    keep = sorted(int(i) for i in np.argsort(-score, kind="stable")[:k])  # back in passage order
-    out: list[str] = []
-    for i in keep:
-        if texts[i] not in out:
-            out.append(texts[i])
-    return " ".join(out)
 
 
 def _offline_passage_note(inputs: dict[str, Any], embedder: Embedder) -> tuple[str, str]:
@@ -410,21 +279,6 @@ def _render_kg_note(inputs: dict[str, Any]) -> str:
 
 def _parse_kg_note(raw: str, inputs: dict[str, Any]) -> str:
     return _require(clean_reply(raw, ("enhanced passage", "improved passage", "passage", "note")), "enhanced passage", raw)
-
-
-def offline_kg_note(note: str, facts: list[str]) -> tuple[str, int]:
-    """The note plus every fact it does not already state (a fact is stated when all its content
-    words occur in the note). Returns the text and how many facts were added."""
-    have = stems(note)
-    added: list[str] = []
-    for f in facts:
-        words = stems(f)
-        if words and words <= have:
-            continue
-        if f not in added:
-            added.append(f)
-            have |= words
-    return " ".join([t for t in [note.strip()] if t] + added), len(added)
 
 
 def _offline_kg_note(inputs: dict[str, Any], embedder: Embedder) -> tuple[str, str]:

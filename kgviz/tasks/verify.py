@@ -3,11 +3,11 @@
 split_claims inputs: ``question``, ``answer``. Value: list[str] of claims.
 judge_claim inputs: ``claim``, ``question``, ``items`` (list of (id, text) context items of the
 method being judged), optional ``focus`` (the asserted part of a short-answer claim). Value:
-kgviz.verify.check.CheckResult (label, evidence ids, reason).
+kgviz.offline.judge.CheckResult (label, evidence ids, reason).
 
 With an LLM the reply must be JSON (json_schema is sent); a reply that is not valid JSON, or names
 an unknown verdict, raises LLMOutputError (the caller labels the claim "unparsed" and keeps the
-raw reply). Offline, the heuristics of kgviz.verify.claims / kgviz.verify.check run instead.
+raw reply). Offline, the heuristics of kgviz.offline.claims / kgviz.offline.judge run instead.
 """
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgviz.errors import LLMOutputError
+from kgviz.offline.claims import split_offline
+from kgviz.offline.judge import CheckResult, check_claim
 from kgviz.prompts.verify import (
     JUDGE_CLAIM,
     JUDGE_CLAIM_SCHEMA,
@@ -27,8 +29,6 @@ from kgviz.prompts.verify import (
 from kgviz.providers.base import Embedder, extract_json_text
 from kgviz.tasks.base import Task, register
 from kgviz.tasks.rules import says_conflict, says_insufficient, strip_think
-from kgviz.verify.check import CheckResult, check_claim
-from kgviz.verify.claims import split_offline
 
 VERDICTS = ("supported", "contradicted", "not_found")
 MAX_JUDGE_CONTEXT_CHARS = 24_000  # ours: keeps a judge prompt within small models' context windows

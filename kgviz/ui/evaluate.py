@@ -21,7 +21,7 @@ from kgviz.methods.base import MethodContext
 from kgviz.ui import resources
 from kgviz.ui import trace as tui
 from kgviz.ui.render import OFFLINE_LABEL, md_text
-from kgviz.verify.check import OFFLINE_JUDGE_LABEL
+from kgviz.offline.judge import OFFLINE_JUDGE_LABEL
 from kgviz.ui.state import AppContext
 from kgviz.viz import eval_charts
 

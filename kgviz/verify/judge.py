@@ -15,7 +15,7 @@ from kgviz.errors import LLMOutputError
 from kgviz.reasoning import Reasoner
 from kgviz.run import Run
 from kgviz.types import Usage
-from kgviz.verify.check import OFFLINE_JUDGE_LABEL
+from kgviz.offline.judge import OFFLINE_JUDGE_LABEL
 from kgviz.verify.claims import Claim, is_abstention, is_short, locate, short_claim
 
 HALLUCINATION_DEFINITION = (

@@ -12,7 +12,7 @@ from tests.support.index_fakes import ScriptedLLM, corpus, failing_for, offline_
 from kgviz.errors import AuthenticationError, BuildCancelled, EmbedderMismatchError
 from kgviz.graph.store import GraphStore
 from kgviz.index import graph_write as gw
-from kgviz.index.heuristic import HEURISTIC_NAME
+from kgviz.offline.extract import HEURISTIC_NAME
 from kgviz.index.pipeline import STAGES, BuildParams, ProgressEvent, build
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM

@@ -18,7 +18,8 @@ from kgviz.index import ket
 from kgviz.index.ket import KetParams, build_ket_index, core_chunks, knn_degree_distribution, plan_core
 from kgviz.index.ket_keywords import KeywordRules, build_keyword_layer
 from kgviz.index.knn import LEXICAL, SEMANTIC, build_knn, content_words, pagerank
-from kgviz.providers.embedders import STOPWORDS, HashingEmbedder, l2_normalise
+from kgviz.offline.stopwords import STOPWORDS
+from kgviz.providers.embedders import HashingEmbedder, l2_normalise
 from kgviz.text import count_tokens, split_sentences
 
 EMB = HashingEmbedder(64)

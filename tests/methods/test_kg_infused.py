@@ -17,6 +17,7 @@ from kgviz.errors import ConfigError, LLMOutputError, MethodError
 from kgviz.graph.store import GraphStore
 from kgviz.methods import kg_infused as M
 from kgviz.methods.base import MethodContext, Tracer, registered
+from kgviz.offline import kg_infused as O
 from kgviz.prompts import kg_infused as P
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
@@ -455,20 +456,20 @@ def test_text_parsers_strip_chatter_and_reject_empty() -> None:
 
 
 def test_offline_heuristics(emb) -> None:
-    sel = T.offline_select({"question": "Who directed Free Guy?", "candidates": CANDS, "top_m": 1,
+    sel = O.offline_select({"question": "Who directed Free Guy?", "candidates": CANDS, "top_m": 1,
                             "min_score": 0.0}, emb)
     assert sel["selected"] == ["tri:1"]
-    none = T.offline_select({"question": "Who directed Free Guy?", "candidates": CANDS, "min_score": 9.0}, emb)
+    none = O.offline_select({"question": "Who directed Free Guy?", "candidates": CANDS, "min_score": 9.0}, emb)
     assert none["selected"] == []
     summary, _ = T._offline_summarize({"triples": [dict(CANDS[2], round=2), dict(CANDS[0], round=1)]}, emb)
     assert summary == "Free Guy director Shawn Levy. Shawn Levy date of birth 23 July 1968."
-    assert T.offline_expand("Who directed Free Guy?", summary, ["Free Guy", "Shawn Levy", "Montreal"]) \
+    assert O.offline_expand("Who directed Free Guy?", summary, ["Free Guy", "Shawn Levy", "Montreal"]) \
         == "Who directed Free Guy? Shawn Levy"
-    note = T.offline_passage_note({"question": "When was Shawn Levy born?", "max_sentences": 1, "passages": [
+    note = O.offline_passage_note({"question": "When was Shawn Levy born?", "max_sentences": 1, "passages": [
         {"id": "c1", "title": "x", "text": "Free Guy is a film. It made money."},
         {"id": "c2", "title": "y", "text": "Shawn Levy was born in 1968. He lives in Los Angeles."}]}, emb)
     assert note == "Shawn Levy was born in 1968."
-    text, n = T.offline_kg_note("Shawn Levy directed Free Guy.", ["Free Guy director Shawn Levy.",
+    text, n = O.offline_kg_note("Shawn Levy directed Free Guy.", ["Free Guy director Shawn Levy.",
                                                                   "Shawn Levy date of birth 23 July 1968."])
     assert n == 1 and text.endswith("Shawn Levy date of birth 23 July 1968.")
 

@@ -13,6 +13,8 @@ from kgviz.graph import neighbourhood as nb
 from kgviz.methods import kg_rag
 from kgviz.methods.base import MethodContext, Tracer, registered
 from kgviz.methods.kg_rag import KGRag, KGRagParams
+from kgviz.offline import kg_rag as offline
+from kgviz.offline.qtype import question_type
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner
@@ -427,22 +429,22 @@ def test_parse_plan_is_tolerant_and_visible() -> None:
 
 
 def test_offline_plan_and_answer_types() -> None:
-    p = tasks.offline_plan("When was the director of Titanic born?", 5)
+    p = offline.offline_plan("When was the director of Titanic born?", 5)
     assert p["entities"] == ["Titanic"] and p["relations"] == ["director", "born"] and p["hops"] == 2
-    assert tasks.offline_plan("Who founded the University of Paris?", 5)["entities"] == ["University of Paris"]
-    assert tasks.answer_type("When did it open?") == "date"
-    assert tasks.answer_type("Who wrote Dune?") == "person"
-    assert tasks.answer_type("How many moons has Mars?") == "number"
+    assert offline.offline_plan("Who founded the University of Paris?", 5)["entities"] == ["University of Paris"]
+    assert question_type("When did it open?") == "date"
+    assert question_type("Who wrote Dune?") == "person"
+    assert question_type("How many moons has Mars?") == "number"
 
 
 def test_offline_evaluate_needs_answer_type_and_entities() -> None:
     plan = {"entities": ["Titanic"], "relations": ["director", "born"], "hops": 2}
     base = {"question": "When was the director of Titanic born?", "plan": plan, "hops_done": 2}
-    assert tasks.offline_evaluate({**base, "facts": ["Titanic directed by James Cameron"]})["decision"] == "continue"
-    assert tasks.offline_evaluate({**base, "facts": ["James Cameron born in 1954"]})["decision"] == "continue"
+    assert offline.offline_evaluate({**base, "facts": ["Titanic directed by James Cameron"]})["decision"] == "continue"
+    assert offline.offline_evaluate({**base, "facts": ["James Cameron born in 1954"]})["decision"] == "continue"
     done = {**base, "facts": ["Titanic directed by James Cameron", "James Cameron born in 1954"]}
-    assert tasks.offline_evaluate(done)["decision"] == "stop"
-    assert tasks.offline_evaluate({**done, "hops_done": 1})["decision"] == "continue"
+    assert offline.offline_evaluate(done)["decision"] == "stop"
+    assert offline.offline_evaluate({**done, "hops_done": 1})["decision"] == "continue"
 
 
 def test_offline_evaluate_counts_seed_facts_as_answer_candidates() -> None:
@@ -452,11 +454,11 @@ def test_offline_evaluate_counts_seed_facts_as_answer_candidates() -> None:
                       "James Cameron born in Kapuskasing"],
             "new_facts": ["James Cameron born in Kapuskasing"]}
     # the last hop holds no year: without the seed facts the walk goes on ...
-    assert tasks.offline_evaluate(base)["decision"] == "continue"
+    assert offline.offline_evaluate(base)["decision"] == "continue"
     # ... but the year arrived as a seed triple, so the facts are enough
-    assert tasks.offline_evaluate({**base, "seed_facts": ["James Cameron born in 1954"]})["decision"] == "stop"
+    assert offline.offline_evaluate({**base, "seed_facts": ["James Cameron born in 1954"]})["decision"] == "stop"
     # seeds do not stand in for hops
-    assert tasks.offline_evaluate({**base, "hops_done": 1, "seed_facts": ["James Cameron born in 1954"]})[
+    assert offline.offline_evaluate({**base, "hops_done": 1, "seed_facts": ["James Cameron born in 1954"]})[
         "decision"] == "continue"
 
 
@@ -464,10 +466,10 @@ def test_offline_choose_prefers_overlap_and_novelty() -> None:
     cands = [{"n": 1, "id": "a", "fact": "Titanic released in 1997", "score": 0.30, "target_visited": False},
              {"n": 2, "id": "b", "fact": "Titanic directed by James Cameron", "score": 0.28, "target_visited": False},
              {"n": 3, "id": "c", "fact": "Titanic directed by James Cameron", "score": 0.28, "target_visited": True}]
-    res = tasks.offline_choose({"question": "Who directed Titanic?", "plan": {"relations": ["directed"]},
+    res = offline.offline_choose({"question": "Who directed Titanic?", "plan": {"relations": ["directed"]},
                                 "candidates": cands, "width": 2})
     assert res["chosen"] == ["b", "c"]
-    res = tasks.offline_choose({"question": "Who directed Titanic?", "plan": {}, "candidates": cands[1:], "width": 1})
+    res = offline.offline_choose({"question": "Who directed Titanic?", "plan": {}, "candidates": cands[1:], "width": 1})
     assert res["chosen"] == ["b"]
 
 
@@ -482,7 +484,7 @@ def test_document_text_cannot_close_the_data_fence() -> None:
 
 
 def test_offline_plan_skips_sentence_initial_words() -> None:
-    p = tasks.offline_plan("Into which ocean does the river at Lisbon flow?", 5)
+    p = offline.offline_plan("Into which ocean does the river at Lisbon flow?", 5)
     assert p["entities"] == ["Lisbon"]
 
 

@@ -11,7 +11,7 @@ from tests.support.fake_server import FakeServer, Recorded, Reply, anthropic_ok,
 
 from kgviz.config import Settings
 from kgviz.graph.store import GraphStore
-from kgviz.index.heuristic import extract_offline
+from kgviz.offline.extract import extract_offline
 from kgviz.index.pipeline import BuildParams, build
 from kgviz.ingest import document_from_text
 from kgviz.providers.embedders import HashingEmbedder

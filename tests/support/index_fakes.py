@@ -6,7 +6,7 @@ import time
 from typing import Any, Callable, Sequence
 
 from kgviz.errors import ProviderError
-from kgviz.index.heuristic import extract_offline
+from kgviz.offline.extract import extract_offline
 from kgviz.ingest import document_from_text
 from kgviz.text import count_tokens
 from kgviz.types import Completion, Document, Message, Usage

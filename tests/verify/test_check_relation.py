@@ -17,7 +17,7 @@ from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner
 from kgviz.run import Run
 from kgviz.types import Usage
-from kgviz.verify.check import check_claim, question_relation
+from kgviz.offline.judge import check_claim, question_relation
 from kgviz.verify.claims import short_claim
 from kgviz.verify.judge import verify_run
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from kgviz.verify.claims import is_abstention, is_short, locate, split_offline
+from kgviz.offline.claims import split_offline
+from kgviz.verify.claims import is_abstention, is_short, locate
 
 
 @pytest.mark.parametrize("answer", [

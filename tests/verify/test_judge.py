@@ -13,7 +13,7 @@ from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner
 from kgviz.run import Run
 from kgviz.types import Completion, Message, Usage
-from kgviz.verify.check import OFFLINE_JUDGE_LABEL, check_claim, checkables
+from kgviz.offline.judge import OFFLINE_JUDGE_LABEL, check_claim, checkables
 from kgviz.verify.judge import verify_run
 
 CHUNK = ("The Tidewell Line is a ferry company. It was founded in 1898 by Edda Lunn in Kellhaven. "

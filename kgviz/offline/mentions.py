@@ -1,4 +1,4 @@
-"""Mention detection for the offline extractor (kgviz.index.heuristic): names, titles, dates,
+"""Mention detection for the offline extractor (kgviz.offline.extract): names, titles, dates,
 numbers and pronouns in one sentence, as character spans, plus the chunk-level context that
 resolves pronouns. The rules are listed in heuristic.py's docstring."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kgviz.index.lexicon import HEAD_NOUNS, HONORIFICS, MONTHS, NAME_CONNECTORS, ORG_HEADS, PLACE_HEADS, STOP_CAPS
+from kgviz.offline.lexicon import HEAD_NOUNS, HONORIFICS, MONTHS, NAME_CONNECTORS, ORG_HEADS, PLACE_HEADS, STOP_CAPS
 from kgviz.index.triples import Mention
 
 _DATE = re.compile(

@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from kgviz.index.lexicon import (
+from kgviz.offline.lexicon import (
     AUXILIARIES,
     COPULAS,
     DETERMINERS,
@@ -45,7 +45,7 @@ from kgviz.index.lexicon import (
     is_verbish,
     participle_to_active,
 )
-from kgviz.index.mentions import Context, Span, as_mention, find_mentions
+from kgviz.offline.mentions import Context, Span, as_mention, find_mentions
 from kgviz.index.triples import ExtractedTriple, ExtractionOutput, Mention, Term, render_triples
 from kgviz.text import split_sentences
 

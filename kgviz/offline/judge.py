@@ -32,6 +32,8 @@ from typing import Sequence
 
 import numpy as np
 
+from kgviz.offline.stem import IRREGULAR_STEMS, stem
+from kgviz.offline.stopwords import CLAIM_STOPWORDS as _STOP
 from kgviz.providers.base import Embedder
 from kgviz.text import split_sentences
 from kgviz.verify.metrics import contains, normalize_answer
@@ -56,11 +58,6 @@ class OfflineCheckParams:
                                                                    "or of the claim (see module docstring)"})
 
 
-_STOP = frozenset(
-    """a an the of in on at to for from by with and or but is are was were be been being has have had do
-    does did what which who whom whose when where why how that this these those it its as into than then
-    there their his her he she they them him i we you our your my me also not no yes if so one answer
-    """.split())
 _SENTENCE_START_STOP = frozenset("The A An It He She They This That These Those His Her Its Their In On At "
                                  "By For From After Before During Yes No".split())
 _NAME_RE = re.compile(r"[A-Z][\w'\u2019\-]*(?:\s+(?:of|the|de|von|van|la|le|du)?\s*[A-Z][\w'\u2019\-]*)*")
@@ -126,40 +123,19 @@ _WH = frozenset("who whom whose what which when where why how".split())
 _LEAD_PREP = frozenset("in on at for by from to during of since until".split())
 # relative markers that end the question's main clause ("the bridge that ...", "the engineer who ...")
 _RELATIVE = frozenset("that which who whom whose where when".split())
-# common irregular past forms, mapped to one stem so "built" matches "build" and "born" "birth"
-_IRREGULAR = {"built": "build", "born": "birth", "bore": "birth", "wrote": "write", "written": "write",
-              "won": "win", "led": "lead", "made": "make", "began": "begin", "begun": "begin", "ran": "run",
-              "sank": "sink", "sunk": "sink", "sold": "sell", "bought": "buy", "held": "hold", "gave": "give",
-              "given": "give", "took": "take", "taken": "take", "met": "meet", "found": "find", "grew": "grow",
-              "drew": "draw", "drawn": "draw", "left": "leave", "became": "become", "kept": "keep",
-              "taught": "teach", "spent": "spend", "lost": "lose", "chose": "choose", "chosen": "choose"}
 _NOT_VERBS_ED = frozenset("hundred indeed speed breed seed need bed red shed".split())
 _TOKEN_RE = re.compile(r"[A-Za-z0-9][\w'\u2019\-]*")
 
 
-def _stem(word: str) -> str:
-    """A crude stem so that designed/designer/design, founded/founder and carried/carry meet."""
-    w = word.lower()
-    if w in _IRREGULAR:
-        return _IRREGULAR[w]
-    if w.endswith("ied") and len(w) > 4:
-        return w[:-3] + "y"
-    for suffix in ("ations", "ation", "ions", "ion", "ers", "ing", "ed", "er", "or", "es", "s"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            w = w[: -len(suffix)]
-            break
-    return w[:-1] if w.endswith("e") and len(w) > 4 else w
-
-
 def _stems(text: str) -> set[str]:
-    return {_stem(w) for w in _words(text)}
+    return {stem(w) for w in _words(text)}
 
 
 def _is_verb(word: str) -> bool:
     w = word.lower()
     if w in _AUX or w in _STOP:
         return False
-    return w in _IRREGULAR or (w.endswith("ed") and len(w) >= 5 and w not in _NOT_VERBS_ED)
+    return w in IRREGULAR_STEMS or (w.endswith("ed") and len(w) >= 5 and w not in _NOT_VERBS_ED)
 
 
 @dataclass(frozen=True)
@@ -221,7 +197,7 @@ def _states(text: str, relation: Relation) -> bool:
     if not relation.head:
         return True
     stems = _stems(text)
-    return any(_stem(h) in stems for h in relation.head)
+    return any(stem(h) in stems for h in relation.head)
 
 
 def check_claim(claim: str, items: Sequence[tuple[str, str]], embedder: Embedder | None = None, *,
@@ -272,7 +248,7 @@ def check_claim(claim: str, items: Sequence[tuple[str, str]], embedder: Embedder
 
     def share(text: str) -> float:
         stems = _stems(text)
-        return len({_stem(w) for w in words} & stems) / len({_stem(w) for w in words}) if words else 0.0
+        return len({stem(w) for w in words} & stems) / len({stem(w) for w in words}) if words else 0.0
 
     scored = sorted(((share(t), i, uid, t) for i, (uid, t) in enumerate(holding)), key=lambda x: (-x[0], x[1]))
     lex, _, uid, text = scored[0]
