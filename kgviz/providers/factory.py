@@ -5,6 +5,8 @@ LLM specs:
   anthropic:<model>[@<base_url>]        Anthropic Messages API (key: ANTHROPIC_API_KEY)
   openai:<model>[@<base_url>]           OpenAI Responses API (key: OPENAI_API_KEY)
   openai-compatible:<model>@<base_url>  Chat Completions on Ollama / vLLM / LM Studio (key optional)
+  recorded:<file or folder>             replay recorded replies of a real model, nothing else
+                                        (kgviz.providers.recorded; e.g. recorded:sample_data/recorded)
   auto                                  see kgviz.config.resolve_llm_spec
 The optional ``@<base_url>`` on the first two is for gateways and proxies. Model names may hold
 ``:`` (Ollama's ``llama3.1:8b``), so only the first ``:`` separates the kind and only the first
@@ -34,13 +36,14 @@ from kgviz.providers.embedders import (
     HashingEmbedder,
 )
 from kgviz.providers.offline import OfflineLLM
+from kgviz.providers.recorded import RecordedLLM
 from kgviz.providers.retry import CallPolicy
 
-LLM_KINDS = ("offline", "anthropic", "openai", "openai-compatible")
+LLM_KINDS = ("offline", "anthropic", "openai", "openai-compatible", "recorded")
 KEY_VARS = {"anthropic": anthropic_llm.KEY_VAR, "openai": openai_llm.KEY_VAR, "openai-compatible": openai_llm.KEY_VAR}
 _SPEC_HELP = (
-    "use offline, anthropic:<model>, openai:<model> or openai-compatible:<model>@<base_url> "
-    "(e.g. openai-compatible:llama3.1:8b@http://localhost:11434/v1)"
+    "use offline, anthropic:<model>, openai:<model>, openai-compatible:<model>@<base_url> "
+    "(e.g. openai-compatible:llama3.1:8b@http://localhost:11434/v1) or recorded:<recording file or folder>"
 )
 
 
@@ -53,6 +56,10 @@ def parse_llm_spec(spec: str) -> tuple[str, str, str | None]:
     kind, sep, rest = s.partition(":")
     if not sep or kind not in LLM_KINDS or kind == "offline":
         raise ConfigError(f"unknown LLM spec {spec!r}", hint=_SPEC_HELP)
+    if kind == "recorded":  # the rest is a path, which may hold '@'
+        if not rest.strip():
+            raise ConfigError(f"LLM spec {spec!r} names no recording", hint=_SPEC_HELP)
+        return kind, rest.strip(), None
     model, at, base_url = rest.partition("@")
     model, base_url = model.strip(), base_url.strip()
     if not model:
@@ -78,6 +85,8 @@ def make_llm(
     kind, model, base_url = parse_llm_spec(resolve_llm_spec(spec, env))
     if kind == "offline":
         return OfflineLLM()
+    if kind == "recorded":  # a recording is its own cassette: nothing to cache, no key needed
+        return RecordedLLM(model)
     key = api_key or env.get(KEY_VARS[kind]) or None
     policy = CallPolicy(timeout_s=settings.timeout_s, max_retries=settings.max_retries)
     llm: LLM
