@@ -9,6 +9,7 @@ ANSWER_SYSTEM = (
 )
 
 ANSWER = """Answer the question using only the numbered context below. Do not use outside knowledge.
+The numbers [1], [2], ... only label the context items: never answer with an item number.
 If the context does not contain the answer, reply exactly: insufficient information
 
 Context:

@@ -8,6 +8,8 @@ count malformed lines). The examples are original fiction so no model knows them
 """
 from __future__ import annotations
 
+import re
+
 EXTRACT_TRIPLES_SYSTEM = (
     "You turn text into knowledge-graph triples. You answer with triples only, one per line, "
     "with no numbering, no commentary and no code fences."
@@ -72,6 +74,10 @@ Rules:
   believed it), put the inner triple, in parentheses, in place of the subject or the object:
   ((Ana Pell; founded; Pell Glassworks); in year; 1911)
   (Jon Mair; said; (Vey Dam; was; unsafe))
+- Keep parentheses out of names: for "Thomas Aldrick (1889–1966) was born in Ventholm" write
+  (Thomas Aldrick; was born in; Ventholm) and give the dates triples of their own.
+- A line on its own, such as a heading, is a title: it does not run into the next sentence.
+- Write each fact once and stop after the last one; never repeat a line.
 - Use only facts stated in the text. If the text states no facts, answer NONE.
 
 {examples}
@@ -81,5 +87,17 @@ Triples:
 """
 
 
+_SPACES = re.compile(r"[ \t\f\v\u00a0]+")
+_BLANK_LINES = re.compile(r"\n{3,}")
+
+
+def chunk_text_for_prompt(text: str) -> str:
+    """The chunk as the model sees it: runs of spaces collapsed, but line breaks kept (at most one
+    blank line), so a Markdown heading stays a line of its own instead of running into the first
+    sentence ("Kellhaven Kellhaven was founded ..." made a real model invent doubled names)."""
+    lines = [_SPACES.sub(" ", ln).strip() for ln in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
+
+
 def render_extract_triples(text: str) -> str:
-    return EXTRACT_TRIPLES.format(examples=EXTRACT_TRIPLES_EXAMPLES, text=" ".join(text.split()))
+    return EXTRACT_TRIPLES.format(examples=EXTRACT_TRIPLES_EXAMPLES, text=chunk_text_for_prompt(text))

@@ -66,12 +66,12 @@ Facts collected (in walk order; the last hop added the facts marked *):
 </graph-data>
 
 Decide:
-- STOP if these facts are enough to answer the question,
+- STOP only if these facts contain the answer itself,
 - CONTINUE if the walk is on the right track but needs more hops,
 {backtrack_option}
-Reply with two lines:
+Reply with two lines, the reason first:
+REASON: <one sentence: do the facts contain the answer?>
 DECISION: <{decisions}>
-REASON: <one sentence>
 """
 
 # inserted into EVALUATE when backtracking is allowed (kept separate so the option is not offered

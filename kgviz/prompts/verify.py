@@ -32,7 +32,9 @@ JUDGE_CLAIM = """Judge the claim against the context.
 - "contradicted": the context states something incompatible with the claim.
 - "not_found": the context neither states nor contradicts the claim.
 
-Cite the numbers of the passages you used in "evidence" (an empty list for not_found).
+Cite the numbers of the passages you used in "evidence" (an empty list for not_found). A
+"supported" verdict must cite at least one passage, and your reason must agree with your verdict:
+if the context does not mention the claim, the verdict is "not_found".
 
 Context:
 {context}

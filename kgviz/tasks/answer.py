@@ -27,6 +27,9 @@ from kgviz.text import split_sentences
 _MAX_SENTENCES = 300
 # below this (and with no shared content word) no sentence is about the question: abstain
 _MIN_COSINE = 0.15
+# ours: a short answer plus room for a chatty preamble or a short <think> block; a looping reply
+# on a CPU model costs minutes per 100 tokens, so no more
+ANSWER_MAX_TOKENS = 256
 
 _STOP = frozenset(
     """a an the of in on at to for from by with and or but is are was were be been being am do does
@@ -254,6 +257,6 @@ ANSWER_TASK = register(
         parse=_parse,
         offline=_offline,
         system=ANSWER_SYSTEM,
-        max_tokens=512,
+        max_tokens=ANSWER_MAX_TOKENS,
     )
 )
