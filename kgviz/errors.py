@@ -94,6 +94,10 @@ class UnsupportedFileError(IngestError):
     pass
 
 
+class LimitExceededError(IngestError):
+    """A file or .jsonl line breaks a loader limit (kgviz.ingest.limits.LoadLimits)."""
+
+
 # --- graph store -------------------------------------------------------------------------------
 class GraphStoreError(KgvizError):
     """The graph database failed or holds something unexpected."""

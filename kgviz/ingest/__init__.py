@@ -7,9 +7,13 @@ from kgviz.ingest.chunking import (
     subchunk_spans,
     total_tokens,
 )
+from kgviz.ingest.dedup import NEAR_DUPLICATE_THRESHOLD
+from kgviz.ingest.limits import DEFAULT_LIMITS, LoadLimits
 from kgviz.ingest.loaders import (
     DEFAULT_MAX_BYTES,
     SUPPORTED_EXTENSIONS,
+    Duplicate,
+    IgnoredFile,
     LoadResult,
     document_from_text,
     load_bytes,
@@ -20,7 +24,12 @@ from kgviz.ingest.loaders import (
 from kgviz.ingest.markdown import strip_markdown
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "DEFAULT_MAX_BYTES",
+    "NEAR_DUPLICATE_THRESHOLD",
+    "Duplicate",
+    "IgnoredFile",
+    "LoadLimits",
     "SUPPORTED_EXTENSIONS",
     "LoadResult",
     "chunk_document",

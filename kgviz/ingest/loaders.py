@@ -1,201 +1,85 @@
 """Load files into Documents: .txt, .md/.markdown, .pdf and .jsonl corpora.
 
-Every rejection is a typed IngestError naming the file and the reason. ``load_paths`` and
-``load_uploads`` collect errors per file so one bad file never stops the others.
-
-A document's id is "doc:" + the first 16 hex digits of sha256 of its normalised text
-(kgviz.text.normalize_text), so loading the same content twice gives the same id and the build
-pipeline can skip it.
+Every rejection is a typed IngestError naming the file (or the .jsonl line) and the reason.
+``load_paths`` and ``load_uploads`` collect errors per file, so one bad file never stops the
+others, and report what they left out: files a folder walk skipped (kgviz.ingest.collect),
+exact duplicates (same normalised text, so same id, whatever the format: the second copy is not
+loaded, and both sources are reported) and near-duplicates (kgviz.ingest.dedup: reported, and
+left out only when ``skip_near_duplicates`` is set; the default keeps them, since a near copy can
+carry a correction the first lacks).
 """
 from __future__ import annotations
 
-import codecs
-import hashlib
-import io
-import json
+import dataclasses
 import logging
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import Iterable
+from typing import Any, Iterable
 
-from kgviz.errors import (
-    BinaryFileError,
-    ConfigError,
-    DecodeError,
-    EmptyFileError,
-    FileTooLargeError,
-    IngestError,
-    UnsupportedFileError,
-)
-from kgviz.ingest.markdown import strip_markdown
-from kgviz.text import normalize_text
+from kgviz.errors import IngestError, UnsupportedFileError
+from kgviz.ingest.collect import IgnoredFile, build_root, source_name, walk
+from kgviz.ingest.dedup import NEAR_DUPLICATE_THRESHOLD, find_near_duplicates
+from kgviz.ingest.documents import Loaded, document_from_text, title_from_stem
+from kgviz.ingest.formats import JSONL_LINE_HINT, SUPPORTED_EXTENSIONS, _check_size, _extension, load_data
+from kgviz.ingest.limits import DEFAULT_LIMITS, LoadLimits
 from kgviz.types import Document
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024  # same as Settings.max_file_bytes
-SUPPORTED_EXTENSIONS: tuple[str, ...] = (".jsonl", ".markdown", ".md", ".pdf", ".txt")
 
-# More than this share of control characters means the "text" is really binary (ours).
-_MAX_CONTROL_RATIO = 0.01
-# Unicode category Cc minus the whitespace controls (tab, newlines, vertical tab, form feed).
-_CONTROL_CHARS_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
-_UTF8_HINT = "Save the file as UTF-8 (most editors offer 'Save with encoding') and load it again."
-_BINARY_HINT = "kgviz reads plain text (.txt, .md), PDF and JSONL; export the file as text first."
+__all__ = [
+    "DEFAULT_MAX_BYTES", "JSONL_LINE_HINT", "SUPPORTED_EXTENSIONS", "Duplicate", "IgnoredFile", "LoadResult",
+    "document_from_text", "load_bytes", "load_file", "load_paths", "load_uploads", "skipped_line",
+    "title_from_stem",
+]
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """A document left out (or, for a kept near-duplicate, flagged) because it repeats another."""
+
+    source: str  # the copy
+    kept: str  # the source of the document it repeats
+    doc_id: str  # id of the kept document
+    similarity: float = 1.0  # 1.0: same normalised text; below: shingle overlap (near-duplicate)
+    skipped: bool = True  # False: a near-duplicate that was reported and loaded anyway
 
 
 @dataclass(frozen=True)
 class LoadResult:
     documents: list[Document]
     errors: list[IngestError]
-    skipped_duplicates: int = 0  # documents whose id was already loaded in this call
-    duplicate_sources: list[str] = field(default_factory=list)  # their sources, for display
-    ignored_files: list[str] = field(default_factory=list)  # unsupported files found in folders
+    duplicates: list[Duplicate] = field(default_factory=list)  # exact copies, not loaded
+    near_duplicates: list[Duplicate] = field(default_factory=list)  # see Duplicate.skipped
+    ignored: list[IgnoredFile] = field(default_factory=list)  # files a folder walk skipped
+
+    @property
+    def skipped_duplicates(self) -> int:
+        """Documents not loaded because they repeat a loaded one."""
+        return len(self.duplicates) + sum(d.skipped for d in self.near_duplicates)
+
+    @property
+    def duplicate_sources(self) -> list[str]:
+        return [d.source for d in self.duplicates]
+
+    @property
+    def ignored_files(self) -> list[str]:
+        return [i.path for i in self.ignored]
+
+    def to_dict(self) -> dict[str, Any]:
+        """What was loaded and left out, for the CLI's JSON (documents by id, title, source)."""
+        return {
+            "documents": [{"id": d.id, "title": d.title, "source": d.source} for d in self.documents],
+            "errors": [{"path": e.path, "reason": e.reason, "hint": e.hint} for e in self.errors],
+            "duplicates": [dataclasses.asdict(d) for d in self.duplicates],
+            "near_duplicates": [dataclasses.asdict(d) for d in self.near_duplicates],
+            "ignored": [dataclasses.asdict(i) for i in self.ignored],
+        }
 
 
-def document_from_text(text: str, *, title: str, source: str) -> Document:
-    """A Document with the canonical id for ``text`` (normalised first). Raises EmptyFileError
-    (naming ``source``) when nothing is left after normalisation."""
-    norm = normalize_text(text)
-    if not norm:
-        raise EmptyFileError(source, "no text left after normalisation", hint="Add text.")
-    digest = hashlib.sha256(norm.encode("utf-8")).hexdigest()
-    return Document(id=f"doc:{digest[:16]}", title=title, source=source, sha256=digest, text=norm)
-
-
-# --- checks ------------------------------------------------------------------------------------
-def _extension(name: str) -> str:
-    ext = PurePath(name).suffix.lower()
-    if ext not in SUPPORTED_EXTENSIONS:
-        shown = f"'{ext}'" if ext else "no extension"
-        raise UnsupportedFileError(
-            name,
-            f"unsupported file type ({shown}); supported: {', '.join(SUPPORTED_EXTENSIONS)}",
-            hint="Rename the file if it is plain text, or convert it to a supported type.",
-        )
-    return ext
-
-
-def _check_size(name: str, size: int, max_bytes: int) -> None:
-    if max_bytes <= 0:
-        raise ConfigError(f"max_bytes must be positive, got {max_bytes}")
-    if size > max_bytes:
-        raise FileTooLargeError(
-            name,
-            f"file is {_human(size)}, over the {_human(max_bytes)} limit",
-            hint="Split the file into smaller parts or raise KGVIZ_MAX_FILE_MB.",
-        )
-    if size == 0:
-        raise EmptyFileError(name, "file is empty (0 bytes)", hint="Add text to the file.")
-
-
-def _human(n: int) -> str:
-    if n >= 1024 * 1024:
-        return f"{n / (1024 * 1024):.1f} MB"
-    if n >= 1024:
-        return f"{n / 1024:.1f} KB"
-    return f"{n} bytes"
-
-
-def _check_not_binary(name: str, text: str) -> None:
-    if "\x00" in text:
-        raise BinaryFileError(name, "file contains NUL bytes; it looks binary", hint=_BINARY_HINT)
-    controls = len(_CONTROL_CHARS_RE.findall(text))
-    if controls > _MAX_CONTROL_RATIO * len(text):
-        raise BinaryFileError(
-            name,
-            f"{controls} of {len(text)} characters are control characters; it looks binary",
-            hint=_BINARY_HINT,
-        )
-
-
-def _decode(name: str, data: bytes) -> str:
-    """UTF-8 (with or without BOM), or UTF-16 when a BOM says so. Anything else is an error:
-    guessing latin-1 would silently garble text and the graph built from it."""
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        try:
-            text = data.decode("utf-16")
-        except UnicodeDecodeError as exc:
-            raise DecodeError(name, f"invalid UTF-16 at byte {exc.start}", hint=_UTF8_HINT) from exc
-        _check_not_binary(name, text)
-        return text
-    if b"\x00" in data:
-        raise BinaryFileError(name, "file contains NUL bytes; it looks binary", hint=_BINARY_HINT)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        # Invalid UTF-8 with many control bytes is binary; with few it is text in another
-        # encoding, which needs a different fix.
-        sample = data[:65536]
-        controls = sum(1 for b in sample if (b < 32 and b not in b"\t\n\r\f\v") or b == 127)
-        if controls > _MAX_CONTROL_RATIO * len(sample):
-            raise BinaryFileError(
-                name, "file is not text; it looks binary", hint=_BINARY_HINT
-            ) from exc
-        raise DecodeError(
-            name,
-            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
-            hint=_UTF8_HINT,
-        ) from exc
-    _check_not_binary(name, text)
-    return text
-
-
-def _non_empty(name: str, text: str, what: str = "file") -> str:
-    if not text.strip():
-        raise EmptyFileError(name, f"{what} contains only whitespace", hint="Add text to the file.")
-    return text
-
-
-# --- formats -----------------------------------------------------------------------------------
-def _load_pdf(name: str, data: bytes) -> str:
-    # Imported here so that text-only use of kgviz never pays for pypdf.
-    from pypdf import PdfReader
-
-    if b"%PDF-" not in data[:1024]:
-        raise DecodeError(name, "not a PDF (no %PDF- header)", hint="Check that the file is a PDF.")
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise DecodeError(name, "PDF is password-protected", hint="Save an unprotected copy.")
-        pages = [page.extract_text() or "" for page in reader.pages]
-    except IngestError:
-        raise
-    except Exception as exc:  # pypdf raises many exception types on damaged files
-        raise DecodeError(
-            name,
-            f"PDF could not be read ({type(exc).__name__}: {exc})",
-            hint="The PDF may be damaged; re-export or re-download it.",
-        ) from exc
-    text = "\n\n".join(p.strip() for p in pages if p.strip())
-    if not text:
-        raise EmptyFileError(
-            name,
-            f"PDF has no extractable text ({len(pages)} page(s)); it may be scanned images",
-            hint="Run OCR on the PDF or paste its text into a .txt file.",
-        )
-    return text
-
-
-def _jsonl_lines(name: str, data: bytes) -> Iterable[tuple[int, str | DecodeError]]:
-    """(line number, text or the error for that line). Decodes line by line when the whole
-    file is not valid UTF-8, so one bad line does not cost the rest of the corpus."""
-    try:
-        text = _decode(name, data)
-    except DecodeError:
-        for n, raw in enumerate(data.split(b"\n"), start=1):
-            try:
-                yield n, raw.decode("utf-8-sig" if n == 1 else "utf-8")
-            except UnicodeDecodeError as exc:
-                yield n, DecodeError(name, f"line {n}: not valid UTF-8 at column {exc.start + 1}")
-        return
-    yield from enumerate(text.split("\n"), start=1)
-
-
-JSONL_LINE_HINT = ('Fix or delete this line: each line must be one JSON object such as '
-                   '{"id": "...", "title": "...", "text": "..."}. The file\'s other lines are loaded.')
 _LINE_REASON_RE = re.compile(r"^line (\d+): ")
 
 
@@ -206,92 +90,55 @@ def skipped_line(err: IngestError) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _json_error(exc: json.JSONDecodeError) -> str:
-    # json's messages sometimes end in " at" ("Unterminated string starting at"), which it
-    # completes with ": line 1 column 29"; do not write "at at column 29"
-    msg = exc.msg.rstrip().rstrip(":")
-    return f"{msg} column {exc.colno}" if msg.endswith(" at") else f"{msg} at column {exc.colno}"
+def _sink(errors: list[IngestError] | None, found: list[IngestError]) -> None:
+    for err in found:
+        if errors is None:
+            log.warning("skipped %s", err)
+        else:
+            errors.append(err)
 
 
-def _parse_jsonl_row(name: str, n: int, line: str) -> Document:
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        reason = f"line {n}: invalid JSON ({_json_error(exc)})"
-        raise DecodeError(name, reason) from exc
-    if not isinstance(row, dict):
-        raise DecodeError(name, f"line {n}: expected a JSON object, got {type(row).__name__}")
-    text = row.get("text")
-    if not isinstance(text, str):
-        raise DecodeError(name, f"line {n}: missing or non-string 'text' field")
-    if not normalize_text(text):
-        raise EmptyFileError(name, f"line {n}: 'text' is empty")
-    corpus_id = row.get("id", f"line{n}")
-    if not isinstance(corpus_id, (str, int)) or isinstance(corpus_id, bool):
-        raise DecodeError(name, f"line {n}: 'id' must be a string or integer")
-    title = row.get("title") or str(corpus_id)
-    if not isinstance(title, str):
-        raise DecodeError(name, f"line {n}: 'title' must be a string")
-    return document_from_text(text, title=title.strip(), source=f"{name}#{corpus_id}")
-
-
-def _load_jsonl(name: str, data: bytes) -> tuple[list[Document], list[IngestError]]:
-    docs: list[Document] = []
-    errors: list[IngestError] = []
-    for n, line in _jsonl_lines(name, data):
-        if isinstance(line, DecodeError):
-            errors.append(line)
-            continue
-        if not line.strip():
-            continue
-        try:
-            docs.append(_parse_jsonl_row(name, n, line))
-        except IngestError as exc:
-            errors.append(exc)
-    for err in errors:
-        if not err.hint:  # each skipped line says what to do about it
-            err.hint = JSONL_LINE_HINT
-    if not docs:
-        if not errors:
-            raise EmptyFileError(name, "file contains only blank lines", hint="Add JSON lines.")
-        first = "; ".join(e.reason for e in errors[:3])
-        raise DecodeError(
-            name,
-            f"no usable lines ({len(errors)} bad): {first}",
-            hint='Each line must be a JSON object: {"id": "...", "title": "...", "text": "..."}.',
-        )
-    return docs, errors
-
-
-# --- public API --------------------------------------------------------------------------------
 def load_bytes(
     name: str,
     data: bytes,
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
     errors: list[IngestError] | None = None,
+    limits: LoadLimits = DEFAULT_LIMITS,
 ) -> list[Document]:
     """Documents in ``data``, a file called ``name`` (its extension picks the format; e.g. a
-    Streamlit upload). Raises an IngestError subclass when the file as a whole is unusable.
-    Bad lines of a .jsonl file are skipped and appended to ``errors`` (logged when None)."""
-    ext = _extension(name)
+    Streamlit upload; stored as the source). Raises an IngestError subclass when the file as a
+    whole is unusable. Bad lines of a .jsonl file are skipped and appended to ``errors`` (logged
+    when None)."""
+    loaded, bad = load_data(name, name, data, max_bytes=max_bytes, limits=limits)
+    _sink(errors, bad)
+    return [x.doc for x in loaded]
+
+
+def _read(path: Path, name: str, max_bytes: int) -> bytes:
+    """The file's bytes; the size is checked before reading."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError as exc:
+        raise IngestError(name, "no such file", hint="Check the path.") from exc
+    except OSError as exc:
+        raise IngestError(name, f"cannot read the file ({exc.strerror or exc})") from exc
+    if path.is_dir():
+        raise IngestError(name, "is a folder, not a file", hint="Use load_paths for folders.")
+    _extension(name)
+    _check_size(name, size, max_bytes)
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(max_bytes + 1)  # the file may have grown since stat()
+    except OSError as exc:
+        raise IngestError(name, f"cannot read the file ({exc.strerror or exc})") from exc
     _check_size(name, len(data), max_bytes)
-    stem = PurePath(name).stem
-    if ext == ".jsonl":
-        docs, line_errors = _load_jsonl(name, data)
-        for err in line_errors:
-            if errors is None:
-                log.warning("skipped %s", err)
-            else:
-                errors.append(err)
-        return docs
-    if ext == ".pdf":
-        text = _load_pdf(name, data)
-    else:
-        text = _non_empty(name, _decode(name, data))
-        if ext in (".md", ".markdown"):
-            text = _non_empty(name, strip_markdown(text), "Markdown text")
-    return [document_from_text(text, title=stem, source=name)]
+    return data
+
+
+def _load_path(path: Path, source: str, max_bytes: int, limits: LoadLimits) -> tuple[list[Loaded], list[IngestError]]:
+    name = os.fspath(path)
+    return load_data(name, source, _read(path, name, max_bytes), max_bytes=max_bytes, limits=limits)
 
 
 def load_file(
@@ -299,105 +146,103 @@ def load_file(
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
     errors: list[IngestError] | None = None,
+    limits: LoadLimits = DEFAULT_LIMITS,
 ) -> list[Document]:
-    """Documents in one file. The size is checked before the file is read."""
-    name = os.fspath(path)
-    p = Path(name)
-    try:
-        size = p.stat().st_size
-    except FileNotFoundError as exc:
-        raise IngestError(name, "no such file", hint="Check the path.") from exc
-    except OSError as exc:
-        raise IngestError(name, f"cannot read the file ({exc.strerror or exc})") from exc
-    if p.is_dir():
-        raise IngestError(name, "is a folder, not a file", hint="Use load_paths for folders.")
-    _extension(name)
-    _check_size(name, size, max_bytes)
-    try:
-        with p.open("rb") as fh:
-            data = fh.read(max_bytes + 1)  # the file may have grown since stat()
-    except OSError as exc:
-        raise IngestError(name, f"cannot read the file ({exc.strerror or exc})") from exc
-    _check_size(name, len(data), max_bytes)
-    return load_bytes(name, data, max_bytes=max_bytes, errors=errors)
-
-
-def _walk(folder: Path) -> tuple[list[Path], list[str]]:
-    """Supported files under ``folder`` in a stable order, and the unsupported ones. Hidden files
-    and folders (.git, .venv, ...) are not content and are skipped."""
-    found: list[Path] = []
-    ignored: list[str] = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for fname in sorted(files):
-            if fname.startswith("."):
-                continue
-            f = Path(root) / fname
-            if f.suffix.lower() in SUPPORTED_EXTENSIONS:
-                found.append(f)
-            else:
-                ignored.append(str(f))
-    return found, ignored
+    """Documents in one file, with the file's name as their source. Errors name the path."""
+    p = Path(os.fspath(path))
+    loaded, bad = _load_path(p, p.name, max_bytes, limits)
+    _sink(errors, bad)
+    return [x.doc for x in loaded]
 
 
 class _Collector:
-    def __init__(self) -> None:
-        self.documents: list[Document] = []
+    def __init__(self, threshold: float, skip_near: bool) -> None:
+        self.items: list[Loaded] = []
         self.errors: list[IngestError] = []
-        self.duplicates: list[str] = []
-        self.ignored: list[str] = []
-        self._seen: set[str] = set()
+        self.duplicates: list[Duplicate] = []
+        self.ignored: list[IgnoredFile] = []
+        self._at: dict[str, int] = {}
+        self._threshold, self._skip_near = threshold, skip_near
 
-    def add(self, docs: Iterable[Document]) -> None:
-        for doc in docs:
-            if doc.id in self._seen:
-                self.duplicates.append(doc.source)
+    def add(self, loaded: Iterable[Loaded]) -> None:
+        for item in loaded:
+            i = self._at.get(item.doc.id)
+            if i is None:
+                self._at[item.doc.id] = len(self.items)
+                self.items.append(item)
                 continue
-            self._seen.add(doc.id)
-            self.documents.append(doc)
+            kept = self.items[i]
+            self.duplicates.append(Duplicate(item.doc.source, kept.doc.source, kept.doc.id))
+            if item.titled and not kept.titled:  # a heading or jsonl title beats a file name
+                self.items[i] = Loaded(dataclasses.replace(kept.doc, title=item.doc.title), True)
+
+    def guard(self, label: str, fn: Any, *args: Any) -> None:
+        """Run one file's load; any failure becomes that file's error (the batch goes on)."""
+        try:
+            loaded, bad = fn(*args)
+        except IngestError as exc:
+            self.errors.append(exc)
+            return
+        except (ValueError, RecursionError, MemoryError, OSError) as exc:  # a decoder bug must not cost the batch
+            self.errors.append(IngestError(label, f"could not be loaded ({type(exc).__name__}: {str(exc)[:200]})"))
+            return
+        self.errors.extend(bad)
+        self.add(loaded)
 
     def result(self) -> LoadResult:
-        return LoadResult(
-            self.documents, self.errors, len(self.duplicates), self.duplicates, self.ignored
-        )
+        docs = [x.doc for x in self.items]
+        near = find_near_duplicates([d.text for d in docs], self._threshold, drop=self._skip_near)
+        reported = [Duplicate(docs[m.index].source, docs[m.match].source, docs[m.match].id,
+                              round(m.similarity, 4), self._skip_near) for m in near]
+        if self._skip_near:
+            dropped = {m.index for m in near}
+            docs = [d for k, d in enumerate(docs) if k not in dropped]
+        return LoadResult(docs, self.errors, self.duplicates, reported, self.ignored)
 
 
 def load_paths(
-    paths: Iterable[str | os.PathLike[str]], *, max_bytes: int = DEFAULT_MAX_BYTES
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    limits: LoadLimits = DEFAULT_LIMITS,
+    skip_near_duplicates: bool = False,
+    near_duplicate_threshold: float = NEAR_DUPLICATE_THRESHOLD,
 ) -> LoadResult:
-    """Load files and folders (walked recursively for supported files). Errors are collected per
-    file; documents with an id already loaded in this call are counted as duplicates."""
-    out = _Collector()
+    """Load files and folders (walked recursively for corpus files, see kgviz.ingest.collect).
+    Sources are stored relative to the deepest folder holding every named path; errors name
+    the paths as given."""
+    paths = list(paths)
+    root = build_root(paths)
+    out = _Collector(near_duplicate_threshold, skip_near_duplicates)
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            files, ignored = _walk(p)
+            files, ignored = walk(p, root, limits)
             out.ignored.extend(ignored)
             if not files:
-                out.errors.append(
-                    UnsupportedFileError(
-                        str(p),
-                        f"folder has no supported files ({', '.join(SUPPORTED_EXTENSIONS)})",
-                    )
-                )
+                out.errors.append(UnsupportedFileError(
+                    str(p), f"folder has no corpus files ({', '.join(SUPPORTED_EXTENSIONS)})"
+                    + (f"; {len(ignored)} other file(s) skipped" if ignored else ""),
+                ))
         else:
             files = [p]
         for f in files:
-            try:
-                out.add(load_file(f, max_bytes=max_bytes, errors=out.errors))
-            except IngestError as exc:
-                out.errors.append(exc)
+            out.guard(os.fspath(f), _load_path, f, source_name(f, root), max_bytes, limits)
     return out.result()
 
 
 def load_uploads(
-    uploads: Iterable[tuple[str, bytes]], *, max_bytes: int = DEFAULT_MAX_BYTES
+    uploads: Iterable[tuple[str, bytes]],
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    limits: LoadLimits = DEFAULT_LIMITS,
+    skip_near_duplicates: bool = False,
+    near_duplicate_threshold: float = NEAR_DUPLICATE_THRESHOLD,
 ) -> LoadResult:
-    """Like load_paths, for (file name, content) pairs such as Streamlit uploads."""
-    out = _Collector()
+    """Like load_paths, for (file name, content) pairs such as Streamlit uploads; the source is
+    the file's name (a browser sends no folder)."""
+    out = _Collector(near_duplicate_threshold, skip_near_duplicates)
     for name, data in uploads:
-        try:
-            out.add(load_bytes(name, data, max_bytes=max_bytes, errors=out.errors))
-        except IngestError as exc:
-            out.errors.append(exc)
+        base = PurePath(name).name or name
+        out.guard(name, lambda: load_data(name, base, data, max_bytes=max_bytes, limits=limits))
     return out.result()

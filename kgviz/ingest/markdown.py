@@ -5,6 +5,13 @@ Kept: heading text (as its own paragraph), link and image text, list item text, 
 inline code and the contents of fenced code blocks (verbatim).
 Dropped: ``#`` markers, emphasis markers, link URLs, reference-link definitions, horizontal rules,
 fence lines, HTML tags and comments, a leading YAML front-matter block.
+
+A Markdown *document* (``split_title``) is a title plus a body. The title is the first heading;
+when that heading opens the document (nothing but blank lines before it) it is the document's
+name, not its prose, so it is taken out of the body. This keeps the body identical to the same
+text stored as a .txt file or a jsonl ``text`` field (one document, one id, whatever the format),
+and a title without a period never runs into the first sentence of a chunk. A heading further
+down is a section heading: it stays in the body as its own paragraph.
 """
 from __future__ import annotations
 
@@ -13,6 +20,7 @@ import re
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _FRONT_MATTER_RE = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 _HEADING_RE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_SETEXT_H1_RE = re.compile(r"^ {0,3}=+[ \t]*$")
 _RULE_RE = re.compile(r"^ {0,3}([-*_=])(?:[ \t]*\1){2,}[ \t]*$")
 _REF_DEF_RE = re.compile(r"^ {0,3}\[[^\]]+\]:[ \t]*\S+.*$")
 _TABLE_CELL = r"[ \t]*:?-{2,}:?[ \t]*"
@@ -84,12 +92,14 @@ def _block_line(line: str) -> str | None:
     return _inline_outside_code(line)
 
 
-def strip_markdown(text: str) -> str:
-    """Plain text of a Markdown document (see the module docstring for what is kept)."""
-    text = _FRONT_MATTER_RE.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+def _lines(text: str) -> list[str]:
+    return _FRONT_MATTER_RE.sub("", text.replace("\r\n", "\n").replace("\r", "\n")).split("\n")
+
+
+def _convert(lines: list[str]) -> str:
     out: list[str] = []
     fence = ""
-    for line in text.split("\n"):
+    for line in lines:
         m = _FENCE_RE.match(line)
         if fence:
             closes = m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)
@@ -107,3 +117,45 @@ def strip_markdown(text: str) -> str:
         if converted is not None:
             out.append(converted)
     return "\n".join(out)
+
+
+def strip_markdown(text: str) -> str:
+    """Plain text of a Markdown document (see the module docstring for what is kept)."""
+    return _convert(_lines(text))
+
+
+def _heading_at(lines: list[str], i: int) -> tuple[str, int] | None:
+    """(heading text, lines it spans) when an ATX or setext level-1 heading starts at line i."""
+    m = _HEADING_RE.match(lines[i])
+    if m:
+        return _inline_outside_code(m.group(1) or "").strip(), 1
+    if lines[i].strip() and i + 1 < len(lines) and _SETEXT_H1_RE.match(lines[i + 1]):
+        return _inline_outside_code(lines[i].strip()).strip(), 2
+    return None
+
+
+def split_title(text: str) -> tuple[str | None, str]:
+    """(title, plain body) of a Markdown document: the title is the first non-empty heading
+    outside code fences (None when there is none). A heading that opens the document is removed
+    from the body; a later one stays (see the module docstring)."""
+    lines = _lines(text)
+    fence = ""
+    seen_text = False
+    for i, line in enumerate(lines):
+        m = _FENCE_RE.match(line)
+        if fence:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = ""
+            continue
+        if m:
+            fence, seen_text = m.group(1), True
+            continue
+        found = _heading_at(lines, i)
+        if found and found[0]:
+            title, span = found
+            if seen_text:
+                return title, _convert(lines)
+            return title, _convert(lines[i + span :])
+        if line.strip():
+            seen_text = True
+    return None, _convert(lines)

@@ -83,8 +83,8 @@ def test_txt_document_fields(tmp_path: Path) -> None:
     assert doc.text == "Alice met Bob.\nThey talked.\n\nThe end."
     assert doc.sha256 == hashlib.sha256(doc.text.encode()).hexdigest()
     assert doc.id == "doc:" + doc.sha256[:16]
-    assert doc.title == "notes"
-    assert doc.source == str(p)
+    assert doc.title == "Notes"  # the file stem, made readable: the last resort for a .txt
+    assert doc.source == "notes.txt"  # the file's name, never the machine's path
 
 
 def test_same_content_same_id_across_encodings_and_line_ends(tmp_path: Path) -> None:
@@ -106,7 +106,7 @@ def test_pdf_happy_path(tmp_path: Path) -> None:
     assert "They (both) liked tea." in doc.text
     assert "Page two speaks." in doc.text
     assert doc.text.index("Paris") < doc.text.index("Page two")
-    assert doc.title == "paper"
+    assert doc.title == "Paper"
 
 
 def test_pdf_without_owner_password_loads() -> None:
@@ -122,7 +122,9 @@ def test_pdf_without_owner_password_loads() -> None:
 def test_markdown_is_stripped(tmp_path: Path) -> None:
     md = "# Alice\n\nAlice **met** [Bob](https://bob.example/x) in _Paris_.\n"
     [doc] = load_file(write(tmp_path, "alice.md", md))
-    assert doc.text == "Alice\n\nAlice met Bob in Paris."
+    # the opening heading is the title, not body text: the body equals the same text as a .txt
+    assert doc.title == "Alice"
+    assert doc.text == "Alice met Bob in Paris."
     assert "https" not in doc.text
 
 
@@ -135,7 +137,7 @@ def test_jsonl_corpus_rows(tmp_path: Path) -> None:
     p = write(tmp_path, "corpus.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n\n")
     docs = load_file(p)
     assert [d.title for d in docs] == ["Alice", "Bob", "p3"]
-    assert [d.source for d in docs] == [f"{p}#p1", f"{p}#7", f"{p}#p3"]
+    assert [d.source for d in docs] == [f"{p.name}#p1", f"{p.name}#7", f"{p.name}#p3"]
     assert docs[0].id == document_from_text("Alice met Bob.", title="x", source="y").id
 
 
@@ -315,14 +317,16 @@ def test_load_paths_walks_folders_and_survives_bad_files(tmp_path: Path) -> None
     big = write(tmp_path, "big.txt", "x" * 5000)
     result = load_paths([tmp_path / "corpus", big, tmp_path / "missing.txt"], max_bytes=4000)
     titles = sorted(d.title for d in result.documents)
-    assert titles == ["a", "b", "c", "r1"]
+    assert titles == ["A", "Bob", "C", "r1"]
     kinds = sorted(type(e).__name__ for e in result.errors)
     assert kinds == sorted(
         ["EmptyFileError", "BinaryFileError", "FileTooLargeError", "IngestError", "DecodeError"]
     )
     assert result.skipped_duplicates == 1
-    assert result.duplicate_sources == [str(tmp_path / "corpus" / "dup.txt")]
-    assert result.ignored_files == [str(tmp_path / "corpus" / "image.png")]
+    # sources relative to the deepest folder holding everything named (tmp_path here)
+    assert result.duplicate_sources == ["corpus/dup.txt"]
+    assert result.duplicates[0].kept == "corpus/a.txt"
+    assert result.ignored_files == ["corpus/image.png"]
     missing = [e for e in result.errors if type(e) is IngestError]
     assert "no such file" in missing[0].reason
 
@@ -353,7 +357,7 @@ def test_load_uploads(tmp_path: Path) -> None:
     result = load_uploads(
         [("a.txt", b"Alpha."), ("b.docx", b"PK\x03\x04"), ("c.txt", b"Alpha.\n"), ("d.pdf", PDF)]
     )
-    assert [d.title for d in result.documents] == ["a", "d"]
+    assert [d.title for d in result.documents] == ["A", "D"]
     assert [type(e) for e in result.errors] == [UnsupportedFileError]
     assert result.skipped_duplicates == 1
 
@@ -367,7 +371,7 @@ def test_shared_corpus_loads_one_document_per_line() -> None:
         rows = [json.loads(line) for line in fh if line.strip()]
     assert errors == []
     assert len(docs) == len(rows)
-    assert docs[0].source == f"{os.fspath(path)}#{rows[0]['id']}"
+    assert docs[0].source == f"corpus.jsonl#{rows[0]['id']}"
     assert docs[0].title == rows[0]["title"]
 
 

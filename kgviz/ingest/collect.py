@@ -1,0 +1,102 @@
+"""Which files a build reads, and the name each document's source is stored under.
+
+Named files are always read. A folder is walked for corpus files only: hidden entries (.git,
+.venv) are passed over silently; files of other types, project documentation (README, LICENSE,
+...) and .jsonl files whose records have no "text" (questions, entity lists) are skipped and
+reported with the reason, since a folder that holds a corpus usually holds its paperwork too.
+Name a skipped file explicitly to load it anyway.
+
+Sources are stored relative to the build's root (the deepest folder holding everything named),
+so a database, its traces and exported case files never carry the building machine's paths.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Iterable
+
+from kgviz.ingest.formats import SUPPORTED_EXTENSIONS
+from kgviz.ingest.jsonl import parse_object
+from kgviz.ingest.limits import LoadLimits
+
+# Stems of the files projects keep beside their content (compared case-insensitively).
+DOCUMENTATION_STEMS = frozenset(
+    "readme changelog changes history news license licence copying notice authors contributors "
+    "contributing code_of_conduct security install todo citation".split()
+)
+
+
+@dataclass(frozen=True)
+class IgnoredFile:
+    """A file a folder walk did not load, and why (the path is relative to the build's root)."""
+
+    path: str
+    reason: str
+
+
+def build_root(paths: Iterable[str | os.PathLike[str]]) -> Path:
+    """The deepest folder holding every named path (a named file counts as its folder)."""
+    dirs = []
+    for raw in paths:
+        p = Path(os.path.abspath(raw))
+        dirs.append(str(p if p.is_dir() else p.parent))
+    return Path(os.path.commonpath(dirs)) if dirs else Path.cwd()
+
+
+def source_name(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` with forward slashes (the file name if it is not inside)."""
+    try:
+        return Path(os.path.abspath(path)).relative_to(root).as_posix()
+    except ValueError:
+        return PurePath(path).name
+
+
+def _first_record_keys(path: Path, limits: LoadLimits) -> list[str] | None:
+    """The keys of the first non-blank line's JSON object; None when that line is not one (the
+    loader then reports the line properly)."""
+    try:
+        with path.open("rb") as fh:
+            for raw in fh:
+                if raw.strip():
+                    row = parse_object(raw[: limits.max_json_line_chars + 1].decode("utf-8-sig", "replace"), limits)
+                    return None if not isinstance(row, dict) else sorted(row)
+    except OSError:
+        return None
+    return None
+
+
+def skip_reason(path: Path, limits: LoadLimits) -> str | None:
+    """Why a folder walk should not load ``path`` (None: it is corpus)."""
+    suffix = path.suffix.lower()
+    if suffix not in SUPPORTED_EXTENSIONS:
+        return f"not a document type ({suffix or 'no extension'})"
+    if path.stem.lower() in DOCUMENTATION_STEMS:
+        return "project documentation, not corpus"
+    if suffix == ".jsonl":
+        keys = _first_record_keys(path, limits)
+        if keys is not None and "text" not in keys:
+            what = "a questions file" if "question" in keys else "not a corpus file"
+            return f"{what}: its records have no 'text' (keys: {', '.join(keys[:6])})"
+    return None
+
+
+def walk(folder: Path, root: Path, limits: LoadLimits) -> tuple[list[Path], list[IgnoredFile]]:
+    """Corpus files under ``folder`` in a stable order, and the files skipped with reasons.
+    Single documents come before .jsonl collections, so when a collection repeats a document,
+    the document keeps its own file as its source."""
+    found: list[Path] = []
+    ignored: list[IgnoredFile] = []
+    for dirpath, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for fname in sorted(files):
+            if fname.startswith("."):
+                continue
+            f = Path(dirpath) / fname
+            reason = skip_reason(f, limits)
+            if reason is None:
+                found.append(f)
+            else:
+                ignored.append(IgnoredFile(source_name(f, root), reason))
+    found.sort(key=lambda f: f.suffix.lower() == ".jsonl")  # stable: keeps the walk order otherwise
+    return found, ignored
