@@ -75,6 +75,14 @@ def answer(question: str, context: RetrievedContext, reasoner: Reasoner, tracer:
     """
     budget = DEFAULT_BUDGET_TOKENS if budget_tokens is None else int(budget_tokens)
     cut = fit_budget([] if no_context else context.items, budget)
+    if not no_context and not cut.items:
+        # nothing retrieved: real models asked over "(no context)" invent an answer rather than
+        # abstain, so the step abstains by rule and asks no model (ours)
+        step = tracer.step("answer", "Answer", "the context is empty: abstained without asking the model",
+                           data=cut.to_data())
+        step.data["abstained"] = True
+        step.data["rule"] = "empty context"
+        return INSUFFICIENT
     rendered = RetrievedContext(items=cut.items).render()
     inputs: dict[str, Any] = {"question": question, "context": rendered,
                               "passages": [i.text for i in cut.items], "no_context": no_context}

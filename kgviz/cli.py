@@ -1,6 +1,7 @@
 """`kgviz` command line: the same library the app uses.
 
   kgviz build PATH... --db DIR [--llm SPEC] [--embedder SPEC] [--chunk-tokens N] [--estimate] [--json]
+              [--workers N] [--no-cache] [--keep-failed]
               [--no-ket] [--beta B] [--core-selection pagerank|random] [--knn-k K] [--tau T]
   kgviz import-kg TRIPLES.tsv [--entities ENTITIES.jsonl] --db DIR [--json]
   kgviz ask "QUESTION" --db DIR --method NAME|all [--llm SPEC] [--gold ANSWER]... [--json]
@@ -10,6 +11,10 @@
 
 Expected failures (bad input, missing key, locked database, ...) print one readable line on
 stderr and exit with status 2; nothing is half-written for a file that failed to load.
+
+Exit status of `build`: 0 built, 2 error (nothing built), 3 built with failures: some chunks could
+not be extracted (the count and the first reasons are printed; `--json` lists them all under
+"failures"). Running the same build again re-asks exactly the failed chunks.
 """
 from __future__ import annotations
 
@@ -23,6 +28,8 @@ from kgviz.config import Settings
 from kgviz.errors import ConfigError, KgvizError
 
 EXIT_USER_ERROR = 2
+EXIT_BUILT_WITH_FAILURES = 3  # the graph was built, but some chunks failed extraction
+_SHOWN_FAILURES = 5  # ours: enough reasons to see a pattern without flooding the terminal
 _OPEN: list[Any] = []  # workspaces opened by the running command; closed when it returns
 
 
@@ -99,7 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     _common(b)
     b.add_argument("--chunk-tokens", type=int, help="chunk size in (approximate) tokens")
     b.add_argument("--chunk-overlap", type=int, help="overlap between chunks in tokens")
-    b.add_argument("--workers", type=int, help="concurrent extraction workers")
+    b.add_argument("--workers", type=int, help="concurrent extraction workers (default: $KGVIZ_WORKERS, else 4; "
+                   "use 1 for a one-slot local server such as llama-server)")
+    b.add_argument("--no-cache", action="store_true",
+                   help="bypass the LLM cache: ask the model for every chunk and store nothing")
+    b.add_argument("--keep-failed", action="store_true",
+                   help="do not retry chunks that failed in an earlier build (by default they are re-asked)")
     b.add_argument("--estimate", action="store_true", help="print the cost estimate and stop")
     _ket_options(b)
     b.set_defaults(func=cmd_build)
@@ -170,14 +182,20 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
     from kgviz.ingest import load_paths
     from kgviz.workspace import open_workspace
 
-    ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder))
+    ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder,
+                               use_cache=not args.no_cache))
     for n in ws.notices:
         print(f"note: {n}", file=sys.stderr)
     loaded = load_paths(args.paths, max_bytes=settings.max_file_bytes)
     for err in loaded.errors:
         print(f"skipped {err.user_message()}", file=sys.stderr)
+    # KGVIZ_WORKERS counts here as in the app: 4 concurrent requests to a one-slot CPU server
+    # (issue 15) only queue up and time out
+    workers = args.workers if args.workers is not None else settings.workers
     overrides = {k: v for k, v in {"chunk_tokens": args.chunk_tokens, "chunk_overlap": args.chunk_overlap,
-                                   "workers": args.workers}.items() if v is not None}
+                                   "workers": workers}.items() if v is not None}
+    if args.keep_failed:
+        overrides["retry_failed"] = False
     params = BuildParams(**overrides, **_ket_overrides(args))
     if args.estimate:
         est = estimate_cost(loaded.documents, params, ws.llm, ws.prices)
@@ -201,7 +219,25 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
         for table, n in sorted(out.get("counts", {}).items()):
             print(f"  {table:<14}{n:>10}")
         _print_ket(out.get("ket") or {})
+        _print_failures(report)
+    if report.failures:
+        return EXIT_BUILT_WITH_FAILURES
     return 1 if loaded.errors and not loaded.documents else 0
+
+
+def _print_failures(report: Any) -> None:
+    """Failed chunks on stderr, so a build that lost facts never looks like a clean one."""
+    failures = list(report.failures)
+    if not failures:
+        return
+    print(f"extraction failed for {len(failures)} chunk(s); the graph is missing their facts "
+          f"(exit status {EXIT_BUILT_WITH_FAILURES}). First reasons:", file=sys.stderr)
+    for chunk_id, error, _raw in failures[:_SHOWN_FAILURES]:
+        print(f"  {chunk_id}: {error}", file=sys.stderr)
+    if len(failures) > _SHOWN_FAILURES:
+        print(f"  ... and {len(failures) - _SHOWN_FAILURES} more (--json lists them all)", file=sys.stderr)
+    print("run the same build again to retry exactly these chunks (failed replies are never cached)",
+          file=sys.stderr)
 
 
 def cmd_import_kg(args: argparse.Namespace, settings: Settings) -> int:

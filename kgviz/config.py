@@ -7,7 +7,7 @@ Environment variables (all optional):
   KGVIZ_LLM         provider spec: offline | anthropic:<model> | openai:<model>
                     | openai-compatible:<model>@<base_url>             (default: auto, see resolve_llm_spec)
   KGVIZ_EMBEDDER    embedder spec: hashing | fastembed:<model> | fastembed:<model>@<dir>  (default hashing)
-  KGVIZ_TIMEOUT_S   per-request LLM timeout in seconds                  (default 60)
+  KGVIZ_TIMEOUT_S   per-request LLM timeout in seconds    (default 60; 900 for openai-compatible on loopback)
   KGVIZ_MAX_RETRIES retries on 429 / 5xx / timeouts                     (default 3)
   KGVIZ_WORKERS     concurrent extraction workers                       (default 4)
   KGVIZ_MAX_FILE_MB largest accepted upload                             (default 20)
@@ -32,7 +32,7 @@ class Settings:
     db_dir: Path
     llm_spec: str = "auto"
     embedder_spec: str = "hashing"
-    timeout_s: float = 60.0
+    timeout_s: float | None = None  # None: the provider's default (kgviz.providers.factory.default_timeout_s)
     max_retries: int = 3
     workers: int = 4
     max_file_bytes: int = 20 * 1024 * 1024
@@ -65,7 +65,7 @@ class Settings:
                 db_dir=db,
                 llm_spec=env.get("KGVIZ_LLM", "auto") or "auto",
                 embedder_spec=env.get("KGVIZ_EMBEDDER", "hashing") or "hashing",
-                timeout_s=float(env.get("KGVIZ_TIMEOUT_S", 60)),
+                timeout_s=float(env["KGVIZ_TIMEOUT_S"]) if env.get("KGVIZ_TIMEOUT_S") else None,
                 max_retries=int(env.get("KGVIZ_MAX_RETRIES", 3)),
                 workers=int(env.get("KGVIZ_WORKERS", 4)),
                 max_file_bytes=int(float(env.get("KGVIZ_MAX_FILE_MB", 20)) * 1024 * 1024),

@@ -11,6 +11,11 @@ subgraph, expand a query, write a note, answer, split claims, judge a claim, ...
 
 Either way an ``LLMCall`` record is returned for the trace: task, prompt name, mode, rendered prompt,
 raw output, usage (tokens, calls, latency, $).
+
+Caching (issue 15): the reasoner is the one place that knows whether a reply was usable, so it
+tells a caching LLM: ``accept`` after the task parsed the reply (and ``Task.usable`` agrees),
+``reject`` otherwise. A *replayed* reply that no longer parses is rejected and asked once more,
+so a failure cached by an older kgviz does not come back forever.
 """
 from __future__ import annotations
 
@@ -42,6 +47,8 @@ class Task:
     render(inputs) -> user message text (uses a prompt constant from kgviz.prompts)
     parse(raw, inputs) -> value; raise LLMOutputError when the reply is unusable
     offline(inputs, embedder) -> (value, heuristic description)
+    usable(value) -> "" when the parsed value is worth replaying from the cache, else the reason
+        it is not (a parse that fell back to a heuristic, for one); the value is still returned
     """
 
     name: str
@@ -52,6 +59,7 @@ class Task:
     system: str | None = None
     max_tokens: int = 1024
     json_schema: dict[str, Any] | None = None
+    usable: Callable[[Any], str] | None = None
 
 
 _REGISTRY: dict[str, Task] = {}
@@ -144,16 +152,57 @@ class Reasoner:
             self._record(step or task.name, usage)
             return TaskResult(value, call)
         prompt = task.render(inputs)
-        completion = self.llm.complete(
+        completion = self._complete(task, prompt)
+        try:
+            value = task.parse(completion.text, inputs)
+        except LLMOutputError as exc:
+            if not completion.cached:
+                self._reject(completion, str(exc))
+                call = self._call(task, prompt, completion, step)
+                call.error = str(exc)
+                exc.call = call  # type: ignore[attr-defined]  # lets callers keep the raw output
+                raise
+            # a replayed reply that fails today (an older kgviz cached it): drop it, ask again
+            self._reject(completion, str(exc))
+            completion = self._complete(task, prompt)
+            try:
+                value = task.parse(completion.text, inputs)
+            except LLMOutputError as exc2:
+                self._reject(completion, str(exc2))
+                call = self._call(task, prompt, completion, step)
+                call.error = str(exc2)
+                exc2.call = call  # type: ignore[attr-defined]
+                raise
+        call = self._call(task, prompt, completion, step)
+        why_not = task.usable(value) if task.usable is not None else ""
+        if why_not:
+            self._reject(completion, why_not)
+        elif not completion.cached:
+            accept = getattr(self.llm, "accept", None)
+            if accept is not None:
+                accept(completion)
+        return TaskResult(value, call)
+
+    def _complete(self, task: Task, prompt: str) -> Any:
+        return self.llm.complete(
             [Message("user", prompt)],
             system=task.system,
             max_tokens=task.max_tokens,
             json_schema=task.json_schema,
         )
+
+    def _reject(self, completion: Any, reason: str) -> None:
+        reject = getattr(self.llm, "reject", None)
+        if reject is not None:
+            reject(completion, reason)
+
+    def _call(self, task: Task, prompt: str, completion: Any, step: str | None) -> LLMCall:
+        """The trace record of one completion; its usage goes to the ledger here, once."""
         usage = completion.usage
         if self.prices is not None and not completion.cached:
             usage.cost_usd = self.prices.cost(self.llm.provider, self.llm.model, usage.input_tokens, usage.output_tokens)
-        call = LLMCall(
+        self._record(step or task.name, usage)
+        return LLMCall(
             task.name,
             task.prompt_name,
             self.mode,
@@ -163,14 +212,6 @@ class Reasoner:
             usage=usage,
             cached=completion.cached,
         )
-        self._record(step or task.name, usage)
-        try:
-            value = task.parse(completion.text, inputs)
-        except LLMOutputError as exc:
-            call.error = str(exc)
-            exc.call = call  # type: ignore[attr-defined]  # lets callers keep the raw output
-            raise
-        return TaskResult(value, call)
 
     def _record(self, step: str, usage: Usage) -> None:
         if self.ledger is not None:

@@ -59,11 +59,15 @@ def open_workspace(
     embedder_spec: str | None = None,
     api_key: str | None = None,
     read_only: bool = False,
+    use_cache: bool = True,
+    refresh_cache: bool = False,
 ) -> Workspace:
     """Open (creating if needed) the database with the configured embedder and LLM.
 
     An existing database keeps the embedder it was built with: when ``embedder_spec`` is not given
-    and the database records one, that one is used, so ``kgviz ask --db DIR`` just works."""
+    and the database records one, that one is used, so ``kgviz ask --db DIR`` just works.
+    ``use_cache=False`` bypasses the LLM cache (no reads, no writes); ``refresh_cache`` re-asks
+    every call and stores the accepted replies (kgviz.providers.cache)."""
     db = Path(db_dir) if db_dir is not None else settings.db_dir
     notices: list[str] = []
     spec = embedder_spec or settings.embedder_spec
@@ -74,7 +78,8 @@ def open_workspace(
     embedder, notice = make_embedder(spec)
     if notice:
         notices.append(notice)
-    llm = make_llm(resolve_llm_spec(llm_spec or settings.llm_spec), settings, api_key=api_key)
+    llm = make_llm(resolve_llm_spec(llm_spec or settings.llm_spec), settings, api_key=api_key,
+                   use_cache=use_cache, refresh=refresh_cache)
     store = GraphStore.open(db, embedder_id=embedder.id, dim=embedder.dim, read_only=read_only)
     prices = PriceTable.load(settings.price_table_path)
     return Workspace(settings, store, llm, embedder, prices, notices=notices)

@@ -23,6 +23,9 @@ with st.expander("Options", expanded=False):
     similar_k = c[3].number_input("SIMILAR_DOC K", 0, 50, defaults.similar_docs_k,
                                   help="Each document links to its K most similar documents (KG-Retriever §3.2.1)")
     ket = build_ket.ket_options(defaults)
+    refresh = False if ctx.offline else st.checkbox(
+        "Ask the model again (ignore cached replies)",
+        help="Replies are cached only when they parsed; tick this to re-ask even those.")
 
 with ui.error_boundary("Build"):
     params = ui.actions.build_params(ctx, chunk_tokens=int(chunk), chunk_overlap=int(overlap),
@@ -38,7 +41,7 @@ with ui.error_boundary("Build"):
             st.write(f"{len(loaded.documents)} document(s) ready.")
             ui.render.cost_estimate(ui.actions.estimate(ctx, loaded.documents, params))
             if st.button("Build", type="primary"):
-                ui.actions.build(ctx, loaded.documents, params)
+                ui.actions.build(ctx, loaded.documents, params, refresh=refresh)
     else:
         st.info("Upload files or choose the sample corpus.")
 

@@ -206,3 +206,46 @@ def test_offline_answer_prefers_the_sentence_stating_the_asked_relation():
     ]
     answer, rule = get_task("answer").offline({"question": question, "passages": passages}, HashingEmbedder())
     assert answer == "Edda Lunn", rule
+
+
+# --- issue 15: what real small models write -------------------------------------------------------
+@pytest.mark.parametrize("raw,expected", [
+    ("<think>The film is in [2]. Derrickson directed it.</think>\nScott Derrickson", "Scott Derrickson"),
+    ("Looking at the context, item [2] names the director.\nAnswer: Scott Derrickson", "Scott Derrickson"),
+    ("Based on the context provided, the answer is Scott Derrickson.", "Scott Derrickson"),
+    ("The answer is: Los Angeles", "Los Angeles"),
+    ("**Final answer:** 1965", "1965"),
+])
+def test_parse_reads_answers_wrapped_in_prose_and_think_blocks(raw: str, expected: str) -> None:
+    inputs = {"question": "Who directed Love in the Ruins?", "passages": PASSAGES}
+    assert get_task("answer").parse(raw, inputs) == expected
+
+
+@pytest.mark.parametrize("raw", ["1", "[2]", "(3)", "Item 1", "passage #2", "1."])
+def test_a_context_item_number_is_never_an_answer(raw: str) -> None:
+    with pytest.raises(LLMOutputError, match="number of context item"):
+        get_task("answer").parse(raw, {"question": "Who directed Love in the Ruins?", "passages": PASSAGES})
+
+
+def test_a_number_the_context_states_is_a_fine_answer_to_a_number_question() -> None:
+    parse = get_task("answer").parse
+    how_many = {"question": "How many films did Tyler Bates score with James Gunn?",
+                "passages": PASSAGES + ["He scored 3 films in 2001."]}
+    assert parse("3", how_many) == "3"  # item [3] exists, but "3" is also the stated count
+    assert parse("12", how_many) == "12"  # not an item number at all
+    with pytest.raises(LLMOutputError):
+        parse("[3]", how_many)  # brackets point at the item
+    with pytest.raises(LLMOutputError):
+        parse("2", how_many)  # an item number the context never states as a count
+
+
+def test_empty_context_abstains_without_asking_the_model() -> None:
+    llm = ScriptedLLM("Cape May")  # what a real model invented over an empty context
+    reasoner = Reasoner(llm, HashingEmbedder())
+    tracer = Tracer(reasoner)
+    assert answer("Where was the ferry built?", RetrievedContext(), reasoner, tracer) == INSUFFICIENT
+    assert llm.sent == []
+    step = tracer.steps[-1]
+    assert step.kind == "answer" and step.data["abstained"] is True and step.data["rule"] == "empty context"
+    # the no-retrieval baseline still asks: it exists to show the model's own memory
+    assert answer("Where was the ferry built?", RetrievedContext(), reasoner, tracer, no_context=True) == "Cape May"

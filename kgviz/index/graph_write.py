@@ -43,11 +43,16 @@ def _batches(ids: Sequence[str]) -> list[list[str]]:
 
 def purge_documents(store: GraphStore, doc_ids: Sequence[str]) -> None:
     """Delete every node and edge a (half-)written document owns. Entities stay (they may be
-    shared; the rebuilt document links to them again) and so do Extraction rows (resume)."""
+    shared; the rebuilt document links to them again) and so do Extraction rows (resume), except
+    extracted entities nothing refers to any more: a retried chunk may resolve a name differently
+    ("Linde" merged into "Oskar Linde" once the chunk naming him in full is read), and the orphan
+    would leave the graph unlike a clean build of the same text."""
     if doc_ids:
         store.set_meta(SIGNATURE_KEY, "")  # their SIMILAR_DOC edges go too: rebuild the layer
-        # and their sub-chunks: the KET keyword layer must be rebuilt even if the same chunks come back
-        store.set_meta(META_KEYWORD_SIGNATURE, "")
+        # and their sub-chunks: the KET keyword layer must be rebuilt even if the same chunks come
+        # back (only when there is one: a build without KET must not gain the key)
+        if store.get_meta(META_KEYWORD_SIGNATURE) is not None:
+            store.set_meta(META_KEYWORD_SIGNATURE, "")
     for ids in _batches(doc_ids):
         with store.write_lock():
             chunk_ids = [r["id"] for r in store.query("MATCH (c:Chunk) WHERE c.doc_id IN $ids RETURN c.id AS id", {"ids": ids})]
@@ -59,6 +64,14 @@ def purge_documents(store: GraphStore, doc_ids: Sequence[str]) -> None:
                 store.execute("MATCH (s:SubChunk) WHERE s.chunk_id IN $ids DETACH DELETE s", {"ids": cids})
             store.execute("MATCH (c:Chunk) WHERE c.doc_id IN $ids DETACH DELETE c", {"ids": ids})
             store.execute("MATCH (d:Document) WHERE d.id IN $ids DETACH DELETE d", {"ids": ids})
+    if doc_ids:
+        with store.write_lock():
+            store.execute(
+                "MATCH (e:Entity) WHERE e.origin = $corpus AND NOT EXISTS { MATCH (:Chunk)-[:MENTIONS]->(e) } "
+                "AND NOT EXISTS { MATCH (:Triple)-[:SUBJ]->(e) } AND NOT EXISTS { MATCH (:Triple)-[:OBJ]->(e) } "
+                "DETACH DELETE e",
+                {"corpus": "corpus"},
+            )
 
 
 def documents_with_failed_chunks(store: GraphStore) -> set[str]:

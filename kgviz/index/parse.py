@@ -6,13 +6,24 @@ Accepted shapes (anything else is skipped, and counted as malformed when it look
 * hypernodes as nested parentheses: ``((s; r; o); in year; 1921)``, ``(X; said; (s; r; o))``;
 * bullets / numbering / code fences / prose around the triples: ``- 1. (s; r; o)``;
 * commas or pipes instead of semicolons when the split is unambiguous (exactly three parts);
-* bare ``s; r; o`` lines, and the ``(s)-[r]->(o)`` arrow form;
+* bare ``s; r; o`` lines (small real models drop the brackets), also when a name carries its own
+  parentheses: ``Thomas Aldrick (1889–1966); was born in; Ventholm``; a parenthetical holding a
+  digit (a lifespan, a date) is dropped from the name so it links to the same entity;
+* two-part hypernodes that qualify a fact with a date: ``((s; r; o); 1957)`` reads as
+  ``((s; r; o); in year; 1957)``;
+* bold markers, ``<think>...</think>`` blocks and the ``(s)-[r]->(o)`` arrow form;
 * JSON: a list of ``[s, r, o]`` lists or of ``{"subject", "relation", "object"}`` objects
   (``head``/``tail`` and ``source``/``target`` work too), whole-reply or one per line;
 * unbalanced parentheses: missing ``)`` at the end of a line are added, stray ``)`` dropped
   (both with a warning).
 
 An optional ``[type]`` after a name becomes ``Mention.type``. ``NONE`` on a line means "no facts".
+
+Rejected, each counted as malformed with a shown reason: more than three parts (``a; r; 1885; r;
+2023`` is two facts run together, not an object with semicolons), a subject or object that is
+only a stopword or pronoun (``and``, ``it``), and everything after a line the reply has already
+written ``MAX_LINE_REPEATS`` times (a small model looping until max_tokens). An empty reply is a
+failure, not "no facts": only an explicit NONE (or an empty JSON list) says "no facts".
 """
 from __future__ import annotations
 
@@ -25,6 +36,7 @@ from kgviz.index.triples import ExtractedTriple, ExtractionOutput, Mention, Term
 
 MAX_DEPTH = 4  # deeper nesting is almost surely a broken reply, not a fact
 MAX_PART_CHARS = 300  # a subject/object longer than this is a sentence, not an entity
+MAX_LINE_REPEATS = 3  # ours: a line written this often means the model is looping; stop reading
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _BULLET = re.compile(r"^\s*(?:[-*•·+>]+|\d{1,3}[.)]|\(\d{1,3}\)|[a-zA-Z][.)](?=\s))\s*")
@@ -32,6 +44,18 @@ _NONE = re.compile(r"^\W*(none|no triples?|no facts?|n/a)\W*$", re.IGNORECASE)
 _ARROW = re.compile(r"\(([^()]+)\)\s*-+\s*\[([^\]]+)\]\s*-*\s*(?:->|→|>)\s*\(([^()]+)\)")
 _TYPE = re.compile(r"^(.*?\S)\s*\[([A-Za-z][\w \-/]{0,30})\]$")
 _QUOTES = "\"'“”‘’`"
+_THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.IGNORECASE | re.DOTALL)
+_BOLD = re.compile(r"\*\*|__")
+_DIGIT_PAREN = re.compile(r"\s*\([^()]*\d[^()]*\)\s*$")
+_YEAR = re.compile(r"^(?:c\.\s*)?\d{3,4}(?:s)?$")
+_DATE = re.compile(r"^(?:\d{1,2}\s+)?[A-Z][a-z]+\.?\s+(?:\d{1,2},?\s+)?\d{3,4}$|^\d{4}-\d{2}(?:-\d{2})?$")
+# a "name" made only of these words is a parsing accident ('"; and" -> "and"'), never an entity
+# ("a" is left out: test fixtures and real single-letter names use it)
+_STOPWORDS = frozenset(
+    """the and or but nor of in on at to for from by with as is are was were be it its he she
+    they them him her his their this that these those there here which who whom what none null n/a
+    unknown""".split()
+)
 _TRANSLATE = str.maketrans({"（": "(", "）": ")", "；": ";", "｜": "|", "\u00a0": " "})
 _SUBJ_KEYS = ("subject", "head", "source", "s", "h", "subj")
 _REL_KEYS = ("relation", "predicate", "relationship", "rel", "r", "p")
@@ -63,16 +87,28 @@ def parse_triples(raw: object, max_triples: int | None = None) -> ExtractionOutp
     an explicit NONE."""
     text = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
     acc = _Acc()
-    body = text.translate(_TRANSLATE)
+    body = _THINK.sub("\n", text.translate(_TRANSLATE))
     if not _parse_json_whole(body, acc):
-        for n, line in enumerate(body.splitlines(), 1):
+        counts: dict[str, int] = {}
+        lines = body.splitlines()
+        for n, line in enumerate(lines, 1):
+            key = " ".join(line.split()).lower()
+            if key:
+                counts[key] = counts.get(key, 0) + 1
+                if counts[key] > MAX_LINE_REPEATS:
+                    acc.malformed += 1
+                    acc.warn(f"line {n}: the reply repeats {line.strip()[:60]!r} again; stopped reading "
+                             f"{len(lines) - n + 1} looping line(s)")
+                    break
             _parse_line(line, n, acc)
     triples = acc.triples
     if max_triples is not None and len(triples) > max_triples:
         acc.warn(f"kept the first {max_triples} of {len(triples)} triples")
         triples = triples[:max_triples]
-    ok = bool(triples) or acc.said_none or not text.strip()
-    if not ok:
+    ok = bool(triples) or acc.said_none
+    if not text.strip():
+        acc.warn("the reply was empty")
+    elif not ok:
         acc.warn("the reply contained no triple in the (subject; relation; object) form")
     return ExtractionOutput(triples, acc.malformed, acc.warnings, text, empty_reply_ok=ok)
 
@@ -134,6 +170,7 @@ def _json_triple(item: Any, depth: int) -> ExtractedTriple | None:
 def _parse_line(line: str, n: int, acc: _Acc) -> None:
     if _FENCE.match(line):
         return
+    line = _BOLD.sub("", line)
     for _ in range(3):  # "* 2) (a; b; c)": a bullet and a number
         line = _BULLET.sub("", line, count=1)
     line = line.strip()
@@ -155,28 +192,34 @@ def _parse_line(line: str, n: int, acc: _Acc) -> None:
             found += 1
     if found:
         return
+    if not line.startswith("(") and len(_split_top(line, ";")) >= 3:
+        # bare "s; r; o", possibly with parentheses inside a name: the top-level semicolons decide
+        # the shape, not the first "(" (which made whole replies of such lines vanish)
+        why: list[str] = []
+        t = _split_triple(line, 1, why)
+        if t is not None:
+            acc.add(t)
+        else:
+            acc.malformed += 1
+            acc.warn(f"line {n}: {why[0] if why else 'could not read'}: {line[:80]!r}")
+        return
     groups, repaired = _top_level_groups(line)
     if repaired:
         acc.warn(f"line {n}: unbalanced parentheses ({repaired})")
-    bad = 0
+    bad: list[str] = []
     for g in groups:
-        t = _parse_group(g, 1)
+        why = []
+        t = _parse_group(g, 1, why)
         if t is not None:
             acc.add(t)
-            found += 1
         elif line.startswith("(") or any(c in g for c in ";|"):
-            bad += 1
+            bad.append(why[0] if why else "not a (subject; relation; object) triple")
         # else: a parenthetical inside prose ("Here they are (as asked):"), not a failed triple
-    if not groups and ";" in line:  # bare "s; r; o"
-        t = _split_triple(line, 1)
-        if t is not None:
-            acc.add(t)
-            acc.warn(f"line {n}: triple without parentheses")
-            return
-        bad += 1
+    if not groups and ";" in line:
+        bad.append("not a (subject; relation; object) triple")
     if bad:
         acc.malformed += 1
-        acc.warn(f"line {n}: could not read {bad} group(s): {line[:80]!r}")
+        acc.warn(f"line {n}: could not read {len(bad)} group(s) ({bad[0]}): {line[:80]!r}")
 
 
 def _parse_json_line(line: str) -> ExtractedTriple | None:
@@ -233,19 +276,30 @@ def _split_top(text: str, sep: str) -> list[str]:
     return parts
 
 
-def _parse_group(inner: str, depth: int) -> ExtractedTriple | None:
+def _parse_group(inner: str, depth: int, why: list[str] | None = None) -> ExtractedTriple | None:
     if depth > MAX_DEPTH:
+        _say(why, f"nested deeper than {MAX_DEPTH}")
         return None
-    return _split_triple(inner, depth)
+    return _split_triple(inner, depth, why)
 
 
-def _split_triple(inner: str, depth: int) -> ExtractedTriple | None:
+def _say(why: list[str] | None, reason: str) -> None:
+    if why is not None and not why:
+        why.append(reason)
+
+
+def _split_triple(inner: str, depth: int, why: list[str] | None = None) -> ExtractedTriple | None:
     parts = _split_top(inner, ";")
     stripped = inner.strip()
     if len(parts) == 1 and stripped.startswith("(") and stripped.endswith(")"):
-        return _parse_group(stripped[1:-1], depth + 1)  # redundant parentheses: ((s; r; o))
-    if len(parts) > 3:  # "a; b; c; d": the object itself contained a semicolon
-        parts = [parts[0], parts[1], ";".join(parts[2:])]
+        return _parse_group(stripped[1:-1], depth + 1, why)  # redundant parentheses: ((s; r; o))
+    if len(parts) > 3:
+        # "X; in year; 1885; in year; 2023": two facts run together; folding the rest into the
+        # object made junk entities, so the line is rejected instead
+        _say(why, f"{len(parts)} parts, a triple has 3")
+        return None
+    if len(parts) == 2:
+        return _two_part(parts, depth, why)
     if len(parts) != 3:
         for sep in ("|", ","):
             alt = _split_top(inner, sep)
@@ -253,22 +307,47 @@ def _split_triple(inner: str, depth: int) -> ExtractedTriple | None:
                 parts = alt
                 break
         else:
+            _say(why, "not a (subject; relation; object) triple")
             return None
-    s = _term(parts[0], depth)
-    o = _term(parts[2], depth)
+    s = _term(parts[0], depth, why)
+    o = _term(parts[2], depth, why)
     if s is None or o is None:
+        _say(why, "empty or unreadable subject/object")
         return None
     return _make(s, _clean(parts[1]), o)
 
 
-def _term(part: str, depth: int) -> Term | None:
+def _two_part(parts: list[str], depth: int, why: list[str] | None) -> ExtractedTriple | None:
+    """``((s; r; o); 1957)``: a fact and a date with the relation left out. Meaningful only when
+    one part is a nested triple and the other a year or date; anything else is malformed."""
+    first, second = (p.strip() for p in parts)
+    if first.startswith("(") and first.endswith(")"):
+        value = _clean(second)
+        relation = "in year" if _YEAR.match(value) else "on date" if _DATE.match(value) else ""
+        if relation:
+            inner = _parse_group(first[1:-1], depth + 1, why)
+            if inner is not None:
+                return ExtractedTriple(inner, relation, Mention(value))
+    _say(why, "2 parts, a triple has 3")
+    return None
+
+
+def _term(part: str, depth: int, why: list[str] | None = None) -> Term | None:
     p = part.strip()
     if p.startswith("(") and p.endswith(")"):
         inner = p[1:-1]
         if len(_split_top(inner, ";")) >= 3 or len(_split_top(inner, ",")) == 3:
-            return _parse_group(inner, depth + 1)
+            return _parse_group(inner, depth + 1, why)
         p = inner  # "(Los Angeles)": parentheses around a plain name
-    return _mention(p)
+    m = _mention(p)
+    if m is None and why is not None and p.strip() and _is_stopword(_clean(p)):
+        _say(why, f"{_clean(p)!r} is not a name")
+    return m
+
+
+def _is_stopword(text: str) -> bool:
+    words = re.findall(r"[\w/]+", text.lower())
+    return not words or all(w in _STOPWORDS for w in words)
 
 
 def _mention(text: str) -> Mention | None:
@@ -278,7 +357,10 @@ def _mention(text: str) -> Mention | None:
     if m:
         t, typ = m.group(1), m.group(2).strip().lower()
     t = _clean(t)
-    if not t or len(t) > MAX_PART_CHARS or "(" in t and ";" in t:
+    stripped = _DIGIT_PAREN.sub("", t).strip()
+    if stripped and not _is_stopword(stripped):
+        t = stripped  # "Thomas Aldrick (1889–1966)" is the entity "Thomas Aldrick"
+    if not t or len(t) > MAX_PART_CHARS or "(" in t and ";" in t or _is_stopword(t):
         return None
     return Mention(t, typ)
 

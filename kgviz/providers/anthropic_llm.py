@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from kgviz.errors import MissingKeyError
 from kgviz.providers.base import extract_json_text, json_instruction
-from kgviz.providers.retry import CallPolicy, ErrorContext, malformed, map_sdk_error
+from kgviz.providers.retry import CallPolicy, ErrorContext, malformed, map_sdk_error, no_text, not_an_object
 from kgviz.types import Completion, Message, Usage
 
 KEY_VAR = "ANTHROPIC_API_KEY"
@@ -115,10 +115,15 @@ class AnthropicLLM:
         return self._read(reply, latency, json_schema is not None)
 
     def _read(self, reply: Any, latency: float, want_json: bool) -> Completion:
+        wrong = not_an_object(self._ctx, reply)
+        if wrong is not None:
+            raise wrong
         content = _get(reply, "content")
         if not isinstance(content, list):
             raise malformed(self._ctx, "no content blocks")
         text = "".join(str(_get(b, "text") or "") for b in content if _get(b, "type") == "text")
+        if not text.strip():
+            raise no_text(self._ctx, f"{len(content)} content block(s), stop_reason {_get(reply, 'stop_reason')}")
         usage = _get(reply, "usage")
         tokens_in, tokens_out = _get(usage, "input_tokens"), _get(usage, "output_tokens")
         if not isinstance(tokens_in, int) or not isinstance(tokens_out, int):

@@ -10,6 +10,15 @@ the lookup time)``. ``calls`` counts requests that reached a provider, so ledger
 honest when a run is replayed; ``cached_calls`` says how many answers came from disk. The tokens
 the original call used are kept in ``Completion.raw["cached_usage"]`` for display.
 
+Only accepted replies are replayed (issue 15: a cached failure is a lost fact, replayed forever).
+A reply from the provider is written at once as a *pending* row (so a failed reply is never lost:
+it stays on disk to inspect) and becomes replayable only when the caller, having parsed it, calls
+``accept``; ``reject`` marks it unusable with a reason. Lookups ignore pending and rejected rows,
+so the next run asks the model again. Rows written before this flag existed count as accepted
+(their replies cost money); one that no longer parses is rejected on first replay
+(``kgviz.reasoning`` then asks again). ``refresh=True`` skips lookups (re-ask everything, keep
+the accepted answers).
+
 Thread-safe: extraction calls ``complete`` from a thread pool. One connection is shared under a
 lock (only the short sqlite reads/writes are serialised, never the provider call). WAL mode and
 a busy timeout let the Streamlit server and a CLI process share the file.
@@ -42,9 +51,17 @@ CREATE TABLE IF NOT EXISTS completions (
     output_tokens INTEGER NOT NULL,
     latency_s REAL NOT NULL,
     raw TEXT NOT NULL,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    accepted INTEGER NOT NULL DEFAULT 1,
+    rejection TEXT NOT NULL DEFAULT ''
 )
 """
+_COLUMNS = "key, provider, model, text, reply_model, input_tokens, output_tokens, latency_s, raw, created, accepted, rejection"
+# (column, DDL) added to caches created before the column existed; old rows count as accepted
+_MIGRATIONS = (
+    ("accepted", "ALTER TABLE completions ADD COLUMN accepted INTEGER NOT NULL DEFAULT 1"),
+    ("rejection", "ALTER TABLE completions ADD COLUMN rejection TEXT NOT NULL DEFAULT ''"),
+)
 
 
 def cache_key(
@@ -81,6 +98,10 @@ class CompletionCache:
             self._conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(_SCHEMA)
+            have = {r[1] for r in self._conn.execute("PRAGMA table_info(completions)")}
+            for column, ddl in _MIGRATIONS:
+                if column not in have:
+                    self._conn.execute(ddl)
             self._conn.commit()
         except sqlite3.Error as exc:
             raise ProviderError(
@@ -99,7 +120,8 @@ class CompletionCache:
         try:
             with self._lock:
                 row = self._conn.execute(
-                    "SELECT text, reply_model, input_tokens, output_tokens, latency_s, raw FROM completions WHERE key = ?",
+                    "SELECT text, reply_model, input_tokens, output_tokens, latency_s, raw FROM completions "
+                    "WHERE key = ? AND accepted = 1",
                     (key,),
                 ).fetchone()
         except sqlite3.Error as exc:
@@ -109,7 +131,9 @@ class CompletionCache:
         text, reply_model, tin, tout, latency, raw = row
         return text, reply_model, Usage(input_tokens=tin, output_tokens=tout, calls=1, latency_s=latency), json.loads(raw)
 
-    def put(self, key: str, provider: str, model: str, completion: Completion) -> None:
+    def put(self, key: str, provider: str, model: str, completion: Completion, *, accepted: bool = True) -> None:
+        """Store a reply. A pending (``accepted=False``) row never replaces an accepted one: a
+        refreshed call whose new reply fails must not cost the good answer already on disk."""
         row = (
             key,
             provider,
@@ -119,22 +143,46 @@ class CompletionCache:
             completion.usage.input_tokens,
             completion.usage.output_tokens,
             completion.latency_s,
-            json.dumps(completion.raw, default=str),
+            json.dumps({k: v for k, v in completion.raw.items() if k not in _EPHEMERAL}, default=str),
             time.time(),
+            int(accepted),
+            "",
         )
+        sql = f"INSERT INTO completions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(key) DO UPDATE SET " + ", ".join(
+            f"{c} = excluded.{c}" for c in _COLUMNS.split(", ")[1:]
+        )
+        if not accepted:
+            sql += " WHERE completions.accepted = 0"
         try:
             with self._lock:
-                self._conn.execute("INSERT OR REPLACE INTO completions VALUES (?,?,?,?,?,?,?,?,?,?)", row)
+                self._conn.execute(sql, row)
                 self._conn.commit()
         except sqlite3.Error as exc:
             raise self._failed(exc) from exc
 
+    def reject(self, key: str, reason: str) -> None:
+        """Mark a row unusable (kept on disk for inspection, never replayed)."""
+        try:
+            with self._lock:
+                self._conn.execute("UPDATE completions SET accepted = 0, rejection = ? WHERE key = ?", (reason[:500], key))
+                self._conn.commit()
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
+
+    def rejected(self) -> list[tuple[str, str, str]]:
+        """(key, text, reason) of every pending or rejected row, oldest first."""
+        with self._lock:
+            return [tuple(r) for r in self._conn.execute(
+                "SELECT key, text, rejection FROM completions WHERE accepted = 0 ORDER BY created, key")]
+
     def stats(self) -> dict[str, int]:
         with self._lock:
             n, tin, tout = self._conn.execute(
-                "SELECT COUNT(*), COALESCE(SUM(input_tokens),0), COALESCE(SUM(output_tokens),0) FROM completions"
+                "SELECT COUNT(*), COALESCE(SUM(input_tokens),0), COALESCE(SUM(output_tokens),0) FROM completions "
+                "WHERE accepted = 1"
             ).fetchone()
-        return {"entries": n, "input_tokens": tin, "output_tokens": tout}
+            bad = self._conn.execute("SELECT COUNT(*) FROM completions WHERE accepted = 0").fetchone()[0]
+        return {"entries": n, "input_tokens": tin, "output_tokens": tout, "unaccepted": bad}
 
     def clear(self) -> int:
         with self._lock:
@@ -150,10 +198,14 @@ class CompletionCache:
             self._conn.close()
 
 
-class CachedLLM:
-    """Wraps any online LLM; same protocol. Errors are never cached."""
+_EPHEMERAL = ("cache_key", "cached_usage")  # per-lookup annotations, not part of the stored reply
 
-    def __init__(self, inner: LLM, cache: CompletionCache) -> None:
+
+class CachedLLM:
+    """Wraps any online LLM; same protocol. Provider errors are never stored; a reply is stored
+    pending and replayed only after ``accept`` (see the module doc). ``refresh`` skips lookups."""
+
+    def __init__(self, inner: LLM, cache: CompletionCache, *, refresh: bool = False) -> None:
         if inner.is_offline:
             raise ValueError("the offline LLM produces no completions to cache")
         self.inner = inner
@@ -161,6 +213,7 @@ class CachedLLM:
         self.provider = inner.provider
         self.model = inner.model
         self.base_url: str | None = getattr(inner, "base_url", None)
+        self.refresh = refresh
 
     @property
     def is_offline(self) -> bool:
@@ -187,7 +240,7 @@ class CachedLLM:
             max_tokens=max_tokens,
             json_schema=json_schema,
         )
-        hit = self.cache.get(key)
+        hit = None if self.refresh else self.cache.get(key)
         if hit is not None:
             text, reply_model, original, raw = hit
             latency = time.perf_counter() - t0
@@ -202,8 +255,21 @@ class CachedLLM:
                 raw=raw,
             )
         completion = self.inner.complete(messages, system=system, max_tokens=max_tokens, json_schema=json_schema)
-        self.cache.put(key, self.provider, self.model, completion)
+        self.cache.put(key, self.provider, self.model, completion, accepted=False)
+        completion.raw["cache_key"] = key
         return completion
+
+    def accept(self, completion: Completion) -> None:
+        """The caller parsed this reply: make it replayable. A replayed (cached) reply is already."""
+        key = completion.raw.get("cache_key")
+        if key and not completion.cached:
+            self.cache.put(str(key), self.provider, self.model, completion, accepted=True)
+
+    def reject(self, completion: Completion, reason: str) -> None:
+        """The caller could not use this reply: never replay it (a replayed one included)."""
+        key = completion.raw.get("cache_key")
+        if key:
+            self.cache.reject(str(key), reason)
 
 
 def open_cache(cache_dir: Path) -> CompletionCache:

@@ -14,13 +14,21 @@ The optional ``@<base_url>`` on the first two is for gateways and proxies. Model
 
 Embedder specs: ``hashing``, ``hashing:<dim>``, ``fastembed:<model>``, ``fastembed:<model>@<dir>``.
 
+Patience (issue 15): a 1.5B model on a busy CPU core took 60–513 s per extraction call, so an
+``openai-compatible`` server on a loopback address gets ``LOCAL_TIMEOUT_S`` unless
+``KGVIZ_TIMEOUT_S`` says otherwise; remote APIs keep ``REMOTE_TIMEOUT_S``. Local chat servers
+also get a mild ``frequency_penalty`` (``LOCAL_FREQUENCY_PENALTY``) against replies that loop
+one line until max_tokens; it is an adapter setting (like temperature), not part of the cache key.
+
 Keys come from the environment or from ``api_key`` (typed in the app for one session). They are
 handed to the SDK client and nowhere else: not to the cache, traces, logs or reprs.
 """
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Mapping
 
 from kgviz.config import Settings, resolve_llm_spec
@@ -71,16 +79,39 @@ def parse_llm_spec(spec: str) -> tuple[str, str, str | None]:
     return kind, model, (base_url.rstrip("/") if at else None)
 
 
+REMOTE_TIMEOUT_S = 60.0  # hosted APIs answer an extraction call in seconds
+LOCAL_TIMEOUT_S = 900.0  # ours: ~2x the slowest call measured on a CPU model (513 s)
+LOCAL_FREQUENCY_PENALTY = 0.3  # ours: mild; triples repeat names, so more would hurt extraction
+
+
+def is_loopback(base_url: str | None) -> bool:
+    host = (urlsplit(base_url).hostname or "") if base_url else ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def default_timeout_s(kind: str, base_url: str | None) -> float:
+    """Per-request timeout when KGVIZ_TIMEOUT_S is not set."""
+    return LOCAL_TIMEOUT_S if kind == "openai-compatible" and is_loopback(base_url) else REMOTE_TIMEOUT_S
+
+
 def make_llm(
     spec: str,
     settings: Settings,
     *,
     api_key: str | None = None,
     use_cache: bool = True,
+    refresh: bool = False,
     env: Mapping[str, str] | None = None,
 ) -> LLM:
     """Build the LLM for ``spec`` ("auto" resolved from the environment), wrapped in the disk
-    cache under ``settings.cache_dir`` unless ``use_cache`` is False. Offline is never cached."""
+    cache under ``settings.cache_dir`` unless ``use_cache`` is False (then nothing is read or
+    written). ``refresh`` skips cache lookups but still stores accepted replies. Offline is never
+    cached."""
     env = os.environ if env is None else env
     kind, model, base_url = parse_llm_spec(resolve_llm_spec(spec, env))
     if kind == "offline":
@@ -88,7 +119,8 @@ def make_llm(
     if kind == "recorded":  # a recording is its own cassette: nothing to cache, no key needed
         return RecordedLLM(model)
     key = api_key or env.get(KEY_VARS[kind]) or None
-    policy = CallPolicy(timeout_s=settings.timeout_s, max_retries=settings.max_retries)
+    timeout = settings.timeout_s if settings.timeout_s is not None else default_timeout_s(kind, base_url)
+    policy = CallPolicy(timeout_s=timeout, max_retries=settings.max_retries)
     llm: LLM
     if kind == "anthropic":
         llm = anthropic_llm.AnthropicLLM(model, api_key=key, base_url=base_url, policy=policy)
@@ -96,9 +128,10 @@ def make_llm(
         llm = openai_llm.OpenAIResponsesLLM(model, api_key=key, base_url=base_url, policy=policy)
     else:
         assert base_url is not None  # parse_llm_spec guarantees it
-        llm = openai_llm.OpenAIChatLLM(model, base_url=base_url, api_key=key, policy=policy)
+        penalty = LOCAL_FREQUENCY_PENALTY if is_loopback(base_url) else None
+        llm = openai_llm.OpenAIChatLLM(model, base_url=base_url, api_key=key, policy=policy, frequency_penalty=penalty)
     if use_cache:
-        return CachedLLM(llm, open_cache(settings.cache_dir))
+        return CachedLLM(llm, open_cache(settings.cache_dir), refresh=refresh)
     return llm
 
 

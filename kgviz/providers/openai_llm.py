@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 from kgviz.errors import MissingKeyError
 from kgviz.providers.base import extract_json_text, json_instruction
-from kgviz.providers.retry import CallPolicy, ErrorContext, malformed, map_sdk_error
+from kgviz.providers.retry import CallPolicy, ErrorContext, malformed, map_sdk_error, no_text, not_an_object
 from kgviz.types import Completion, Message, Usage
 
 KEY_VAR = "OPENAI_API_KEY"
@@ -61,6 +61,9 @@ class _OpenAIBase:
             reply = create(**kwargs)
         except (self._sdk.APIError, json.JSONDecodeError) as exc:
             raise map_sdk_error(exc, self._sdk, self._ctx) from exc
+        wrong = not_an_object(self._ctx, reply)
+        if wrong is not None:
+            raise wrong
         return reply, time.perf_counter() - t0
 
     def _completion(
@@ -152,6 +155,8 @@ class OpenAIResponsesLLM(_OpenAIBase):
                 f"max_output_tokens={max_tokens} on reasoning",
             )
         text = "".join(texts) if texts else " ".join(refusals)
+        if not text.strip():
+            raise no_text(self._ctx, f"status {status}")
         return self._completion(text, tokens, latency, _get(reply, "model"), raw, json_schema is not None)
 
 
@@ -159,8 +164,16 @@ class OpenAIChatLLM(_OpenAIBase):
     provider = "openai-compatible"
 
     def __init__(
-        self, model: str, *, base_url: str, api_key: str | None = None, policy: CallPolicy = CallPolicy()
+        self,
+        model: str,
+        *,
+        base_url: str,
+        api_key: str | None = None,
+        policy: CallPolicy = CallPolicy(),
+        frequency_penalty: float | None = None,
     ) -> None:
+        # sent when set: llama.cpp, Ollama and vLLM read it; against a model looping one line
+        self.frequency_penalty = frequency_penalty
         super().__init__(
             model,
             api_key=api_key or NO_KEY_PLACEHOLDER,
@@ -184,6 +197,8 @@ class OpenAIChatLLM(_OpenAIBase):
         chat.extend({"role": m.role, "content": m.content} for m in messages)
         # max_tokens rather than max_completion_tokens: it is what Ollama, vLLM and LM Studio read
         kwargs: dict[str, Any] = {"model": self.model, "messages": chat, "max_tokens": max_tokens}
+        if self.frequency_penalty is not None:
+            kwargs["frequency_penalty"] = self.frequency_penalty
         if json_schema is not None:
             kwargs["response_format"] = {
                 "type": "json_schema",
@@ -198,6 +213,8 @@ class OpenAIChatLLM(_OpenAIBase):
         if message is None:
             raise malformed(self._ctx, "the first choice has no message")
         text = str(_get(message, "content") or "")
+        if not text.strip():
+            raise no_text(self._ctx, f"finish_reason {_get(choices[0], 'finish_reason')}")
         usage = _get(reply, "usage")
         raw: dict[str, Any] = {"id": _get(reply, "id"), "finish_reason": _get(choices[0], "finish_reason")}
         tokens = (_get(usage, "prompt_tokens"), _get(usage, "completion_tokens"))

@@ -9,6 +9,7 @@ message built here, because some servers echo part of a rejected key back.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -115,11 +116,47 @@ def map_sdk_error(exc: BaseException, sdk: ModuleType, ctx: ErrorContext) -> Pro
             hint="check the model name and that this model supports the request (e.g. JSON output)",
         )
     if isinstance(exc, json.JSONDecodeError):
+        if looks_like_html(exc.doc):
+            return html_reply(ctx)
         return ProviderResponseError(
             f"{ctx.label} sent a response body that is not valid JSON",
             hint="if this is a proxy or local server, check that its base URL points at the API (often ending in /v1)",
         )
     return ProviderError(f"{ctx.label} failed: {ctx.scrub(str(exc))[:_MAX_DETAIL]}")
+
+
+_HTML = re.compile(r"^\s*(?:<!doctype\s+html|<html|<head|<body|<\?xml|<h1|<title|<p>|<pre>)", re.IGNORECASE)
+
+
+def looks_like_html(body: object) -> bool:
+    return isinstance(body, (str, bytes)) and bool(_HTML.match(body if isinstance(body, str) else body.decode("utf-8", "replace")))
+
+
+def html_reply(ctx: ErrorContext) -> ProviderResponseError:
+    where = f" at {ctx.base_url}" if ctx.base_url else ""
+    return ProviderResponseError(
+        f"{ctx.label}{where}: the server returned HTML, not an API reply",
+        hint="the base URL probably points at a web page or a proxy's error page: for llama.cpp and "
+             "Ollama it ends in /v1 (e.g. http://127.0.0.1:8080/v1)",
+    )
+
+
+def not_an_object(ctx: ErrorContext, reply: object) -> ProviderResponseError | None:
+    """The SDKs hand back the body as text when the server did not send JSON: name what came."""
+    if isinstance(reply, (str, bytes)):
+        if looks_like_html(reply):
+            return html_reply(ctx)
+        text = reply if isinstance(reply, str) else reply.decode("utf-8", "replace")
+        return malformed(ctx, f"plain text instead of a JSON API reply ({' '.join(text.split())[:80]!r})")
+    return None
+
+
+def no_text(ctx: ErrorContext, why: str) -> ProviderResponseError:
+    """A 200 reply without any text is a failure, never "the model had nothing to say"."""
+    return ProviderResponseError(
+        f"{ctx.label} sent a reply with no text ({why})",
+        hint="the chunk or question is retried on the next run; check the server's log if it repeats",
+    )
 
 
 def malformed(ctx: ErrorContext, what: str) -> ProviderResponseError:

@@ -1,9 +1,10 @@
 """Task "extract_triples": one chunk of text -> ExtractionOutput (triples + malformed count).
 
-With an LLM: the EXTRACT_TRIPLES prompt and the tolerant parser (``kgviz.index.parse``); a reply
-with no readable triple is *not* an error here: the build records it as a failed extraction
-with its raw output, so the user can see what the model said. Offline: the deterministic
-pattern extractor (``kgviz.index.heuristic``).
+With an LLM: the EXTRACT_TRIPLES prompt and the tolerant parser (``kgviz.index.parse``). A reply
+with no readable triple and no explicit NONE (an empty reply included) raises LLMOutputError,
+so it is never cached as "no facts"; the build records it as a failed extraction with its raw
+output, so the user can see what the model said, and the next build asks again. Offline: the
+deterministic pattern extractor (``kgviz.index.heuristic``).
 
 Inputs: ``text`` (the chunk), optional ``max_triples``.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgviz.errors import LLMOutputError
 from kgviz.index.heuristic import HEURISTIC_DESCRIPTION, extract_offline
 from kgviz.index.parse import parse_triples
 from kgviz.index.triples import ExtractionOutput
@@ -27,7 +29,11 @@ def _render(inputs: dict[str, Any]) -> str:
 
 
 def _parse(raw: str, inputs: dict[str, Any]) -> ExtractionOutput:
-    return parse_triples(raw, inputs.get("max_triples"))
+    out = parse_triples(raw, inputs.get("max_triples"))
+    if out.status == "failed":
+        reason = out.warnings[-1] if out.warnings else "no triples in the reply"
+        raise LLMOutputError(reason, hint="the chunk is retried on the next build")
+    return out
 
 
 def _offline(inputs: dict[str, Any], embedder: Embedder) -> tuple[ExtractionOutput, str]:

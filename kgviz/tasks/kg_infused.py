@@ -95,24 +95,34 @@ def fact_sentence(c: dict[str, Any]) -> str:
 
 
 _LABEL_LINE = re.compile(r"^\W*(?:#+\s*)?(?:\*\*)?\s*({labels})\s*(?:\*\*)?\s*[:\-–]\s*(?:\*\*)?\s*(.*)$", re.I)
+_THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.I | re.S)
 _PREAMBLE = re.compile(r"^(?:sure|certainly|okay|ok|of course|here(?:'s| is| are)|below is|i (?:have|'ve))\b", re.I)
 
 
-def clean_reply(raw: str, labels: tuple[str, ...]) -> str:
-    """The substance of a free-text reply: code fences dropped, text after an echoed label (e.g.
-    "Summary:") kept, a chatty first line ("Here is the note:") dropped."""
-    text = raw.strip()
+def clean_reply(raw: str, labels: tuple[str, ...], *, after_label: bool = False) -> str:
+    """The substance of a free-text reply: code fences and <think> blocks dropped, a chatty first
+    line ("Here is the note:") dropped, and an echoed label ("Summary:") removed from the *first*
+    line only. Everything else is kept: a real note ending in "Note: the facts did not mention ..."
+    once lost all but that last sentence when text before any labelled line was dropped (issue 15),
+    and the KG-augmented note is kg-infused's only context. ``after_label`` (one-line answers such
+    as the expanded query) instead keeps what follows the first labelled line anywhere."""
+    text = _THINK.sub("\n", raw).strip()
     if text.startswith("```"):
         text = re.sub(r"^```[a-zA-Z]*\s*|\s*```$", "", text).strip()
     lines = text.splitlines()
     pattern = re.compile(_LABEL_LINE.pattern.format(labels="|".join(re.escape(lb) for lb in labels)), re.I)
-    for i, line in enumerate(lines):
-        m = pattern.match(line)
-        if m:
-            lines = ([m.group(2)] if m.group(2).strip() else []) + lines[i + 1 :]
-            break
+    if after_label:
+        for i, line in enumerate(lines):
+            m = pattern.match(line)
+            if m:
+                lines = ([m.group(2)] if m.group(2).strip() else []) + lines[i + 1 :]
+                break
     while lines and (not lines[0].strip() or (_PREAMBLE.match(lines[0].strip()) and lines[0].rstrip().endswith(":"))):
         lines = lines[1:]
+    if lines:
+        m = pattern.match(lines[0])
+        if m:
+            lines = ([m.group(2)] if m.group(2).strip() else []) + lines[1:]
     return "\n".join(lines).strip()
 
 
@@ -292,7 +302,7 @@ def _render_expand(inputs: dict[str, Any]) -> str:
 
 
 def _parse_expand(raw: str, inputs: dict[str, Any]) -> str:
-    text = clean_reply(raw, ("new query", "new short query", "query", "expanded query"))
+    text = clean_reply(raw, ("new query", "new short query", "query", "expanded query"), after_label=True)
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     line = line.strip("*`").strip().strip("\"'“”").strip()
     return _require(line, "query", raw)

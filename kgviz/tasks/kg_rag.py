@@ -40,6 +40,7 @@ from typing import Any
 from kgviz.prompts import kg_rag as P
 from kgviz.providers.base import Embedder
 from kgviz.reasoning import Task, register
+from kgviz.tasks.rules import says_insufficient
 
 # ------------------------------------------------------------------------------------------------
 # shared text helpers
@@ -155,6 +156,11 @@ def _split_items(text: str) -> list[str]:
     return out
 
 
+_PLAN_LABELS = re.compile(
+    r"\b(ENTITIES|RELATIONS|HOPS)\**\s*[:=]\**\s*(.*?)\s*(?=\**\b(?:ENTITIES|RELATIONS|HOPS)\**\s*[:=]|\n|$)", re.I
+)
+
+
 def parse_plan(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
     max_hops = int(inputs.get("max_hops", 5))
     ents: list[str] | None = None
@@ -173,7 +179,8 @@ def parse_plan(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
                 rels = [str(x).strip() for x in obj["relations"] if str(x).strip()]
             if isinstance(obj.get("hops"), (int, float, str)) and re.fullmatch(r"\d+", str(obj["hops"]).strip()):
                 hops = int(str(obj["hops"]).strip())
-    for label, body in re.findall(r"\b(ENTITIES|RELATIONS|HOPS)\**\s*[:=]\**\s*([^\n]*)", raw, re.I):
+    # a label's body ends at the next label too: real models put all three on one line
+    for label, body in _PLAN_LABELS.findall(raw):
         key = label.upper()
         if key == "ENTITIES" and ents is None:
             ents = _split_items(body)
@@ -208,8 +215,13 @@ def _offline_plan(inputs: dict[str, Any], embedder: Embedder) -> tuple[dict[str,
     )
 
 
+def _plan_usable(plan: dict[str, Any]) -> str:
+    # a reply from which every part of the plan had to be guessed is not worth replaying
+    return "the reply held no plan (all three parts guessed offline)" if len(plan.get("notes") or []) >= 3 else ""
+
+
 register(Task("kgrag_plan", "kg_rag.PLAN", _render_plan, parse_plan, _offline_plan,
-              system=P.SYSTEM, max_tokens=300))
+              system=P.SYSTEM, max_tokens=300, usable=_plan_usable))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -332,8 +344,14 @@ def _offline_choose(inputs: dict[str, Any], embedder: Embedder) -> tuple[dict[st
     )
 
 
+def _choice_usable(choice: dict[str, Any]) -> str:
+    if choice.get("chosen") or choice.get("said_none") or choice.get("from_choice_line"):
+        return ""
+    return "the reply named no candidate and no NONE"
+
+
 register(Task("kgrag_choose", "kg_rag.CHOOSE", _render_choose, parse_choice, _offline_choose,
-              system=P.SYSTEM, max_tokens=200))
+              system=P.SYSTEM, max_tokens=200, usable=_choice_usable))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -343,7 +361,24 @@ _REASON_LINE = re.compile(r"\bREASON\**\s*[:=]\**\s*([^\n]*)", re.I)
 _DECISION_WORDS = {"stop": "stop", "continue": "continue", "backtrack": "backtrack"}
 
 
+# The stop rule (ours, issue 15): a 1.5B model wrote "DECISION: STOP" with "REASON: the facts do
+# not say when he was born". A STOP whose own reason says the facts fall short
+# (kgviz.tasks.rules.says_insufficient) is overruled to CONTINUE; the hop limit still ends a walk.
+def reason_says_insufficient(reason: str) -> bool:
+    return says_insufficient(reason)
+
+
 def parse_decision(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    out = _read_decision(raw)
+    if out["decision"] == "stop" and out["parsed"] and reason_says_insufficient(out["reason"]):
+        out["decision"] = "continue"
+        out["overruled"] = "stop"
+        out["reason"] = (f"{out['reason']} [STOP overruled to CONTINUE: the reason says the facts are "
+                         "insufficient (kgviz rule)]")
+    return out
+
+
+def _read_decision(raw: str) -> dict[str, Any]:
     lines = _DECISION_LINE.findall(raw)
     text = lines[-1] if lines else raw
     found = [m.group(1).lower() for m in re.finditer(r"\b(stop|continue|backtrack)\b", text, re.I)]
@@ -454,4 +489,5 @@ def _offline_evaluate(inputs: dict[str, Any], embedder: Embedder) -> tuple[dict[
 
 
 register(Task("kgrag_evaluate", "kg_rag.EVALUATE", _render_evaluate, parse_decision, _offline_evaluate,
-              system=P.SYSTEM, max_tokens=200))
+              system=P.SYSTEM, max_tokens=200,
+              usable=lambda d: "" if d.get("parsed") else "the reply named no single decision"))

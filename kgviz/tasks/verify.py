@@ -12,6 +12,7 @@ raw reply). Offline, the heuristics of kgviz.verify.claims / kgviz.verify.check 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from kgviz.errors import LLMOutputError
@@ -25,6 +26,7 @@ from kgviz.prompts.verify import (
 )
 from kgviz.providers.base import Embedder, extract_json_text
 from kgviz.reasoning import Task, register
+from kgviz.tasks.rules import says_conflict, says_insufficient
 from kgviz.verify.check import CheckResult, check_claim
 from kgviz.verify.claims import split_offline
 
@@ -93,7 +95,36 @@ def _parse_judge(raw: str, inputs: dict[str, Any]) -> CheckResult:
             ids.append(items[int(key) - 1][0])
         elif any(key == i for i, _ in items):
             ids.append(key)
-    return CheckResult(verdict, tuple(dict.fromkeys(ids)), str(data.get("reason", "")).strip())
+    return consistent(JudgeResult(verdict, tuple(dict.fromkeys(ids)), str(data.get("reason", "")).strip(), verdict))
+
+
+@dataclass(frozen=True)
+class JudgeResult(CheckResult):
+    """A parsed judge reply; ``judge_said`` is the model's own label, ``adjustment`` says why
+    kgviz changed it (empty when the label stands)."""
+
+    judge_said: str = ""
+    adjustment: str = ""
+
+
+def consistent(res: JudgeResult) -> JudgeResult:
+    """The label must agree with the judge's own reason and cited evidence (issue 15: a 1.5B judge
+    called "1" and an answer given over an empty context "supported"). Rules (ours):
+
+    * "supported" citing no shown passage -> "not_found" (support needs a passage);
+    * "supported" whose reason says the context falls short or conflicts -> "not_found";
+    * "contradicted" citing no shown passage -> "not_found" (a contradiction needs one too).
+    Downgrades only: a rule never makes a claim look better than the judge said."""
+    why = ""
+    if res.label == "supported" and not res.evidence:
+        why = "the judge said supported but cited no passage"
+    elif res.label == "supported" and (says_insufficient(res.reason) or says_conflict(res.reason)):
+        why = "the judge said supported but its reason says the context does not support the claim"
+    elif res.label == "contradicted" and not res.evidence:
+        why = "the judge said contradicted but cited no passage"
+    if not why:
+        return res
+    return JudgeResult("not_found", res.evidence, res.reason, res.label, f"{why}: counted as not_found")
 
 
 def _offline_judge(inputs: dict[str, Any], embedder: Embedder) -> tuple[CheckResult, str]:

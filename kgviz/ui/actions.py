@@ -52,13 +52,14 @@ def estimate(ctx: AppContext, documents: Sequence[Document], params: BuildParams
 
 
 def build(ctx: AppContext, documents: Sequence[Document], params: BuildParams, *,
-          label: str = "Building the graph") -> BuildReport:
-    """Build into the workspace with live progress; the report is also kept for this session."""
+          label: str = "Building the graph", refresh: bool = False) -> BuildReport:
+    """Build into the workspace with live progress; the report is also kept for this session.
+    ``refresh`` bypasses cached LLM replies (the model is asked again for every new chunk)."""
     if not documents:
         raise KgvizError("nothing to build: no document could be loaded",
                          hint="Fix or remove the rejected files listed above, or load the sample.")
     store = resources.store(ctx)
-    report = jobs.run_build(documents, store, resources.reasoner(ctx), params, label=label)
+    report = jobs.run_build(documents, store, resources.reasoner(ctx, refresh=refresh), params, label=label)
     st.session_state[K_LAST_REPORT] = report
     return report
 

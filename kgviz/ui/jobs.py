@@ -75,5 +75,11 @@ def run_build(documents: Sequence[Document], store: Any, reasoner: Reasoner, par
         if "error" in outcome:
             box.update(label=f"{label}: failed", state="error", expanded=True)
             raise outcome["error"]
-        box.update(label=f"{label}: done in {time.perf_counter() - t0:.1f} s", state="complete", expanded=False)
-    return outcome["report"]
+        report = outcome["report"]
+        failed = len(report.failures)
+        if failed:  # a build with failed chunks is not a success: say so in the status line itself
+            box.update(label=f"{label}: built with {failed} failed chunk(s) in {time.perf_counter() - t0:.1f} s",
+                       state="error", expanded=False)
+        else:
+            box.update(label=f"{label}: done in {time.perf_counter() - t0:.1f} s", state="complete", expanded=False)
+    return report

@@ -158,6 +158,16 @@ def ingest_problems(result: LoadResult) -> None:
 _NODE_TABLES = ("Document", "Chunk", "SubChunk", "Entity", "Triple", "Keyword", "Extraction", "Meta")
 
 
+def failure_summary(report: BuildReport, *, first: int = 3) -> str:
+    """One warning for a build with failed chunks: how many, the first reasons, what to do."""
+    failures = list(report.failures)
+    reasons = "; ".join(f"{c}: {e}" for c, e, _ in failures[:first])
+    more = f" (and {len(failures) - first} more)" if len(failures) > first else ""
+    return (f"Built with failures: {len(failures)} chunk(s) could not be extracted, so the graph is missing "
+            f"their facts. {reasons}{more}. Build again to retry exactly these chunks (replies that "
+            f"failed are never cached).")
+
+
 def build_report(report: BuildReport, *, degrees: Sequence[int] | None = None) -> None:
     """Counts, extraction failures, merges, usage and seconds per stage, and two charts."""
     st.subheader("Build report")
@@ -165,6 +175,9 @@ def build_report(report: BuildReport, *, degrees: Sequence[int] | None = None) -
                f"already in the workspace: {report.skipped_documents} · resumed: {report.resumed_documents} · "
                f"chunks extracted: {report.extracted_chunks} (reused: {report.reused_extractions}) · "
                f"new entities: {report.new_entities} · new triples: {report.new_triples}")
+    failures = list(report.failures)
+    if failures:
+        st.warning(md_text(failure_summary(report)))
     for warning in report.warnings:
         st.warning(md_text(warning))
     counts = dict(report.counts)
@@ -191,7 +204,6 @@ def build_report(report: BuildReport, *, degrees: Sequence[int] | None = None) -
                                "seconds": [round(v, 3) for v in report.seconds_by_stage.values()]}),
                  hide_index=True, width="stretch")
 
-    failures = list(report.failures)
     malformed = report.n_malformed_lines
     with st.expander(f"Extraction failures: {len(failures)} chunk(s), {malformed} malformed line(s)",
                      expanded=bool(failures)):

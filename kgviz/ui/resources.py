@@ -58,14 +58,17 @@ def prices(ctx: AppContext) -> PriceTable:
     return PriceTable.load(ctx.settings.price_table_path)
 
 
-def llm(ctx: AppContext) -> Any:
-    """A fresh LLM client for the session (MissingKeyError when a provider has no key)."""
-    return make_llm(ctx.llm_spec, ctx.settings, api_key=ctx.api_key)
+def llm(ctx: AppContext, *, refresh: bool = False) -> Any:
+    """A fresh LLM client for the session (MissingKeyError when a provider has no key).
+    ``refresh`` asks the model again instead of replaying cached replies (and caches the new
+    accepted ones)."""
+    return make_llm(ctx.llm_spec, ctx.settings, api_key=ctx.api_key, refresh=refresh)
 
 
-def reasoner(ctx: AppContext, ledger: UsageLedger | None = None) -> Reasoner:
+def reasoner(ctx: AppContext, ledger: UsageLedger | None = None, *, refresh: bool = False) -> Reasoner:
     emb, _notice = embedder(ctx)
-    return Reasoner(llm(ctx), emb, ledger=ledger if ledger is not None else UsageLedger(), prices=prices(ctx))
+    return Reasoner(llm(ctx, refresh=refresh), emb, ledger=ledger if ledger is not None else UsageLedger(),
+                    prices=prices(ctx))
 
 
 def clear() -> None:

@@ -36,6 +36,8 @@ class ClaimVerdict:
     start: int = -1  # span in the answer; -1 when the claim is a rephrasing
     end: int = -1
     raw_output: str = ""  # the judge's reply when it could not be parsed
+    judge_label: str = ""  # the LLM judge's own label when kgviz overruled it (else empty)
+    adjustment: str = ""  # why it was overruled (kgviz.tasks.verify.consistent)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -58,6 +60,11 @@ class Verdict:
         return sum(c.label in UNSUPPORTED for c in self.claims)
 
     @property
+    def disagreements(self) -> int:
+        """Claims whose judge label disagreed with its own reason or evidence (and was downgraded)."""
+        return sum(bool(c.adjustment) for c in self.claims)
+
+    @property
     def hallucinated(self) -> bool:
         return not self.abstained and not self.failed and self.unsupported > 0
 
@@ -70,7 +77,8 @@ class Verdict:
                 "claims": [c.to_dict() for c in self.claims],
                 "labels": [c.label for c in self.claims],
                 "evidence_ids": sorted({e for c in self.claims for e in c.evidence}),
-                "counts": self.counts(), "errors": list(self.errors), "usage": self.usage.to_dict()}
+                "counts": self.counts(), "judge_disagreements": self.disagreements,
+                "errors": list(self.errors), "usage": self.usage.to_dict()}
 
 
 def judge_label(reasoner: Reasoner) -> str:
@@ -128,5 +136,9 @@ def verify_run(run: Run, reasoner: Reasoner) -> Verdict:
         else:
             verdict.usage = verdict.usage + res.call.usage
             cv.label, cv.evidence, cv.reason = res.value.label, list(res.value.evidence), res.value.reason
+            cv.adjustment = getattr(res.value, "adjustment", "")
+            if cv.adjustment:  # shown, not silent: the claim's row and the verdict's count say so
+                cv.judge_label = res.value.judge_said
+                verdict.errors.append(f"claim {len(verdict.claims) + 1}: {cv.adjustment}")
         verdict.claims.append(cv)
     return verdict

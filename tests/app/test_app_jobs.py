@@ -1,6 +1,7 @@
 """kgviz.ui.jobs.run_build: progress from worker threads reaches the page; errors come back."""
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
@@ -61,3 +62,38 @@ def test_build_error_is_shown_not_raised(monkeypatch: pytest.MonkeyPatch) -> Non
     assert not at.exception, at.exception
     assert [e.value for e in at.error] == ["Build: extraction failed at chunk 2 — check the provider"]
     assert at.status[0].label == "Test build: failed"
+
+
+# --- issue 15: a build with failed chunks is never shown as a plain success ---------------------
+_FAILURES = [("doc:a#c0", "the reply was empty", ""), ("doc:a#c1", "the server returned HTML, not an API reply", "<html>"),
+             ("doc:b#c0", "the reply contained no triple", "lorem"), ("doc:b#c1", "timeout", "")]
+
+
+def test_status_line_says_built_with_failures(monkeypatch: pytest.MonkeyPatch) -> None:
+    def build(documents: list, store: Any, reasoner: Any, params: BuildParams, *, progress: Any,
+              cancel: threading.Event | None = None) -> BuildReport:
+        return BuildReport(mode="openai-compatible:qwen", failures=list(_FAILURES))
+
+    monkeypatch.setattr(pipeline, "build", build)
+    at = AppTest.from_function(_page).run(timeout=30)
+    assert not at.exception, at.exception
+    assert at.status[0].label.startswith("Test build: built with 4 failed chunk(s)")
+
+
+def _report_page(failures: list) -> None:
+    from kgviz.index.params import BuildReport
+    from kgviz.ui.render import build_report
+
+    build_report(BuildReport(mode="openai-compatible:qwen", failures=[tuple(f) for f in failures],
+                             n_malformed_lines=2, counts={"Document": 2, "Triple": 5}))
+
+
+def test_report_warns_with_the_first_reasons() -> None:
+    at = AppTest.from_function(_report_page, args=(_FAILURES,)).run(timeout=30)
+    assert not at.exception, at.exception
+    (warning,) = [re.sub(r"\\(.)", r"\1", w.value) for w in at.warning]  # md_text escapes markdown
+    assert warning.startswith("Built with failures: 4 chunk(s) could not be extracted")
+    assert "the reply was empty" in warning and "HTML" in warning and "(and 1 more)" in warning
+    assert "timeout" not in warning  # only the first three reasons; the table lists all
+    table = next(df.value for df in at.dataframe if "error" in df.value.columns)
+    assert list(table["chunk"]) == [c for c, _, _ in _FAILURES]

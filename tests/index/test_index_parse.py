@@ -59,7 +59,8 @@ def test_separator_fallbacks_types_and_arrows() -> None:
         "(Tesk Works [organisation]; is in; Aldport [place])"
     ]
     assert rendered("(Mira)-[designed]->(Orrin Bridge)") == ["(Mira; designed; Orrin Bridge)"]
-    assert rendered("(a; b; c; d)") == ["(a; b; c; d)"]  # extra parts stay in the object
+    out = parse_triples("(a; b; c; d)")  # changed (issue 15): four parts are rejected, not folded
+    assert out.triples == [] and out.n_malformed == 1 and "4 parts" in out.warnings[0]
 
 
 def test_unbalanced_parentheses_are_repaired_with_a_warning() -> None:
@@ -78,7 +79,9 @@ def test_malformed_lines_are_counted_not_raised() -> None:
 
 def test_no_triples_none_and_empty() -> None:
     assert parse_triples("NONE").status == "ok" and parse_triples("NONE").triples == []
-    assert parse_triples("").status == "ok"
+    empty = parse_triples("")  # changed (issue 15): an empty reply is a failure, not "no facts"
+    assert empty.status == "failed" and empty.warnings == ["the reply was empty"]
+    assert parse_triples("  \n ").status == "failed"
     prose = parse_triples("The text talks about a bridge.")
     assert prose.status == "failed" and prose.triples == []
 
@@ -134,3 +137,59 @@ def test_fuzz_json_shapes_never_raise(data: object) -> None:
 
     parse_triples(json.dumps(data))
     parse_triples(None)
+
+
+# --- what a real 1.5B model wrote (issue 15) --------------------------------------------------------
+def test_bare_triples_with_parentheses_inside_names() -> None:
+    raw = ("1. Thomas Aldrick (1889–1966); was born in; Ventholm\n"
+           "2. Thomas Aldrick (1889–1966); studied at; Ventholm College\n"
+           "3. (Ventholm College (founded 1801); is in; Ventholm)\n"
+           "4. Paris (Texas); is in; Lamar County")
+    out = parse_triples(raw)
+    assert [t.render() for t in out.triples] == [
+        "(Thomas Aldrick; was born in; Ventholm)",
+        "(Thomas Aldrick; studied at; Ventholm College)",
+        "(Ventholm College; is in; Ventholm)",
+        "(Paris (Texas); is in; Lamar County)",  # no digit: a disambiguation, kept
+    ]
+    assert out.n_malformed == 0 and out.status == "ok"
+
+
+def test_more_than_three_parts_is_rejected_with_a_reason() -> None:
+    out = parse_triples("Kell Arden; in year; 1885; in year; 2023\n(a; b; c)")
+    assert [t.render() for t in out.triples] == ["(a; b; c)"]
+    assert out.n_malformed == 1 and "5 parts, a triple has 3" in out.warnings[0]
+
+
+def test_stopword_objects_are_rejected_with_a_reason() -> None:
+    out = parse_triples("(Mira Tesk; married; and)\n(it; is; a city)\n(Mira Tesk; was born in; Aldport)")
+    assert [t.render() for t in out.triples] == ["(Mira Tesk; was born in; Aldport)"]
+    assert out.n_malformed == 2
+    assert "'and' is not a name" in out.warnings[0] and "'it' is not a name" in out.warnings[1]
+
+
+def test_two_part_hypernode_with_a_date_is_a_fact() -> None:
+    out = parse_triples("((Vey Dam; was built by; Oskar Linde); 1957)\n((a; b; c); March 1931)\n((a; b; c); blue)")
+    assert [t.render() for t in out.triples] == [
+        "((Vey Dam; was built by; Oskar Linde); in year; 1957)", "((a; b; c); on date; March 1931)"]
+    assert out.n_malformed == 1 and "2 parts" in out.warnings[0]  # no date: nothing to qualify with
+
+
+def test_runaway_repetition_is_cut_off() -> None:
+    raw = "(a; b; c)\n" + "(Kellhaven; is in; Norrland)\n(Kellhaven; has; port)\n" * 200
+    out = parse_triples(raw)
+    assert [t.render() for t in out.triples] == ["(a; b; c)", "(Kellhaven; is in; Norrland)", "(Kellhaven; has; port)"]
+    assert out.n_malformed == 1 and out.status == "partial"
+    assert any("repeats" in w and "stopped reading" in w for w in out.warnings)
+
+
+def test_think_blocks_bold_and_numbered_lines() -> None:
+    raw = ("<think>The text says (x; y; z) maybe.</think>\n"
+           "**1.** **(Mira Tesk; was born in; Aldport)**\n2) Kell Arden; founded; Tesk Works")
+    assert rendered(raw) == ["(Mira Tesk; was born in; Aldport)", "(Kell Arden; founded; Tesk Works)"]
+    assert rendered("<think>unterminated (x; y; z)") == []
+
+
+def test_fenced_json_reply() -> None:
+    raw = '```json\n[["Ana Pell", "founded", "Pell Glassworks"]]\n```'
+    assert rendered(raw) == ["(Ana Pell; founded; Pell Glassworks)"]

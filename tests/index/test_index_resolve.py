@@ -111,5 +111,7 @@ def test_assemble_merges_aliases_dedups_overlap_and_keeps_provenance() -> None:
 
 def test_assemble_drops_empty_names_and_self_loops() -> None:
     c = _chunk("doc:a", 0, "Edda Lunn married Lunn.")
-    acc = assemble([("doc:a", [c])], {c.id: parse_triples("(Edda Lunn; married; Lunn)\n(--; is; x)\n(Edda Lunn; is a; engineer)")})
-    assert acc.n_dropped == 2 and len(acc.triples) == 1
+    parsed = parse_triples("(Edda Lunn; married; Lunn)\n(--; is; x)\n(Edda Lunn; is a; engineer)")
+    assert parsed.n_malformed == 1  # issue 15: the parser now rejects a name with no word in it
+    acc = assemble([("doc:a", [c])], {c.id: parsed})
+    assert acc.n_dropped == 1 and len(acc.triples) == 1  # the self-loop

@@ -10,7 +10,9 @@ building, retries, timeouts and response parsing all run for real; only the far 
         srv.requests[0].headers["x-api-key"]
 
 Replies are consumed in order; once the script runs out, the last reply repeats (handy for
-"always 500"). Every request is recorded (method, path, headers, parsed JSON body).
+"always 500"). Every request is recorded (method, path, headers, parsed JSON body). A
+``responder`` (a function of the recorded request) replaces the script when set, for servers
+whose reply depends on what was asked (one faulty chunk among good ones).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,7 @@ class FakeServer:
         self._script: list[Reply] = []
         self._last: Reply = Reply(599, {"error": "no reply scripted"})
         self.requests: list[Recorded] = []
+        self.responder: Callable[[Recorded], Reply] | None = None
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.fake = self
         # a short poll interval keeps shutdown (one per test) at ~20 ms instead of 0.5 s
@@ -108,6 +111,8 @@ class FakeServer:
     def _record_and_pick(self, rec: Recorded) -> Reply:
         with self._lock:
             self.requests.append(rec)
+            if self.responder is not None:
+                return self.responder(rec)
             if self._script:
                 self._last = self._script.pop(0)
             return self._last

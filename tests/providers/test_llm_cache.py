@@ -26,6 +26,13 @@ def settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path / "home", db_dir=tmp_path / "db", timeout_s=5, max_retries=1)
 
 
+def ask(llm, messages=Q, **kw):  # noqa: ANN001, ANN201 - test helper
+    """complete + accept, as the Reasoner does after parsing a reply."""
+    c = llm.complete(messages, **kw)
+    llm.accept(c)
+    return c
+
+
 def cache_bytes(s: Settings) -> bytes:
     return b"".join(p.read_bytes() for p in s.cache_dir.iterdir() if p.is_file())
 
@@ -35,7 +42,7 @@ def test_second_identical_call_is_free_and_marked_cached(server: FakeServer, tmp
     server.script(Reply(200, anthropic_ok("Shakespeare.", 40, 5)))
     llm = make_llm(f"anthropic:claude-haiku-4-5@{server.url}", s, api_key=KEY)
     assert isinstance(llm, CachedLLM)
-    first = llm.complete(Q, system="Be brief.", max_tokens=50)
+    first = ask(llm, system="Be brief.", max_tokens=50)
     second = llm.complete(Q, system="Be brief.", max_tokens=50)
     assert len(server.requests) == 1
     assert first.cached is False and first.usage.total_tokens == 45 and first.usage.calls == 1
@@ -61,7 +68,7 @@ def test_cache_file_never_contains_the_key(server: FakeServer, tmp_path: Path) -
 def test_key_is_not_part_of_the_cache_key(server: FakeServer, tmp_path: Path) -> None:
     s = settings(tmp_path)
     server.script(Reply(200, anthropic_ok("x")))
-    make_llm(f"anthropic:claude-haiku-4-5@{server.url}", s, api_key=KEY).complete(Q)
+    ask(make_llm(f"anthropic:claude-haiku-4-5@{server.url}", s, api_key=KEY))
     again = make_llm(f"anthropic:claude-haiku-4-5@{server.url}", s, api_key="another-key-0000").complete(Q)
     assert again.cached and len(server.requests) == 1
 
@@ -110,7 +117,7 @@ def test_cache_survives_reopening(server: FakeServer, tmp_path: Path) -> None:
     s = settings(tmp_path)
     server.script(Reply(200, chat_ok("persisted")))
     spec = f"openai-compatible:llama3.1:8b@{server.url}"
-    make_llm(spec, s).complete(Q)
+    ask(make_llm(spec, s))
     open_cache(s.cache_dir).close()  # drop the process-wide connection, as a new process would
     c = make_llm(spec, s).complete(Q)
     assert c.cached and c.text == "persisted" and len(server.requests) == 1
@@ -126,7 +133,7 @@ def test_concurrent_calls_are_safe(server: FakeServer, tmp_path: Path) -> None:
     def work(chunk: list[list[Message]]) -> None:
         try:
             for p in chunk:
-                llm.complete(p)
+                ask(llm, p)
         except BaseException as exc:  # surfaced by the assertion below
             errors.append(exc)
 
@@ -176,3 +183,100 @@ def test_reasoner_accounts_real_and_cached_calls(server: FakeServer, tmp_path: P
     step = ledger.by_step()["extract"]
     assert (step.calls, step.cached_calls, step.input_tokens) == (1, 1, 1_000_000)
     assert step.cost_usd == pytest.approx(1.5)
+
+
+# --- issue 15: only accepted replies are replayed ------------------------------------------------
+def _strict_parse(raw: str, inputs: dict) -> str:
+    from kgviz.errors import LLMOutputError
+
+    if not raw.strip().startswith("OK"):
+        raise LLMOutputError(f"not an OK reply: {raw[:40]!r}")
+    return raw.strip()
+
+
+_STRICT = register(
+    Task(
+        name="providers_test_strict",
+        prompt_name="PROVIDERS_TEST_STRICT",
+        render=lambda inputs: f"Say OK about {inputs['text']}",
+        parse=_strict_parse,
+        offline=lambda inputs, embedder: ("OK", "identity"),
+        usable=lambda value: "" if value != "OK maybe" else "the model hedged",
+    )
+)
+
+
+def test_unaccepted_reply_is_kept_on_disk_but_never_replayed(server: FakeServer, tmp_path: Path) -> None:
+    s = settings(tmp_path)
+    server.script(Reply(200, chat_ok("first")), Reply(200, chat_ok("second")))
+    llm = make_llm(f"openai-compatible:m@{server.url}", s)
+    assert llm.complete(Q).text == "first"  # nobody accepted it
+    again = llm.complete(Q)
+    assert again.text == "second" and not again.cached and len(server.requests) == 2
+    cache = open_cache(s.cache_dir)
+    assert cache.stats()["entries"] == 0 and cache.stats()["unaccepted"] == 1
+    assert [text for _, text, _ in cache.rejected()] == ["second"]  # the failed reply is not lost
+
+
+def test_reasoner_caches_only_replies_its_task_parsed(server: FakeServer, tmp_path: Path) -> None:
+    from kgviz.errors import LLMOutputError
+
+    s = settings(tmp_path)
+    server.script(Reply(200, chat_ok("garbage")), Reply(200, chat_ok("OK fine")))
+    r = Reasoner(make_llm(f"openai-compatible:m@{server.url}", s), HashingEmbedder(64))
+    with pytest.raises(LLMOutputError) as info:
+        r.run("providers_test_strict", text="x")
+    assert info.value.call.raw_output == "garbage"  # type: ignore[attr-defined]
+    assert [reason for _, _, reason in open_cache(s.cache_dir).rejected()] == ["not an OK reply: 'garbage'"]
+    assert r.run("providers_test_strict", text="x").value == "OK fine"  # the server was asked again
+    replay = r.run("providers_test_strict", text="x")
+    assert replay.call.cached and replay.value == "OK fine" and len(server.requests) == 2
+
+
+def test_a_value_the_task_calls_unusable_is_not_replayed(server: FakeServer, tmp_path: Path) -> None:
+    s = settings(tmp_path)
+    server.script(Reply(200, chat_ok("OK maybe")), Reply(200, chat_ok("OK")))
+    r = Reasoner(make_llm(f"openai-compatible:m@{server.url}", s), HashingEmbedder(64))
+    assert r.run("providers_test_strict", text="y").value == "OK maybe"  # returned, not cached
+    assert r.run("providers_test_strict", text="y").value == "OK"
+    assert len(server.requests) == 2
+
+
+def test_legacy_cached_failure_is_rejected_and_reasked_in_the_same_run(server: FakeServer, tmp_path: Path) -> None:
+    import sqlite3
+
+    s = settings(tmp_path)
+    spec = f"openai-compatible:m@{server.url}"
+    server.script(Reply(200, chat_ok("garbage from an old kgviz")), Reply(200, chat_ok("OK now")))
+    llm = make_llm(spec, s)
+    c = llm.complete([Message("user", "Say OK about z")], max_tokens=1024)
+    cache = open_cache(s.cache_dir)
+    path = cache.path
+    cache.close()
+    # rebuild the file as an older kgviz wrote it: no accepted/rejection columns, every row replayed
+    con = sqlite3.connect(path)
+    rows = con.execute("SELECT key, provider, model, text, reply_model, input_tokens, output_tokens, latency_s, raw, "
+                       "created FROM completions").fetchall()
+    con.execute("DROP TABLE completions")
+    con.execute("CREATE TABLE completions (key TEXT PRIMARY KEY, provider TEXT NOT NULL, model TEXT NOT NULL, "
+                "text TEXT NOT NULL, reply_model TEXT NOT NULL, input_tokens INTEGER NOT NULL, output_tokens INTEGER "
+                "NOT NULL, latency_s REAL NOT NULL, raw TEXT NOT NULL, created REAL NOT NULL)")
+    con.executemany("INSERT INTO completions VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+    con.commit()
+    con.close()
+    assert c.text == "garbage from an old kgviz"
+    r = Reasoner(make_llm(spec, s), HashingEmbedder(64))
+    res = r.run("providers_test_strict", text="z")
+    assert res.value == "OK now" and not res.call.cached and len(server.requests) == 2
+    assert r.run("providers_test_strict", text="z").call.cached
+
+
+def test_refresh_reasks_but_a_failed_refresh_keeps_the_good_answer(server: FakeServer, tmp_path: Path) -> None:
+    s = settings(tmp_path)
+    spec = f"openai-compatible:m@{server.url}"
+    server.script(Reply(200, chat_ok("good")), Reply(200, chat_ok("worse")))
+    ask(make_llm(spec, s))
+    fresh = make_llm(spec, s, refresh=True)
+    assert fresh.complete(Q).text == "worse" and len(server.requests) == 2  # asked despite the cache
+    replay = make_llm(spec, s).complete(Q)  # "worse" was never accepted: the good answer stays
+    assert replay.cached and replay.text == "good"

@@ -10,7 +10,13 @@ from kgviz.errors import ConfigError, MissingKeyError, ProviderError
 from kgviz.providers.anthropic_llm import AnthropicLLM
 from kgviz.providers.base import LLM
 from kgviz.providers.cache import CachedLLM
-from kgviz.providers.factory import make_llm, parse_llm_spec
+from kgviz.providers.factory import (
+    LOCAL_FREQUENCY_PENALTY,
+    LOCAL_TIMEOUT_S,
+    REMOTE_TIMEOUT_S,
+    make_llm,
+    parse_llm_spec,
+)
 from kgviz.providers.offline import OfflineLLM
 from kgviz.providers.openai_llm import OpenAIChatLLM, OpenAIResponsesLLM
 from kgviz.types import Message
@@ -117,3 +123,38 @@ def test_embedder_spec_accepts_an_embedder_id() -> None:
     with pytest.raises(ConfigError) as info:
         parse_embedder_spec("hash-768")
     assert "hashing-<dim>" in info.value.user_message()
+
+
+# --- issue 15: patience and loop damping for local CPU servers ------------------------------------
+@pytest.mark.parametrize(
+    "spec, want",
+    [
+        ("openai-compatible:qwen@http://127.0.0.1:8080/v1", LOCAL_TIMEOUT_S),
+        ("openai-compatible:qwen@http://localhost:11434/v1", LOCAL_TIMEOUT_S),
+        ("openai-compatible:qwen@http://[::1]:8080/v1", LOCAL_TIMEOUT_S),
+        ("openai-compatible:qwen@http://10.0.0.2:8000/v1", REMOTE_TIMEOUT_S),  # a GPU box elsewhere
+        ("anthropic:claude-haiku-4-5", REMOTE_TIMEOUT_S),
+    ],
+)
+def test_default_timeout_depends_on_where_the_model_runs(tmp_path: Path, spec: str, want: float) -> None:
+    unset = Settings(home=tmp_path / "home", db_dir=tmp_path / "db", max_retries=0)
+    assert unset.timeout_s is None
+    llm = make_llm(spec, unset, env={"ANTHROPIC_API_KEY": "k"}, use_cache=False)
+    assert llm._client.timeout == want  # type: ignore[attr-defined]
+    explicit = make_llm(spec, settings(tmp_path), env={"ANTHROPIC_API_KEY": "k"}, use_cache=False)
+    assert explicit._client.timeout == 7  # type: ignore[attr-defined]  # KGVIZ_TIMEOUT_S wins
+
+
+def test_settings_read_the_timeout_only_when_set() -> None:
+    assert Settings.from_env({"KGVIZ_HOME": "/tmp/x"}).timeout_s is None
+    assert Settings.from_env({"KGVIZ_HOME": "/tmp/x", "KGVIZ_TIMEOUT_S": "120"}).timeout_s == 120.0
+
+
+def test_local_chat_requests_carry_a_frequency_penalty(server: FakeServer, tmp_path: Path) -> None:
+    server.script(Reply(200, chat_ok("a")))
+    local = make_llm(f"openai-compatible:qwen@{server.url}/v1", settings(tmp_path), env={}, use_cache=False)
+    local.complete([Message("user", "x")])
+    assert server.requests[0].json["frequency_penalty"] == LOCAL_FREQUENCY_PENALTY
+    remote = OpenAIChatLLM("qwen", base_url=f"{server.url}/v1")  # the default adapter sends none
+    remote.complete([Message("user", "x")])
+    assert "frequency_penalty" not in server.requests[1].json

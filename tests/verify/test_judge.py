@@ -166,3 +166,49 @@ def test_malformed_split_reply_judges_the_whole_answer_visibly() -> None:
     assert v.claims[0].text == answer
     assert any("claim split failed" in e for e in v.errors)
     assert v.usage.calls == 2  # the unparseable split call is still accounted
+
+
+# --- issue 15: the judge's label must agree with its own reason and evidence ---------------------
+class _JudgeSays:
+    """A judge LLM that always replies with one JSON verdict."""
+
+    provider, model = "fake", "judge-1.5b"
+
+    def __init__(self, verdict: dict[str, Any]) -> None:
+        self.reply = json.dumps(verdict)
+
+    @property
+    def is_offline(self) -> bool:
+        return False
+
+    def complete(self, messages: Sequence[Message], *, system: str | None = None, max_tokens: int = 1024,
+                 json_schema: dict[str, Any] | None = None) -> Completion:
+        return Completion(self.reply, Usage(input_tokens=10, output_tokens=5, calls=1), self.model, self.provider)
+
+
+@pytest.mark.parametrize("reply, judge_said", [
+    ({"verdict": "supported", "evidence": [], "reason": "The context says so."}, "supported"),
+    ({"verdict": "supported", "evidence": [7], "reason": "Passage 7 says so."}, "supported"),  # no such passage
+    ({"verdict": "supported", "evidence": [1], "reason": "The context does not mention Cape May."}, "supported"),
+    ({"verdict": "supported", "evidence": [1], "reason": "Passage 1 contradicts the claim."}, "supported"),
+    ({"verdict": "contradicted", "evidence": [], "reason": "Wrong."}, "contradicted"),
+])
+def test_label_contradicting_its_reason_or_evidence_is_downgraded(reply: dict, judge_said: str) -> None:
+    v = verify_run(make_run("Cape May"), Reasoner(_JudgeSays(reply), HashingEmbedder()))
+    (claim,) = v.claims
+    assert claim.label == "not_found" and claim.judge_label == judge_said
+    assert "counted as not_found" in claim.adjustment
+    assert v.hallucinated and v.disagreements == 1
+    d = v.to_dict()
+    assert d["judge_disagreements"] == 1 and d["claims"][0]["judge_label"] == judge_said
+    assert any("cited no passage" in e or "reason says" in e for e in v.errors)
+
+
+def test_a_consistent_judge_label_stands() -> None:
+    reply = {"verdict": "supported", "evidence": [1], "reason": "Passage 1 says it was founded in 1898."}
+    v = verify_run(make_run("1898"), Reasoner(_JudgeSays(reply), HashingEmbedder()))
+    assert [c.label for c in v.claims] == ["supported"] and v.claims[0].evidence == ["doc:a#c0"]
+    assert v.disagreements == 0 and v.claims[0].judge_label == "" and not v.hallucinated
+    honest = {"verdict": "not_found", "evidence": [], "reason": "The context does not mention it."}
+    v = verify_run(make_run("Cape May"), Reasoner(_JudgeSays(honest), HashingEmbedder()))
+    assert [c.label for c in v.claims] == ["not_found"] and v.disagreements == 0
