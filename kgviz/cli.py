@@ -113,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--keep-failed", action="store_true",
                    help="do not retry chunks that failed in an earlier build (by default they are re-asked)")
     b.add_argument("--estimate", action="store_true", help="print the cost estimate and stop")
+    b.add_argument("--skip-near-duplicates", action="store_true",
+                   help="leave out documents whose text overlaps an earlier one by >= 95%% (default: report them, load them)")
     _ket_options(b)
     b.set_defaults(func=cmd_build)
 
@@ -177,18 +179,33 @@ def _progress_printer(enabled: bool) -> Callable[[Any], None]:
     return show
 
 
+def _print_load(loaded: Any) -> None:
+    """What the loader left out, by name: a count alone does not say which file to look at."""
+    for err in loaded.errors:
+        print(f"skipped {err.user_message()}", file=sys.stderr)
+    for d in loaded.duplicates:
+        print(f"duplicate: {d.source} has the same text as {d.kept}; built once", file=sys.stderr)
+    for d in loaded.near_duplicates:
+        action = "left out" if d.skipped else "built anyway (--skip-near-duplicates leaves it out)"
+        print(f"near-duplicate: {d.source} overlaps {d.kept} by {d.similarity:.0%}; {action}", file=sys.stderr)
+    for i in loaded.ignored:
+        print(f"ignored: {i.path}: {i.reason}" + (" (name the file to load it)" if i.loads_when_named else ""),
+              file=sys.stderr)
+
+
 def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
     from kgviz.index.pipeline import BuildParams, build, estimate_cost
-    from kgviz.ingest import load_paths
+    from kgviz.ingest import LoadLimits, load_paths
     from kgviz.workspace import open_workspace
 
     ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder,
                                use_cache=not args.no_cache))
     for n in ws.notices:
         print(f"note: {n}", file=sys.stderr)
-    loaded = load_paths(args.paths, max_bytes=settings.max_file_bytes)
-    for err in loaded.errors:
-        print(f"skipped {err.user_message()}", file=sys.stderr)
+    limits = LoadLimits(chunk_tokens=args.chunk_tokens or settings.chunk_tokens)
+    loaded = load_paths(args.paths, max_bytes=settings.max_file_bytes, limits=limits,
+                        skip_near_duplicates=args.skip_near_duplicates)
+    _print_load(loaded)
     # KGVIZ_WORKERS counts here as in the app: 4 concurrent requests to a one-slot CPU server
     # (issue 15) only queue up and time out
     workers = args.workers if args.workers is not None else settings.workers
@@ -211,6 +228,8 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
                    progress=_progress_printer(not args.json and sys.stderr.isatty()))
     out = report.to_dict()
     out["load_errors"] = [{"path": e.path, "reason": e.reason} for e in loaded.errors]
+    load = loaded.to_dict()
+    out.update({k: load[k] for k in ("documents", "duplicates", "near_duplicates", "ignored")})
     out["notices"] = ws.notices
     if args.json:
         print(json.dumps(out, indent=2, default=str))
@@ -252,10 +271,13 @@ def cmd_import_kg(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(out, indent=2, default=str))
     else:
         for k, v in out.items():
-            if k != "bad_rows":
+            if k not in ("bad_rows", "bad_entity_rows"):
                 print(f"{k}: {v}")
-        for line_no, reason in out.get("bad_rows", [])[:50]:
-            print(f"  line {line_no}: {reason}", file=sys.stderr)
+        for key, path in (("bad_rows", args.triples), ("bad_entity_rows", args.entities or "entities file")):
+            for line_no, reason in out.get(key, [])[:50]:
+                print(f"skipped {path} line {line_no}: {reason}", file=sys.stderr)
+            if len(out.get(key, [])) > 50:
+                print(f"... and {len(out[key]) - 50} more bad lines in {path} (--json lists them all)", file=sys.stderr)
     return 0
 
 

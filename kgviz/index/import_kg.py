@@ -14,15 +14,15 @@ facts; the JSONL only adds descriptions and qids (so held-out facts do not come 
 descriptions of entities only they mention; a description can still state a held-out fact about
 an entity that other facts keep — a limit of the data, reported here).
 
-Bad lines (wrong number of columns, an empty head/relation/tail, unreadable JSON, no label) are
-skipped and reported with their line numbers. ``exclude_question_ids`` and ``splits`` hold out
+Bad lines (wrong number of columns, an empty head/relation/tail, invalid UTF-8, unreadable or
+too deeply nested JSON, an over-long line, no label) are skipped and reported with their line
+numbers; the other lines load. Only an unreadable file or a missing header stops the import. ``exclude_question_ids`` and ``splits`` hold out
 facts, e.g. the "oracle" rows behind evaluation questions.
 """
 from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,12 +32,24 @@ from kgviz.errors import BuildError, IngestError
 from kgviz.graph.store import GraphStore
 from kgviz.index.embed import embed_texts, entity_text
 from kgviz.index.resolve import normalise_key
+from kgviz.ingest.jsonl import BadLine, iter_lines, parse_object
+from kgviz.ingest.limits import DEFAULT_LIMITS
 from kgviz.providers.base import Embedder
 
 CURATED = "curated"
 REQUIRED = ("head", "relation", "tail")
 OPTIONAL = ("head_qid", "tail_qid", "split", "question_id")
 MAX_FIELD_CHARS = 500  # ours: longer "names" are almost surely a broken row
+MAX_LINE_CHARS = 100_000  # ours: a triples row is three names; csv refuses fields over 131,072
+
+
+def _read(path: Path, what: str) -> bytes:
+    """The file's bytes; lines are decoded one by one later, so a bad line costs that line only."""
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise IngestError(str(path), f"cannot read the {what} file ({exc.strerror or exc})",
+                          hint="check the path") from exc
 
 
 @dataclass
@@ -73,13 +85,13 @@ def read_triples_tsv(
     report = ImportReport()
     excluded = {q.strip() for q in exclude_question_ids or () if q.strip()}
     keep_splits = {s.strip() for s in splits} if splits is not None else None
-    try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise IngestError(str(path), f"cannot read the triples file: {exc}") from exc
-    if not lines:
-        raise IngestError(str(path), "the triples file is empty", hint="expected a header: head<TAB>relation<TAB>tail")
-    header = [h.strip().lower() for h in lines[0].split("\t")]
+    lines = list(iter_lines(_read(path, "triples")))
+    while lines and lines[-1][1] == "":  # the newline that ends the file
+        lines.pop()
+    if not lines or lines[0][1] is None or not lines[0][1].strip():
+        raise IngestError(str(path), "the triples file is empty or its header line is unreadable",
+                          hint="expected a header: head<TAB>relation<TAB>tail")
+    header = [h.strip().lower() for h in lines[0][1].split("\t")]
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise IngestError(
@@ -88,10 +100,20 @@ def read_triples_tsv(
         )
     col = {name: header.index(name) for name in REQUIRED + OPTIONAL if name in header}
     facts: list[_Fact] = []
-    for n, line in enumerate(lines[1:], start=2):
+    for n, line, reason in lines[1:]:
+        if line is None:
+            report.bad_rows.append((n, reason))
+            continue
         if not line.strip():
             continue
-        cells = next(csv.reader([line], delimiter="\t", quoting=csv.QUOTE_NONE))
+        if len(line) > MAX_LINE_CHARS:
+            report.bad_rows.append((n, f"line is {len(line):,} characters, over the limit of {MAX_LINE_CHARS:,}"))
+            continue
+        try:
+            cells = next(csv.reader([line], delimiter="\t", quoting=csv.QUOTE_NONE))
+        except csv.Error as exc:
+            report.bad_rows.append((n, f"unreadable row ({exc})"))
+            continue
         if len(cells) != len(header):
             report.bad_rows.append((n, f"{len(cells)} columns, the header has {len(header)}"))
             continue
@@ -117,29 +139,24 @@ def read_triples_tsv(
 def read_entities_jsonl(path: Path, report: ImportReport) -> dict[str, dict[str, str]]:
     """{normalised label: {"label", "qid", "description"}}; bad lines go to the report."""
     out: dict[str, dict[str, str]] = {}
-    try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise IngestError(str(path), f"cannot read the entities file: {exc}") from exc
-    for n, line in enumerate(lines, start=1):
+    for n, line, reason in iter_lines(_read(path, "entities")):
+        if line is None:
+            report.bad_entity_rows.append((n, reason))
+            continue
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            report.bad_entity_rows.append((n, f"not JSON: {exc.msg}"))
-            continue
-        if not isinstance(obj, dict):
-            report.bad_entity_rows.append((n, "not a JSON object"))
+        obj = parse_object(line, DEFAULT_LIMITS)
+        if isinstance(obj, BadLine):
+            report.bad_entity_rows.append((n, obj.reason))
             continue
         label = obj.get("label")
-        if not isinstance(label, str) or not normalise_key(label):
+        if type(label) is not str or not normalise_key(label) or len(label) > MAX_FIELD_CHARS:
             report.bad_entity_rows.append((n, "no 'label'"))
             continue
         qid, desc = obj.get("qid"), obj.get("description")
         out.setdefault(normalise_key(label), {
             "label": label.strip(),
-            "qid": qid.strip() if isinstance(qid, str) else "",
+            "qid": qid.strip()[:MAX_FIELD_CHARS] if isinstance(qid, str) else "",
             "description": desc.strip() if isinstance(desc, str) else "",
         })
     return out

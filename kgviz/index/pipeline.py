@@ -173,7 +173,7 @@ def build(
 def _chunk_stage(
     store: GraphStore, documents: Sequence[Document], params: BuildParams, report: BuildReport
 ) -> tuple[list[Document], dict[str, list[Chunk]]]:
-    unique = list({d.id: d for d in reversed(documents)}.values())[::-1]  # first copy of an id wins
+    unique = _first_copies(documents, report)
     interrupted = gw.pending_documents(store)
     if interrupted:
         gw.purge_documents(store, interrupted)
@@ -196,6 +196,18 @@ def _chunk_stage(
     }
     report.new_chunks = sum(len(c) for c in chunks_by_doc.values())
     return new_docs, chunks_by_doc
+
+
+def _first_copies(documents: Sequence[Document], report: BuildReport) -> list[Document]:
+    """One document per id (same normalised text, whatever the format), the first copy winning;
+    each later copy is named in the report's warnings with the source it repeats."""
+    kept: dict[str, Document] = {}
+    for d in documents:
+        first = kept.setdefault(d.id, d)
+        if first is not d:
+            report.warnings.append(f"duplicate document {d.source or d.id} has the same text as "
+                                   f"{first.source or first.id}; built once")
+    return list(kept.values())
 
 
 def _embed_stage(

@@ -33,6 +33,7 @@ class IgnoredFile:
 
     path: str
     reason: str
+    loads_when_named: bool = True  # False for types kgviz cannot read at all
 
 
 def build_root(paths: Iterable[str | os.PathLike[str]]) -> Path:
@@ -57,9 +58,9 @@ def _first_record_keys(path: Path, limits: LoadLimits) -> list[str] | None:
     loader then reports the line properly)."""
     try:
         with path.open("rb") as fh:
-            for raw in fh:
+            while raw := fh.readline(limits.max_json_line_chars + 1):  # bounded: a line may be huge
                 if raw.strip():
-                    row = parse_object(raw[: limits.max_json_line_chars + 1].decode("utf-8-sig", "replace"), limits)
+                    row = parse_object(raw.decode("utf-8-sig", "replace").rstrip("\r\n"), limits)
                     return None if not isinstance(row, dict) else sorted(row)
     except OSError:
         return None
@@ -97,6 +98,7 @@ def walk(folder: Path, root: Path, limits: LoadLimits) -> tuple[list[Path], list
             if reason is None:
                 found.append(f)
             else:
-                ignored.append(IgnoredFile(source_name(f, root), reason))
+                readable = f.suffix.lower() in SUPPORTED_EXTENSIONS
+                ignored.append(IgnoredFile(source_name(f, root), reason, readable))
     found.sort(key=lambda f: f.suffix.lower() == ".jsonl")  # stable: keeps the walk order otherwise
     return found, ignored

@@ -10,7 +10,7 @@ import streamlit as st
 
 from kgviz.errors import IngestError, KgvizError
 from kgviz.index.params import BuildParams, BuildReport, CostEstimate
-from kgviz.ingest import LoadResult, load_paths
+from kgviz.ingest import LoadLimits, LoadResult, load_paths
 from kgviz.ingest import load_uploads as _load_uploads
 from kgviz.types import Document
 from kgviz.ui import jobs, resources
@@ -21,7 +21,8 @@ from kgviz.viz.graph_html import graph_html
 
 def load_uploads(ctx: AppContext, files: Iterable[Any]) -> LoadResult:
     """Streamlit UploadedFile objects -> ingest LoadResult (bad files listed, others kept)."""
-    return _load_uploads([(f.name, f.getvalue()) for f in files], max_bytes=ctx.settings.max_file_bytes)
+    return _load_uploads([(f.name, f.getvalue()) for f in files], max_bytes=ctx.settings.max_file_bytes,
+                         limits=LoadLimits(chunk_tokens=ctx.settings.chunk_tokens))
 
 
 def load_sample(ctx: AppContext) -> LoadResult:
@@ -29,7 +30,8 @@ def load_sample(ctx: AppContext) -> LoadResult:
     if not SAMPLE_DIR.is_dir():
         raise IngestError(str(SAMPLE_DIR), "the sample corpus folder is missing",
                           hint="Run kgviz from a source checkout that includes sample_data/.")
-    return load_paths([SAMPLE_DIR], max_bytes=ctx.settings.max_file_bytes)
+    return load_paths([SAMPLE_DIR], max_bytes=ctx.settings.max_file_bytes,
+                      limits=LoadLimits(chunk_tokens=ctx.settings.chunk_tokens))
 
 
 def build_params(ctx: AppContext, **overrides: Any) -> BuildParams:

@@ -147,11 +147,21 @@ def ingest_problems(result: LoadResult) -> None:
     if result.errors:
         st.error(md_text(ingest_summary(result)))
         st.dataframe(pd.DataFrame(ingest_problem_rows(result)), hide_index=True, width="stretch")
-    if result.skipped_duplicates:
-        st.info(f"{result.skipped_duplicates} duplicate document(s) skipped: "
-                + md_text(", ".join(result.duplicate_sources[:10])))
-    if result.ignored_files:
-        st.caption("Ignored (unsupported type): " + md_text(", ".join(result.ignored_files[:20])))
+    left_out = ingest_left_out_rows(result)
+    if left_out:
+        st.info(f"Left out or flagged: {len(left_out)} (a duplicate is built once; files in a folder that "
+                "are not corpus are skipped, name them to load them).")
+        st.dataframe(pd.DataFrame(left_out), hide_index=True, width="stretch")
+
+
+def ingest_left_out_rows(result: LoadResult) -> list[dict[str, Any]]:
+    """One row per duplicate (with the source it repeats), near-duplicate and skipped file."""
+    rows = [{"file": d.source, "what": "duplicate, built once", "why": f"same text as {d.kept}"}
+            for d in result.duplicates]
+    rows += [{"file": d.source, "what": "near-duplicate, " + ("left out" if d.skipped else "kept"),
+              "why": f"{d.similarity:.0%} overlap with {d.kept}"} for d in result.near_duplicates]
+    rows += [{"file": i.path, "what": "skipped", "why": i.reason} for i in result.ignored]
+    return rows
 
 
 # --- build report --------------------------------------------------------------------------------

@@ -74,3 +74,29 @@ def test_build_page_banner_agrees_with_ready_documents(app_env: Path, tmp_path: 
     table = at.dataframe[0].value
     assert list(table["what to do"]) and all(table["what to do"].astype(bool))
     assert "3 document(s) ready." in [m.value for m in at.markdown]
+
+
+def _sample_page(folder: str) -> None:
+    from kgviz.ingest import load_paths
+    from kgviz.ui.render import ingest_problems
+
+    ingest_problems(load_paths([folder]))
+
+
+def test_build_page_lists_duplicates_with_both_sources_and_skipped_files(app_env: Path) -> None:
+    from kgviz.ui.render import ingest_left_out_rows
+
+    sample = Path(__file__).resolve().parents[2] / "sample_data"
+    at = AppTest.from_function(_sample_page, args=(str(sample),)).run(timeout=30)
+    assert not at.exception and not at.error
+    [info] = [i.value for i in at.info]
+    assert info.startswith("Left out or flagged: 18 ")
+    table = at.dataframe[0].value
+    rows = table.to_dict("records")
+    assert {"file": "corpus.jsonl#tarrow", "what": "duplicate, built once",
+            "why": "same text as corpus/tarrow.txt"} in rows
+    assert {"file": "README.md", "what": "skipped", "why": "project documentation, not corpus"} in rows
+    words = " ".join(f"w{i}" for i in range(100)).encode()
+    near = load_uploads([("a.txt", words), ("b.txt", words + b" end")])
+    [row] = ingest_left_out_rows(near)
+    assert row["file"] == "b.txt" and row["what"] == "near-duplicate, kept" and "overlap with a.txt" in row["why"]

@@ -97,3 +97,49 @@ def test_shared_2wiki_kg_folder(store: GraphStore) -> None:
     report = import_kg(store, EMB, DATA, splits=["train"])
     assert report.bad_rows == [] and report.rows_loaded + report.rows_excluded == 1687
     assert report.descriptions > 0 and store.counts()["Triple"] == report.triples
+
+
+def test_hostile_entity_and_triple_lines_cost_only_themselves(store: GraphStore, tmp_path: Path) -> None:
+    """Issue 10: deep nesting, a 5,000-digit number, invalid UTF-8 and an over-long TSV field are
+    bad lines with their numbers, not a crash that loses the whole import."""
+    t, e = tmp_path / "triples.tsv", tmp_path / "entities.jsonl"
+    t.write_bytes(b"\n".join([
+        TSV.split("\n")[0].encode(),
+        b"Orrin Bridge\tdesigner\tEdda Lunn\t\t\teval\tq1",            # 2
+        b"Caf\xe9 Nord\tlocated in\tTarrow\t\t\ttrain\t",            # 3: latin-1, not UTF-8
+        b"Tarrow\tlocated in\t" + b"L" * 200_000 + b"\t\t\ttrain\t",  # 4: over csv's field limit
+        b"Kellhaven\tcountry\tLessary\t\t\ttrain\t",                  # 5
+    ]))
+    e.write_bytes(b"\n".join([
+        json.dumps({"label": "Edda Lunn", "description": "Edda Lunn was a civil engineer."}).encode(),
+        b'{"label": "Deep", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",     # 2
+        b'{"label": "Big", "qid": ' + b"9" * 5_000 + b"}",                     # 3: loads, qid kept as text
+        b'{"label": "Caf\xe9"}',                                                  # 4: not UTF-8
+        b'{"label": 12345}',                                                      # 5: a number is no label
+        json.dumps({"label": "Kellhaven", "description": "Kellhaven is the capital."}).encode(),
+    ]))
+    report = import_kg(store, EMB, t, e)
+    assert [n for n, _ in report.bad_rows] == [3, 4]
+    assert "UTF-8" in report.bad_rows[0][1] and "limit" in report.bad_rows[1][1]
+    assert [n for n, _ in report.bad_entity_rows] == [2, 4, 5]
+    assert "nested deeper" in report.bad_entity_rows[0][1]
+    assert report.rows_loaded == 2
+    descs = {r["n"]: r["d"] for r in store.query("MATCH (e:Entity) RETURN e.name AS n, e.description AS d")}
+    assert descs["Edda Lunn"] == "Edda Lunn was a civil engineer." and descs["Kellhaven"] == "Kellhaven is the capital."
+
+
+def test_cli_import_kg_names_bad_entity_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from kgviz.cli import main
+
+    monkeypatch.setenv("KGVIZ_HOME", str(tmp_path / "home"))
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "KGVIZ_LLM", "KGVIZ_EMBEDDER", "KGVIZ_DB"):
+        monkeypatch.delenv(key, raising=False)
+    t, e = tmp_path / "triples.tsv", tmp_path / "entities.jsonl"
+    t.write_text(TSV, encoding="utf-8")
+    e.write_bytes(ENTITIES.encode() + b'\n{"label": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n")
+    assert main(["import-kg", str(t), "--entities", str(e), "--db", str(tmp_path / "db")]) == 0
+    err = capsys.readouterr().err
+    for n in (2, 3, 4, 6):
+        assert f"skipped {e} line {n}:" in err
+    assert f"skipped {t} line 5: 2 columns" in err
