@@ -7,6 +7,7 @@ sample question) into ``sample_data/recorded/``, and report what a replay of the
   LLM=openai-compatible:qwen2.5-coder-1.5b-instruct@http://127.0.0.1:8801/v1
   python scripts/record_real_model.py extract --llm $LLM --server "llama-server -np 1 -t 1"
   python scripts/record_real_model.py methods --llm $LLM --server "..." [--ids s01,s02] [--methods kg-rag,...]
+      [--part a]    # side-by-side processes on different servers write methods.<model>.<part>.jsonl
   python scripts/record_real_model.py report        # replay only (no server): figures as JSON
 
 ``extract`` writes ``extraction.<model>.jsonl`` (replies) and ``build.json`` (figures: rejected
@@ -121,7 +122,8 @@ def done_runs(path: Path) -> set[tuple[str, str]]:
 
 def cmd_methods(args: argparse.Namespace) -> int:
     inner = live(args.llm)
-    name = f"methods.{alias(inner.model)}.jsonl"
+    part = f".{alias(args.part)}" if args.part else ""
+    name = f"methods.{alias(inner.model)}{part}.jsonl"
     rec = RecordingLLM(inner, args.out, name, header("methods", args.server))
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     items = load_questions(args.questions)
@@ -205,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
             s.add_argument("--methods", default=",".join(RECORD_METHODS))
             s.add_argument("--questions", type=Path, default=SAMPLE_QUESTIONS)
             s.add_argument("--ids", default="", help="only these question ids (comma-separated)")
+            s.add_argument("--part", default="", help="a file name part, for recording processes run side by "
+                           "side against different servers (each file keeps one server's identity)")
     r = sub.add_parser("report")
     r.add_argument("--out", type=Path, default=SAMPLE_RECORDING)
     r.set_defaults(func=cmd_report)
