@@ -97,12 +97,18 @@ def extraction_figures(report: BuildReport, rows: list[dict[str, Any]]) -> dict[
 
 
 def parse_failures(result: MethodResult) -> list[str]:
-    """Every place a reply could not be used: a task's parse error in the trace, a judge reply
-    that could not be read, a failed claim split."""
+    """Every reply a task could not read: a parse error in the trace, a judge reply that could not
+    be read, a failed claim split. (A judge label downgraded because it disagreed with its own
+    reason or evidence was read fine: see ``judge_disagreements``.)"""
     found = [f"step {s.index} {s.llm.task}: {s.llm.error}" for s in result.run.trace if s.llm and s.llm.error]
     found += [f"judge: unparsed reply for claim {c.text[:60]!r}" for c in result.verdict.claims if c.label == "unparsed"]
-    found += [f"judge: {e}" for e in result.verdict.errors]
+    found += [f"judge: {e}" for e in result.verdict.errors if e.startswith("claim split failed")]
     return found
+
+
+def judge_disagreements(result: MethodResult) -> list[str]:
+    return [f"judge: claim {i}: {c.adjustment}" for i, c in enumerate(result.verdict.claims, 1)
+            if getattr(c, "adjustment", "")]
 
 
 def run_and_judge(method: str, item: QAItem, ctx: MethodContext) -> MethodResult:
@@ -124,5 +130,6 @@ def run_row(item: QAItem, result: MethodResult) -> dict[str, Any]:
         "judge": {"labels": [c.label for c in verdict.claims], "abstained": verdict.abstained,
                   "hallucinated": verdict.hallucinated, "split": verdict.split},
         "parse_failures": parse_failures(result),
+        "judge_disagreements": judge_disagreements(result),
         "usage": (run.usage + verdict.usage).to_dict(),
     }

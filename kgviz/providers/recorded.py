@@ -119,10 +119,20 @@ def read_file(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return header, rows
 
 
+def _is_recording(path: Path) -> bool:
+    """A folder may hold other JSONL files (the recorded runs list): only files whose first line
+    is a recording header are reply files."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return f'"{HEADER_FIELD}"' in fh.readline()
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def recording_files(path: Path) -> list[Path]:
     path = Path(path)
     if path.is_dir():
-        return sorted(p for p in path.glob("*.jsonl") if p.is_file())
+        return sorted(p for p in path.glob("*.jsonl") if p.is_file() and _is_recording(p))
     if path.is_file():
         return [path]
     raise ConfigError(f"no recording at {path}",

@@ -17,6 +17,7 @@ from kgviz.providers.recorded import (
     RecordingLLM,
     load_recording,
     read_file,
+    recording_files,
 )
 from kgviz.types import Completion, Message, Usage
 
@@ -157,3 +158,10 @@ def test_rows_are_one_json_object_per_line(tmp_path: Path) -> None:
     ask(rec, "line one\nline two")
     lines = (tmp_path / "a.jsonl").read_text().splitlines()
     assert len(lines) == 2 and json.loads(lines[1])["raw"] == {"id": "r1"}
+
+
+def test_other_jsonl_files_in_the_folder_are_not_replies(tmp_path: Path) -> None:
+    ask(RecordingLLM(Scripted(), tmp_path, "a.jsonl", {}), "x")
+    (tmp_path / "runs.jsonl").write_text('{"id": "s01", "method": "text-rag"}\n')
+    assert [f.name for f in recording_files(tmp_path)] == ["a.jsonl"]
+    assert ask(RecordedLLM(tmp_path), "x").text == "reply 1 from tiny"
