@@ -3,7 +3,9 @@
   bash ../shared/tools/local_llm.sh stop 8801
   LLAMA_SLOTS=2 bash ../shared/tools/local_llm.sh serve qwen-0.5b 8801   # -np 2: two parallel slots
   OPENAI_API_KEY=local KGVIZ_TIMEOUT_S=600 python benchmarks/extract_concurrency.py \\
-      --llm openai-compatible:qwen2.5-coder-0.5b-instruct@http://127.0.0.1:8801/v1 --chunks 4 --workers 1,2
+      --llm openai-compatible:qwen2.5-coder-0.5b-instruct@http://127.0.0.1:8801/v1 --chunks 2 --workers 1
+  bash ../shared/tools/local_llm.sh stop 8801; LLAMA_SLOTS=2 bash ../shared/tools/local_llm.sh serve qwen-0.5b 8801
+  ... the same with --workers 2
 
 Each worker count extracts the same first ``--chunks`` chunks of sample_data/corpus into a fresh
 temporary graph through kgviz's own extraction stage (``kgviz.index.extract.run_extraction``, the
@@ -15,7 +17,9 @@ What to expect from llama-server: its slots (``-np``) share the server's threads
 memory-bound, so two sequences decoded in one batch cost little more than one; prompt processing
 is compute-bound and gains nothing. The speed-up therefore grows with the output share of the
 work and is bounded by the slots given to the server; a worker beyond the slots only queues.
-The order of runs matters little: every prompt shares only the system prompt with the others.
+llama-server keeps each slot's last prompt and reuses it for an identical request, so a second
+worker count over the same chunks would be served from that cache: restart the server between
+worker counts (one ``--workers`` value per run), as done for the figures in the README.
 """
 from __future__ import annotations
 
