@@ -93,8 +93,9 @@ def sample_recording() -> SampleRecording | None:
         rec = cached_recording(SAMPLE_RECORDING)
     except KgvizError:
         return None
-    detail = "; ".join(f"{h.get('phase', h['file'])} by {h['model']} on {str(h.get('recorded_at', '?'))[:10]} "
-                       f"(kgviz {str(h.get('kgviz_commit', '?'))[:10]})" for h in rec.headers)
+    parts = (f"{h.get('phase', h['file'])} by {h['model']} on {str(h.get('recorded_at', '?'))[:10]} "
+             f"(kgviz {str(h.get('kgviz_commit', '?'))[:10]})" for h in rec.headers)
+    detail = "; ".join(dict.fromkeys(parts))  # side-by-side files of one phase read as one
     return SampleRecording(f"recorded:{SAMPLE_RECORDING}", f"recorded from {' + '.join(rec.models)}", detail)
 
 
