@@ -29,7 +29,8 @@ from kgviz.run import run_method
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_CORPUS = ROOT / "sample_data" / "corpus"
 SAMPLE_QUESTIONS = ROOT / "sample_data" / "questions.jsonl"
-SAMPLE_RECORDING = ROOT / "sample_data" / "recorded"
+# beside sample_data/, not in it: `kgviz build sample_data` walks that folder for documents
+SAMPLE_RECORDING = ROOT / "sample_recorded"
 RUNS_FILE = "runs.jsonl"  # one line per recorded (question, method): what the replay must reproduce
 BUILD_FILE = "build.json"  # figures of the recorded build
 SAMPLE_EMBEDDER = "hashing"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Record a real model's replies for the sample (build + every method, answer and judge on every
-sample question) into ``sample_data/recorded/``, and report what a replay of them gives.
+sample question) into ``sample_recorded/``, and report what a replay of them gives.
 
   # a local model (see ../shared/tools/local_llm.sh), then:
   export OPENAI_API_KEY=local KGVIZ_TIMEOUT_S=600
@@ -60,7 +60,7 @@ def kgviz_commit() -> str:
 
     head = git("rev-parse", "HEAD")
     dirty = [ln for ln in git("status", "--porcelain", "--untracked-files=no").splitlines()
-             if "sample_data/recorded" not in ln]
+             if "sample_recorded" not in ln]
     return head + ("+dirty" if dirty else "")
 
 

@@ -1,9 +1,9 @@
-"""Replay the bundled recording of a real model (sample_data/recorded): the sample graph built
+"""Replay the bundled recording of a real model (sample_recorded): the sample graph built
 from its extraction replies, every recorded method run (retrieval, answer) and its judge. No
 model, no server, no network; a request the recording lacks would raise RecordingMissError.
 
 The assertions cover what was recorded (runs.jsonl lists each question x method run), so a
-recording that stopped early is not padded: sample_data/recorded/README.md says what it holds.
+recording that stopped early is not padded: sample_recorded/README.md says what it holds.
 """
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ from kgviz.providers.recorded import RecordedLLM, load_recording, read_file, rec
 from kgviz.replay import (
     BUILD_FILE,
     RUNS_FILE,
+    SAMPLE_CORPUS,
+    SAMPLE_QUESTIONS,
     SAMPLE_RECORDING,
     build_sample,
     extraction_figures,
@@ -135,7 +137,7 @@ def test_judge_on_real_replies(replayed: Replayed) -> None:
 
 
 def test_runs_cover_the_sample_questions_recorded() -> None:
-    questions = {json.loads(ln)["id"] for ln in (REC.parent / "questions.jsonl").read_text().splitlines() if ln.strip()}
+    questions = {json.loads(ln)["id"] for ln in SAMPLE_QUESTIONS.read_text().splitlines() if ln.strip()}
     assert {r["id"] for r in RUNS} <= questions
     assert len({(r["id"], r["method"]) for r in RUNS}) == len(RUNS)  # no run recorded twice
 
@@ -150,7 +152,7 @@ def test_cli_replays_the_recording(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setattr(socket.socket, "connect", _no_network)
     spec, db = f"recorded:{REC}", str(tmp_path / "db")
-    assert main(["build", str(REC.parent / "corpus"), "--db", db, "--llm", spec, "--json"]) == 0
+    assert main(["build", str(SAMPLE_CORPUS), "--db", db, "--llm", spec, "--json"]) == 0
     built = json.loads(capsys.readouterr().out)
     assert built["counts"] == BUILD["counts"] and built["failures"] == []
     row = next(r for r in RUNS if r["method"] == "kg-retriever")

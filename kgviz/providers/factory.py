@@ -6,7 +6,7 @@ LLM specs:
   openai:<model>[@<base_url>]           OpenAI Responses API (key: OPENAI_API_KEY)
   openai-compatible:<model>@<base_url>  Chat Completions on Ollama / vLLM / LM Studio (key optional)
   recorded:<file or folder>             replay recorded replies of a real model, nothing else
-                                        (kgviz.providers.recorded; e.g. recorded:sample_data/recorded)
+                                        (kgviz.providers.recorded; e.g. recorded:sample_recorded)
   auto                                  see kgviz.config.resolve_llm_spec
 The optional ``@<base_url>`` on the first two is for gateways and proxies. Model names may hold
 ``:`` (Ollama's ``llama3.1:8b``), so only the first ``:`` separates the kind and only the first

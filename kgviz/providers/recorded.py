@@ -136,7 +136,7 @@ def recording_files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
     raise ConfigError(f"no recording at {path}",
-                      hint="give a recording file (.jsonl) or a folder of them, e.g. recorded:sample_data/recorded")
+                      hint="give a recording file (.jsonl) or a folder of them, e.g. recorded:sample_recorded")
 
 
 def load_recording(path: str | Path) -> Recording:

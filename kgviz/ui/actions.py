@@ -85,7 +85,7 @@ class SampleRecording:
 
 
 def sample_recording() -> SampleRecording | None:
-    """The bundled recording (sample_data/recorded), or None when there is none to offer."""
+    """The bundled recording (sample_recorded), or None when there is none to offer."""
     from kgviz.providers.recorded import cached_recording
     from kgviz.replay import SAMPLE_RECORDING
 
