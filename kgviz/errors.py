@@ -54,6 +54,12 @@ class EmbedderUnavailableError(ProviderError):
     """An embedding model could not be loaded (e.g. the model hub is unreachable)."""
 
 
+class RecordingMissError(ConfigError):
+    """A recorded-replies LLM (``recorded:<path>``) has no reply for a request. A ConfigError
+    because the run asks for something the recording does not cover (other documents, options,
+    questions or prompts); it also stops a build at once instead of failing chunk by chunk."""
+
+
 class LLMOutputError(KgvizError):
     """An LLM reply could not be parsed for the task that asked for it."""
 

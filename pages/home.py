@@ -26,12 +26,25 @@ with ui.error_boundary("Home page"):
 
     st.subheader("Sample data")
     st.caption("A small corpus written for kgviz (fictional towns, people and institutions).")
-    if st.button("Load sample data", type="primary", disabled=not ui.actions.sample_available()):
+    recording = ui.actions.sample_recording()
+    OFFLINE_REPLIES = "offline heuristics"
+    choice = st.radio("Replies", [OFFLINE_REPLIES] + ([recording.label] if recording else []), horizontal=True,
+                      help="Recorded: a real model's replies for the sample corpus and questions, replayed "
+                           "without the model (no key, no network); anything else has no recorded reply.")
+    picked = recording if recording is not None and choice == recording.label else None
+    if picked is not None:
+        st.caption(ui.render.md_text(f"Recorded replies, replayed: {picked.detail}. Costs shown are the recorded ones. "
+                                     f"Builds into the workspace '{ui.actions.RECORDED_WORKSPACE}'."))
+    if st.button("Load sample data", type="primary", disabled=not ui.actions.sample_available(),
+                 on_click=ui.actions.choose_sample_replies, args=(picked,)):
         with ui.error_boundary("Sample build"):
             report = ui.actions.build_sample(ctx)
+            u = report.usage_by_stage.get("extract")
+            cost = (f" Recorded replies ({report.mode}): {u.calls} calls, {u.input_tokens:,} + {u.output_tokens:,} "
+                    f"tokens, {u.latency_s:,.0f} s of model time when recorded." if picked is not None and u is not None else "")
             st.success(
                 f"Sample built: {report.new_documents} new documents, {report.counts.get('Entity', 0)} entities, "
-                f"{report.counts.get('Triple', 0)} triples. Open Explore to look around."
+                f"{report.counts.get('Triple', 0)} triples.{cost} Open Explore to look around."
             )
 
     with summary, ui.error_boundary("Workspace"):

@@ -5,6 +5,8 @@ LLM specs:
   anthropic:<model>[@<base_url>]        Anthropic Messages API (key: ANTHROPIC_API_KEY)
   openai:<model>[@<base_url>]           OpenAI Responses API (key: OPENAI_API_KEY)
   openai-compatible:<model>@<base_url>  Chat Completions on Ollama / vLLM / LM Studio (key optional)
+  recorded:<file or folder>             replay recorded replies of a real model, nothing else
+                                        (kgviz.providers.recorded; e.g. recorded:sample_recorded)
   auto                                  see kgviz.config.resolve_llm_spec
 The optional ``@<base_url>`` on the first two is for gateways and proxies. Model names may hold
 ``:`` (Ollama's ``llama3.1:8b``), so only the first ``:`` separates the kind and only the first
@@ -40,6 +42,7 @@ from kgviz.providers.embedders import (
     HashingEmbedder,
 )
 from kgviz.providers.offline import OfflineLLM
+from kgviz.providers.recorded import RecordedLLM
 from kgviz.providers.retry import CallPolicy
 from kgviz.providers.specs import parse_embedder_spec, parse_llm_spec  # re-exported: callers parse specs here
 
@@ -83,6 +86,8 @@ def make_llm(
     kind, model, base_url = parse_llm_spec(resolve_llm_spec(spec, env))
     if kind == "offline":
         return OfflineLLM()
+    if kind == "recorded":  # a recording is its own cassette: nothing to cache, no key needed
+        return RecordedLLM(model)
     key = api_key or env.get(KEY_VARS[kind]) or None
     timeout = settings.timeout_s if settings.timeout_s is not None else default_timeout_s(kind, base_url)
     policy = CallPolicy(timeout_s=timeout, max_retries=settings.max_retries)

@@ -11,10 +11,10 @@ from kgviz.errors import ConfigError
 from kgviz.providers.embedders import DEFAULT_FASTEMBED_MODEL, DEFAULT_HASH_DIM
 from kgviz.providers.offline import OfflineLLM
 
-LLM_KINDS = ("offline", "anthropic", "openai", "openai-compatible")
+LLM_KINDS = ("offline", "anthropic", "openai", "openai-compatible", "recorded")
 _SPEC_HELP = (
-    "use offline, anthropic:<model>, openai:<model> or openai-compatible:<model>@<base_url> "
-    "(e.g. openai-compatible:llama3.1:8b@http://localhost:11434/v1)"
+    "use offline, anthropic:<model>, openai:<model>, openai-compatible:<model>@<base_url> "
+    "(e.g. openai-compatible:llama3.1:8b@http://localhost:11434/v1) or recorded:<recording file or folder>"
 )
 
 
@@ -27,6 +27,10 @@ def parse_llm_spec(spec: str) -> tuple[str, str, str | None]:
     kind, sep, rest = s.partition(":")
     if not sep or kind not in LLM_KINDS or kind == "offline":
         raise ConfigError(f"unknown LLM spec {spec!r}", hint=_SPEC_HELP)
+    if kind == "recorded":  # the rest is a path, which may hold '@'
+        if not rest.strip():
+            raise ConfigError(f"LLM spec {spec!r} names no recording", hint=_SPEC_HELP)
+        return kind, rest.strip(), None
     model, at, base_url = rest.partition("@")
     model, base_url = model.strip(), base_url.strip()
     if not model:

@@ -73,6 +73,50 @@ def build_sample(ctx: AppContext) -> BuildReport:
     return build(ctx, result.documents, build_params(ctx), label="Building the sample corpus")
 
 
+# --- the sample with recorded replies of a real model -------------------------------------------
+RECORDED_WORKSPACE = "sample-recorded"  # its own database: an offline sample graph differs
+
+
+@dataclass(frozen=True)
+class SampleRecording:
+    spec: str  # the LLM spec that replays it
+    label: str  # "recorded from <model>"
+    detail: str  # which model recorded what, when, from which kgviz commit
+
+
+def sample_recording() -> SampleRecording | None:
+    """The bundled recording (sample_recorded), or None when there is none to offer."""
+    from kgviz.providers.recorded import cached_recording
+    from kgviz.replay import SAMPLE_RECORDING
+
+    try:
+        rec = cached_recording(SAMPLE_RECORDING)
+    except KgvizError:
+        return None
+    parts = (f"{h.get('phase', h['file'])} by {h['model']} on {str(h.get('recorded_at', '?'))[:10]} "
+             f"(kgviz {str(h.get('kgviz_commit', '?'))[:10]})" for h in rec.headers)
+    detail = "; ".join(dict.fromkeys(parts))  # side-by-side files of one phase read as one
+    return SampleRecording(f"recorded:{SAMPLE_RECORDING}", f"recorded from {' + '.join(rec.models)}", detail)
+
+
+def choose_sample_replies(recording: SampleRecording | None) -> None:
+    """Button callback (it runs before the sidebar is drawn, so it may set the sidebar's keys):
+    offline heuristics, or the recording as this session's LLM in its own workspace with the
+    embedder it was recorded with."""
+    from kgviz.replay import SAMPLE_EMBEDDER
+    from kgviz.ui.state import K_EMBEDDER, K_LLM_CHOICE, K_LLM_CUSTOM, K_WORKSPACE, OTHER_SPEC, settings
+
+    if recording is None:
+        st.session_state[K_LLM_CHOICE] = "offline"
+        return
+    folder = settings().workspaces_dir / RECORDED_WORKSPACE
+    folder.mkdir(parents=True, exist_ok=True)
+    st.session_state[K_WORKSPACE] = str(folder)
+    st.session_state[K_LLM_CHOICE] = OTHER_SPEC
+    st.session_state[K_LLM_CUSTOM] = recording.spec
+    st.session_state[K_EMBEDDER] = SAMPLE_EMBEDDER
+
+
 def last_report() -> BuildReport | None:
     return st.session_state.get(K_LAST_REPORT)
 

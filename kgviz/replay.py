@@ -1,0 +1,136 @@
+"""A recording session of the sample (``sample_data/``): the build, then every method on every
+question with its answer and the judge. The same steps run when a real model is recorded
+(``scripts/record_real_model.py`` with ``kgviz.providers.recorded.RecordingLLM``) and when the
+recording is replayed (tests, the app's "recorded" sample, with ``RecordedLLM``), so a replay
+sends exactly the prompts the recording saw.
+
+What must match for a replay: the documents, ``SAMPLE_BUILD`` (chunking, KET defaults), the
+embedder (``SAMPLE_EMBEDDER``), the questions, the methods' default params and every prompt.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from kgviz.compare import MethodResult, assess
+from kgviz.evaluate.qa import QAItem
+from kgviz.graph.store import GraphStore
+from kgviz.index.params import BuildParams, BuildReport, ProgressEvent
+from kgviz.ingest import load_paths
+from kgviz.methods.base import MethodContext
+from kgviz.providers.base import LLM
+from kgviz.providers.factory import make_embedder
+from kgviz.providers.pricing import PriceTable
+from kgviz.providers.usage import UsageLedger
+from kgviz.reasoning import Reasoner
+from kgviz.run import run_method
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_CORPUS = ROOT / "sample_data" / "corpus"
+SAMPLE_QUESTIONS = ROOT / "sample_data" / "questions.jsonl"
+# beside sample_data/, not in it: `kgviz build sample_data` walks that folder for documents
+SAMPLE_RECORDING = ROOT / "sample_recorded"
+RUNS_FILE = "runs.jsonl"  # one line per recorded (question, method): what the replay must reproduce
+BUILD_FILE = "build.json"  # figures of the recorded build
+SAMPLE_EMBEDDER = "hashing"
+# the app's defaults (Settings.chunk_tokens / chunk_overlap); workers do not change any prompt
+SAMPLE_BUILD = BuildParams(chunk_tokens=300, chunk_overlap=30)
+# cheap retrieval first, so a recording cut short by time still covers whole questions
+RECORD_METHODS = ("text-rag", "no-retrieval", "kg-retriever", "ket-rag", "kg-rag", "kg-infused")
+
+
+@dataclass
+class Session:
+    store: GraphStore
+    reasoner: Reasoner
+
+    def method_context(self) -> MethodContext:
+        return MethodContext(self.store, self.reasoner)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def open_session(db_dir: Path, llm: LLM) -> Session:
+    """A graph at ``db_dir`` (created if new) with the sample's embedder and a reasoner on ``llm``."""
+    embedder, notice = make_embedder(SAMPLE_EMBEDDER, fallback=False)
+    store = GraphStore.open(Path(db_dir), embedder_id=embedder.id, dim=embedder.dim)
+    return Session(store, Reasoner(llm, embedder, UsageLedger(), PriceTable()))
+
+
+def build_sample(session: Session, workers: int = 1,
+                 progress: Callable[[ProgressEvent], None] | None = None) -> BuildReport:
+    from dataclasses import replace
+
+    from kgviz.index.pipeline import build
+
+    loaded = load_paths([SAMPLE_CORPUS])
+    if loaded.errors:
+        raise loaded.errors[0]
+    return build(loaded.documents, session.store, session.reasoner, replace(SAMPLE_BUILD, workers=workers),
+                 progress=progress)
+
+
+def extraction_rows(store: GraphStore) -> list[dict[str, Any]]:
+    return store.query("MATCH (x:Extraction) RETURN x.chunk_id AS chunk_id, x.raw AS raw, x.status AS status, "
+                       "x.n_malformed AS n_malformed, x.input_tokens AS input_tokens, "
+                       "x.output_tokens AS output_tokens ORDER BY x.chunk_id")
+
+
+def extraction_figures(report: BuildReport, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Rejected chunks, malformed lines and their share of the replies' non-blank lines, tokens and
+    model seconds per chunk (the calls' own latency, which a replay reports as recorded)."""
+    n = len(rows)
+    lines = sum(sum(1 for ln in str(r["raw"] or "").splitlines() if ln.strip()) for r in rows)
+    usage = report.usage_by_stage.get("extract")
+    return {
+        "chunks": n,
+        "rejected_chunks": len(report.failures),
+        "rejected": [list(f) for f in report.failures],
+        "malformed_lines": report.n_malformed_lines,
+        "reply_lines": lines,
+        "malformed_share": round(report.n_malformed_lines / lines, 4) if lines else 0.0,
+        "input_tokens_per_chunk": round(sum(int(r["input_tokens"] or 0) for r in rows) / n, 1) if n else 0.0,
+        "output_tokens_per_chunk": round(sum(int(r["output_tokens"] or 0) for r in rows) / n, 1) if n else 0.0,
+        "model_seconds_per_chunk": round(usage.latency_s / n, 2) if usage and n else 0.0,
+    }
+
+
+def parse_failures(result: MethodResult) -> list[str]:
+    """Every reply a task could not read: a parse error in the trace, a judge reply that could not
+    be read, a failed claim split. (A judge label downgraded because it disagreed with its own
+    reason or evidence was read fine: see ``judge_disagreements``.)"""
+    found = [f"step {s.index} {s.llm.task}: {s.llm.error}" for s in result.run.trace if s.llm and s.llm.error]
+    found += [f"judge: unparsed reply for claim {c.text[:60]!r}" for c in result.verdict.claims if c.label == "unparsed"]
+    found += [f"judge: {e}" for e in result.verdict.errors if e.startswith("claim split failed")]
+    return found
+
+
+def judge_disagreements(result: MethodResult) -> list[str]:
+    return [f"judge: claim {i}: {c.adjustment}" for i, c in enumerate(result.verdict.claims, 1)
+            if getattr(c, "adjustment", "")]
+
+
+def run_and_judge(method: str, item: QAItem, ctx: MethodContext) -> MethodResult:
+    """The method's run (retrieval + shared answer) and its claim-level verdict, with gold metrics."""
+    run = run_method(method, item.question, ctx)
+    return assess([run], ctx, list(item.answers)).results[0]
+
+
+def run_row(item: QAItem, result: MethodResult) -> dict[str, Any]:
+    """The runs.jsonl line of one recorded run."""
+    run, verdict = result.run, result.verdict
+    llm_steps = [s for s in run.trace if s.llm is not None]
+    return {
+        "id": item.id, "question": item.question, "golds": list(item.answers), "method": run.method,
+        "mode": run.mode, "answer": run.answer, "error": run.error,
+        "acc": result.metrics.acc if result.metrics else None,
+        "coverage": result.metrics.coverage if result.metrics else None,
+        "llm_steps": [s.llm.task for s in llm_steps],
+        "judge": {"labels": [c.label for c in verdict.claims], "abstained": verdict.abstained,
+                  "hallucinated": verdict.hallucinated, "split": verdict.split},
+        "parse_failures": parse_failures(result),
+        "judge_disagreements": judge_disagreements(result),
+        "usage": (run.usage + verdict.usage).to_dict(),
+    }

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""Record a real model's replies for the sample (build + every method, answer and judge on every
+sample question) into ``sample_recorded/``, and report what a replay of them gives.
+
+  # a local model (see ../shared/tools/local_llm.sh), then:
+  export OPENAI_API_KEY=local KGVIZ_TIMEOUT_S=600
+  LLM=openai-compatible:qwen2.5-coder-1.5b-instruct@http://127.0.0.1:8801/v1
+  python scripts/record_real_model.py extract --llm $LLM --server "llama-server -np 1 -t 1"
+  python scripts/record_real_model.py methods --llm $LLM --server "..." [--ids s01,s02] [--methods kg-rag,...]
+      [--part a]    # side-by-side processes on different servers write methods.<model>.<part>.jsonl
+  python scripts/record_real_model.py report        # replay only (no server): figures as JSON
+
+``extract`` writes ``extraction.<model>.jsonl`` (replies) and ``build.json`` (figures: rejected
+chunks, malformed lines and their share, tokens and seconds per chunk). ``methods`` rebuilds the
+graph from the recorded extraction (it refuses to extract anything live), then runs each question
+with each method, question by question, appending replies to ``methods.<model>.jsonl`` and one
+line per run to ``runs.jsonl``. Both resume: recorded replies are replayed, recorded runs skipped.
+Each reply file starts with a header (model, server, date, kgviz commit); ``build.json`` and
+``runs.jsonl`` name the files they came from. Replies are in the LLM cache's row format
+(kgviz.providers.recorded).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from kgviz.config import Settings
+from kgviz.errors import KgvizError
+from kgviz.evaluate.qa import load_questions
+from kgviz.providers.factory import make_llm
+from kgviz.providers.recorded import RecordedLLM, RecordingLLM
+from kgviz.replay import (
+    BUILD_FILE,
+    RECORD_METHODS,
+    ROOT,
+    RUNS_FILE,
+    SAMPLE_EMBEDDER,
+    SAMPLE_QUESTIONS,
+    SAMPLE_RECORDING,
+    build_sample,
+    extraction_figures,
+    extraction_rows,
+    open_session,
+    run_and_judge,
+    run_row,
+)
+
+
+def kgviz_commit() -> str:
+    """HEAD, with "+dirty" when source files differ from it (the recording folder excepted)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True).stdout.strip()
+
+    head = git("rev-parse", "HEAD")
+    dirty = [ln for ln in git("status", "--porcelain", "--untracked-files=no").splitlines()
+             if "sample_recorded" not in ln]
+    return head + ("+dirty" if dirty else "")
+
+
+def header(phase: str, server: str) -> dict[str, object]:
+    return {"phase": phase, "recorded_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "kgviz_commit": kgviz_commit(), "server": server, "embedder": SAMPLE_EMBEDDER,
+            "note": "replies of a real model, recorded by scripts/record_real_model.py"}
+
+
+def live(spec: str) -> RecordingLLM | None:
+    llm = make_llm(spec, Settings.from_env(), use_cache=False)  # the recording is the cache
+    if llm.is_offline:
+        raise SystemExit("give a real model with --llm (the offline mode has nothing to record)")
+    return llm  # type: ignore[return-value]
+
+
+def alias(model: str) -> str:
+    return "".join(c if c.isalnum() or c in "-._" else "_" for c in model)
+
+
+def progress(ev) -> None:  # noqa: ANN001
+    if ev.stage == "extract":
+        u = ev.usage_so_far
+        print(f"[extract] {ev.done}/{ev.total} {ev.message} tokens={u.input_tokens}+{u.output_tokens}",
+              file=sys.stderr, flush=True)
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    inner = live(args.llm)
+    name = f"extraction.{alias(inner.model)}.jsonl"
+    rec = RecordingLLM(inner, args.out, name, header("extraction", args.server))
+    db = Path(tempfile.mkdtemp(prefix="kgviz-record-"))
+    session = open_session(db / "db", rec)
+    try:
+        t0 = time.perf_counter()
+        report = build_sample(session, workers=args.workers, progress=progress)
+        wall = time.perf_counter() - t0
+        figures = extraction_figures(report, extraction_rows(session.store))
+    finally:
+        session.close()
+        shutil.rmtree(db, ignore_errors=True)
+    out = {"file": name, "model": inner.model, "mode": report.mode, "workers": args.workers,
+           "server": args.server, "counts": report.counts, **figures,
+           "replies_recorded_now": rec.recorded, "replies_replayed": rec.replayed,
+           "extract_stage_seconds": report.seconds_by_stage.get("extract")}
+    if rec.replayed == 0:  # wall time means something only when every chunk went to the model
+        out["wall_seconds_per_chunk"] = round(report.seconds_by_stage.get("extract", 0) / max(1, figures["chunks"]), 2)
+        out["build_seconds"] = round(wall, 1)
+    (Path(args.out) / BUILD_FILE).write_text(json.dumps(out, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(json.dumps(out, indent=2, sort_keys=True))
+    return 0
+
+
+def done_runs(path: Path) -> set[tuple[str, str]]:
+    if not path.exists():
+        return set()
+    return {(r["id"], r["method"]) for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if r}
+
+
+def cmd_methods(args: argparse.Namespace) -> int:
+    inner = live(args.llm)
+    part = f".{alias(args.part)}" if args.part else ""
+    name = f"methods.{alias(inner.model)}{part}.jsonl"
+    rec = RecordingLLM(inner, args.out, name, header("methods", args.server))
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    items = load_questions(args.questions)
+    if args.ids:
+        wanted = set(args.ids.split(","))
+        items = [q for q in items if q.id in wanted]
+    runs_path = Path(args.out) / RUNS_FILE
+    db = Path(tempfile.mkdtemp(prefix="kgviz-record-"))
+    session = open_session(db / "db", rec)
+    try:
+        build_sample(session)
+        if rec.recorded:
+            raise SystemExit(f"{rec.recorded} extraction replies were not in the recording: run `extract` first "
+                             "(the graph must be the one the recording's extraction built)")
+        ctx = session.method_context()
+        for item in items:
+            for m in methods:
+                if (item.id, m) in done_runs(runs_path):
+                    continue
+                t0 = time.perf_counter()
+                before = rec.recorded
+                result = run_and_judge(m, item, ctx)
+                row = {**run_row(item, result), "file": name, "wall_s": round(time.perf_counter() - t0, 1),
+                       "replies_recorded": rec.recorded - before}
+                with runs_path.open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+                print(f"[{item.id} {m}] {row['wall_s']}s acc={row['acc']} failures={len(row['parse_failures'])} "
+                      f"error={row['error'][:80]!r} answer={row['answer'][:80]!r}", file=sys.stderr, flush=True)
+    finally:
+        session.close()
+        shutil.rmtree(db, ignore_errors=True)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Replay the whole recording (no server) and print the figures: the test suite does the same."""
+    from kgviz.evaluate.qa import QAItem
+
+    llm = RecordedLLM(args.out)
+    db = Path(tempfile.mkdtemp(prefix="kgviz-replay-"))
+    session = open_session(db / "db", llm)
+    try:
+        report = build_sample(session)
+        build = extraction_figures(report, extraction_rows(session.store))
+        runs_path = Path(args.out) / RUNS_FILE
+        rows = [json.loads(ln) for ln in runs_path.read_text(encoding="utf-8").splitlines()] if runs_path.exists() else []
+        by_method: dict[str, dict[str, object]] = {}
+        ctx = session.method_context()
+        for r in rows:
+            res = run_and_judge(r["method"], QAItem(r["id"], r["question"], tuple(r["golds"])), ctx)
+            m = by_method.setdefault(r["method"], {"questions": 0, "correct": 0, "parse_failures": 0,
+                                                   "hallucinated": 0, "same_answer": 0, "wrong": []})
+            m["questions"] += 1  # type: ignore[operator]
+            m["correct"] += int(bool(res.metrics and res.metrics.acc))  # type: ignore[operator]
+            m["parse_failures"] += len(run_row(QAItem(r["id"], r["question"], tuple(r["golds"])), res)["parse_failures"])  # type: ignore[operator]
+            m["hallucinated"] += int(res.verdict.hallucinated)  # type: ignore[operator]
+            m["same_answer"] += int(res.run.answer == r["answer"])  # type: ignore[operator]
+            if not (res.metrics and res.metrics.acc):
+                m["wrong"].append(f"{r['id']}: {res.run.error or res.run.answer}"[:160])  # type: ignore[union-attr]
+    finally:
+        session.close()
+        shutil.rmtree(db, ignore_errors=True)
+    out = {"recording": str(args.out), "models": llm.model, "build": {"counts": report.counts, **build},
+           "methods": by_method, "replay_hits": llm.hits, "replay_misses": llm.misses}
+    print(json.dumps(out, indent=2, sort_keys=True))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    for name, func in (("extract", cmd_extract), ("methods", cmd_methods)):
+        s = sub.add_parser(name)
+        s.add_argument("--llm", required=True, help="the live model, e.g. openai-compatible:<model>@<url>")
+        s.add_argument("--server", default="", help="how the server ran (slots, threads), for the header")
+        s.add_argument("--out", type=Path, default=SAMPLE_RECORDING)
+        s.set_defaults(func=func)
+        if name == "extract":
+            s.add_argument("--workers", type=int, default=1, help="concurrent extraction requests")
+        else:
+            s.add_argument("--methods", default=",".join(RECORD_METHODS))
+            s.add_argument("--questions", type=Path, default=SAMPLE_QUESTIONS)
+            s.add_argument("--ids", default="", help="only these question ids (comma-separated)")
+            s.add_argument("--part", default="", help="a file name part, for recording processes run side by "
+                           "side against different servers (each file keeps one server's identity)")
+    r = sub.add_parser("report")
+    r.add_argument("--out", type=Path, default=SAMPLE_RECORDING)
+    r.set_defaults(func=cmd_report)
+    args = p.parse_args(argv)
+    try:
+        return args.func(args)
+    except KgvizError as exc:
+        print(f"error: {exc.user_message()}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
