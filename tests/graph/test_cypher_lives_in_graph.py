@@ -18,15 +18,9 @@ CYPHER = re.compile(
     r"\bMATCH\s*\(|\bMERGE\s*\(|\bUNWIND\s+\$|\bCALL\s+\w+\s*\(|\bRETURN\s+[\w*]|\bCOPY\s+\w+\s+FROM\b"
     r"|\bCREATE\s+(NODE|REL)\s+TABLE\b|\bCREATE\s*\(|\bDETACH\s+DELETE\b"
 )
-# Queries still inside the UI and viz packages, which another engineer is rewriting; the lead
-# switches them to the functions named in kgviz/graph/ after both branches are merged. The list
-# is exact: a file that loses its last query must leave it (see the test below).
-ALLOWED = {
-    "kgviz/ui/build_ket.py",   # -> reads.chunk_overview
-    "kgviz/ui/trace.py",       # -> reads.triple_links, reads.triple_labels
-    "kgviz/viz/explore.py",    # -> kgviz.graph.explore
-    "kgviz/viz/overlay.py",    # -> reads.node_labels, reads.triple_ends
-}
+# Files allowed to hold Cypher outside kgviz/graph/: none since issue 11 (the UI and viz read
+# through the named functions of kgviz/graph/). Kept so a future exception is explicit and exact.
+ALLOWED: set[str] = set()
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
