@@ -89,3 +89,14 @@ def test_graph_search_does_not_import_the_store() -> None:
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
     assert "kgviz.graph.store" not in imported
+
+
+def test_only_the_store_imports_kuzu() -> None:
+    importers = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {a.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+        names |= {(node.module or "").split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        if "kuzu" in names:
+            importers.append(path.relative_to(PACKAGE.parent).as_posix())
+    assert importers == ["kgviz/graph/store.py"]
