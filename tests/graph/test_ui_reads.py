@@ -79,7 +79,8 @@ def test_explore_functions_read_the_fixture(store: GraphStore) -> None:
 
 def test_the_explore_view_reads_through_the_graph_functions(store: GraphStore) -> None:
     hits = viz_explore.search_entities(store, "harbour")
-    assert [(h.id, h.n_mentions, h.match) for h in hits] == [("ent:harbour master", 2, "name"), ("ent:harbour", 0, "name")]
+    assert [(h.id, h.n_mentions, h.match) for h in hits] == [("ent:harbour master", 2, "name"),
+                                                              ("ent:harbour", 0, "name")]
     hood = viz_explore.neighbourhood(store, "ent:river")
     assert hood.names == {"ent:river": "River", "ent:harbour": "Harbour"}
     details = viz_explore.entity_details(store, "ent:harbour")
