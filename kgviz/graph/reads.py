@@ -281,6 +281,7 @@ def ket_index_counts(store: GraphStore) -> dict[str, int]:
 
 # --- trace viewer and overlays (kgviz/ui, kgviz/viz switch to these after the issue-11 merge) --------
 _LABEL_COLUMN = {"Entity": "name", "Triple": "text", "Document": "title", "Chunk": "text", "SubChunk": "text"}
+LABELLED_TABLES = frozenset(_LABEL_COLUMN)  # the tables ``node_labels`` can label
 
 
 def chunk_overview(store: GraphStore) -> list[Row]:
@@ -313,3 +314,15 @@ def triple_ends(store: GraphStore, ids: Sequence[str]) -> list[Row]:
     """Subject, object and chunk of the triples ``ids``: id, s, o, c."""
     return rows_by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.subject_id AS s, t.object_id AS o, t.chunk_id AS c",
                    ids)
+
+
+def documents_for_labels(store: GraphStore, ids: Sequence[str]) -> list[Row]:
+    """Documents by id with what a human label needs: id, title, text (the first heading)."""
+    return rows_by_ids(store, "(d:Document)", "d.id", "d.id AS id, d.title AS title, d.text AS text", ids)
+
+
+def chunk_label_texts(store: GraphStore, table: str, ids: Sequence[str]) -> dict[str, str | None]:
+    """{id: text} of Chunk or SubChunk rows (a human label is its document title + first words)."""
+    if table not in ("Chunk", "SubChunk"):
+        raise ValueError(f"chunk_label_texts: {table!r} is not Chunk or SubChunk")
+    return {r["id"]: r["text"] for r in rows_by_ids(store, f"(c:{table})", "c.id", "c.id AS id, c.text AS text", ids)}

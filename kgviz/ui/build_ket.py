@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from kgviz.graph import reads
 from kgviz.index.ket import core_ranking, ket_info, knn_degree_distribution, n_core, skeleton_cost
 from kgviz.index.params import BuildParams, BuildReport
 from kgviz.ui import resources
@@ -29,7 +30,6 @@ from kgviz.viz import charts
 
 CORE_ROWS = 20  # ours: core chunks listed on the page (the table is sorted best first)
 EXCERPT_CHARS = 160
-Q_CHUNKS = "MATCH (c:Chunk) RETURN c.id AS id, c.text AS text, c.n_tokens AS n, c.pagerank AS pr, c.core AS core"
 _CACHE = "kgviz_build_ket_overview"
 
 
@@ -57,7 +57,7 @@ def ket_overview(store: Any, *, expected_output_ratio: float | None = None) -> K
     info = ket_info(store)
     if not info:
         return None
-    rows = store.query(Q_CHUNKS)
+    rows = reads.chunk_overview(store)
     built = float(info.get("skeleton_beta", 1.0))
     selection = str(info.get("params", {}).get("selection", "pagerank"))
     seed = int(info.get("params", {}).get("seed", 42))

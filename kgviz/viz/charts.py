@@ -57,15 +57,6 @@ def degree_distribution(degrees: Iterable[int], *, title: str = "Entity degree d
     return fig
 
 
-def stage_bar(values: Mapping[str, float], *, title: str, unit: str) -> go.Figure:
-    """One bar per pipeline stage or method step (seconds, tokens, $ ...), in the given order."""
-    keys = list(values)
-    fig = go.Figure(go.Bar(x=[_esc(k) for k in keys], y=[float(values[k]) for k in keys],
-                           hovertemplate="%{x}: %{y:.4g} " + _esc(unit) + "<extra></extra>"))
-    fig.update_layout(title=_esc(title), yaxis_title=_esc(unit), **_LAYOUT)
-    return fig
-
-
 def grouped_bar(table: Mapping[str, Mapping[str, float]], *, title: str, unit: str = "",
                 errors: Mapping[str, Mapping[str, tuple[float, float]]] | None = None,
                 colours: Mapping[str, str] | None = None) -> go.Figure:

@@ -1,28 +1,21 @@
 """Read-only graph queries behind the Explore page: entity search, an entity's neighbourhood as
 VizNode/VizEdge lists, and the provenance details of one entity.
 
-Everything goes through the store's public ``query`` with ``$param`` bindings; user text is only
-ever a parameter value. No streamlit import here, so the page stays a thin shell.
+The statements live in ``kgviz.graph.explore`` (user text is only ever a $param there); this
+module shapes their rows for the page. No streamlit import here, so the page stays a thin shell.
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any
 
 from kgviz.errors import KgvizError
+from kgviz.graph import explore as reads
 from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph
 
 # a hub entity can have thousands of relations: never pull more rows than this per hop (ours)
 MAX_ROWS_PER_HOP = 5000
-
-
-class _Store(Protocol):
-    def query(self, cypher: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]: ...
-
-
-class _Embedder(Protocol):
-    def embed(self, texts: Sequence[str]) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -40,20 +33,6 @@ class EntityHit:
         return f"{self.name} ({self.n_mentions} mentions{extra}){how}"
 
 
-_SEARCH_BY_NAME = """
-MATCH (e:Entity)
-WHERE lower(e.name) CONTAINS lower($q)
-RETURN e.id AS id, e.name AS name, e.type AS type, e.n_mentions AS n
-ORDER BY n DESC, name
-LIMIT $k
-"""
-
-_ENTITIES_BY_ID = """
-MATCH (e:Entity) WHERE e.id IN $ids
-RETURN e.id AS id, e.name AS name, e.type AS type, e.n_mentions AS n
-"""
-
-
 def search_entities(store: Any, text: str, *, limit: int = 20, embedder: Any | None = None,
                     vector_search: Any | None = None) -> list[EntityHit]:
     """Entities whose name contains ``text`` (case-insensitive), most mentioned first. With no
@@ -64,7 +43,7 @@ def search_entities(store: Any, text: str, *, limit: int = 20, embedder: Any | N
     q = " ".join(text.split())
     if not q:
         return []
-    rows = store.query(_SEARCH_BY_NAME, {"q": q, "k": int(limit)})
+    rows = reads.entities_named(store, q, limit)
     hits = [EntityHit(r["id"], r["name"] or r["id"], r["type"] or "", int(r["n"] or 0), "name") for r in rows]
     if hits or embedder is None:
         return hits
@@ -73,7 +52,7 @@ def search_entities(store: Any, text: str, *, limit: int = 20, embedder: Any | N
     scored = search("Entity", vec, int(limit))
     if not scored:
         return []
-    info = {r["id"]: r for r in store.query(_ENTITIES_BY_ID, {"ids": [i for i, _ in scored]})}
+    info = {r["id"]: r for r in reads.entity_summaries(store, [i for i, _ in scored])}
     out = []
     for eid, score in scored:
         r = info.get(eid)
@@ -83,18 +62,6 @@ def search_entities(store: Any, text: str, *, limit: int = 20, embedder: Any | N
 
 
 # --- neighbourhood ------------------------------------------------------------------------------
-_HOP = """
-MATCH (a:Entity)-[r:RELATED]->(b:Entity)
-WHERE a.id IN $ids OR b.id IN $ids
-RETURN a.id AS src, b.id AS dst, r.relation AS rel, r.triple_id AS tid
-LIMIT $lim
-"""
-
-_NODE_INFO = """
-MATCH (e:Entity) WHERE e.id IN $ids
-RETURN e.id AS id, e.name AS name, e.type AS type, e.description AS description,
-       e.n_mentions AS n, e.origin AS origin
-"""
 
 
 @dataclass(frozen=True)
@@ -121,7 +88,7 @@ def neighbourhood(store: Any, entity_id: str, *, hops: int = 1, cap: int = 50) -
     frontier = [entity_id]
     truncated = False
     for hop in range(1, hops + 1):
-        rows = store.query(_HOP, {"ids": frontier, "lim": MAX_ROWS_PER_HOP})
+        rows = reads.related_at(store, frontier, MAX_ROWS_PER_HOP)
         truncated = truncated or len(rows) >= MAX_ROWS_PER_HOP
         nxt: list[str] = []
         for r in rows:
@@ -139,7 +106,7 @@ def neighbourhood(store: Any, entity_id: str, *, hops: int = 1, cap: int = 50) -
         degree[s] += 1
         degree[d] += 1
     order = sorted(distance, key=lambda n: (distance[n], -degree[n], n))
-    info = {r["id"]: r for r in store.query(_NODE_INFO, {"ids": order[:cap]})} if order else {}
+    info = {r["id"]: r for r in reads.entity_infos(store, order[:cap])} if order else {}
     nodes = [_entity_node(nid, info.get(nid), distance[nid], nid == entity_id) for nid in order]
     merged: dict[tuple[str, str], list[str]] = defaultdict(list)
     for (s, d, rel) in edges:
@@ -170,36 +137,6 @@ def _entity_node(nid: str, row: dict[str, Any] | None, dist: int, is_centre: boo
 
 
 # --- details -------------------------------------------------------------------------------------
-_ENTITY = """
-MATCH (e:Entity) WHERE e.id = $id
-RETURN e.id AS id, e.name AS name, e.type AS type, e.description AS description,
-       e.aliases AS aliases, e.n_mentions AS n_mentions, e.origin AS origin
-"""
-
-_TRIPLES = """
-MATCH (t:Triple) WHERE t.subject_id = $id OR t.object_id = $id
-RETURN t.id AS id, t.subject AS subject, t.relation AS relation, t.object AS object,
-       t.sentence AS sentence, t.chunk_id AS chunk_id, t.doc_id AS doc_id, t.origin AS origin
-ORDER BY t.chunk_id, t.id
-LIMIT $k
-"""
-
-_CHUNKS = """
-MATCH (c:Chunk) WHERE c.id IN $ids
-OPTIONAL MATCH (d:Document) WHERE d.id = c.doc_id
-RETURN c.id AS id, c.text AS text, c.doc_id AS doc_id, d.title AS title
-"""
-
-_EXTRACTIONS = """
-MATCH (x:Extraction) WHERE x.chunk_id IN $ids
-RETURN x.chunk_id AS chunk_id, x.mode AS mode, x.prompt_name AS prompt_name, x.raw AS raw,
-       x.status AS status, x.n_triples AS n_triples, x.n_malformed AS n_malformed, x.error AS error
-"""
-
-_MENTIONING_CHUNKS = """
-MATCH (c:Chunk)-[:MENTIONS]->(e:Entity) WHERE e.id = $id
-RETURN c.id AS id ORDER BY c.id LIMIT $k
-"""
 
 
 @dataclass(frozen=True)
@@ -220,33 +157,30 @@ class EntityDetails:
 def entity_details(store: Any, entity_id: str, *, max_triples: int = 200, max_chunks: int = 20) -> EntityDetails:
     """The entity row, the triples it takes part in (with their provenance sentence), and the
     chunks they came from (text plus the raw extraction output for that chunk)."""
-    rows = store.query(_ENTITY, {"id": entity_id})
-    if not rows:
+    row = reads.entity(store, entity_id)
+    if row is None:
         raise KgvizError(f"no entity with id {entity_id!r} in this workspace",
                          hint="Search again: the workspace may have been rebuilt.")
-    triples = store.query(_TRIPLES, {"id": entity_id, "k": int(max_triples)})
+    triples = reads.triples_of_entity(store, entity_id, max_triples)
     chunk_ids = list(dict.fromkeys(t["chunk_id"] for t in triples if t.get("chunk_id")))
     if len(chunk_ids) < max_chunks:
-        for r in store.query(_MENTIONING_CHUNKS, {"id": entity_id, "k": int(max_chunks)}):
-            if r["id"] not in chunk_ids:
-                chunk_ids.append(r["id"])
+        for cid in reads.chunks_mentioning_entity(store, entity_id, max_chunks):
+            if cid not in chunk_ids:
+                chunk_ids.append(cid)
     chunk_ids = chunk_ids[:max_chunks]
     chunks: list[ChunkDetail] = []
     if chunk_ids:
-        texts = {r["id"]: r for r in store.query(_CHUNKS, {"ids": chunk_ids})}
-        extractions = {r["chunk_id"]: r for r in store.query(_EXTRACTIONS, {"ids": chunk_ids})}
+        texts = {r["id"]: r for r in reads.chunks_with_documents(store, chunk_ids)}
+        extractions = {r["chunk_id"]: r for r in reads.extraction_records(store, chunk_ids)}
         for cid in chunk_ids:
             r = texts.get(cid)
             if r is None:
                 continue
             chunks.append(ChunkDetail(cid, r.get("title") or r.get("doc_id") or "", r.get("text") or "",
                                       extractions.get(cid)))
-    return EntityDetails(rows[0], triples, chunks)
+    return EntityDetails(row, triples, chunks)
 
 
 def degrees(store: Any) -> list[int]:
     """Number of RELATED edges (either direction) per entity, isolated entities included."""
-    rows = store.query(
-        "MATCH (e:Entity) OPTIONAL MATCH (e)-[r:RELATED]-(:Entity) RETURN e.id AS id, count(r) AS d", {}
-    )
-    return [int(r["d"]) for r in rows]
+    return reads.related_degrees(store)

@@ -6,16 +6,16 @@ gives way to the document's first markdown heading, else to the stem with its se
 into spaces. A chunk (or sub-chunk) is labelled by its document's title and its first words. Ids
 stay available in tooltips and raw data; nothing here is escaped (the renderers escape).
 
-``fetch_human_labels`` reads what it needs through a ``query(cypher, params)`` callable (the
-graph store's ``query``), with ``$ids`` bindings only.
+``fetch_human_labels`` and ``fetch_links`` read through the named functions of
+``kgviz.graph.reads`` (the statements live there, with ``$ids`` bindings only).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterable
 
-Query = Callable[[str, Mapping[str, Any]], list[dict[str, Any]]]
+from kgviz.graph import reads
 
 FIRST_WORDS = 4  # words of a chunk's text after its document title (ours: fits one label line)
 _STEM = re.compile(r"^[\w.-]+$")  # no spaces: a file stem or an id, not a title a person wrote
@@ -61,7 +61,7 @@ def _doc_of(node_id: str) -> str:
     return node_id.split("#", 1)[0]
 
 
-def fetch_human_labels(query: Query, ids: Iterable[str]) -> dict[str, str]:
+def fetch_human_labels(store: Any, ids: Iterable[str]) -> dict[str, str]:
     """Human labels for the Document, Chunk and SubChunk ids among ``ids`` (others are left
     out: entities and facts already carry readable names)."""
     wanted = sorted({i for i in ids if isinstance(i, str) and i.startswith("doc:")})
@@ -69,8 +69,7 @@ def fetch_human_labels(query: Query, ids: Iterable[str]) -> dict[str, str]:
         return {}
     docs = sorted({_doc_of(i) for i in wanted})
     titles: dict[str, str] = {}
-    for r in query("MATCH (d:Document) WHERE d.id IN $ids RETURN d.id AS id, d.title AS title, d.text AS text",
-                   {"ids": docs}):
+    for r in reads.documents_for_labels(store, docs):
         titles[str(r["id"])] = human_title(str(r.get("title") or ""), str(r.get("text") or ""))
     out: dict[str, str] = {d: t for d, t in titles.items() if d in wanted}
     chunks = [i for i in wanted if "#" in i and ".s" not in i.rsplit("#", 1)[1]]
@@ -78,10 +77,9 @@ def fetch_human_labels(query: Query, ids: Iterable[str]) -> dict[str, str]:
     for table, part in (("Chunk", chunks), ("SubChunk", subs)):
         if not part:
             continue
-        for r in query(f"MATCH (c:{table}) WHERE c.id IN $ids RETURN c.id AS id, c.text AS text", {"ids": part}):
-            cid = str(r["id"])
+        for cid, text in reads.chunk_label_texts(store, table, part).items():
             title = titles.get(_doc_of(cid), _doc_of(cid))
-            out[cid] = chunk_label(title, str(r.get("text") or ""))
+            out[cid] = chunk_label(title, str(text or ""))
     return out
 
 
@@ -92,25 +90,22 @@ class TraceLinks:
     labels: dict[str, tuple[str, str]]  # end id -> (label, table)
 
 
-_LINKS_QUERY = ("UNWIND $ids AS x MATCH (t:Triple {id: x}) "
-                "RETURN t.id AS id, t.subject_id AS s, t.object_id AS o, t.subject AS s_name, t.object AS o_name")
-# a fact's end is an entity, or another fact (a hypernode): this finds which ends are facts
-_INNER_QUERY = "UNWIND $ids AS x MATCH (t:Triple {id: x}) RETURN t.id AS id, t.text AS text"
-
-
 def fetch_links(store: Any, ids: list[str]) -> TraceLinks:
-    """Subject and object of the facts ``ids`` with their labels, in two parameterised queries."""
+    """Subject and object of the facts ``ids`` with their labels, in two reads: the facts, then
+    which of their ends are facts themselves (a hypernode) rather than entities."""
     if not ids:
         return TraceLinks({}, {})
     links: dict[str, tuple[str, str]] = {}
     labels: dict[str, tuple[str, str]] = {}
-    for r in store.query(_LINKS_QUERY, {"ids": list(ids)}):
+    order = {tid: n for n, tid in reversed(list(enumerate(ids)))}
+    # in the order of ``ids`` (the IN form returns rows in scan order), so the drawing repeats
+    for r in sorted(reads.triple_links(store, list(ids)), key=lambda r: (order.get(r["id"], len(order)), r["id"])):
         s, o = str(r.get("s") or ""), str(r.get("o") or "")
         links[str(r["id"])] = (s, o)
         for end, name in ((s, r.get("s_name")), (o, r.get("o_name"))):
             if end:
                 labels[end] = (str(name or end), "Entity")
     if labels:
-        for r in store.query(_INNER_QUERY, {"ids": sorted(labels)}):
-            labels[str(r["id"])] = (str(r.get("text") or labels[str(r["id"])][0]), "Triple")
+        for tid, text in reads.triple_labels(store, sorted(labels)).items():
+            labels[str(tid)] = (str(text or labels[str(tid)][0]), "Triple")
     return TraceLinks(links, labels)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
+from kgviz.graph import reads
 from kgviz.run import Run
 from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph, graph_html
 from kgviz.viz.labels import fetch_human_labels
@@ -96,17 +97,12 @@ def _labels(runs: Sequence[Run], store: Any, tables: Mapping[str, str]) -> dict[
         by_table: dict[str, list[str]] = {}
         for node_id, table in tables.items():
             by_table.setdefault(table, []).append(node_id)
-        queries = {"Entity": "MATCH (n:Entity) WHERE n.id IN $ids RETURN n.id AS id, n.name AS label",
-                   "Triple": "MATCH (n:Triple) WHERE n.id IN $ids RETURN n.id AS id, n.text AS label",
-                   "Document": "MATCH (n:Document) WHERE n.id IN $ids RETURN n.id AS id, n.title AS label",
-                   "Chunk": "MATCH (n:Chunk) WHERE n.id IN $ids RETURN n.id AS id, n.text AS label",
-                   "SubChunk": "MATCH (n:SubChunk) WHERE n.id IN $ids RETURN n.id AS id, n.text AS label"}
         for table, ids in by_table.items():
-            if table in queries:
-                for row in store.query(queries[table], {"ids": sorted(ids)}):
+            if table in reads.LABELLED_TABLES:
+                for node_id, label in reads.node_labels(store, table, sorted(ids)).items():
                     # the store's name beats a step's free-form label ("Triple 3 (score .8)")
-                    if table in ("Entity", "Document", "Triple") or row["id"] not in labels:
-                        labels[row["id"]] = row["label"] or row["id"]
+                    if table in ("Entity", "Document", "Triple") or node_id not in labels:
+                        labels[node_id] = label or node_id
     return labels
 
 
@@ -124,7 +120,7 @@ def build_overlay(runs: Sequence[Run], store: Any = None, *, cap: int = DEFAULT_
             tables.setdefault(node_id, table)
     labels = _labels(runs, store, tables)
     if store is not None:  # documents by title, chunks by title + first words (not ids or raw text)
-        labels.update(fetch_human_labels(store.query, list(by_node)))
+        labels.update(fetch_human_labels(store, list(by_node)))
     # shared evidence first, so the cap never hides the overlap the view is about
     order = sorted(by_node, key=lambda i: (-len(by_node[i]), methods.index(by_node[i][0]), i))
     nodes: list[VizNode] = []
@@ -150,9 +146,7 @@ def _edges(runs: Sequence[Run], by_node: Mapping[str, list[str]], tables: Mappin
                     seen[(e.source, e.target)] = VizEdge(e.source, e.target, e.rel, title=e.rel)
     triples = sorted(i for i, t in tables.items() if t == "Triple")
     if store is not None and triples:
-        rows = store.query("MATCH (t:Triple) WHERE t.id IN $ids RETURN t.id AS id, t.subject_id AS s, "
-                           "t.object_id AS o, t.chunk_id AS c", {"ids": triples})
-        for r in rows:
+        for r in sorted(reads.triple_ends(store, triples), key=lambda r: r["id"]):
             for other, rel in ((r["s"], "subject"), (r["o"], "object"), (r["c"], "from chunk")):
                 if other and other in by_node and (r["id"], other) not in seen and (other, r["id"]) not in seen:
                     seen[(r["id"], other)] = VizEdge(r["id"], other, rel, title=rel, dashes=rel == "from chunk")

@@ -241,7 +241,7 @@ def run_page(trace: Sequence[TraceStep], store: Any, *, method: str = "",
     from kgviz.viz.labels import fetch_human_labels, fetch_links
 
     ids = [n.id for s in trace for n in s.nodes] + [x for s in trace for e in s.edges for x in (e.source, e.target)]
-    names = fetch_human_labels(store.query, ids)
+    names = fetch_human_labels(store, ids)
     if links is None:
         links = fetch_links(store, vt.triple_ids(trace))
     frames = vt.build_frames(trace, triple_links=links.links, link_labels=links.labels, human_labels=names)

@@ -18,15 +18,9 @@ CYPHER = re.compile(
     r"\bMATCH\s*\(|\bMERGE\s*\(|\bUNWIND\s+\$|\bCALL\s+\w+\s*\(|\bRETURN\s+[\w*]|\bCOPY\s+\w+\s+FROM\b"
     r"|\bCREATE\s+(NODE|REL)\s+TABLE\b|\bCREATE\s*\(|\bDETACH\s+DELETE\b"
 )
-# Queries still inside the UI and viz packages, which another engineer is rewriting; the lead
-# switches them to the functions named in kgviz/graph/ after both branches are merged. The list
-# is exact: a file that loses its last query must leave it (see the test below).
-ALLOWED = {
-    "kgviz/ui/build_ket.py",   # -> reads.chunk_overview
-    "kgviz/ui/trace.py",       # -> reads.triple_links, reads.triple_labels
-    "kgviz/viz/explore.py",    # -> kgviz.graph.explore
-    "kgviz/viz/overlay.py",    # -> reads.node_labels, reads.triple_ends
-}
+# Files allowed to hold Cypher outside kgviz/graph/: none since issue 11 (the UI and viz read
+# through the named functions of kgviz/graph/). Kept so a future exception is explicit and exact.
+ALLOWED: set[str] = set()
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -95,3 +89,14 @@ def test_graph_search_does_not_import_the_store() -> None:
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
     assert "kgviz.graph.store" not in imported
+
+
+def test_only_the_store_imports_kuzu() -> None:
+    importers = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {a.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+        names |= {(node.module or "").split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        if "kuzu" in names:
+            importers.append(path.relative_to(PACKAGE.parent).as_posix())
+    assert importers == ["kgviz/graph/store.py"]

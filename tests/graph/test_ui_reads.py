@@ -1,5 +1,5 @@
-"""The kgviz/graph functions the UI and viz modules will switch to return what their own queries
-return today (so the switch after the issue-11 merge changes no page)."""
+"""The kgviz/graph functions behind the UI and viz modules (issue 11: they hold no Cypher of their
+own) read what the pages show."""
 from __future__ import annotations
 
 from typing import Any, Iterator
@@ -42,23 +42,53 @@ def _sorted(rows: list[dict[str, Any]]) -> list[str]:
     return sorted(repr(sorted(r.items())) for r in rows)
 
 
-def test_explore_functions_equal_the_explore_page_queries(store: GraphStore) -> None:
-    q = store.query
-    assert explore.entities_named(store, "harbour", 5) == q(viz_explore._SEARCH_BY_NAME, {"q": "harbour", "k": 5})
-    assert [r["id"] for r in explore.entities_named(store, "HARBOUR", 5)] == ["ent:harbour master", "ent:harbour"]
+def test_explore_functions_read_the_fixture(store: GraphStore) -> None:
+    # n_mentions follow the fixture's enumerate: harbour 0, river 1, harbour master 2, sea 3
+    assert explore.entities_named(store, "HARBOUR", 5) == [
+        {"id": "ent:harbour master", "name": "Harbour Master", "type": "place", "n": 2},
+        {"id": "ent:harbour", "name": "Harbour", "type": "place", "n": 0}]
     ids = ["ent:harbour", "ent:sea", "nope"]
-    assert _sorted(explore.entity_summaries(store, ids)) == _sorted(q(viz_explore._ENTITIES_BY_ID, {"ids": ids}))
-    assert _sorted(explore.entity_infos(store, ids)) == _sorted(q(viz_explore._NODE_INFO, {"ids": ids}))
-    assert explore.related_at(store, ["ent:river"], 10) == q(viz_explore._HOP, {"ids": ["ent:river"], "lim": 10})
-    assert explore.entity(store, "ent:harbour") == q(viz_explore._ENTITY, {"id": "ent:harbour"})[0]
+    assert _sorted(explore.entity_summaries(store, ids)) == _sorted([
+        {"id": "ent:harbour", "name": "Harbour", "type": "place", "n": 0},
+        {"id": "ent:sea", "name": "Sea", "type": "place", "n": 3}])
+    assert _sorted(explore.entity_infos(store, ids)) == _sorted([
+        {"id": "ent:harbour", "name": "Harbour", "type": "place", "description": "about harbour", "n": 0,
+         "origin": "corpus"},
+        {"id": "ent:sea", "name": "Sea", "type": "place", "description": "about sea", "n": 3, "origin": "corpus"}])
+    # either end matches: ent:river is the tail of the one RELATED edge
+    assert explore.related_at(store, ["ent:river"], 10) == [
+        {"src": "ent:harbour", "dst": "ent:river", "rel": "on", "tid": "tri:1"}]
+    assert explore.related_at(store, ["ent:sea"], 10) == []
+    assert explore.entity(store, "ent:harbour") == {
+        "id": "ent:harbour", "name": "Harbour", "type": "place", "description": "about harbour", "aliases": "",
+        "n_mentions": 0, "origin": "corpus"}
     assert explore.entity(store, "nope") is None
-    got = explore.triples_of_entity(store, "ent:sea", 5)
-    assert got == q(viz_explore._TRIPLES, {"id": "ent:sea", "k": 5}) and [r["id"] for r in got] == ["tri:2"]
-    chunks = ["d0#c0", "d1#c1"]
-    assert _sorted(explore.chunks_with_documents(store, chunks)) == _sorted(q(viz_explore._CHUNKS, {"ids": chunks}))
-    assert _sorted(explore.extraction_records(store, chunks)) == _sorted(q(viz_explore._EXTRACTIONS, {"ids": chunks}))
+    # tri:2 has ent:sea as object (its subject is the fact tri:1, a hypernode)
+    assert [r["id"] for r in explore.triples_of_entity(store, "ent:sea", 5)] == ["tri:2"]
+    assert [r["id"] for r in explore.triples_of_entity(store, "ent:harbour", 5)] == ["tri:1"]
+    chunks = ["d0#c0", "d1#c1", "nope"]
+    assert _sorted(explore.chunks_with_documents(store, chunks)) == _sorted([
+        {"id": "d0#c0", "text": "text 0.0", "doc_id": "d0", "title": "Harbour"},
+        {"id": "d1#c1", "text": "text 1.1", "doc_id": "d1", "title": "River"}])
+    records = explore.extraction_records(store, chunks)
+    assert [(r["chunk_id"], r["mode"], r["raw"], r["n_triples"]) for r in records] == [("d0#c0", "offline", "x", 1)]
     assert explore.chunks_mentioning_entity(store, "ent:harbour", 5) == ["d0#c0", "d1#c1"]
-    assert explore.related_degrees(store) == viz_explore.degrees(store)
+    assert explore.chunks_mentioning_entity(store, "ent:harbour", 1) == ["d0#c0"]
+    assert sorted(explore.related_degrees(store)) == [0, 0, 1, 1]
+
+
+def test_the_explore_view_reads_through_the_graph_functions(store: GraphStore) -> None:
+    hits = viz_explore.search_entities(store, "harbour")
+    assert [(h.id, h.n_mentions, h.match) for h in hits] == [("ent:harbour master", 2, "name"),
+                                                              ("ent:harbour", 0, "name")]
+    hood = viz_explore.neighbourhood(store, "ent:river")
+    assert hood.names == {"ent:river": "River", "ent:harbour": "Harbour"}
+    details = viz_explore.entity_details(store, "ent:harbour")
+    assert [t["id"] for t in details.triples] == ["tri:1"]
+    # d0#c0 from the triple, then d1#c1 from MENTIONS; only d0#c0 has an Extraction row
+    assert [(c.id, c.doc_title, c.extraction is not None) for c in details.chunks] == [
+        ("d0#c0", "Harbour", True), ("d1#c1", "River", False)]
+    assert sorted(viz_explore.degrees(store)) == [0, 0, 1, 1]
 
 
 def test_trace_and_overlay_reads(store: GraphStore) -> None:
@@ -74,3 +104,25 @@ def test_trace_and_overlay_reads(store: GraphStore) -> None:
     overview = {r["id"]: r for r in reads.chunk_overview(store)}
     assert len(overview) == 6 and overview["d0#c0"]["core"] is True and overview["d1#c2"]["n"] == 3
 
+
+
+def test_human_label_reads(store: GraphStore) -> None:
+    assert _sorted(reads.documents_for_labels(store, ["d0", "nope"])) == _sorted(
+        [{"id": "d0", "title": "Harbour", "text": None}])
+    assert reads.chunk_label_texts(store, "Chunk", ["d1#c2", "d9#c0"]) == {"d1#c2": "text 1.2"}
+    assert reads.chunk_label_texts(store, "SubChunk", ["d1#c2"]) == {}
+    with pytest.raises(ValueError):
+        reads.chunk_label_texts(store, "Document", ["d0"])
+    # past IN_LIST_MAX ids the UNWIND form reads the same rows
+    many = [f"d{i}#c{j}" for i in range(2) for j in range(3)] + [f"x{n}" for n in range(30)]
+    assert len(reads.chunk_label_texts(store, "Chunk", many)) == 6
+
+
+def test_trace_links_follow_the_order_of_the_ids(store: GraphStore) -> None:
+    from kgviz.viz.labels import fetch_links
+
+    got = fetch_links(store, ["tri:2", "tri:1", "x"])
+    assert list(got.links) == ["tri:2", "tri:1"]
+    assert got.links["tri:2"] == ("tri:1", "ent:sea")
+    # tri:1 is an end of tri:2: labelled by its text as a Triple, not as an entity
+    assert got.labels["tri:1"] == ("Harbour on River", "Triple") and got.labels["ent:sea"] == ("Sea", "Entity")

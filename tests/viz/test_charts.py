@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from kgviz.viz.charts import counts_bar, degree_distribution, grouped_bar, histogram, stage_bar
+from kgviz.viz.charts import counts_bar, degree_distribution, grouped_bar, histogram
 
 
 def test_counts_bar_groups_and_values() -> None:
@@ -26,8 +26,7 @@ def test_degree_distribution_is_log_log_and_drops_zero() -> None:
     assert "2 isolated" in fig.layout.title.text
 
 
-def test_stage_grouped_histogram() -> None:
-    assert list(stage_bar({"chunk": 0.1, "extract": 2.0}, title="s", unit="s").data[0].y) == [0.1, 2.0]
+def test_grouped_bar_and_histogram() -> None:
     fig = grouped_bar({"kg-rag": {"EM": 0.5, "F1": 0.6}, "text-rag": {"EM": 0.4, "F1": 0.5}}, title="m",
                       errors={"kg-rag": {"EM": (0.4, 0.7)}})
     assert len(fig.data) == 2 and fig.layout.barmode == "group"

@@ -41,8 +41,8 @@ class _FakeStore:
 
 def test_fetch_human_labels_uses_params_and_labels_every_layer() -> None:
     store = _FakeStore()
-    got = fetch_human_labels(store.query, ["doc:1", "doc:1#c0", "doc:1#c0.s1", "ent:x", "tri:y"])
+    got = fetch_human_labels(store, ["doc:1", "doc:1#c0", "doc:1#c0.s1", "ent:x", "tri:y"])
     assert got == {"doc:1": "Tidewell Line", "doc:1#c0": "Tidewell Line: The Tidewell Line is…",
                    "doc:1#c0.s1": "Tidewell Line: Tobias Marrec founded it…"}
     assert all("$ids" in c and "doc:" not in c for c, _p in store.calls)  # ids bound, never spliced
-    assert fetch_human_labels(store.query, ["ent:x"]) == {}
+    assert fetch_human_labels(store, ["ent:x"]) == {}
