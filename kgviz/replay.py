@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from kgviz.compare import MethodResult, assess
 from kgviz.evaluate.qa import QAItem
+from kgviz.graph import reads
 from kgviz.graph.store import GraphStore
 from kgviz.index.params import BuildParams, BuildReport, ProgressEvent
 from kgviz.ingest import load_paths
@@ -73,9 +74,7 @@ def build_sample(session: Session, workers: int = 1,
 
 
 def extraction_rows(store: GraphStore) -> list[dict[str, Any]]:
-    return store.query("MATCH (x:Extraction) RETURN x.chunk_id AS chunk_id, x.raw AS raw, x.status AS status, "
-                       "x.n_malformed AS n_malformed, x.input_tokens AS input_tokens, "
-                       "x.output_tokens AS output_tokens ORDER BY x.chunk_id")
+    return reads.extraction_summaries(store)
 
 
 def extraction_figures(report: BuildReport, rows: list[dict[str, Any]]) -> dict[str, Any]:

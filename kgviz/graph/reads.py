@@ -326,3 +326,11 @@ def chunk_label_texts(store: GraphStore, table: str, ids: Sequence[str]) -> dict
     if table not in ("Chunk", "SubChunk"):
         raise ValueError(f"chunk_label_texts: {table!r} is not Chunk or SubChunk")
     return {r["id"]: r["text"] for r in rows_by_ids(store, f"(c:{table})", "c.id", "c.id AS id, c.text AS text", ids)}
+
+
+def extraction_summaries(store: GraphStore) -> list[Row]:
+    """Every chunk's stored extraction outcome (chunk_id, raw, status, n_malformed, input_tokens,
+    output_tokens), by chunk id: the figures of a build (kgviz.replay)."""
+    return store.query("MATCH (x:Extraction) RETURN x.chunk_id AS chunk_id, x.raw AS raw, x.status AS status, "
+                       "x.n_malformed AS n_malformed, x.input_tokens AS input_tokens, "
+                       "x.output_tokens AS output_tokens ORDER BY x.chunk_id")

@@ -21,6 +21,27 @@ pytestmark = pytest.mark.e2e
 EVAL_S = 180
 
 
+def _remove_methods(page: Page, names: list[str]) -> None:
+    """Remove methods from the multiselect, one rerun at a time. On a loaded machine a removal
+    clicked while the previous rerun is still running can come back (Streamlit re-sends the
+    widget's kept value), so the loop waits for each removal to settle and checks them all again."""
+    from playwright.sync_api import expect
+
+    expect(page.get_by_role("button", name=f"Remove {names[0]}", exact=True)).to_be_visible(timeout=30_000)
+    for _ in range(4):
+        left = [n for n in names if page.get_by_role("button", name=f"Remove {n}", exact=True).count()]
+        if not left:
+            return
+        for name in left:
+            remove = page.get_by_role("button", name=f"Remove {name}", exact=True)
+            if remove.count():
+                remove.click()
+                expect(remove).to_have_count(0, timeout=30_000)
+                page.wait_for_function(  # the rerun this removal started has finished
+                    "!document.querySelector('[data-testid=\"stStatusWidgetRunningIcon\"]')", timeout=30_000)
+    raise AssertionError(f"methods still selected after four passes: {left}")
+
+
 def test_small_evaluation_shows_charts(
     server: str, page: Page, outside: list[str], tmp_path: Path,
     load_sample: Callable[..., None], save_screenshot: Callable[[Page, Path, str], Path],
@@ -35,11 +56,7 @@ def test_small_evaluation_shows_charts(
     expect(page.get_by_role("heading", name="Evaluate methods")).to_be_visible(timeout=30_000)
     # keep three methods: remove the others from the multiselect
     keep = {"text-rag", "kg-retriever", "no-retrieval"}
-    for name in list_methods():
-        if name not in keep:
-            remove = page.get_by_role("button", name=f"Remove {name}", exact=True)
-            remove.click()
-            expect(remove).to_have_count(0, timeout=30_000)
+    _remove_methods(page, [name for name in list_methods() if name not in keep])
     limit = page.get_by_label("Questions (first N)")
     limit.fill("3")
     limit.press("Enter")
