@@ -98,8 +98,10 @@ def make_llm(
         llm = openai_llm.OpenAIResponsesLLM(model, api_key=key, base_url=base_url, policy=policy)
     else:
         assert base_url is not None  # parse_llm_spec guarantees it
-        penalty = LOCAL_FREQUENCY_PENALTY if is_loopback(base_url) else None
-        llm = openai_llm.OpenAIChatLLM(model, base_url=base_url, api_key=key, policy=policy, frequency_penalty=penalty)
+        local = is_loopback(base_url)  # streamed: loops cut early, prompt/generation timed (chat_stream)
+        penalty = LOCAL_FREQUENCY_PENALTY if local else None
+        llm = openai_llm.OpenAIChatLLM(model, base_url=base_url, api_key=key, policy=policy,
+                                       frequency_penalty=penalty, stream=local)
     if use_cache:
         return CachedLLM(llm, open_cache(settings.cache_dir), refresh=refresh)
     return llm
