@@ -82,7 +82,14 @@ class LocalSpeed:
         text = (f"measured on {self.n_calls} call(s) ({where}): prompt {self.prompt_tps:.1f} tokens/s, "
                 f"generation {self.gen_tps:.1f} tokens/s")
         if self.basis == "overlapping":
-            text += " (calls that shared the server)"
+            # rates of calls that shared the server: right for as many workers as then, an upper
+            # bound for fewer (on a server that did them one at a time, a call alone is faster)
+            at_once = self.parallelism or 1.0
+            text += f" (every call shared the server, ~{at_once:.1f} at a time)"
+            if workers < at_once - 0.05:
+                return text + (f"; with {workers} worker(s) the time may be up to {at_once / workers:.1f}× too long: "
+                               "calibrate to time a call alone")
+            return text + f"; {workers} worker(s)"
         if workers <= 1:
             return text + "; 1 worker"
         if self.parallelism is None:

@@ -68,6 +68,8 @@ def test_only_overlapping_calls_give_the_throughput_of_that_worker_count() -> No
     assert speed.prompt_tps == pytest.approx(20.0) and speed.parallelism == pytest.approx(2.0)
     per_call_alone = 400 / 40 + 50 / 8
     assert speed.call_seconds(400, 50) / speed.effective_parallelism(2) == pytest.approx(per_call_alone)
+    assert "~2.0 at a time" in speed.describe(2) and "too long" not in speed.describe(2)
+    assert "up to 2.0× too long" in speed.describe(1)  # a call alone may be faster: an upper bound
 
 
 def test_history_reads_every_timed_row_of_the_model_from_the_llm_cache(tmp_path: Path) -> None:
