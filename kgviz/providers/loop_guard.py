@@ -12,15 +12,22 @@ looping reply would have given (the parser ignores everything after it anyway). 
 two constants equal; the constant is restated here because providers must not import the index
 layer.
 
+The parser applies its loop rule only to line replies: a reply that is one JSON value (a list of
+triple objects, a judge's verdict) is read whole, and pretty-printed JSON repeats lines such as
+``"relation": "born in",`` legitimately. So once a reply starts with ``[`` or ``{`` (after an
+optional code fence) the guard stops counting lines, like the parser.
+
 A reply that grows past ``max_tokens`` streamed pieces is cut as well: servers honour max_tokens
 themselves, so this only fires for one that does not. One streamed piece is one token on
 llama.cpp, Ollama and vLLM; the count is an approximation elsewhere.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 MAX_LINE_REPEATS = 3  # = kgviz.index.parse.MAX_LINE_REPEATS (tests/providers/test_loop_guard.py)
+_FENCE = re.compile(r"^\s*(```|~~~)")  # the parser's fence rule (kgviz.index.parse._FENCE)
 
 
 def line_key(line: str) -> str:
@@ -43,6 +50,7 @@ class LoopGuard:
     _kept: int = -1  # characters of the joined text to keep once cut; -1 = all
     _line: str = ""  # the current, unfinished line
     _counts: dict[str, int] = field(default_factory=dict)
+    _json: bool | None = None  # None until the first non-blank, non-fence text says which
 
     @property
     def text(self) -> str:
@@ -55,7 +63,9 @@ class LoopGuard:
         offset = sum(len(p) for p in self._parts)
         self._parts.append(piece)
         self.pieces += 1
-        start = 0
+        if self._json is None:
+            self._json = self._looks_like_json()
+        start = 0 if not self._json else len(piece)  # a JSON reply: only the token limit applies
         while True:
             nl = piece.find("\n", start)
             if nl < 0:
@@ -70,8 +80,15 @@ class LoopGuard:
                 self._kept = offset + nl  # keep the looping line itself, not its newline
                 self.cut = f"reply cut: repetition after {self.pieces} tokens"
                 return False
-        self._line += piece[start:]
+        if not self._json:
+            self._line += piece[start:]
         if self.pieces > self.max_tokens:
             self.cut = f"reply cut: longer than max_tokens={self.max_tokens} after {self.pieces} tokens"
             return False
         return True
+
+    def _looks_like_json(self) -> bool | None:
+        body = "\n".join(ln for ln in "".join(self._parts).splitlines() if not _FENCE.match(ln)).lstrip()
+        if not body or (body.startswith(("`", "~")) and "\n" not in body):
+            return None  # nothing yet, or a fence line still arriving
+        return body[0] in "[{"

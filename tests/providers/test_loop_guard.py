@@ -51,3 +51,21 @@ def test_past_max_tokens_is_cut_and_keeps_what_came() -> None:
     assert feed_all(guard, pieces) == 6
     assert guard.cut == "reply cut: longer than max_tokens=5 after 6 tokens"
     assert guard.text == "".join(pieces[:6])
+
+
+def test_a_json_reply_is_read_whole_like_the_parser_does() -> None:
+    items = [{"subject": f"Ship {i}", "relation": "was built in", "object": "Kellhaven"} for i in range(6)]
+    import json
+
+    for reply in (json.dumps(items, indent=2), "```json\n" + json.dumps(items, indent=2) + "\n```"):
+        pieces = [p for p in reply.replace("\n", "\n\0").split("\0") if p]
+        guard = LoopGuard(max_tokens=10_000)
+        # '"relation": "was built in",' comes six times: a loop for lines, not for one JSON value
+        assert feed_all(guard, pieces) == len(pieces) and guard.cut == "" and guard.text == reply
+        assert len(parse_triples(guard.text).triples) == 6
+
+
+def test_a_fence_split_across_pieces_before_a_line_reply_still_counts_lines() -> None:
+    guard = LoopGuard(max_tokens=10_000)
+    pieces = ["``", "`\n", "(a; r; b)\n"] + ["(c; r; d)\n"] * 5
+    assert feed_all(guard, pieces) == 7 and guard.cut.startswith("reply cut: repetition")
