@@ -127,3 +127,9 @@ def test_the_cut_lands_in_the_trace_and_survives_a_cached_replay(server: FakeSer
     again = Reasoner(make_llm(spec, s), HashingEmbedder(64)).run("extract_triples", text="Edda Lunn was born in Ventholm.")
     assert again.call.cached and again.call.note == first.call.note and len(server.requests) == 1
     assert "note" not in LLMCall("t", "p", "offline").to_dict()  # unset: absent, old traces compare equal
+
+
+def test_a_plain_json_error_body_to_a_streamed_request_is_a_provider_error(server: FakeServer) -> None:
+    server.script(Reply(200, '{"error": {"message": "model not loaded", "code": 503}}'))
+    with pytest.raises(ProviderError, match="model not loaded"):
+        streamed(server).complete(USER)
