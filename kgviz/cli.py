@@ -128,10 +128,14 @@ def _ket_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _print_estimate(est: Any) -> None:
-    cost = "$0 (offline)" if est.offline else (f"${est.usd:.4f}" if est.price_known else "price unknown")
+    cost = "$0 (offline)" if est.offline else "$0 (local model)" if est.local else (
+        f"${est.usd:.4f}" if est.price_known else "price unknown")
     total = est.total_chunks or est.chunks
     print(f"model: {est.model}\nchunks extracted: {est.chunks:,} of {total:,} (β={est.beta:g})\n"
           f"LLM calls: {est.calls:,}\ntokens in / out: {est.input_tokens:,} / {est.output_tokens:,}\ncost: {cost}")
+    if est.local:
+        from kgviz.index.estimate import describe_time
+        print(f"time: {describe_time(est)}")
     if est.full is not None:
         f = est.full
         full_cost = "$0 (offline)" if f.offline else (f"${f.usd:.4f}" if f.price_known else "price unknown")
@@ -168,6 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--keep-failed", action="store_true",
                    help="do not retry chunks that failed in an earlier build (by default they are re-asked)")
     b.add_argument("--estimate", action="store_true", help="print the cost estimate and stop")
+    b.add_argument("--calibrate", action="store_true",
+                   help="with --estimate and a local model: time a few short calls first, so the estimate has measured tokens/s")
     b.add_argument("--skip-near-duplicates", action="store_true",
                    help="leave out documents whose text overlaps an earlier one by >= 95%% (default: report them, load them)")
     _ket_options(b)
@@ -260,6 +266,8 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
     # KGVIZ_WORKERS counts here as in the app: 4 concurrent requests to a one-slot CPU server
     # (issue 15) only queue up and time out
     workers = args.workers if args.workers is not None else settings.workers
+    if args.calibrate and not args.estimate:
+        raise ConfigError("--calibrate goes with --estimate", hint="run `kgviz build PATH --estimate --calibrate`")
     overrides = {k: v for k, v in {"chunk_tokens": args.chunk_tokens, "chunk_overlap": args.chunk_overlap,
                                    "workers": workers}.items() if v is not None}
     if args.keep_failed:
@@ -271,7 +279,11 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
     _print_load(loaded)
     if args.estimate:  # sends nothing: needs no API key and no database
         spec = resolve_llm_spec(args.llm or settings.llm_spec)
-        est = estimate_cost(loaded.documents, params, spec, PriceTable.load(settings.price_table_path))
+        if args.calibrate:  # the one --estimate that sends requests (to a local server)
+            from kgviz.index.estimate import calibrate_spec
+            calibrate_spec(spec, settings, workers=params.workers)
+        est = estimate_cost(loaded.documents, params, spec, PriceTable.load(settings.price_table_path),
+                            cache_dir=settings.cache_dir)
         if args.json:
             print(json.dumps(est.to_dict(), indent=2))
         else:

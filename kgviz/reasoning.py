@@ -63,10 +63,13 @@ class LLMCall:
     usage: Usage = field(default_factory=Usage)
     cached: bool = False
     error: str = ""
+    note: str = ""  # what the provider did to the reply, e.g. "reply cut: repetition after 212 tokens"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["usage"] = self.usage.to_dict()
+        if not d["note"]:
+            del d["note"]  # absent unless set: traces saved before the field stay comparable
         return d
 
     @classmethod
@@ -165,6 +168,7 @@ class Reasoner:
             raw_output=completion.text,
             usage=usage,
             cached=completion.cached,
+            note=str(completion.raw.get("cut", "")),  # kgviz.providers.loop_guard
         )
 
     def _record(self, step: str, usage: Usage) -> None:

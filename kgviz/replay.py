@@ -133,3 +133,77 @@ def run_row(item: QAItem, result: MethodResult) -> dict[str, Any]:
         "judge_disagreements": judge_disagreements(result),
         "usage": (run.usage + verdict.usage).to_dict(),
     }
+
+
+# --- checking, pruning and summarising recorded runs (scripts/record_real_model.py) ---------
+def replay_difference(row: dict[str, Any], result: MethodResult, model: str) -> str:
+    """Why a replayed run differs from its runs.jsonl line ("" when it replays exactly): the checks
+    of tests/test_recorded_sample.py, plus the recorded usage (tokens and calls)."""
+    run, verdict = result.run, result.verdict
+    llm_steps = [s for s in run.trace if s.llm is not None]
+    checks: list[tuple[str, Any, Any]] = [
+        ("answer", run.answer, row["answer"]),
+        ("error", run.error, row["error"]),
+        ("LLM steps", [s.llm.task for s in llm_steps], row["llm_steps"]),
+        ("parse failures", parse_failures(result), row["parse_failures"]),
+        ("judge disagreements", judge_disagreements(result), row["judge_disagreements"]),
+        ("judge labels", [c.label for c in verdict.claims], row["judge"]["labels"]),
+        ("hallucinated", verdict.hallucinated, row["judge"]["hallucinated"]),
+    ]
+    usage = (run.usage + verdict.usage).to_dict()
+    checks += [(f"usage {k}", usage[k], row["usage"][k]) for k in ("calls", "input_tokens", "output_tokens")]
+    for what, now, then in checks:
+        if now != then:
+            return f"{what} differ: replay {str(now)[:80]!r}, recorded {str(then)[:80]!r}"
+    wrong_mode = [s.llm.task for s in llm_steps if s.llm.mode != f"recorded:{model}"]
+    return f"steps not from the recording: {wrong_mode}" if wrong_mode else ""
+
+
+def question_difference(row: dict[str, Any], item: QAItem | None) -> str:
+    """Why a recorded run no longer belongs to the sample question it was recorded for."""
+    if item is None:
+        return f"question {row['id']} is no longer in the questions file"
+    if item.question != row["question"]:
+        return f"the question changed: now {item.question[:60]!r}, recorded {row['question'][:60]!r}"
+    if list(item.answers) != list(row["golds"]):
+        return f"the gold answers changed: now {list(item.answers)}, recorded {row['golds']}"
+    return ""
+
+
+def missing_runs(rows: list[dict[str, Any]], question_ids: list[str],
+                 methods: tuple[str, ...] = RECORD_METHODS) -> list[str]:
+    """"<question id> <method>" for every sample (question, method) pair runs.jsonl lacks."""
+    have = {(r["id"], r["method"]) for r in rows}
+    return [f"{q} {m}" for q in question_ids for m in methods if (q, m) not in have]
+
+
+def runs_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The figures of runs.jsonl that build.json and the README quote."""
+    by_method: dict[str, int] = {}
+    for r in rows:
+        by_method[r["method"]] = by_method.get(r["method"], 0) + 1
+    return {"runs": len(rows), "questions": len({r["id"] for r in rows}), "by_method": by_method,
+            "parse_failures": sum(len(r["parse_failures"]) for r in rows),
+            "failed_runs": sum(1 for r in rows if r["error"])}
+
+
+def runs_table(rows: list[dict[str, Any]], items: list[QAItem], methods: tuple[str, ...] = RECORD_METHODS) -> str:
+    """The README's table: one line per question with a recorded run, one column per method
+    (✓ = a gold answer in the reply, the answer's first 40 characters, the judge's labels)."""
+    by_pair = {(r["id"], r["method"]): r for r in rows}
+    lines = ["| question (gold) | " + " | ".join(methods) + " |", "|---" * (len(methods) + 1) + "|"]
+    for item in items:
+        if not any((item.id, m) in by_pair for m in methods):
+            continue
+        cells = []
+        for m in methods:
+            r = by_pair.get((item.id, m))
+            if r is None:
+                cells.append("not recorded")
+                continue
+            labels = "abstained" if r["judge"]["abstained"] else ", ".join(r["judge"]["labels"])
+            answer = " ".join((r["answer"] or r["error"]).split())[:40]
+            cells.append(f"{'✓' if r['acc'] else '✗'} {answer} ({labels})")
+        gold = item.answers[0] if item.answers else ""
+        lines.append(f"| {item.id} ({gold}) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

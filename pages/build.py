@@ -43,7 +43,13 @@ with ui.error_boundary("Build page"):
             ui.render.ingest_problems(loaded)
             if loaded.documents:
                 st.write(f"{len(loaded.documents)} document(s) ready.")
-                ui.render.cost_estimate(ui.actions.estimate(ctx, loaded.documents, params))
+                est = ui.actions.estimate(ctx, loaded.documents, params)
+                if est.local and st.button("Calibrate", help="Time a few short calls to the local model "
+                                           "(one alone, two at once with 2+ workers) for the time estimate."):
+                    with st.spinner("Timing the local model…"):
+                        ui.actions.calibrate(ctx, params)
+                    est = ui.actions.estimate(ctx, loaded.documents, params)
+                ui.render.cost_estimate(est)
                 if st.button("Build", type="primary"):
                     ui.actions.build(ctx, loaded.documents, params, refresh=refresh)
         else:

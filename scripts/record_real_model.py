@@ -9,12 +9,19 @@ sample question) into ``sample_recorded/``, and report what a replay of them giv
   python scripts/record_real_model.py methods --llm $LLM --server "..." [--ids s01,s02] [--methods kg-rag,...]
       [--part a]    # side-by-side processes on different servers write methods.<model>.<part>.jsonl
   python scripts/record_real_model.py report        # replay only (no server): figures as JSON
+  python scripts/record_real_model.py prune [--dry-run]   # drop runs that no longer replay exactly
 
 ``extract`` writes ``extraction.<model>.jsonl`` (replies) and ``build.json`` (figures: rejected
 chunks, malformed lines and their share, tokens and seconds per chunk). ``methods`` rebuilds the
 graph from the recorded extraction (it refuses to extract anything live), then runs each question
 with each method, question by question, appending replies to ``methods.<model>.jsonl`` and one
 line per run to ``runs.jsonl``. Both resume: recorded replies are replayed, recorded runs skipped.
+``prune`` replays every run of ``runs.jsonl`` on the current code with the recorded replies only
+(no server), keeps the runs that replay exactly (the checks of tests/test_recorded_sample.py
+plus the recorded usage), drops the others with the reason, and rewrites ``runs.jsonl``, the
+run figures in ``build.json`` and the README's run count and table. ``report`` also lists the
+sample (question, method) pairs that have no recorded run.
+
 Each reply file starts with a header (model, server, date, kgviz commit); ``build.json`` and
 ``runs.jsonl`` name the files they came from. Replies are in the LLM cache's row format
 (kgviz.providers.recorded).
@@ -24,6 +31,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,7 +41,7 @@ import time
 from pathlib import Path
 
 from kgviz.config import Settings
-from kgviz.errors import KgvizError
+from kgviz.errors import KgvizError, RecordingMissError
 from kgviz.evaluate.qa import load_questions
 from kgviz.providers.factory import make_llm
 from kgviz.providers.recorded import RecordedLLM, RecordingLLM
@@ -47,9 +56,14 @@ from kgviz.replay import (
     build_sample,
     extraction_figures,
     extraction_rows,
+    missing_runs,
     open_session,
+    question_difference,
+    replay_difference,
     run_and_judge,
     run_row,
+    runs_summary,
+    runs_table,
 )
 
 
@@ -186,9 +200,112 @@ def cmd_report(args: argparse.Namespace) -> int:
     finally:
         session.close()
         shutil.rmtree(db, ignore_errors=True)
+    ids = [q.id for q in load_questions(args.questions)]
     out = {"recording": str(args.out), "models": llm.model, "build": {"counts": report.counts, **build},
-           "methods": by_method, "replay_hits": llm.hits, "replay_misses": llm.misses}
+           "methods": by_method, "replay_hits": llm.hits, "replay_misses": llm.misses,
+           "missing_runs": missing_runs(rows, ids)}
     print(json.dumps(out, indent=2, sort_keys=True))
+    return 0
+
+
+def read_runs(folder: Path) -> list[dict[str, object]]:
+    path = Path(folder) / RUNS_FILE
+    if not path.exists():
+        return []
+    return [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+
+
+def replay_pass(folder: Path, rows: list[dict], items: dict) -> list[tuple[dict, str]]:  # type: ignore[type-arg]
+    """One replay of ``rows`` in order through one RecordedLLM (as the tests replay them):
+    (row, why it must go) for every row that does not replay exactly."""
+    llm = RecordedLLM(folder)
+    db = Path(tempfile.mkdtemp(prefix="kgviz-prune-"))
+    session = open_session(db / "db", llm)
+    stale: list[tuple[dict, str]] = []  # type: ignore[type-arg]
+    try:
+        try:
+            build_sample(session)
+        except RecordingMissError as exc:
+            raise SystemExit(f"the recorded extraction no longer replays ({exc.user_message()}): nothing pruned; "
+                             "re-record with `extract`, then `methods`")
+        if llm.misses:
+            raise SystemExit(f"the recorded extraction no longer replays ({llm.misses} chunk replies missing): "
+                             "nothing pruned; re-record with `extract`, then `methods`")
+        ctx = session.method_context()
+        for row in rows:
+            item = items.get(row["id"])
+            why = question_difference(row, item)
+            if not why:
+                before = llm.misses
+                result = run_and_judge(row["method"], item, ctx)
+                missed = llm.misses - before
+                why = (f"the replay asked for {missed} repl{'y' if missed == 1 else 'ies'} the recording lacks "
+                       "(a prompt or retrieval changed)" if missed else replay_difference(row, result, llm.model))
+            if why:
+                stale.append((row, why))
+    finally:
+        session.close()
+        shutil.rmtree(db, ignore_errors=True)
+    return stale
+
+
+def write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.prune-tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)  # a reader sees the old file or the new one, never half of one
+
+
+_RUN_COUNT = re.compile(r"\b\d+ runs over \d+ questions\b")
+
+
+def readme_with_runs(text: str, rows: list[dict], items: list) -> str:  # type: ignore[type-arg]
+    """The README with its run count and its table of runs following ``rows``."""
+    summary = runs_summary(rows)
+    text = _RUN_COUNT.sub(f"{summary['runs']} runs over {summary['questions']} questions", text)
+    start = text.find("| question (gold) |")
+    if start < 0:
+        return text
+    end = text.find("\n\n", start)
+    end = len(text) if end < 0 else end
+    return text[:start] + runs_table(rows, items) + text[end:]
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    """Keep the runs that replay exactly on the current code; drop (and name) the others."""
+    folder = Path(args.out)
+    rows = read_runs(folder)
+    questions = load_questions(args.questions)
+    items = {q.id: q for q in questions}
+    kept, dropped = list(rows), []
+    while True:  # a dropped run may have used a reply a later run shares: replay the rest again
+        stale = replay_pass(folder, kept, items)
+        if not stale:
+            break
+        gone = {id(r) for r, _ in stale}
+        dropped += stale
+        kept = [r for r in kept if id(r) not in gone]
+    for row, why in dropped:
+        print(f"drop {row['id']} {row['method']}: {why}", file=sys.stderr)
+    summary = runs_summary(kept)
+    if dropped and not args.dry_run:
+        build_path, readme_path = folder / BUILD_FILE, folder / "README.md"
+        # every new file is written in full before any is replaced
+        new_runs = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in kept)
+        new_build = None
+        if build_path.exists():
+            build = json.loads(build_path.read_text(encoding="utf-8"))
+            new_build = json.dumps({**build, "recorded_runs": summary}, indent=2, sort_keys=True) + "\n"
+        new_readme = readme_with_runs(readme_path.read_text(encoding="utf-8"), kept, questions) \
+            if readme_path.exists() else None
+        write_atomically(folder / RUNS_FILE, new_runs)
+        if new_build is not None:
+            write_atomically(build_path, new_build)
+        if new_readme is not None:
+            write_atomically(readme_path, new_readme)
+    print(json.dumps({"recording": str(folder), "kept": len(kept), "dropped": len(dropped),
+                      "dropped_runs": [f"{r['id']} {r['method']}: {why}" for r, why in dropped],
+                      "written": bool(dropped) and not args.dry_run, "recorded_runs": summary,
+                      "missing_runs": missing_runs(kept, [q.id for q in questions])}, indent=2, sort_keys=True))
     return 0
 
 
@@ -211,7 +328,13 @@ def main(argv: list[str] | None = None) -> int:
                            "side against different servers (each file keeps one server's identity)")
     r = sub.add_parser("report")
     r.add_argument("--out", type=Path, default=SAMPLE_RECORDING)
+    r.add_argument("--questions", type=Path, default=SAMPLE_QUESTIONS)
     r.set_defaults(func=cmd_report)
+    pr = sub.add_parser("prune", help="drop recorded runs that no longer replay exactly (no server)")
+    pr.add_argument("--out", type=Path, default=SAMPLE_RECORDING)
+    pr.add_argument("--questions", type=Path, default=SAMPLE_QUESTIONS)
+    pr.add_argument("--dry-run", action="store_true", help="only print what would be dropped")
+    pr.set_defaults(func=cmd_prune)
     args = p.parse_args(argv)
     try:
         return args.func(args)

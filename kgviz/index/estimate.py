@@ -5,28 +5,56 @@ tokens), priced with the editable PriceTable. Token counts use kgviz's approxima
 KET-RAG (BuildParams.ket_enabled with core_fraction β < 1) extracts only the ⌈β·n⌉ core chunks
 (paper 004, Algorithm 3 line 9). Which chunks those are depends on the KNN graph's PageRank, known
 only once the chunks are embedded, so the estimate scales the full figure by ⌈β·n⌉/n (the mean
-chunk; ours) and also returns the full-KG figure in ``CostEstimate.full`` for comparison."""
+chunk; ours) and also returns the full-KG figure in ``CostEstimate.full`` for comparison.
+
+Local models (an ``openai-compatible`` server on a loopback address: llama.cpp, Ollama, LM
+Studio) cost $0, and their *time* is what matters: prompt tokens / prompt rate + output tokens /
+generation rate, divided by the parallel speed-up, all measured (``kgviz.providers.speed``: a
+calibration the user ran, else this workspace's earlier calls to the model). Never a made-up
+rate: without a measurement the time is None and ``time_source`` says how to measure it."""
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from typing import Sequence
 
-from kgviz.config import resolve_llm_spec
+from kgviz.config import Settings, resolve_llm_spec
+from kgviz.errors import ConfigError, ProviderError
 from kgviz.index.ket import n_core
 from kgviz.index.params import BuildParams, CostEstimate
 from kgviz.ingest import chunk_document
 from kgviz.prompts.extraction import EXTRACT_TRIPLES_MAX_OUTPUT_TOKENS, EXTRACT_TRIPLES_SYSTEM, render_extract_triples
 from kgviz.providers.base import LLM
-from kgviz.providers.factory import parse_llm_spec
+from kgviz.providers.factory import is_loopback, parse_llm_spec
 from kgviz.providers.pricing import PriceTable
+from kgviz.providers.speed import LocalSpeed, calibrate, load_speed
 from kgviz.text import count_tokens
 from kgviz.types import Document
 
 
-def _provider_model(llm: str | LLM) -> tuple[str, str, bool]:
+UNKNOWN_TIME = ("unknown until measured: run `kgviz build --estimate --calibrate` (or press Calibrate on the "
+                "Build page), or build a few chunks with this model first")
+
+
+def _provider_model(llm: str | LLM) -> tuple[str, str, bool, str | None]:
     if isinstance(llm, str):
-        kind, model, _ = parse_llm_spec(resolve_llm_spec(llm))
-        return kind, model, kind == "offline"
-    return llm.provider, llm.model, bool(llm.is_offline)
+        kind, model, base_url = parse_llm_spec(resolve_llm_spec(llm))
+        return kind, model, kind == "offline", base_url
+    return llm.provider, llm.model, bool(llm.is_offline), getattr(llm, "base_url", None)
+
+
+def is_local(provider: str, base_url: str | None) -> bool:
+    """A model served on this machine: it costs nothing per token, only time."""
+    return provider == "openai-compatible" and is_loopback(base_url)
+
+
+def _with_time(est: CostEstimate, speed: LocalSpeed | None, workers: int) -> CostEstimate:
+    full = est.full and _with_time(est.full, speed, workers)
+    if speed is None:
+        return replace(est, local=True, usd=0.0, price_known=True, time_source=UNKNOWN_TIME, full=full)
+    seconds = speed.call_seconds(est.input_tokens, est.output_tokens) / speed.effective_parallelism(workers)
+    return replace(est, local=True, usd=0.0, price_known=True, seconds=seconds,
+                   time_source=speed.describe(workers), full=full)
 
 
 def estimate_cost(
@@ -34,12 +62,26 @@ def estimate_cost(
     params: BuildParams | None,
     llm: str | LLM,
     prices: PriceTable | None = None,
+    *,
+    cache_dir: Path | None = None,
 ) -> CostEstimate:
     """Estimate the extraction stage for ``documents`` with ``llm`` (a spec such as
     "anthropic:claude-haiku-4-5", or an LLM object). Offline costs nothing and sends no tokens;
-    ``llm_input_tokens`` / ``llm_output_tokens`` still say what an LLM extraction would use."""
+    ``llm_input_tokens`` / ``llm_output_tokens`` still say what an LLM extraction would use.
+    A local model costs $0; its time comes from the speed measured under ``cache_dir`` (the
+    workspace's LLM cache folder) with ``params.workers`` workers."""
     params = params or BuildParams()
-    provider, model, offline = _provider_model(llm)
+    provider, model, offline, base_url = _provider_model(llm)
+    est = _estimate(documents, params, provider, model, offline, prices)
+    if offline or not is_local(provider, base_url):
+        return est
+    return _with_time(est, load_speed(cache_dir, provider, model, base_url), params.workers)
+
+
+def _estimate(
+    documents: Sequence[Document], params: BuildParams, provider: str, model: str, offline: bool,
+    prices: PriceTable | None,
+) -> CostEstimate:
     chunks = [
         c for d in {d.id: d for d in documents}.values()
         for c in chunk_document(d, chunk_tokens=params.chunk_tokens, overlap=params.chunk_overlap)
@@ -66,3 +108,34 @@ def estimate_cost(
                             beta=beta, total_chunks=n, llm_input_tokens=input_tokens, llm_output_tokens=output_tokens)
     return CostEstimate(k, si, so, table.cost(provider, model, si, so), k, name, False, price_known=known,
                         beta=beta, total_chunks=n, full=full, llm_input_tokens=si, llm_output_tokens=so)
+
+
+def calibrate_spec(spec: str, settings: Settings, *, workers: int) -> LocalSpeed:
+    """Time a few short calls to the local model ``spec`` (uncached) and keep them, so the next
+    estimate has measured rates. Only for local models: a hosted API is priced, not timed."""
+    from kgviz.providers.factory import make_llm
+
+    kind, model, base_url = parse_llm_spec(resolve_llm_spec(spec))
+    if not is_local(kind, base_url):
+        raise ConfigError(f"calibration times a local model; {kind}:{model} is not one",
+                          hint="use an openai-compatible:<model>@http://127.0.0.1:<port>/v1 spec (llama.cpp, Ollama)")
+    speed = calibrate(make_llm(spec, settings, use_cache=False), settings.cache_dir, workers=workers)
+    if speed is None:
+        raise ProviderError(f"the calibration calls to {kind}:{model} did not show a speed (no tokens or no time)",
+                            hint="check that the server reports token usage, then calibrate again")
+    return speed
+
+
+def describe_time(est: CostEstimate) -> str:
+    """One line: the estimated time and where it comes from."""
+    if est.seconds is None:
+        return est.time_source
+    return f"{format_duration(est.seconds)} ({est.time_source})"
+
+
+def format_duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"~{seconds:.0f} s"
+    if seconds < 5400:
+        return f"~{seconds / 60:.0f} min"
+    return f"~{seconds / 3600:.1f} h"

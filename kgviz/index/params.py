@@ -129,6 +129,10 @@ class CostEstimate:
     # input/output_tokens, except offline, where nothing is sent but a user still wants the figure
     llm_input_tokens: int = 0
     llm_output_tokens: int = 0
+    # local models (kgviz.index.estimate): $0, and the time from measured tokens/s; None = unknown
+    local: bool = False
+    seconds: float | None = None
+    time_source: str = ""  # where the time comes from, or why it is unknown
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

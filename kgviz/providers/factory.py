@@ -19,6 +19,8 @@ Patience (issue 15): a 1.5B model on a busy CPU core took 60–513 s per extract
 ``KGVIZ_TIMEOUT_S`` says otherwise; remote APIs keep ``REMOTE_TIMEOUT_S``. Local chat servers
 also get a mild ``frequency_penalty`` (``LOCAL_FREQUENCY_PENALTY``) against replies that loop
 one line until max_tokens; it is an adapter setting (like temperature), not part of the cache key.
+They are also streamed (``kgviz.providers.chat_stream``): a looping reply is cut early and the
+time to the first token is kept for the build's time estimate (``kgviz.providers.speed``).
 
 Keys come from the environment or from ``api_key`` (typed in the app for one session). They are
 handed to the SDK client and nowhere else: not to the cache, traces, logs or reprs.
@@ -98,8 +100,10 @@ def make_llm(
         llm = openai_llm.OpenAIResponsesLLM(model, api_key=key, base_url=base_url, policy=policy)
     else:
         assert base_url is not None  # parse_llm_spec guarantees it
-        penalty = LOCAL_FREQUENCY_PENALTY if is_loopback(base_url) else None
-        llm = openai_llm.OpenAIChatLLM(model, base_url=base_url, api_key=key, policy=policy, frequency_penalty=penalty)
+        local = is_loopback(base_url)  # streamed: loops cut early, prompt/generation timed (chat_stream)
+        penalty = LOCAL_FREQUENCY_PENALTY if local else None
+        llm = openai_llm.OpenAIChatLLM(model, base_url=base_url, api_key=key, policy=policy,
+                                       frequency_penalty=penalty, stream=local)
     if use_cache:
         return CachedLLM(llm, open_cache(settings.cache_dir), refresh=refresh)
     return llm

@@ -171,9 +171,11 @@ class OpenAIChatLLM(_OpenAIBase):
         api_key: str | None = None,
         policy: CallPolicy = CallPolicy(),
         frequency_penalty: float | None = None,
+        stream: bool = False,
     ) -> None:
         # sent when set: llama.cpp, Ollama and vLLM read it; against a model looping one line
         self.frequency_penalty = frequency_penalty
+        self.stream = stream  # read replies as SSE and cut loops early (kgviz.providers.chat_stream)
         super().__init__(
             model,
             api_key=api_key or NO_KEY_PLACEHOLDER,
@@ -204,8 +206,14 @@ class OpenAIChatLLM(_OpenAIBase):
                 "type": "json_schema",
                 "json_schema": {"name": SCHEMA_NAME, "schema": json_schema, "strict": False},
             }
-        reply, latency = self._call(self._client.chat.completions.create, kwargs)
+        if self.stream:
+            from kgviz.providers.chat_stream import complete_streaming
 
+            return complete_streaming(self, kwargs, max_tokens, json_schema is not None)
+        reply, latency = self._call(self._client.chat.completions.create, kwargs)
+        return self._read_reply(reply, latency, json_schema is not None)
+
+    def _read_reply(self, reply: Any, latency: float, want_json: bool) -> Completion:
         choices = _get(reply, "choices")
         if not isinstance(choices, list) or not choices:
             raise malformed(self._ctx, "no choices")
@@ -222,4 +230,4 @@ class OpenAIChatLLM(_OpenAIBase):
             # some local servers omit usage; the call still happened, its tokens are unknown
             tokens = (0, 0)
             raw["usage_missing"] = True
-        return self._completion(text, tokens, latency, _get(reply, "model"), raw, json_schema is not None)
+        return self._completion(text, tokens, latency, _get(reply, "model"), raw, want_json)

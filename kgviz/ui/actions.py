@@ -50,7 +50,14 @@ def default_params(ctx: AppContext) -> BuildParams:
 def estimate(ctx: AppContext, documents: Sequence[Document], params: BuildParams) -> CostEstimate:
     from kgviz.index.pipeline import estimate_cost
 
-    return estimate_cost(list(documents), params, ctx.llm_spec, resources.prices(ctx))
+    return estimate_cost(list(documents), params, ctx.llm_spec, resources.prices(ctx), cache_dir=ctx.settings.cache_dir)
+
+
+def calibrate(ctx: AppContext, params: BuildParams) -> None:
+    """Time a few short calls to the session's local model (the Build page's Calibrate button)."""
+    from kgviz.index.estimate import calibrate_spec
+
+    calibrate_spec(ctx.llm_spec, ctx.settings, workers=params.workers)
 
 
 def build(ctx: AppContext, documents: Sequence[Document], params: BuildParams, *,

@@ -110,6 +110,8 @@ def cost_estimate(est: CostEstimate) -> None:
         cols[2].metric("tokens (in / out)", f"{est.input_tokens:,} / {est.output_tokens:,}")
     if est.offline:
         cost = "$0 (offline)"
+    elif est.local:
+        cost = "$0 (local model)"
     elif not est.price_known:
         cost = "price unknown"
     else:
@@ -125,6 +127,16 @@ def cost_estimate(est: CostEstimate) -> None:
     if est.offline:
         st.caption(f"Mode: {OFFLINE_LABEL}. Extraction uses pattern heuristics; nothing is sent anywhere, so it costs "
                    "$0. The tokens are what the same build would use with an LLM (approximate counts).")
+    elif est.local:  # a model on this machine: time is the cost, from measured tokens/s only
+        from kgviz.index.estimate import format_duration
+
+        if est.seconds is None:
+            st.info(f"Time with {md_text(est.model)}: unknown until measured. Press **Calibrate** to time a few "
+                    "short calls to the server, or build a few chunks first; kgviz never guesses a rate.")
+        else:
+            st.metric("estimated time", format_duration(est.seconds))
+            st.caption(f"Model: {md_text(est.model)}, running locally. Time {md_text(est.time_source)}. "
+                       "Cached chunks take no time.")
     else:
         st.caption(f"Model: {md_text(est.model)}. An estimate from approximate token counts; cached calls cost nothing.")
         if not est.price_known:

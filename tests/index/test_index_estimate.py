@@ -31,7 +31,9 @@ def test_estimate_by_spec_offline_and_unknown_model() -> None:
     off = estimate_cost(docs, PARAMS, "offline")
     assert off.offline and off.usd == 0 and off.input_tokens == 0 and off.chunks > 0
     assert estimate_cost(docs, PARAMS, OfflineLLM()).usd == 0
-    unknown = estimate_cost(docs, PARAMS, "openai-compatible:my-llama@http://127.0.0.1:9/v1", PriceTable({}))
-    assert unknown.usd == 0 and not unknown.price_known and unknown.input_tokens > 0
+    unknown = estimate_cost(docs, PARAMS, "openai-compatible:my-llama@http://10.0.0.7:8000/v1", PriceTable({}))
+    assert unknown.usd == 0 and not unknown.price_known and unknown.input_tokens > 0 and not unknown.local
+    local = estimate_cost(docs, PARAMS, "openai-compatible:my-llama@http://127.0.0.1:9/v1", PriceTable({}))
+    assert local.usd == 0 and local.price_known and local.local  # a model on this machine costs nothing
     priced = estimate_cost(docs, PARAMS, "anthropic:claude-haiku-4-5")
     assert priced.usd > 0 and priced.model == "anthropic:claude-haiku-4-5"

@@ -45,6 +45,9 @@ WIRES = [
          lambda url, key, pol: OpenAIResponsesLLM("gpt-test", api_key=key, base_url=url, policy=pol)),
     Wire("openai-compatible", "/chat/completions", chat_ok,
          lambda url, key, pol: OpenAIChatLLM("llama-test", base_url=url, api_key=key, policy=pol)),
+    # the same wire read as a stream (local servers): the fake server streams chat_ok bodies
+    Wire("openai-compatible-streamed", "/chat/completions", chat_ok,
+         lambda url, key, pol: OpenAIChatLLM("llama-test", base_url=url, api_key=key, policy=pol, stream=True)),
 ]
 ids = [w.name for w in WIRES]
 USER = [Message("user", "What is the capital of France?")]

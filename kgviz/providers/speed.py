@@ -1,0 +1,255 @@
+"""How fast a local model is, measured, never assumed (issue 15, bullet 5).
+
+A CPU model's time is tokens over rates: prompt processing and generation run at very different
+speeds (qwen2.5-coder 1.5B here: ~40 prompt tokens/s, ~7 generated tokens/s), so one call takes
+``input_tokens / prompt_tps + output_tokens / gen_tps`` seconds. Extra workers help only as much
+as the server really runs calls side by side: two llama-server slots on one thread gave 0.98×,
+so parallelism is a measured figure too, never the worker count.
+
+Where the figures come from, in this order of trust (all are measured calls to that model):
+
+* calibration calls the user asked for (``kgviz build --estimate --calibrate``, the Build page's
+  button), kept in ``<cache dir>/local_speed.jsonl``: one call alone, then (with 2+ workers) two
+  at once, so parallelism is measured as well;
+* the workspace's earlier calls to that model: every LLM cache row holds input/output tokens, the
+  call's seconds and when it ended; streamed calls (``chat_stream``) also hold the time to the
+  first token, which splits prompt from generation time.
+
+Rates come from calls that ran alone (their intervals overlap no other call); when every call
+overlapped, from all of them (then per-call rates are already slowed by the sharing, and the
+measured parallelism undoes that, so the aggregate throughput is still right for that worker
+count). Without a prompt/generation split, the two rates are fitted by least squares over calls
+of different shapes; with too few or degenerate calls the speed is unknown, and says so.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from kgviz.prompts.calibration import CALIBRATION_MAX_TOKENS, render_calibration
+from kgviz.providers.cache import CACHE_FILE
+from kgviz.types import Message
+
+SPEED_FILE = "local_speed.jsonl"
+MIN_CALLS_FOR_FIT = 2  # two unknown rates need two calls of different shapes
+
+
+@dataclass(frozen=True)
+class TimedCall:
+    """One measured call: tokens, its seconds, when it ended (epoch seconds)."""
+
+    input_tokens: int
+    output_tokens: int
+    seconds: float
+    end: float
+    prompt_s: float | None = None  # time to the first token (streamed calls only)
+    source: str = "history"  # "history" (LLM cache) | "calibration"
+
+    @property
+    def start(self) -> float:
+        return self.end - self.seconds
+
+
+@dataclass(frozen=True)
+class LocalSpeed:
+    """Measured speed of one model on one server. ``parallelism`` is the measured speed-up of
+    calls run side by side (None: never measured)."""
+
+    prompt_tps: float
+    gen_tps: float
+    n_calls: int
+    basis: str  # "alone" | "overlapping" (every call shared the server with another)
+    sources: tuple[str, ...]  # which of "calibration", "history" the calls came from
+    parallelism: float | None = None
+    parallel_calls: int = 0  # calls in the overlapping groups parallelism was measured on
+
+    def call_seconds(self, input_tokens: float, output_tokens: float) -> float:
+        return input_tokens / self.prompt_tps + output_tokens / self.gen_tps
+
+    def effective_parallelism(self, workers: int) -> float:
+        """The speed-up to expect with ``workers``: the measured one, capped by the workers; 1
+        when not measured (calls queue on the server until shown otherwise)."""
+        if self.parallelism is None or workers <= 1:
+            return 1.0
+        return min(float(workers), self.parallelism)
+
+    def describe(self, workers: int) -> str:
+        where = " and ".join(s if s == "calibration" else "earlier calls in this workspace" for s in self.sources)
+        text = (f"measured on {self.n_calls} call(s) ({where}): prompt {self.prompt_tps:.1f} tokens/s, "
+                f"generation {self.gen_tps:.1f} tokens/s")
+        if self.basis == "overlapping":
+            # rates of calls that shared the server: right for as many workers as then, an upper
+            # bound for fewer (on a server that did them one at a time, a call alone is faster)
+            at_once = self.parallelism or 1.0
+            text += f" (every call shared the server, ~{at_once:.1f} at a time)"
+            if workers < at_once - 0.05:
+                return text + (f"; with {workers} worker(s) the time may be up to {at_once / workers:.1f}× too long: "
+                               "calibrate to time a call alone")
+            return text + f"; {workers} worker(s)"
+        if workers <= 1:
+            return text + "; 1 worker"
+        if self.parallelism is None:
+            return text + f"; {workers} workers counted as 1 (parallel speed-up not measured: calibrate to measure it)"
+        return (text + f"; parallel speed-up {self.parallelism:.2f}× measured on {self.parallel_calls} overlapping "
+                f"calls, so {workers} workers count as {self.effective_parallelism(workers):.2f}")
+
+
+def _usable(c: TimedCall) -> bool:
+    return c.seconds > 0 and (c.input_tokens > 0 or c.output_tokens > 0)
+
+
+def _groups(calls: Sequence[TimedCall]) -> list[list[TimedCall]]:
+    """Calls whose intervals overlap (transitively), in start order."""
+    out: list[list[TimedCall]] = []
+    end = float("-inf")
+    for c in sorted(calls, key=lambda c: (c.start, c.end)):
+        if out and c.start < end:
+            out[-1].append(c)
+            end = max(end, c.end)
+        else:
+            out.append([c])
+            end = c.end
+    return out
+
+
+def _rates(calls: Sequence[TimedCall]) -> tuple[float, float] | None:
+    split = [c for c in calls if c.prompt_s is not None and 0 < c.prompt_s < c.seconds]
+    if split:
+        p_tok, p_s = sum(c.input_tokens for c in split), sum(c.prompt_s or 0.0 for c in split)
+        g_tok, g_s = sum(c.output_tokens for c in split), sum(c.seconds - (c.prompt_s or 0.0) for c in split)
+        if p_tok > 0 and g_tok > 0 and p_s > 0 and g_s > 0:
+            return p_tok / p_s, g_tok / g_s
+    if len(calls) < MIN_CALLS_FOR_FIT:
+        return None
+    # least squares for seconds = a·input + b·output (a, b = seconds per token), no intercept
+    sxx = sum(c.input_tokens**2 for c in calls)
+    syy = sum(c.output_tokens**2 for c in calls)
+    sxy = sum(c.input_tokens * c.output_tokens for c in calls)
+    sxt = sum(c.input_tokens * c.seconds for c in calls)
+    syt = sum(c.output_tokens * c.seconds for c in calls)
+    det = sxx * syy - sxy * sxy
+    if det <= 1e-9 * max(sxx * syy, 1.0):  # calls of one shape: the two rates cannot be told apart
+        return None
+    a, b = (sxt * syy - syt * sxy) / det, (syt * sxx - sxt * sxy) / det
+    if a <= 0 or b <= 0:  # noise larger than the signal: no honest rate
+        return None
+    return 1.0 / a, 1.0 / b
+
+
+def measure(calls: Iterable[TimedCall]) -> LocalSpeed | None:
+    """The speed shown by ``calls``, or None when they do not determine it."""
+    usable = [c for c in calls if _usable(c)]
+    groups = _groups(usable)
+    alone = [g[0] for g in groups if len(g) == 1]
+    basis, chosen = ("alone", alone) if alone else ("overlapping", usable)
+    rates = _rates(chosen)
+    if rates is None:
+        return None
+    speed = LocalSpeed(rates[0], rates[1], len(chosen), basis,
+                       tuple(sorted({c.source for c in chosen})))
+    shared = [g for g in groups if len(g) > 1]
+    if not shared:
+        return speed
+    busy = sum(speed.call_seconds(c.input_tokens, c.output_tokens) for g in shared for c in g)
+    wall = sum(max(c.end for c in g) - min(c.start for c in g) for g in shared)
+    if wall <= 0:
+        return speed
+    return LocalSpeed(speed.prompt_tps, speed.gen_tps, speed.n_calls, basis, speed.sources,
+                      parallelism=busy / wall, parallel_calls=sum(len(g) for g in shared))
+
+
+# --- where measured calls are kept -----------------------------------------------------------
+def history_calls(cache_dir: Path, provider: str, model: str) -> list[TimedCall]:
+    """Every call to ``provider:model`` in the LLM cache (accepted or not: each one was a real,
+    timed request). Read-only; the cache's own module owns the file."""
+    path = Path(cache_dir) / CACHE_FILE
+    if not path.is_file():
+        return []
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
+        try:
+            rows = conn.execute(
+                "SELECT input_tokens, output_tokens, latency_s, created, raw FROM completions "
+                "WHERE provider = ? AND model = ? ORDER BY created, key", (provider, model)).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []  # an unreadable cache only means nothing was measured there
+    out = []
+    for tin, tout, seconds, created, raw in rows:
+        extra = _json(raw)
+        if extra.get("usage_missing"):
+            continue  # a server that sent no usage: the tokens are unknown, the rates would be 0
+        prompt_s = extra.get("prompt_s")
+        out.append(TimedCall(int(tin), int(tout), float(seconds), float(created),
+                             float(prompt_s) if isinstance(prompt_s, (int, float)) else None))
+    return out
+
+
+def _json(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def calibration_calls(cache_dir: Path, provider: str, model: str, base_url: str | None) -> list[TimedCall]:
+    path = Path(cache_dir) / SPEED_FILE
+    if not path.is_file():
+        return []
+    rows = [r for r in map(_json, path.read_text(encoding="utf-8").splitlines())
+            if (r.get("provider"), r.get("model"), r.get("base_url")) == (provider, model, base_url)]
+    latest = max((r.get("run", 0) for r in rows), default=0)  # the server may have been restarted since
+    out = []
+    for row in rows:
+        if row.get("run", 0) != latest:
+            continue
+        try:
+            out.append(TimedCall(**{k: row[k] for k in ("input_tokens", "output_tokens", "seconds", "end", "prompt_s")},
+                                 source="calibration"))
+        except (KeyError, TypeError):
+            continue  # a hand-edited or truncated line
+    return out
+
+
+def load_speed(cache_dir: Path | None, provider: str, model: str, base_url: str | None) -> LocalSpeed | None:
+    """The measured speed of this model: calibration calls, else the workspace's earlier calls."""
+    if cache_dir is None:
+        return None
+    calibrated = measure(calibration_calls(cache_dir, provider, model, base_url))
+    if calibrated is not None:
+        return calibrated
+    return measure(history_calls(cache_dir, provider, model))
+
+
+# --- calibration -----------------------------------------------------------------------------
+def calibrate(llm: Any, cache_dir: Path, *, workers: int) -> LocalSpeed | None:
+    """Time one call alone and, with 2+ workers, two at once; append them to ``SPEED_FILE`` (the
+    latest run counts) and return the speed they show. ``llm`` must be uncached (a cached reply measures the disk)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    run = time.time()
+    calls = [_timed(llm, 0)]
+    if workers >= 2:
+        with ThreadPoolExecutor(2) as pool:
+            calls += list(pool.map(lambda i: _timed(llm, i), (1, 2)))
+    path = Path(cache_dir) / SPEED_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as f:
+        for c in calls:
+            row = {"run": run, "provider": llm.provider, "model": llm.model, "base_url": getattr(llm, "base_url", None),
+                   **{k: v for k, v in asdict(c).items() if k != "source"}}
+            f.write(json.dumps(row) + "\n")
+    return measure(calibration_calls(cache_dir, llm.provider, llm.model, getattr(llm, "base_url", None)))
+
+
+def _timed(llm: Any, index: int) -> TimedCall:
+    c = llm.complete([Message("user", render_calibration(index))], max_tokens=CALIBRATION_MAX_TOKENS)
+    prompt_s = c.raw.get("prompt_s")
+    return TimedCall(c.usage.input_tokens, c.usage.output_tokens, c.latency_s, time.time(),
+                     float(prompt_s) if isinstance(prompt_s, (int, float)) else None, source="calibration")

@@ -1,0 +1,36 @@
+"""Build page with a local model (loopback server): $0, time unknown until measured, Calibrate
+times the server and the estimate then shows the measured time and its source."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from tests.support.fake_server import FakeServer, Recorded, Reply, chat_stream
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _slow(rec: Recorded) -> Reply:
+    return chat_stream([f"{i}\n" for i in range(1, 9)], 150, delay_s=0.05, piece_delay_s=0.01)
+
+
+def test_build_page_calibrates_a_local_model_and_shows_the_time(app_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeServer() as server:
+        server.responder = _slow
+        monkeypatch.setenv("KGVIZ_LLM", f"openai-compatible:qwen@{server.url}")
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+        at.switch_page("pages/build.py").run()
+        at.radio[0].set_value("Sample corpus").run()
+        assert not at.exception, at.exception
+        metrics = {m.label: m.value for m in at.metric}
+        assert metrics["estimated cost"] == "$0 (local model)" and "estimated time" not in metrics
+        assert any("unknown until measured" in str(i.value) for i in at.info)
+        assert server.requests == []  # estimating sends nothing
+        next(b for b in at.button if b.label == "Calibrate").click().run()
+        assert not at.exception, at.exception
+        assert len(server.requests) == 3  # KGVIZ_WORKERS=2: one call alone, two at once
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["estimated time"].startswith("~")
+    captions = [str(c.value).replace("\\", "") for c in at.caption]  # md_text escapes markdown characters
+    assert any("measured on 1 call(s) (calibration)" in c for c in captions), captions

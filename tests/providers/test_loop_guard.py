@@ -1,0 +1,71 @@
+"""LoopGuard: the streamed reply is cut by the triple parser's own loop rule."""
+from __future__ import annotations
+
+from kgviz.index.parse import MAX_LINE_REPEATS, parse_triples
+from kgviz.providers.loop_guard import MAX_LINE_REPEATS as GUARD_REPEATS
+from kgviz.providers.loop_guard import LoopGuard
+
+
+def feed_all(guard: LoopGuard, pieces: list[str]) -> int:
+    """Feed until the guard says stop; -> pieces read."""
+    for i, p in enumerate(pieces, 1):
+        if not guard.feed(p):
+            return i
+    return len(pieces)
+
+
+def test_the_guard_and_the_parser_share_one_rule() -> None:
+    assert GUARD_REPEATS == MAX_LINE_REPEATS
+
+
+def test_cut_after_the_fourth_copy_of_a_line_and_the_parse_is_unchanged() -> None:
+    reply = "(Ada; born in; Leeds)\n" + "(Ada; wrote; Notes)\n" * 40
+    pieces = [w for w in reply.replace(" ", " \0").replace("\n", "\n\0").split("\0") if w]
+    guard = LoopGuard(max_tokens=10_000)
+    read = feed_all(guard, pieces)
+    assert read < len(pieces) and guard.pieces == read
+    assert guard.cut == f"reply cut: repetition after {read} tokens"
+    assert guard.text == "(Ada; born in; Leeds)\n" + "(Ada; wrote; Notes)\n" * 3 + "(Ada; wrote; Notes)"
+    whole, cut = parse_triples(reply), parse_triples(guard.text)
+    assert [t.render() for t in cut.triples] == [t.render() for t in whole.triples]
+    assert cut.n_malformed == whole.n_malformed == 1  # the parser counts the looping line either way
+
+
+def test_lines_compare_like_the_parser_and_may_span_pieces() -> None:
+    guard = LoopGuard(max_tokens=10_000)
+    pieces = ["(a; r; b)\n", "(A;  R; B)\n", "  (a; r;", " b)  \n", "(a; r; b)\nmore\n", "never read"]
+    assert feed_all(guard, pieces) == 5
+    assert guard.text.endswith("(a; r; b)") and "more" not in guard.text
+
+
+def test_three_copies_are_not_a_loop_and_blank_lines_never_count() -> None:
+    guard = LoopGuard(max_tokens=10_000)
+    pieces = ["x\n", "\n", "x\n", "\n\n", "x\n", "\n", "y"]
+    assert feed_all(guard, pieces) == len(pieces) and guard.cut == ""
+    assert guard.text == "".join(pieces)
+
+
+def test_past_max_tokens_is_cut_and_keeps_what_came() -> None:
+    guard = LoopGuard(max_tokens=5)
+    pieces = [f"w{i} " for i in range(20)]
+    assert feed_all(guard, pieces) == 6
+    assert guard.cut == "reply cut: longer than max_tokens=5 after 6 tokens"
+    assert guard.text == "".join(pieces[:6])
+
+
+def test_a_json_reply_is_read_whole_like_the_parser_does() -> None:
+    items = [{"subject": f"Ship {i}", "relation": "was built in", "object": "Kellhaven"} for i in range(6)]
+    import json
+
+    for reply in (json.dumps(items, indent=2), "```json\n" + json.dumps(items, indent=2) + "\n```"):
+        pieces = [p for p in reply.replace("\n", "\n\0").split("\0") if p]
+        guard = LoopGuard(max_tokens=10_000)
+        # '"relation": "was built in",' comes six times: a loop for lines, not for one JSON value
+        assert feed_all(guard, pieces) == len(pieces) and guard.cut == "" and guard.text == reply
+        assert len(parse_triples(guard.text).triples) == 6
+
+
+def test_a_fence_split_across_pieces_before_a_line_reply_still_counts_lines() -> None:
+    guard = LoopGuard(max_tokens=10_000)
+    pieces = ["``", "`\n", "(a; r; b)\n"] + ["(c; r; d)\n"] * 5
+    assert feed_all(guard, pieces) == 7 and guard.cut.startswith("reply cut: repetition")
