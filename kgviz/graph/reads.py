@@ -285,9 +285,10 @@ LABELLED_TABLES = frozenset(_LABEL_COLUMN)  # the tables ``node_labels`` can lab
 
 
 def chunk_overview(store: GraphStore) -> list[Row]:
-    """Every chunk for the Build page's KET panel: id, text, n (tokens), pr, core."""
+    """Every chunk for the Build page's KET panel: id, text, n (tokens), pr, core, and where it sits
+    (doc: its document's id, ord: its position there) so the page can name it as a person would."""
     return store.query("MATCH (c:Chunk) RETURN c.id AS id, c.text AS text, c.n_tokens AS n, c.pagerank AS pr, "
-                       "c.core AS core")
+                       "c.core AS core, c.doc_id AS doc, c.ord AS ord")
 
 
 def triple_links(store: GraphStore, ids: Sequence[str]) -> list[Row]:

@@ -27,7 +27,9 @@ from kgviz.ui import resources
 from kgviz.ui.render import OFFLINE_LABEL, md_text
 from kgviz.ui.state import AppContext
 from kgviz.viz import charts
+from kgviz.viz.labels import human_title
 
+CORE_COLUMNS = ["rank", "chunk", "pagerank", "excerpt", "id"]  # chunk: "Title · part N"; id last, for debugging
 CORE_ROWS = 20  # ours: core chunks listed on the page (the table is sorted best first)
 EXCERPT_CHARS = 160
 _CACHE = "kgviz_build_ket_overview"
@@ -48,6 +50,12 @@ class KetOverview:
 def _excerpt(text: str) -> str:
     flat = " ".join(str(text or "").split())
     return flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1].rstrip() + "…"
+
+
+def _where(row: dict[str, Any], titles: dict[str, str]) -> str:
+    """"Title · part 2": the chunk named by its document and position, not by its hash id."""
+    title = titles.get(str(row.get("doc")), str(row.get("doc") or row["id"]))
+    return f"{title} · part {int(row['ord']) + 1}" if row.get("ord") is not None else title
 
 
 def ket_overview(store: Any, *, expected_output_ratio: float | None = None) -> KetOverview | None:
@@ -74,8 +82,10 @@ def ket_overview(store: Any, *, expected_output_ratio: float | None = None) -> K
         core = {r["id"] for r in rows if r["core"]}
     by_id = {r["id"]: r for r in rows}
     shown = [c for c in ranking if c in core][:CORE_ROWS]
-    core_rows = [{"rank": i + 1, "chunk": c, "pagerank": round(pr[c], 6), "excerpt": _excerpt(by_id[c]["text"])}
-                 for i, c in enumerate(shown)]
+    titles = {d["id"]: human_title(str(d["title"] or ""), str(d["text"] or ""))
+              for d in reads.documents_for_labels(store, sorted({str(by_id[c]["doc"]) for c in shown}))}
+    core_rows = [{"rank": i + 1, "chunk": _where(by_id[c], titles), "pagerank": round(pr[c], 6),
+                  "excerpt": _excerpt(by_id[c]["text"]), "id": c} for i, c in enumerate(shown)]
     ratio = BuildParams().expected_output_ratio if expected_output_ratio is None else expected_output_ratio
     cost = skeleton_cost([(r["id"], r["text"] or "", int(r["n"] or 0)) for r in rows], core, beta,
                          expected_output_ratio=ratio).to_dict()
@@ -212,7 +222,7 @@ def overview(ctx: AppContext) -> None:
     else:
         what = f"Core chunks: the {ov.n_core} of {ov.n_chunks} chunks this graph's KG was extracted from"
     st.markdown(f"**{what}** — best {len(ov.core_rows)} shown")
-    st.dataframe(pd.DataFrame(ov.core_rows, columns=["rank", "chunk", "pagerank", "excerpt"]),
+    st.dataframe(pd.DataFrame(ov.core_rows, columns=CORE_COLUMNS),
                  hide_index=True, width="stretch")
     st.markdown("**Indexing cost: skeleton vs full KG**")
     label = (f"β={ov.skeleton_beta:g} skeleton ({'a build with --beta' if ov.simulated else 'as built'})")

@@ -14,7 +14,7 @@ from kgviz.graph.store import GraphStore
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
-CORE_COLUMNS = ["rank", "chunk", "pagerank", "excerpt"]
+CORE_COLUMNS = ["rank", "chunk", "pagerank", "excerpt", "id"]
 
 
 def new_app() -> AppTest:
@@ -81,7 +81,10 @@ def test_default_build_shows_knn_chart_core_chunks_and_cost(app_env: Path) -> No
     k = math.ceil(0.8 * n)
     assert len(table) == min(k, 20) and list(table["rank"]) == list(range(1, len(table) + 1))
     top = sorted(pr, key=lambda c: (-pr[c], c))[: len(table)]
-    assert list(table["chunk"]) == top
+    assert list(table["id"]) == top
+    # named as a person would: "<document title> · part N", never the chunk's hash id
+    assert all(" · part " in c and c.split(" · part ")[1].isdigit() and i not in c
+               for c, i in zip(table["chunk"], table["id"]))
     assert list(table["pagerank"]) == sorted(table["pagerank"], reverse=True)
     assert all(0 < len(x) <= 160 for x in table["excerpt"])
     overview_cost = cost_tables(at)[-1]
@@ -103,7 +106,7 @@ def test_beta_slider_builds_a_skeleton_and_shows_its_cost(app_env: Path) -> None
     pr, core, extracted = stored(app_env)
     n = len(pr)
     assert len(core) == extracted == math.ceil(0.5 * n)
-    assert set(core_table(at)["chunk"]) == core  # the built core, not a simulation
+    assert set(core_table(at)["id"]) == core  # the built core, not a simulation
     build_cost, overview_cost = cost_tables(at)
     for frame in (build_cost, overview_cost):
         skel, full = frame.to_dict("records")

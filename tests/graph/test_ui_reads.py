@@ -103,6 +103,7 @@ def test_trace_and_overlay_reads(store: GraphStore) -> None:
     assert reads.triple_ends(store, ["tri:2"]) == [{"id": "tri:2", "s": "tri:1", "o": "ent:sea", "c": "d1#c1"}]
     overview = {r["id"]: r for r in reads.chunk_overview(store)}
     assert len(overview) == 6 and overview["d0#c0"]["core"] is True and overview["d1#c2"]["n"] == 3
+    assert overview["d1#c2"]["doc"] == "d1" and overview["d1#c2"]["ord"] == 2
 
 
 
