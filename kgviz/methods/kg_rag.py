@@ -561,6 +561,7 @@ class KGRag:
     paper: ClassVar[str] = "001"
     Params: ClassVar[type] = KGRagParams
     presets: ClassVar[dict[str, Any]] = {"paper": KGRagParams()}
+    budget_param: ClassVar[str] = "max_context_tokens"  # the answer step uses it unchanged (kgviz.run)
 
     def retrieve(self, question: str, ctx: MethodContext, params: KGRagParams,
                  tracer: Tracer) -> RetrievedContext:
