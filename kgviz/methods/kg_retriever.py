@@ -18,10 +18,11 @@ by cos(triple, query); a document reached along several paths keeps its largest 
 
 λ and the embedder's scale (ours). λ = 0.1 (§4.1) is set for RoBERTa cosines, which crowd near 1:
 there a neighbour document weighs about 0.9 and an entity matches the query at about 0.8, so
-w·cos clears 0.1 for nearly every candidate and λ only drops the weakly related ones. With a
-hashing or MiniLM embedder cosines are far smaller (documents ~0.3, entities ~0.1-0.5 on the
-sample graph), so a two-hop weight (~0.1) times an entity cosine can never pass λ = 0.1 (the best
-second-hop score there is 0.004-0.015) and the multi-hop strategy silently equals attentive.
+w·cos clears 0.1 for nearly every candidate and λ only drops the weakly related ones. With the
+hashing embedder cosines are far smaller (documents ~0.3, entities ~0.1-0.5 on the sample graph),
+so a two-hop weight (~0.1) times an entity cosine never passes λ = 0.1 (the best second-hop score
+there is 0.004-0.015 for every sample question) and the multi-hop strategy silently equals
+attentive; other small embedders have their own scales.
 ``lam_mode='relative'`` (the default) reads both factors on the embedder's own scale before Eq. 2:
 each document-layer cosine is divided by the largest cosine among the first hop's followed edges
 (the closest neighbour weighs 1, as under RoBERTa) and capped at 1, and each entity cosine is
