@@ -613,7 +613,7 @@ class KGRag:
     paper: ClassVar[str] = "001"
     Params: ClassVar[type] = KGRagParams
     presets: ClassVar[dict[str, Any]] = {"paper": KGRagParams()}
-    budget_param: ClassVar[str] = "max_context_tokens"  # the answer step uses it unchanged (kgviz.run)
+    budget_param: ClassVar[str | None] = "max_context_tokens"
 
     def retrieve(self, question: str, ctx: MethodContext, params: KGRagParams,
                  tracer: Tracer) -> RetrievedContext:
@@ -623,9 +623,10 @@ class KGRag:
             tracer.reasoner = ctx.reasoner
         first = len(tracer.steps)
         walk = _Walk(question, ctx, params, tracer)
-        context = walk.run()
-        _label_curated(tracer.steps[first:], walk.curated)
-        return context
+        try:
+            return walk.run()
+        finally:  # a walk that fails part-way still shows which of its facts were curated
+            _label_curated(tracer.steps[first:], walk.curated)
 
 
 def _label_curated(steps: list[Any], curated: set[str]) -> None:

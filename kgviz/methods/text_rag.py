@@ -38,7 +38,6 @@ class TextRag:
     paper: ClassVar[str] = "baseline"
     Params: ClassVar[type] = TextRagParams
     presets: ClassVar[dict[str, Any]] = {"hybrid": TextRagParams(), "dense-only": TextRagParams(hybrid=False)}
-    budget_param: ClassVar[str] = "budget_tokens"  # the answer step uses it unchanged (kgviz.run)
 
     def retrieve(self, question: str, ctx: MethodContext, params: TextRagParams, tracer: Tracer) -> RetrievedContext:
         p = params

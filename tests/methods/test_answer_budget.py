@@ -98,9 +98,9 @@ def test_budget_follows_the_method_param_not_a_constant(big: MethodContext) -> N
     step = _answer(run.trace)
     assert step.data["budget_tokens"] == 6000 and not step.data["dropped"]
     assert run.context.n_tokens > DEFAULT_BUDGET_TOKENS
-    run = run_method("text-rag", QUESTION, big, {"budget_tokens": 5000, "top_k": 200})
+    run = run_method("ket-full", QUESTION, big, {"context_limit": 5000})
     step = _answer(run.trace)
-    assert (step.data["budget_tokens"], step.data["budget_from"]) == (5000, "param:budget_tokens")
+    assert (step.data["budget_tokens"], step.data["budget_from"]) == (5000, "param:context_limit")
     assert not step.data["dropped"] and run.context.n_tokens > DEFAULT_BUDGET_TOKENS
 
 
@@ -115,8 +115,9 @@ def test_every_declared_budget_param_is_an_int_field() -> None:
             declared[name] = param
         else:
             assert answer_budget(method, method.Params(), None) == (DEFAULT_BUDGET_TOKENS, "default")
-    assert declared["ket-rag"] == declared["keyword-rag"] == "context_limit"
-    assert declared["kg-rag"] == "max_context_tokens" and declared["text-rag"] == "budget_tokens"
+    # text-rag's budget_tokens is declared on the equal-budget branch (kgviz.evaluate.budget)
+    assert declared["ket-rag"] == declared["keyword-rag"] == declared["skeleton-rag"] == "context_limit"
+    assert declared["kg-rag"] == "max_context_tokens"
 
 
 def test_a_budget_param_that_is_not_an_int_is_a_config_error() -> None:
