@@ -27,7 +27,7 @@ _TRIPLE_COLS = (
     "t.sentence AS sentence, t.chunk_id AS chunk_id, t.origin AS origin"
 )
 _RELATED_COLS = ("a.id AS src, a.name AS src_name, b.id AS dst, b.name AS dst_name, r.relation AS relation, "
-                 "r.triple_id AS triple_id, r.origin AS origin")
+                 "r.triple_id AS triple_id, r.origin AS origin, a.origin AS src_origin, b.origin AS dst_origin")
 
 
 def _forms(pattern: str, anchor: str, returns: str) -> tuple[str, str]:

@@ -196,7 +196,7 @@ class _Walk:
                 self.labels[row["id"]] = str(row.get("name") or row["id"])
 
     def _remember_triple(self, row: dict[str, Any]) -> None:
-        if row.get("origin") == CURATED:
+        if row.get("origin") == CURATED:  # its ends are learnt with their own rows (_resolve)
             self.curated.add(row["id"])
         self.rows[row["id"]] = row
         self.tables[row["id"]] = "Triple"
@@ -329,6 +329,7 @@ class _Walk:
             other = row.get("object_id") if side == "SUBJ" else row.get("subject_id")
             cands.setdefault(row["id"], self._cand_from_row(row, a, str(other or "")))
         for r in related:
+            self.curated.update(r[k] for k in ("src", "dst") if r.get(f"{k}_origin") == CURATED)
             tid = str(r.get("triple_id") or "")
             anchor, other = (r["dst"], r["src"]) if r.get("_in") else (r["src"], r["dst"])
             self.tables.setdefault(r["src"], "Entity"), self.tables.setdefault(r["dst"], "Entity")

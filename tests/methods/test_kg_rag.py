@@ -577,10 +577,10 @@ PER_ANCHOR = {  # the statements kg-rag ran once per anchor before a hop's reads
                            f"RETURN label(r) AS side, {_COLS} ORDER BY t.id LIMIT $limit",
     "Q_RELATED_OUT": "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.id = $id RETURN a.id AS src, a.name AS src_name, "
                      "b.id AS dst, b.name AS dst_name, r.relation AS relation, r.triple_id AS triple_id, "
-                     "r.origin AS origin ORDER BY b.id, r.relation LIMIT $limit",
+                     "r.origin AS origin, a.origin AS src_origin, b.origin AS dst_origin ORDER BY b.id, r.relation LIMIT $limit",
     "Q_RELATED_IN": "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE b.id = $id RETURN a.id AS src, a.name AS src_name, "
                     "b.id AS dst, b.name AS dst_name, r.relation AS relation, r.triple_id AS triple_id, "
-                    "r.origin AS origin ORDER BY a.id, r.relation LIMIT $limit",
+                    "r.origin AS origin, a.origin AS src_origin, b.origin AS dst_origin ORDER BY a.id, r.relation LIMIT $limit",
 }
 _ORDER_KEY = {"Q_TRIPLES_AT_ENTITY": "id", "Q_HYPER_AT_ENTITY": "id", "Q_TRIPLES_AT_TRIPLE": "id",
               "Q_RELATED_OUT": "dst", "Q_RELATED_IN": "src"}
