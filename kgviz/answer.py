@@ -5,7 +5,9 @@ retrieve.
 Budget rule: context items are taken in the order the method ranked them, counted with
 ``kgviz.text.count_tokens`` (item text only); the first item that does not fit is cut to the room
 left (when at least ``MIN_CUT_TOKENS`` remain) and every later item is dropped. The answer step in
-the trace records what was kept, cut and dropped.
+the trace records what was kept, cut and dropped, and where the budget came from: ``kgviz.run``
+passes the method's own context budget (its ``budget_param``) unless a budget is given explicitly,
+so a method's context reaches the answer unchanged.
 """
 from __future__ import annotations
 
@@ -18,7 +20,9 @@ from kgviz.prompts.answer import INSUFFICIENT
 from kgviz.reasoning import Reasoner
 from kgviz.text import count_tokens, token_spans
 
-DEFAULT_BUDGET_TOKENS = 4000  # ours: above every method's default context, so defaults never cut
+# ours: the budget of a method that declares none (kg-retriever caps T triples, kg-infused hands over a
+# note); the others bring their own (kgviz.run.answer_budget)
+DEFAULT_BUDGET_TOKENS = 4000
 MIN_CUT_TOKENS = 16  # ours: a shorter cut-off fragment is noise rather than evidence
 
 _KIND_TABLE = {"chunk": "Chunk", "subchunk": "SubChunk", "triple": "Triple", "entity": "Entity",
@@ -32,9 +36,10 @@ class BudgetCut:
     used_tokens: int = 0
     truncated: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    budget_from: str = ""  # "explicit" | "param:<name>" | "default" (kgviz.run.answer_budget)
 
     def to_data(self) -> dict[str, Any]:
-        return {"budget_tokens": self.budget_tokens, "used_tokens": self.used_tokens,
+        return {"budget_tokens": self.budget_tokens, "budget_from": self.budget_from, "used_tokens": self.used_tokens,
                 "kept": [i.id for i in self.items], "truncated": self.truncated, "dropped": self.dropped}
 
 
@@ -61,14 +66,17 @@ def fit_budget(items: list[ContextItem], budget_tokens: int) -> BudgetCut:
 
 
 def answer(question: str, context: RetrievedContext, reasoner: Reasoner, tracer: Tracer,
-           budget_tokens: int | None = None, *, no_context: bool = False) -> str:
+           budget_tokens: int | None = None, *, no_context: bool = False, budget_from: str = "") -> str:
     """Answer ``question`` from ``context`` and record one "answer" step on ``tracer``.
 
     ``no_context`` (the no-retrieval baseline) asks the model from its own memory (NO_CONTEXT);
-    offline that always abstains, because heuristics have no memory.
+    offline that always abstains, because heuristics have no memory. ``budget_from`` says where
+    ``budget_tokens`` came from ("explicit", "param:<name>", "default"; see kgviz.run), for the trace.
     """
     budget = DEFAULT_BUDGET_TOKENS if budget_tokens is None else int(budget_tokens)
+    budget_from = budget_from or ("default" if budget_tokens is None else "explicit")
     cut = fit_budget([] if no_context else context.items, budget)
+    cut.budget_from = budget_from
     if not no_context and not cut.items:
         # nothing retrieved: real models asked over "(no context)" invent an answer rather than
         # abstain, so the step abstains by rule and asks no model (ours)
@@ -99,7 +107,9 @@ def answer(question: str, context: RetrievedContext, reasoner: Reasoner, tracer:
 def _describe(cut: BudgetCut, no_context: bool, value: Any) -> str:
     if no_context:
         return "no retrieval: the model answers from its own memory (prompt NO_CONTEXT)"
-    text = f"{len(cut.items)} context items, {cut.used_tokens}/{cut.budget_tokens} tokens"
+    source = {"explicit": "a budget given for every method", "default": "the default budget"}.get(
+        cut.budget_from, f"the method's own {cut.budget_from.partition(':')[2]}")
+    text = f"{len(cut.items)} context items, {cut.used_tokens}/{cut.budget_tokens} tokens ({source})"
     if cut.truncated:
         text += f"; cut to fit: {', '.join(cut.truncated)}"
     if cut.dropped:

@@ -3,7 +3,7 @@
   kgviz build PATH... --db DIR [--llm SPEC] [--embedder SPEC] [--chunk-tokens N] [--estimate] [--json]
               [--workers N] [--no-cache] [--keep-failed]
               [--no-ket] [--beta B] [--core-selection pagerank|random] [--knn-k K] [--tau T]
-  kgviz import-kg TRIPLES.tsv [--entities ENTITIES.jsonl] --db DIR [--json]
+  kgviz import-kg TRIPLES.tsv [--entities ENTITIES.jsonl] [--entity-filter b1|strict|none] --db DIR [--json]
   kgviz ask "QUESTION" --db DIR --method NAME|all [--llm SPEC] [--gold ANSWER]... [--json]
   kgviz eval QUESTIONS.jsonl --db DIR --methods a,b,...|all [--limit N] [--budget-tokens N] [--out DIR]
              [--workers N] [--json]
@@ -183,6 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("triples", type=_existing_file)
     k.add_argument("--entities", type=_existing_file, help="entities.jsonl with label, qid, description")
     k.add_argument("--exclude-questions", help="comma-separated question ids whose facts are held out")
+    k.add_argument("--entity-filter", choices=("b1", "strict", "none"), default="b1",
+                   help="KG-Infused App. B.1 (an entity has a description and heads a fact): 'b1' (default) embeds only "
+                        "the entities that pass, the rest stay as fact ends; 'strict' removes the rest and their facts; "
+                        "'none' embeds every entity")
     _common(k, llm=False)
     k.set_defaults(func=cmd_import_kg)
 
@@ -338,7 +342,8 @@ def cmd_import_kg(args: argparse.Namespace, settings: Settings) -> int:
 
     ws = _track(open_workspace(settings, db_dir=args.db, llm_spec="offline", embedder_spec=args.embedder))
     exclude = [q for q in (args.exclude_questions or "").split(",") if q]
-    report = import_kg(ws.store, ws.embedder, args.triples, args.entities, exclude_question_ids=exclude)
+    report = import_kg(ws.store, ws.embedder, args.triples, args.entities, exclude_question_ids=exclude,
+                       entity_filter=args.entity_filter)
     out = report.to_dict()
     if args.json:
         print(json.dumps(out, indent=2, default=str))

@@ -3,6 +3,15 @@
 A method that fails returns a ``Run`` with its partial trace and a readable ``error`` instead of
 raising, so one broken method never takes the others down in a comparison. Invalid input (unknown
 method, preset or parameter, empty question) still raises: nothing has run yet.
+
+One budget per run. A method whose context is filled under a token budget names that param in a
+``budget_param`` class attribute (KET's λ ``context_limit``, kg-rag's ``max_context_tokens``,
+text-rag's ``budget_tokens``). The answer step uses that budget unchanged, so the context a preset
+asks for is the context the answer sees (KET's 'paper' preset, λ = 12,000, used to lose its keyword
+channel to a fixed 4,000-token answer cut, undoing the θ split). An explicit ``budget_tokens``
+(``kgviz ask/eval --budget-tokens``, the Compare page) overrides it for every method; a method
+without a budget param gets ``kgviz.answer.DEFAULT_BUDGET_TOKENS``. The answer step's trace names
+which of the three applied.
 """
 from __future__ import annotations
 
@@ -11,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from kgviz.answer import answer as answer_step
+from kgviz.answer import DEFAULT_BUDGET_TOKENS, answer as answer_step
 from kgviz.errors import ConfigError, KgvizError
 from kgviz.methods.base import Method, MethodContext, RetrievedContext, TraceStep, Tracer, params_to_dict
 from kgviz.methods.registry import get_method
@@ -106,14 +115,40 @@ def _coerce(method: str, key: str, value: Any, default: Any) -> Any:
     return value
 
 
+def context_budget(method: Method, params: Any) -> tuple[int, str] | None:
+    """(tokens, param name) of the budget the method's own params give its context, or None when
+    the method declares no ``budget_param``."""
+    name = getattr(method, "budget_param", None)
+    if not name:
+        return None
+    value = getattr(params, name, None)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(f"{method.name} names {name!r} as its context budget, but its params have no "
+                          f"integer {name!r}")
+    return value, name
+
+
+def answer_budget(method: Method, params: Any, budget_tokens: int | None) -> tuple[int, str]:
+    """(tokens, where they come from) for the answer step: an explicit ``budget_tokens`` wins, else
+    the method's own context budget, else DEFAULT_BUDGET_TOKENS."""
+    if budget_tokens is not None:
+        return int(budget_tokens), "explicit"
+    own = context_budget(method, params)
+    if own is not None:
+        return own[0], f"param:{own[1]}"
+    return DEFAULT_BUDGET_TOKENS, "default"
+
+
 def run_method(name: str, question: str, ctx: MethodContext, params: Any = None, *,
                preset: str | None = None, budget_tokens: int | None = None) -> Run:
     """Retrieve with ``name`` and answer with the shared answer step. Never raises for a failure
-    inside the method or the answer step: the Run carries the error and the partial trace."""
+    inside the method or the answer step: the Run carries the error and the partial trace.
+    ``budget_tokens`` None: the answer step uses the method's own context budget (module doc)."""
     if not question.strip():
         raise ConfigError("the question is empty")
     method = get_method(name)
     p = resolve_params(method, params, preset)
+    budget, budget_from = answer_budget(method, p, budget_tokens)
     tracer = Tracer(ctx.reasoner)
     context = RetrievedContext()
     text = ""
@@ -123,8 +158,8 @@ def run_method(name: str, question: str, ctx: MethodContext, params: Any = None,
     try:
         context = method.retrieve(question, ctx, p, tracer)
         t_retrieved = time.perf_counter() - t0
-        text = answer_step(question, context, ctx.reasoner, tracer, budget_tokens,
-                           no_context=bool(getattr(method, "no_context", False)))
+        text = answer_step(question, context, ctx.reasoner, tracer, budget,
+                           no_context=bool(getattr(method, "no_context", False)), budget_from=budget_from)
     except KgvizError as exc:
         error = exc.user_message()
     except Exception as exc:  # an unexpected bug in one method must not stop the comparison

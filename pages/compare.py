@@ -43,7 +43,10 @@ with ui.error_boundary("Compare"):
     chosen = [m for i, m in enumerate(titles)
               if boxes[i % 4].checkbox(m, key=f"kgviz_cmp_m_{m}", help=titles[m])]
     budget = st.number_input("Answer-step context budget (tokens)", 100, 100_000, step=500,
-                             key="kgviz_cmp_budget")
+                             key="kgviz_cmp_budget",
+                             help="At 4000 (the default) each method's context reaches the answer whole, under its "
+                                  "own budget (KET's λ, kg-rag's max_context_tokens, text-rag's budget_tokens); "
+                                  "any other value cuts every method's context to it.")
     if st.button("Compare", type="primary", disabled=not question.strip(), key="kgviz_cmp_run"):
         uc.run_comparison(ctx, question, chosen, golds, budget_tokens=int(budget))
 

@@ -24,10 +24,10 @@ Row = dict[str, Any]
 _TRIPLE_COLS = (
     "t.id AS id, t.subject AS subject, t.relation AS relation, t.object AS object, "
     "t.subject_id AS subject_id, t.object_id AS object_id, t.text AS text, "
-    "t.sentence AS sentence, t.chunk_id AS chunk_id"
+    "t.sentence AS sentence, t.chunk_id AS chunk_id, t.origin AS origin"
 )
 _RELATED_COLS = ("a.id AS src, a.name AS src_name, b.id AS dst, b.name AS dst_name, r.relation AS relation, "
-                 "r.triple_id AS triple_id")
+                 "r.triple_id AS triple_id, r.origin AS origin, a.origin AS src_origin, b.origin AS dst_origin")
 
 
 def _forms(pattern: str, anchor: str, returns: str) -> tuple[str, str]:
@@ -58,7 +58,7 @@ Q_NODES_BY_ID = (
     f"UNWIND $ids AS k MATCH (t:Triple:Entity) WHERE t.id = k RETURN label(t) AS tbl, {_TRIPLE_COLS}, t.name AS name",
 )
 Q_TRIPLE_BY_PK = f"MATCH (t:Triple {{id: $id}}) RETURN 'Triple' AS tbl, {_TRIPLE_COLS}"
-Q_ENTITY_BY_PK = "MATCH (t:Entity {id: $id}) RETURN 'Entity' AS tbl, t.id AS id, t.name AS name"
+Q_ENTITY_BY_PK = "MATCH (t:Entity {id: $id}) RETURN 'Entity' AS tbl, t.id AS id, t.name AS name, t.origin AS origin"
 # Stored embeddings of the candidates. Not store.get_embeddings' shape of query: fetching t.emb
 # with the neighbourhood rows cost more, the semi-masked scan there reads whole batches of vectors.
 Q_TRIPLE_EMB_BY_ID = (
@@ -66,11 +66,13 @@ Q_TRIPLE_EMB_BY_ID = (
     "UNWIND $ids AS k MATCH (t:Triple) WHERE t.id = k AND t.emb IS NOT NULL RETURN t.id AS id, t.emb AS emb",
 )
 Q_TRIPLE_EMB_BY_PK = "MATCH (t:Triple {id: $id}) WHERE t.emb IS NOT NULL RETURN t.id AS id, t.emb AS emb"
+# Whether the graph holds an imported curated KG (kg-rag leaves it out unless use_curated).
+Q_ENTITY_ORIGIN_EXISTS = "MATCH (e:Entity) WHERE e.origin = $origin RETURN e.id AS id LIMIT 1"
 NEIGHBOURHOOD = {"Q_TRIPLES_AT_ENTITY": Q_TRIPLES_AT_ENTITY, "Q_TRIPLES_AT_TRIPLE": Q_TRIPLES_AT_TRIPLE,
                  "Q_RELATED_OUT": Q_RELATED_OUT, "Q_RELATED_IN": Q_RELATED_IN}
 QUERIES: tuple[str, ...] = (
     *Q_TRIPLES_AT_ENTITY, *Q_TRIPLES_AT_TRIPLE, *Q_RELATED_OUT, *Q_RELATED_IN, *Q_NODES_BY_ID, Q_TRIPLE_BY_PK,
-    Q_ENTITY_BY_PK, *Q_TRIPLE_EMB_BY_ID, Q_TRIPLE_EMB_BY_PK,
+    Q_ENTITY_BY_PK, *Q_TRIPLE_EMB_BY_ID, Q_TRIPLE_EMB_BY_PK, Q_ENTITY_ORIGIN_EXISTS,
 )
 
 
@@ -118,3 +120,8 @@ def triple_vectors(store: GraphStore, ids: Sequence[str]) -> list[Row]:
     if len(todo) > batching.PK_LOOKUP_MAX:
         return _id_list(store, Q_TRIPLE_EMB_BY_ID, todo, vectors=True)
     return [r for i in todo for r in _query(store, Q_TRIPLE_EMB_BY_PK, {"id": i})]
+
+
+def has_entities_of_origin(store: GraphStore, origin: str) -> bool:
+    """True when some Entity has ``origin`` ("curated": an imported KG)."""
+    return bool(_query(store, Q_ENTITY_ORIGIN_EXISTS, {"origin": origin}))

@@ -14,6 +14,28 @@ facts; the JSONL only adds descriptions and qids (so held-out facts do not come 
 descriptions of entities only they mention; a description can still state a held-out fact about
 an entity that other facts keep — a limit of the data, reported here).
 
+Entity filter (KG-Infused App. B.1). The paper keeps an entity only when it has a description
+(seeds are found by the query's similarity to descriptions, §3.4) and is the head of at least one
+triple (spreading activation starts from heads). ``entity_filter``:
+
+- ``"b1"`` (default, ours): the two conditions decide which entities are *entry points*: those
+  that pass are embedded (name + description) and found by vector search; the others are imported
+  without an embedding, as fact ends only. Their facts stay: Wikidata5M-KG has no literals, but
+  here dates, nationalities and places are tails ("Pál Gábor  date of birth  2 November 1932") and
+  often the answer. A name-only entity can then never be a seed, where before "1949", "John" or
+  "Norwegian" matched a question's own words and took a seed slot: on kg_2wiki_evidence with the
+  hashing embedder, 258 of the 531 top-3 seed slots of the 177 2Wiki questions went to entities
+  failing B.1 with "none", 0 with "b1" (1,492 of 2,316 entities are entry points).
+- ``"strict"``: the filter as the paper states it, one pass: the entities that fail on the facts as
+  read are removed with every fact that touches them. (Repeating until every remaining entity heads
+  a remaining fact empties shared/data/kg_2wiki_evidence completely: its chains end in literals.)
+  On that KG one pass keeps 517 of 1,687 facts (1,492 of 2,316 entities); most answers (dates,
+  places) go with the tails (benchmarks/import_kg_filter.py).
+- ``"none"``: every entity embedded, a name-only one by its name (the behaviour before the filter).
+
+The report counts entities and facts before and after (``entities_seen``, ``entry_points``,
+``fact_ends_only``, ``entities_filtered``, ``rows_filtered``).
+
 Bad lines (wrong number of columns, an empty head/relation/tail, invalid UTF-8, unreadable or
 too deeply nested JSON, an over-long line, no label) are skipped and reported with their line
 numbers; the other lines load. Only an unreadable file or a missing header stops the import. ``exclude_question_ids`` and ``splits`` hold out
@@ -26,9 +48,9 @@ import hashlib
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal, get_args
 
-from kgviz.errors import BuildError, IngestError
+from kgviz.errors import BuildError, ConfigError, IngestError
 from kgviz.graph.store import GraphStore
 from kgviz.index.embed import embed_texts, entity_text
 from kgviz.index.resolve import normalise_key
@@ -41,6 +63,8 @@ REQUIRED = ("head", "relation", "tail")
 OPTIONAL = ("head_qid", "tail_qid", "split", "question_id")
 MAX_FIELD_CHARS = 500  # ours: longer "names" are almost surely a broken row
 MAX_LINE_CHARS = 100_000  # ours: a triples row is three names; csv refuses fields over 131,072
+EntityFilter = Literal["b1", "strict", "none"]
+ENTITY_FILTERS: tuple[str, ...] = get_args(EntityFilter)
 
 
 def _read(path: Path, what: str) -> bytes:
@@ -61,6 +85,12 @@ class ImportReport:
     entities: int = 0  # Entity nodes inserted
     triples: int = 0  # Triple nodes inserted
     descriptions: int = 0  # inserted entities that got a description
+    entity_filter: str = ""  # "b1" | "strict" | "none" (module doc)
+    entities_seen: int = 0  # distinct entities in the facts read (before the filter)
+    entry_points: int = 0  # entities kept with an embedding: vector search can find them
+    fact_ends_only: int = 0  # entities kept without one ("b1": they fail App. B.1 but their facts stay)
+    entities_filtered: int = 0  # entities removed ("strict")
+    rows_filtered: int = 0  # facts removed with them ("strict")
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -171,8 +201,12 @@ def import_kg(
     exclude_question_ids: Iterable[str] | None = None,
     splits: Iterable[str] | None = None,
     batch_size: int = 256,
+    entity_filter: EntityFilter = "b1",
 ) -> ImportReport:
-    """Load a curated KG into ``store``. Idempotent: existing nodes and edges are skipped."""
+    """Load a curated KG into ``store``. Idempotent: existing nodes and edges are skipped.
+    ``entity_filter``: how KG-Infused App. B.1's entity filter applies (module doc)."""
+    if entity_filter not in ENTITY_FILTERS:
+        raise ConfigError(f"entity_filter must be one of {', '.join(ENTITY_FILTERS)}, not {entity_filter!r}")
     t0 = time.perf_counter()
     triples_path = Path(triples_path)
     if triples_path.is_dir():  # a folder laid out like shared/data/kg_2wiki_evidence
@@ -205,26 +239,32 @@ def import_kg(
         return eid
 
     triples: dict[str, dict[str, Any]] = {}
+    n_rows: dict[str, int] = {}  # triple id -> the rows that state it (a fact may repeat)
     for f in facts:
         s, o = entity(f.head, f.head_qid), entity(f.tail, f.tail_qid)
         digest = hashlib.sha1(f"{CURATED}|{s}|{f.relation.lower()}|{o}".encode("utf-8")).hexdigest()
         tid = f"tri:{digest[:16]}"
+        n_rows[tid] = n_rows.get(tid, 0) + 1
         triples.setdefault(tid, {
             "id": tid, "subject": entities[s]["name"], "relation": f.relation, "object": entities[o]["name"],
             "subject_id": s, "object_id": o, "text": f"{entities[s]['name']} {f.relation} {entities[o]['name']}",
             "chunk_id": "", "doc_id": "", "sentence": "", "origin": CURATED,
         })
+    entry = _apply_entity_filter(entities, triples, n_rows, entity_filter, report)
     ent_rows = [dict(r, aliases="|".join(r["aliases"])) for r in entities.values()]
     have = store.existing_ids("Entity", [r["id"] for r in ent_rows])
     new_ent = [r for r in ent_rows if r["id"] not in have]
     tri_rows = list(triples.values())
     have = store.existing_ids("Triple", [r["id"] for r in tri_rows])
     new_tri = [r for r in tri_rows if r["id"] not in have]
+    embedded = [r for r in new_ent if r["id"] in entry]  # the others are fact ends only: no vector
     vectors = embed_texts(
-        embedder, [entity_text(r["name"], r["description"]) for r in new_ent] + [r["text"] for r in new_tri], batch_size
+        embedder, [entity_text(r["name"], r["description"]) for r in embedded] + [r["text"] for r in new_tri], batch_size
     )
-    for row, vec in zip(new_ent + new_tri, vectors):
+    for row, vec in zip(embedded + new_tri, vectors):
         row["emb"] = vec
+    for row in new_ent:
+        row.setdefault("emb", None)
     report.entities = store.bulk_load_nodes("Entity", new_ent)
     report.descriptions = sum(1 for r in new_ent if r["description"])
     report.triples = store.bulk_load_nodes("Triple", new_tri)
@@ -239,3 +279,35 @@ def import_kg(
         store.ensure_vector_index(table)
     report.seconds = round(time.perf_counter() - t0, 3)
     return report
+
+
+def _apply_entity_filter(entities: dict[str, dict[str, Any]], triples: dict[str, dict[str, Any]],
+                         n_rows: dict[str, int], mode: str, report: ImportReport) -> set[str]:
+    """Apply App. B.1 in ``mode`` (module doc) to the entities and facts about to be imported, in
+    place ("strict" deletes); returns the ids of the entities to embed (the entry points)."""
+    report.entity_filter = mode
+    report.entities_seen = len(entities)
+
+    def passing() -> set[str]:
+        heads = {t["subject_id"] for t in triples.values()}
+        return {e for e, row in entities.items() if row["description"].strip() and e in heads}
+
+    ok = passing()
+    if mode == "strict":  # one pass (module doc)
+        gone = [t for t, row in triples.items() if row["subject_id"] not in ok or row["object_id"] not in ok]
+        for t in gone:
+            report.rows_filtered += n_rows[t]
+            del triples[t]
+        for e in [e for e in entities if e not in ok]:
+            del entities[e]
+            report.entities_filtered += 1
+        report.rows_loaded -= report.rows_filtered
+        for row in entities.values():  # n_mentions counts the kept facts only
+            row["n_mentions"] = 0
+        for t, row in triples.items():
+            for e in (row["subject_id"], row["object_id"]):
+                entities[e]["n_mentions"] += n_rows[t]
+    entry = set(entities) if mode == "none" else ok
+    report.entry_points = len(entry)
+    report.fact_ends_only = len(entities) - len(entry)
+    return entry

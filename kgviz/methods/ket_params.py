@@ -20,7 +20,8 @@ CoreSelection = Literal["pagerank", "random"]
 
 # shared field docs
 D_LIMIT = ("λ: context limit in tokens, split θ : 1-θ between the channels (Algorithm 4). The paper uses "
-           "12,000 (§6.1, preset 'paper'); 4,000 here so the shared answer step's default budget cuts nothing (ours)")
+           "12,000 (§6.1, preset 'paper'); 4,000 by default (ours: a context a small local model reads in "
+           "reasonable time). Either way the answer step takes λ unchanged (kgviz.run), so both channels reach it")
 D_THETA = "θ: share of λ for the skeleton channel; the keyword channel gets 1-θ (Algorithm 4; θ = 0.4 in §6.1)"
 D_SEEDS = "k: seed entities nearest the query (Algorithm 2 line 1: k = 10)"
 D_SHARE = ("share of the skeleton channel for text units; the rest is entities + relationships (Algorithm 2 lines "

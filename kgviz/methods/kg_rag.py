@@ -54,6 +54,17 @@ Everything below beyond those sentences is **ours**:
    (``include_sentences``; kind ``"sentence"``, id ``<triple id>#sentence``), cut at
    ``max_context_tokens``. ``node_ids`` lists the facts' Triple nodes and their two ends.
 
+9. Curated facts (``use_curated``; ours). A graph may also hold an imported curated KG
+   (``kgviz import-kg``: entities and triples with origin 'curated'). KG-RAG builds its KG from the
+   documents (paper 001), and a curated KG such as shared/data/kg_2wiki_evidence holds exactly the
+   facts behind the evaluation questions: walking it is an oracle advantage over kg-retriever and
+   KET, which read the corpus KG only. So by default (False) the walk never seeds on, fetches or
+   follows a curated node, and the seed / expand steps count what they left out. With True the
+   curated facts are walked like the others and labelled wherever they appear: every step's
+   ``data["curated"]`` lists the curated nodes it touched (their labels start "[curated]"), a
+   curated context item's ``source`` is "curated KG", and ``notes["curated"]`` counts them, so the
+   Trace and Compare views show which facts were not extracted from the corpus.
+
 Trace: llm (plan) → seed → per hop: expand → score → select → llm (evaluate) [→ prune] … →
 context. Node/edge refs use real graph ids: a fact is its Triple node plus an edge subject_id →
 object_id labelled with the relation (a ``rel:`` fact has no Triple node, so only the edge).
@@ -77,6 +88,10 @@ from kgviz.methods.budget import SkipAndContinue
 from kgviz.text import count_tokens
 from kgviz.vectors import cosine_rows
 
+CURATED = "curated"  # Entity/Triple/RELATED origin of an imported KG (kgviz.index.import_kg)
+CURATED_TAG = "[curated] "  # ours: the trace label prefix of a curated node
+CURATED_SOURCE = "curated KG"  # ContextItem.source of a curated fact (it has no chunk)
+
 
 @dataclass(frozen=True)
 class KGRagParams:
@@ -96,6 +111,10 @@ class KGRagParams:
     max_context_tokens: int = param(2000, min=1, doc="token budget of the context; facts past it are dropped (ours)")
     fetch_limit: int = param(100, "rows per neighbourhood query per anchor, bounds hub nodes (ours)")
     plan_weight: float = param(0.5, min=0.0, max=1.0, doc="weight of similarity to the plan text vs the question when ranking (ours)")
+    use_curated: bool = param(False, "also walk the imported curated KG (kgviz import-kg), its facts labelled "
+                                     "'[curated]' in the trace (ours). Off by default: paper 001 walks the KG built "
+                                     "from the documents, and a curated KG built for the evaluation questions is an "
+                                     "oracle the other methods do not read")
 
     def __post_init__(self) -> None:
         check_params(self, "kg-rag")
@@ -154,6 +173,8 @@ class _Walk:
         self.fetched: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (query, anchor) -> its rows
         self.at_entity: dict[str, list[dict[str, Any]]] = {}  # entity -> all triples at it
         self.at_triple: dict[str, list[dict[str, Any]]] = {}  # triple -> all triples at it
+        self.curated: set[str] = set()  # ids of curated nodes / rel: facts seen (see use_curated)
+        self.curated_in_graph = False  # set by seed_step
 
     # -- graph access: only the fixed queries of kgviz.graph.neighbourhood ever run -----------
 
@@ -164,6 +185,8 @@ class _Walk:
             return
         rows = nb.nodes_by_id(self.ctx.store, todo)
         for row in rows:
+            if row.get("origin") == CURATED:
+                self.curated.add(row["id"])
             if row.pop("tbl") == "Triple":
                 row.pop("name", None)
                 self._remember_triple(row)
@@ -173,6 +196,8 @@ class _Walk:
                 self.labels[row["id"]] = str(row.get("name") or row["id"])
 
     def _remember_triple(self, row: dict[str, Any]) -> None:
+        if row.get("origin") == CURATED:  # its ends are learnt with their own rows (_resolve)
+            self.curated.add(row["id"])
         self.rows[row["id"]] = row
         self.tables[row["id"]] = "Triple"
         self.labels[row["id"]] = _fact_text(row)
@@ -240,16 +265,19 @@ class _Walk:
         vecs = np.asarray(self.ctx.embedder.embed([self.q, plan_text] + ents), dtype=np.float32)
         self.qv, self.pv = vecs[0], vecs[1]
         store, k = self.ctx.store, self.p.seed_pool
+        self.curated_in_graph = nb.has_entities_of_origin(store, CURATED)
+        # only a graph that holds a curated KG needs the filter (and the filtered search path)
+        where = {"origin": "corpus"} if self.curated_in_graph and not self.p.use_curated else None
         hits: dict[str, float] = {}
         table: dict[str, str] = {}
         first: list[str] = []  # best hit of each planned entity, in plan order
         for i, v in enumerate([vecs[0]] + list(vecs[2:])):
-            res = store.vector_search("Entity", v, k)
+            res = store.vector_search("Entity", v, k, where=where)
             for nid, sc in res:
                 hits[nid], table[nid] = max(hits.get(nid, -1.0), float(sc)), "Entity"
             if i > 0 and res and res[0][1] >= self.p.entity_match_min and res[0][0] not in first:
                 first.append(res[0][0])
-        for nid, sc in store.vector_search("Triple", vecs[0], k):
+        for nid, sc in store.vector_search("Triple", vecs[0], k, where=where):
             hits[nid], table[nid] = max(hits.get(nid, -1.0), float(sc)), "Triple"
         self._resolve(list(hits))
         ranked = sorted(hits, key=lambda n: (-hits[n], n))
@@ -261,7 +289,10 @@ class _Walk:
         nodes = [NodeRef(n, self.tables.get(n, table[n]), "chosen" if n in self.seed_nodes else "candidate",
                          self.labels.get(n, n), round(hits[n], 4)) for n in ranked]
         start = "; ".join(self.labels.get(n, n) for n in self.seed_nodes)
-        self.tr.step("seed", "Start nodes by vector search", f"{len(ranked)} hits; start from: {start}",
+        curated = ("" if not self.curated_in_graph else
+                   "; the graph's curated KG is walked too (use_curated), its facts labelled [curated]"
+                   if self.p.use_curated else "; the graph's curated KG is left out (use_curated=False)")
+        self.tr.step("seed", "Start nodes by vector search", f"{len(ranked)} hits; start from: {start}{curated}",
                      nodes=nodes, scores={n: round(hits[n], 4) for n in ranked},
                      data={"chosen": self.seed_nodes, "planned_entity_hits": first, "seed_pool": k})
 
@@ -283,6 +314,12 @@ class _Walk:
                 related += [dict(r, _in=True) for r in rel_in.get(a, [])]
             else:
                 triple_hits += [(a, r["side"], r) for r in at_tri.get(a, [])]
+        n_curated = 0
+        if not self.p.use_curated:  # the curated KG stays out of the walk (use_curated)
+            before = len(triple_hits) + len(related)
+            triple_hits = [h for h in triple_hits if h[2].get("origin") != CURATED]
+            related = [r for r in related if r.get("origin") != CURATED]
+            n_curated = before - len(triple_hits) - len(related)
         for _, _, row in triple_hits:
             self._remember_triple(row)
         known = {row["id"] for _, _, row in triple_hits}
@@ -292,6 +329,7 @@ class _Walk:
             other = row.get("object_id") if side == "SUBJ" else row.get("subject_id")
             cands.setdefault(row["id"], self._cand_from_row(row, a, str(other or "")))
         for r in related:
+            self.curated.update(r[k] for k in ("src", "dst") if r.get(f"{k}_origin") == CURATED)
             tid = str(r.get("triple_id") or "")
             anchor, other = (r["dst"], r["src"]) if r.get("_in") else (r["src"], r["dst"])
             self.tables.setdefault(r["src"], "Entity"), self.tables.setdefault(r["dst"], "Entity")
@@ -301,12 +339,19 @@ class _Walk:
                 cands.setdefault(tid, self._cand_from_row(self.rows[tid], anchor, other))
             else:
                 cid = f"rel:{r['src']}|{r['relation']}|{r['dst']}"
+                if r.get("origin") == CURATED:
+                    self.curated.add(cid)
                 fact = f"{self.labels[r['src']]} {r['relation']} {self.labels[r['dst']]}"
                 self.synthetic[cid] = {"id": cid, "subject_id": r["src"], "object_id": r["dst"],
                                        "relation": str(r["relation"]), "text": fact}
                 self.labels[cid] = fact
                 cands.setdefault(cid, Candidate(cid, fact, str(r["relation"]), r["src"], r["dst"], anchor, other))
         self._resolve([c.target for c in cands.values()])
+        if not self.p.use_curated:  # a corpus fact never leads into the curated KG either
+            into = [cid for cid, c in cands.items() if c.target in self.curated]
+            n_curated += len(into)
+            for cid in into:
+                del cands[cid]
         dangling = [c for c in cands.values() if c.target not in self.tables]
         on_path = set(self.path_facts())
         out = [c for c in cands.values()
@@ -320,9 +365,11 @@ class _Walk:
         self.tr.step("expand", f"Hop {hop_no}: fetch the neighbourhood",
                      f"{len(anchors)} anchor(s), {len(out)} candidate fact(s)"
                      + (f", {excluded} already on the path or rejected" if excluded else "")
-                     + (f", {len(dangling)} with a missing end skipped" if dangling else ""),
+                     + (f", {len(dangling)} with a missing end skipped" if dangling else "")
+                     + (f", {n_curated} curated fact(s) left out (use_curated=False)" if n_curated else ""),
                      nodes=nodes, edges=[EdgeRef(*c.edge, role="candidate") for c in out],
                      data={"hop": hop_no, "anchors": anchors, "n_fetched": len(cands),
+                           **({"curated_left_out": n_curated} if n_curated else {}),
                            "queries": ["Q_TRIPLES_AT_ENTITY", "Q_HYPER_AT_ENTITY", "Q_RELATED_OUT",
                                        "Q_RELATED_IN", "Q_TRIPLES_AT_TRIPLE"]})
         return out
@@ -489,7 +536,7 @@ class _Walk:
         scores = {c.id: c.score for h in self.hops for c in h.chosen} | self.seed_scores
         rows = {t: self.rows.get(t) or self.synthetic[t] for t in self.path_facts()}
         for tid, row in rows.items():
-            source = str(row.get("chunk_id") or "")
+            source = CURATED_SOURCE if tid in self.curated else str(row.get("chunk_id") or "")
             parts = [ContextItem(tid, "triple", self.labels[tid], scores.get(tid), count_tokens(self.labels[tid]),
                                  source)]
             sent = str(row.get("sentence") or "").strip()
@@ -508,6 +555,9 @@ class _Walk:
         detail = f"{len(kept)} fact(s), {used} tokens; walk ended: {stop_reason}"
         if dropped:
             detail += f"; {len(dropped)} item(s) over the {self.p.max_context_tokens}-token budget dropped"
+        curated = [t for t in kept if t in self.curated]
+        if curated:
+            detail += f"; {len(curated)} from the curated KG (labelled [curated])"
         self.tr.step("context", "Path facts", detail,
                      nodes=[NodeRef(t, "Triple", "context", self.labels[t], scores.get(t))
                             for t in kept if t in self.rows],
@@ -515,8 +565,11 @@ class _Walk:
                                     str(rows[t].get("relation") or ""), role="context") for t in kept],
                      data={"stop_reason": stop_reason, "hops": len(self.hops), "backtracks": self.backtracks,
                            "dropped": dropped, "tokens": used, "path": self.path_node_sequence()})
-        return RetrievedContext(items=items, node_ids=node_ids,
-                                notes={"plan": self.plan_detail, "stop_reason": stop_reason})
+        notes = {"plan": self.plan_detail, "stop_reason": stop_reason}
+        if curated:
+            notes["curated"] = (f"{len(curated)} of {len(kept)} fact(s) come from the imported curated KG, not the "
+                                "corpus (use_curated=True): facts the other methods do not read")
+        return RetrievedContext(items=items, node_ids=node_ids, notes=notes)
 
     def path_node_sequence(self) -> list[str]:
         """Seeds, then per hop the followed triples and the nodes they reached (for highlighting)."""
@@ -561,6 +614,7 @@ class KGRag:
     paper: ClassVar[str] = "001"
     Params: ClassVar[type] = KGRagParams
     presets: ClassVar[dict[str, Any]] = {"paper": KGRagParams()}
+    budget_param: ClassVar[str | None] = "max_context_tokens"
 
     def retrieve(self, question: str, ctx: MethodContext, params: KGRagParams,
                  tracer: Tracer) -> RetrievedContext:
@@ -568,4 +622,25 @@ class KGRag:
             raise MethodError("kg-rag needs a non-empty question")
         if tracer.reasoner is None:
             tracer.reasoner = ctx.reasoner
-        return _Walk(question, ctx, params, tracer).run()
+        first = len(tracer.steps)
+        walk = _Walk(question, ctx, params, tracer)
+        try:
+            return walk.run()
+        finally:  # a walk that fails part-way still shows which of its facts were curated
+            _label_curated(tracer.steps[first:], walk.curated)
+
+
+def _label_curated(steps: list[Any], curated: set[str]) -> None:
+    """Mark every curated node a step touched: its label starts CURATED_TAG and the step's
+    ``data["curated"]`` lists it (a curated ``rel:`` fact has no node: its id is listed)."""
+    if not curated:
+        return
+    for s in steps:
+        ids = [n.id for n in s.nodes if n.id in curated]
+        for n in s.nodes:
+            if n.id in curated and not n.label.startswith(CURATED_TAG):
+                n.label = CURATED_TAG + n.label
+        ids += [i for i in s.data.get("chosen", []) + s.data.get("shown", []) if isinstance(i, str)
+                and i.startswith("rel:") and i in curated and i not in ids]
+        if ids:
+            s.data["curated"] = list(dict.fromkeys(ids))

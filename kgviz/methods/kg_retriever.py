@@ -15,6 +15,23 @@ Retrieval (§3.2.2), as traced here:
 Choices the paper leaves open (ours, labelled): an entity mentioned by several candidate documents
 takes the largest w; triples are ranked by the best score of their kept end entities, ties broken
 by cos(triple, query); a document reached along several paths keeps its largest weight.
+
+λ and the embedder's scale (ours). λ = 0.1 (§4.1) is set for RoBERTa cosines, which crowd near 1:
+there a neighbour document weighs about 0.9 and an entity matches the query at about 0.8, so
+w·cos clears 0.1 for nearly every candidate and λ only drops the weakly related ones. With the
+hashing embedder cosines are far smaller (documents ~0.3, entities ~0.1-0.5 on the sample graph),
+so a two-hop weight (~0.1) times an entity cosine never passes λ = 0.1 (the best second-hop score
+there is 0.004-0.015 for every sample question) and the multi-hop strategy silently equals
+attentive. Other embedders have their own scales: with all-MiniLM-L6-v2 on the sample graph λ = 0.1
+blocks the second hop for 4 of the 11 questions that reach one, the relative reading for none.
+``lam_mode='relative'`` (the default) reads both factors on the embedder's own scale before Eq. 2:
+each document-layer cosine is divided by the largest cosine among the first hop's followed edges
+(the closest neighbour weighs 1, as under RoBERTa) and capped at 1, and each entity cosine is
+divided by the largest entity cosine among the candidates (the best match scores 1); λ then keeps
+its paper value as a share of the best score. ``lam_mode='absolute'`` (preset 'paper') is Eq. 2 on
+raw cosines. Either way the score step says, per hop of the document layer, the best score its
+entities reach, and when that is at or below λ ("hop 2: best score 0.008 ≤ λ 0.1 — nothing can
+pass").
 """
 from __future__ import annotations
 
@@ -33,6 +50,7 @@ from kgviz.vectors import cosine_unit, unit, unit_rows
 
 Strategy = Literal["one-hop", "attentive", "multi-hop"]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
+LamMode = Literal["relative", "absolute"]
 NEAR_MISSES = 3  # ours: documents ranked just below N, shown as rejected so a miss can be diagnosed
 
 
@@ -48,7 +66,11 @@ class KGRetrieverParams:
                                      "along the path)")
     hops: int = param(2, min=1, doc="hops of the multi-hop strategy (§4.2 (4) reports 2-hop collaboration)")
     lam: float = param(0.1, "λ: an entity is kept when w·cos(entity, query) > λ (§3.2.2 Eq. 2; λ=0.1 for "
-                            "HotpotQA, §4.1)")
+                            "HotpotQA, §4.1); read on the scale lam_mode names")
+    lam_mode: LamMode = param("relative", "'absolute': Eq. 2 on raw cosines (the paper, calibrated for RoBERTa, whose "
+                                          "cosines crowd near 1; preset 'paper'). 'relative' (ours, default): document "
+                                          "cosines divided by the best first-hop neighbour's, entity cosines by the best "
+                                          "candidate's, so λ is a share of the best score on any embedder's scale")
     max_t: int = param(20, min=1, doc="T: at most T items retrieved (§3.2.2; T=20 for HotpotQA, §4.1)")
     t_caps: Literal["triples", "entities"] = param("triples", "what T caps: 'triples' (§3.2.2 'maximum of retrieved triples') or "
                                    "'entities' (§4.1 'max retrieved entity count', as in the public code: "
@@ -59,10 +81,10 @@ class KGRetrieverParams:
 
 
 PRESETS = {
-    "paper": KGRetrieverParams(),
+    "paper": KGRetrieverParams(lam_mode="absolute"),
     # BAI-LAB/KG-Retriever run_demo_EX_hotpop_v0.py: 3 documents, neighbours = top-3 most similar
     # documents (the document itself among them, so 2 others), top-20 entities, threshold 0
-    "code": KGRetrieverParams(top_n=3, k_neighbours=2, lam=0.0, max_t=20, t_caps="entities"),
+    "code": KGRetrieverParams(top_n=3, k_neighbours=2, lam=0.0, lam_mode="absolute", max_t=20, t_caps="entities"),
 }
 
 
@@ -105,16 +127,17 @@ class KGRetriever:
                     + [NodeRef(d, "Document", "rejected", titles.get(d, d), s) for d, s in misses],
                     scores={d: s for d, s in hits})
 
-        weights, edges, hop_of, over_k = self._collaborate(store, [d for d, _ in seeds], p)
+        weights, edges, hop_of, over_k, doc_scale = self._collaborate(store, [d for d, _ in seeds], p)
         self._titles(store, list(weights) + over_k, titles)
         tracer.step("expand", f"Document layer: {p.strategy} collaboration",
-                    self._expand_detail(p, weights, len(seeds)),
+                    self._expand_detail(p, weights, len(seeds), doc_scale),
                     nodes=[NodeRef(d, "Document", "seed" if hop_of[d] == 0 else "chosen", titles.get(d, d), w)
                            for d, w in weights.items()]
                     + [NodeRef(d, "Document", "rejected", titles.get(d, d)) for d in over_k],
-                    edges=edges, scores=dict(weights), data={"hop": hop_of, "strategy": p.strategy})
+                    edges=edges, scores=dict(weights),
+                    data={"hop": hop_of, "strategy": p.strategy, "lam_mode": p.lam_mode, "doc_cosine_scale": doc_scale})
 
-        ent = self._score_entities(store, qv, weights, p, tracer)
+        ent = self._score_entities(store, qv, weights, hop_of, p, tracer)
         if not ent["kept"]:
             tracer.step("select", "Top triples", "no entity passed the λ filter, so no triples are retrieved")
             tracer.step("context", "0 triples", "empty context: the answer step will say so")
@@ -123,13 +146,14 @@ class KGRetriever:
 
     # -- document layer ----------------------------------------------------------------------
     def _collaborate(self, store: Any, seeds: list[str], p: KGRetrieverParams
-                     ) -> tuple[dict[str, float], list[EdgeRef], dict[str, int], list[str]]:
+                     ) -> tuple[dict[str, float], list[EdgeRef], dict[str, int], list[str], float]:
         weights = {d: 1.0 for d in seeds}  # the top-N documents themselves count fully (w = 1)
         hop_of = {d: 0 for d in seeds}
         edges: list[EdgeRef] = []
         over_k: list[str] = []
         frontier = list(seeds)
         one_hop = p.strategy == "one-hop"
+        scale = 1.0  # relative λ: the first hop's best followed document cosine (set below)
         for hop in range(1, (p.hops if p.strategy == "multi-hop" else 1) + 1):
             if not frontier:
                 break
@@ -143,15 +167,19 @@ class KGRetriever:
                 by_src.setdefault(r["src"], []).append((r["dst"], float(r["weight"] or 0.0), doc_cos))
             before = dict(weights)  # weights of this hop's sources, unaffected by this hop's updates
             nxt: list[str] = []
+            ranked_of = {src: sorted(by_src.get(src, []), key=lambda x: (-x[1], x[0])) for src in frontier}
+            if hop == 1 and not one_hop and p.lam_mode == "relative":
+                followed = [c for src in frontier for _, _, c in ranked_of[src][: p.k_neighbours]]
+                scale = max(followed, default=0.0)
+                scale = scale if scale > 0.0 else 1.0
             for src in frontier:
-                ranked = sorted(by_src.get(src, []), key=lambda x: (-x[1], x[0]))
-                for rank, (dst, edge_w, doc_cos) in enumerate(ranked):
+                for rank, (dst, edge_w, doc_cos) in enumerate(ranked_of[src]):
                     if rank >= p.k_neighbours:
                         edges.append(EdgeRef(src, dst, "SIMILAR_DOC", "rejected", edge_w))
                         if dst not in weights and dst not in over_k:
                             over_k.append(dst)
                         continue
-                    w = 1.0 if one_hop else before[src] * doc_cos
+                    w = 1.0 if one_hop else before[src] * min(1.0, doc_cos / scale)
                     edges.append(EdgeRef(src, dst, "SIMILAR_DOC", "chosen", w))
                     if dst not in weights:
                         nxt.append(dst)
@@ -160,31 +188,39 @@ class KGRetriever:
                         weights[dst] = w
             frontier = nxt
         over_k = [d for d in over_k if d not in weights]
-        return weights, edges, hop_of, over_k
+        return weights, edges, hop_of, over_k, scale
 
     @staticmethod
-    def _expand_detail(p: KGRetrieverParams, weights: dict[str, float], n_seeds: int) -> str:
+    def _expand_detail(p: KGRetrieverParams, weights: dict[str, float], n_seeds: int, doc_scale: float) -> str:
         rule = {"one-hop": "w = 1 for every neighbour",
                 "attentive": "w = cosine(document, neighbour)",
                 "multi-hop": f"{p.hops} hops, w = product of the cosines along the path"}[p.strategy]
+        if p.strategy != "one-hop" and p.lam_mode == "relative":
+            rule += (f", each cosine divided by {doc_scale:.3f} (the best first-hop neighbour's: relative λ, ours) "
+                     "and capped at 1")
         return f"{len(weights) - n_seeds} neighbour documents (up to K={p.k_neighbours} per document); {rule}"
 
     # -- entity layer ------------------------------------------------------------------------
-    def _score_entities(self, store: Any, qv: np.ndarray, weights: dict[str, float], p: KGRetrieverParams,
-                        tracer: Tracer) -> dict[str, Any]:
+    def _score_entities(self, store: Any, qv: np.ndarray, weights: dict[str, float], hop_of: dict[str, int],
+                        p: KGRetrieverParams, tracer: Tracer) -> dict[str, Any]:
         rows = _rows_with_vectors(store, reads.document_entities(store, list(weights)))
         w: dict[str, float] = {}
         names: dict[str, str] = {}
         cos: dict[str, float] = {}
+        hop: dict[str, int] = {}  # entity -> hop of the document that gives it its weight (the nearest on ties)
         mentions: dict[str, set[str]] = {}  # entity -> chunks mentioning it
         chunk_doc: dict[str, str] = {}
         for r in rows:
-            w[r["id"]] = max(w.get(r["id"], float("-inf")), weights[r["doc"]])
-            names[r["id"]] = r["name"]
-            cos[r["id"]] = cosine_unit(r["emb"], qv)
-            mentions.setdefault(r["id"], set()).add(r["chunk"])
+            e, dw, dh = r["id"], weights[r["doc"]], hop_of[r["doc"]]
+            if dw > w.get(e, float("-inf")) or (dw == w[e] and dh < hop[e]):
+                w[e], hop[e] = dw, dh
+            names[e] = r["name"]
+            cos[e] = cosine_unit(r["emb"], qv)
+            mentions.setdefault(e, set()).add(r["chunk"])
             chunk_doc[r["chunk"]] = r["doc"]
-        score = {e: w[e] * cos[e] for e in w}
+        best_cos = max(cos.values(), default=0.0)
+        cos_scale = best_cos if p.lam_mode == "relative" and best_cos > 0.0 else 1.0
+        score = {e: w[e] * cos[e] / cos_scale for e in w}
         order = sorted(w, key=lambda e: (-score[e], e))
         passing = [e for e in order if score[e] > p.lam]
         below = [e for e in order if score[e] <= p.lam]
@@ -192,6 +228,7 @@ class KGRetriever:
         kept = passing
         if p.t_caps == "entities":
             kept, over_t = passing[: p.max_t], passing[p.max_t :]
+        hops = self._per_hop(order, hop, score, set(passing), hop_of, p)
         role = {**{e: "chosen" for e in kept}, **{e: "rejected" for e in below + over_t}}
         nodes = [NodeRef(e, "Entity", role[e], names[e], score[e]) for e in order]  # type: ignore[arg-type]
         nodes += [NodeRef(c, "Chunk", "candidate", c) for c in sorted(chunk_doc)]
@@ -199,12 +236,38 @@ class KGRetriever:
         edges += [EdgeRef(c, e, "MENTIONS", role[e])  # type: ignore[arg-type]
                   for e in order for c in sorted(mentions[e])]
         cap = f"; top T={p.max_t} entities kept, {len(over_t)} over T" if p.t_caps == "entities" else ""
+        scale = (f" (relative λ, ours: cosines divided by the best entity's, {cos_scale:.3f})"
+                 if p.lam_mode == "relative" else "")
+        blocked = [h for h in hops if h["blocked"]]
         tracer.step("score", f"Entity filter w·cos > λ={p.lam:g}",
                     f"{len(order)} entities in {len(weights)} candidate documents: {len(passing)} above λ, "
-                    f"{len(below)} at or below{cap}",
+                    f"{len(below)} at or below{cap}{scale}"
+                    + "".join(f"; {h['message']}" for h in blocked),
                     nodes=nodes, edges=edges, scores=dict(score),
-                    data={"lambda": p.lam, "w": w, "cosine": cos, "below_lambda": below, "over_t": over_t})
+                    data={"lambda": p.lam, "lam_mode": p.lam_mode, "cosine_scale": cos_scale, "w": w, "cosine": cos,
+                          "hop": hop, "hops": hops, "below_lambda": below, "over_t": over_t})
         return {"kept": kept, "score": score, "names": names}
+
+    @staticmethod
+    def _per_hop(order: list[str], hop: dict[str, int], score: dict[str, float], passing: set[str],
+                 hop_of: dict[str, int], p: KGRetrieverParams) -> list[dict[str, Any]]:
+        """Per hop of the document layer (0 = the top-N documents): its entities, how many pass λ,
+        the best score among them, and whether none can pass (so a hop that only costs is named)."""
+        out = []
+        for h in sorted(set(hop_of.values())):
+            mine = [e for e in order if hop[e] == h]
+            best = max((score[e] for e in mine), default=None)
+            where = "the top-N documents" if h == 0 else f"hop {h}"
+            blocked = best is not None and best <= p.lam
+            if best is None:
+                message = f"{where}: no entity in its documents"
+            elif blocked:
+                message = f"{where}: best score {best:.3g} ≤ λ {p.lam:g} — nothing can pass"
+            else:
+                message = f"{where}: best score {best:.3g}, {sum(e in passing for e in mine)} of {len(mine)} pass λ {p.lam:g}"
+            out.append({"hop": h, "entities": len(mine), "passed": sum(e in passing for e in mine),
+                        "best": best, "blocked": blocked, "message": message})
+        return out
 
     def _select_triples(self, store: Any, qv: np.ndarray, docs: list[str], ent: dict[str, Any],
                         p: KGRetrieverParams, tracer: Tracer) -> RetrievedContext:

@@ -169,6 +169,8 @@ def method_column(result: cmp.MethodResult, key: str) -> Run | None:
     st.caption(" · ".join(facts))
     if result.funnel is not None:
         st.caption(md_text(f"funnel: {result.funnel.label}"))
+    if run.context.notes.get("curated"):  # kg-rag with use_curated: facts the corpus KG does not hold
+        st.caption(md_text(f"curated KG: {run.context.notes['curated']}"))
     if v.claims:
         st.html(claims_html(v.claims))
     for e in v.errors:

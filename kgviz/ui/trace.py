@@ -170,6 +170,7 @@ PARAM_LABELS: dict[str, str] = {
     "fetch_limit": "Neighbours fetched per node", "plan_weight": "Weight of the plan vs the question",
     "top_n": "Documents retrieved (N)", "k_neighbours": "Document-layer neighbours (K)",
     "strategy": "Document-layer strategy", "hops": "Hops (multi-hop strategy)", "lam": "Entity filter λ",
+    "lam_mode": "Scale of λ (relative: the embedder's own)", "use_curated": "Walk the curated KG too (labelled)",
     "max_t": "Items retrieved (T)", "t_caps": "What T counts", "kg_source": "Knowledge graph used",
     "k_e": "Seed entities (kₑ)", "max_rounds": "Activation rounds", "max_triples_per_entity": "Facts per entity",
     "max_entities_per_round": "Entities per round", "triple_cap": "Which facts survive the cap",

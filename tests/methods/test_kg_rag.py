@@ -315,13 +315,26 @@ def test_hypernode_over_a_followed_fact_is_offered(graph: Any) -> None:
 
 
 def test_related_edge_without_triple_node_is_a_candidate(graph: Any) -> None:
+    # the fixture's RELATED-only edge is curated: walked (and labelled) only with use_curated
     cid = "rel:ent:kapuskasing|located in|ent:ontario"
     llm = ScriptedLLM(["ENTITIES: Kapuskasing\nRELATIONS: located in\nHOPS: 1", f"CHOICE: {cid}", "DECISION: STOP"])
-    ctx, tracer, _ = run(graph, llm, "Where is Kapuskasing?", start_nodes=1, top_k=10)
+    ctx, tracer, _ = run(graph, llm, "Where is Kapuskasing?", start_nodes=1, top_k=10, use_curated=True)
     assert [(i.id, i.text) for i in ctx.items] == [(cid, "Kapuskasing located in Ontario")]
     assert ctx.node_ids == ["ent:kapuskasing", "ent:ontario"]  # graph nodes only
     assert steps(tracer, "select")[0].data["chosen"] == [cid]
     assert path(tracer) == ["ent:kapuskasing", cid, "ent:ontario"]
+    assert steps(tracer, "select")[0].data["curated"] == [cid] and ctx.items[0].source == "curated KG"
+    assert "curated" in ctx.notes and "1 from the curated KG" in tracer.steps[-1].detail
+
+
+def test_a_curated_edge_is_left_out_by_default(graph: Any) -> None:
+    cid = "rel:ent:kapuskasing|located in|ent:ontario"
+    llm = ScriptedLLM(["ENTITIES: Kapuskasing\nRELATIONS: located in\nHOPS: 1", f"CHOICE: {cid}"])
+    ctx, tracer, _ = run(graph, llm, "Where is Kapuskasing?", start_nodes=1, top_k=10)
+    expand = steps(tracer, "expand")[0]
+    assert expand.data["curated_left_out"] == 1 and "1 curated fact(s) left out" in expand.detail
+    assert all(cid not in s.data.get("shown", []) for s in steps(tracer, "select"))
+    assert ctx.items == [] and "curated" not in ctx.notes
 
 
 def test_offline_run_returns_facts_and_the_stage_sequence(graph: Any) -> None:
@@ -553,7 +566,8 @@ def test_any_reply_sequence_stays_within_the_limits(graph: Any, choices: list[st
 # ------------------------------------------------------------------------------------------------
 # batched neighbourhood reads give each anchor exactly what the per-anchor queries gave
 _COLS = ("t.id AS id, t.subject AS subject, t.relation AS relation, t.object AS object, t.subject_id AS subject_id, "
-         "t.object_id AS object_id, t.text AS text, t.sentence AS sentence, t.chunk_id AS chunk_id")
+         "t.object_id AS object_id, t.text AS text, t.sentence AS sentence, t.chunk_id AS chunk_id, "
+         "t.origin AS origin")  # origin: kg-rag leaves the curated KG out unless use_curated
 PER_ANCHOR = {  # the statements kg-rag ran once per anchor before a hop's reads were batched
     "Q_TRIPLES_AT_ENTITY": "MATCH (t:Triple)-[r:SUBJ|OBJ]->(x:Entity) WHERE x.id = $id "
                            f"RETURN label(r) AS side, {_COLS} ORDER BY t.id LIMIT $limit",
@@ -562,11 +576,11 @@ PER_ANCHOR = {  # the statements kg-rag ran once per anchor before a hop's reads
     "Q_TRIPLES_AT_TRIPLE": "MATCH (t:Triple)-[r:SUBJ|OBJ]->(x:Triple) WHERE x.id = $id "
                            f"RETURN label(r) AS side, {_COLS} ORDER BY t.id LIMIT $limit",
     "Q_RELATED_OUT": "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.id = $id RETURN a.id AS src, a.name AS src_name, "
-                     "b.id AS dst, b.name AS dst_name, r.relation AS relation, r.triple_id AS triple_id "
-                     "ORDER BY b.id, r.relation LIMIT $limit",
+                     "b.id AS dst, b.name AS dst_name, r.relation AS relation, r.triple_id AS triple_id, "
+                     "r.origin AS origin, a.origin AS src_origin, b.origin AS dst_origin ORDER BY b.id, r.relation LIMIT $limit",
     "Q_RELATED_IN": "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE b.id = $id RETURN a.id AS src, a.name AS src_name, "
-                    "b.id AS dst, b.name AS dst_name, r.relation AS relation, r.triple_id AS triple_id "
-                    "ORDER BY a.id, r.relation LIMIT $limit",
+                    "b.id AS dst, b.name AS dst_name, r.relation AS relation, r.triple_id AS triple_id, "
+                    "r.origin AS origin, a.origin AS src_origin, b.origin AS dst_origin ORDER BY a.id, r.relation LIMIT $limit",
 }
 _ORDER_KEY = {"Q_TRIPLES_AT_ENTITY": "id", "Q_HYPER_AT_ENTITY": "id", "Q_TRIPLES_AT_TRIPLE": "id",
               "Q_RELATED_OUT": "dst", "Q_RELATED_IN": "src"}

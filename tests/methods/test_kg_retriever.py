@@ -34,10 +34,15 @@ def doc_vectors(kg: FixtureGraph) -> dict[str, np.ndarray]:
     return dict(zip(texts, kg.embedder.embed(list(texts.values()))))
 
 
-def expected_weights(kg: FixtureGraph, seeds: list[str], k: int, hops: int, attentive: bool) -> dict[str, float]:
+def expected_weights(kg: FixtureGraph, seeds: list[str], k: int, hops: int, attentive: bool,
+                     relative: bool = False) -> dict[str, float]:
     """Max over every path of at most ``hops`` K-limited SIMILAR_DOC edges of the product of
-    document cosines (attentive) or 1 (one-hop); seeds weigh 1."""
+    document cosines (attentive) or 1 (one-hop); seeds weigh 1. ``relative``: each cosine divided by
+    the best cosine of a seed's K followed neighbours, capped at 1."""
     vec = doc_vectors(kg)
+    scale = 1.0
+    if relative:
+        scale = max(float(vec[s] @ vec[n]) for s in seeds for n, _ in kg.neighbours[s][:k])
     best = {d: 1.0 for d in seeds}
     paths = [[d] for d in seeds]
     for _ in range(hops):
@@ -46,7 +51,7 @@ def expected_weights(kg: FixtureGraph, seeds: list[str], k: int, hops: int, atte
             w = 1.0
             if attentive:
                 for a, b in itertools.pairwise(p):
-                    w *= float(vec[a] @ vec[b])
+                    w *= min(1.0, float(vec[a] @ vec[b]) / scale)
             best[p[-1]] = max(best.get(p[-1], float("-inf")), w)
     return best
 
@@ -82,13 +87,14 @@ def test_seed_is_the_top_n_documents_by_cosine(kg: FixtureGraph) -> None:
     assert seed.scores[ranked[0]] == pytest.approx(float(vec[ranked[0]] @ q), abs=1e-4)
 
 
+@pytest.mark.parametrize("lam_mode", ["absolute", "relative"])
 @pytest.mark.parametrize("strategy,hops,attentive", [("one-hop", 1, False), ("attentive", 1, True),
                                                      ("multi-hop", 2, True)])
-def test_document_layer_weights(kg: FixtureGraph, strategy: str, hops: int, attentive: bool) -> None:
-    steps, _ = retrieve(kg, strategy=strategy, top_n=2, k_neighbours=2)
+def test_document_layer_weights(kg: FixtureGraph, strategy: str, hops: int, attentive: bool, lam_mode: str) -> None:
+    steps, _ = retrieve(kg, strategy=strategy, top_n=2, k_neighbours=2, lam_mode=lam_mode)
     seeds = [n.id for n in step(steps, "seed").nodes if n.role == "chosen"]
     expand = step(steps, "expand")
-    want = expected_weights(kg, seeds, 2, hops, attentive)
+    want = expected_weights(kg, seeds, 2, hops, attentive, relative=lam_mode == "relative")
     assert set(expand.scores) == set(want)
     for d, w in want.items():
         assert expand.scores[d] == pytest.approx(w, abs=1e-4), d
@@ -108,9 +114,10 @@ def test_k_limits_neighbours_per_document(kg: FixtureGraph) -> None:
     assert chosen[0].target == kg.neighbours[chosen[0].source][0][0]  # the most similar one
 
 
-def test_lambda_filter_keeps_entities_with_w_cos_above_lambda(kg: FixtureGraph) -> None:
+@pytest.mark.parametrize("lam_mode", ["absolute", "relative"])
+def test_lambda_filter_keeps_entities_with_w_cos_above_lambda(kg: FixtureGraph, lam_mode: str) -> None:
     question = "Which river flows past Lisbon near the Harbour Library?"
-    steps, _ = retrieve(kg, question, strategy="attentive", lam=0.1, top_n=1)
+    steps, _ = retrieve(kg, question, strategy="attentive", lam=0.1, top_n=1, lam_mode=lam_mode)
     score = step(steps, "score")
     weights = step(steps, "expand").scores
     q = kg.embedder.embed([question])[0]
@@ -121,9 +128,13 @@ def test_lambda_filter_keeps_entities_with_w_cos_above_lambda(kg: FixtureGraph) 
     for e in score.edges:
         if e.rel == "MENTIONS":
             docs_of_entity.setdefault(e.target, set()).add(_doc_of_chunk(score, e.source))
+    # relative (ours): cosines on the embedder's scale, i.e. divided by the best candidate's
+    cos = {eid: float(kg.embedder.embed([name])[0] @ q) for eid, name in names.items()}
+    scale = max(cos.values()) if lam_mode == "relative" else 1.0
+    assert score.data["cosine_scale"] == pytest.approx(scale, abs=1e-4)
     for eid, name in names.items():
         w = max(weights[d] for d in docs_of_entity[eid])
-        want = w * float(kg.embedder.embed([name])[0] @ q)
+        want = w * cos[eid] / scale
         assert score.scores[eid] == pytest.approx(want, abs=1e-4), name
     roles = {n.id: n.role for n in score.nodes if n.table == "Entity"}
     assert {e for e, r in roles.items() if r == "chosen"} == {e for e, s in score.scores.items() if s > 0.1}
