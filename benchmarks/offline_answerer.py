@@ -20,10 +20,15 @@ Figures per checkout and set:
   kept in this file (a date question answered without a year/month, a number question without a
   number, a yes/no question without yes/no, a name question answered by a date/number/yes-no or a
   whole sentence of more than 8 words);
+- gold_flagged_wrong_type: share of gold answers the classifier calls of the wrong type (its false
+  alarms); judge_supported_correct / judge_supported_gold: share of the answerer's correct answers /
+  of the gold answers themselves that the judge labels supported (what the type check must not cost);
 - judge_supported_wrong: share of the answerer's wrong answers (not abstaining, gold not contained)
   that the judge labels supported; judge_supported_decoy: the same on a fixed probe, one
   wrong-type decoy per question cut from its gold passages by this file's rules (a name for a
-  number/date question, a place-cued name for a who/which question, a year otherwise).
+  number/date question, a place-cued name for a who/which question, a year otherwise);
+  judge_supported_decoy_typed_wrong: the same on the decoys this checkout's classifier calls of the
+  wrong type for a question it types (the decoys of "what kind of ..." questions are not wrong).
 """
 from __future__ import annotations
 
@@ -52,8 +57,12 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 # --- rules local to this file, identical for every checkout measured ------------------------------
-_NUMERIC_Q = re.compile(r"\b(?:when|what year|which year|how many|how much|how old|how long|how tall|date|birthday)\b", re.I)
-_DATE_Q = re.compile(r"\b(?:when|what year|which year|date|birthday)\b", re.I)
+_NUMERIC_Q = re.compile(r"^\W*(?:until |since )?when\b|\b(?:what year|which year|how many|how much|how old|how long|how tall|"
+                        r"date of (?:birth|death)|birthday)\b", re.I)
+_DATE_Q = re.compile(r"^\W*(?:until |since )?when\b|\b(?:what year|which year|what date|date of (?:birth|death)|birthday)\b",
+                     re.I)
+_PLACE_Q = re.compile(r"\bwhere\b|\bplace of\b|\b(?:what|which) (?:\w+ ){0,2}?(?:country|city|town|county|state|village|"
+                      r"region|district|province|island)\b", re.I)
 _COUNT_Q = re.compile(r"\bhow (?:many|much|old|long|tall|far|high|big|large)\b", re.I)
 _YESNO_Q = re.compile(r"^\s*(?:is|are|was|were|do|does|did|can|could|has|have|had)\b", re.I)
 _NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+")
@@ -74,7 +83,7 @@ def _decoy(question: str, golds: list[str], passages: list[str]) -> str:
 
     if _NUMERIC_Q.search(question):
         return next((m.group() for m in _NAME.finditer(text) if ok(m.group())), "")
-    if not re.search(r"\bwhere\b|place of", question, re.I) and not _YESNO_Q.match(question):
+    if not _PLACE_Q.search(question) and not _YESNO_Q.match(question):
         cued = next((m.group(1) for m in _PLACE_CUED.finditer(text) if ok(m.group(1))), "")
         if cued:
             return cued
@@ -83,6 +92,8 @@ def _decoy(question: str, golds: list[str], passages: list[str]) -> str:
 
 def surface_wrong_type(question: str, answer: str) -> bool:
     a = answer.strip()
+    if re.search(r",[^,]* or [^,]*\?\s*$", question):
+        return len(a.split()) > 12  # a choice: either option is a name
     if _YESNO_Q.match(question) and " or " not in question:
         return a.lower().strip(".") not in ("yes", "no")
     if _DATE_Q.search(question) and not _COUNT_Q.search(question):
@@ -121,7 +132,8 @@ def work(data: Path, sets: list[str], limit: int | None) -> list[dict[str, Any]]
             decoy = _decoy(q["question"], list(q["answers"]), passages)
             out.append({"set": name, "id": q["id"], "question": q["question"], "answers": q["answers"],
                         "passages": passages, "prediction": pred, "how": how, "abstained": pred == INSUFFICIENT,
-                        "judge": judge(pred), "decoy": decoy, "decoy_judge": judge(decoy)})
+                        "judge": judge(pred), "decoy": decoy, "decoy_judge": judge(decoy),
+                        "gold_judge": judge(q["answers"][0])})
     return out
 
 
@@ -137,6 +149,9 @@ def score(records: list[dict[str, Any]]) -> dict[str, Any]:
         answered = [r for r in rs if not r["abstained"]]
         wrong = [r for r in answered if not accuracy(r["prediction"], r["answers"])]
         decoys = [r for r in rs if r["decoy_judge"]]
+        # decoys of questions whose type this checkout's classifier pins down (not "entity")
+        typed_decoys = [r for r in decoys if answer_type(r["question"]).kind != "entity"
+                        and type_mismatch(answer_type(r["question"]), r["decoy"], r["passages"])]
         typed = [r for r in answered if type_mismatch(answer_type(r["question"]), r["prediction"], r["passages"])]
 
         def pct(k: int, n: int) -> float:
@@ -151,10 +166,18 @@ def score(records: list[dict[str, Any]]) -> dict[str, Any]:
             "wrong_type": pct(len(typed), len(answered)),
             "wrong_type_surface": pct(sum(surface_wrong_type(r["question"], r["prediction"]) for r in answered),
                                       len(answered)),
+            "gold_flagged_wrong_type": pct(sum(bool(type_mismatch(answer_type(r["question"]), r["answers"][0], r["passages"]))
+                                               for r in rs), len(rs)),
             "wrong_answers": len(wrong),
+            "judge_supported_correct": pct(sum(r["judge"].get("label") == "supported" for r in answered if r not in wrong),
+                                           len(answered) - len(wrong)),
+            "judge_supported_gold": pct(sum(r["gold_judge"].get("label") == "supported" for r in rs), len(rs)),
             "judge_supported_wrong": pct(sum(r["judge"].get("label") == "supported" for r in wrong), len(wrong)),
             "decoys": len(decoys),
             "judge_supported_decoy": pct(sum(r["decoy_judge"]["label"] == "supported" for r in decoys), len(decoys)),
+            "decoys_typed_wrong": len(typed_decoys),
+            "judge_supported_decoy_typed_wrong": pct(sum(r["decoy_judge"]["label"] == "supported" for r in typed_decoys),
+                                                     len(typed_decoys)),
             "wrong_type_examples": [f"{r['question'][:70]} -> {r['prediction'][:40]}" for r in typed[:3]],
         }
     return by_set

@@ -14,7 +14,7 @@ import numpy as np
 
 from dataclasses import dataclass
 
-from kgviz.offline.answer_types import SpanKind, span_kind
+from kgviz.offline.answer_types import SpanKind, kind_in_context, span_kind
 from kgviz.offline.qtype import AnswerType, answer_type
 from kgviz.offline.stem import stem
 from kgviz.offline.stopwords import STOPWORDS as _STOP
@@ -167,6 +167,8 @@ def _name_candidates(atype: AnswerType, sents: list[tuple[int, str, str]], order
         base = passage.find(text)
         for start, span in _spans(text, qwords):
             kind = span_kind(span, passage, base + start) if base >= 0 else span_kind(span, text, start)
+            if kind.kind == "unknown":  # no cue here: the other places the context uses it may have one
+                kind = kind_in_context(span, passages)
             fit = (2 if kind.kind == atype.accepts[0] else 1 if kind.kind in atype.accepts
                    else 0 if kind.kind == "unknown" else -1)
             if atype.kind == "person":

@@ -60,14 +60,14 @@ PLACE_NOUNS = frozenset("""city town village country state county place region c
     district suburb neighbourhood neighborhood location area river mountain lake sea ocean peak
     capital municipality borough parish territory nation street square peninsula valley""".split())
 ORG_NOUNS = frozenset("""company band team club university college school organization organisation
-    label airline league party corporation firm brand network channel studio publisher
+    label airline league party corporation firm brand network studio publisher
     agency institution institute academy museum orchestra army navy""".split())
 TITLE_NOUNS = frozenset("""film movie book novel album song play show series opera poem single
     documentary sitcom musical episode game magazine painting sculpture telenovela comic""".split())
 PERSON_NOUNS = frozenset("""person man woman boy girl actor actress singer director writer author
     player footballer painter composer musician poet novelist politician president king queen
     prince princess emperor leader founder architect engineer scientist physicist chemist
-    philosopher artist guitarist drummer bassist vocalist rapper producer member champion
+    philosopher artist guitarist drummer bassist vocalist rapper producer champion
     essayist playwright journalist coach manager wife husband son daughter father mother brother
     sister child cyclist boxer wrestler fighter driver pilot astronaut inventor designer explorer
     economist historian comedian entertainer model dancer businessman entrepreneur executive
@@ -153,7 +153,8 @@ def choice_options(question: str) -> tuple[str, ...]:
     """The two options of a choice question: "..., A or B?" (or "...: A or B?"), else the
     capitalised runs on both sides of " or " ("Is Rutgers University or Brown University public?",
     "Who was born first Iain Pears or Richard Llewellyn ?")."""
-    m = re.search(r"[,:]\s*([^,:?]+?)\s+or\s+([^,?]+?)\s*\?*\s*$", question)
+    m = re.search(r"[,:]\s*([^,:?]+?)\s+or\s+([^,?]+?)\s*\?*\s*$", question) or \
+        re.search(r",\s*([^,:]+?\?)\s+or\s+([^,?]+?)\s*\?*\s*$", question)  # "..., What Will You Do? or B?"
     if m:
         return m.group(1).strip(), m.group(2).strip()
     m = re.search(r"((?:[A-Z][\w.'\u2019\-]*\s+)*[A-Z][\w.'\u2019\-]*),?\s+or\s+((?:[A-Z][\w.'\u2019\-]*)"
