@@ -165,7 +165,7 @@ def _name_candidates(atype: AnswerType, sents: list[tuple[int, str, str]], order
         text = sents[i][2]
         passage = passages[sents[i][0]]
         base = passage.find(text)
-        for start, span in _spans(text, qwords):
+        for start, span in _candidate_spans(text, qwords):
             kind = span_kind(span, passage, base + start) if base >= 0 else span_kind(span, text, start)
             if kind.kind == "unknown":  # no cue here: the other places the context uses it may have one
                 kind = kind_in_context(span, passages)
@@ -179,6 +179,30 @@ def _name_candidates(atype: AnswerType, sents: list[tuple[int, str, str]], order
                 strength = 1
             out.append(_Candidate(span, i, rank, fit, strength, start, kind))
     return out
+
+
+_QUOTED_RE = re.compile(r"[\"\u201c]([^\"\u201c\u201d]{1,80})[\"\u201d]")
+# "Tidewell Shipping Company for the Ossel Marine Institute": two names the span pattern joins
+_SPLIT_RE = re.compile(r"\s+(?:for|on|upon)\s+(?:the\s+)?(?=[A-Z])")
+
+
+def _candidate_spans(text: str, question_words: set[str]) -> list[tuple[int, str]]:
+    """Capitalised spans (split where "for/on/upon" joins two names) and quoted titles, which may
+    hold lowercase words ("Love in the Ruins")."""
+    out: list[tuple[int, str]] = []
+    for start, span in _spans(text, question_words):
+        pos = 0
+        for m in [*_SPLIT_RE.finditer(span), None]:
+            piece = span[pos: m.start() if m else len(span)]
+            if piece:
+                out.append((start + pos, piece))
+            pos = m.end() if m else pos
+    for m in _QUOTED_RE.finditer(text):
+        title = m.group(1).strip().rstrip(",.")
+        names = {w.lower() for w in re.findall(r"\w+", title)} - _STOP
+        if title[:1].isupper() and names and not names <= question_words:
+            out.append((m.start(1), title))
+    return sorted(set(out))
 
 
 def _best_name(cands: list[_Candidate]) -> _Candidate | None:

@@ -43,7 +43,7 @@ _LEAD = r"^\W*(?:(?:and|so|then|in|on|at|for|from|to|by|with|of|until|till|since
 _NUMBER = re.compile(r"\bhow (?:many|much|old|long|far|tall|big|large|high|deep|wide)\b"
                      r"|\bwhat (?:number|percentage|amount)\b|\bwhat (?:is|was) the population\b")
 _MEASURE = re.compile(r"\bhow (tall|long|far|high|big|large|deep|wide)\b")
-_COUNTED = re.compile(r"\bhow many\s+(?:[A-Z][\w-]*\s+){0,3}([a-z][a-z-]+)")
+_COUNTED = re.compile(r"\b(?i:how many)\s+(?:[A-Z][\w-]*\s+){0,3}([a-z][a-z-]+)")
 _DATE = re.compile(r"\b(?:what|which) (?:year|date|decade|century|month|day)\b|\bdate of (?:birth|death)\b"
                    r"|\bbirth ?(?:day|date)\b")
 _YESNO = re.compile(r"(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b")
