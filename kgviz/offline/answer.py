@@ -2,9 +2,20 @@
 
 Offline there is no model memory, so the answer is extractive: the evidence sentence closest to
 the question (embedding cosine + content-word overlap + a bonus for stating the asked relation)
-and a short span cut out of it by question type (``kgviz.offline.qtype``: who -> a name, when ->
-a date, how many -> a number, where -> a place, which/what -> a capitalised span the question
-does not already contain), falling back to the sentence. All rules are ours.
+and a short span cut out of it of the type the question asks for (``kgviz.offline.qtype.answer_type``):
+
+- "..., A or B?" -> the option named in the best sentence that names only one of them;
+- yes/no -> "yes" when the best sentence holds most of the question's content words;
+- when / how many -> a date / a number by pattern, the number counting the asked noun first
+  ("how many members") and with its unit when a measurement is asked ("38 metres");
+- who / where / which town / which company / which film -> the capitalised spans (and quoted
+  titles) of the best three sentences, each typed by ``kgviz.offline.answer_types``; a span of the
+  asked type wins over a nearer one with no type cue, and a span of another type is never
+  answered ("Kellhaven" is not who designed the bridge);
+- anything else -> the first capitalised span the question does not already contain.
+
+When nothing of the asked type is found the answer abstains ("insufficient information") and the
+trace says why, rather than answering with a span or a sentence of the wrong type. All rules are ours.
 """
 from __future__ import annotations
 
