@@ -192,6 +192,7 @@ def _name_candidates(atype: AnswerType, sents: list[tuple[int, str, str]], order
     return out
 
 
+_INITIAL_RE = re.compile(r"\.\s?[A-Z][\w'\u2019\-]*(?:\s[A-Z][\w'\u2019\-]*)*")
 _QUOTED_RE = re.compile(r"[\"\u201c]([^\"\u201c\u201d]{1,80})[\"\u201d]")
 # "Tidewell Shipping Company for the Ossel Marine Institute": two names the span pattern joins
 _SPLIT_RE = re.compile(r"\s+(?:for|on|upon)\s+(?:the\s+)?(?=[A-Z])")
@@ -202,6 +203,9 @@ def _candidate_spans(text: str, question_words: set[str]) -> list[tuple[int, str
     hold lowercase words ("Love in the Ruins")."""
     out: list[tuple[int, str]] = []
     for start, span in _spans(text, question_words):
+        # "Philip K. Dick": the span pattern stops at an initial's full stop
+        while (m := _INITIAL_RE.match(text, start + len(span))) and re.search(r"\b[A-Z]$", span):
+            span = span + m.group()
         pos = 0
         for m in [*_SPLIT_RE.finditer(span), None]:
             piece = span[pos: m.start() if m else len(span)]

@@ -8,6 +8,9 @@ an answer of the wrong type.
 - title: quoted ('the film "Love in the Ruins"') or right after a work noun ("the novel Dune",
   "the 1999 film The Ninth Gate");
 - organisation: an organisation word in the span ("Duke University", "Tusker Breweries Ltd");
+- event: a war, battle, election, cup ... word in the span ("Hundred Years' War");
+- nationality: one capitalised word shaped like a demonym and used as an adjective ("an American
+  director", "the Ottoman court");
 - place: a place word in the span ("Tarrow River", "Knox County"), a country or continent name,
   "X, <place>" ("Springfield, Massachusetts"), or the span right after "in/at/from/near";
 - person: an honorific or role noun before it ("Sir", "the engineer Mira Tesk"), "(born ..." or
@@ -57,6 +60,13 @@ HONORIFICS = frozenset("""mr mrs ms miss dr sir dame lord lady king queen prince
 # "in Kellhaven" is a place far more often than anything else, but "at" also precedes schools and
 # companies and "in" precedes works ("starred in Strange Interlude"): the cue is weak (see type_mismatch)
 _WEAK_CUE = "after a place preposition"
+EVENT_WORDS = frozenset("""war wars battle siege revolution rebellion uprising election elections championship
+    championships cup olympics tournament festival treaty crusade massacre""".split())
+# "American", "French", "Ottoman": an adjective of nationality, not a place or a person
+_DEMONYM_RE = re.compile(r"[A-Z][a-z]+(?:an|ian|ese|ish|ic|i|ch)$")
+_DEMONYMS = frozenset("american british english french german dutch greek swiss thai irish scottish welsh danish "
+                      "swedish polish spanish finnish turkish chinese japanese ottoman roman western eastern "
+                      "northern southern".split())
 _PLACE_PREP = re.compile(r"\b(?:in|at|from|near|into|outside)\s+(?:the\s+)?$", re.IGNORECASE)
 _PERSON_BY = re.compile(r"\b(?:\w+ed|written|drawn|sung|won|led|shot|known|sold|bought|beaten|taught)\s+by\s+$",
                         re.IGNORECASE)
@@ -68,7 +78,7 @@ _QUOTES = "\"\u201c\u201d'\u2018\u2019"
 
 @dataclass(frozen=True)
 class SpanKind:
-    kind: str  # person | organisation | place | date | number | title | yesno | unknown
+    kind: str  # person | organisation | place | date | number | title | yesno | event | nationality | unknown
     cue: str = ""
     weak: bool = False  # decided by a preposition alone: enough to prefer, not to refuse (but see below)
 
@@ -98,8 +108,12 @@ def _name_kind(span: str) -> SpanKind:
         return SpanKind("organisation", f"'{org}' in the name")
     if place := next((w for w in words if w in PLACE_WORDS), None):  # "King County", "Prince Edward Island"
         return SpanKind("place", f"'{place}' in the name")
+    if event := next((w for w in words if w in EVENT_WORDS), None):
+        return SpanKind("event", f"'{event}' in the name")
     if words and words[0] in HONORIFICS and len(words) > 1:
         return SpanKind("person", f"honorific '{words[0]}'")
+    if len(words) > 2 and words[0] in ("vice", "prime", "crown", "grand") and words[1] in HONORIFICS | {"minister"}:
+        return SpanKind("person", f"title '{words[0]} {words[1]}'")
     if len(words) <= 2 and any(w in PLACE_NAMES for w in words):
         return SpanKind("place", "a country/region name")
     return SpanKind("unknown")
@@ -122,6 +136,9 @@ def span_kind(span: str, text: str = "", start: int = -1) -> SpanKind:
     inner = _name_kind(span)
     if inner.kind != "unknown":
         return inner
+    if " " not in span.strip() and (span.lower() in _DEMONYMS or _DEMONYM_RE.fullmatch(span)) \
+            and re.match(r"\s+[a-z]", after) and inner.kind == "unknown" and span.lower() not in PLACE_NAMES:
+        return SpanKind("nationality", "an adjective before a noun")
     if prev in HONORIFICS:
         return SpanKind("person", f"honorific '{prev}'")
     if prev in PERSON_NOUNS:
@@ -204,6 +221,8 @@ def type_mismatch(expected: AnswerType, answer: str, texts: list[str]) -> str:
     found = kind_in_context(a, texts)
     if found.kind in ("unknown",) or found.kind in accepts:
         return ""
+    if found.kind == "event" and expected.kind == "title":
+        return ""  # a series or a game may be named after one ("World Championship Boxing")
     if found.weak and expected.kind != "person":
         # "at/in X" says place only weakly; a person is the one thing it rules out ("in Kellhaven"
         # is not who designed the bridge), while a school or a film may well follow "at"/"in"

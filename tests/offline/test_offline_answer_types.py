@@ -78,6 +78,9 @@ def test_answer_type_names_units_options_and_what_it_accepts() -> None:
     (SHIP, "Tidewell Shipping Company", "organisation"),
     ("Henrik Saal (born 12 March 1901) drew the first poster.", "Henrik Saal", "person"),
     ("Thomas Aldrick kept the light for 31 years. He retired in 1951.", "Thomas Aldrick", "person"),
+    ("The Rules of the Game is a 1939 French film directed by Jean Renoir.", "French", "nationality"),
+    ("The earl died at Northampton during the Hundred Years' War.", "Hundred Years' War", "event"),
+    ("He served under Prime Minister Hun Sen until 1998.", "Prime Minister Hun Sen", "person"),
 ])
 def test_span_kind_reads_cues_around_the_span(text: str, span: str, kind: str) -> None:
     found = span_kind(span, text, text.index(span))
@@ -108,6 +111,12 @@ def test_the_answer_of_the_asked_type_beats_a_nearer_one(question: str, passage:
     answer, how = extractive_answer(question, [passage, other], embedder)
     assert answer == expected and answer != nearer_wrong
     assert how.startswith("extractive")
+
+
+def test_a_name_with_an_initial_is_answered_whole(embedder: HashingEmbedder) -> None:
+    passage = ["The Man in the High Castle (1962) is an alternate history novel by the writer Philip K. Dick."]
+    answer, _ = extractive_answer("Who wrote The Man in the High Castle?", passage, embedder)
+    assert answer == "Philip K. Dick"
 
 
 def test_no_candidate_of_the_asked_type_abstains_and_says_why(embedder: HashingEmbedder) -> None:
