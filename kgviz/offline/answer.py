@@ -25,7 +25,7 @@ import numpy as np
 
 from dataclasses import dataclass
 
-from kgviz.offline.answer_types import SpanKind, kind_in_context, span_kind
+from kgviz.offline.answer_types import SpanKind, kind_in_context, names_noun, span_kind
 from kgviz.offline.qtype import AnswerType, answer_type
 from kgviz.offline.stem import stem
 from kgviz.offline.stopwords import STOPWORDS as _STOP
@@ -161,7 +161,7 @@ class _Candidate:
     span: str
     sentence: int  # index into the scored sentences
     rank: int  # the sentence's rank among the best (0 = best)
-    fit: int  # 2 preferred kind, 1 accepted kind, 0 no cue, -1 another kind (never answered)
+    fit: int  # 3 called the asked noun, 2 preferred kind, 1 accepted kind, 0 no cue, -1 another kind (never answered)
     strength: int  # positional cues: a place after "in/at/from"; a person of two words, after "by/with"
     start: int
     kind: SpanKind
@@ -182,6 +182,10 @@ def _name_candidates(atype: AnswerType, sents: list[tuple[int, str, str]], order
                 kind = kind_in_context(span, passages)
             fit = (2 if kind.kind == atype.accepts[0] else 1 if kind.kind in atype.accepts
                    else 0 if kind.kind == "unknown" else -1)
+            if fit >= 0 and names_noun(span, passage if base >= 0 else text, (base if base >= 0 else 0) + start,
+                                       atype.noun):
+                # "Which river ...?": "the Tagus is the longest river" beats "Spain", a place too
+                fit, kind = 3, SpanKind(atype.kind, f"called a {atype.noun}")
             if atype.kind == "person":
                 strength = (len(span.split()) >= 2) + bool(_PERSON_CUE_RE.search(text[:start]))
             elif atype.kind == "place":

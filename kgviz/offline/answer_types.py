@@ -18,8 +18,11 @@ an answer of the wrong type.
   like participles before it, or a sentence subject whose next sentence goes on with "He/She".
 
 Each answer comes with the cue that decided it (shown in reasons); a span with no cue is
-``unknown``: neither right nor wrong. A span whose cues disagree takes the first rule that fires,
-in the order above; organisation before place, so "Ohio State University" is an organisation.
+``unknown``: neither right nor wrong. A span whose cues disagree takes the first rule that fires:
+patterns, then title, then words inside the span (organisation before place, so "Ohio State
+University" is an organisation; place before honorific, so "King County" is a place), then
+nationality, then the words around it. The preposition cue is *weak*: it ranks candidates, but
+only refuses an answer to a "who" question (see ``type_mismatch``).
 """
 from __future__ import annotations
 
@@ -173,6 +176,20 @@ def _subject_of_he_she(text: str, start: int, span: str) -> bool:
     rest = text[start + len(span):]
     m = re.search(r"[.!?]\s+(\w+)", rest)
     return bool(m) and m.group(1) in ("He", "She", "His", "Her")
+
+
+def names_noun(span: str, text: str, start: int, noun: str) -> bool:
+    """Whether the text calls ``span`` a ``noun`` ("the Tagus is the longest river", "the river
+    Tagus", "Holston River", "Giotto, an Italian painter"): the strongest sign of the asked kind."""
+    if not noun:
+        return False
+    if noun in {w.rstrip("s") for w in _words(span)} | set(_words(span)):
+        return True
+    after = text[start + len(span): start + len(span) + 80]
+    before = text[max(0, start - 40): start]
+    said = re.match(rf"\s*(?:,\s*|\s+(?:is|was|are|were)\s+)(?:an?|the|one of the)\s+(?:[\w-]+\s+){{0,3}}?{noun}s?\b",
+                    after, re.IGNORECASE)
+    return bool(said) or bool(re.search(rf"\b{noun}\s+(?:of\s+)?$", before, re.IGNORECASE))
 
 
 def occurrences(span: str, text: str) -> list[int]:

@@ -86,6 +86,7 @@ class AnswerType:
     unit: str = ""
     measure: bool = False
     options: tuple[str, ...] = ()
+    noun: str = ""  # the wh-phrase's noun, singular ("river" for "Which river ..."), when it named the kind
 
     @property
     def accepts(self) -> tuple[str, ...]:
@@ -131,12 +132,12 @@ _TOKEN = re.compile(r"[\w'\-]+")
 _WH_WORD = re.compile(r"\b(?:which|what)\b(?:\s+(?:is|was|were|are)\s+(?:the\s+)?(?:name|title)\s+of)?", re.I)
 
 
-def _wh_noun(question: str) -> tuple[AnswerKind, str] | None:
+def _wh_noun(question: str) -> tuple[AnswerKind, str, str] | None:
     """The kind named by "which/what [modifiers] <noun>" ("which Canadian rock band", "what is the
     name of the executive producer"): the first lowercase word of the phrase that names a kind,
     within five words and before any auxiliary or preposition ("what kind of musician" names none)."""
     if m := _PLACE_OF.search(question.lower()):
-        return "place", m.group()
+        return "place", m.group(), ""
     for m in _WH_WORD.finditer(question):
         rest = question[m.end():]
         for n, t in enumerate(_TOKEN.finditer(rest)):
@@ -145,7 +146,7 @@ def _wh_noun(question: str) -> tuple[AnswerKind, str] | None:
                 break
             kind = _noun_kind(word) if word[0].islower() else None
             if kind is not None:
-                return kind, f"{m.group()} {rest[: t.end()].strip()}"
+                return kind, f"{m.group()} {rest[: t.end()].strip()}", _singular(word)
     return None
 
 
@@ -195,7 +196,7 @@ def answer_type(question: str) -> AnswerType:
     if opening and opening.group(1) == "where":
         return AnswerType("place", "where", options=options)
     if noun := _wh_noun(q):
-        return AnswerType(noun[0], noun[1], options=options)
+        return AnswerType(noun[0], noun[1], options=options, noun=noun[2])
     if wh & {"who", "whom", "whose"} or _BY_WHOM.search(low):
         return AnswerType("person", "who", options=options)
     if "where" in wh:
