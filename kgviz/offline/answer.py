@@ -25,7 +25,7 @@ import numpy as np
 
 from dataclasses import dataclass
 
-from kgviz.offline.answer_types import SpanKind, kind_in_context, names_noun, span_kind
+from kgviz.offline.answer_types import SpanKind, kind_in_context, names_noun, occurrences, span_kind
 from kgviz.offline.qtype import AnswerType, answer_type
 from kgviz.offline.stem import stem
 from kgviz.offline.stopwords import STOPWORDS as _STOP
@@ -125,8 +125,9 @@ def _number_span(sentence: str, question: str, atype: AnswerType) -> tuple[str, 
     if not found:
         return None
     unit = stem(atype.unit) if atype.unit and not atype.measure else ""
+    # "all 30 Major League Baseball teams": the counted noun may follow a short name
     counted = [m for m in found if unit and any(stem(w) == unit for w in
-                                                re.findall(r"[a-z]+", sentence[m.end(): m.end() + 30].lower())[:2])]
+                                                re.findall(r"[a-z]+", sentence[m.end(): m.end() + 50].lower())[:4])]
     m = (counted or found)[0]
     if atype.measure:
         nxt = re.match(r"\s*([A-Za-z]+)", sentence[m.end():])
@@ -182,8 +183,9 @@ def _name_candidates(atype: AnswerType, sents: list[tuple[int, str, str]], order
                 kind = kind_in_context(span, passages)
             fit = (2 if kind.kind == atype.accepts[0] else 1 if kind.kind in atype.accepts
                    else 0 if kind.kind == "unknown" else -1)
-            if fit >= 0 and names_noun(span, passage if base >= 0 else text, (base if base >= 0 else 0) + start,
-                                       atype.noun):
+            if fit >= 0 and atype.noun and (
+                    names_noun(span, passage if base >= 0 else text, (base if base >= 0 else 0) + start, atype.noun)
+                    or any(names_noun(span, p, k, atype.noun) for p in passages for k in occurrences(span, p))):
                 # "Which river ...?": "the Tagus is the longest river" beats "Spain", a place too
                 fit, kind = 3, SpanKind(atype.kind, f"called a {atype.noun}")
             if atype.kind == "person":
@@ -234,6 +236,7 @@ def _best_name(cands: list[_Candidate]) -> _Candidate | None:
 
 
 _NAME_WINDOW = 3  # ours: the best few sentences are searched for a name of the asked type
+_COUNT_WINDOW = 10  # ours: ... and this many for a number followed by the counted noun
 _PREDICATE_BONUS = 0.5  # ours: a sentence stating the asked relation beats one merely sharing words
 _PREDICATE_WINDOW = 5  # ours: ... and wins outright among this many best-scoring sentences
 
@@ -285,6 +288,13 @@ def extractive_answer(question: str, passages: list[str], embedder: Embedder, *,
         typed = f"{pick.kind.kind}: {pick.kind.cue}" if pick.fit > 0 else "no type cue, none of another type either"
         return pick.span, (f"extractive ({atype.kind}: capitalised span of the asked type; {typed}) from evidence "
                            f"[{sents[pick.sentence][0] + 1}]; best {where}")
+    if qtype == "number" and atype.unit and not atype.measure:
+        # a number followed by the counted noun ("30 ... teams" for "how many teams") is rare
+        # enough to trust a little further down the ranking
+        for i in order[:_COUNT_WINDOW]:
+            f = _number_span(sents[i][1], question, atype)
+            if f and f[1].startswith("number counting"):
+                return f[0], f"extractive ({f[1]}) from evidence [{sents[i][0] + 1}]; best {where}"
     # numbers and dates belong to the sentence that matched the question's predicate
     use = 1 if qtype in ("number", "date") else 2
     found = [(i, f) for i in order[:3] if (f := _typed_span(qtype, sents[i][use], question, atype))]

@@ -14,7 +14,7 @@ an answer of the wrong type.
 - place: a place word in the span ("Tarrow River", "Knox County"), a country or continent name,
   "X, <place>" ("Springfield, Massachusetts"), or the span right after "in/at/from/near";
 - person: an honorific or role noun before it ("Sir", "the engineer Mira Tesk"), "(born ..." or
-  "(1889–1966)" after it, an appositive role after it ("Anna Tesk, a weaver"), "directed by" and
+  "(1889–1966)" after it, a cast list after "starring", an appositive role after it ("Anna Tesk, a weaver"), "directed by" and
   like participles before it, or a sentence subject whose next sentence goes on with "He/She".
 
 Each answer comes with the cue that decided it (shown in reasons); a span with no cue is
@@ -73,6 +73,8 @@ _DEMONYMS = frozenset("american british english french german dutch greek swiss 
 _PLACE_PREP = re.compile(r"\b(?:in|at|from|near|into|outside)\s+(?:the\s+)?$", re.IGNORECASE)
 _PERSON_BY = re.compile(r"\b(?:\w+ed|written|drawn|sung|won|led|shot|known|sold|bought|beaten|taught)\s+by\s+$",
                         re.IGNORECASE)
+_NAME_ITEM = r"[A-Z][\w'.\-]*(?:\s+[A-Z][\w'.\-]*)*"
+_CAST_LIST = re.compile(rf"\b(?:starring|featuring|co-starring|starred|stars)\s+(?:{_NAME_ITEM},?\s+(?:and\s+)?)*$")
 _BORN_AFTER = re.compile(r"^\s*\((?:born|b\.|n[ée]e|c\.\s*)?\s*(?:\d|" + _MONTHS + r")", re.IGNORECASE)
 _APPOSITIVE = re.compile(r"^\s*,\s*(?:an?|the)\s+(?:[\w-]+\s+){0,3}?(\w+)")
 _ROLE_BEFORE = re.compile(r"\b(\w+)\s+$")
@@ -153,6 +155,8 @@ def span_kind(span: str, text: str = "", start: int = -1) -> SpanKind:
     if m := re.match(r"\s*,\s*((?:[A-Z][\w'\-]*\s?){1,3})", after):
         if _name_kind(m.group(1)).kind == "place":
             return SpanKind("place", f"followed by the place '{m.group(1).strip()}'")
+    if _CAST_LIST.search(before):
+        return SpanKind("person", "in a cast list after 'starring'")
     if _PERSON_BY.search(before):
         return SpanKind("person", f"after '{' '.join(before.split()[-2:])}'")
     if m := _PLACE_PREP.search(before):

@@ -78,6 +78,7 @@ def test_answer_type_names_units_options_and_what_it_accepts() -> None:
     (SHIP, "Tidewell Shipping Company", "organisation"),
     ("Henrik Saal (born 12 March 1901) drew the first poster.", "Henrik Saal", "person"),
     ("Thomas Aldrick kept the light for 31 years. He retired in 1951.", "Thomas Aldrick", "person"),
+    ("The Salt Road is a 1958 drama film starring Ines Varga, Tomas Hale and Piet Morrow.", "Piet Morrow", "person"),
     ("The Rules of the Game is a 1939 French film directed by Jean Renoir.", "French", "nationality"),
     ("The earl died at Northampton during the Hundred Years' War.", "Hundred Years' War", "event"),
     ("He served under Prime Minister Hun Sen until 1998.", "Prime Minister Hun Sen", "person"),
@@ -114,6 +115,16 @@ def test_the_answer_of_the_asked_type_beats_a_nearer_one(question: str, passage:
     answer, how = extractive_answer(question, [passage, other], embedder)
     assert answer == expected and answer != nearer_wrong
     assert how.startswith("extractive")
+
+
+def test_a_number_counting_the_asked_noun_is_found_below_the_best_sentences(embedder: HashingEmbedder) -> None:
+    passages = ["The Harbour Cup is awarded each winter at the league meeting in Kellhaven. The cup was first "
+                "awarded in 1952 and is made of 3 kilograms of silver.",
+                "The league meeting is attended by representatives of all 14 Aldport League clubs and their "
+                "coaches."]
+    answer, how = extractive_answer("How many clubs attend the meeting where the Harbour Cup is awarded?",
+                                    passages, embedder)
+    assert answer == "14" and "counting 'clubs'" in how
 
 
 def test_a_name_with_an_initial_is_answered_whole(embedder: HashingEmbedder) -> None:
