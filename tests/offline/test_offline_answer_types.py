@@ -106,8 +106,9 @@ def test_a_span_with_no_cue_is_unknown_and_context_can_decide_it() -> None:
     ("How many lanes of traffic does the Orrin Bridge carry?", BRIDGE, "4", "212"),
     ("How long is the Orrin Bridge?", BRIDGE, "212 metres", "212"),
     # both are places; the text calls only one of them a river
-    ("Which river flows through Kellhaven to the sea?", "Kellhaven is a port town in Aldmere County. The Lessary, "
-     "the longest river of the county, flows through Kellhaven to the sea.", "Lessary", "Aldmere County"),
+    ("Which river flows through Kellhaven to the sea?", "Kellhaven is a port town. From its source in Aldmere "
+     "County, the Lessary, the longest river of the county, flows through Kellhaven to the sea.", "Lessary",
+     "Aldmere County"),
 ])
 def test_the_answer_of_the_asked_type_beats_a_nearer_one(question: str, passage: str, expected: str,
                                                          nearer_wrong: str, embedder: HashingEmbedder) -> None:
