@@ -25,7 +25,7 @@ import numpy as np
 
 from dataclasses import dataclass
 
-from kgviz.offline.answer_types import SpanKind, kind_in_context, names_noun, occurrences, span_kind
+from kgviz.offline.answer_types import SpanKind, kind_in_context, names_noun, occurrences, span_kind, surface_kind
 from kgviz.offline.qtype import AnswerType, answer_type
 from kgviz.offline.stem import stem
 from kgviz.offline.stopwords import STOPWORDS as _STOP
@@ -151,7 +151,8 @@ def _typed_span(qtype: str, sentence: str, question: str, atype: AnswerType | No
         return None
     if qtype == "number":
         return _number_span(sentence, question, atype or answer_type(question))
-    spans = _spans(sentence, qwords)
+    # a bare month or year is no answer to "what ...": it only dates the fact
+    spans = [sp for sp in _spans(sentence, qwords) if surface_kind(sp[1]).kind == "unknown"]
     if not spans:
         return None
     return spans[0][1], "which/what: first capitalised span not in the question", True
@@ -183,11 +184,14 @@ def _name_candidates(atype: AnswerType, sents: list[tuple[int, str, str]], order
                 kind = kind_in_context(span, passages)
             fit = (2 if kind.kind == atype.accepts[0] else 1 if kind.kind in atype.accepts
                    else 0 if kind.kind == "unknown" else -1)
-            if fit >= 0 and atype.noun and (
-                    names_noun(span, passage if base >= 0 else text, (base if base >= 0 else 0) + start, atype.noun)
-                    or any(names_noun(span, p, k, atype.noun) for p in passages for k in occurrences(span, p))):
-                # "Which river ...?": "the Tagus is the longest river" beats "Spain", a place too
-                fit, kind = 3, SpanKind(atype.kind, f"called a {atype.noun}")
+            if fit >= 0 and atype.noun:
+                # "Which river ...?": "the Tagus is the longest river" beats "Spain", a place too;
+                # said elsewhere in the context it only counts as the asked kind (a weaker sign)
+                here = names_noun(span, passage if base >= 0 else text, (base if base >= 0 else 0) + start, atype.noun)
+                if here:
+                    fit, kind = 3, SpanKind(atype.kind, f"called a {atype.noun}")
+                elif fit < 2 and any(names_noun(span, p, k, atype.noun) for p in passages for k in occurrences(span, p)):
+                    fit, kind = 2, SpanKind(atype.kind, f"called a {atype.noun} elsewhere in the context")
             if atype.kind == "person":
                 strength = (len(span.split()) >= 2) + bool(_PERSON_CUE_RE.search(text[:start]))
             elif atype.kind == "place":
