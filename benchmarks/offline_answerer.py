@@ -24,7 +24,8 @@ Figures per checkout and set:
   alarms); judge_supported_correct / judge_supported_gold: share of the answerer's correct answers /
   of the gold answers themselves that the judge labels supported (what the type check must not cost);
 - judge_supported_wrong: share of the answerer's wrong answers (not abstaining, gold not contained)
-  that the judge labels supported; judge_supported_decoy: the same on a fixed probe, one
+  that the judge labels supported (with --base, judge_supported_wrong_by_this_judge: the base
+  answerer's wrong answers judged by this checkout's judge, the judge's change alone); judge_supported_decoy: the same on a fixed probe, one
   wrong-type decoy per question cut from its gold passages by this file's rules (a name for a
   number/date question, a place-cued name for a who/which question, a year otherwise);
   judge_supported_decoy_typed_wrong: the same on the decoys this checkout's classifier calls of the
@@ -183,6 +184,27 @@ def score(records: list[dict[str, Any]]) -> dict[str, Any]:
     return by_set
 
 
+def rejudge(records: list[dict[str, Any]]) -> dict[str, float]:
+    """This checkout's judge on another checkout's wrong answers: the judge's change alone."""
+    from kgviz.offline.judge import check_claim
+    from kgviz.providers.embedders import HashingEmbedder
+    from kgviz.verify.claims import short_claim
+    from kgviz.verify.metrics import accuracy
+
+    embedder = HashingEmbedder()
+    out: dict[str, float] = {}
+    for name in dict.fromkeys(r["set"] for r in records):
+        wrong = [r for r in records if r["set"] == name and not r["abstained"] and not accuracy(r["prediction"], r["answers"])]
+        supported = 0
+        for r in wrong:
+            claim = short_claim(r["question"], r["prediction"])
+            items = [(f"p{i}", p) for i, p in enumerate(r["passages"])]
+            res = check_claim(claim.text, items, embedder, focus=claim.focus, question=r["question"])
+            supported += res.label == "supported"
+        out[name] = round(100.0 * supported / len(wrong), 1) if wrong else 0.0
+    return out
+
+
 def _run_worker(code: Path, data: Path, sets: list[str], limit: int | None) -> list[dict[str, Any]]:
     env = dict(os.environ, PYTHONPATH=str(code))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--data", str(data), "--sets", *sets]
@@ -210,7 +232,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     report: dict[str, Any] = {"data": str(args.data), "context": "gold supporting passages", "embedder": "hashing"}
     if args.base:
-        report["base"] = {"code": str(args.base), **score(_run_worker(args.base, args.data, args.sets, args.limit))}
+        base = _run_worker(args.base, args.data, args.sets, args.limit)
+        report["base"] = {"code": str(args.base), **score(base)}
+        for name, share in rejudge(base).items():
+            report["base"][name]["judge_supported_wrong_by_this_judge"] = share
     report["this"] = {"code": str(ROOT), **score(_run_worker(ROOT, args.data, args.sets, args.limit))}
     print(json.dumps(report, indent=1, ensure_ascii=False))
     return 0
