@@ -25,7 +25,8 @@ Figures per checkout and set:
   of the gold answers themselves that the judge labels supported (what the type check must not cost);
 - judge_supported_wrong: share of the answerer's wrong answers (not abstaining, gold not contained)
   that the judge labels supported (with --base, judge_supported_wrong_by_this_judge: the base
-  answerer's wrong answers judged by this checkout's judge, the judge's change alone); judge_supported_decoy: the same on a fixed probe, one
+  answerer's wrong answers judged by this checkout's judge, the judge's change alone);
+  judge_supported_decoy: the same on a fixed probe, one
   wrong-type decoy per question cut from its gold passages by this file's rules (a name for a
   number/date question, a place-cued name for a who/which question, a year otherwise);
   judge_supported_decoy_typed_wrong: the same on the decoys this checkout's classifier calls of the

@@ -14,7 +14,8 @@ an answer of the wrong type.
 - place: a place word in the span ("Tarrow River", "Knox County"), a country or continent name,
   "X, <place>" ("Springfield, Massachusetts"), or the span right after "in/at/from/near";
 - person: an honorific or role noun before it ("Sir", "the engineer Mira Tesk"), "(born ..." or
-  "(1889–1966)" after it, a cast list after "starring", an appositive role after it ("Anna Tesk, a weaver"), "directed by" and
+  "(1889–1966)" after it, a cast list after "starring", an appositive role after it ("Anna Tesk,
+  a weaver"), "directed by" and
   like participles before it, or a sentence subject whose next sentence goes on with "He/She".
 
 Each answer comes with the cue that decided it (shown in reasons); a span with no cue is
