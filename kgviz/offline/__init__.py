@@ -5,7 +5,8 @@ tasks and the offline judge share them instead of keeping drifting copies:
 
 - ``stopwords``: stopword lists
 - ``stem``: word stemming for content-word overlap
-- ``qtype``: what kind of answer a question asks for (number, date, person, ...)
+- ``qtype``: what kind of answer a question asks for (number, date, person, place, title, ...)
+- ``answer_types``: what kind of thing a span names, from cheap cues (answer and judge)
 - ``lexicon``, ``mentions``, ``extract``: the pattern-based triple extractor (task extract_triples)
 - ``answer``: the extractive answer (task answer)
 - ``kg_rag``: kg-rag's plan, choose and evaluate

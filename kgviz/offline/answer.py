@@ -2,9 +2,20 @@
 
 Offline there is no model memory, so the answer is extractive: the evidence sentence closest to
 the question (embedding cosine + content-word overlap + a bonus for stating the asked relation)
-and a short span cut out of it by question type (``kgviz.offline.qtype``: who -> a name, when ->
-a date, how many -> a number, where -> a place, which/what -> a capitalised span the question
-does not already contain), falling back to the sentence. All rules are ours.
+and a short span cut out of it of the type the question asks for (``kgviz.offline.qtype.answer_type``):
+
+- "..., A or B?" -> the option named in the best sentence that names only one of them;
+- yes/no -> "yes" when the best sentence holds most of the question's content words;
+- when / how many -> a date / a number by pattern, the number counting the asked noun first
+  ("how many members") and with its unit when a measurement is asked ("38 metres");
+- who / where / which town / which company / which film -> the capitalised spans (and quoted
+  titles) of the best three sentences, each typed by ``kgviz.offline.answer_types``; a span of the
+  asked type wins over a nearer one with no type cue, and a span of another type is never
+  answered ("Kellhaven" is not who designed the bridge);
+- anything else -> the first capitalised span the question does not already contain.
+
+When nothing of the asked type is found the answer abstains ("insufficient information") and the
+trace says why, rather than answering with a span or a sentence of the wrong type. All rules are ours.
 """
 from __future__ import annotations
 
@@ -12,7 +23,10 @@ import re
 
 import numpy as np
 
-from kgviz.offline.qtype import question_type
+from dataclasses import dataclass
+
+from kgviz.offline.answer_types import SpanKind, kind_in_context, names_noun, occurrences, span_kind, surface_kind
+from kgviz.offline.qtype import AnswerType, answer_type
 from kgviz.offline.stem import stem
 from kgviz.offline.stopwords import STOPWORDS as _STOP
 from kgviz.prompts.answer import INSUFFICIENT
@@ -79,12 +93,6 @@ def predicate_words(question: str) -> set[str]:
     return out
 
 
-def _options(question: str) -> list[str]:
-    """The two options of a comparison question ("..., A or B?")."""
-    m = re.search(r"[,:]\s*([^,:?]+?)\s+or\s+([^,?]+?)\s*\?*\s*$", question)
-    return [m.group(1).strip(), m.group(2).strip()] if m else []
-
-
 def _spans(sentence: str, question_words: set[str]) -> list[tuple[int, str]]:
     """Capitalised spans the question does not already name, with their start offsets."""
     out: list[tuple[int, str]] = []
@@ -103,10 +111,34 @@ def _spans(sentence: str, question_words: set[str]) -> list[tuple[int, str]]:
     return out
 
 
-def _typed_span(qtype: str, sentence: str, question: str) -> tuple[str, str, bool] | None:
-    """(answer, rule, strong) for one sentence, or None when it has nothing of that type. A weak
-    span (a place with no "in/at/from" before it, a one-word "who" answer) is used only when no
-    runner-up sentence has a strong one."""
+_UNITS = frozenset("""metres meters metre meter m km kilometres kilometers kilometre kilometer miles mile feet
+    foot ft inches inch cm centimetres yards kg kilograms tonnes tons pounds lb hectares acres storeys stories
+    floors square sq years days hours minutes seconds dollars euros""".split())
+
+
+def _number_span(sentence: str, question: str, atype: AnswerType) -> tuple[str, str, bool] | None:
+    """A number of the asked kind: one counting the asked noun first ("how many members" ->
+    "seven members" over "2011"), with its unit when a measurement is asked ("38 metres")."""
+    qwords = set(re.findall(r"\w+", question.lower()))
+    found = [m for m in _NUMBER_RE.finditer(sentence)
+             if not _YEAR_RE.fullmatch(m.group()) and m.group().lower() not in qwords]
+    if not found:
+        return None
+    unit = stem(atype.unit) if atype.unit and not atype.measure else ""
+    # "all 30 Major League Baseball teams": the counted noun may follow a short name
+    counted = [m for m in found if unit and any(stem(w) == unit for w in
+                                                re.findall(r"[a-z]+", sentence[m.end(): m.end() + 50].lower())[:4])]
+    m = (counted or found)[0]
+    if atype.measure:
+        nxt = re.match(r"\s*([A-Za-z]+)", sentence[m.end():])
+        if nxt and nxt.group(1).lower() in _UNITS:
+            return f"{m.group()} {nxt.group(1)}", f"number with its unit ({atype.cue})", True
+    return m.group(), ("number counting '" + atype.unit + "'") if counted else "number", True
+
+
+def _typed_span(qtype: str, sentence: str, question: str, atype: AnswerType | None = None) -> tuple[str, str, bool] | None:
+    """(answer, rule, strong) for one sentence, or None when it has nothing of that type (dates,
+    numbers and the untyped "which/what" span; names are chosen by ``_name_candidates``)."""
     qwords = set(re.findall(r"\w+", question.lower()))
     if qtype == "date":
         if "year" not in question.lower():
@@ -118,24 +150,97 @@ def _typed_span(qtype: str, sentence: str, question: str) -> tuple[str, str, boo
                 return m.group(1), "date: year", True
         return None
     if qtype == "number":
-        for m in _NUMBER_RE.finditer(sentence):
-            if not _YEAR_RE.fullmatch(m.group()) and m.group().lower() not in qwords:
-                return m.group(), "number", True
-        return None
-    spans = _spans(sentence, qwords)
+        return _number_span(sentence, question, atype or answer_type(question))
+    # a bare month or year is no answer to "what ...": it only dates the fact
+    spans = [sp for sp in _spans(sentence, qwords) if surface_kind(sp[1]).kind == "unknown"]
     if not spans:
         return None
-    if qtype == "person":
-        def person_key(s: tuple[int, str]) -> tuple[int, int]:
-            return (-(len(s[1].split()) >= 2) - bool(_PERSON_CUE_RE.search(sentence[: s[0]])), s[0])
-        start, span = min(spans, key=person_key)
-        return span, "who: capitalised name not in the question", person_key((start, span))[0] < 0
-    if qtype == "place":
-        cued = [sp for sp in spans if _PLACE_CUE_RE.search(sentence[: sp[0]])]
-        return (cued or spans)[0][1], "where: capitalised span after in/at/from", bool(cued)
     return spans[0][1], "which/what: first capitalised span not in the question", True
 
 
+@dataclass(frozen=True)
+class _Candidate:
+    span: str
+    sentence: int  # index into the scored sentences
+    rank: int  # the sentence's rank among the best (0 = best)
+    fit: int  # 3 called the asked noun, 2 preferred kind, 1 accepted kind, 0 no cue, -1 another kind (never answered)
+    strength: int  # positional cues: a place after "in/at/from"; a person of two words, after "by/with"
+    start: int
+    kind: SpanKind
+
+
+def _name_candidates(atype: AnswerType, sents: list[tuple[int, str, str]], order: list[int],
+                     passages: list[str], question: str) -> list[_Candidate]:
+    """Capitalised spans of the best sentences, each typed by kgviz.offline.answer_types."""
+    qwords = set(re.findall(r"\w+", question.lower()))
+    out: list[_Candidate] = []
+    for rank, i in enumerate(order[:_NAME_WINDOW]):
+        text = sents[i][2]
+        passage = passages[sents[i][0]]
+        base = passage.find(text)
+        for start, span in _candidate_spans(text, qwords):
+            kind = span_kind(span, passage, base + start) if base >= 0 else span_kind(span, text, start)
+            if kind.kind == "unknown":  # no cue here: the other places the context uses it may have one
+                kind = kind_in_context(span, passages)
+            fit = (2 if kind.kind == atype.accepts[0] else 1 if kind.kind in atype.accepts
+                   else 0 if kind.kind == "unknown" else -1)
+            if fit >= 0 and atype.noun:
+                # "Which river ...?": "the Tagus is the longest river" beats "Spain", a place too;
+                # said elsewhere in the context it only counts as the asked kind (a weaker sign)
+                here = names_noun(span, passage if base >= 0 else text, (base if base >= 0 else 0) + start, atype.noun)
+                if here:
+                    fit, kind = 3, SpanKind(atype.kind, f"called a {atype.noun}")
+                elif fit < 2 and any(names_noun(span, p, k, atype.noun) for p in passages for k in occurrences(span, p)):
+                    fit, kind = 2, SpanKind(atype.kind, f"called a {atype.noun} elsewhere in the context")
+            if atype.kind == "person":
+                strength = (len(span.split()) >= 2) + bool(_PERSON_CUE_RE.search(text[:start]))
+            elif atype.kind == "place":
+                strength = int(bool(_PLACE_CUE_RE.search(text[:start])))
+            else:
+                strength = 1
+            out.append(_Candidate(span, i, rank, fit, strength, start, kind))
+    return out
+
+
+_INITIAL_RE = re.compile(r"\.\s?[A-Z][\w'\u2019\-]*(?:\s[A-Z][\w'\u2019\-]*)*")
+_QUOTED_RE = re.compile(r"[\"\u201c]([^\"\u201c\u201d]{1,80})[\"\u201d]")
+# "Tidewell Shipping Company for the Ossel Marine Institute": two names the span pattern joins
+_SPLIT_RE = re.compile(r"\s+(?:for|on|upon)\s+(?:the\s+)?(?=[A-Z])")
+
+
+def _candidate_spans(text: str, question_words: set[str]) -> list[tuple[int, str]]:
+    """Capitalised spans (split where "for/on/upon" joins two names) and quoted titles, which may
+    hold lowercase words ("Love in the Ruins")."""
+    out: list[tuple[int, str]] = []
+    for start, span in _spans(text, question_words):
+        # "Philip K. Dick": the span pattern stops at an initial's full stop
+        while (m := _INITIAL_RE.match(text, start + len(span))) and re.search(r"\b[A-Z]$", span):
+            span = span + m.group()
+        pos = 0
+        for m in [*_SPLIT_RE.finditer(span), None]:
+            piece = span[pos: m.start() if m else len(span)]
+            if piece:
+                out.append((start + pos, piece))
+            pos = m.end() if m else pos
+    for m in _QUOTED_RE.finditer(text):
+        title = m.group(1).strip().rstrip(",.")
+        names = {w.lower() for w in re.findall(r"\w+", title)} - _STOP
+        if title[:1].isupper() and names and not names <= question_words:
+            out.append((m.start(1), title))
+    return sorted(set(out))
+
+
+def _best_name(cands: list[_Candidate]) -> _Candidate | None:
+    """Right type first; then, as before types were read, the best sentence holding a span with a
+    positional cue, the strongest cue in it, the first such span."""
+    usable = [c for c in cands if c.fit >= 0]
+    if not usable:
+        return None
+    return min(usable, key=lambda c: (-c.fit, -(c.strength > 0), c.rank, -c.strength, c.start))
+
+
+_NAME_WINDOW = 3  # ours: the best few sentences are searched for a name of the asked type
+_COUNT_WINDOW = 10  # ours: ... and this many for a number followed by the counted noun
 _PREDICATE_BONUS = 0.5  # ours: a sentence stating the asked relation beats one merely sharing words
 _PREDICATE_WINDOW = 5  # ours: ... and wins outright among this many best-scoring sentences
 
@@ -165,23 +270,42 @@ def extractive_answer(question: str, passages: list[str], embedder: Embedder, *,
     if overlap[best] == 0 and cos[best] < _MIN_COSINE:
         return INSUFFICIENT, "extractive: no context sentence shares a content word with the question"
     where = f"sentence from evidence [{sents[best][0] + 1}] (cosine {cos[best]:.2f} + overlap {overlap[best]:.2f})"
-    qtype = question_type(question)
-    options = _options(question)
-    if options:
+    atype = answer_type(question)
+    qtype = atype.coarse
+    if atype.options:
         # comparison: the option named in the highest-scoring sentence that names either option
         for i in order:
             low = sents[i][1].lower()
-            hits = [o for o in options if o.lower() in low]
+            hits = [o for o in atype.options if o.lower() in low]
             if len(hits) == 1:
                 return hits[0], f"extractive: comparison option found in evidence [{sents[i][0] + 1}]"
     if qtype == "yesno":
         verdict = "yes" if overlap[best] >= 0.6 else "no"
         return verdict, f"extractive yes/no: best {where}; 'yes' needs >= 60% of the question's content words"
-    # names may sit in the antecedent sentence ("The Tagus is ... It rises in ..."); numbers and
-    # dates belong to the sentence that matched the question's predicate
+    if atype.kind in ("person", "place", "organisation", "title"):
+        cands = _name_candidates(atype, sents, order, passages, question)
+        pick = _best_name(cands)
+        if pick is None:
+            wrong = "; ".join(f"'{c.span}' is {c.kind.kind} ({c.kind.cue})" for c in cands[:4])
+            return INSUFFICIENT, (f"extractive: the question asks for {atype.label}; no candidate of that type in "
+                                  f"the best sentences" + (f" ({wrong})" if wrong else "") + f"; best {where}")
+        typed = f"{pick.kind.kind}: {pick.kind.cue}" if pick.fit > 0 else "no type cue, none of another type either"
+        return pick.span, (f"extractive ({atype.kind}: capitalised span of the asked type; {typed}) from evidence "
+                           f"[{sents[pick.sentence][0] + 1}]; best {where}")
+    if qtype == "number" and atype.unit and not atype.measure:
+        # a number followed by the counted noun ("30 ... teams" for "how many teams") is rare
+        # enough to trust a little further down the ranking
+        for i in order[:_COUNT_WINDOW]:
+            f = _number_span(sents[i][1], question, atype)
+            if f and f[1].startswith("number counting"):
+                return f[0], f"extractive ({f[1]}) from evidence [{sents[i][0] + 1}]; best {where}"
+    # numbers and dates belong to the sentence that matched the question's predicate
     use = 1 if qtype in ("number", "date") else 2
-    found = [(i, f) for i in order[:3] if (f := _typed_span(qtype, sents[i][use], question))]
+    found = [(i, f) for i in order[:3] if (f := _typed_span(qtype, sents[i][use], question, atype))]
     if found:  # the best sentence may lack a span of the wanted type; its runners-up may not
         i, (span, rule, _) = next(((i, f) for i, f in found if f[2]), found[0])
         return span, f"extractive ({rule}) from evidence [{sents[i][0] + 1}]; best {where}"
+    if qtype in ("number", "date"):
+        # a sentence is not a number or a date: say so instead of answering with the wrong type
+        return INSUFFICIENT, f"extractive: the question asks for {atype.label}; none in the best sentences; best {where}"
     return sents[best][1].strip(), f"extractive: no {qtype} span found, answering with the best {where}"

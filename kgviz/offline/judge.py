@@ -2,6 +2,12 @@
 
 For one claim and one method's retrieved context:
 
+0. A short answer must be of the type the question asks for (``kgviz.offline.qtype.answer_type``:
+   "which town" -> a place, "who" -> a person, "when" -> a date, "how many" -> a number, "..., A or
+   B?" -> one of the options). When the context's cues type the answer as something else
+   ("Kellhaven" after "in" for a "who" question), the claim is *not_found* and the reason opens
+   with "wrong answer type" and names both types. An answer no cue types passes on to the checks
+   below.
 1. The claim's *checkables* (capitalised names, numbers, years and dates in its focus) must each
    occur in the context (SQuAD-normalised, whole tokens). A missing number or year whose best
    matching context passage states a different number of the same kind is *contradicted*; any
@@ -32,6 +38,8 @@ from typing import Sequence
 
 import numpy as np
 
+from kgviz.offline.answer_types import type_mismatch
+from kgviz.offline.qtype import answer_type
 from kgviz.offline.stem import IRREGULAR_STEMS, stem
 from kgviz.offline.stopwords import CLAIM_STOPWORDS as _STOP
 from kgviz.providers.base import Embedder
@@ -39,6 +47,7 @@ from kgviz.text import split_sentences
 from kgviz.verify.metrics import contains, normalize_answer
 
 OFFLINE_JUDGE_LABEL = "offline check (weaker)"
+WRONG_TYPE_REASON = "wrong answer type"  # how a type-mismatch reason opens (shown on the Compare page)
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,9 @@ class OfflineCheckParams:
     require_relation: bool = field(default=True, metadata={"doc": "ours: a supporting unit must contain the "
                                                                    "head predicate of the question (short answer) "
                                                                    "or of the claim (see module docstring)"})
+    check_type: bool = field(default=True, metadata={"doc": "ours: a short answer of the wrong type for the "
+                                                             "question (kgviz.offline.qtype.answer_type, typed "
+                                                             "by kgviz.offline.answer_types) is not supported"})
 
 
 _SENTENCE_START_STOP = frozenset("The A An It He She They This That These Those His Her Its Their In On At "
@@ -209,6 +221,12 @@ def check_claim(claim: str, items: Sequence[tuple[str, str]], embedder: Embedder
     checks = checkables(target)
     if not items:
         return CheckResult("not_found", (), "the method retrieved no context")
+    if focus and question and params.check_type:
+        # a span that sits next to the right words but names the wrong kind of thing ("Kellhaven"
+        # for "Who designed ...?") is not an answer, however well the passage matches
+        mismatch = type_mismatch(answer_type(question), focus, [t for _, t in items])
+        if mismatch:
+            return CheckResult("not_found", (), f"{WRONG_TYPE_REASON}: {mismatch}")
     units = _units(items, params.window)
     basis = _words(f"{question} {focus}") if focus else _words(claim)
     needed = params.min_question_overlap if focus else params.min_overlap

@@ -130,7 +130,7 @@ def consistent(res: JudgeResult) -> JudgeResult:
 def _offline_judge(inputs: dict[str, Any], embedder: Embedder) -> tuple[CheckResult, str]:
     res = check_claim(inputs["claim"], list(inputs.get("items") or []), embedder,
                       focus=inputs.get("focus", ""), question=inputs.get("question", ""))
-    return res, "offline check (weaker): names/numbers/dates must occur in the context, a passage must tie the answer to the question's relation, plus lexical/embedding support"
+    return res, "offline check (weaker): the answer must be of the asked type, names/numbers/dates must occur in the context, a passage must tie the answer to the question's relation, plus lexical/embedding support"
 
 
 SPLIT_CLAIMS_TASK = register(Task(name="split_claims", prompt_name="SPLIT_CLAIMS", render=_render_split,
