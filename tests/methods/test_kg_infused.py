@@ -432,15 +432,15 @@ CANDS = [{"n": 1, "id": "tri:1", "subject": "Free Guy", "relation": "director", 
 ])
 def test_parse_selection(reply: str, want: list[str]) -> None:
     got = T.parse_selection(reply, {"candidates": CANDS})
-    assert got["selected"] == want
-    assert got["said_none"] == (reply == "NONE")
+    assert got.selected == tuple(want)
+    assert got.said_none == (reply == "NONE")
 
 
 def test_parse_selection_records_foreign_picks() -> None:
     got = T.parse_selection("<Free Guy | sequel | Free Guy 2>\n[7]\ntri:zzz\n<Free Guy | director | Shawn Levy>",
                             {"candidates": CANDS})
-    assert got["selected"] == ["tri:1"]
-    assert got["ignored"] == ["<Free Guy | sequel | Free Guy 2>", "tri:zzz", "[7]"]
+    assert got.selected == ("tri:1",)
+    assert got.ignored == ("<Free Guy | sequel | Free Guy 2>", "tri:zzz", "[7]")
 
 
 def test_text_parsers_strip_chatter_and_reject_empty() -> None:
@@ -458,9 +458,9 @@ def test_text_parsers_strip_chatter_and_reject_empty() -> None:
 def test_offline_heuristics(emb) -> None:
     sel = O.offline_select({"question": "Who directed Free Guy?", "candidates": CANDS, "top_m": 1,
                             "min_score": 0.0}, emb)
-    assert sel["selected"] == ["tri:1"]
+    assert sel.selected == ("tri:1",) and list(sel.offline_scores)[0] == "tri:1"
     none = O.offline_select({"question": "Who directed Free Guy?", "candidates": CANDS, "min_score": 9.0}, emb)
-    assert none["selected"] == []
+    assert none.selected == () and none.said_none
     summary, _ = T._offline_summarize({"triples": [dict(CANDS[2], round=2), dict(CANDS[0], round=1)]}, emb)
     assert summary == "Free Guy director Shawn Levy. Shawn Levy date of birth 23 July 1968."
     assert O.offline_expand("Who directed Free Guy?", summary, ["Free Guy", "Shawn Levy", "Montreal"]) \
