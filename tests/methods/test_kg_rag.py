@@ -15,6 +15,7 @@ from kgviz.methods.base import MethodContext, Tracer, registered
 from kgviz.methods.kg_rag import KGRag, KGRagParams
 from kgviz.offline import kg_rag as offline
 from kgviz.offline.qtype import question_type
+from kgviz.providers.base import LLMBase
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner
@@ -90,7 +91,7 @@ def graph(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return store, emb
 
 
-class ScriptedLLM:
+class ScriptedLLM(LLMBase):
     """A provider that replies with canned texts, in order, and records the prompts it got."""
 
     provider = "fake"
@@ -100,12 +101,8 @@ class ScriptedLLM:
         self.replies = list(replies)
         self.prompts: list[str] = []
 
-    @property
-    def is_offline(self) -> bool:
-        return False
-
-    def complete(self, messages: Sequence[Message], *, system: str | None = None, max_tokens: int = 1024,
-                 json_schema: dict[str, Any] | None = None) -> Completion:
+    def _complete(self, messages: Sequence[Message], system: str | None, max_tokens: int,
+                  json_schema: dict[str, Any] | None) -> Completion:
         self.prompts.append(messages[-1].content)
         if not self.replies:
             raise AssertionError(f"unexpected LLM call #{len(self.prompts)}:\n{messages[-1].content[:300]}")
@@ -514,8 +511,8 @@ class PatternLLM(ScriptedLLM):
         self.plan, self.choices, self.decisions = plan, list(choices), list(decisions)
         self.n_choose = self.n_eval = 0
 
-    def complete(self, messages: Sequence[Message], *, system: str | None = None, max_tokens: int = 1024,
-                 json_schema: dict[str, Any] | None = None) -> Completion:
+    def _complete(self, messages: Sequence[Message], system: str | None, max_tokens: int,
+                  json_schema: dict[str, Any] | None) -> Completion:
         prompt = messages[-1].content
         self.prompts.append(prompt)
         if prompt.startswith("Plan an exploration"):
