@@ -19,6 +19,7 @@ from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner
 from kgviz.run import Run, resolve_params, run_method, run_methods
+from tests.support.methods import StandInMethod
 
 
 @dataclass(frozen=True)
@@ -28,12 +29,11 @@ class EchoParams:
     ratio: float = param(0.5, "unused (test)")
 
 
-class Echo:
+class Echo(StandInMethod):
     """Returns fixed evidence after one seed step."""
 
     name: ClassVar[str] = "echo"
     title: ClassVar[str] = "Echo"
-    paper: ClassVar[str] = "test"
     Params: ClassVar[type] = EchoParams
     presets: ClassVar[dict[str, Any]] = {"three": EchoParams(n=3)}
 
@@ -45,14 +45,12 @@ class Echo:
                                        for i, t in enumerate(texts)])
 
 
-class Boom:
+class Boom(StandInMethod):
     """Records two steps, then fails like a broken database would."""
 
     name: ClassVar[str] = "boom"
     title: ClassVar[str] = "Boom"
-    paper: ClassVar[str] = "test"
     Params: ClassVar[type] = EchoParams
-    presets: ClassVar[dict[str, Any]] = {}
     exc: ClassVar[Exception] = GraphStoreError("the database went away", hint="reopen the workspace")
 
     def retrieve(self, question: str, ctx: MethodContext, params: Any, tracer: Tracer) -> RetrievedContext:
