@@ -19,6 +19,7 @@ from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner
 from kgviz.run import Run, resolve_params, run_method, run_methods
+from kgviz.types import Usage
 from tests.support.methods import StandInMethod
 
 
@@ -174,3 +175,9 @@ def test_json_round_trip(ctx: MethodContext) -> None:
         back = Run.from_dict(json.loads(json.dumps(run.to_dict())))
         assert back == run
         assert back.to_dict() == run.to_dict()
+
+
+def test_usage_round_trips_through_its_dict() -> None:
+    u = Usage(input_tokens=7, output_tokens=3, calls=2, cached_calls=1, latency_s=0.25, cost_usd=0.01)
+    d = u.to_dict()
+    assert d["total_tokens"] == 10 and Usage.from_dict(d) == u
