@@ -24,6 +24,11 @@ def test_search_never_imports_the_store() -> None:
     assert "kgviz.graph.store" not in build().every["kgviz.graph.search"]
 
 
+def test_typed_task_results_are_a_leaf() -> None:
+    # tasks/, offline/ and methods/ all read kgviz.task_results; it must not pull any of them in
+    assert build().every["kgviz.task_results"] == set()
+
+
 def test_package_pairs_that_were_cycles_are_one_way() -> None:
     edges = package_edges(build().every)
     both_ways = {pair: (sorted(edges[pair]), sorted(edges[pair[::-1]]))

@@ -40,7 +40,7 @@ from kgviz.offline.kg_rag import (
 )
 from kgviz.prompts import kg_rag as P
 from kgviz.providers.base import Embedder
-from kgviz.task_results import KgRagChoice, KgRagDecision, KgRagPlan
+from kgviz.task_results import Decision, KgRagChoice, KgRagDecision, KgRagPlan
 from kgviz.tasks.base import Task, register
 from kgviz.tasks.rules import says_insufficient, strip_think
 
@@ -218,7 +218,7 @@ register(Task("kgrag_choose", "kg_rag.CHOOSE", _render_choose, parse_choice, _of
 # kgrag_evaluate
 _DECISION_LINE = re.compile(r"\bDECISION\**\s*[:=]\**\s*([^\n]*)", re.I)
 _REASON_LINE = re.compile(r"\bREASON\**\s*[:=]\**\s*([^\n]*)", re.I)
-_DECISION_WORDS = {"stop": "stop", "continue": "continue", "backtrack": "backtrack"}
+_DECISION_WORDS: dict[str, Decision] = {"stop": "stop", "continue": "continue", "backtrack": "backtrack"}
 
 
 # The stop rule (ours, issue 15): a 1.5B model wrote "DECISION: STOP" with "REASON: the facts do
