@@ -37,13 +37,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from kgviz.errors import KgvizError
-from kgviz.types import Completion, Message, Usage
+from kgviz.providers.scripted import ScriptedLLM
 
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
@@ -56,33 +55,10 @@ SUBPROCESS_TIMEOUT_S = 1800
 Log = Callable[[str], None]
 
 
-class SlowFakeLLM:
-    """A provider stand-in: not offline, sleeps ``delay_s`` per call, always returns one triple.
-    Thread-safe call counter. Tokens are counted so caching can be checked."""
-
-    provider = "fake"
-    model = "slow-fake-1"
-
-    def __init__(self, delay_s: float) -> None:
-        self.delay_s = delay_s
-        self.calls = 0
-        self._lock = threading.Lock()
-
-    @property
-    def is_offline(self) -> bool:
-        return False
-
-    def complete(self, messages: Sequence[Message], *, system: str | None = None, max_tokens: int = 1024,
-                 json_schema: dict[str, Any] | None = None) -> Completion:
-        from kgviz.text import count_tokens
-
-        with self._lock:
-            self.calls += 1
-        time.sleep(self.delay_s)
-        usage = Usage(input_tokens=count_tokens(messages[-1].content), output_tokens=count_tokens(FAKE_TRIPLE),
-                      calls=1, latency_s=self.delay_s)
-        return Completion(text=FAKE_TRIPLE, usage=usage, model=self.model, provider=self.provider,
-                          latency_s=self.delay_s)
+def slow_fake_llm(delay_s: float) -> ScriptedLLM:
+    """A provider stand-in: not offline, sleeps ``delay_s`` per call, always returns one triple
+    (kgviz.providers.scripted, the same fake the index tests use)."""
+    return ScriptedLLM(lambda prompt: FAKE_TRIPLE, delay_s=delay_s, model="slow-fake-1")
 
 
 def _figure(value: dict[str, Any], target: str, met: bool) -> dict[str, Any]:
@@ -186,7 +162,7 @@ def bench_extraction(quick: bool, tmp: Path, workers: int = 4) -> dict[str, Any]
     docs = _fake_docs(n)
     seconds = {}
     for w in (1, workers):
-        report = _build_once(docs, SlowFakeLLM(delay), w, tmp, f"extract-w{w}")
+        report = _build_once(docs, slow_fake_llm(delay), w, tmp, f"extract-w{w}")
         seconds[w] = report.seconds_by_stage.get("extract", 0.0)
         chunks = report.extracted_chunks
     speedup = seconds[1] / seconds[workers] if seconds[workers] else 0.0
@@ -199,7 +175,7 @@ def bench_cached_rerun(quick: bool, tmp: Path) -> dict[str, Any]:
     from kgviz.providers.cache import CachedLLM, CompletionCache
 
     docs = _fake_docs(8 if quick else 40)
-    fake = SlowFakeLLM(0.0)
+    fake = slow_fake_llm(0.0)
     cache = CompletionCache(tmp / "cache" / "llm_cache.sqlite3")
     try:
         llm = CachedLLM(fake, cache)

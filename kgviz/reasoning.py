@@ -75,9 +75,7 @@ class LLMCall:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "LLMCall":
         d = dict(d)
-        u = dict(d.pop("usage", {}))
-        u.pop("total_tokens", None)
-        return cls(usage=Usage(**u), **d)
+        return cls(usage=Usage.from_dict(d.pop("usage", {})), **d)
 
 
 @dataclass

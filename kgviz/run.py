@@ -56,12 +56,10 @@ class Run:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Run":
-        usage = dict(d.get("usage", {}))
-        usage.pop("total_tokens", None)
         return cls(
             method=d["method"], question=d["question"], params=dict(d.get("params", {})),
             context=RetrievedContext.from_dict(d.get("context", {})), answer=d.get("answer", ""),
-            trace=[TraceStep.from_dict(s) for s in d.get("trace", [])], usage=Usage(**usage),
+            trace=[TraceStep.from_dict(s) for s in d.get("trace", [])], usage=Usage.from_dict(d.get("usage", {})),
             mode=d.get("mode", ""), error=d.get("error", ""), seconds=float(d.get("seconds", 0.0)),
             retrieval_seconds=float(d.get("retrieval_seconds", 0.0)), preset=d.get("preset", ""),
         )

@@ -91,6 +91,11 @@ class Usage:
         d["total_tokens"] = self.total_tokens
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Usage":
+        """The inverse of ``to_dict`` (``total_tokens`` is derived, so it is not read back)."""
+        return cls(**{k: v for k, v in d.items() if k != "total_tokens"})
+
 
 @dataclass(frozen=True)
 class Message:

@@ -10,6 +10,7 @@ from kgviz.answer import MIN_CUT_TOKENS, answer, fit_budget, truncate_tokens
 from kgviz.errors import LLMOutputError
 from kgviz.methods.base import ContextItem, RetrievedContext, Tracer
 from kgviz.prompts.answer import INSUFFICIENT
+from kgviz.providers.base import LLMBase
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner, get_task
@@ -23,7 +24,7 @@ PASSAGES = [
 ]
 
 
-class ScriptedLLM:
+class ScriptedLLM(LLMBase):
     """A non-offline LLM that replies with a fixed text and records what it was sent."""
 
     provider = "fake"
@@ -33,12 +34,8 @@ class ScriptedLLM:
         self.reply = reply
         self.sent: list[tuple[list[Message], str | None]] = []
 
-    @property
-    def is_offline(self) -> bool:
-        return False
-
-    def complete(self, messages: Sequence[Message], *, system: str | None = None, max_tokens: int = 1024,
-                 json_schema: dict[str, Any] | None = None) -> Completion:
+    def _complete(self, messages: Sequence[Message], system: str | None, max_tokens: int,
+                  json_schema: dict[str, Any] | None) -> Completion:
         self.sent.append((list(messages), system))
         return Completion(self.reply, Usage(input_tokens=100, output_tokens=3, calls=1), self.model, self.provider)
 

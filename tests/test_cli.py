@@ -14,14 +14,6 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data" / "corpus"
 
 
-@pytest.fixture()
-def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("KGVIZ_HOME", str(tmp_path / "home"))
-    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "KGVIZ_LLM", "KGVIZ_EMBEDDER", "KGVIZ_DB"):
-        monkeypatch.delenv(key, raising=False)
-    return tmp_path
-
-
 @pytest.fixture(scope="module")
 def built_db(tmp_path_factory):
     db = tmp_path_factory.mktemp("cli") / "db"

@@ -19,16 +19,6 @@ from tests.support.fake_server import FakeServer, Reply, chat_ok
 HOSTILE = "Paris\x1b[2J\x1b]0;pwned\x07 \u202eexe.txt\u202c \x9b31m done"
 
 
-@pytest.fixture()
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("KGVIZ_HOME", str(tmp_path / "home"))
-    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "KGVIZ_LLM", "KGVIZ_EMBEDDER", "KGVIZ_DB",
-                "KGVIZ_TIMEOUT_S", "KGVIZ_MAX_RETRIES", "KGVIZ_WORKERS", "KGVIZ_MAX_FILE_MB",
-                "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
-        monkeypatch.delenv(key, raising=False)
-    return tmp_path
-
-
 def run_json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, Any, str]:
     code = main(argv)
     out, err = capsys.readouterr()

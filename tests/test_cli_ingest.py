@@ -20,14 +20,6 @@ HEADINGS = sorted(["Agnes Vohl", "Aster Wren", "Edda Lunn", "Kellhaven", "Kellha
 ABSOLUTE = re.compile(r"(?<![\w.:/])/(?:work|tmp|home|root|Users|var|opt|mnt|srv)/")
 
 
-@pytest.fixture()
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("KGVIZ_HOME", str(tmp_path / "home"))
-    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "KGVIZ_LLM", "KGVIZ_EMBEDDER", "KGVIZ_DB"):
-        monkeypatch.delenv(key, raising=False)
-    return tmp_path
-
-
 def build_json(paths: list[Path], db: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[dict, str]:
     assert main(["build", *map(str, paths), "--db", str(db), "--json", "--no-ket", *extra]) == 0
     cap = capsys.readouterr()

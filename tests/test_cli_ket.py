@@ -17,14 +17,6 @@ SAMPLE = ROOT / "sample_data" / "corpus"
 QUESTION = "Who designed the bridge that Mira Tesk said was unsafe?"
 
 
-@pytest.fixture()
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("KGVIZ_HOME", str(tmp_path / "home"))
-    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "KGVIZ_LLM", "KGVIZ_EMBEDDER", "KGVIZ_DB"):
-        monkeypatch.delenv(key, raising=False)
-    return tmp_path
-
-
 def build_json(capsys: pytest.CaptureFixture[str], db: Path, *flags: str) -> dict:
     assert main(["build", str(SAMPLE), "--db", str(db), "--json", *flags]) == 0
     return json.loads(capsys.readouterr().out)

@@ -2,6 +2,7 @@
 what is allowed, and nothing is created on disk."""
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import pytest
@@ -30,24 +31,29 @@ def test_defaults_and_valid_values(tmp_path: Path) -> None:
     assert not (tmp_path / "home").exists()  # loading settings creates nothing
 
 
-@pytest.mark.parametrize(
-    "name, value, expected",
-    [
-        ("KGVIZ_MAX_RETRIES", "-1", "KGVIZ_MAX_RETRIES=-1 is out of range: must be a whole number from 0 to 10"),
-        ("KGVIZ_MAX_RETRIES", "2.5", "KGVIZ_MAX_RETRIES='2.5' is not a whole number: must be a whole number from 0 to 10"),
-        ("KGVIZ_TIMEOUT_S", "-5", "KGVIZ_TIMEOUT_S=-5 is out of range: must be a number from 0.1 to 3600"),
-        ("KGVIZ_TIMEOUT_S", "nan", "KGVIZ_TIMEOUT_S=nan is out of range: must be a number from 0.1 to 3600"),
-        ("KGVIZ_TIMEOUT_S", "soon", "KGVIZ_TIMEOUT_S='soon' is not a number: must be a number from 0.1 to 3600"),
-        ("KGVIZ_WORKERS", "0", "KGVIZ_WORKERS=0 is out of range: must be a whole number from 1 to 64"),
-        ("KGVIZ_WORKERS", "four", "KGVIZ_WORKERS='four' is not a whole number: must be a whole number from 1 to 64"),
-        ("KGVIZ_MAX_FILE_MB", "0", "KGVIZ_MAX_FILE_MB=0 is out of range: must be a number from 0.001 to 2048"),
-        ("KGVIZ_MAX_FILE_MB", "inf", "KGVIZ_MAX_FILE_MB=inf is out of range: must be a number from 0.001 to 2048"),
-    ],
-)
-def test_bad_numbers_name_the_variable_and_the_range(tmp_path: Path, name: str, value: str, expected: str) -> None:
+# (variable, value, the one-line message: whole, or with * where only a fragment is pinned)
+BAD_SETTINGS = [
+    ("KGVIZ_MAX_RETRIES", "-1", "KGVIZ_MAX_RETRIES=-1 is out of range: must be a whole number from 0 to 10"),
+    ("KGVIZ_MAX_RETRIES", "2.5", "KGVIZ_MAX_RETRIES='2.5' is not a whole number: must be a whole number from 0 to 10"),
+    ("KGVIZ_TIMEOUT_S", "-5", "KGVIZ_TIMEOUT_S=-5 is out of range: must be a number from 0.1 to 3600"),
+    ("KGVIZ_TIMEOUT_S", "nan", "KGVIZ_TIMEOUT_S=nan is out of range: must be a number from 0.1 to 3600"),
+    ("KGVIZ_TIMEOUT_S", "soon", "KGVIZ_TIMEOUT_S='soon' is not a number: must be a number from 0.1 to 3600"),
+    ("KGVIZ_WORKERS", "0", "KGVIZ_WORKERS=0 is out of range: must be a whole number from 1 to 64"),
+    ("KGVIZ_WORKERS", "four", "KGVIZ_WORKERS='four' is not a whole number: must be a whole number from 1 to 64"),
+    ("KGVIZ_MAX_FILE_MB", "0", "KGVIZ_MAX_FILE_MB=0 is out of range: must be a number from 0.001 to 2048"),
+    ("KGVIZ_MAX_FILE_MB", "inf", "KGVIZ_MAX_FILE_MB=inf is out of range: must be a number from 0.001 to 2048"),
+    ("KGVIZ_LLM", "gemini:pro", "KGVIZ_LLM='gemini:pro': *unknown LLM spec*"),
+    ("KGVIZ_LLM", "openai-compatible:m", "KGVIZ_LLM='openai-compatible:m': *base URL*"),
+    ("KGVIZ_EMBEDDER", "hashing:3", "KGVIZ_EMBEDDER='hashing:3': *16 to 65536*"),
+    ("KGVIZ_EMBEDDER", "word2vec", "KGVIZ_EMBEDDER='word2vec': *unknown embedder spec*"),
+]
+
+
+@pytest.mark.parametrize("name, value, expected", BAD_SETTINGS)
+def test_bad_settings_name_the_variable(tmp_path: Path, name: str, value: str, expected: str) -> None:
     with pytest.raises(ConfigError) as info:
         Settings.from_env(env_with(tmp_path, **{name: value}))
-    assert info.value.user_message() == expected
+    assert fnmatchcase(str(info.value), expected), str(info.value)
     assert "\n" not in info.value.user_message()
 
 
@@ -74,13 +80,3 @@ def test_check_dir_path_accepts_folders_and_creatable_paths(tmp_path: Path) -> N
     assert not (tmp_path / "a").exists()
 
 
-@pytest.mark.parametrize("name, value, fragment", [
-    ("KGVIZ_LLM", "gemini:pro", "unknown LLM spec"),
-    ("KGVIZ_LLM", "openai-compatible:m", "base URL"),
-    ("KGVIZ_EMBEDDER", "hashing:3", "16 to 65536"),
-    ("KGVIZ_EMBEDDER", "word2vec", "unknown embedder spec"),
-])
-def test_bad_specs_name_the_variable(tmp_path: Path, name: str, value: str, fragment: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        Settings.from_env(env_with(tmp_path, **{name: value}))
-    assert str(info.value).startswith(f"{name}={value!r}: ") and fragment in str(info.value)

@@ -19,6 +19,8 @@ from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner
 from kgviz.run import Run, resolve_params, run_method, run_methods
+from kgviz.types import Usage
+from tests.support.methods import StandInMethod
 
 
 @dataclass(frozen=True)
@@ -28,12 +30,11 @@ class EchoParams:
     ratio: float = param(0.5, "unused (test)")
 
 
-class Echo:
+class Echo(StandInMethod):
     """Returns fixed evidence after one seed step."""
 
     name: ClassVar[str] = "echo"
     title: ClassVar[str] = "Echo"
-    paper: ClassVar[str] = "test"
     Params: ClassVar[type] = EchoParams
     presets: ClassVar[dict[str, Any]] = {"three": EchoParams(n=3)}
 
@@ -45,14 +46,12 @@ class Echo:
                                        for i, t in enumerate(texts)])
 
 
-class Boom:
+class Boom(StandInMethod):
     """Records two steps, then fails like a broken database would."""
 
     name: ClassVar[str] = "boom"
     title: ClassVar[str] = "Boom"
-    paper: ClassVar[str] = "test"
     Params: ClassVar[type] = EchoParams
-    presets: ClassVar[dict[str, Any]] = {}
     exc: ClassVar[Exception] = GraphStoreError("the database went away", hint="reopen the workspace")
 
     def retrieve(self, question: str, ctx: MethodContext, params: Any, tracer: Tracer) -> RetrievedContext:
@@ -176,3 +175,9 @@ def test_json_round_trip(ctx: MethodContext) -> None:
         back = Run.from_dict(json.loads(json.dumps(run.to_dict())))
         assert back == run
         assert back.to_dict() == run.to_dict()
+
+
+def test_usage_round_trips_through_its_dict() -> None:
+    u = Usage(input_tokens=7, output_tokens=3, calls=2, cached_calls=1, latency_s=0.25, cost_usd=0.01)
+    d = u.to_dict()
+    assert d["total_tokens"] == 10 and Usage.from_dict(d) == u

@@ -69,14 +69,13 @@ class TraceStep:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "TraceStep":
         d = dict(d)
-        u = dict(d.pop("usage", {}))
-        u.pop("total_tokens", None)
+        usage = Usage.from_dict(d.pop("usage", {}))
         llm = d.pop("llm", None)
         return cls(
             nodes=[NodeRef(**n) for n in d.pop("nodes", [])],
             edges=[EdgeRef(**e) for e in d.pop("edges", [])],
             llm=LLMCall.from_dict(llm) if llm else None,
-            usage=Usage(**u),
+            usage=usage,
             **d,
         )
 

@@ -51,6 +51,7 @@ from kgviz.graph import reads
 from kgviz.methods.base import (
     ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param, register,
 )
+from kgviz.task_results import KgInfusedSelection
 from kgviz.vectors import rrf
 from kgviz.text import count_tokens
 
@@ -381,19 +382,20 @@ class KGInfusedRAG:
             vectors=np.stack([f.vec for f in facts]), top_m=p.offline_top_m, min_score=p.offline_min_score)
         if step.llm is not None:
             step.llm.prompt_name = prompt  # later rounds render Table 13's update prompt
+        assert isinstance(value, KgInfusedSelection)
         by_id = {f.id: f for f in facts}
-        chosen = [by_id[i] for i in value["selected"] if i in by_id]
+        chosen = [by_id[i] for i in value.selected if i in by_id]
         chosen_ids = {f.id for f in chosen}
         rejected = [f for f in facts if f.id not in chosen_ids]
         step.detail = (f"{len(chosen)} of {len(facts)} triples selected"
-                       + (f"; ignored (not among the candidates): {', '.join(value['ignored'])}" if value["ignored"] else "")
-                       + ("; the model answered NONE" if value.get("said_none") and step.llm and step.llm.mode != "offline" else ""))
+                       + (f"; ignored (not among the candidates): {', '.join(value.ignored)}" if value.ignored else "")
+                       + ("; the model answered NONE" if value.said_none and step.llm and step.llm.mode != "offline" else ""))
         step.nodes = ([n for f in chosen for n in f.node("chosen")] + [n for f in rejected for n in f.node("rejected")]
                       + [NodeRef(e, "Entity", "chosen", n) for e, n in _targets(chosen).items()])
         step.edges = [f.edge("chosen") for f in chosen] + [f.edge("rejected") for f in rejected]
-        step.scores = {str(k): float(v) for k, v in (value.get("offline_scores") or {f.id: f.score for f in facts}).items()}
-        step.data = {"round": rnd, "selected": [f.id for f in chosen], "ignored": list(value["ignored"]),
-                     "said_none": bool(value.get("said_none")), "prompt": prompt, "n_candidates": len(facts)}
+        step.scores = {str(k): float(v) for k, v in (value.offline_scores or {f.id: f.score for f in facts}).items()}
+        step.data = {"round": rnd, "selected": [f.id for f in chosen], "ignored": list(value.ignored),
+                     "said_none": value.said_none, "prompt": prompt, "n_candidates": len(facts)}
         return chosen
 
     # -- 4-5: summary and query expansion -------------------------------------------------------

@@ -85,6 +85,7 @@ from kgviz.methods.base import (
     ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param, register,
 )
 from kgviz.methods.budget import SkipAndContinue
+from kgviz.task_results import KgRagChoice, KgRagDecision, KgRagPlan
 from kgviz.text import count_tokens
 from kgviz.vectors import cosine_rows
 
@@ -166,7 +167,7 @@ class _Walk:
         self.rejected: set[str] = set()
         self.leaf_facts: list[str] = []  # facts of hops popped at a dead end: kept, see ``backtrack``
         self.backtracks = 0
-        self.plan: dict[str, Any] = {}
+        self.plan = KgRagPlan((), (), 1)  # replaced by plan_step before any other step reads it
         self.plan_detail = ""
         self.qv = self.pv = np.zeros(0, dtype=np.float32)  # question / plan vectors, set by seed_step
         self.embs: dict[str, np.ndarray | None] = {}  # triple id -> stored Triple.emb (None: has none)
@@ -253,15 +254,16 @@ class _Walk:
     def plan_step(self) -> None:
         plan, s = self.tr.reason("kgrag_plan", title="Plan the exploration", question=self.q,
                                  max_hops=self.p.max_hops)
+        assert isinstance(plan, KgRagPlan)
         self.plan = plan
-        self.plan_detail = (f"entities: {', '.join(plan['entities']) or '-'}; "
-                            f"relations: {', '.join(plan['relations']) or '-'}; expected hops: {plan['hops']}")
-        s.detail = self.plan_detail + "".join(f" ({n})" for n in plan.get("notes") or [])
-        s.data = {"plan": plan}
+        self.plan_detail = (f"entities: {', '.join(plan.entities) or '-'}; "
+                            f"relations: {', '.join(plan.relations) or '-'}; expected hops: {plan.hops}")
+        s.detail = self.plan_detail + "".join(f" ({n})" for n in plan.notes)
+        s.data = {"plan": plan.to_dict()}
 
     def seed_step(self) -> None:
-        ents = [str(e) for e in self.plan.get("entities") or []][:4]
-        plan_text = " ".join(ents + [str(r) for r in self.plan.get("relations") or []]) or self.q
+        ents = [str(e) for e in self.plan.entities][:4]
+        plan_text = " ".join(ents + [str(r) for r in self.plan.relations]) or self.q
         vecs = np.asarray(self.ctx.embedder.embed([self.q, plan_text] + ents), dtype=np.float32)
         self.qv, self.pv = vecs[0], vecs[1]
         store, k = self.ctx.store, self.p.seed_pool
@@ -454,19 +456,20 @@ class _Walk:
         res, s = self.tr.reason("kgrag_choose", title=f"Hop {hop_no}: choose the next fact", kind="select",
                                 question=self.q, plan=self.plan, path_facts=facts, candidates=view,
                                 width=self.p.width)
+        assert isinstance(res, KgRagChoice)
         by_id = {c.id: c for c in shown}
-        chosen = [by_id[i] for i in res["chosen"] if i in by_id]
+        chosen = [by_id[i] for i in res.chosen if i in by_id]
         ids = {c.id for c in chosen}
         s.nodes = [NodeRef(c.id, "Triple", "chosen" if c.id in ids else "rejected", c.fact, c.score)
                    for c in shown if c.id in self.rows]
         s.nodes += [NodeRef(c.target, c.target_table, "chosen", c.target_label) for c in chosen]
         s.edges = [EdgeRef(*c.edge, role="chosen" if c.id in ids else "rejected", score=c.score) for c in shown]
-        ignored = list(res.get("ignored") or [])
+        ignored = list(res.ignored)
         s.detail = "followed: " + "; ".join(c.fact for c in chosen) if chosen else "no shown candidate was chosen"
         if ignored:
             s.detail += f" (ignored from the reply: {', '.join(ignored)})"
         s.data = {"hop": hop_no, "shown": [c.id for c in shown], "chosen": [c.id for c in chosen],
-                  "ignored": ignored, "said_none": bool(res.get("said_none"))}
+                  "ignored": ignored, "said_none": res.said_none}
         return chosen
 
     def open_hop(self, hop_no: int, chosen: list[Candidate]) -> Hop:
@@ -491,16 +494,16 @@ class _Walk:
                                 hops_done=len(self.hops), max_hops=self.p.max_hops,
                                 allow_backtrack=self.p.allow_backtrack,
                                 seed_facts=[self.labels[t] for t in self.seed_nodes if self.tables.get(t) == "Triple"])
-        decision = res["decision"]
-        note = "" if res.get("parsed", True) else " (reply not understood)"
+        assert isinstance(res, KgRagDecision)
+        decision: str = res.decision
+        note = "" if res.parsed else " (reply not understood)"
         if decision == "backtrack" and not self._can_backtrack():
             why = ("backtracking is off" if not self.p.allow_backtrack
                    else f"{self.p.max_backtracks} backtrack(s) spent")
             note += f" (BACKTRACK requested but {why}: continuing)"
             decision = "continue"
-        s.detail = f"{decision.upper()}{note}: {res.get('reason', '')}"
-        s.data = {"hop": hop.number, "decision": decision, "requested": res["decision"],
-                  "reason": res.get("reason", "")}
+        s.detail = f"{decision.upper()}{note}: {res.reason}"
+        s.data = {"hop": hop.number, "decision": decision, "requested": res.decision, "reason": res.reason}
         return decision
 
     def _can_backtrack(self) -> bool:

@@ -14,6 +14,7 @@ import numpy as np
 from kgviz.offline.stem import stem
 from kgviz.offline.stopwords import STOPWORDS as _STOP
 from kgviz.providers.base import Embedder
+from kgviz.task_results import KgInfusedSelection
 from kgviz.text import split_sentences
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
@@ -86,10 +87,10 @@ DEFAULT_MIN_SCORE = 0.1
 
 
 
-def offline_select(inputs: dict[str, Any], embedder: Embedder) -> dict[str, Any]:
+def offline_select(inputs: dict[str, Any], embedder: Embedder) -> KgInfusedSelection:
     cands: list[dict[str, Any]] = list(inputs["candidates"])
     if not cands:
-        return {"selected": [], "ignored": [], "said_none": True, "offline_scores": {}}
+        return KgInfusedSelection((), said_none=True)
     question = str(inputs["question"])
     texts = [fact_sentence(c) for c in cands]
     vectors = inputs.get("vectors")
@@ -105,8 +106,8 @@ def offline_select(inputs: dict[str, Any], embedder: Embedder) -> dict[str, Any]
     floor = float(inputs.get("min_score", DEFAULT_MIN_SCORE))
     order = [int(i) for i in np.argsort(-score, kind="stable")]
     selected = [str(cands[i]["id"]) for i in order[:top_m] if score[i] >= floor]
-    return {"selected": selected, "ignored": [], "said_none": not selected,
-            "offline_scores": {str(cands[i]["id"]): round(float(score[i]), 4) for i in order}}
+    return KgInfusedSelection(tuple(selected), said_none=not selected,
+                              offline_scores={str(cands[i]["id"]): round(float(score[i]), 4) for i in order})
 
 
 

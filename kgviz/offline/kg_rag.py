@@ -21,6 +21,7 @@ from typing import Any
 from kgviz.offline.qtype import question_type
 from kgviz.offline.stem import stem
 from kgviz.offline.stopwords import PLAN_STOPWORDS as _STOP
+from kgviz.task_results import KgRagChoice, KgRagDecision, KgRagPlan
 
 _QUESTION_WORDS = frozenset("what which who whom whose when where why how is are was were do does did can in".split())
 # generic type nouns: useful search words, but they name what the answer is, not a hop to walk
@@ -75,7 +76,7 @@ def clamp(n: int, lo: int, hi: int) -> int:
     return max(lo, min(hi, n))
 
 
-def offline_plan(question: str, max_hops: int) -> dict[str, Any]:
+def offline_plan(question: str, max_hops: int) -> KgRagPlan:
     entities = capitalised_spans(question)
     ent_words = {stem(w) for e in entities for w in _WORD.findall(e)}
     relations: list[str] = []  # surface words, deduplicated by stem
@@ -88,7 +89,7 @@ def offline_plan(question: str, max_hops: int) -> dict[str, Any]:
         stems.append(n)
     walk = [r for r in relations if r not in _TYPE_NOUNS]
     hops = clamp(len(walk), 1, min(3, max_hops))
-    return {"entities": entities, "relations": relations, "hops": hops, "notes": []}
+    return KgRagPlan(tuple(entities), tuple(relations), hops)
 
 
 # weights of the offline chooser (ours): similarity to the question/plan is the base; a fact that
@@ -104,11 +105,11 @@ NOVELTY_BONUS = 0.05
 _TYPE_STEMS = frozenset(stem(t) for t in _TYPE_NOUNS)
 
 
-def walk_relation_words(plan: dict[str, Any]) -> dict[str, str]:
+def walk_relation_words(plan: KgRagPlan | None) -> dict[str, str]:
     """stem -> surface word of the planned relations that name a link to walk (not the answer's
     type noun)."""
     out: dict[str, str] = {}
-    for r in plan.get("relations") or []:
+    for r in plan.relations if plan is not None else ():
         for w in _WORD.findall(str(r)):
             n = stem(w)
             if w.lower() not in _STOP and len(w) > 1 and n not in _TYPE_STEMS:
@@ -116,16 +117,16 @@ def walk_relation_words(plan: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def walk_relations(plan: dict[str, Any]) -> set[str]:
+def walk_relations(plan: KgRagPlan | None) -> set[str]:
     return set(walk_relation_words(plan))
 
 
-def offline_choose(inputs: dict[str, Any]) -> dict[str, Any]:
-    plan = inputs.get("plan") or {}
+def offline_choose(inputs: dict[str, Any]) -> KgRagChoice:
+    plan: KgRagPlan | None = inputs.get("plan")
     q_words = content_words(str(inputs["question"]))
     covered = content_words(" ".join(str(f) for f in inputs.get("path_facts") or []))
     open_rel = walk_relations(plan) - covered
-    open_ents = [e for e in plan.get("entities") or [] if not _covered(str(e), covered)]
+    open_ents = [e for e in (plan.entities if plan is not None else ()) if not _covered(str(e), covered)]
     scored = []
     for rank, c in enumerate(inputs["candidates"]):
         have = content_words(str(c["fact"]))
@@ -138,8 +139,7 @@ def offline_choose(inputs: dict[str, Any]) -> dict[str, Any]:
     scored.sort()
     width = int(inputs.get("width", 1))
     chosen = [cid for _, _, cid, _ in scored[:width]]
-    return {"chosen": chosen, "ignored": [], "said_none": False, "from_choice_line": False,
-            "offline_scores": {cid: round(s, 4) for _, _, cid, s in scored}}
+    return KgRagChoice(tuple(chosen), offline_scores={cid: round(s, 4) for _, _, cid, s in scored})
 
 
 def _has_answer_type(kind: str, question: str, facts_text: str, plan_entities: list[str]) -> bool:
@@ -162,32 +162,32 @@ def _covered(entity: str, fact_words: set[str]) -> bool:
     return len(words & fact_words) * 2 >= len(words)
 
 
-def offline_evaluate(inputs: dict[str, Any]) -> dict[str, Any]:
+def offline_evaluate(inputs: dict[str, Any]) -> KgRagDecision:
     """Stop when the last hop's facts hold an answer of the question's type (the answer sits at
     the end of the chain), every planned entity is mentioned, the planned hops are done and the
     planned relations appear on the path (or one more hop than planned is done)."""
     question = str(inputs["question"])
-    plan = inputs.get("plan") or {}
+    plan: KgRagPlan | None = inputs.get("plan")
     facts = [str(f) for f in inputs.get("facts") or []]
     new = [str(f) for f in inputs.get("new_facts") or facts]
     # A seed triple sits at the start of the chain and can already hold the answer (vector search
     # may seed "X born in 1954"); it is never a hop's new fact, so it is counted here explicitly.
     seeds = [str(f) for f in inputs.get("seed_facts") or []]
     kind = question_type(question)
-    ents = [str(e) for e in plan.get("entities") or []]
+    ents = [str(e) for e in (plan.entities if plan is not None else ())]
     fact_words = content_words("\n".join(facts))
     missing = [e for e in ents if not _covered(e, fact_words)]
     has_type = _has_answer_type(kind, question, "\n".join(new + seeds), ents)
     rels = walk_relation_words(plan)
     rel_missing = [w for stem, w in rels.items() if stem not in fact_words]
     hops_done = int(inputs.get("hops_done", 0))
-    planned = int(plan.get("hops", 1) or 1)
+    planned = int(plan.hops or 1) if plan is not None else 1
     # question words often differ from the graph's relation words ("tall" vs "high"): one hop past
     # the plan, missing relations no longer hold the walk back
     rel_ok = not rel_missing or hops_done > planned
     if has_type and not missing and rel_ok and hops_done >= planned:
-        return {"decision": "stop", "reason": f"the last hop holds a {kind} answer candidate and the facts mention "
-                "the planned entities and relations", "parsed": True}
+        return KgRagDecision("stop", f"the last hop holds a {kind} answer candidate and the facts mention "
+                             "the planned entities and relations")
     why = []
     if not has_type:
         why.append(f"no {kind} answer candidate in the last hop")
@@ -197,4 +197,4 @@ def offline_evaluate(inputs: dict[str, Any]) -> dict[str, Any]:
         why.append("relations not covered: " + ", ".join(rel_missing))
     if hops_done < planned:
         why.append(f"{hops_done} of {planned} planned hops done")
-    return {"decision": "continue", "reason": "; ".join(why), "parsed": True}
+    return KgRagDecision("continue", "; ".join(why))

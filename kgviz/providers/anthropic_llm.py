@@ -16,7 +16,7 @@ import time
 from typing import Any, Sequence
 
 from kgviz.errors import MissingKeyError
-from kgviz.providers.base import extract_json_text, json_instruction
+from kgviz.providers.base import LLMBase, extract_json_text, json_instruction
 from kgviz.providers.retry import CallPolicy, ErrorContext, malformed, map_sdk_error, no_text, not_an_object
 from kgviz.types import Completion, Message, Usage
 
@@ -50,7 +50,7 @@ def _get(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
-class AnthropicLLM:
+class AnthropicLLM(LLMBase):
     provider = "anthropic"
 
     def __init__(
@@ -78,21 +78,11 @@ class AnthropicLLM:
         )
         self._ctx = ErrorContext(f"Anthropic ({model})", KEY_VAR, policy, secret=api_key, base_url=base_url)
 
-    @property
-    def is_offline(self) -> bool:
-        return False
-
     def __repr__(self) -> str:
         return f"AnthropicLLM(model={self.model!r}, base_url={self.base_url!r})"
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        system: str | None = None,
-        max_tokens: int = 1024,
-        json_schema: dict[str, Any] | None = None,
-    ) -> Completion:
+    def _complete(self, messages: Sequence[Message], system: str | None, max_tokens: int,
+                  json_schema: dict[str, Any] | None) -> Completion:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "max_tokens": max_tokens,

@@ -27,6 +27,34 @@ class LLM(Protocol):
     ) -> Completion: ...
 
 
+class LLMBase:
+    """The front every LLM class shares: the protocol's ``complete`` signature (keyword options
+    and their defaults) is written here once, and a subclass implements ``_complete`` with the
+    same options passed positionally. ``is_offline`` is False unless a subclass says otherwise.
+    Subclassing is optional: ``LLM`` is a Protocol and anything of its shape is accepted."""
+
+    provider: str
+    model: str
+
+    @property
+    def is_offline(self) -> bool:
+        return False
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: str | None = None,
+        max_tokens: int = 1024,
+        json_schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        return self._complete(messages, system, max_tokens, json_schema)
+
+    def _complete(self, messages: Sequence[Message], system: str | None, max_tokens: int,
+                  json_schema: dict[str, Any] | None) -> Completion:
+        raise NotImplementedError(f"{type(self).__name__} does not implement _complete")
+
+
 @runtime_checkable
 class Embedder(Protocol):
     id: str  # spec-like id recorded in the database, e.g. "hashing-1024" or "fastembed:BAAI/bge-small-en-v1.5"

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from kgviz.errors import ProviderError
-from kgviz.providers.base import LLM
+from kgviz.providers.base import LLM, LLMBase
 from kgviz.types import Completion, Message, Usage
 
 CACHE_FILE = "llm_cache.sqlite3"
@@ -201,7 +201,7 @@ class CompletionCache:
 _EPHEMERAL = ("cache_key", "cached_usage")  # per-lookup annotations, not part of the stored reply
 
 
-class CachedLLM:
+class CachedLLM(LLMBase):
     """Wraps any online LLM; same protocol. Provider errors are never stored; a reply is stored
     pending and replayed only after ``accept`` (see the module doc). ``refresh`` skips lookups."""
 
@@ -215,21 +215,11 @@ class CachedLLM:
         self.base_url: str | None = getattr(inner, "base_url", None)
         self.refresh = refresh
 
-    @property
-    def is_offline(self) -> bool:
-        return False
-
     def __repr__(self) -> str:
         return f"CachedLLM({self.inner!r}, cache={str(self.cache.path)!r})"
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        system: str | None = None,
-        max_tokens: int = 1024,
-        json_schema: dict[str, Any] | None = None,
-    ) -> Completion:
+    def _complete(self, messages: Sequence[Message], system: str | None, max_tokens: int,
+                  json_schema: dict[str, Any] | None) -> Completion:
         t0 = time.perf_counter()
         key = cache_key(
             provider=self.provider,

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from kgviz.errors import ProviderError
+from kgviz.providers.base import LLMBase
 from kgviz.types import Completion, Message
 
 
-class OfflineLLM:
+class OfflineLLM(LLMBase):
     provider = "offline"
     model = "heuristics"
 
@@ -20,14 +21,8 @@ class OfflineLLM:
     def __repr__(self) -> str:
         return "OfflineLLM()"
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        system: str | None = None,
-        max_tokens: int = 1024,
-        json_schema: dict[str, Any] | None = None,
-    ) -> Completion:
+    def _complete(self, messages: Sequence[Message], system: str | None, max_tokens: int,
+                  json_schema: dict[str, Any] | None) -> Completion:
         raise ProviderError(
             "the offline mode has no language model to complete free text: each reasoning task runs "
             "its own deterministic heuristic through kgviz.reasoning.Reasoner instead",

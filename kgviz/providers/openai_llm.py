@@ -19,7 +19,7 @@ import time
 from typing import Any, Sequence
 
 from kgviz.errors import MissingKeyError
-from kgviz.providers.base import extract_json_text, json_instruction
+from kgviz.providers.base import LLMBase, extract_json_text, json_instruction
 from kgviz.providers.retry import CallPolicy, ErrorContext, malformed, map_sdk_error, no_text, not_an_object
 from kgviz.types import Completion, Message, Usage
 
@@ -34,7 +34,7 @@ def _get(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
-class _OpenAIBase:
+class _OpenAIBase(LLMBase):
     provider = "openai"
 
     def __init__(self, model: str, *, api_key: str, base_url: str | None, policy: CallPolicy, label: str) -> None:
@@ -103,14 +103,8 @@ class OpenAIResponsesLLM(_OpenAIBase):
             )
         super().__init__(model, api_key=api_key, base_url=base_url, policy=policy, label=f"OpenAI ({model})")
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        system: str | None = None,
-        max_tokens: int = 1024,
-        json_schema: dict[str, Any] | None = None,
-    ) -> Completion:
+    def _complete(self, messages: Sequence[Message], system: str | None, max_tokens: int,
+                  json_schema: dict[str, Any] | None) -> Completion:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "input": [{"role": m.role, "content": m.content} for m in messages],
@@ -184,14 +178,8 @@ class OpenAIChatLLM(_OpenAIBase):
             label=f"the OpenAI-compatible server ({model})",
         )
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        system: str | None = None,
-        max_tokens: int = 1024,
-        json_schema: dict[str, Any] | None = None,
-    ) -> Completion:
+    def _complete(self, messages: Sequence[Message], system: str | None, max_tokens: int,
+                  json_schema: dict[str, Any] | None) -> Completion:
         chat: list[dict[str, str]] = []
         system_text = _system_text(system, json_schema)
         if system_text:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from kgviz.errors import ConfigError, RecordingMissError
-from kgviz.providers.base import LLM
+from kgviz.providers.base import LLM, LLMBase
 from kgviz.providers.cache import cache_key
 from kgviz.types import Completion, Message, Usage
 
@@ -218,7 +218,7 @@ def _describe(system: str | None, messages: Sequence[Message]) -> str:
     return f"a prompt starting {head!r}" if head else "this prompt"
 
 
-class RecordedLLM:
+class RecordedLLM(LLMBase):
     """Spec ``recorded:<path>``: replay only. ``hits`` / ``misses`` count lookups."""
 
     provider = PROVIDER
@@ -228,10 +228,6 @@ class RecordedLLM:
         self.recording = recording if recording is not None else cached_recording(self.path)
         self.model = "+".join(self.recording.models)
         self._replay = _Replayer(self.recording)
-
-    @property
-    def is_offline(self) -> bool:
-        return False
 
     @property
     def hits(self) -> int:
@@ -244,8 +240,8 @@ class RecordedLLM:
     def __repr__(self) -> str:
         return f"RecordedLLM({str(self.path)!r}, model={self.model!r}, replies={len(self.recording)})"
 
-    def complete(self, messages: Sequence[Message], *, system: str | None = None, max_tokens: int = 1024,
-                 json_schema: dict[str, Any] | None = None) -> Completion:
+    def _complete(self, messages: Sequence[Message], system: str | None, max_tokens: int,
+                  json_schema: dict[str, Any] | None) -> Completion:
         reply = self._replay.find(messages, system, max_tokens, json_schema)
         if reply is None:
             raise RecordingMissError(
@@ -289,7 +285,7 @@ class RecordingWriter:
             fh.write(line)
 
 
-class RecordingLLM:
+class RecordingLLM(LLMBase):
     """A live LLM whose every reply is appended to a recording; requests already recorded (in
     ``folder``, any file) are replayed instead of sent, so an interrupted recording resumes."""
 
@@ -306,15 +302,11 @@ class RecordingLLM:
         self.recorded = 0  # replies this instance fetched from the model
 
     @property
-    def is_offline(self) -> bool:
-        return False
-
-    @property
     def replayed(self) -> int:
         return self._replay.hits
 
-    def complete(self, messages: Sequence[Message], *, system: str | None = None, max_tokens: int = 1024,
-                 json_schema: dict[str, Any] | None = None) -> Completion:
+    def _complete(self, messages: Sequence[Message], system: str | None, max_tokens: int,
+                  json_schema: dict[str, Any] | None) -> Completion:
         reply = self._replay.find(messages, system, max_tokens, json_schema, repeat_last=False)
         if reply is not None:
             usage = Usage(input_tokens=reply.input_tokens, output_tokens=reply.output_tokens, calls=1,

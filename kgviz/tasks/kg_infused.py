@@ -2,7 +2,7 @@
 
 | task                  | paper (prompt)            | value                                             |
 |-----------------------|---------------------------|---------------------------------------------------|
-| kginf_select_triples  | §3.4 step 1 (Tables 12/13)| {"selected": [ids], "ignored": [...], "said_none"} |
+| kginf_select_triples  | §3.4 step 1 (Tables 12/13)| KgInfusedSelection (kgviz.task_results)            |
 | kginf_summarize       | §3.4 summary (Table 14)   | summary text                                      |
 | kginf_expand_query    | §3.5 (Table 15)           | expanded query text                               |
 | kginf_passage_note    | §3.6 (Table 11)           | passage note text                                 |
@@ -49,6 +49,7 @@ from kgviz.offline.kg_infused import (
 )
 from kgviz.prompts import kg_infused as P
 from kgviz.providers.base import Embedder
+from kgviz.task_results import KgInfusedSelection
 from kgviz.tasks.base import Task, register
 
 # ------------------------------------------------------------------------------------------------
@@ -127,7 +128,7 @@ def _norm_key(text: str) -> str:
     return re.sub(r"\s+", " ", text)
 
 
-def parse_selection(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
+def parse_selection(raw: str, inputs: dict[str, Any]) -> KgInfusedSelection:
     """Map a reply to shown candidates. An angle-bracket triple counts when its text matches a
     candidate (either ``|`` or comma separated); when it does not, the ``[n]`` right before it
     decides. Outside brackets, candidate ids and ``[n]`` numbers count; a reply of bare numbers
@@ -180,7 +181,7 @@ def parse_selection(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
         if cid not in selected:
             selected.append(cid)
     said_none = not selected and bool(re.search(r"\bnone\b", raw, re.I))
-    return {"selected": selected, "ignored": ignored, "said_none": said_none}
+    return KgInfusedSelection(tuple(selected), tuple(ignored), said_none=said_none)
 
 
 def _render_select(inputs: dict[str, Any]) -> str:
@@ -191,7 +192,7 @@ def _render_select(inputs: dict[str, Any]) -> str:
     return P.SELECT_TRIPLES.format(question=inputs["question"], triples=triples)
 
 
-def _offline_select(inputs: dict[str, Any], embedder: Embedder) -> tuple[dict[str, Any], str]:
+def _offline_select(inputs: dict[str, Any], embedder: Embedder) -> tuple[KgInfusedSelection, str]:
     top_m = int(inputs.get("top_m", DEFAULT_TOP_M))
     floor = float(inputs.get("min_score", DEFAULT_MIN_SCORE))
     return offline_select(inputs, embedder), (

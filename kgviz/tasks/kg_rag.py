@@ -16,15 +16,16 @@ Offline heuristics (deterministic): ``kgviz.offline.kg_rag`` (plan, choose, eval
 Inputs
 ------
 kgrag_plan:     question, max_hops
-kgrag_choose:   question, plan, path_facts (list[str]), candidates (list of dicts with n, id, fact,
+kgrag_choose:   question, plan (KgRagPlan or None), path_facts (list[str]), candidates (list of dicts with n, id, fact,
                 score, target_visited), width
-kgrag_evaluate: question, plan, facts (list[str]), new_facts (list[str]), hops_done, max_hops,
+kgrag_evaluate: question, plan (KgRagPlan or None), facts (list[str]), new_facts (list[str]), hops_done, max_hops,
                 allow_backtrack, seed_facts (list[str], optional: the seed triples' facts)
 """
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 from kgviz.offline.kg_rag import (
@@ -39,6 +40,7 @@ from kgviz.offline.kg_rag import (
 )
 from kgviz.prompts import kg_rag as P
 from kgviz.providers.base import Embedder
+from kgviz.task_results import Decision, KgRagChoice, KgRagDecision, KgRagPlan
 from kgviz.tasks.base import Task, register
 from kgviz.tasks.rules import says_insufficient, strip_think
 
@@ -68,7 +70,7 @@ _PLAN_LABELS = re.compile(
 )
 
 
-def parse_plan(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
+def parse_plan(raw: str, inputs: dict[str, Any]) -> KgRagPlan:
     raw = strip_think(raw)
     max_hops = int(inputs.get("max_hops", 5))
     ents: list[str] | None = None
@@ -100,22 +102,22 @@ def parse_plan(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
     fallback = offline_plan(str(inputs["question"]), max_hops)
     notes: list[str] = []
     if not ents:
-        ents = fallback["entities"]
+        ents = list(fallback.entities)
         notes.append("reply named no entities: used capitalised spans of the question (offline heuristic)")
     if rels is None:
-        rels = fallback["relations"]
+        rels = list(fallback.relations)
         notes.append("reply had no RELATIONS line: used the question's content words (offline heuristic)")
     if hops is None:
-        hops = fallback["hops"]
+        hops = fallback.hops
         notes.append(f"reply had no HOPS number: used the offline estimate {hops}")
-    return {"entities": ents, "relations": rels, "hops": clamp(hops, 1, max_hops), "notes": notes}
+    return KgRagPlan(tuple(ents), tuple(rels), clamp(hops, 1, max_hops), tuple(notes))
 
 
 def _render_plan(inputs: dict[str, Any]) -> str:
     return P.PLAN.format(question=inputs["question"], max_hops=inputs.get("max_hops", 5))
 
 
-def _offline_plan(inputs: dict[str, Any], embedder: Embedder) -> tuple[dict[str, Any], str]:
+def _offline_plan(inputs: dict[str, Any], embedder: Embedder) -> tuple[KgRagPlan, str]:
     return (
         offline_plan(str(inputs["question"]), int(inputs.get("max_hops", 5))),
         "plan: capitalised spans of the question as entities, other content words as relations, "
@@ -123,9 +125,9 @@ def _offline_plan(inputs: dict[str, Any], embedder: Embedder) -> tuple[dict[str,
     )
 
 
-def _plan_usable(plan: dict[str, Any]) -> str:
+def _plan_usable(plan: KgRagPlan) -> str:
     # a reply from which every part of the plan had to be guessed is not worth replaying
-    return "the reply held no plan (all three parts guessed offline)" if len(plan.get("notes") or []) >= 3 else ""
+    return "the reply held no plan (all three parts guessed offline)" if len(plan.notes) >= 3 else ""
 
 
 register(Task("kgrag_plan", "kg_rag.PLAN", _render_plan, parse_plan, _offline_plan,
@@ -139,7 +141,7 @@ _ID_LIKE = re.compile(r"\b[a-z]{2,8}:[^\s,;()\[\]]+", re.I)
 _INT = re.compile(r"(?<![\w.:])\d+(?![\w:])")
 
 
-def parse_choice(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
+def parse_choice(raw: str, inputs: dict[str, Any]) -> KgRagChoice:
     """Map a reply to ids of shown candidates. Only a CHOICE line counts when there is one (so
     numbers in a chatty explanation are not taken as choices); otherwise the whole reply."""
     raw = strip_think(raw)
@@ -173,7 +175,7 @@ def parse_choice(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
         ignored.extend(f"{cid} (over width {width})" for cid in chosen[width:])
         chosen = chosen[:width]
     none = not chosen and bool(re.search(r"\bnone\b", text, re.I))
-    return {"chosen": chosen, "ignored": ignored, "said_none": none, "from_choice_line": bool(lines)}
+    return KgRagChoice(tuple(chosen), tuple(ignored), said_none=none, from_choice_line=bool(lines))
 
 
 def _fmt_candidates(cands: list[dict[str, Any]]) -> str:
@@ -182,19 +184,19 @@ def _fmt_candidates(cands: list[dict[str, Any]]) -> str:
 
 
 def _render_choose(inputs: dict[str, Any]) -> str:
-    plan = inputs["plan"]
+    plan: KgRagPlan | None = inputs["plan"]
     facts = inputs.get("path_facts") or []
     return P.CHOOSE.format(
         question=inputs["question"],
-        plan_entities=", ".join(plan.get("entities") or []) or "(none named)",
-        plan_relations=", ".join(plan.get("relations") or []) or "(none named)",
+        plan_entities=", ".join(plan.entities if plan is not None else ()) or "(none named)",
+        plan_relations=", ".join(plan.relations if plan is not None else ()) or "(none named)",
         path_facts="\n".join(f"- {fenced(f)}" for f in facts) or "(none yet)",
         candidates=_fmt_candidates(list(inputs["candidates"])),
         width=inputs.get("width", 1),
     )
 
 
-def _offline_choose(inputs: dict[str, Any], embedder: Embedder) -> tuple[dict[str, Any], str]:
+def _offline_choose(inputs: dict[str, Any], embedder: Embedder) -> tuple[KgRagChoice, str]:
     return offline_choose(inputs), (
         f"choose: similarity + {RELATION_WEIGHT} x share of planned relations not yet on the path "
         f"+ {ENTITY_WEIGHT} x share of planned entities not yet on the path + {LEXICAL_WEIGHT} x share "
@@ -202,8 +204,8 @@ def _offline_choose(inputs: dict[str, Any], embedder: Embedder) -> tuple[dict[st
     )
 
 
-def _choice_usable(choice: dict[str, Any]) -> str:
-    if choice.get("chosen") or choice.get("said_none") or choice.get("from_choice_line"):
+def _choice_usable(choice: KgRagChoice) -> str:
+    if choice.chosen or choice.said_none or choice.from_choice_line:
         return ""
     return "the reply named no candidate and no NONE"
 
@@ -216,7 +218,7 @@ register(Task("kgrag_choose", "kg_rag.CHOOSE", _render_choose, parse_choice, _of
 # kgrag_evaluate
 _DECISION_LINE = re.compile(r"\bDECISION\**\s*[:=]\**\s*([^\n]*)", re.I)
 _REASON_LINE = re.compile(r"\bREASON\**\s*[:=]\**\s*([^\n]*)", re.I)
-_DECISION_WORDS = {"stop": "stop", "continue": "continue", "backtrack": "backtrack"}
+_DECISION_WORDS: dict[str, Decision] = {"stop": "stop", "continue": "continue", "backtrack": "backtrack"}
 
 
 # The stop rule (ours, issue 15): a 1.5B model wrote "DECISION: STOP" with "REASON: the facts do
@@ -226,17 +228,16 @@ def reason_says_insufficient(reason: str) -> bool:
     return says_insufficient(reason)
 
 
-def parse_decision(raw: str, inputs: dict[str, Any]) -> dict[str, Any]:
+def parse_decision(raw: str, inputs: dict[str, Any]) -> KgRagDecision:
     out = _read_decision(raw)
-    if out["decision"] == "stop" and out["parsed"] and reason_says_insufficient(out["reason"]):
-        out["decision"] = "continue"
-        out["overruled"] = "stop"
-        out["reason"] = (f"{out['reason']} [STOP overruled to CONTINUE: the reason says the facts are "
-                         "insufficient (kgviz rule)]")
+    if out.decision == "stop" and out.parsed and reason_says_insufficient(out.reason):
+        out = replace(out, decision="continue", overruled="stop",
+                      reason=f"{out.reason} [STOP overruled to CONTINUE: the reason says the facts are "
+                      "insufficient (kgviz rule)]")
     return out
 
 
-def _read_decision(raw: str) -> dict[str, Any]:
+def _read_decision(raw: str) -> KgRagDecision:
     raw = strip_think(raw)
     lines = _DECISION_LINE.findall(raw)
     text = lines[-1] if lines else raw
@@ -245,21 +246,21 @@ def _read_decision(raw: str) -> dict[str, Any]:
     reason = reason_m[-1].strip() if reason_m else raw.strip()[:300]
     kinds = set(found)
     if lines and found:
-        return {"decision": _DECISION_WORDS[found[0]], "reason": reason, "parsed": True}
+        return KgRagDecision(_DECISION_WORDS[found[0]], reason)
     if len(kinds) == 1:
-        return {"decision": found[0], "reason": reason, "parsed": True}
-    return {"decision": "continue", "reason": "reply named no single decision (STOP/CONTINUE/BACKTRACK); "
-            "treated as CONTINUE", "parsed": False}
+        return KgRagDecision(_DECISION_WORDS[found[0]], reason)
+    return KgRagDecision("continue", "reply named no single decision (STOP/CONTINUE/BACKTRACK); "
+                         "treated as CONTINUE", parsed=False)
 
 
 def _render_evaluate(inputs: dict[str, Any]) -> str:
     new = set(inputs.get("new_facts") or [])
     facts = [f"{'*' if f in new else '-'} {fenced(f)}" for f in inputs.get("facts") or []]
     allow = bool(inputs.get("allow_backtrack", True))
-    plan = inputs.get("plan") or {}
+    plan: KgRagPlan | None = inputs.get("plan")
     return P.EVALUATE.format(
         question=inputs["question"],
-        planned_hops=plan.get("hops", "?"),
+        planned_hops=plan.hops if plan is not None else "?",
         hops_done=inputs.get("hops_done", 0),
         max_hops=inputs.get("max_hops", "?"),
         facts="\n".join(facts) or "(none)",
@@ -268,7 +269,7 @@ def _render_evaluate(inputs: dict[str, Any]) -> str:
     )
 
 
-def _offline_evaluate(inputs: dict[str, Any], embedder: Embedder) -> tuple[dict[str, Any], str]:
+def _offline_evaluate(inputs: dict[str, Any], embedder: Embedder) -> tuple[KgRagDecision, str]:
     return offline_evaluate(inputs), (
         "evaluate: stop when the last hop's facts or the seed facts contain an answer of the "
         "question's type (year for when, name for who/where, number for how many), the facts mention "
@@ -279,4 +280,4 @@ def _offline_evaluate(inputs: dict[str, Any], embedder: Embedder) -> tuple[dict[
 
 register(Task("kgrag_evaluate", "kg_rag.EVALUATE", _render_evaluate, parse_decision, _offline_evaluate,
               system=P.SYSTEM, max_tokens=200,
-              usable=lambda d: "" if d.get("parsed") else "the reply named no single decision"))
+              usable=lambda d: "" if d.parsed else "the reply named no single decision"))

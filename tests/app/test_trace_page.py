@@ -17,6 +17,7 @@ from kgviz.errors import MethodError
 from kgviz.methods import base as methods_base
 from kgviz.methods.base import EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, param
 from kgviz.ui.trace import K_PRESET, NO_PRESET, param_specs, str_choices
+from tests.support.methods import StandInMethod
 from test_app_pages import OFFLINE, new_app, texts
 
 PAGE = "pages/trace.py"
@@ -149,12 +150,10 @@ class _ModeParams:
     mode: str = param("a", "'a' or 'b' (test)")
 
 
-class _Broken:
+class _Broken(StandInMethod):
     name: ClassVar[str] = "test-broken"
     title: ClassVar[str] = "Broken on purpose"
-    paper: ClassVar[str] = "test"
     Params: ClassVar[type] = _ModeParams
-    presets: ClassVar[dict[str, Any]] = {}
 
     def retrieve(self, question: str, ctx: MethodContext, params: Any, tracer: Tracer) -> RetrievedContext:
         tracer.step("seed", "Seed found", f"seed {HOSTILE}", nodes=[NodeRef("e1", "Entity", "seed", HOSTILE)])
@@ -163,10 +162,9 @@ class _Broken:
         raise MethodError(f"the walk broke: {HOSTILE}", hint="try another question")
 
 
-class _Extras:
+class _Extras(StandInMethod):
     name: ClassVar[str] = "test-extras"
     title: ClassVar[str] = "Round and channel data"
-    paper: ClassVar[str] = "test"
     Params: ClassVar[type] = _ModeParams
     presets: ClassVar[dict[str, Any]] = {"b-preset": _ModeParams(mode="b")}
 

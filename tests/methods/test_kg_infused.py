@@ -19,6 +19,7 @@ from kgviz.methods import kg_infused as M
 from kgviz.methods.base import MethodContext, Tracer, registered
 from kgviz.offline import kg_infused as O
 from kgviz.prompts import kg_infused as P
+from kgviz.providers.base import LLMBase
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner
@@ -127,7 +128,7 @@ def film_store(tmp_path_factory: pytest.TempPathFactory, emb: HashingEmbedder):
 
 # ------------------------------------------------------------------------------------------------
 # a scripted LLM (not offline): replies per prompt kind, records every prompt
-class ScriptedLLM:
+class ScriptedLLM(LLMBase):
     provider = "fake"
     model = "scripted"
 
@@ -139,12 +140,8 @@ class ScriptedLLM:
         self.replies.update(replies)
         self.prompts: list[tuple[str, str]] = []
 
-    @property
-    def is_offline(self) -> bool:
-        return False
-
-    def complete(self, messages: Sequence[Message], *, system: str | None = None, max_tokens: int = 1024,
-                 json_schema: dict[str, Any] | None = None) -> Completion:
+    def _complete(self, messages: Sequence[Message], system: str | None, max_tokens: int,
+                  json_schema: dict[str, Any] | None) -> Completion:
         prompt = messages[-1].content
         kinds = {P.SELECT_TRIPLES: "select", P.UPDATE_TRIPLES: "update", P.SUMMARIZE: "summary",
                  P.EXPAND_QUERY: "query", P.PASSAGE_NOTE: "note", P.KG_NOTE: "kg_note"}
@@ -268,11 +265,17 @@ def test_max_rounds_bounds_a_long_chain(tmp_path: Path, emb) -> None:
     store.close()
 
 
-def test_per_entity_cap(tmp_path: Path, emb) -> None:
+def hub_with_leaves(tmp_path: Path, emb: HashingEmbedder, n: int) -> GraphStore:
+    """A curated KG of one city that contains ``n`` towns (kg:hub -contains-> kg:l0..)."""
     hub = ("kg:hub", "Hub city", "Hub city is a large city.", "curated")
-    leaves = [(f"kg:l{i}", f"Leaf{i}", f"Leaf{i} is a town.", "curated") for i in range(12)]
+    leaves = [(f"kg:l{i}", f"Leaf{i}", f"Leaf{i} is a town.", "curated") for i in range(n)]
     store = GraphStore.open(tmp_path / "ws", embedder_id=emb.id, dim=DIM)
-    build(store, emb, [hub] + leaves, [("kg:hub", "contains", f"kg:l{i}") for i in range(12)])
+    build(store, emb, [hub] + leaves, [("kg:hub", "contains", f"kg:l{i}") for i in range(n)])
+    return store
+
+
+def test_per_entity_cap(tmp_path: Path, emb) -> None:
+    store = hub_with_leaves(tmp_path, emb, 12)
     for cap in ("similarity", "random"):
         llm = ScriptedLLM()
         _, steps = run(store, llm, "Which towns does Hub city contain?", emb, k_e=1, max_triples_per_entity=4,
@@ -285,10 +288,7 @@ def test_per_entity_cap(tmp_path: Path, emb) -> None:
 
 
 def test_per_round_entity_cap(tmp_path: Path, emb) -> None:
-    hub = ("kg:hub", "Hub city", "Hub city is a large city.", "curated")
-    leaves = [(f"kg:l{i}", f"Leaf{i}", f"Leaf{i} is a town.", "curated") for i in range(8)]
-    store = GraphStore.open(tmp_path / "ws", embedder_id=emb.id, dim=DIM)
-    build(store, emb, [hub] + leaves, [("kg:hub", "contains", f"kg:l{i}") for i in range(8)])
+    store = hub_with_leaves(tmp_path, emb, 8)
     llm = ScriptedLLM(picker({"contains"}))
     _, steps = run(store, llm, "Which towns does Hub city contain?", emb, k_e=1, max_entities_per_round=3,
                    max_rounds=2)
@@ -432,15 +432,15 @@ CANDS = [{"n": 1, "id": "tri:1", "subject": "Free Guy", "relation": "director", 
 ])
 def test_parse_selection(reply: str, want: list[str]) -> None:
     got = T.parse_selection(reply, {"candidates": CANDS})
-    assert got["selected"] == want
-    assert got["said_none"] == (reply == "NONE")
+    assert got.selected == tuple(want)
+    assert got.said_none == (reply == "NONE")
 
 
 def test_parse_selection_records_foreign_picks() -> None:
     got = T.parse_selection("<Free Guy | sequel | Free Guy 2>\n[7]\ntri:zzz\n<Free Guy | director | Shawn Levy>",
                             {"candidates": CANDS})
-    assert got["selected"] == ["tri:1"]
-    assert got["ignored"] == ["<Free Guy | sequel | Free Guy 2>", "tri:zzz", "[7]"]
+    assert got.selected == ("tri:1",)
+    assert got.ignored == ("<Free Guy | sequel | Free Guy 2>", "tri:zzz", "[7]")
 
 
 def test_text_parsers_strip_chatter_and_reject_empty() -> None:
@@ -458,9 +458,9 @@ def test_text_parsers_strip_chatter_and_reject_empty() -> None:
 def test_offline_heuristics(emb) -> None:
     sel = O.offline_select({"question": "Who directed Free Guy?", "candidates": CANDS, "top_m": 1,
                             "min_score": 0.0}, emb)
-    assert sel["selected"] == ["tri:1"]
+    assert sel.selected == ("tri:1",) and list(sel.offline_scores)[0] == "tri:1"
     none = O.offline_select({"question": "Who directed Free Guy?", "candidates": CANDS, "min_score": 9.0}, emb)
-    assert none["selected"] == []
+    assert none.selected == () and none.said_none
     summary, _ = T._offline_summarize({"triples": [dict(CANDS[2], round=2), dict(CANDS[0], round=1)]}, emb)
     assert summary == "Free Guy director Shawn Levy. Shawn Levy date of birth 23 July 1968."
     assert O.offline_expand("Who directed Free Guy?", summary, ["Free Guy", "Shawn Levy", "Montreal"]) \

@@ -6,9 +6,9 @@ import re
 from pathlib import Path
 
 OFFLINE = Path(__file__).resolve().parents[2] / "kgviz" / "offline"
-# what a text heuristic may need: text utilities, types, prompts' answer constants, the embedder
-# protocol, answer normalisation and the claim model
-ALLOWED = ("kgviz.offline", "kgviz.text", "kgviz.types", "kgviz.errors", "kgviz.prompts.answer",
+# what a text heuristic may need: text utilities, types, the typed task values it returns (a leaf
+# module), prompts' answer constants, the embedder protocol, answer normalisation and the claim model
+ALLOWED = ("kgviz.offline", "kgviz.text", "kgviz.types", "kgviz.task_results", "kgviz.errors", "kgviz.prompts.answer",
            "kgviz.providers.base", "kgviz.verify.metrics", "kgviz.verify.claims", "kgviz.index.triples")
 
 

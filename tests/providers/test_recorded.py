@@ -9,6 +9,7 @@ import pytest
 
 from kgviz.config import Settings
 from kgviz.errors import ConfigError, RecordingMissError
+from kgviz.providers.base import LLMBase
 from kgviz.providers.cache import cache_key
 from kgviz.providers.factory import make_llm, parse_llm_spec
 from kgviz.providers.recorded import (
@@ -22,18 +23,17 @@ from kgviz.providers.recorded import (
 from kgviz.types import Completion, Message, Usage
 
 
-class Scripted:
+class Scripted(LLMBase):
     """A live-model stand-in: numbered replies, every request kept."""
 
     provider = "openai-compatible"
-    is_offline = False
 
     def __init__(self, model: str = "tiny", base_url: str = "http://127.0.0.1:9/v1") -> None:
         self.model, self.base_url = model, base_url
         self.requests: list[tuple[str | None, str]] = []
 
-    def complete(self, messages: Sequence[Message], *, system: str | None = None, max_tokens: int = 1024,
-                 json_schema: dict[str, Any] | None = None) -> Completion:
+    def _complete(self, messages: Sequence[Message], system: str | None, max_tokens: int,
+                  json_schema: dict[str, Any] | None) -> Completion:
         self.requests.append((system, messages[-1].content))
         n = len(self.requests)
         return Completion(f"reply {n} from {self.model}", Usage(input_tokens=10 * n, output_tokens=n, calls=1,

@@ -1,15 +1,13 @@
 """Test doubles for the index tests: a scripted LLM (is_offline False) and a tiny corpus."""
 from __future__ import annotations
 
-import threading
-import time
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from kgviz.errors import ProviderError
 from kgviz.offline.extract import extract_offline
 from kgviz.ingest import document_from_text
-from kgviz.text import count_tokens
-from kgviz.types import Completion, Document, Message, Usage
+from kgviz.providers import scripted
+from kgviz.types import Document
 
 STORIES = {
     "Orrin Bridge": (
@@ -44,39 +42,13 @@ def offline_reply(text: str) -> str:
     return "\n".join(t.render() for t in extract_offline(text).triples)
 
 
-class ScriptedLLM:
+class ScriptedLLM(scripted.ScriptedLLM):
     """Answers extraction prompts with ``script(chunk_text)`` (default: the offline extractor's
     triples, so the LLM path yields real graphs). A script may raise ProviderError."""
 
-    provider = "fake"
-    model = "scripted-1"
-
     def __init__(self, script: Callable[[str], str] | None = None, delay_s: float = 0.0) -> None:
-        self.script = script or offline_reply
-        self.delay_s = delay_s
-        self.calls = 0
-        self._lock = threading.Lock()
-
-    @property
-    def is_offline(self) -> bool:
-        return False
-
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        system: str | None = None,
-        max_tokens: int = 1024,
-        json_schema: dict[str, Any] | None = None,
-    ) -> Completion:
-        with self._lock:
-            self.calls += 1
-        if self.delay_s:
-            time.sleep(self.delay_s)
-        prompt = messages[-1].content
-        text = self.script(chunk_text_of(prompt))
-        usage = Usage(input_tokens=count_tokens(prompt), output_tokens=count_tokens(text), calls=1)
-        return Completion(text=text, usage=usage, model=self.model, provider=self.provider)
+        by_chunk = script or offline_reply
+        super().__init__(lambda prompt: by_chunk(chunk_text_of(prompt)), delay_s=delay_s)
 
 
 def failing_for(marker: str, inner: Callable[[str], str] = offline_reply) -> Callable[[str], str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from kgviz.reasoning import get_task
+from kgviz.task_results import KgRagChoice
 from kgviz.tasks.kg_rag import parse_decision, parse_plan, reason_says_insufficient
 
 Q = {"question": "When was the director of Titanic born?", "max_hops": 5}
@@ -16,24 +17,24 @@ Q = {"question": "When was the director of Titanic born?", "max_hops": 5}
 ])
 def test_plan_labels_on_one_line_or_bold_are_read(raw: str) -> None:
     plan = parse_plan(raw, Q)
-    assert plan["entities"] == ["Titanic", "James Cameron"]
-    assert plan["relations"] == ["directed", "born in"]
-    assert plan["hops"] == 2 and plan["notes"] == []
+    assert plan.entities == ("Titanic", "James Cameron")
+    assert plan.relations == ("directed", "born in")
+    assert plan.hops == 2 and plan.notes == ()
 
 
 def test_a_reply_with_no_plan_is_not_worth_caching() -> None:
     task = get_task("kgrag_plan")
     guessed = parse_plan("I am not sure.", Q)
-    assert len(guessed["notes"]) == 3 and task.usable is not None and task.usable(guessed)
+    assert len(guessed.notes) == 3 and task.usable is not None and task.usable(guessed)
     assert task.usable(parse_plan("ENTITIES: Titanic\nRELATIONS: directed\nHOPS: 2", Q)) == ""
 
 
 def test_stop_with_a_reason_saying_insufficient_is_overruled() -> None:
     d = parse_decision("DECISION: STOP\nREASON: The facts are insufficient: they do not mention his birth.", Q)
-    assert d["decision"] == "continue" and d["overruled"] == "stop"
-    assert "STOP overruled to CONTINUE" in d["reason"] and "do not mention" in d["reason"]
+    assert d.decision == "continue" and d.overruled == "stop"
+    assert "STOP overruled to CONTINUE" in d.reason and "do not mention" in d.reason
     # reason first, as the prompt now asks
-    assert parse_decision("REASON: his birth year is not stated\nDECISION: STOP", Q)["decision"] == "continue"
+    assert parse_decision("REASON: his birth year is not stated\nDECISION: STOP", Q).decision == "continue"
 
 
 @pytest.mark.parametrize("raw", [
@@ -42,12 +43,12 @@ def test_stop_with_a_reason_saying_insufficient_is_overruled() -> None:
 ])
 def test_stop_with_a_sufficient_reason_stands(raw: str) -> None:
     d = parse_decision(raw, Q)
-    assert d["decision"] == "stop" and "overruled" not in d
+    assert d.decision == "stop" and d.overruled == ""
 
 
 def test_continue_and_backtrack_are_never_overruled() -> None:
-    assert parse_decision("DECISION: CONTINUE\nREASON: the year is missing", Q)["decision"] == "continue"
-    assert parse_decision("DECISION: BACKTRACK\nREASON: irrelevant, no information", Q)["decision"] == "backtrack"
+    assert parse_decision("DECISION: CONTINUE\nREASON: the year is missing", Q).decision == "continue"
+    assert parse_decision("DECISION: BACKTRACK\nREASON: irrelevant, no information", Q).decision == "backtrack"
 
 
 @pytest.mark.parametrize("reason,insufficient", [
@@ -65,8 +66,10 @@ def test_insufficiency_rule(reason: str, insufficient: bool) -> None:
 def test_choice_and_decision_usability() -> None:
     choose, evaluate = get_task("kgrag_choose"), get_task("kgrag_evaluate")
     assert choose.usable is not None and evaluate.usable is not None
-    assert choose.usable({"chosen": [], "said_none": False, "from_choice_line": False})
-    assert choose.usable({"chosen": ["tri:1"], "said_none": False, "from_choice_line": False}) == ""
+    assert choose.usable(KgRagChoice(()))
+    assert choose.usable(KgRagChoice((), said_none=True)) == ""
+    assert choose.usable(KgRagChoice((), from_choice_line=True)) == ""
+    assert choose.usable(KgRagChoice(("tri:1",))) == ""
     assert evaluate.usable(parse_decision("maybe stop, maybe continue", Q))
     assert evaluate.usable(parse_decision("DECISION: STOP\nREASON: enough", Q)) == ""
 
@@ -94,10 +97,10 @@ def test_think_blocks_are_not_read_as_answers() -> None:
 
     cands = [{"n": 1, "id": "tri:a"}, {"n": 2, "id": "tri:b"}]
     got = parse_choice("<think>1 looks off, maybe 2? CHOICE: 1</think>\n2", {"candidates": cands, "width": 1})
-    assert got["chosen"] == ["tri:b"]
-    assert parse_decision("<think>DECISION: STOP</think>\nREASON: on track\nDECISION: CONTINUE", Q)["decision"] == "continue"
+    assert got.chosen == ("tri:b",)
+    assert parse_decision("<think>DECISION: STOP</think>\nREASON: on track\nDECISION: CONTINUE", Q).decision == "continue"
     plan = parse_plan("<think>ENTITIES: nonsense</think>\nENTITIES: Titanic\nRELATIONS: directed\nHOPS: 2", Q)
-    assert plan["entities"] == ["Titanic"]
+    assert plan.entities == ("Titanic",)
 
 
 def test_judge_json_after_a_think_block() -> None:

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import pytest
 
 from kgviz.methods.base import ContextItem, RetrievedContext
-from kgviz.providers.base import LLM
+from kgviz.providers.base import LLM, LLMBase
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner
@@ -93,7 +93,7 @@ def test_verdict_dict_for_the_cli(offline: Reasoner) -> None:
 
 
 # --- an LLM judge through the Reasoner ---------------------------------------------------------
-class ScriptedLLM:
+class ScriptedLLM(LLMBase):
     """Implements kgviz.providers.base.LLM; replies from a script, records what it was asked."""
 
     provider = "scripted"
@@ -103,12 +103,8 @@ class ScriptedLLM:
         self.replies = list(replies)
         self.calls: list[dict[str, Any]] = []
 
-    @property
-    def is_offline(self) -> bool:
-        return False
-
-    def complete(self, messages: Sequence[Message], *, system: str | None = None, max_tokens: int = 1024,
-                 json_schema: dict[str, Any] | None = None) -> Completion:
+    def _complete(self, messages: Sequence[Message], system: str | None, max_tokens: int,
+                  json_schema: dict[str, Any] | None) -> Completion:
         self.calls.append({"prompt": messages[-1].content, "system": system, "schema": json_schema})
         return Completion(self.replies.pop(0), Usage(input_tokens=100, output_tokens=20, calls=1), self.model,
                           self.provider)
@@ -169,7 +165,7 @@ def test_malformed_split_reply_judges_the_whole_answer_visibly() -> None:
 
 
 # --- issue 15: the judge's label must agree with its own reason and evidence ---------------------
-class _JudgeSays:
+class _JudgeSays(LLMBase):
     """A judge LLM that always replies with one JSON verdict."""
 
     provider, model = "fake", "judge-1.5b"
@@ -177,12 +173,8 @@ class _JudgeSays:
     def __init__(self, verdict: dict[str, Any]) -> None:
         self.reply = json.dumps(verdict)
 
-    @property
-    def is_offline(self) -> bool:
-        return False
-
-    def complete(self, messages: Sequence[Message], *, system: str | None = None, max_tokens: int = 1024,
-                 json_schema: dict[str, Any] | None = None) -> Completion:
+    def _complete(self, messages: Sequence[Message], system: str | None, max_tokens: int,
+                  json_schema: dict[str, Any] | None) -> Completion:
         return Completion(self.reply, Usage(input_tokens=10, output_tokens=5, calls=1), self.model, self.provider)
 
 
