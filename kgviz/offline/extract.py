@@ -46,6 +46,7 @@ from kgviz.offline.lexicon import (
     participle_to_active,
 )
 from kgviz.offline.mentions import Context, Span, as_mention, find_mentions
+from kgviz.offline.sentence_facts import is_noise, sentence_facts, title_mention
 from kgviz.index.triples import ExtractedTriple, ExtractionOutput, Mention, Term, render_triples
 from kgviz.text import split_sentences
 
@@ -83,18 +84,31 @@ _MAX_SPEECH_DEPTH = 2
 _PERSON_RELATION = re.compile(r"\b(?:born|died|married|studied|graduated|retired)\b")
 
 
-def extract_offline(text: str, max_triples: int | None = None) -> ExtractionOutput:
-    """Triples from one chunk of plain English; see the module docstring for the rules."""
+def extract_offline(text: str, max_triples: int | None = None, title: str = "") -> ExtractionOutput:
+    """Triples from one chunk of plain English; see the module docstring for the rules.
+    ``title`` is the passage's title ("" for none): sentence facts hang the passage on it."""
     ctx = Context()
     triples: list[ExtractedTriple] = []
+    fallback: list[ExtractedTriple] = []
     seen: set[str] = set()
+    anchor = title_mention(title)
+    linked: set[str] = set()
     for sent in split_sentences(text):
-        for t in _sentence(sent, ctx, 0):
+        spans = find_mentions(sent.rstrip(".!?;: "), ctx)  # before the patterns move the subject
+        before = ctx.last_subject
+        pattern = [t for t in _sentence(sent, ctx, 0) if not any(is_noise(m.text) for m in t.mentions())]
+        for t in pattern:
             key = t.render().lower()
             if key not in seen:
                 seen.add(key)
                 triples.append(replace(t, sentence=sent))
-    triples = _type_people(triples)
+        for t in sentence_facts(sent, spans, pattern, before, ctx, anchor, linked):
+            key = t.render().lower()
+            if key not in seen:
+                seen.add(key)
+                fallback.append(t)
+    # pattern facts first: a max_triples cut drops sentence facts before stated relations
+    triples = _type_people(triples + fallback)
     warnings: list[str] = []
     if max_triples is not None and len(triples) > max_triples:
         warnings.append(f"kept the first {max_triples} of {len(triples)} triples")

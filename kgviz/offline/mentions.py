@@ -109,8 +109,8 @@ def _names(s: str) -> list[Span]:
             if _is_cap(nxt):
                 j += 1
             elif j + 2 < len(tokens) and _adjacent(s, tokens[j + 1], tokens[j + 2]) and _is_cap(tokens[j + 2][2]) and (
-                nxt.lower() in NAME_CONNECTORS or nxt == "of" and tokens[j][2].lower() in HEAD_NOUNS
-            ):
+                nxt.lower() in NAME_CONNECTORS or nxt == "of" and (tokens[j][2].lower() in HEAD_NOUNS or j == i)
+            ):  # "of" joins after a head noun, or after one word: "Journal of Physics", "John of Gaunt"
                 j += 2
             else:
                 break
