@@ -36,7 +36,9 @@ from kgviz.providers.offline import OfflineLLM  # noqa: E402
 from kgviz.reasoning import Reasoner  # noqa: E402
 from kgviz.verify.metrics import normalize_answer  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data"
+# ../shared/data beside the checkout, or beside the folder of worktrees
+DATA = next((p for p in (ROOT.parent / "shared" / "data", ROOT.parent.parent / "shared" / "data") if p.is_dir()),
+            ROOT.parent / "shared" / "data")
 DEFAULT_SETS = ("hotpotqa", "2wikimultihopqa", "musique_hipporag_train")
 
 
