@@ -16,7 +16,8 @@ Stages (``STAGES``), each reported through ``progress(ProgressEvent)``:
 * write     – bulk loads of nodes then edges (kgviz.index.graph_write);
 * doc_layer – KG-Retriever SIMILAR_DOC top-K edges (kgviz.index.doc_layer);
 * ket       – KET-RAG only: KNN edges, Chunk.pagerank/core, sub-chunks and keywords;
-* index     – HNSW vector indexes (Document, Chunk, Entity, Triple) and BM25 over chunks.
+* index     – HNSW vector indexes (Document, Chunk, Entity, Triple) for tables large enough that
+              vector search uses them (kgviz.graph.search.EXACT_MAX_ROWS), and BM25 over chunks.
 
 Vectors are computed before their rows are inserted because Kùzu cannot SET a column that a
 vector index uses (and dropping the index does not help in 0.11.3: the SET still fails, and it
@@ -45,6 +46,7 @@ import numpy as np
 
 from kgviz.errors import BuildCancelled, EmbedderMismatchError
 from kgviz.graph import writes
+from kgviz.graph.search import EXACT_MAX_ROWS
 from kgviz.graph.store import GraphStore
 from kgviz.index import graph_write as gw
 from kgviz.index.assemble import Assembled, assemble, finalise
@@ -199,9 +201,18 @@ def _build(
         ket.write_stage()
 
     with run.stage("index"):
+        sizes = store.counts()
         for i, table in enumerate(VECTOR_TABLES):
-            store.ensure_vector_index(table)
-            run.emit("index", i + 1, len(VECTOR_TABLES) + 1, f"vector index on {table}")
+            # vector_search ranks tables of up to EXACT_MAX_ROWS rows exactly (repeatable traces)
+            # and never reads their HNSW index, so building one is pure cost (issue 12: with
+            # sentence facts it was most of the HotpotQA build); a later build that grows the
+            # table past the bound creates it, and an existing index keeps following inserts
+            if sizes.get(table, 0) > EXACT_MAX_ROWS or store.has_vector_index(table):
+                store.ensure_vector_index(table)
+                note = f"vector index on {table}"
+            else:
+                note = f"{table}: {sizes.get(table, 0)} rows, searched exactly (no HNSW index below {EXACT_MAX_ROWS})"
+            run.emit("index", i + 1, len(VECTOR_TABLES) + 1, note)
         store.ensure_fts_index("Chunk")
         run.emit("index", len(VECTOR_TABLES) + 1, len(VECTOR_TABLES) + 1, "full-text index on Chunk")
 

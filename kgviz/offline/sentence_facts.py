@@ -82,6 +82,7 @@ def sentence_facts(
     already tied to the title (updated here)."""
     mentions = [(sp, as_mention(sp, ctx)) for sp in spans]
     mentions = [(sp, m) for sp, m in mentions if not (sp.kind == "pron" and m.text == sp.text) and not is_noise(m.text)]
+    mentions += compounds(sentence.rstrip(".!?;: "), spans)
     topic = _topic(mentions, pattern, ctx_subject, title)
     if topic is None:
         return []
@@ -103,6 +104,32 @@ def sentence_facts(
     if anchor is not None and topic_key != normalise_key(anchor.text) and topic_key not in linked_topics:
         linked_topics.add(topic_key)
         out.append(ExtractedTriple(anchor, PASSAGE_RELATION, topic, sentence=sentence, kind=SENTENCE_KIND))
+    return out
+
+
+_LIST_BEFORE = re.compile(r"(?:,|\band|\bor)\s*$")
+# what may follow the second name: the end, punctuation, or a lowercase word (also after
+# "and"/"or": "Hastings, Minnesota and graduated"), never "and Kell" (a list goes on)
+_COMPOUND_END = re.compile(r"^(?:\s*$|\s*[.;:)\]]|,?\s+(?:and|or)\s+[a-z]|,?\s+(?!(?:and|or)\b)[a-z(\d])")
+_PREP_BEFORE = re.compile(r"\b(?:in|at|from|near|of|to)\s+$")  # "born in Columbiana, Alabama, Bentley ..."
+
+
+def compounds(s: str, spans: list[Span]) -> list[tuple[Span, Mention]]:
+    """"Montreal, Quebec" / "Albert I, Duke of Bavaria": two names joined by a comma, the second
+    closing the phrase (end, punctuation, a lowercase word; after a preposition also a comma), the
+    first not inside a list ("Aldport, Dunmore and Kell" is three places). The parts stay
+    mentions too."""
+    out: list[tuple[Span, Mention]] = []
+    for a, b in zip(spans, spans[1:]):
+        if a.kind != "name" or b.kind != "name" or a.possessive or b.possessive or s[a.end : b.start] != ", ":
+            continue
+        after = s[b.end :]
+        if _LIST_BEFORE.search(s[: a.start]) or not (
+            _COMPOUND_END.match(after) or (_PREP_BEFORE.search(s[: a.start]) and after.startswith(", "))
+        ):
+            continue
+        text = s[a.start : b.end]
+        out.append((Span(a.start, b.end, text, "name", a.type or b.type), Mention(text, a.type or b.type)))
     return out
 
 

@@ -20,7 +20,7 @@ def _mentions(triples: list[ExtractedTriple]) -> set[str]:
 def test_every_name_number_and_date_of_a_sentence_is_reachable() -> None:
     out = extract_offline(TEXT)
     got = _mentions(out.triples)
-    for want in ("Orla Venn", "3 March 1931", "Aldport", "Dunmore", "Kell Harbour", "40 years", "212",
+    for want in ("Orla Venn", "3 March 1931", "Aldport", "Dunmore", "Kell Harbour", "40 years", "212 paintings",
                  "Veyn Museum of Art", "1977"):
         assert want in got, want
     # the pattern extractor alone reads none of the parenthesised date, the list or the numbers
@@ -80,3 +80,17 @@ def test_extraction_is_deterministic() -> None:
     b = extract_offline(TEXT, title="Orla Venn")
     assert [(t.render(), t.kind, t.sentence) for t in a.triples] == [(t.render(), t.kind, t.sentence) for t in b.triples]
     assert a.raw == b.raw
+
+
+def test_place_compounds_counted_nouns_and_dates_inside_name_runs_are_mentions() -> None:
+    text = ("Orla Venn was born in Dunmore, Veyn and died in Aldport. Aldport, Dunmore and Kell Harbour are towns. "
+            "Single by Orla Venn Recorded August 16, 1967 Label Tesk. She opened 35 stores on June 6 for the 12th time.")
+    got = _mentions(extract_offline(text).triples)
+    assert {"Dunmore, Veyn", "August 16, 1967", "35 stores", "June 6", "12th"} <= got
+    # a list is not a compound, and a date is not swallowed by the capitalised words before it
+    assert not {"Aldport, Dunmore", "Dunmore, Kell Harbour", "Recorded August"} & got
+
+
+def test_sentence_adverbs_are_no_topic() -> None:
+    out = extract_offline("Similarly, the Orrin Bridge crossed the Vell near Dunmore.")
+    assert "Similarly" not in _mentions(out.triples)
