@@ -50,10 +50,11 @@ def entity(store: GraphStore, entity_id: str) -> Row | None:
 
 def triples_of_entity(store: GraphStore, entity_id: str, limit: int) -> list[Row]:
     """Triples with the entity as subject or object, by (chunk_id, id): id, subject, relation,
-    object, sentence, chunk_id, doc_id, origin."""
+    object, sentence, chunk_id, doc_id, origin, kind (relation | sentence; None before schema v2)."""
     return store.query("MATCH (t:Triple) WHERE t.subject_id = $id OR t.object_id = $id "
                        "RETURN t.id AS id, t.subject AS subject, t.relation AS relation, t.object AS object, "
-                       "t.sentence AS sentence, t.chunk_id AS chunk_id, t.doc_id AS doc_id, t.origin AS origin "
+                       "t.sentence AS sentence, t.chunk_id AS chunk_id, t.doc_id AS doc_id, t.origin AS origin, "
+                       "t.kind AS kind "
                        "ORDER BY t.chunk_id, t.id LIMIT $k", {"id": entity_id, "k": int(limit)})
 
 

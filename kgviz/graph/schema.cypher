@@ -24,10 +24,12 @@ CREATE NODE TABLE IF NOT EXISTS Entity(
     aliases STRING, n_mentions INT64, emb FLOAT[__DIM__]);
 
 // A triple is a node so that it can be the subject or object of another triple (hypernode).
+// One fact, one node: chunk_id/doc_id/sentence are its first provenance; FROM_CHUNK has them all.
+// kind: 'relation' (stated: LLM or offline pattern) or 'sentence' (offline co-occurrence fallback).
 CREATE NODE TABLE IF NOT EXISTS Triple(
     id STRING PRIMARY KEY, subject STRING, relation STRING, object STRING,
     subject_id STRING, object_id STRING, text STRING, chunk_id STRING, doc_id STRING,
-    sentence STRING, origin STRING, emb FLOAT[__DIM__]);
+    sentence STRING, origin STRING, kind STRING, emb FLOAT[__DIM__]);
 
 CREATE NODE TABLE IF NOT EXISTS Keyword(
     id STRING PRIMARY KEY, word STRING, description STRING, emb FLOAT[__DIM__]);
@@ -43,7 +45,8 @@ CREATE REL TABLE IF NOT EXISTS MENTIONS(FROM Chunk TO Entity);
 // Multi-pair rel tables: COPY into them needs explicit from/to tables (the store passes them).
 CREATE REL TABLE IF NOT EXISTS SUBJ(FROM Triple TO Entity, FROM Triple TO Triple);
 CREATE REL TABLE IF NOT EXISTS OBJ(FROM Triple TO Entity, FROM Triple TO Triple);
-CREATE REL TABLE IF NOT EXISTS FROM_CHUNK(FROM Triple TO Chunk);
+// sentence: the sentence of that chunk the fact was read from (its evidence there).
+CREATE REL TABLE IF NOT EXISTS FROM_CHUNK(FROM Triple TO Chunk, sentence STRING);
 CREATE REL TABLE IF NOT EXISTS RELATED(
     FROM Entity TO Entity, relation STRING, triple_id STRING, origin STRING);
 CREATE REL TABLE IF NOT EXISTS SIMILAR_DOC(FROM Document TO Document, weight DOUBLE);

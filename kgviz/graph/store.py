@@ -55,7 +55,7 @@ from kgviz.graph.arrow import Rows, build_table, column_sources, is_float_type, 
 from kgviz.graph import search
 from kgviz.graph.batching import PK_LOOKUP_MAX, id_list_statements
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: Triple.kind, FROM_CHUNK.sentence; triple ids no longer per document (issue 12)
 DB_FILENAME = "graph.kuzu"
 REQUIRED_EXTENSIONS = ("vector", "fts", "algo")
 _DIM_TOKEN = "__DIM__"

@@ -28,16 +28,40 @@ def chunk_ids_of_documents(store: GraphStore, doc_ids: Sequence[str]) -> list[st
 
 
 def triple_ids_of_documents(store: GraphStore, doc_ids: Sequence[str]) -> list[str]:
+    """Triples whose first provenance is one of the documents."""
     return [r["id"] for r in rows_by_ids(store, "(t:Triple)", "t.doc_id", "t.id AS id", doc_ids)]
 
 
+def triple_provenance(store: GraphStore, triple_ids: Sequence[str]) -> list[Row]:
+    """Every FROM_CHUNK edge of the triples: id (triple), chunk, doc, sentence."""
+    return rows_by_ids(store, "(t:Triple)-[f:FROM_CHUNK]->(c:Chunk)", "t.id",
+                       "t.id AS id, c.id AS chunk, c.doc_id AS doc, f.sentence AS sentence", triple_ids)
+
+
 def delete_documents(store: GraphStore, doc_ids: Sequence[str]) -> None:
-    """Delete the documents with their chunks, sub-chunks, triples and the RELATED edges of those
-    triples (entities stay: see ``delete_orphan_corpus_entities``)."""
+    """Delete the documents with their chunks and sub-chunks, and the facts only they stated
+    (with their RELATED edges). A fact another document also states stays, with that document's
+    provenance; when its first provenance (Triple.chunk_id/doc_id/sentence) was a deleted chunk,
+    the first remaining FROM_CHUNK edge (by chunk id) takes its place. Entities stay: see
+    ``delete_orphan_corpus_entities``."""
+    gone_docs = set(doc_ids)
     chunk_ids = chunk_ids_of_documents(store, doc_ids)
-    triple_ids = triple_ids_of_documents(store, doc_ids)
-    _delete_by_ids(store, "(:Entity)-[r:RELATED]->(:Entity)", "r.triple_id", "DELETE r", triple_ids)
-    _delete_by_ids(store, "(t:Triple)", "t.doc_id", "DETACH DELETE t", doc_ids)
+    touched = set(triple_ids_of_documents(store, doc_ids))
+    touched |= {r["id"] for r in rows_by_ids(store, "(t:Triple)-[:FROM_CHUNK]->(c:Chunk)", "c.id", "t.id AS id",
+                                             chunk_ids)}
+    remaining: dict[str, Row] = {}
+    for r in sorted(triple_provenance(store, sorted(touched)), key=lambda r: (r["id"], r["chunk"])):
+        if r["doc"] not in gone_docs:
+            remaining.setdefault(r["id"], r)
+    doomed = sorted(touched - set(remaining))
+    moved = [{"id": r["id"], "chunk": r["chunk"], "doc": r["doc"], "sentence": r["sentence"] or ""}
+             for r in remaining.values()]
+    _delete_by_ids(store, "(:Entity)-[r:RELATED]->(:Entity)", "r.triple_id", "DELETE r", doomed)
+    _delete_by_ids(store, "(t:Triple)", "t.id", "DETACH DELETE t", doomed)
+    for batch in batches(moved, UPDATE_BATCH):
+        store.execute("UNWIND $rows AS r MATCH (t:Triple {id: r.id}) WHERE t.doc_id IN $docs "
+                      "SET t.chunk_id = r.chunk, t.doc_id = r.doc, t.sentence = r.sentence",
+                      {"rows": batch, "docs": sorted(gone_docs)})
     _delete_by_ids(store, "(s:SubChunk)", "s.chunk_id", "DETACH DELETE s", chunk_ids)
     _delete_by_ids(store, "(c:Chunk)", "c.doc_id", "DETACH DELETE c", doc_ids)
     _delete_by_ids(store, "(d:Document)", "d.id", "DETACH DELETE d", doc_ids)

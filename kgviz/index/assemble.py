@@ -2,10 +2,16 @@
 
 One call handles a batch of documents. Per document: entity keys and alias rules
 (``kgviz.index.resolve``), then every triple and nested triple becomes a Triple row whose id
-hashes (document, subject id, relation, object id). Identical facts inside one document are one
-node (chunk overlap repeats sentences), with a FROM_CHUNK edge to every chunk that stated it; the
-same fact in two documents is two nodes, because KG-Retriever keeps a KG per document (§3.2.1)
-and provenance stays exact. Entities are shared across documents (rule 1 of resolve.py).
+hashes (subject id, relation, object id, and the kind when it is not a stated relation).
+
+One fact, one node: identical facts are one Triple wherever they were stated (chunk overlap, two
+chunks, two documents, two builds: the id does not depend on where the fact came from), with a
+FROM_CHUNK edge to every chunk that stated it, carrying the sentence it was read from. Before
+issue 12 the document was part of the id, so a fact stated by four passages was four nodes and
+kg-rag walked it twice / KET's skeleton channel listed it four times. The Triple row keeps the
+first provenance seen (chunk_id, doc_id, sentence) for readers that show one; KG-Retriever's
+per-document KG (§3.2.1) reads a document's facts through FROM_CHUNK, so a shared fact belongs to
+every document that states it. Entities are shared across documents (rule 1 of resolve.py).
 """
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from kgviz.index.resolve import EntityAgg, best_sentence, document_aliases, entity_id, normalise_key
-from kgviz.index.triples import ExtractedTriple, ExtractionOutput, Mention
+from kgviz.index.triples import RELATION_KIND, ExtractedTriple, ExtractionOutput, Mention
 from kgviz.text import split_sentences
 from kgviz.types import Chunk
 
@@ -33,6 +39,7 @@ class TripleRow:
     chunk_id: str
     doc_id: str
     sentence: str
+    kind: str = RELATION_KIND
     subject: str = ""  # filled by finalise() once entity names are known
     object: str = ""
     text: str = ""
@@ -42,27 +49,42 @@ class TripleRow:
             "id": self.id, "subject": self.subject, "relation": self.relation, "object": self.object,
             "subject_id": self.subject_id, "object_id": self.object_id, "text": self.text,
             "chunk_id": self.chunk_id, "doc_id": self.doc_id, "sentence": self.sentence, "origin": CORPUS,
+            "kind": self.kind,
         }
+
+    def embed_text(self) -> str:
+        """What the Triple's vector is computed from: the fact's text, and for a sentence fact
+        (whose relation only says "same sentence") its evidence sentence too, so a question
+        finds the fact by what the sentence says."""
+        return self.text if self.kind == RELATION_KIND or not self.sentence else f"{self.text}: {self.sentence}"
 
 
 @dataclass
 class Assembled:
     triples: dict[str, TripleRow] = field(default_factory=dict)
-    from_chunk: dict[tuple[str, str], None] = field(default_factory=dict)  # ordered set
+    from_chunk: dict[tuple[str, str], str] = field(default_factory=dict)  # (triple, chunk) -> sentence
     mentions: dict[tuple[str, str], None] = field(default_factory=dict)
     entities: dict[str, EntityAgg] = field(default_factory=dict)
     n_dropped: int = 0  # triples whose subject or object normalised to nothing, or self-loops
+    # facts an earlier build already wrote: they get this batch's FROM_CHUNK edges, nothing else
+    stored: set[str] = field(default_factory=set)
+
+    def _new(self) -> list[TripleRow]:
+        return [t for t in self.triples.values() if t.id not in self.stored]
+
+    def from_chunk_rows(self) -> list[dict[str, str]]:
+        return [{"from": t, "to": c, "sentence": s} for (t, c), s in self.from_chunk.items()]
 
     def subj_rows(self, to_triple: bool) -> list[dict[str, str]]:
-        return [{"from": t.id, "to": t.subject_id} for t in self.triples.values() if t.subject_is_triple == to_triple]
+        return [{"from": t.id, "to": t.subject_id} for t in self._new() if t.subject_is_triple == to_triple]
 
     def obj_rows(self, to_triple: bool) -> list[dict[str, str]]:
-        return [{"from": t.id, "to": t.object_id} for t in self.triples.values() if t.object_is_triple == to_triple]
+        return [{"from": t.id, "to": t.object_id} for t in self._new() if t.object_is_triple == to_triple]
 
     def related_rows(self) -> list[dict[str, str]]:
         return [
             {"from": t.subject_id, "to": t.object_id, "relation": t.relation, "triple_id": t.id, "origin": CORPUS}
-            for t in self.triples.values()
+            for t in self._new()
             if not t.subject_is_triple and not t.object_is_triple
         ]
 
@@ -155,15 +177,24 @@ def _register(rt: _RT, acc: Assembled, doc_id: str, chunk_id: str, sentence: str
             acc.mentions[(chunk_id, eid)] = None
             ids.append(eid)
     relation = " ".join(rt.triple.relation.split())
-    digest = hashlib.sha1(f"{doc_id}|{ids[0]}|{relation.lower()}|{ids[1]}".encode("utf-8")).hexdigest()
-    tid = f"tri:{digest[:16]}"
+    tid = triple_id(ids[0], relation, ids[1], rt.triple.kind)
     if tid not in acc.triples:
         acc.triples[tid] = TripleRow(
             tid, relation, ids[0], ids[1], rt.subject[0] == "triple", rt.object[0] == "triple",
-            chunk_id, doc_id, sentence,
+            chunk_id, doc_id, sentence, rt.triple.kind,
         )
-    acc.from_chunk[(tid, chunk_id)] = None
+    acc.from_chunk.setdefault((tid, chunk_id), sentence)
     return tid
+
+
+def triple_id(subject_id: str, relation: str, object_id: str, kind: str = RELATION_KIND) -> str:
+    """The id of a fact: the same (subject, relation, object) is one Triple wherever it was read
+    (relation compared case- and space-insensitively). A kind other than a stated relation is
+    part of the fact, so a sentence fact never merges into a stated one."""
+    rel = " ".join(relation.split()).lower()
+    extra = "" if kind == RELATION_KIND else f"|{kind}"
+    digest = hashlib.sha1(f"{subject_id}|{rel}|{object_id}{extra}".encode("utf-8")).hexdigest()
+    return f"tri:{digest[:16]}"
 
 
 def finalise(acc: Assembled, names: dict[str, str]) -> None:

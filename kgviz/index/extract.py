@@ -92,10 +92,10 @@ def _failed_row(row: dict[str, object]) -> bool:
     return row.get("mode") != OFFLINE_MODE and not str(row.get("raw") or "").strip()
 
 
-def rederive(chunk: Chunk, row: dict[str, object], max_triples: int) -> ExtractionOutput:
+def rederive(chunk: Chunk, row: dict[str, object], max_triples: int, title: str = "") -> ExtractionOutput:
     """Triples of an already-extracted chunk, without calling any model."""
     if row.get("mode") == OFFLINE_MODE:
-        return extract_offline(chunk.text, max_triples)
+        return extract_offline(chunk.text, max_triples, title)
     return parse_triples(str(row.get("raw") or ""), max_triples)
 
 
@@ -106,8 +106,12 @@ def run_extraction(
     params: BuildParams,
     progress: Callable[[int, int, str, Usage], None],
     cancel: threading.Event | None,
+    titles: dict[str, str] | None = None,
 ) -> ExtractResult:
+    """``titles`` ({doc id: title}) reach the offline extractor, whose sentence facts hang a
+    passage on its title; an LLM's prompt does not use them."""
     res = ExtractResult()
+    titles = titles or {}
     stored = stored_extractions(store, [c.id for c in chunks])
     retry = [cid for cid, r in stored.items() if params.retry_failed and _failed_row(r)]
     writes.delete_extractions(store, retry)
@@ -121,19 +125,19 @@ def run_extraction(
         if _failed_row(row):
             res.failures.append((c.id, str(row.get("error") or "failed"), str(row.get("raw") or "")[:RAW_EXCERPT_CHARS]))
             continue
-        out = rederive(c, row, params.max_triples_per_chunk)
+        out = rederive(c, row, params.max_triples_per_chunk, titles.get(c.doc_id, ""))
         res.outputs[c.id] = out
         res.n_malformed += out.n_malformed
     total = len(chunks)
     progress(res.reused, total, f"{res.reused} chunks already extracted", res.usage)
     if todo:
-        _run_pool(store, reasoner, todo, params, res, total, progress, cancel)
+        _run_pool(store, reasoner, todo, params, res, total, progress, cancel, titles)
     return res
 
 
-def _extract_one(reasoner: Reasoner, chunk: Chunk, max_triples: int) -> _Run:
+def _extract_one(reasoner: Reasoner, chunk: Chunk, max_triples: int, title: str = "") -> _Run:
     try:
-        result = reasoner.run(EXTRACT_TRIPLES_TASK_NAME, text=chunk.text, max_triples=max_triples)
+        result = reasoner.run(EXTRACT_TRIPLES_TASK_NAME, text=chunk.text, max_triples=max_triples, title=title)
     except _FATAL:
         raise
     except LLMOutputError as exc:
@@ -156,6 +160,7 @@ def _run_pool(
     total: int,
     progress: Callable[[int, int, str, Usage], None],
     cancel: threading.Event | None,
+    titles: dict[str, str],
 ) -> None:
     buffer: list[dict[str, object]] = []
     done = res.reused
@@ -175,7 +180,8 @@ def _run_pool(
             while todo or in_flight:
                 while not stop and todo and len(in_flight) < window:
                     c = todo.popleft()
-                    in_flight[pool.submit(_extract_one, reasoner, c, params.max_triples_per_chunk)] = c
+                    in_flight[pool.submit(_extract_one, reasoner, c, params.max_triples_per_chunk,
+                                            titles.get(c.doc_id, ""))] = c
                 if not in_flight:
                     break
                 finished, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)

@@ -88,9 +88,7 @@ def write_nodes_and_edges(
     n["Entity"] = store.bulk_load_nodes("Entity", new_entities)
     n["Triple"] = store.bulk_load_nodes("Triple", triples)
     n["HAS_CHUNK"] = store.bulk_load_rels("HAS_CHUNK", has_chunk, from_table="Document", to_table="Chunk")
-    n["FROM_CHUNK"] = store.bulk_load_rels(
-        "FROM_CHUNK", [{"from": t, "to": c} for t, c in acc.from_chunk], from_table="Triple", to_table="Chunk"
-    )
+    n["FROM_CHUNK"] = store.bulk_load_rels("FROM_CHUNK", acc.from_chunk_rows(), from_table="Triple", to_table="Chunk")
     n["MENTIONS"] = store.bulk_load_rels(
         "MENTIONS", [{"from": c, "to": e} for c, e in acc.mentions], from_table="Chunk", to_table="Entity"
     )

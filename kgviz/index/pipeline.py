@@ -8,14 +8,16 @@ Stages (``STAGES``), each reported through ``progress(ProgressEvent)``:
               which are then the only chunks extracted (kgviz.index.ket_build);
 * extract   – triples per chunk through the "extract_triples" task (LLM or offline patterns),
               thread pool, Extraction rows written in batches (kgviz.index.extract);
-* resolve   – entity keys, in-document aliases, per-document triple ids, provenance sentences
+* resolve   – entity keys, in-document aliases, triple ids (one fact, one node: the same fact
+              from any chunk, document or earlier build is one Triple), provenance sentences
               (kgviz.index.assemble / resolve);
 * embed     – vectors for new documents (title + text), chunks, entities (name + description)
               and triples (text), in batches;
 * write     – bulk loads of nodes then edges (kgviz.index.graph_write);
 * doc_layer – KG-Retriever SIMILAR_DOC top-K edges (kgviz.index.doc_layer);
 * ket       – KET-RAG only: KNN edges, Chunk.pagerank/core, sub-chunks and keywords;
-* index     – HNSW vector indexes (Document, Chunk, Entity, Triple) and BM25 over chunks.
+* index     – HNSW vector indexes (Document, Chunk, Entity, Triple) for tables large enough that
+              vector search uses them (kgviz.graph.search.EXACT_MAX_ROWS), and BM25 over chunks.
 
 Vectors are computed before their rows are inserted because Kùzu cannot SET a column that a
 vector index uses (and dropping the index does not help in 0.11.3: the SET still fails, and it
@@ -44,6 +46,7 @@ import numpy as np
 
 from kgviz.errors import BuildCancelled, EmbedderMismatchError
 from kgviz.graph import writes
+from kgviz.graph.search import EXACT_MAX_ROWS
 from kgviz.graph.store import GraphStore
 from kgviz.index import graph_write as gw
 from kgviz.index.assemble import Assembled, assemble, finalise
@@ -161,7 +164,8 @@ def _build(
                 report.usage_by_stage["extract"] = usage
                 run.emit("extract", done, total, msg)
 
-            ext = run_extraction(store, reasoner, ket.to_extract(all_chunks), params, on_chunk, cancel)
+            ext = run_extraction(store, reasoner, ket.to_extract(all_chunks), params, on_chunk, cancel,
+                                 {d.id: d.title for d in new_docs})
             report.usage_by_stage["extract"] = ext.usage
             report.extracted_chunks, report.reused_extractions = ext.extracted, ext.reused
             report.failures, report.n_malformed_lines = ext.failures, ext.n_malformed
@@ -170,13 +174,15 @@ def _build(
             acc = assemble(((d.id, chunks_by_doc[d.id]) for d in new_docs), ext.outputs)
             existing = writes.entity_details(store, list(acc.entities))
             finalise(acc, {eid: str(row["name"]) for eid, row in existing.items()})
+            stored_triples = acc.stored = store.existing_ids("Triple", list(acc.triples))
             report.merges = acc.merges()
             if acc.n_dropped:
                 report.warnings.append(f"{acc.n_dropped} triples dropped (empty name after normalisation, or self-loop)")
             run.emit("resolve", 1, 1, f"{len(acc.entities)} entities, {len(acc.triples)} triples")
 
         with run.stage("embed"):
-            rows = _embed_stage(run, reasoner, new_docs, all_chunks, acc, existing, params, ket.chunk_vectors)
+            rows = _embed_stage(run, reasoner, new_docs, all_chunks, acc, existing, params, ket.chunk_vectors,
+                                stored_triples)
 
         with run.stage("write"):
             gw.set_pending(store, [d.id for d in new_docs])
@@ -195,9 +201,18 @@ def _build(
         ket.write_stage()
 
     with run.stage("index"):
+        sizes = store.counts()
         for i, table in enumerate(VECTOR_TABLES):
-            store.ensure_vector_index(table)
-            run.emit("index", i + 1, len(VECTOR_TABLES) + 1, f"vector index on {table}")
+            # vector_search ranks tables of up to EXACT_MAX_ROWS rows exactly (repeatable traces)
+            # and never reads their HNSW index, so building one is pure cost (issue 12: with
+            # sentence facts it was most of the HotpotQA build); a later build that grows the
+            # table past the bound creates it, and an existing index keeps following inserts
+            if sizes.get(table, 0) > EXACT_MAX_ROWS or store.has_vector_index(table):
+                store.ensure_vector_index(table)
+                note = f"vector index on {table}"
+            else:
+                note = f"{table}: {sizes.get(table, 0)} rows, searched exactly (no HNSW index below {EXACT_MAX_ROWS})"
+            run.emit("index", i + 1, len(VECTOR_TABLES) + 1, note)
         store.ensure_fts_index("Chunk")
         run.emit("index", len(VECTOR_TABLES) + 1, len(VECTOR_TABLES) + 1, "full-text index on Chunk")
 
@@ -254,8 +269,10 @@ def _embed_stage(
     existing: dict[str, dict[str, object]],
     params: BuildParams,
     chunk_vectors: np.ndarray | None = None,
+    stored_triples: set[str] | frozenset[str] = frozenset(),
 ) -> dict[str, list[dict[str, object]]]:
-    """Vectors for the new rows; ``chunk_vectors`` are the chunks' when the knn stage made them."""
+    """Vectors for the new rows; ``chunk_vectors`` are the chunks' when the knn stage made them;
+    ``stored_triples`` are facts already in the graph (not embedded or inserted again)."""
     new_entities = [e for eid, e in acc.entities.items() if eid not in existing]
     doc_rows = [
         {"id": d.id, "title": d.title, "source": d.source, "sha256": d.sha256, "text": d.text, "n_tokens": count_tokens(d.text)}
@@ -270,13 +287,16 @@ def _embed_stage(
             "id": e.id, "name": name, "type": e.type, "description": description, "origin": "corpus",
             "aliases": "|".join(f for f in e.surface_forms if f != name), "n_mentions": len(e.chunks),
         })
-    triple_rows = [t.to_row() for t in acc.triples.values()]
+    # one fact, one node: a fact an earlier build already wrote keeps its node (and vector); this
+    # batch only adds its provenance edges
+    new_triples = [t for tid, t in acc.triples.items() if tid not in stored_triples]
+    triple_rows = [t.to_row() for t in new_triples]
     chunk_texts = [c.text for c in chunks] if chunk_vectors is None else []
     texts = (
         [document_text(d.title, d.text) for d in docs]
         + chunk_texts
         + [entity_text(str(r["name"]), str(r["description"])) for r in entity_rows]
-        + [str(r["text"]) for r in triple_rows]
+        + [t.embed_text() for t in new_triples]
     )
     t0 = time.perf_counter()
     total = len(texts)

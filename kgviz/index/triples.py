@@ -11,6 +11,15 @@ The text form, used in prompts, stored as the raw output of offline extraction a
     ((Kell Arden; founded; Tesk Works); in year; 1921)
     (Mira Tesk; said; (Orrin Bridge; was; unsafe))
     (Tesk Works [organisation]; is located in; Aldport [place])   # optional [type] after a name
+
+Every triple has a ``kind`` that says how it was read (traces and the UI show it):
+
+* ``relation`` (``RELATION_KIND``): a stated relation, from an LLM reply or an offline pattern;
+* ``sentence`` (``SENTENCE_KIND``): the offline extractor's fallback for what its patterns miss,
+  "these two mentions share a sentence", with relation ``SENTENCE_RELATION``; the sentence is
+  the fact's evidence (``ExtractedTriple.sentence``), not the fact itself.
+
+The text form has no place for the kind: a sentence fact read back from text is a relation.
 """
 from __future__ import annotations
 
@@ -29,6 +38,12 @@ class Mention:
 
 Term = Union[Mention, "ExtractedTriple"]
 
+RELATION_KIND = "relation"
+SENTENCE_KIND = "sentence"
+TRIPLE_KINDS = (RELATION_KIND, SENTENCE_KIND)
+# the relation of every sentence fact: reads as what it is, and no pattern or prompt produces it
+SENTENCE_RELATION = "in same sentence as"
+
 
 @dataclass(frozen=True)
 class ExtractedTriple:
@@ -37,6 +52,7 @@ class ExtractedTriple:
     object: Term
     # the sentence the triple came from; excluded from equality so duplicates collapse
     sentence: str = field(default="", compare=False)
+    kind: str = RELATION_KIND  # RELATION_KIND | SENTENCE_KIND (see the module docstring)
 
     def render(self) -> str:
         return f"({self.subject.render()}; {self.relation}; {self.object.render()})"

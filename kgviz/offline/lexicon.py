@@ -15,7 +15,11 @@ STOP_CAPS = frozenset(
     near every each all both some many most several few other another such what which who whom
     whose why how yes no not one two three four five six seven eight nine ten born upon within
     around about against toward towards across along beyond behind below above inside outside
-    together unfortunately fortunately perhaps maybe sometimes often always never mr mrs ms""".split()
+    together unfortunately fortunately perhaps maybe sometimes often always never mr mrs ms
+    similarly additionally moreover furthermore consequently subsequently likewise currently
+    originally generally typically usually recently previously notably historically
+    traditionally alternatively ultimately specifically particularly especially formerly
+    presently nonetheless accordingly hence otherwise indeed""".split()
 )
 
 # head nouns that make "X of Y" one name ("University of Aldport") and "the X" an alias

@@ -12,14 +12,20 @@ from kgviz.index.triples import Mention
 _DATE = re.compile(
     rf"\b(?:(?:{MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{3,4}}"
     rf"|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:{MONTHS})\.?,?\s+\d{{3,4}}"
-    rf"|(?:{MONTHS})\s+\d{{4}})\b"
+    rf"|(?:{MONTHS})\s+\d{{4}}"
+    rf"|(?:{MONTHS})\s+\d{{1,2}}(?:st|nd|rd|th)?(?!\d|,?\s+\d))\b"  # "June 6": a day without a year
 )
 _YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b")
 _NUMBER = re.compile(
     r"\b\d[\d,]*(?:\.\d+)?(?:\s+(?:percent|per cent|million|billion|thousand|hundred|km|kilometres"
     r"|kilometers|metres|meters|miles|feet|tons|tonnes|people|crowns|dollars|pounds|euros|marks"
     r"|florins|years|days|storeys|floors|arches|pupils|students|members|workers|employees|copies"
-    r"|pages|books|ships|rooms|acres|hectares))?\b"
+    r"|pages|books|ships|rooms|acres|hectares"
+    # any other plural noun counted by the number ("35 stores", "6.8 inches"; not "1921 was")
+    r"|(?!(?:is|was|has|as|its|this|his|us|yes|does|goes|plus|whereas|ones)\b)[a-z]{2,}s))?\b"
+    r"|\b\d{1,3}(?:st|nd|rd|th)\b"  # ordinals: "the 12th"
+    r"|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|"
+    r"dozen)\s+(?!(?:is|was|has|as|its|this|his|us|does|goes|ones)\b)[a-z]{3,}s\b"  # "seven members"
 )
 _TITLE = re.compile(r"[\"“]([A-Z0-9][^\"“”();]{0,80}?)[\"”]")  # no ( ; ): they would break the text form
 _WORD = re.compile(r"[^\W\d_][\w'’\-]*|&")
@@ -80,7 +86,8 @@ def find_mentions(s: str, ctx: Context) -> list[Span]:
         found.append((2, Span(m.start(), m.end(), m.group(0), "value", "date")))
     for m in _NUMBER.finditer(s):
         found.append((3, Span(m.start(), m.end(), m.group(0), "value", "number")))
-    found.extend((4, sp) for sp in _names(s))
+    dates = [sp for p, sp in found if sp.type == "date"]
+    found.extend((4, _before_date(sp, dates, s)) for sp in _names(s))
     for m in _PRONOUN.finditer(s):
         target = ctx.it() if m.group(0) == "It" else ctx.last_agent
         if target is not None:
@@ -92,6 +99,16 @@ def find_mentions(s: str, ctx: Context) -> list[Span]:
             continue
         out.append(sp)
     return out
+
+
+def _before_date(name: Span, dates: list[Span], s: str) -> Span:
+    """A name run that swallowed the month of a date ("Recorded August" in "Recorded August 16,
+    1967") ends before the date, so the date wins the overlap and stays a mention."""
+    inside = [d.start for d in dates if name.start < d.start < name.end]
+    if not inside:
+        return name
+    end = name.start + len(s[name.start : min(inside)].rstrip())
+    return Span(name.start, end, s[name.start : end], name.kind, name.type, False)
 
 
 def _names(s: str) -> list[Span]:
@@ -109,8 +126,8 @@ def _names(s: str) -> list[Span]:
             if _is_cap(nxt):
                 j += 1
             elif j + 2 < len(tokens) and _adjacent(s, tokens[j + 1], tokens[j + 2]) and _is_cap(tokens[j + 2][2]) and (
-                nxt.lower() in NAME_CONNECTORS or nxt == "of" and tokens[j][2].lower() in HEAD_NOUNS
-            ):
+                nxt.lower() in NAME_CONNECTORS or nxt == "of" and (tokens[j][2].lower() in HEAD_NOUNS or j == i)
+            ):  # "of" joins after a head noun, or after one word: "Journal of Physics", "John of Gaunt"
                 j += 2
             else:
                 break

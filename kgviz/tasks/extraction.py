@@ -6,7 +6,8 @@ so it is never cached as "no facts"; the build records it as a failed extraction
 output, so the user can see what the model said, and the next build asks again. Offline: the
 deterministic pattern extractor (``kgviz.offline.extract``).
 
-Inputs: ``text`` (the chunk), optional ``max_triples``.
+Inputs: ``text`` (the chunk), optional ``max_triples``, optional ``title`` (the passage's title:
+offline sentence facts use it; the prompt does not).
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def _parse(raw: str, inputs: dict[str, Any]) -> ExtractionOutput:
 
 
 def _offline(inputs: dict[str, Any], embedder: Embedder) -> tuple[ExtractionOutput, str]:
-    return extract_offline(str(inputs["text"]), inputs.get("max_triples")), HEURISTIC_DESCRIPTION
+    return extract_offline(str(inputs["text"]), inputs.get("max_triples"), str(inputs.get("title") or "")), HEURISTIC_DESCRIPTION
 
 
 EXTRACT_TRIPLES_TASK = register(

@@ -292,6 +292,8 @@ def entity_details(details: EntityDetails) -> None:
     if details.triples:
         st.dataframe(pd.DataFrame([{"subject": plain(t["subject"]), "relation": plain(t["relation"]),
                                     "object": plain(t["object"]),
+                                    # "sentence": an offline co-occurrence fact, not a stated relation
+                                    "kind": plain(t.get("kind") or "relation"),
                                     "sentence (provenance)": t.get("sentence") or "", "chunk": t.get("chunk_id") or ""}
                                    for t in details.triples]), hide_index=True, width="stretch")
     else:
