@@ -237,10 +237,14 @@ def replay_pass(folder: Path, rows: list[dict], items: dict) -> list[tuple[dict,
             why = question_difference(row, item)
             if not why:
                 before = llm.misses
-                result = run_and_judge(row["method"], item, ctx)
-                missed = llm.misses - before
-                why = (f"the replay asked for {missed} repl{'y' if missed == 1 else 'ies'} the recording lacks "
-                       "(a prompt or retrieval changed)" if missed else replay_difference(row, result, llm.model))
+                try:
+                    result = run_and_judge(row["method"], item, ctx)
+                except RecordingMissError as exc:  # the judge runs outside the method's own error handling
+                    why = f"the judge's prompt is not in the recording ({exc.user_message()[:80]}…)"
+                else:
+                    missed = llm.misses - before
+                    why = (f"the replay asked for {missed} repl{'y' if missed == 1 else 'ies'} the recording lacks "
+                           "(a prompt or retrieval changed)" if missed else replay_difference(row, result, llm.model))
             if why:
                 stale.append((row, why))
     finally:
