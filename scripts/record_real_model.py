@@ -215,16 +215,17 @@ def read_runs(folder: Path) -> list[dict[str, object]]:
     return [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
 
 
-def replay_pass(folder: Path, rows: list[dict], items: dict) -> list[tuple[dict, str]]:  # type: ignore[type-arg]
+def replay_pass(folder: Path, rows: list[dict], items: dict) -> tuple[list[tuple[dict, str]], dict]:  # type: ignore[type-arg]
     """One replay of ``rows`` in order through one RecordedLLM (as the tests replay them):
-    (row, why it must go) for every row that does not replay exactly."""
+    (row, why it must go) for every row that does not replay exactly, and the replayed graph's
+    counts (they change when the build's own code does, e.g. identical facts merged)."""
     llm = RecordedLLM(folder)
     db = Path(tempfile.mkdtemp(prefix="kgviz-prune-"))
     session = open_session(db / "db", llm)
     stale: list[tuple[dict, str]] = []  # type: ignore[type-arg]
     try:
         try:
-            build_sample(session)
+            counts = dict(build_sample(session).counts)
         except RecordingMissError as exc:
             raise SystemExit(f"the recorded extraction no longer replays ({exc.user_message()}): nothing pruned; "
                              "re-record with `extract`, then `methods`")
@@ -250,7 +251,7 @@ def replay_pass(folder: Path, rows: list[dict], items: dict) -> list[tuple[dict,
     finally:
         session.close()
         shutil.rmtree(db, ignore_errors=True)
-    return stale
+    return stale, counts
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -282,7 +283,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     items = {q.id: q for q in questions}
     kept, dropped = list(rows), []
     while True:  # a dropped run may have used a reply a later run shares: replay the rest again
-        stale = replay_pass(folder, kept, items)
+        stale, counts = replay_pass(folder, kept, items)
         if not stale:
             break
         gone = {id(r) for r, _ in stale}
@@ -291,14 +292,20 @@ def cmd_prune(args: argparse.Namespace) -> int:
     for row, why in dropped:
         print(f"drop {row['id']} {row['method']}: {why}", file=sys.stderr)
     summary = runs_summary(kept)
-    if dropped and not args.dry_run:
-        build_path, readme_path = folder / BUILD_FILE, folder / "README.md"
+    build_path = folder / BUILD_FILE
+    build = json.loads(build_path.read_text(encoding="utf-8")) if build_path.exists() else None
+    counts_changed = build is not None and build.get("counts") != counts
+    if counts_changed:
+        print(f"graph counts now {counts} (build.json had {build.get('counts')})", file=sys.stderr)
+    changed = bool(dropped) or counts_changed
+    if changed and not args.dry_run:
+        readme_path = folder / "README.md"
         # every new file is written in full before any is replaced
         new_runs = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in kept)
         new_build = None
-        if build_path.exists():
-            build = json.loads(build_path.read_text(encoding="utf-8"))
-            new_build = json.dumps({**build, "recorded_runs": summary}, indent=2, sort_keys=True) + "\n"
+        if build is not None:
+            new_build = json.dumps({**build, "counts": counts, "recorded_runs": summary}, indent=2,
+                                   sort_keys=True) + "\n"
         new_readme = readme_with_runs(readme_path.read_text(encoding="utf-8"), kept, questions) \
             if readme_path.exists() else None
         write_atomically(folder / RUNS_FILE, new_runs)
@@ -308,7 +315,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
             write_atomically(readme_path, new_readme)
     print(json.dumps({"recording": str(folder), "kept": len(kept), "dropped": len(dropped),
                       "dropped_runs": [f"{r['id']} {r['method']}: {why}" for r, why in dropped],
-                      "written": bool(dropped) and not args.dry_run, "recorded_runs": summary,
+                      "written": changed and not args.dry_run, "counts_changed": counts_changed, "recorded_runs": summary,
                       "missing_runs": missing_runs(kept, [q.id for q in questions])}, indent=2, sort_keys=True))
     return 0
 
