@@ -561,6 +561,7 @@ class KGRag:
     paper: ClassVar[str] = "001"
     Params: ClassVar[type] = KGRagParams
     presets: ClassVar[dict[str, Any]] = {"paper": KGRagParams()}
+    budget_param: ClassVar[str | None] = "max_context_tokens"
 
     def retrieve(self, question: str, ctx: MethodContext, params: KGRagParams,
                  tracer: Tracer) -> RetrievedContext:
