@@ -13,10 +13,10 @@ equal-budget run unless turned off, so each coverage figure sits next to both at
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping, Sequence
 
 from kgviz.errors import ConfigError
-from kgviz.methods.base import params_to_dict
 from kgviz.methods.registry import get_method
 
 BASELINES = ("bm25", "dense")
@@ -38,18 +38,18 @@ def with_baselines(methods: Sequence[str], budget_tokens: int | None, baselines:
 def equal_budget_overrides(method: str, overrides: Any, budget_tokens: int | None) -> Any:
     """The parameter overrides for ``method`` with its budget field set to ``budget_tokens``.
 
-    ``overrides`` is what the caller gave (None, a dict, or a Params instance). An explicit value
-    of the budget field other than B contradicts the equal budget: ConfigError rather than one
-    method silently measured at another size."""
+    ``overrides`` is what the caller gave: None, a dict of fields, or a whole Params instance (its
+    budget field is replaced by B). A dict that names the budget field with another value than B
+    contradicts the equal budget: ConfigError rather than one method silently measured at another
+    size."""
     name = budget_param(method)
     if budget_tokens is None or name is None:
         return overrides
     if overrides is None:
         return {name: budget_tokens}
-    given: Mapping[str, Any] = overrides if isinstance(overrides, Mapping) else params_to_dict(overrides)
-    if name in given and str(given[name]) != str(budget_tokens):
-        raise ConfigError(f"{method}.{name}={given[name]} contradicts the equal context budget {budget_tokens}",
+    if not isinstance(overrides, Mapping):
+        return dataclasses.replace(overrides, **{name: budget_tokens})
+    if name in overrides and str(overrides[name]) != str(budget_tokens):
+        raise ConfigError(f"{method}.{name}={overrides[name]} contradicts the equal context budget {budget_tokens}",
                           hint=f"drop the {name} override, or run without --budget-tokens")
-    if isinstance(overrides, Mapping):
-        return {**overrides, name: budget_tokens}
-    return type(overrides)(**{**given, name: budget_tokens})
+    return {**overrides, name: budget_tokens}
