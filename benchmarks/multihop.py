@@ -86,16 +86,6 @@ def build_or_reuse(settings: Settings, db: Path, corpus: Path, embedder: str, lo
     return {**info, "reused": False}
 
 
-def gold_in_graph(records: list[Any]) -> tuple[float, int]:
-    """(share of questions whose gold answer the graph holds, questions counted); the funnel's
-    "in graph" is per question, so any one record of a question says it."""
-    seen: dict[str, bool] = {}
-    for r in records:
-        if "in_graph" in r.funnel:
-            seen.setdefault(r.qid, bool(r.funnel["in_graph"]))
-    return (sum(seen.values()) / len(seen) if seen else float("nan")), len(seen)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dataset")
@@ -150,10 +140,11 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(home, ignore_errors=True)
     from kgviz.evaluate.report import format_equal_budget_table
 
-    share, n_q = gold_in_graph(outcome.records)
+    share, n_q = outcome.summary.gold_in_graph, outcome.summary.n_questions
     print(f"{folder.name}: {n_q} questions, {built['documents']} passages; embedder {args.embedder}; offline; "
           f"budget {args.budget_tokens} tokens")
-    print(f"gold in graph: {100 * share:.1f}% of questions; build {built['build_seconds']} s"
+    print(f"gold in graph: {'-' if share is None else f'{100 * share:.1f}%'} of questions; "
+          f"build {built['build_seconds']} s"
           f"{' (reused build)' if built['reused'] else ''}; eval {eval_s} s")
     print(format_equal_budget_table(outcome.summary))
     if args.json:
