@@ -18,7 +18,7 @@ from kgviz.evaluate.report import format_equal_budget_table, format_table
 from kgviz.evaluate.runner import params_hash
 from kgviz.evaluate.scoring import Scored
 from kgviz.methods.base import MethodContext
-from kgviz.methods.registry import list_methods
+from kgviz.methods.registry import get_method, list_methods
 from kgviz.methods.text_rag import TextRagParams
 from kgviz.run import Run
 
@@ -47,6 +47,9 @@ def _answer_budget(run: Run) -> int:
 def test_every_method_declares_its_budget_param() -> None:
     for name in list_methods():
         assert budget_param(name) == BUDGETED.get(name), name  # the others stop on their own
+        field = budget_param(name)
+        if field is not None:  # a real int field of the method's Params
+            assert isinstance(getattr(get_method(name).Params(), field), int), name
 
 
 def test_every_method_receives_b_and_the_answer_step_too(sample_ctx: MethodContext) -> None:
