@@ -7,11 +7,12 @@ saw (``context_tokens``) and the tokens the method retrieved (``retrieved_tokens
 
 Resume: a record's key is (question id, method, params hash); the hash covers the method's
 resolved params (with the budget param set to B), preset, the context budget and the reasoning
-mode, so changing any of them runs again instead of reusing a stale answer. A re-run skips keys already in the file, except records
-of failed runs (``retry_failed``): a failure may be transient (a provider outage, an index built
-since), so those lines are removed from the file (rewritten atomically) and run again. Each
-record is written as one ``write`` of a whole line under a lock; a run killed mid-write leaves at
-most a truncated last line, which is cut off (and re-run) the next time.
+mode, so changing any of them runs again instead of reusing a stale answer. A re-run skips keys
+already in the file, except records of failed runs (``retry_failed``): a failure may be transient
+(a provider outage, an index built since), so those lines are removed from the file (rewritten
+atomically) and run again. Each record is written as one ``write`` of a whole line under a lock; a
+run killed mid-write leaves at most a truncated last line, which is cut off (and re-run) the next
+time.
 
 Concurrency: a thread pool of ``workers``. The store hands each thread its own Kùzu connection,
 the usage ledger is locked, and each run has its own Tracer; so runs share the MethodContext.

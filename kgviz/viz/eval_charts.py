@@ -108,7 +108,8 @@ def coverage_vs_context(summary: EvalSummary) -> go.Figure:
             x=[s.median_context_tokens], y=[100 * e.mean], mode="markers", name=_esc(m), cliponaxis=False,
             marker=dict(size=12, color=colours[m], symbol=METHOD_SYMBOLS[i % len(METHOD_SYMBOLS)],
                         line=dict(width=1, color="white")),
-            error_y=dict(type="data", symmetric=False, array=[100 * (e.hi - e.mean)], arrayminus=[100 * (e.mean - e.lo)]),
+            error_y=dict(type="data", symmetric=False, array=[100 * (e.hi - e.mean)],
+                         arrayminus=[100 * (e.mean - e.lo)]),
             hovertemplate=f"{_esc(m)}<br>median context tokens: %{{x:.0f}}<br>Coverage: %{{y:.1f}}%<extra></extra>",
         )
     budget = summary.settings.get("budget_tokens")
