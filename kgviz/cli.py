@@ -5,8 +5,8 @@
               [--no-ket] [--beta B] [--core-selection pagerank|random] [--knn-k K] [--tau T]
   kgviz import-kg TRIPLES.tsv [--entities ENTITIES.jsonl] [--entity-filter b1|strict|none] --db DIR [--json]
   kgviz ask "QUESTION" --db DIR --method NAME|all [--llm SPEC] [--gold ANSWER]... [--json]
-  kgviz eval QUESTIONS.jsonl --db DIR --methods a,b,...|all [--limit N] [--budget-tokens N] [--out DIR]
-             [--workers N] [--json]
+  kgviz eval QUESTIONS.jsonl --db DIR --methods a,b,...|all [--limit N] [--budget-tokens N] [--no-baselines]
+             [--out DIR] [--workers N] [--json]
   kgviz bench [--quick] [--json]
 
 Exit status: 0 success; 2 an expected failure a user can fix (bad option or setting, bad input,
@@ -204,7 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--methods", default="all", help="comma-separated method names or 'all'")
     e.add_argument("--limit", type=_int_at_least(1), default=None, help="only the first N questions")
     e.add_argument("--budget-tokens", type=_int_at_least(1), default=None,
-                   help="context budget of the shared answer step (compare methods at equal context size)")
+                   help="equal context budget: every method's own context budget and the shared answer step's are "
+                   "set to N (methods that stop on their own may use less; the table shows the median); the "
+                   "BM25-only and dense-only baselines (bm25, dense) join the run")
+    e.add_argument("--no-baselines", action="store_true",
+                   help="with --budget-tokens: do not add the bm25 and dense baselines")
     e.add_argument("--out", type=_folder("--out"), help="folder for results.jsonl + summary.json; a re-run resumes "
                    "(default: $KGVIZ_HOME/evals/<questions>-<hash>)")
     e.add_argument("--workers", type=_int_at_least(1), default=2, help="questions evaluated concurrently")
@@ -424,6 +428,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
 
     outcome = run_evaluation(items, names, ws.method_context(), out_dir=out, budget_tokens=args.budget_tokens,
                              workers=args.workers, n_boot=args.n_boot, seed=args.seed, progress=progress,
+                             baselines=not args.no_baselines,
                              settings={"questions": str(args.questions), "db": str(ws.store.path), "mode": ws.mode})
     if show:
         sys.stderr.write("\n")

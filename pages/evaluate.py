@@ -29,18 +29,23 @@ with ui.error_boundary("Evaluate"):
     st.session_state.setdefault("kgviz_eval_methods", list_methods())
     st.session_state.setdefault("kgviz_eval_budget", 4000)
     st.session_state.setdefault("kgviz_eval_workers", 2)
+    st.session_state.setdefault("kgviz_eval_baselines", True)
     if not 1 <= int(st.session_state.get("kgviz_eval_limit", 0)) <= len(items):  # a new, shorter file
         st.session_state["kgviz_eval_limit"] = min(len(items), 20)
     methods = st.multiselect("Methods", list_methods(), key="kgviz_eval_methods")
     c = st.columns(3)
     limit = c[0].number_input("Questions (first N)", 1, len(items), key="kgviz_eval_limit")
     budget = c[1].number_input("Context budget (tokens)", 100, 100_000, step=500, key="kgviz_eval_budget",
-                               help="Every method's context is cut to this size before the shared answer step.")
+                               help="Equal budget: every method's own context budget and the shared answer "
+                                    "step's are set to this; methods that stop on their own may use less.")
     workers = c[2].number_input("Workers", 1, 16, key="kgviz_eval_workers")
-    st.caption(f"{int(limit)} questions × {len(methods)} methods = {int(limit) * len(methods)} runs"
+    baselines = st.checkbox("Add the BM25-only and dense-only baselines at this budget", key="kgviz_eval_baselines")
+    run_methods = ue.with_baselines(methods, int(budget), baselines) if methods else []
+    st.caption(f"{int(limit)} questions × {len(run_methods)} methods = {int(limit) * len(run_methods)} runs"
                + ("" if ctx.offline else " (each costs LLM calls; finished runs are reused)"))
     if st.button("Run evaluation", type="primary", disabled=not methods, key="kgviz_eval_run"):
-        ue.run(ctx, items[: int(limit)], methods, source_id, budget_tokens=int(budget), workers=int(workers))
+        ue.run(ctx, items[: int(limit)], methods, source_id, budget_tokens=int(budget), workers=int(workers),
+               baselines=baselines)
 
 last = ue.last_outcome()
 if last is not None:

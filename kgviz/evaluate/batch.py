@@ -1,4 +1,6 @@
-"""One call for the CLI and the app: run (or resume) an evaluation, summarise it, save the summary."""
+"""One call for the CLI, the app and benchmarks/multihop.py: run (or resume) an evaluation,
+summarise it, save the summary. With a context budget the BM25-only and dense-only baselines
+join the chosen methods (kgviz.evaluate.budget) unless ``baselines=False``."""
 from __future__ import annotations
 
 import hashlib
@@ -9,6 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from kgviz.config import Settings
+from kgviz.evaluate.budget import with_baselines
 from kgviz.evaluate.qa import QAItem
 from kgviz.evaluate.report import EvalSummary, summarise
 from kgviz.evaluate.runner import SUMMARY_FILE, EvalRecord, Progress, evaluate
@@ -41,12 +44,14 @@ def run_evaluation(items: Sequence[QAItem], methods: Sequence[str], ctx: MethodC
                    out_dir: str | Path | None = None, budget_tokens: int | None = None, workers: int = 1,
                    n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED, progress: Progress | None = None,
                    cancel: threading.Event | None = None, scorer: Scorer | None = None,
-                   settings: Mapping[str, Any] | None = None) -> EvalOutcome:
-    """``evaluate`` then ``summarise``; with ``out_dir`` the summary is saved as summary.json."""
+                   settings: Mapping[str, Any] | None = None, baselines: bool = True) -> EvalOutcome:
+    """``evaluate`` then ``summarise``; with ``out_dir`` the summary is saved as summary.json.
+    ``outcome.summary.methods`` lists the methods run, baselines included."""
+    methods = with_baselines(methods, budget_tokens, baselines)
     result = evaluate(items, methods, ctx, out_dir=out_dir, budget_tokens=budget_tokens, workers=workers,
                       progress=progress, cancel=cancel, scorer=scorer)
     info = {**dict(settings or {}), "methods": list(methods), "n_questions": len(items),
-            "budget_tokens": budget_tokens, "workers": workers}
+            "budget_tokens": budget_tokens, "equal_budget": budget_tokens is not None, "workers": workers}
     summary = summarise(result.records, methods, n_boot=n_boot, seed=seed, settings=info)
     outcome = EvalOutcome(summary, result.records, result.results_path, result.ran, result.skipped)
     if out_dir is not None:

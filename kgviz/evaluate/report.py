@@ -1,9 +1,11 @@
 """Summaries of evaluation records: per-method means with bootstrap CIs and paired comparisons,
-as JSON-ready dicts and a plain-text table for the CLI."""
+the median context tokens each method's answer step saw, the share of questions whose gold answer
+is in the graph, as JSON-ready dicts and plain-text tables for the CLI and benchmarks."""
 from __future__ import annotations
 
 import itertools
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -40,9 +42,12 @@ class MethodSummary:
     n: int
     n_errors: int
     estimates: dict[str, Estimate]
+    # median tokens of context the answer step saw (None with no records): at an equal budget B a
+    # method that stops on its own shows here how much of B it used
+    median_context_tokens: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "n_errors": self.n_errors,
+        return {"n": self.n, "n_errors": self.n_errors, "median_context_tokens": self.median_context_tokens,
                 "metrics": {k: e.to_dict() for k, e in self.estimates.items()}}
 
 
@@ -54,10 +59,14 @@ class EvalSummary:
     n_boot: int
     seed: int
     settings: dict[str, Any] = field(default_factory=dict)
+    # share of questions whose gold answer the graph holds (the funnel's "in graph"); None when
+    # no record carries a funnel (a scorer without one)
+    gold_in_graph: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "n_questions": self.n_questions,
+            "gold_in_graph": self.gold_in_graph,
             "methods": {m: s.to_dict() for m, s in self.methods.items()},
             "comparisons": [c.to_dict() for c in self.comparisons],
             "statistics": {"ci": f"percentile bootstrap 95% over questions, n_boot={self.n_boot}, seed={self.seed}",
@@ -87,7 +96,8 @@ def summarise(records: Sequence[EvalRecord], methods: Sequence[str] | None = Non
         recs = list(by_method[m].values())
         est = {key: bootstrap_ci([record_value(r, key) for r in recs], n_boot=n_boot, seed=seed)
                for key, _label, _hib in SUMMARY_METRICS}
-        out[m] = MethodSummary(m, len(recs), sum(1 for r in recs if r.error), est)
+        median = float(statistics.median(r.context_tokens for r in recs)) if recs else None
+        out[m] = MethodSummary(m, len(recs), sum(1 for r in recs if r.error), est, median)
     comparisons: list[Paired] = []
     for a, b in itertools.combinations(order, 2):
         common = [q for q in by_method[a] if q in by_method[b]]
@@ -99,7 +109,18 @@ def summarise(records: Sequence[EvalRecord], methods: Sequence[str] | None = Non
             comparisons.append(paired_comparison(xa, xb, metric=metric, names=(a, b), n_boot=n_boot,
                                                  n_perm=n_perm, seed=seed))
     n_q = len({r.qid for r in records if r.method in by_method})
-    return EvalSummary(out, comparisons, n_q, n_boot, seed, dict(settings or {}))
+    return EvalSummary(out, comparisons, n_q, n_boot, seed, dict(settings or {}),
+                       gold_in_graph_share([r for r in records if r.method in by_method]))
+
+
+def gold_in_graph_share(records: Sequence[EvalRecord]) -> float | None:
+    """Share of questions whose gold answer is in the graph. The funnel's "in graph" is a fact
+    about the question (the same in every method's record), so the first record of each counts."""
+    seen: dict[str, bool] = {}
+    for r in records:
+        if "in_graph" in r.funnel:
+            seen.setdefault(r.qid, bool(r.funnel["in_graph"]))
+    return sum(seen.values()) / len(seen) if seen else None
 
 
 # --- text ----------------------------------------------------------------------------------------
@@ -117,13 +138,13 @@ def _fmt(metric: str, e: Estimate) -> str:
 
 def format_table(summary: EvalSummary, *, alpha: float = 0.05) -> str:
     """Plain-text tables: per-method means [95% CI] (rates in %), then paired differences."""
-    header = ["method", "n", "errors", *[label for _k, label, _h in SUMMARY_METRICS]]
+    header = ["method", "n", "errors", *[label for _k, label, _h in SUMMARY_METRICS], CONTEXT_LABEL]
     rows = [header]
     for m, s in summary.methods.items():
-        rows.append([m, str(s.n), str(s.n_errors), *[_fmt(k, s.estimates[k]) for k, _l, _h in SUMMARY_METRICS]])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = [f"{summary.n_questions} questions; means with 95% bootstrap CIs (rates in %)"]
-    lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)) for r in rows]
+        rows.append([m, str(s.n), str(s.n_errors), *[_fmt(k, s.estimates[k]) for k, _l, _h in SUMMARY_METRICS],
+                     _median(s)])
+    lines = [f"{summary.n_questions} questions; means with 95% bootstrap CIs (rates in %)" + _budget_note(summary)]
+    lines += _columns(rows)
     if summary.comparisons:
         lines.append("")
         lines.append(f"paired differences A - B in points (sign-flip permutation test; * p < {alpha})")
@@ -136,3 +157,35 @@ def format_table(summary: EvalSummary, *, alpha: float = 0.05) -> str:
                      for c in cs]
             lines.append(f"  {a} - {b} (n={cs[0].n}): " + "  ".join(cells))
     return "\n".join(lines)
+
+
+CONTEXT_LABEL = "Context tokens (median)"
+
+
+def _median(s: MethodSummary) -> str:
+    return "-" if s.median_context_tokens is None else f"{s.median_context_tokens:.0f}"
+
+
+def _budget_note(summary: EvalSummary) -> str:
+    budget = summary.settings.get("budget_tokens")
+    note = f"; every method's context budget {budget} tokens" if budget else ""
+    if summary.gold_in_graph is not None:
+        note += f"; gold answer in the graph for {100 * summary.gold_in_graph:.1f}% of questions"
+    return note
+
+
+def _columns(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def format_equal_budget_table(summary: EvalSummary) -> str:
+    """The must-show table (issue 12): per method coverage [95% CI], EM, F1 (in %) and the median
+    context tokens the answer step saw."""
+    rows = [["method", "n", "errors", "Coverage [95% CI]", "EM", "F1", CONTEXT_LABEL]]
+    for m, s in summary.methods.items():
+        e = s.estimates
+        rows.append([m, str(s.n), str(s.n_errors), _fmt("coverage", e["coverage"]),
+                     "-" if e["em"].n == 0 else f"{100 * e['em'].mean:.1f}",
+                     "-" if e["f1"].n == 0 else f"{100 * e['f1'].mean:.1f}", _median(s)])
+    return "\n".join(_columns(rows))

@@ -1,13 +1,18 @@
 """Batch evaluation: chosen methods over a QA file on a built graph, one record per
 (question, method), appended to ``results.jsonl`` as each finishes.
 
+Equal budget: with ``budget_tokens`` B every method's context-budget param is set to B and the
+answer step's budget is B (kgviz.evaluate.budget); each record keeps the tokens the answer step
+saw (``context_tokens``) and the tokens the method retrieved (``retrieved_tokens``).
+
 Resume: a record's key is (question id, method, params hash); the hash covers the method's
-resolved params, preset, the context budget and the reasoning mode, so changing any of them runs
-again instead of reusing a stale answer. A re-run skips keys already in the file, except records
-of failed runs (``retry_failed``): a failure may be transient (a provider outage, an index built
-since), so those lines are removed from the file (rewritten atomically) and run again. Each
-record is written as one ``write`` of a whole line under a lock; a run killed mid-write leaves at
-most a truncated last line, which is cut off (and re-run) the next time.
+resolved params (with the budget param set to B), preset, the context budget and the reasoning
+mode, so changing any of them runs again instead of reusing a stale answer. A re-run skips keys
+already in the file, except records of failed runs (``retry_failed``): a failure may be transient
+(a provider outage, an index built since), so those lines are removed from the file (rewritten
+atomically) and run again. Each record is written as one ``write`` of a whole line under a lock; a
+run killed mid-write leaves at most a truncated last line, which is cut off (and re-run) the next
+time.
 
 Concurrency: a thread pool of ``workers``. The store hands each thread its own Kùzu connection,
 the usage ledger is locked, and each run has its own Tracer; so runs share the MethodContext.
@@ -26,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from kgviz.errors import ConfigError, EvaluationError
+from kgviz.evaluate.budget import budget_param, equal_budget_overrides
 from kgviz.evaluate.qa import QAItem
 from kgviz.evaluate.scoring import Scored, Scorer, VerifyScorer
 from kgviz.methods.base import MethodContext, params_to_dict
@@ -56,10 +62,11 @@ class EvalRecord:
     calls: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0
-    context_tokens: int = 0
+    context_tokens: int = 0  # what the shared answer step saw (after its budget cut)
     mode: str = ""
     params: dict[str, Any] = field(default_factory=dict)
     budget_tokens: int | None = None
+    retrieved_tokens: int = 0  # what the method retrieved (before the answer step's cut)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -98,7 +105,9 @@ Progress = Callable[[EvalProgress], None]
 
 
 def params_hash(method: str, params: Mapping[str, Any], preset: str, budget_tokens: int | None, mode: str) -> str:
+    # the budget param's name is in the blob too: a method that gains one re-runs at equal budget
     blob = json.dumps({"method": method, "params": dict(params), "preset": preset, "budget": budget_tokens,
+                       "budget_param": budget_param(method) if budget_tokens is not None else None,
                        "mode": mode}, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
@@ -158,6 +167,14 @@ class _Appender:
 
 
 # --- running -------------------------------------------------------------------------------------
+def answered_tokens(run: Run) -> int:
+    """Tokens of context the answer step used (its trace records them), else what was retrieved."""
+    for s in reversed(run.trace):
+        if s.kind == "answer" and "used_tokens" in s.data:
+            return int(s.data["used_tokens"])
+    return run.context.n_tokens
+
+
 def _record(item: QAItem, run: Run, scored: Scored, phash: str, budget_tokens: int | None) -> EvalRecord:
     u = run.usage
     return EvalRecord(
@@ -165,7 +182,8 @@ def _record(item: QAItem, run: Run, scored: Scored, phash: str, budget_tokens: i
         answer=run.answer, error=run.error, metrics=dict(scored.metrics), hallucinated=scored.hallucinated,
         abstained=scored.abstained, verdict=dict(scored.verdict), funnel=dict(scored.funnel),
         tokens=u.total_tokens, calls=u.calls, cost_usd=u.cost_usd, latency_s=run.seconds,
-        context_tokens=run.context.n_tokens, mode=run.mode, params=dict(run.params), budget_tokens=budget_tokens,
+        context_tokens=answered_tokens(run), mode=run.mode, params=dict(run.params), budget_tokens=budget_tokens,
+        retrieved_tokens=run.context.n_tokens,
     )
 
 
@@ -186,7 +204,9 @@ def evaluate(
 ) -> EvalResult:
     """Run every method on every item, scoring each run; see the module docstring.
 
-    ``params`` / ``presets`` map method name -> overrides / preset name, as in ``run_methods``.
+    ``params`` / ``presets`` map method name -> overrides / preset name, as in ``run_methods``;
+    with ``budget_tokens`` each method's budget param is set to it (an override saying otherwise
+    is a ConfigError).
     With ``out_dir`` the records go to ``out_dir/results.jsonl`` and a re-run resumes."""
     if not items:
         raise EvaluationError("no questions to evaluate")
@@ -201,7 +221,8 @@ def evaluate(
                               hint="give every question a unique \"id\"")
     if len(set(methods)) != len(methods):
         raise EvaluationError(f"a method is listed twice: {', '.join(methods)}")
-    params, presets = dict(params or {}), dict(presets or {})
+    presets = dict(presets or {})
+    params = {name: equal_budget_overrides(name, (params or {}).get(name), budget_tokens) for name in methods}
     scorer = scorer or VerifyScorer()
     hashes: dict[str, str] = {}
     for name in methods:  # validates names and params before anything runs

@@ -184,6 +184,10 @@ class Method(Protocol[P]):
     paper: ClassVar[str]  # e.g. "001" or "baseline"
     Params: type[P]
     presets: Mapping[str, P]  # name -> Params instance ("paper", "code")
+    # the Params field that caps the method's context in tokens; None when the method stops on its
+    # own (T triples, k_p passages, a note): equal-budget evaluation (kgviz.evaluate.budget) sets
+    # this field to B, and the answer step's budget B caps the others
+    budget_param: ClassVar[str | None]
 
     def retrieve(self, question: str, ctx: MethodContext, params: P, tracer: Tracer) -> RetrievedContext: ...
 

@@ -213,6 +213,7 @@ class KGInfusedRAG:
     name: ClassVar[str] = "kg-infused"
     title: ClassVar[str] = "KG-Infused RAG"
     paper: ClassVar[str] = "003"
+    budget_param: ClassVar[str | None] = None  # stops at its note (+ k_p passages); the answer step caps at B
     Params: ClassVar[type] = KGInfusedParams
     presets: ClassVar[dict[str, Any]] = {
         "paper": KGInfusedParams(passage_search="dense"),

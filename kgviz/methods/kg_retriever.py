@@ -111,6 +111,7 @@ class KGRetriever:
     paper: ClassVar[str] = "002"
     Params: ClassVar[type] = KGRetrieverParams
     presets: ClassVar[dict[str, Any]] = PRESETS
+    budget_param: ClassVar[str | None] = None  # stops at T items (§3.2.2); the answer step caps at B
 
     def retrieve(self, question: str, ctx: MethodContext, params: KGRetrieverParams, tracer: Tracer) -> RetrievedContext:
         p = params

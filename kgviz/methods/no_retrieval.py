@@ -22,6 +22,7 @@ class NoRetrieval:
     Params: ClassVar[type] = NoRetrievalParams
     presets: ClassVar[dict[str, Any]] = {}
     no_context: ClassVar[bool] = True  # run.py: answer with NO_CONTEXT instead of ANSWER
+    budget_param: ClassVar[str | None] = None  # nothing retrieved
 
     def retrieve(self, question: str, ctx: MethodContext, params: NoRetrievalParams, tracer: Tracer) -> RetrievedContext:
         tracer.step("context", "No retrieval",

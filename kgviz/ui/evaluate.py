@@ -1,5 +1,6 @@
-"""Evaluate page support: pick a QA file, run a batch evaluation with live progress, render the
-summary (CIs, paired tests, charts) and hand a question over to Compare or Trace.
+"""Evaluate page support: pick a QA file, run a batch evaluation at one equal context budget
+(with the bm25 / dense baselines unless turned off) with live progress, render the summary (CIs,
+median context tokens, paired tests, charts) and hand a question over to Compare or Trace.
 
 Results go to ``$KGVIZ_HOME/evals/app-<hash>`` (one folder per workspace, QA source, embedder
 and mode), so pressing Run again after an interruption, or with more questions, reuses every
@@ -15,8 +16,9 @@ import pandas as pd
 import streamlit as st
 
 from kgviz.errors import EvaluationError
-from kgviz.evaluate import EvalOutcome, QAItem, load_questions, parse_question_bytes, run_evaluation
-from kgviz.evaluate.report import RATE_METRICS, SUMMARY_METRICS, EvalSummary
+from kgviz.evaluate import EvalOutcome, QAItem, load_questions, parse_question_bytes, read_results, run_evaluation
+from kgviz.evaluate.budget import with_baselines
+from kgviz.evaluate.report import CONTEXT_LABEL, RATE_METRICS, SUMMARY_METRICS, EvalSummary
 from kgviz.methods.base import MethodContext
 from kgviz.ui import resources
 from kgviz.ui import trace as tui
@@ -59,12 +61,12 @@ def out_dir(ctx: AppContext, source_id: str) -> Path:
 
 # --- running -------------------------------------------------------------------------------------
 def run(ctx: AppContext, items: Sequence[QAItem], methods: Sequence[str], source_id: str, *,
-        budget_tokens: int | None, workers: int = 2) -> EvalOutcome:
+        budget_tokens: int | None, workers: int = 2, baselines: bool = True) -> EvalOutcome:
     """Evaluate with an st.progress bar; the outcome is kept for this session."""
     if not methods:
         raise EvaluationError("no method chosen", hint="tick at least one method")
     mctx = MethodContext(resources.store(ctx), resources.reasoner(ctx))
-    total = len(items) * len(methods)
+    total = len(items) * len(with_baselines(methods, budget_tokens, baselines))
     bar = st.progress(0.0, text=f"0/{total} runs")
 
     def progress(ev: Any) -> None:  # called in this (the script) thread by the runner
@@ -73,10 +75,10 @@ def run(ctx: AppContext, items: Sequence[QAItem], methods: Sequence[str], source
         bar.progress(ev.fraction, text=md_text(f"{ev.done}/{ev.total} runs{reused}{last}"))
 
     outcome = run_evaluation(items, methods, mctx, out_dir=out_dir(ctx, source_id), budget_tokens=budget_tokens,
-                             workers=workers, progress=progress,
+                             workers=workers, progress=progress, baselines=baselines,
                              settings={"db": str(ctx.db_dir), "mode": ctx.llm_spec, "source": source_id})
     bar.progress(1.0, text=f"done: {outcome.ran} run now, {outcome.skipped} reused")
-    st.session_state[K_OUTCOME] = (outcome, list(methods))
+    st.session_state[K_OUTCOME] = (outcome, list(outcome.summary.methods))  # baselines included
     return outcome
 
 
@@ -104,6 +106,7 @@ def summary_frame(summary: EvalSummary) -> pd.DataFrame:
         for key, label, _h in SUMMARY_METRICS:
             e = s.estimates[key].to_dict()
             row[label + (" %" if key in RATE_METRICS else "")] = _cell(key, e["mean"], e["lo"], e["hi"])
+        row[CONTEXT_LABEL] = s.median_context_tokens
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -138,10 +141,16 @@ def render(outcome: EvalOutcome, methods: Sequence[str]) -> None:
     note = judge_note(outcome.records)
     if note:
         st.info(md_text(note))
+    budget = s.settings.get("budget_tokens")
     st.caption(md_text(f"{s.n_questions} questions × {len(methods)} methods · means with 95% percentile-bootstrap "
-                       f"CIs (n_boot={s.n_boot}) · results file: {outcome.results_path}"))
+                       f"CIs (n_boot={s.n_boot})"
+                       + (f" · every method's context budget {budget} tokens" if budget else "")
+                       + (f" · gold answer in the graph for {100 * s.gold_in_graph:.1f}% of questions"
+                          if s.gold_in_graph is not None else "")
+                       + f" · results file: {outcome.results_path}"))
     st.dataframe(summary_frame(s), hide_index=True, width="stretch")
     st.plotly_chart(eval_charts.metric_bars(s), width="stretch", key="kgviz_eval_bars")
+    coverage_charts(outcome, methods)
     left, right = st.columns(2)
     with left:
         no_tokens = all(m.estimates["tokens"].mean == 0 for m in s.methods.values() if m.n)
@@ -160,6 +169,21 @@ def render(outcome: EvalOutcome, methods: Sequence[str]) -> None:
                    "permutation test on the mean difference.")
         st.dataframe(comparisons_frame(s), hide_index=True, width="stretch")
     question_picker(outcome, methods)
+
+
+def coverage_charts(outcome: EvalOutcome, methods: Sequence[str]) -> None:
+    """Coverage against the context each method used; beside it coverage by budget when the
+    results file holds runs at more than one budget (earlier runs on this page, same questions)."""
+    qids = {r.qid for r in outcome.records}
+    earlier = read_results(outcome.results_path) if outcome.results_path is not None else outcome.records
+    by_budget = eval_charts.coverage_by_budget([r for r in earlier if r.qid in qids], methods)
+    left, right = st.columns(2) if by_budget is not None else (st.container(), None)
+    with left:
+        st.plotly_chart(eval_charts.coverage_vs_context(outcome.summary), width="stretch",
+                        key="kgviz_eval_cov_tokens")
+    if right is not None:
+        with right:
+            st.plotly_chart(by_budget, width="stretch", key="kgviz_eval_cov_budget")
 
 
 def question_picker(outcome: EvalOutcome, methods: Sequence[str]) -> None:

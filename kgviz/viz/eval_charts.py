@@ -1,5 +1,6 @@
 """Plotly figures of a batch evaluation (no streamlit import): metric bars with CI error bars,
-quality vs cost, hallucination vs coverage, and a method x question heatmap.
+quality vs cost, hallucination vs coverage, coverage against the context tokens each method used
+(and against the budget, when the results hold several), and a method x question heatmap.
 
 Question texts and method names are escaped: plotly renders a small HTML subset in labels and
 hover text.
@@ -92,6 +93,62 @@ def quality_vs_cost(summary: EvalSummary, *, quality: str = "f1", cost: str = "t
 def hallucination_vs_coverage(summary: EvalSummary) -> go.Figure:
     """Does more evidence in the context come with fewer unsupported answers?"""
     return _scatter(summary, "coverage", "hallucination", "Hallucination rate vs coverage")
+
+
+def coverage_vs_context(summary: EvalSummary) -> go.Figure:
+    """One point per method: coverage (95% CI) against the median context tokens its answer step
+    saw. At an equal budget B (a dashed line) the passage baselines sit near B; a method left of
+    them used less context, so its coverage is read against what it spent."""
+    fig = go.Figure()
+    shown = [(m, s) for m, s in summary.methods.items() if s.n > 0 and s.median_context_tokens is not None]
+    colours = method_colours([m for m, _s in shown])
+    for i, (m, s) in enumerate(shown):
+        e = s.estimates["coverage"]
+        fig.add_scatter(
+            x=[s.median_context_tokens], y=[100 * e.mean], mode="markers", name=_esc(m), cliponaxis=False,
+            marker=dict(size=12, color=colours[m], symbol=METHOD_SYMBOLS[i % len(METHOD_SYMBOLS)],
+                        line=dict(width=1, color="white")),
+            error_y=dict(type="data", symmetric=False, array=[100 * (e.hi - e.mean)],
+                         arrayminus=[100 * (e.mean - e.lo)]),
+            hovertemplate=f"{_esc(m)}<br>median context tokens: %{{x:.0f}}<br>Coverage: %{{y:.1f}}%<extra></extra>",
+        )
+    budget = summary.settings.get("budget_tokens")
+    if budget:
+        fig.add_vline(x=float(budget), line_dash="dash", line_color="#7f7f7f",
+                      annotation_text=f"budget {int(budget)}", annotation_position="top left")
+    fig.update_layout(title="Coverage vs context tokens (median per method)", xaxis_title="context tokens (median)",
+                      yaxis_title=_esc(_unit("coverage")), showlegend=True, legend=dict(title="method"), **_LAYOUT)
+    fig.update_xaxes(rangemode="tozero")
+    fig.update_yaxes(**_axis("coverage"))
+    return fig
+
+
+def coverage_by_budget(records: Sequence[EvalRecord], methods: Sequence[str]) -> go.Figure | None:
+    """Mean coverage per method at each context budget the records hold (one line per method);
+    None when they hold fewer than two budgets. Only questions answered at every budget count, so
+    the points of a line are comparable."""
+    latest: dict[tuple[str, str, int], EvalRecord] = {}
+    for r in records:
+        if r.budget_tokens is not None and r.method in methods:
+            latest[(r.method, r.qid, int(r.budget_tokens))] = r  # a later line (a re-run) wins
+    budgets = sorted({b for _m, _q, b in latest})
+    if len(budgets) < 2:
+        return None
+    fig = go.Figure()
+    colours = method_colours(methods)
+    for i, m in enumerate(methods):
+        qids = set.intersection(*[{q for mm, q, bb in latest if mm == m and bb == b} for b in budgets])
+        if not qids:
+            continue
+        ys = [100 * sum(latest[(m, q, b)].metrics.get("coverage", 0.0) for q in qids) / len(qids) for b in budgets]
+        fig.add_scatter(x=budgets, y=ys, mode="lines+markers", name=_esc(m),
+                        line=dict(color=colours[m]), marker=dict(symbol=METHOD_SYMBOLS[i % len(METHOD_SYMBOLS)]),
+                        hovertemplate=f"{_esc(m)} ({len(qids)} questions)<br>budget %{{x}}<br>"
+                                      "Coverage: %{y:.1f}%<extra></extra>")
+    fig.update_layout(title="Coverage by context budget", xaxis_title="context budget (tokens)",
+                      yaxis_title=_esc(_unit("coverage")), showlegend=True, legend=dict(title="method"), **_LAYOUT)
+    fig.update_yaxes(**_axis("coverage"))
+    return fig
 
 
 def question_heatmap(records: Sequence[EvalRecord], methods: Sequence[str], *, metric: str = "acc",

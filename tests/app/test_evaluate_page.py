@@ -1,6 +1,7 @@
 """The Evaluate page driven headlessly (AppTest, offline, hashing embedder): a small evaluation on
-the sample, its tables and charts, a re-run that reuses results, a bad QA upload, and handing a
-question to Compare. Fixtures: tests/app/conftest.py (``app_env``)."""
+the sample, its tables and charts, a re-run that reuses results, the equal-budget run with its
+baselines and coverage-vs-context-tokens chart, a bad QA upload, and handing a question to
+Compare. Fixtures: tests/app/conftest.py (``app_env``)."""
 from __future__ import annotations
 
 import json
@@ -30,6 +31,8 @@ def test_evaluate_page_runs_small_eval_and_shows_results(app_env: Path) -> None:
     at = _open(new_app().run())
     at.multiselect(key="kgviz_eval_methods").set_value(METHODS).run()
     at.number_input(key="kgviz_eval_limit").set_value(4).run()
+    assert any("4 questions × 5 methods = 20 runs" in t for t in texts(at, "caption"))  # + bm25, dense
+    at.checkbox(key="kgviz_eval_baselines").uncheck().run()
     assert any("4 questions × 3 methods = 12 runs" in t for t in texts(at, "caption"))
     _button(at, "Run evaluation").click().run()
     assert not at.exception, at.exception
@@ -40,7 +43,8 @@ def test_evaluate_page_runs_small_eval_and_shows_results(app_env: Path) -> None:
     assert list(summary["n"]) == [4, 4, 4]
     assert summary.loc[summary["method"] == "no-retrieval", "Abstention %"].iloc[0].startswith("100.0")
     charts = at.get("plotly_chart")
-    assert len(charts) == 4  # metric bars, quality vs cost, hallucination vs coverage, heatmap
+    # metric bars, coverage vs context tokens, quality vs cost, hallucination vs coverage, heatmap
+    assert len(charts) == 5
     bars = json.loads(charts[0].proto.spec)
     assert {t["name"] for t in bars["data"]} == set(METHODS)
     assert all("error_y" in t for t in bars["data"])
@@ -48,12 +52,12 @@ def test_evaluate_page_runs_small_eval_and_shows_results(app_env: Path) -> None:
     from kgviz.viz.palette import method_colour
 
     assert {t["name"]: t["marker"]["color"] for t in bars["data"]} == {m: method_colour(m) for m in METHODS}
-    scatter = json.loads(charts[1].proto.spec)
+    scatter = json.loads(charts[2].proto.spec)
     assert {t["name"]: t["marker"]["color"] for t in scatter["data"]} == {m: method_colour(m) for m in METHODS}
     # offline results are labelled as such, with the weaker judge named
     notes = texts(at, "info")
     assert any("offline heuristics" in t and "weaker than an LLM judge" in t for t in notes), notes
-    heat = json.loads(charts[3].proto.spec)
+    heat = json.loads(charts[4].proto.spec)
     assert heat["data"][0]["type"] == "heatmap" and len(heat["data"][0]["y"]) == 3
     progress = at.get("progress")
     assert progress and "done: 12 run now, 0 reused" in str(progress[-1].proto.text)
@@ -64,6 +68,39 @@ def test_evaluate_page_runs_small_eval_and_shows_results(app_env: Path) -> None:
     assert not at.exception, at.exception
     assert "done: 3 run now, 12 reused" in str(at.get("progress")[-1].proto.text)
     assert list(at.dataframe[0].value["n"]) == [5, 5, 5]
+
+
+def test_equal_budget_run_shows_baselines_and_coverage_vs_context_tokens(app_env: Path) -> None:
+    at = _open(new_app().run())
+    at.multiselect(key="kgviz_eval_methods").set_value(["kg-retriever"]).run()
+    at.number_input(key="kgviz_eval_limit").set_value(3).run()
+    at.number_input(key="kgviz_eval_budget").set_value(300).run()
+    _button(at, "Run evaluation").click().run()
+    assert not at.exception, at.exception
+    summary = at.dataframe[0].value
+    assert list(summary["method"]) == ["kg-retriever", "bm25", "dense"]  # the baselines joined at B
+    tokens = dict(zip(summary["method"], summary["Context tokens (median)"]))
+    assert all(0 < tokens[m] <= 300 for m in ("bm25", "dense"))
+    assert any("every method's context budget 300 tokens" in t for t in texts(at, "caption"))
+    charts = at.get("plotly_chart")
+    assert len(charts) == 5  # one budget in the results: no coverage-by-budget chart yet
+    cov = json.loads(charts[1].proto.spec)
+    assert "Coverage vs context tokens" in cov["layout"]["title"]["text"]
+    points = {t["name"]: (t["x"][0], t["y"][0]) for t in cov["data"]}
+    assert {m: x for m, (x, _y) in points.items()} == tokens  # x = the table's median context tokens
+    cov_pct = {m: float(c.split()[0]) for m, c in zip(summary["method"], summary["Coverage %"])}
+    assert {m: round(y, 1) for m, (_x, y) in points.items()} == cov_pct
+    assert any(s.get("x0") == 300 for s in cov["layout"]["shapes"])  # the budget line
+
+    # a second budget on the same questions: coverage by budget appears, one line per method
+    at.number_input(key="kgviz_eval_budget").set_value(600).run()
+    _button(at, "Run evaluation").click().run()
+    assert not at.exception, at.exception
+    charts = at.get("plotly_chart")
+    assert len(charts) == 6
+    lines = json.loads(charts[2].proto.spec)
+    assert "Coverage by context budget" in lines["layout"]["title"]["text"]
+    assert {t["name"]: t["x"] for t in lines["data"]} == {m: [300, 600] for m in ("kg-retriever", "bm25", "dense")}
 
 
 def test_evaluate_page_names_bad_lines_of_an_upload(app_env: Path) -> None:

@@ -1,6 +1,7 @@
 """Evaluate end to end in a real browser: `streamlit run app.py` (temp KGVIZ_HOME, offline), Debian
-chromium via Playwright. Load the sample, open Evaluate, run a small evaluation (3 methods x 3
-questions) and see the results table and the plotly charts drawn; nothing is fetched from outside.
+chromium via Playwright. Load the sample, open Evaluate, run a small evaluation (3 methods + the
+bm25 / dense baselines x 3 questions) and see the results table and the plotly charts drawn;
+nothing is fetched from outside.
 
 Needs /usr/bin/chromium; skipped otherwise, unless KGVIZ_REQUIRE_BROWSER=1. Server, browser, page
 and helpers: tests/e2e/conftest.py (never runs `playwright install`).
@@ -60,12 +61,13 @@ def test_small_evaluation_shows_charts(
     limit = page.get_by_label("Questions (first N)")
     limit.fill("3")
     limit.press("Enter")
-    expect(page.get_by_text("3 questions × 3 methods = 9 runs")).to_be_visible(timeout=30_000)
+    # the equal-budget baselines (bm25, dense) join the three chosen methods
+    expect(page.get_by_text("3 questions × 5 methods = 15 runs")).to_be_visible(timeout=30_000)
     page.get_by_role("button", name="Run evaluation").click()
     expect(page.get_by_role("heading", name="Results")).to_be_visible(timeout=EVAL_S * 1000)
     plots = page.locator(".js-plotly-plot")
-    expect(plots.nth(3)).to_be_attached(timeout=30_000)
-    assert plots.count() == 4
+    expect(plots.nth(4)).to_be_attached(timeout=30_000)
+    assert plots.count() == 5  # bars, coverage vs context tokens, quality vs cost, hallucination, heatmap
     expect(plots.first).to_be_visible()
     expect(plots.first.locator(".bars, .errorbars").first).to_be_attached()
     page.set_viewport_size({"width": 1400, "height": 3200})  # the app scrolls inside; show it all

@@ -71,3 +71,36 @@ def test_scatters_use_a_legend_not_overprinted_labels_and_rate_axes_show_0_to_10
     cost = eval_charts.quality_vs_cost(s, cost="latency_s")
     assert tuple(cost.layout.yaxis.range) == (-5, 105)  # F1 is a rate too
     assert cost.layout.xaxis.range is None and cost.layout.xaxis.rangemode == "tozero"
+
+
+def _cov(qid: str, method: str, coverage: float, budget: int, tokens: int) -> EvalRecord:
+    return EvalRecord(qid=qid, question="q?", answers=["gold"], method=method, params_hash=f"h{budget}", answer="a",
+                      error="", metrics={"em": 0.0, "f1": 0.0, "acc": 0.0, "coverage": coverage},
+                      hallucinated=False, abstained=False, context_tokens=tokens, budget_tokens=budget)
+
+
+def test_coverage_vs_context_places_methods_at_their_median_tokens() -> None:
+    recs = [_cov("q1", "bm25", 1.0, 300, 290), _cov("q2", "bm25", 0.0, 300, 280), _cov("q3", "bm25", 1.0, 300, 299),
+            _cov("q1", HOSTILE, 0.0, 300, 40), _cov("q2", HOSTILE, 1.0, 300, 60), _cov("q3", HOSTILE, 0.0, 300, 50)]
+    s = summarise(recs, ["bm25", HOSTILE], n_boot=200, settings={"budget_tokens": 300})
+    fig = eval_charts.coverage_vs_context(s)
+    points = {t.name: (t.x[0], t.y[0]) for t in fig.data}
+    assert points["bm25"][0] == 290 and points["&lt;img src=x onerror=alert(1)&gt;"][0] == 50  # medians
+    assert abs(points["bm25"][1] - 200 / 3) < 1e-9
+    est = s.methods["bm25"].estimates["coverage"]
+    assert fig.data[0].error_y.array[0] == 100 * (est.hi - est.mean)
+    assert [sh.x0 for sh in fig.layout.shapes] == [300]  # the budget line
+    assert "<img" not in fig.to_json()
+
+
+def test_coverage_by_budget_needs_two_budgets_and_common_questions() -> None:
+    one = [_cov("q1", "bm25", 1.0, 300, 290)]
+    assert eval_charts.coverage_by_budget(one, ["bm25"]) is None
+    recs = [_cov("q1", "bm25", 0.0, 300, 290), _cov("q2", "bm25", 1.0, 300, 280),
+            _cov("q1", "bm25", 1.0, 600, 590), _cov("q2", "bm25", 1.0, 600, 580),
+            _cov("q3", "bm25", 0.0, 600, 500),  # q3 ran at 600 only: left out of both points
+            _cov("q1", "kg-rag", 1.0, 300, 20), _cov("q1", "kg-rag", 0.0, 600, 20)]
+    fig = eval_charts.coverage_by_budget(recs, ["bm25", "kg-rag", "absent"])
+    assert fig is not None
+    lines = {t.name: (list(t.x), list(t.y)) for t in fig.data}
+    assert lines == {"bm25": ([300, 600], [50.0, 100.0]), "kg-rag": ([300, 600], [100.0, 0.0])}

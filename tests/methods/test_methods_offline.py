@@ -15,6 +15,8 @@ from kgviz.run import Run, run_method, run_methods
 STAGES = {
     "kg-retriever": ["seed", "expand", "score", "select", "context", "answer"],
     "text-rag": ["seed", "seed", "score", "context", "answer"],
+    "bm25": ["seed", "context", "answer"],
+    "dense": ["seed", "context", "answer"],
     "no-retrieval": ["context", "answer"],
 }
 CASES = [("Who designed the Harbour Library?", "Marta Ruiz"),
@@ -59,7 +61,7 @@ def test_run_methods_on_the_graph(kg: FixtureGraph) -> None:
     runs = run_methods(list(STAGES), "Who designed the Harbour Library?", kg.ctx,
                        params={"kg-retriever": {"strategy": "multi-hop"}}, presets={"text-rag": "dense-only"})
     assert [r.method for r in runs] == list(STAGES) and all(r.ok for r in runs)
-    assert runs[0].params["strategy"] == "multi-hop" and runs[1].params["hybrid"] is False
+    assert runs[0].params["strategy"] == "multi-hop" and runs[1].params["retriever"] == "dense"
 
 
 def test_a_store_failure_mid_retrieval_keeps_the_partial_trace(kg: FixtureGraph,

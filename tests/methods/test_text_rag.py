@@ -1,11 +1,14 @@
-"""text-rag on the fixture graph: stages, reciprocal rank fusion, the token budget."""
+"""text-rag and the bm25 / dense baselines on the fixture graph: stages, reciprocal rank fusion,
+the three retriever modes, the candidate pool growing to fill the budget, the token budget."""
 from __future__ import annotations
 
 import pytest
 from tests.support.fixture_graph import FixtureGraph
 
-from kgviz.methods.base import RetrievedContext, TraceStep, Tracer
-from kgviz.methods.text_rag import TextRag, TextRagParams
+from kgviz.errors import ConfigError
+from kgviz.methods.base import RetrievedContext, TraceStep, Tracer, param_choices
+from kgviz.methods.registry import get_method
+from kgviz.methods.text_rag import SingleRetrieverParams, TextRag, TextRagParams
 from kgviz.vectors import rrf
 from kgviz.text import count_tokens
 
@@ -44,9 +47,51 @@ def test_hybrid_stages_and_fusion_scores(kg: FixtureGraph) -> None:
 
 
 def test_dense_only_skips_bm25_and_fusion(kg: FixtureGraph) -> None:
-    steps, context = retrieve(kg, hybrid=False)
-    assert [s.kind for s in steps] == ["seed", "context"]
+    steps, context = retrieve(kg, retriever="dense")
+    assert [(s.kind, s.title) for s in steps] == [("seed", "Vector search over chunks"), ("context", steps[-1].title)]
     assert [i.id for i in context.items] == [n.id for n in steps[0].nodes][: len(context.items)]
+
+
+def test_bm25_only_skips_vector_search_and_fusion(kg: FixtureGraph) -> None:
+    steps, context = retrieve(kg, retriever="bm25")
+    assert [(s.kind, s.title) for s in steps] == [("seed", "BM25 search over chunks"), ("context", steps[-1].title)]
+    sparse = kg.store.fts_search(Q, 20)
+    assert [n.id for n in steps[0].nodes] == [c for c, _ in sparse]
+    assert [i.id for i in context.items] == [c for c, _ in sparse][: len(context.items)]
+    assert [i.score for i in context.items] == [s for _, s in sparse][: len(context.items)]  # BM25 scores kept
+
+
+def test_retriever_is_a_declared_choice() -> None:
+    assert param_choices(TextRagParams, "retriever") == ("hybrid", "bm25", "dense")
+    with pytest.raises(ConfigError, match="retriever must be one of hybrid, bm25, dense"):
+        TextRagParams(retriever="sparse")  # type: ignore[arg-type]
+    assert {n: p.retriever for n, p in TextRag.presets.items()} == {
+        "hybrid": "hybrid", "dense-only": "dense", "bm25-only": "bm25"}
+
+
+@pytest.mark.parametrize("name", ["bm25", "dense"])
+def test_single_retriever_baselines_equal_text_rag_in_that_mode(kg: FixtureGraph, name: str) -> None:
+    method = get_method(name)
+    assert method.Params is SingleRetrieverParams and method.paper == "baseline"
+    assert method.budget_param == "budget_tokens"
+    t1, t2 = Tracer(kg.ctx.reasoner), Tracer(kg.ctx.reasoner)
+    base = method.retrieve(Q, kg.ctx, SingleRetrieverParams(budget_tokens=60), t1)
+    text = TextRag().retrieve(Q, kg.ctx, TextRagParams(retriever=name, budget_tokens=60), t2)  # type: ignore[arg-type]
+    assert base.items and [i.id for i in base.items] == [i.id for i in text.items]
+    assert [s.title for s in t1.steps] == [s.title for s in t2.steps]
+
+
+@pytest.mark.parametrize("retriever", ["hybrid", "bm25", "dense"])
+def test_pool_grows_until_the_budget_can_be_filled(kg: FixtureGraph, retriever: str) -> None:
+    small, _ = retrieve(kg, retriever=retriever, top_k=2, budget_tokens=10)
+    assert max(len(s.nodes) for s in small if s.kind == "seed") <= 2  # 2 candidates already overflow 10 tokens
+    steps, context = retrieve(kg, retriever=retriever, top_k=2, budget_tokens=100_000)
+    seeds = [s for s in steps if s.kind == "seed"]
+    assert any("pool grown from 2" in s.detail for s in seeds)
+    assert len(context.items) > 2  # more than top_k chunks: the budget, not top_k, stopped the fill
+    # grown until the retrievers ran dry: every chunk either retriever can return is in the context
+    assert not steps[-1].data["over_budget"]
+    assert len(context.items) == len({n.id for s in seeds for n in s.nodes})
 
 
 @pytest.mark.parametrize("budget", [20, 45, 80, 1000])
