@@ -223,14 +223,15 @@ class FastEmbedEmbedder:
         try:
             self._model = fut.result(timeout=load_timeout_s)
         except FutureTimeout:
+            shown = round(load_timeout_s, 1)  # a share of auto's budget: 19.98 s reads as 20 s
             if local_only or self.model_dir is not None:  # no hub involved: the load itself is slow
                 raise EmbedderUnavailableError(
                     f"fastembed model {model} did not load from {self.model_dir or 'the local cache'} "
-                    f"within {load_timeout_s:g} s (a busy machine, or a very large model)",
+                    f"within {shown:g} s (a busy machine, or a very large model)",
                     hint="try again (the load goes on in the background and is reused), or pick a smaller model",
                 ) from None
             raise EmbedderUnavailableError(
-                f"fastembed model {model} did not load within {load_timeout_s:g} s: it is not in the "
+                f"fastembed model {model} did not load within {shown:g} s: it is not in the "
                 "local cache and the model hub did not deliver it in time (no network?)",
                 hint="download it once with network access (or allow a longer load timeout), or point "
                 "to a local copy with fastembed:<model>@<dir>",

@@ -142,17 +142,4 @@ def test_unknown_fastembed_model_is_explained() -> None:
         make_embedder("fastembed:nobody/no-such-model", fallback=False)
 
 
-MINILM_DIR = os.environ.get("KGVIZ_MINILM_DIR")
-
-
-@pytest.mark.skipif(not MINILM_DIR, reason="set KGVIZ_MINILM_DIR to a dir made by shared/tools/make_minilm_dir.sh")
-def test_minilm_from_a_local_directory() -> None:
-    emb, notice = make_embedder(f"fastembed:sentence-transformers/all-MiniLM-L6-v2@{MINILM_DIR}",
-                                load_timeout_s=30, fallback=False)
-    assert notice is None
-    assert (emb.id, emb.dim) == ("fastembed:sentence-transformers/all-MiniLM-L6-v2", 384)
-    m = emb.embed(SAMPLES[:3])
-    assert m.shape == (3, 384) and m.dtype == np.float32
-    assert np.allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-5)
-    sims = m @ m.T
-    assert sims[0, 1] > 0.8 and sims[0, 1] > sims[0, 2] + 0.3
+# A real local model (all-MiniLM-L6-v2 int8): tests/providers/test_minilm_integration.py
