@@ -293,10 +293,11 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
     load = loaded.to_dict()
     out.update({k: load[k] for k in ("documents", "duplicates", "near_duplicates", "ignored")})
     out["notices"] = ws.notices
+    out["embedder"] = ws.store.embedder_id  # what `auto` became, as the workspace records it
     if args.json:
         print(json.dumps(out, indent=2, default=str))
     else:
-        print(f"built {ws.store.path} in mode {out.get('mode')}")
+        print(f"built {ws.store.path} in mode {out.get('mode')} with embedder {out['embedder']}")
         for table, n in sorted(out.get("counts", {}).items()):
             print(f"  {table:<14}{n:>10}")
         _print_ket(out.get("ket") or {})

@@ -11,8 +11,14 @@ function-scoped one would run.
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 PINNED_EMBEDDER = "hashing"
 os.environ["KGVIZ_EMBEDDER"] = PINNED_EMBEDDER
 for _var in ("KGVIZ_EMBEDDER_DIR", "KGVIZ_EMBEDDER_MODEL"):
     os.environ.pop(_var, None)
+# A test that unsets KGVIZ_EMBEDDER gets ``auto``: point fastembed's cache at a folder that does not
+# exist, so ``auto`` finds no model there either (and explicit fastembed specs download nothing
+# into a real cache).
+os.environ["FASTEMBED_CACHE_PATH"] = str(Path(tempfile.gettempdir()) / f"kgviz-tests-{os.getpid()}-no-fastembed-cache")
