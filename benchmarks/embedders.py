@@ -12,6 +12,7 @@ Figures per embedder:
   the tokenizer; the first fastembed spec pays the import);
 - ``texts_per_s``: the whole corpus (title + text per passage) embedded once, in the embedder's
   own batches;
+- ``peak_rss_mb_so_far``: the process's peak resident memory after this embedder (cumulative);
 - ``gold_in_top5_any`` / ``gold_in_top5_all``: over the first ``--questions`` questions, the share
   whose gold supporting passages (``supporting_ids``) have at least one / all of them among the 5
   passages of the whole corpus with the highest cosine to the question (ties broken by passage id).
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -65,6 +67,7 @@ def measure(spec: str, corpus: list[dict], questions: list[dict]) -> dict:
         all_hit += gold <= best
     n = len(questions)
     return {"spec": spec, "id": emb.id, "dim": emb.dim, "load_s": round(load_s, 3),
+            "peak_rss_mb_so_far": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
             "embed_texts": len(texts), "embed_s": round(embed_s, 2), "texts_per_s": round(len(texts) / embed_s, 1),
             f"gold_in_top{TOP_K}_any": round(100 * any_hit / n, 1), f"gold_in_top{TOP_K}_all": round(100 * all_hit / n, 1)}
 

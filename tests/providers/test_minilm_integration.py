@@ -36,6 +36,9 @@ def test_minilm_embeds_unit_vectors_of_384_dims_that_rank_meaning() -> None:
     assert np.allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-5)
     sims = m @ m.T
     assert sims[0, 1] > 0.7 and sims[0, 1] > sims[0, 2] + 0.3 and sims[0, 1] > sims[1, 2] + 0.3
+    # batches run length-sorted: every row still belongs to its own text
+    one_by_one = np.vstack([emb.embed([t]) for t in (*SIMILAR, UNRELATED)])
+    assert np.allclose(m, one_by_one, atol=1e-4)
 
 
 def test_auto_picks_the_directory_in_kgviz_embedder_dir(tmp_path: Path) -> None:
