@@ -115,10 +115,11 @@ def l2_normalise(matrix: np.ndarray) -> np.ndarray:
 DEFAULT_FASTEMBED_MODEL = "BAAI/bge-small-en-v1.5"
 DEFAULT_LOAD_TIMEOUT_S = 5.0
 # ours: a batch is padded to its longest text, and attention memory grows with batch x length^2
-# (MiniLM truncates at 512 tokens). Measured on 200 HotpotQA passages, 2 cores: batches of 64 in
-# corpus order were killed for lack of memory; batches of 16 over length-sorted texts peaked at
-# 943 MB RSS. Sorting also spares the padding work.
-DEFAULT_FASTEMBED_BATCH = 16
+# (MiniLM truncates at 512 tokens). Measured with all-MiniLM-L6-v2 int8 on 2 busy cores: batches
+# of 64 over 200 HotpotQA passages in corpus order were killed for lack of memory (> 5.8 GB); over
+# the 48 longest passages, length-sorted, batches of 16 peaked at 1,548 MB RSS in 47 s and batches
+# of 8 at 1,252 MB in 43 s. Sorting by length also spares most of the padding work.
+DEFAULT_FASTEMBED_BATCH = 8
 
 _PENDING: dict[tuple[str, ...], Future[Any]] = {}
 _PENDING_LOCK = threading.Lock()
