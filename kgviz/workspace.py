@@ -16,11 +16,7 @@ from kgviz.graph.store import DB_FILENAME, GraphStore
 from kgviz.methods.base import MethodContext
 from kgviz.providers.base import LLM, Embedder
 from kgviz.providers.embedder_auto import AUTO_SPEC, RecordedEmbedder
-from kgviz.providers.factory import make_embedder, make_llm, spec_of
-
-# Meta key beside the store's embedder_id/dim: the spec the embedder was loaded from, so that
-# ``auto`` on this workspace finds a model directory again (an id does not name the directory).
-EMBEDDER_SOURCE_KEY = "embedder_source"
+from kgviz.providers.factory import make_embedder, make_llm
 from kgviz.providers.pricing import PriceTable
 from kgviz.providers.usage import UsageLedger
 from kgviz.reasoning import Reasoner
@@ -88,7 +84,7 @@ def open_workspace(
         notices.append(notice)
     llm = make_llm(resolve_llm_spec(llm_spec or settings.llm_spec), settings, api_key=api_key,
                    use_cache=use_cache, refresh=refresh_cache)
-    store = open_store(db, embedder, read_only=read_only)
+    store = GraphStore.open(db, embedder_id=embedder.id, dim=embedder.dim, read_only=read_only)
     prices = PriceTable.load(settings.price_table_path)
     return Workspace(settings, store, llm, embedder, prices, notices=notices)
 
@@ -102,19 +98,9 @@ def recorded_embedder(db_dir: str | Path) -> RecordedEmbedder | None:
         with GraphStore.open(db_dir, read_only=True) as store:
             if not store.embedder_id:
                 return None
-            return RecordedEmbedder(store.embedder_id, store.get_meta(EMBEDDER_SOURCE_KEY))
+            return RecordedEmbedder(store.embedder_id)
     except GraphStoreError as exc:
         if "is empty" in str(exc):  # a database file whose creation never finished: no graph yet
             return None
         raise
 
-
-def open_store(db_dir: str | Path, embedder: Embedder, *, read_only: bool = False) -> GraphStore:
-    """Open (or create) the graph with ``embedder``; a new graph also records where the embedder
-    was loaded from (``EMBEDDER_SOURCE_KEY``; older graphs lack it and ``auto`` then searches
-    KGVIZ_EMBEDDER_DIR and the cache). A mismatch raises EmbedderMismatchError."""
-    new = not (Path(db_dir).expanduser() / DB_FILENAME).exists()
-    store = GraphStore.open(db_dir, embedder_id=embedder.id, dim=embedder.dim, read_only=read_only)
-    if new and not read_only:
-        store.set_meta(EMBEDDER_SOURCE_KEY, spec_of(embedder))
-    return store

@@ -16,9 +16,10 @@ All tries share one time budget, ``AUTO_LOAD_TIMEOUT_S``. When nothing loads, th
 hashing embedder plus a notice saying why (no model found / the load failed, with the reason /
 it timed out), shown by the app's sidebar and printed by the CLI.
 
-A workspace remembers what ``auto`` became (the store's Meta holds the embedder id and dimension,
-``kgviz.workspace`` adds where the model was loaded from), and ``auto`` on an existing workspace
-loads that embedder again (``load_recorded``) instead of whatever this machine would pick now.
+A workspace remembers what ``auto`` became (the store's Meta holds the embedder id and dimension),
+and ``auto`` on an existing workspace loads that embedder again (``load_recorded``) instead of
+whatever this machine would pick now. Where the model was loaded from is deliberately not stored:
+a model directory is a machine path, and none goes into a database (issue 14).
 """
 from __future__ import annotations
 
@@ -81,11 +82,10 @@ class AutoEmbedderParams:
 
 @dataclass(frozen=True)
 class RecordedEmbedder:
-    """What a workspace was built with: the store's embedder id and, when known, the spec it
-    was loaded from (``fastembed:<model>@<dir>`` names the directory; the id does not)."""
+    """What a workspace was built with: the embedder id its store records (``hashing-768``,
+    ``fastembed:<model>``)."""
 
     embedder_id: str
-    source: str | None = None
 
 
 def _in_cache(cache: Path, model: str) -> bool:
@@ -152,19 +152,14 @@ def load_recorded(recorded: RecordedEmbedder, params: AutoEmbedderParams) -> Emb
     if kind != "fastembed" or not sep or not model:
         return None
     tries: list[tuple[str, Path | None]] = []
-    src_kind, _, src_rest = (recorded.source or "").partition(":")
-    src_model, at, src_dir = src_rest.partition("@")
-    if src_kind == "fastembed" and at and src_model == model and Path(src_dir).is_dir():
-        tries.append((model, Path(src_dir)))
     if params.model_dir is not None and params.model == model and params.model_dir.is_dir():
         tries.append((model, params.model_dir))
     if model in CACHE_MODELS and _in_cache(params.cache(), model) or not tries:
         tries.append((model, None))  # the cache, read offline (a clear reason if it is not there)
-    found, failures = _try(list(dict.fromkeys(tries)), params)
+    found, failures = _try(tries, params)
     if found is None:
-        where = f" (loaded from {recorded.source})" if recorded.source else ""
         raise EmbedderUnavailableError(
-            f"This workspace was built with embedder {recorded.embedder_id}{where}, which cannot be "
+            f"This workspace was built with embedder {recorded.embedder_id}, which cannot be "
             f"loaded here: {'; '.join(failures)}",
             hint=f"set {DIR_VAR} (and {MODEL_VAR}={model}) to a directory holding that model, or choose "
                  "a new workspace to build with another embedder",

@@ -152,12 +152,3 @@ def make_embedder(
             notice += f" To use fastembed: {exc.hint}."
         return substitute, notice
 
-
-def spec_of(embedder: Embedder) -> str:
-    """The spec that loads ``embedder`` again, local model directory included (what ``auto``
-    became, recorded with a workspace)."""
-    if isinstance(embedder, FastEmbedEmbedder):
-        return f"fastembed:{embedder.model}" + (f"@{embedder.model_dir}" if embedder.model_dir else "")
-    if isinstance(embedder, HashingEmbedder):
-        return f"hashing:{embedder.dim}"
-    return embedder.id

@@ -50,10 +50,10 @@ def _recorded(db_dir: Path) -> RecordedEmbedder | None:
 
 
 @st.cache_resource(show_spinner="Opening the graph database…")
-def _store(path: str, _embedder_obj: Any, embedder_id: str, dim: int) -> Any:
-    from kgviz.workspace import open_store  # lazily: it loads the graph store (kuzu)
+def _store(path: str, embedder_id: str, dim: int) -> Any:
+    from kgviz.graph.store import GraphStore  # imported lazily: the store module loads kuzu
 
-    return open_store(Path(path), _embedder_obj)
+    return GraphStore.open(Path(path), embedder_id=embedder_id, dim=dim)
 
 
 def embedder(ctx: AppContext) -> tuple[Any, str | None]:
@@ -68,7 +68,7 @@ def store(ctx: AppContext) -> Any:
     """The workspace's GraphStore, created on first use. Raises EmbedderMismatchError when the
     database was built with another embedder, DatabaseLockedError when another process has it."""
     emb, _notice = embedder(ctx)
-    return _store(str(Path(ctx.db_dir).resolve()), emb, emb.id, int(emb.dim))
+    return _store(str(Path(ctx.db_dir).resolve()), emb.id, int(emb.dim))
 
 
 def database_exists(ctx: AppContext) -> bool:

@@ -24,8 +24,8 @@ from kgviz.providers.embedder_auto import (
     resolve_auto,
 )
 from kgviz.providers.embedders import HashingEmbedder
-from kgviz.providers.factory import make_embedder, parse_embedder_spec, spec_of
-from kgviz.workspace import EMBEDDER_SOURCE_KEY, open_workspace, recorded_embedder
+from kgviz.providers.factory import make_embedder, parse_embedder_spec
+from kgviz.workspace import open_workspace, recorded_embedder
 
 
 def test_auto_is_the_default_spec_and_reads_its_variables() -> None:
@@ -128,16 +128,14 @@ def test_a_recorded_hashing_embedder_is_loaded_again() -> None:
 
 
 def test_a_recorded_model_that_is_not_here_is_a_clear_error_not_a_fallback(tmp_path: Path) -> None:
-    recorded = RecordedEmbedder(f"fastembed:{DIR_MODEL}", f"fastembed:{DIR_MODEL}@{tmp_path / 'gone'}")
+    recorded = RecordedEmbedder(f"fastembed:{DIR_MODEL}")
+    # a directory configured for another model is not used for this one
+    other = AutoEmbedderParams(model_dir=tmp_path, model="BAAI/bge-small-en-v1.5", cache_dir=tmp_path / "empty")
     with pytest.raises(EmbedderUnavailableError) as err:
-        make_embedder("auto", auto=AutoEmbedderParams(cache_dir=tmp_path / "empty"), recorded=recorded)
+        make_embedder("auto", auto=other, recorded=recorded)
     msg = err.value.user_message()
-    assert f"built with embedder fastembed:{DIR_MODEL}" in msg and str(tmp_path / "gone") in msg
-    assert "KGVIZ_EMBEDDER_DIR" in msg
-
-
-def test_spec_of_names_what_loads_the_embedder_again() -> None:
-    assert spec_of(HashingEmbedder(32)) == "hashing:32"
+    assert f"built with embedder fastembed:{DIR_MODEL}" in msg and "not in the local cache" in msg
+    assert f"KGVIZ_EMBEDDER_MODEL={DIR_MODEL}" in msg
 
 
 def _settings(tmp_path: Path, **env: str) -> Settings:
@@ -148,8 +146,8 @@ def _settings(tmp_path: Path, **env: str) -> Settings:
 def test_a_workspace_keeps_its_embedder_under_auto(tmp_path: Path) -> None:
     db = tmp_path / "ws"
     with open_workspace(_settings(tmp_path), db_dir=db, llm_spec="offline", embedder_spec="hashing:64") as ws:
-        assert ws.store.get_meta(EMBEDDER_SOURCE_KEY) == "hashing:64" and ws.notices == []
-    assert recorded_embedder(db) == RecordedEmbedder("hashing-64", "hashing:64")
+        assert ws.notices == []
+    assert recorded_embedder(db) == RecordedEmbedder("hashing-64")
     # auto here would fall back to hashing-768 on this machine; the workspace's embedder wins
     for spec in ("auto", None):
         with open_workspace(_settings(tmp_path), db_dir=db, llm_spec="offline", embedder_spec=spec) as ws:
@@ -165,6 +163,6 @@ def test_a_new_workspace_under_auto_records_what_auto_became(tmp_path: Path) -> 
     with open_workspace(_settings(tmp_path), db_dir=db, llm_spec="offline") as ws:
         assert ws.embedder.id == "hashing-768"
         assert len(ws.notices) == 1 and "found no local model" in ws.notices[0]
-    assert recorded_embedder(db) == RecordedEmbedder("hashing-768", "hashing:768")
+    assert recorded_embedder(db) == RecordedEmbedder("hashing-768")
     with open_workspace(_settings(tmp_path), db_dir=db, llm_spec="offline") as ws:
         assert ws.notices == []  # reopened: the recorded embedder, nothing to explain

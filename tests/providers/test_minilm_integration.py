@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 from kgviz.config import Settings
-from kgviz.errors import EmbedderMismatchError
+from kgviz.errors import EmbedderMismatchError, EmbedderUnavailableError
 from kgviz.providers.embedder_auto import AutoEmbedderParams, resolve_auto
 from kgviz.providers.embedders import FastEmbedEmbedder
 from kgviz.providers.factory import make_embedder
-from kgviz.workspace import EMBEDDER_SOURCE_KEY, open_workspace
+from kgviz.workspace import open_workspace, recorded_embedder
+from kgviz.providers.embedder_auto import RecordedEmbedder
 
 MINILM_DIR = os.environ.get("KGVIZ_TEST_MINILM_DIR", "").strip()
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -49,17 +50,18 @@ def test_auto_picks_the_directory_in_kgviz_embedder_dir(tmp_path: Path) -> None:
     assert (emb.id, emb.dim, emb.model_dir) == (f"fastembed:{MODEL}", 384, Path(MINILM_DIR))
 
 
-def test_a_workspace_built_under_auto_is_reopened_with_minilm_even_without_the_variable(tmp_path: Path) -> None:
+def test_a_workspace_built_under_auto_keeps_minilm(tmp_path: Path) -> None:
     env = {"KGVIZ_HOME": str(tmp_path / "home"), "KGVIZ_EMBEDDER": "auto", "FASTEMBED_CACHE_PATH": str(tmp_path / "e")}
+    with_dir = Settings.from_env({**env, "KGVIZ_EMBEDDER_DIR": MINILM_DIR})
     db = tmp_path / "ws"
-    with open_workspace(Settings.from_env({**env, "KGVIZ_EMBEDDER_DIR": MINILM_DIR}), db_dir=db,
-                        llm_spec="offline") as ws:
+    with open_workspace(with_dir, db_dir=db, llm_spec="offline") as ws:
         assert ws.notices == [] and ws.store.embedder_id == f"fastembed:{MODEL}" and ws.store.dim == 384
-        assert ws.store.get_meta(EMBEDDER_SOURCE_KEY) == f"fastembed:{MODEL}@{Path(MINILM_DIR)}"
-    # KGVIZ_EMBEDDER_DIR gone: auto alone would find nothing, but the workspace names its model's directory
-    with open_workspace(Settings.from_env(env), db_dir=db, llm_spec="offline") as ws:
+    assert recorded_embedder(db) == RecordedEmbedder(f"fastembed:{MODEL}")  # the id, no machine path
+    with open_workspace(with_dir, db_dir=db, llm_spec="offline") as ws:
         assert ws.notices == [] and ws.embedder.id == f"fastembed:{MODEL}"
-        v = ws.embedder.embed([SIMILAR[0]])
-        assert v.shape == (1, 384)
+        assert ws.embedder.embed([SIMILAR[0]]).shape == (1, 384)
+    # without the directory the workspace is not silently opened with hashing
+    with pytest.raises(EmbedderUnavailableError, match="all-MiniLM-L6-v2"):
+        open_workspace(Settings.from_env(env), db_dir=db, llm_spec="offline")
     with pytest.raises(EmbedderMismatchError, match="all-MiniLM-L6-v2"):
-        open_workspace(Settings.from_env(env), db_dir=db, llm_spec="offline", embedder_spec="hashing")
+        open_workspace(with_dir, db_dir=db, llm_spec="offline", embedder_spec="hashing")
