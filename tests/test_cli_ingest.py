@@ -23,8 +23,9 @@ ABSOLUTE = re.compile(r"(?<![\w.:/])/(?:work|tmp|home|root|Users|var|opt|mnt|srv
 @pytest.fixture()
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("KGVIZ_HOME", str(tmp_path / "home"))
-    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "KGVIZ_LLM", "KGVIZ_EMBEDDER", "KGVIZ_DB"):
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "KGVIZ_LLM", "KGVIZ_DB"):
         monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("KGVIZ_EMBEDDER", "hashing")  # pinned: auto's fallback notice would be on stderr
     return tmp_path
 
 
