@@ -137,7 +137,7 @@ def resolve_auto(params: AutoEmbedderParams) -> tuple[Embedder, str | None]:
     if found is not None:
         return found, None
     timed_out = any("did not load" in f for f in failures)
-    verb = "timed out loading a model" if timed_out else "could not load a model"
+    verb = f"timed out loading a model (budget {params.timeout_s:g} s)" if timed_out else "could not load a model"
     return _fallback(f"{verb}: {'; '.join(failures)}")
 
 
