@@ -10,7 +10,9 @@ function-scoped one would run.
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -21,4 +23,6 @@ for _var in ("KGVIZ_EMBEDDER_DIR", "KGVIZ_EMBEDDER_MODEL"):
 # A test that unsets KGVIZ_EMBEDDER gets ``auto``: point fastembed's cache at a folder that does not
 # exist, so ``auto`` finds no model there either (and explicit fastembed specs download nothing
 # into a real cache).
-os.environ["FASTEMBED_CACHE_PATH"] = str(Path(tempfile.gettempdir()) / f"kgviz-tests-{os.getpid()}-no-fastembed-cache")
+_SCRATCH = tempfile.mkdtemp(prefix="kgviz-tests-")  # fastembed may create the cache folder: removed at exit
+atexit.register(shutil.rmtree, _SCRATCH, ignore_errors=True)
+os.environ["FASTEMBED_CACHE_PATH"] = str(Path(_SCRATCH) / "no-fastembed-cache")
