@@ -95,8 +95,9 @@ def _existing_file(text: str) -> str:
 
 def _common(p: argparse.ArgumentParser, *, llm: bool = True) -> None:
     p.add_argument("--db", type=_folder("--db"), help="database directory (default: $KGVIZ_DB or ~/.kgviz/workspaces/default)")
-    p.add_argument("--embedder", help="hashing | hashing:<dim> | fastembed:<model> | fastembed:<model>@<dir> "
-                   "(default: what the database was built with, else $KGVIZ_EMBEDDER or hashing)")
+    p.add_argument("--embedder", help="auto | hashing | hashing:<dim> | fastembed:<model> | fastembed:<model>@<dir> "
+                   "(default: what the database was built with, else $KGVIZ_EMBEDDER or auto = a local "
+                   "fastembed model ($KGVIZ_EMBEDDER_DIR or the fastembed cache) if one loads, else hashing)")
     if llm:
         p.add_argument("--llm", help="offline | anthropic:<model> | openai:<model> | "
                        "openai-compatible:<model>@<base_url> (default: auto = a provider whose key is set, else offline)")
@@ -312,10 +313,11 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
     load = loaded.to_dict()
     out.update({k: load[k] for k in ("documents", "duplicates", "near_duplicates", "ignored")})
     out["notices"] = ws.notices
+    out["embedder"] = ws.store.embedder_id  # what `auto` became, as the workspace records it
     if args.json:
         print(json.dumps(out, indent=2, default=str))
     else:
-        print(f"built {ws.store.path} in mode {out.get('mode')}")
+        print(f"built {ws.store.path} in mode {out.get('mode')} with embedder {out['embedder']}")
         for table, n in sorted(out.get("counts", {}).items()):
             print(f"  {table:<14}{n:>10}")
         _print_ket(out.get("ket") or {})

@@ -6,7 +6,13 @@ Environment variables (all optional):
   KGVIZ_DB          database directory of the active workspace          (default $KGVIZ_HOME/workspaces/default)
   KGVIZ_LLM         provider spec: offline | anthropic:<model> | openai:<model>
                     | openai-compatible:<model>@<base_url>             (default: auto, see resolve_llm_spec)
-  KGVIZ_EMBEDDER    embedder spec: hashing | fastembed:<model> | fastembed:<model>@<dir>  (default hashing)
+  KGVIZ_EMBEDDER    embedder spec: auto | hashing | hashing:<dim> | fastembed:<model> | fastembed:<model>@<dir>
+                    (default auto: a local fastembed model if one loads within 20 s, else hashing
+                    with a notice saying why; kgviz.providers.embedder_auto)
+  KGVIZ_EMBEDDER_DIR    for auto: a local fastembed model directory, the only place auto then tries
+                        (scripts/make_minilm_dir.py DIR builds one)
+  KGVIZ_EMBEDDER_MODEL  for auto: the model in KGVIZ_EMBEDDER_DIR (default sentence-transformers/all-MiniLM-L6-v2)
+  FASTEMBED_CACHE_PATH  fastembed's cache, where auto looks when KGVIZ_EMBEDDER_DIR is not set
   KGVIZ_TIMEOUT_S   per-request LLM timeout in seconds, 0.1-3600  (default 60; 900 for openai-compatible on loopback)
   KGVIZ_MAX_RETRIES retries on 429 / 5xx / timeouts, 0-10               (default 3)
   KGVIZ_WORKERS     concurrent extraction workers, 1-64                 (default 4)
@@ -22,6 +28,7 @@ from pathlib import Path
 from typing import Mapping
 
 from kgviz.errors import ConfigError
+from kgviz.providers.embedder_auto import AUTO_SPEC, AutoEmbedderParams
 from kgviz.providers.specs import parse_embedder_spec, parse_llm_spec
 
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
@@ -33,7 +40,8 @@ class Settings:
     home: Path
     db_dir: Path
     llm_spec: str = "auto"
-    embedder_spec: str = "hashing"
+    embedder_spec: str = AUTO_SPEC
+    auto_embedder: AutoEmbedderParams = AutoEmbedderParams()  # where ``auto`` looks (frozen, so shareable)
     timeout_s: float | None = None  # None: the provider's default (kgviz.providers.factory.default_timeout_s)
     max_retries: int = 3
     workers: int = 4
@@ -62,13 +70,14 @@ class Settings:
         home = check_dir_path(Path(_text(env, "KGVIZ_HOME") or Path.home() / ".kgviz").expanduser(), "KGVIZ_HOME")
         db = check_dir_path(Path(_text(env, "KGVIZ_DB") or home / "workspaces" / "default").expanduser(), "KGVIZ_DB")
         llm_spec = _text(env, "KGVIZ_LLM") or "auto"
-        embedder_spec = _text(env, "KGVIZ_EMBEDDER") or "hashing"
+        embedder_spec = _text(env, "KGVIZ_EMBEDDER") or AUTO_SPEC
         _check_specs(llm_spec, embedder_spec)
         return cls(
             home=home,
             db_dir=db,
             llm_spec=llm_spec,
             embedder_spec=embedder_spec,
+            auto_embedder=AutoEmbedderParams.from_env(env),
             # unset: None, the provider picks (60 s, or 900 s for a local server on loopback)
             timeout_s=_number(env, "KGVIZ_TIMEOUT_S", None, *TIMEOUT_RANGE),
             max_retries=int(_number(env, "KGVIZ_MAX_RETRIES", 3, *RETRIES_RANGE, whole=True) or 0),

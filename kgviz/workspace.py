@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kgviz.config import Settings, resolve_llm_spec
-from kgviz.graph.store import GraphStore
+from kgviz.errors import GraphStoreError
+from kgviz.graph.store import DB_FILENAME, GraphStore
 from kgviz.methods.base import MethodContext
 from kgviz.providers.base import LLM, Embedder
-from kgviz.providers.factory import embedder_spec_for_id, make_embedder, make_llm
+from kgviz.providers.embedder_auto import AUTO_SPEC, RecordedEmbedder
+from kgviz.providers.factory import make_embedder, make_llm
 from kgviz.providers.pricing import PriceTable
 from kgviz.providers.usage import UsageLedger
 from kgviz.reasoning import Reasoner
@@ -65,17 +67,19 @@ def open_workspace(
     """Open (creating if needed) the database with the configured embedder and LLM.
 
     An existing database keeps the embedder it was built with: when ``embedder_spec`` is not given
-    and the database records one, that one is used, so ``kgviz ask --db DIR`` just works.
+    (or is ``auto``) and the database records one, that one is loaded again, so ``kgviz ask --db
+    DIR`` just works; it fails with EmbedderUnavailableError when that model cannot be loaded here.
     ``use_cache=False`` bypasses the LLM cache (no reads, no writes); ``refresh_cache`` re-asks
     every call and stores the accepted replies (kgviz.providers.cache)."""
     db = Path(db_dir) if db_dir is not None else settings.db_dir
     notices: list[str] = []
     spec = embedder_spec or settings.embedder_spec
-    if embedder_spec is None:
-        recorded = GraphStore.recorded_embedder(db)
-        if recorded:
-            spec = embedder_spec_for_id(recorded)
-    embedder, notice = make_embedder(spec)
+    recorded = None
+    if embedder_spec is None or spec == AUTO_SPEC:
+        recorded = recorded_embedder(db)
+        if recorded is not None:
+            spec = AUTO_SPEC
+    embedder, notice = make_embedder(spec, auto=settings.auto_embedder, recorded=recorded)
     if notice:
         notices.append(notice)
     llm = make_llm(resolve_llm_spec(llm_spec or settings.llm_spec), settings, api_key=api_key,
@@ -83,3 +87,20 @@ def open_workspace(
     store = GraphStore.open(db, embedder_id=embedder.id, dim=embedder.dim, read_only=read_only)
     prices = PriceTable.load(settings.price_table_path)
     return Workspace(settings, store, llm, embedder, prices, notices=notices)
+
+
+def recorded_embedder(db_dir: str | Path) -> RecordedEmbedder | None:
+    """What the graph in ``db_dir`` was built with, or None when there is no graph yet. Opened
+    read-only, so reading it neither creates nor migrates anything."""
+    if not (Path(db_dir).expanduser() / DB_FILENAME).exists():
+        return None
+    try:
+        with GraphStore.open(db_dir, read_only=True) as store:
+            if not store.embedder_id:
+                return None
+            return RecordedEmbedder(store.embedder_id)
+    except GraphStoreError as exc:
+        if "is empty" in str(exc):  # a database file whose creation never finished: no graph yet
+            return None
+        raise
+

@@ -10,6 +10,8 @@ retries for ~40 s before failing, so loading runs in a daemon thread and the cal
 (``factory.make_embedder`` turns that into a visible fallback). A load that is still running, or
 that succeeded, is reused by the next attempt instead of starting another one, so a download that
 finishes late is picked up on the next try and each model is loaded once per process.
+``local_only=True`` (what the ``auto`` spec uses) never contacts the hub: a model directory is
+read as is and the cache is read with ``local_files_only``, so a missing model fails at once.
 """
 from __future__ import annotations
 
@@ -112,8 +114,14 @@ def l2_normalise(matrix: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 DEFAULT_FASTEMBED_MODEL = "BAAI/bge-small-en-v1.5"
 DEFAULT_LOAD_TIMEOUT_S = 5.0
+# ours: a batch is padded to its longest text, and attention memory grows with batch x length^2
+# (MiniLM truncates at 512 tokens). Measured with all-MiniLM-L6-v2 int8 on 2 busy cores: batches
+# of 64 over 200 HotpotQA passages in corpus order were killed for lack of memory (> 5.8 GB); over
+# the 48 longest passages, length-sorted, batches of 16 peaked at 1,548 MB RSS in 47 s and batches
+# of 8 at 1,252 MB in 43 s. Sorting by length also spares most of the padding work.
+DEFAULT_FASTEMBED_BATCH = 8
 
-_PENDING: dict[tuple[str, str, str], Future[Any]] = {}
+_PENDING: dict[tuple[str, ...], Future[Any]] = {}
 _PENDING_LOCK = threading.Lock()
 
 
@@ -121,7 +129,9 @@ def _hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "TRUE", "YES", "ON"}
 
 
-def _describe(model: str) -> dict[str, Any]:
+def describe_model(model: str) -> dict[str, Any]:
+    """fastembed's description of ``model`` (dim, sources, model_file); EmbedderUnavailableError
+    when fastembed does not know it."""
     from fastembed import TextEmbedding
 
     for desc in TextEmbedding.list_supported_models():
@@ -148,7 +158,8 @@ def _check_model_dir(model: str, model_dir: Path, desc: dict[str, Any]) -> None:
         )
 
 
-def _load(model: str, model_dir: Path | None, cache_dir: str | None, threads: int | None) -> Any:
+def _load(model: str, model_dir: Path | None, cache_dir: str | None, threads: int | None,
+          local_only: bool = False) -> Any:
     from fastembed import TextEmbedding
 
     if model_dir is not None:
@@ -156,6 +167,12 @@ def _load(model: str, model_dir: Path | None, cache_dir: str | None, threads: in
     try:  # a model already in the local cache loads without touching the network
         return TextEmbedding(model, cache_dir=cache_dir, threads=threads, local_files_only=True)
     except Exception as exc:  # fastembed raises ValueError and friends; the online try follows
+        if local_only:
+            raise EmbedderUnavailableError(
+                f"fastembed model {model} is not in the local cache {cache_dir or '(fastembed default)'}: "
+                f"{type(exc).__name__}: {str(exc)[:200]}",
+                hint="nothing is downloaded here; point KGVIZ_EMBEDDER_DIR to a local copy",
+            ) from exc
         if _hub_offline():
             raise EmbedderUnavailableError(
                 f"fastembed model {model} is not in the local cache and HF_HUB_OFFLINE is set ({exc})",
@@ -164,7 +181,7 @@ def _load(model: str, model_dir: Path | None, cache_dir: str | None, threads: in
     return TextEmbedding(model, cache_dir=cache_dir, threads=threads)
 
 
-def _start_load(key: tuple[str, str, str], *args: Any) -> Future[Any]:
+def _start_load(key: tuple[str, ...], *args: Any) -> Future[Any]:
     """The pending load for ``key``, starting one only if none is running or succeeded."""
     with _PENDING_LOCK:
         fut = _PENDING.get(key)
@@ -195,24 +212,32 @@ class FastEmbedEmbedder:
         load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S,
         cache_dir: str | Path | None = None,
         threads: int | None = None,
-        batch_size: int = 64,
+        batch_size: int = DEFAULT_FASTEMBED_BATCH,
+        local_only: bool = False,
     ) -> None:
         self.model = model
         self.model_dir = Path(model_dir).expanduser() if model_dir else None
         self.id = f"fastembed:{model}"
         self.batch_size = batch_size
-        desc = _describe(model)
+        desc = describe_model(model)
         self.dim = int(desc["dim"])
         if self.model_dir is not None:
             _check_model_dir(model, self.model_dir, desc)
         cache = str(cache_dir) if cache_dir else None
-        key = (model, str(self.model_dir or ""), cache or "")
-        fut = _start_load(key, model, self.model_dir, cache, threads)
+        key = (model, str(self.model_dir or ""), cache or "", "local" if local_only else "hub")
+        fut = _start_load(key, model, self.model_dir, cache, threads, local_only)
         try:
             self._model = fut.result(timeout=load_timeout_s)
         except FutureTimeout:
+            shown = round(load_timeout_s, 1)  # a share of auto's budget: 19.98 s reads as 20 s
+            if local_only or self.model_dir is not None:  # no hub involved: the load itself is slow
+                raise EmbedderUnavailableError(
+                    f"fastembed model {model} did not load from {self.model_dir or 'the local cache'} "
+                    f"within {shown:g} s (a busy machine, or a very large model)",
+                    hint="try again (the load goes on in the background and is reused), or pick a smaller model",
+                ) from None
             raise EmbedderUnavailableError(
-                f"fastembed model {model} did not load within {load_timeout_s:g} s: it is not in the "
+                f"fastembed model {model} did not load within {shown:g} s: it is not in the "
                 "local cache and the model hub did not deliver it in time (no network?)",
                 hint="download it once with network access (or allow a longer load timeout), or point "
                 "to a local copy with fastembed:<model>@<dir>",
@@ -233,11 +258,15 @@ class FastEmbedEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: (len(texts[i]), i))  # similar lengths share a batch
         with self._lock:
-            vectors = list(self._model.embed(list(texts), batch_size=self.batch_size))
-        matrix = np.vstack(vectors)
-        if matrix.shape != (len(texts), self.dim):
+            vectors = list(self._model.embed([texts[i] for i in order], batch_size=self.batch_size))
+        sorted_matrix = np.vstack(vectors)
+        if sorted_matrix.shape != (len(texts), self.dim):
             raise EmbedderUnavailableError(
-                f"fastembed model {self.model} returned vectors of shape {matrix.shape}, expected ({len(texts)}, {self.dim})"
+                f"fastembed model {self.model} returned vectors of shape {sorted_matrix.shape}, "
+                f"expected ({len(texts)}, {self.dim})"
             )
+        matrix = np.empty_like(sorted_matrix)
+        matrix[order] = sorted_matrix  # back to the caller's order
         return l2_normalise(matrix)

@@ -12,7 +12,9 @@ The optional ``@<base_url>`` on the first two is for gateways and proxies. Model
 ``:`` (Ollama's ``llama3.1:8b``), so only the first ``:`` separates the kind and only the first
 ``@`` separates the base URL.
 
-Embedder specs: ``hashing``, ``hashing:<dim>``, ``fastembed:<model>``, ``fastembed:<model>@<dir>``.
+Embedder specs: ``auto`` (the default: a local fastembed model if one loads, else hashing with a
+notice; kgviz.providers.embedder_auto), ``hashing``, ``hashing:<dim>``, ``fastembed:<model>``,
+``fastembed:<model>@<dir>``.
 
 Patience (issue 15): a 1.5B model on a busy CPU core took 60–513 s per extraction call, so an
 ``openai-compatible`` server on a loopback address gets ``LOCAL_TIMEOUT_S`` unless
@@ -38,6 +40,7 @@ from kgviz.errors import EmbedderUnavailableError
 from kgviz.providers import anthropic_llm, openai_llm
 from kgviz.providers.base import LLM, Embedder
 from kgviz.providers.cache import CachedLLM, open_cache
+from kgviz.providers.embedder_auto import AutoEmbedderParams, RecordedEmbedder, load_recorded, resolve_auto
 from kgviz.providers.embedders import (
     DEFAULT_LOAD_TIMEOUT_S,
     FastEmbedEmbedder,
@@ -115,12 +118,31 @@ def make_embedder(
     load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S,
     fallback: bool = True,
     cache_dir: str | Path | None = None,
+    auto: AutoEmbedderParams | None = None,
+    recorded: RecordedEmbedder | None = None,
 ) -> tuple[Embedder, str | None]:
     """-> (embedder, notice). ``notice`` is None, or a sentence for the UI saying that fastembed
     could not be loaded, why, and that the hashing embedder is used instead. With
     ``fallback=False`` the EmbedderUnavailableError is raised instead. A malformed spec always
-    raises ConfigError."""
+    raises ConfigError.
+
+    ``auto`` resolves with ``auto`` (default: from the environment; its own time budget, not
+    ``load_timeout_s``). With ``recorded`` (what an existing workspace was built with) ``auto``
+    loads exactly that embedder, or raises EmbedderUnavailableError: a workspace is never
+    queried with another embedder."""
     kind, arg, directory = parse_embedder_spec(spec)
+    if kind == "auto":
+        params = auto if auto is not None else AutoEmbedderParams.from_env()
+        if recorded is not None:
+            again = load_recorded(recorded, params)
+            if again is not None:
+                return again, None
+            kind, arg, directory = parse_embedder_spec(recorded.embedder_id)  # ConfigError: not ours
+        else:
+            emb, notice = resolve_auto(params)
+            if notice and not fallback:
+                raise EmbedderUnavailableError(notice)
+            return emb, notice
     if kind == "hashing":
         return HashingEmbedder(int(arg)), None
     try:
@@ -134,11 +156,3 @@ def make_embedder(
             notice += f" To use fastembed: {exc.hint}."
         return substitute, notice
 
-
-def embedder_spec_for_id(embedder_id: str) -> str:
-    """The spec that rebuilds the embedder a database recorded (``hashing-768`` ->
-    ``hashing:768``; fastembed ids are specs already, minus any local model directory)."""
-    kind, _, dim = embedder_id.partition("-")
-    if kind == "hashing" and dim.isdigit():
-        return f"hashing:{dim}"
-    return embedder_id

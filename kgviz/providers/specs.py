@@ -43,9 +43,12 @@ def parse_llm_spec(spec: str) -> tuple[str, str, str | None]:
 
 
 def parse_embedder_spec(spec: str) -> tuple[str, str | int, Path | None]:
-    """-> ("hashing", dim, None) or ("fastembed", model, dir or None). An embedder *id* as a
-    database records it (``hashing-768``) is accepted too, since messages name embedders by id."""
+    """-> ("auto", "", None), ("hashing", dim, None) or ("fastembed", model, dir or None). An
+    embedder *id* as a database records it (``hashing-768``) is accepted too, since messages name
+    embedders by id. ``auto`` is resolved by kgviz.providers.embedder_auto."""
     s = (spec or "").strip()
+    if s == "auto":
+        return "auto", "", None
     id_kind, id_dash, id_dim = s.partition("-")
     if id_kind == "hashing" and id_dash and ":" not in s:
         s = f"hashing:{id_dim}"  # the id form; a bad dimension is reported by the branch below
@@ -70,6 +73,6 @@ def parse_embedder_spec(spec: str) -> tuple[str, str | int, Path | None]:
         return "fastembed", model, (Path(directory.strip()).expanduser() if at else None)
     raise ConfigError(
         f"unknown embedder spec {spec!r}",
-        hint="use hashing, hashing:<dim> (or the id hashing-<dim>), fastembed:<model> or "
+        hint="use auto, hashing, hashing:<dim> (or the id hashing-<dim>), fastembed:<model> or "
              "fastembed:<model>@<local model dir>",
     )

@@ -4,6 +4,7 @@
   process: Kùzu allows a single process to hold a database's file lock, and every session of
   this server shares it.
 * One embedder per spec (loading a model is slow; the hashing embedder is cheap either way).
+  ``auto`` on a workspace that already holds a graph means the embedder it was built with.
 
 LLM clients are *not* cached: they are cheap to build and carry the session's API key, which must
 stay in that session.
@@ -15,6 +16,7 @@ from typing import Any
 
 import streamlit as st
 
+from kgviz.providers.embedder_auto import AUTO_SPEC, AutoEmbedderParams, RecordedEmbedder
 from kgviz.providers.factory import make_embedder, make_llm
 from kgviz.providers.pricing import PriceTable
 from kgviz.providers.usage import UsageLedger
@@ -23,8 +25,28 @@ from kgviz.ui.state import AppContext
 
 
 @st.cache_resource(show_spinner="Loading the embedding model…")
-def _embedder(spec: str) -> tuple[Any, str | None]:
-    return make_embedder(spec)
+def _embedder(spec: str, auto: AutoEmbedderParams, recorded: RecordedEmbedder | None) -> tuple[Any, str | None]:
+    return make_embedder(spec, auto=auto, recorded=recorded)
+
+
+@st.cache_resource(show_spinner=False)
+def _recorded_embedders() -> dict[str, RecordedEmbedder]:
+    """Workspace folder -> what its graph was built with. Only found ones are kept: a graph's
+    embedder never changes once written, while a folder without a graph may get one."""
+    return {}
+
+
+def _recorded(db_dir: Path) -> RecordedEmbedder | None:
+    from kgviz.workspace import recorded_embedder  # lazily: it loads the graph store (kuzu)
+
+    key = str(db_dir.resolve())
+    known = _recorded_embedders()
+    if key not in known:
+        found = recorded_embedder(key)
+        if found is None:
+            return None
+        known[key] = found
+    return known[key]
 
 
 @st.cache_resource(show_spinner="Opening the graph database…")
@@ -35,8 +57,11 @@ def _store(path: str, embedder_id: str, dim: int) -> Any:
 
 
 def embedder(ctx: AppContext) -> tuple[Any, str | None]:
-    """(embedder, fallback notice or None) for the context's embedder spec."""
-    return _embedder(ctx.embedder_spec)
+    """(embedder, fallback notice or None) for the context's embedder spec. ``auto`` on a workspace
+    with a graph loads the embedder that graph was built with (EmbedderUnavailableError if it
+    cannot be loaded here), never another one."""
+    recorded = _recorded(Path(ctx.db_dir)) if ctx.embedder_spec == AUTO_SPEC else None
+    return _embedder(ctx.embedder_spec, ctx.settings.auto_embedder, recorded)
 
 
 def store(ctx: AppContext) -> Any:

@@ -113,7 +113,9 @@ def render_sidebar() -> AppContext:
             st.text_input("API key (kept in this browser session only)", key=K_API_KEY, type="password",
                           help="Never written to disk. Leave empty to use ANTHROPIC_API_KEY / OPENAI_API_KEY.")
         st.text_input("Embedder", key=K_EMBEDDER,
-                      help="hashing (offline) or fastembed:<model>[@<local dir>]")
+                      help="auto (a local fastembed model if one loads, else hashing; a workspace with a "
+                           "graph keeps the embedder it was built with), hashing (offline), or "
+                           "fastembed:<model>[@<local dir>]")
         ctx = current_context()
         publish_workspace()
         status(ctx)
@@ -132,7 +134,8 @@ def status(ctx: AppContext) -> None:
             st.warning(md_text(f"LLM {ctx.llm_spec}: {exc.user_message()}"))
     try:
         emb, notice = resources.embedder(ctx)
-        st.caption(md_text(f"Embedder: {emb.id} ({emb.dim} dims)"))
+        became = "auto → " if ctx.embedder_spec == "auto" else ""  # what auto resolved to, visibly
+        st.caption(md_text(f"Embedder: {became}{emb.id} ({emb.dim} dims)"))
         if notice:
             st.warning(md_text(notice))
     except KgvizError as exc:

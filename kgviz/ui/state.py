@@ -89,7 +89,7 @@ def current_context() -> AppContext:
     spec = (st.session_state.get(K_LLM_CUSTOM, custom) or "").strip() if choice == OTHER_SPEC else choice
     emb = (st.session_state.get(K_EMBEDDER) or s.embedder_spec).strip()
     key = st.session_state.get(K_API_KEY) or None
-    return AppContext(s, db_dir, spec or "offline", emb or "hashing", key)
+    return AppContext(s, db_dir, spec or "offline", emb or s.embedder_spec, key)
 
 
 # --- state that survives a reload or a page switch -----------------------------------------------

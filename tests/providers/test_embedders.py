@@ -13,7 +13,7 @@ from tests.support.fake_server import FakeServer, Reply
 
 from kgviz.errors import ConfigError, EmbedderUnavailableError
 from kgviz.providers.base import Embedder
-from kgviz.providers.embedders import HashingEmbedder
+from kgviz.providers.embedders import HashingEmbedder, l2_normalise
 from kgviz.providers.factory import make_embedder, parse_embedder_spec
 
 SAMPLES = [
@@ -58,7 +58,7 @@ def test_hashing_dim_is_in_the_id_and_the_spec() -> None:
 
 _DIGEST_SNIPPET = """
 import hashlib, sys
-from kgviz.providers.embedders import HashingEmbedder
+from kgviz.providers.embedders import HashingEmbedder, l2_normalise
 texts = sys.argv[1:]
 print(hashlib.sha256(HashingEmbedder().embed(texts).tobytes()).hexdigest())
 """
@@ -142,17 +142,35 @@ def test_unknown_fastembed_model_is_explained() -> None:
         make_embedder("fastembed:nobody/no-such-model", fallback=False)
 
 
-MINILM_DIR = os.environ.get("KGVIZ_MINILM_DIR")
+# A real local model (all-MiniLM-L6-v2 int8): tests/providers/test_minilm_integration.py
 
 
-@pytest.mark.skipif(not MINILM_DIR, reason="set KGVIZ_MINILM_DIR to a dir made by shared/tools/make_minilm_dir.sh")
-def test_minilm_from_a_local_directory() -> None:
-    emb, notice = make_embedder(f"fastembed:sentence-transformers/all-MiniLM-L6-v2@{MINILM_DIR}",
-                                load_timeout_s=30, fallback=False)
-    assert notice is None
-    assert (emb.id, emb.dim) == ("fastembed:sentence-transformers/all-MiniLM-L6-v2", 384)
-    m = emb.embed(SAMPLES[:3])
-    assert m.shape == (3, 384) and m.dtype == np.float32
-    assert np.allclose(np.linalg.norm(m, axis=1), 1.0, atol=1e-5)
-    sims = m @ m.T
-    assert sims[0, 1] > 0.8 and sims[0, 1] > sims[0, 2] + 0.3
+class _LengthModel:
+    """A scripted fastembed model: row = (text length, 1, 0...), and it records each batch."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+
+    def embed(self, texts: list[str], batch_size: int):  # noqa: ANN201 - mirrors fastembed's generator
+        for start in range(0, len(texts), batch_size):
+            batch = texts[start:start + batch_size]
+            self.batches.append(batch)
+            for t in batch:
+                row = np.zeros(8, dtype=np.float32)
+                row[0], row[1] = len(t), 1.0
+                yield row
+
+
+def test_fastembed_batches_similar_lengths_and_returns_rows_in_the_callers_order() -> None:
+    import threading
+
+    from kgviz.providers.embedders import FastEmbedEmbedder
+
+    emb = object.__new__(FastEmbedEmbedder)  # the batching logic alone, no model files
+    emb.model, emb.dim, emb.batch_size, emb._lock = "scripted", 8, 2, threading.Lock()
+    emb._model = fake = _LengthModel()
+    texts = ["a" * 9, "b", "c" * 5, "d" * 2, "e" * 7]
+    m = emb.embed(texts)
+    assert fake.batches == [["b", "dd"], ["ccccc", "eeeeeee"], ["aaaaaaaaa"]]
+    expected = l2_normalise(np.array([[len(t), 1] + [0] * 6 for t in texts], dtype=np.float64))
+    assert np.allclose(m, expected)

