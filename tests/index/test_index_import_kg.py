@@ -10,9 +10,10 @@ from kgviz.errors import IngestError
 from kgviz.graph.store import GraphStore
 from kgviz.index.import_kg import import_kg
 from kgviz.providers.embedders import HashingEmbedder
+from tests.support.data import SHARED_DATA
 
 EMB = HashingEmbedder(64)
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "kg_2wiki_evidence"
+DATA = SHARED_DATA / "kg_2wiki_evidence"
 
 TSV = "\n".join([
     "head\trelation\ttail\thead_qid\ttail_qid\tsplit\tquestion_id",
