@@ -10,3 +10,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_DATA = Path(os.environ.get("KGVIZ_DATA") or ROOT.parent / "shared" / "data")
+
+
+def write_kg_files(folder: Path, triples_tsv: str, entities_jsonl: str) -> tuple[Path, Path]:
+    """A curated KG in `kgviz import-kg`'s two files (triples.tsv, entities.jsonl) under ``folder``."""
+    t, e = folder / "triples.tsv", folder / "entities.jsonl"
+    t.write_text(triples_tsv, encoding="utf-8")
+    e.write_text(entities_jsonl, encoding="utf-8")
+    return t, e
