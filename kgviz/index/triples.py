@@ -32,6 +32,12 @@ class Mention:
     text: str
     type: str = ""  # optional: person, place, organisation, date, number, work, ... ("" = unknown)
 
+    def __post_init__(self) -> None:
+        # a name is one line: a line break or tab inside it (a capitalised run across "B\rA") would
+        # split the rendered triple when a resumed build parses it back line by line
+        if any(c.isspace() and c != " " for c in self.text):
+            object.__setattr__(self, "text", " ".join(self.text.split()))
+
     def render(self) -> str:
         return f"{self.text} [{self.type}]" if self.type else self.text
 

@@ -16,9 +16,9 @@ import time
 from typing import Any, Sequence
 
 from kgviz.errors import MissingKeyError
-from kgviz.providers.base import LLMBase, extract_json_text, json_instruction
+from kgviz.providers.base import LLMBase, api_completion, json_instruction
 from kgviz.providers.retry import CallPolicy, ErrorContext, malformed, map_sdk_error, no_text, not_an_object
-from kgviz.types import Completion, Message, Usage
+from kgviz.types import Completion, Message
 
 KEY_VAR = "ANTHROPIC_API_KEY"
 
@@ -123,15 +123,5 @@ class AnthropicLLM(LLMBase):
             value = _get(usage, extra)
             tokens_in += value if isinstance(value, int) else 0
         raw: dict[str, Any] = {"id": _get(reply, "id"), "stop_reason": _get(reply, "stop_reason")}
-        if want_json:
-            extracted = extract_json_text(text)
-            if extracted is not None and extracted != text:
-                text, raw["json_extracted"] = extracted, True
-        return Completion(
-            text=text,
-            usage=Usage(input_tokens=tokens_in, output_tokens=tokens_out, calls=1, latency_s=latency),
-            model=str(_get(reply, "model") or self.model),
-            provider=self.provider,
-            latency_s=latency,
-            raw=raw,
-        )
+        return api_completion(text, (tokens_in, tokens_out), latency, model=str(_get(reply, "model") or self.model),
+                              provider=self.provider, raw=raw, want_json=want_json)

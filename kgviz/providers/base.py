@@ -6,7 +6,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from kgviz.types import Completion, Message
+from kgviz.types import Completion, Message, Usage
 
 
 @runtime_checkable
@@ -103,3 +103,16 @@ def extract_json_text(text: str) -> str | None:
         if 0 <= start < end and parses(stripped[start : end + 1]):
             return stripped[start : end + 1]
     return None
+
+
+def api_completion(text: str, tokens: tuple[int, int], latency: float, *, model: str, provider: str,
+                   raw: dict[str, Any], want_json: bool) -> Completion:
+    """One SDK reply as a Completion (both API adapters): for a JSON request the JSON is cut out of
+    any prose or fence around it (``raw["json_extracted"]`` says it was)."""
+    if want_json:
+        extracted = extract_json_text(text)
+        if extracted is not None and extracted != text:
+            text, raw["json_extracted"] = extracted, True
+    return Completion(text=text, usage=Usage(input_tokens=tokens[0], output_tokens=tokens[1], calls=1,
+                                             latency_s=latency),
+                      model=model, provider=provider, latency_s=latency, raw=raw)

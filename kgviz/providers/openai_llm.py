@@ -19,9 +19,9 @@ import time
 from typing import Any, Sequence
 
 from kgviz.errors import MissingKeyError
-from kgviz.providers.base import LLMBase, extract_json_text, json_instruction
+from kgviz.providers.base import LLMBase, api_completion, json_instruction
 from kgviz.providers.retry import CallPolicy, ErrorContext, malformed, map_sdk_error, no_text, not_an_object
-from kgviz.types import Completion, Message, Usage
+from kgviz.types import Completion, Message
 
 KEY_VAR = "OPENAI_API_KEY"
 NO_KEY_PLACEHOLDER = "not-needed"  # local servers ignore the key, but the SDK insists on one
@@ -69,18 +69,8 @@ class _OpenAIBase(LLMBase):
     def _completion(
         self, text: str, tokens: tuple[int, int], latency: float, model: Any, raw: dict[str, Any], want_json: bool
     ) -> Completion:
-        if want_json:
-            extracted = extract_json_text(text)
-            if extracted is not None and extracted != text:
-                text, raw["json_extracted"] = extracted, True
-        return Completion(
-            text=text,
-            usage=Usage(input_tokens=tokens[0], output_tokens=tokens[1], calls=1, latency_s=latency),
-            model=str(model or self.model),
-            provider=self.provider,
-            latency_s=latency,
-            raw=raw,
-        )
+        return api_completion(text, tokens, latency, model=str(model or self.model), provider=self.provider,
+                              raw=raw, want_json=want_json)
 
 
 def _system_text(system: str | None, json_schema: dict[str, Any] | None) -> str | None:

@@ -10,9 +10,10 @@ from kgviz.errors import IngestError
 from kgviz.graph.store import GraphStore
 from kgviz.index.import_kg import import_kg
 from kgviz.providers.embedders import HashingEmbedder
+from tests.support.data import SHARED_DATA, write_kg_files
 
 EMB = HashingEmbedder(64)
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "kg_2wiki_evidence"
+DATA = SHARED_DATA / "kg_2wiki_evidence"
 
 TSV = "\n".join([
     "head\trelation\ttail\thead_qid\ttail_qid\tsplit\tquestion_id",
@@ -36,10 +37,7 @@ ENTITIES = "\n".join([
 
 @pytest.fixture
 def files(tmp_path: Path) -> tuple[Path, Path]:
-    t, e = tmp_path / "triples.tsv", tmp_path / "entities.jsonl"
-    t.write_text(TSV, encoding="utf-8")
-    e.write_text(ENTITIES, encoding="utf-8")
-    return t, e
+    return write_kg_files(tmp_path, TSV, ENTITIES)
 
 
 @pytest.fixture

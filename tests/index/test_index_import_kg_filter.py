@@ -13,6 +13,7 @@ from kgviz.errors import ConfigError
 from kgviz.graph.store import GraphStore
 from kgviz.index.import_kg import import_kg
 from kgviz.providers.embedders import HashingEmbedder
+from tests.support.data import write_kg_files
 
 EMB = HashingEmbedder(64)
 TSV = "\n".join([
@@ -34,10 +35,7 @@ NAMES = {"Orrin Bridge", "Edda Lunn", "1949", "Kellhaven", "Lessary", "Tarrow"}
 
 @pytest.fixture
 def files(tmp_path: Path) -> tuple[Path, Path]:
-    t, e = tmp_path / "triples.tsv", tmp_path / "entities.jsonl"
-    t.write_text(TSV, encoding="utf-8")
-    e.write_text(ENTITIES, encoding="utf-8")
-    return t, e
+    return write_kg_files(tmp_path, TSV, ENTITIES)
 
 
 @pytest.fixture

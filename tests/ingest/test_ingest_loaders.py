@@ -28,8 +28,9 @@ from kgviz.ingest import (
     load_paths,
     load_uploads,
 )
+from tests.support.data import SHARED_DATA
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+DATA = SHARED_DATA
 
 
 def _pdf_string(s: str) -> str:

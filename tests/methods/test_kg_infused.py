@@ -25,9 +25,10 @@ from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner
 from kgviz.tasks import kg_infused as T
 from kgviz.types import Completion, Message, Usage
+from tests.support.data import SHARED_DATA
 
 DIM = 256
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+DATA = SHARED_DATA
 
 
 # ------------------------------------------------------------------------------------------------

@@ -20,12 +20,14 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
+from tests.support.data import SHARED_DATA
+
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN_DIR = ROOT / "tests" / "golden"
 SAMPLE_FILE = GOLDEN_DIR / "traces_sample.json.gz"
 HOTPOT_FILE = GOLDEN_DIR / "traces_hotpotqa.json.gz"
 FLOAT_TOL = 1e-5
-HOTPOT_DIR = ROOT.parent / "shared" / "data" / "hotpotqa"
+HOTPOT_DIR = SHARED_DATA / "hotpotqa"
 HOTPOT_QUESTIONS = 25  # enough to walk every method through many shapes, small enough for CI
 _WALL_CLOCK = {"seconds", "retrieval_seconds", "latency_s"}
 
