@@ -98,10 +98,11 @@ def test_budget_follows_the_method_param_not_a_constant(big: MethodContext) -> N
     step = _answer(run.trace)
     assert step.data["budget_tokens"] == 6000 and not step.data["dropped"]
     assert run.context.n_tokens > DEFAULT_BUDGET_TOKENS
-    run = run_method("ket-full", QUESTION, big, {"context_limit": 5000})
+    # below the old constant too: the answer step takes the method's 2,000, not 4,000
+    run = run_method("ket-full", QUESTION, big, {"context_limit": 2000})
     step = _answer(run.trace)
-    assert (step.data["budget_tokens"], step.data["budget_from"]) == (5000, "param:context_limit")
-    assert not step.data["dropped"] and run.context.n_tokens > DEFAULT_BUDGET_TOKENS
+    assert (step.data["budget_tokens"], step.data["budget_from"]) == (2000, "param:context_limit")
+    assert not step.data["dropped"] and 0 < run.context.n_tokens <= 2000
 
 
 def test_every_declared_budget_param_is_an_int_field() -> None:
