@@ -15,8 +15,13 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 import pytest
+
+from tests.support.fixture_graph import FixtureGraph, build_fixture_graph
+
+from kgviz.providers.embedders import HashingEmbedder
 
 PINNED_EMBEDDER = "hashing"
 os.environ["KGVIZ_EMBEDDER"] = PINNED_EMBEDDER
@@ -44,3 +49,12 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("KGVIZ_EMBEDDER", PINNED_EMBEDDER)  # pinned: auto's fallback notice would be on stderr
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def kg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FixtureGraph]:
+    """The small hand-built graph of tests/support/fixture_graph.py (hashing embedder); shared by
+    the methods, verify and compare tests; read-only by convention."""
+    graph = build_fixture_graph(tmp_path_factory.mktemp("kg") / "ws", HashingEmbedder())
+    yield graph
+    graph.store.close()

@@ -8,16 +8,14 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from tests.support.fixture_graph import FixtureGraph, build_fixture_graph
+from tests.support.fixture_graph import FixtureGraph
 
 import kgviz.compare as cmp
 from kgviz.errors import ConfigError
 from kgviz.methods.base import ContextItem, NodeRef, RetrievedContext, TraceStep
-from kgviz.providers.embedders import HashingEmbedder
 from kgviz.run import Run
 from kgviz.types import Usage
 from kgviz.viz.graph_html import EXTERNAL_REF
@@ -26,13 +24,6 @@ from kgviz.viz.overlay import build_overlay, overlay_html, shared_role
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "Who designed the Harbour Library?"
 METHODS = ["kg-rag", "kg-retriever", "text-rag", "no-retrieval"]
-
-
-@pytest.fixture(scope="module")
-def kg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FixtureGraph]:
-    graph = build_fixture_graph(tmp_path_factory.mktemp("compare_kg") / "ws", HashingEmbedder())
-    yield graph
-    graph.store.close()
 
 
 @pytest.fixture(scope="module")

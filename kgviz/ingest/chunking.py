@@ -108,19 +108,13 @@ def chunk_document(doc: Document, *, chunk_tokens: int = 300, overlap: int = 30)
     chunk totalling at most ``overlap`` tokens (never the whole previous chunk), dropped when they
     would leave no room for new text. Chunk ids are "<doc_id>#c<ord>"."""
     spans = chunk_spans(doc.text, chunk_tokens=chunk_tokens, overlap=overlap)
-    chunks: list[Chunk] = []
-    for ord_, (a, b) in enumerate(spans):
-        body = doc.text[a:b]
-        chunks.append(
-            Chunk(
-                id=f"{doc.id}#c{ord_}",
-                doc_id=doc.id,
-                ord=ord_,
-                text=body,
-                n_tokens=count_tokens(body),
-            )
-        )
-    return chunks
+    return [_piece(doc.text[a:b], id=f"{doc.id}#c{ord_}", doc_id=doc.id, ord=ord_)
+            for ord_, (a, b) in enumerate(spans)]
+
+
+def _piece(body: str, **fields: object) -> Chunk:
+    """A chunk or sub-chunk of ``body`` with its token count."""
+    return Chunk(text=body, n_tokens=count_tokens(body), **fields)  # type: ignore[arg-type]
 
 
 def chunk_documents(
@@ -162,21 +156,9 @@ def split_subchunks(chunk: Chunk, *, tau: int) -> list[Chunk]:
     """
     if chunk.level != 0:
         raise ConfigError(f"{chunk.id} is already a sub-chunk; split level-0 chunks only")
-    out: list[Chunk] = []
-    for ord_, (a, b) in enumerate(subchunk_spans(chunk.text, tau=tau)):
-        body = chunk.text[a:b]
-        out.append(
-            Chunk(
-                id=f"{chunk.id}.s{ord_}",
-                doc_id=chunk.doc_id,
-                ord=ord_,
-                text=body,
-                n_tokens=count_tokens(body),
-                level=1,
-                parent_id=chunk.id,
-            )
-        )
-    return out
+    return [_piece(chunk.text[a:b], id=f"{chunk.id}.s{ord_}", doc_id=chunk.doc_id, ord=ord_, level=1,
+                   parent_id=chunk.id)
+            for ord_, (a, b) in enumerate(subchunk_spans(chunk.text, tau=tau))]
 
 
 def subchunk_spans(text: str, *, tau: int) -> list[Span]:

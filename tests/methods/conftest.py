@@ -1,12 +1,11 @@
-"""Shared fixtures for method tests: ``kg``, the small hand-built graph of fixture_graph.py, and
-``sample_graph``, the sample corpus built offline (both session-scoped; read-only by convention)."""
+"""Shared fixtures for method tests: ``sample_graph``, the sample corpus built offline (session-scoped;
+read-only by convention). ``kg``, the small hand-built graph, is in tests/conftest.py."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Iterator
 
 import pytest
-from tests.support.fixture_graph import FixtureGraph, build_fixture_graph
 
 from kgviz.graph.store import GraphStore
 from kgviz.index.pipeline import BuildParams, build
@@ -17,13 +16,6 @@ from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session")
-def kg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FixtureGraph]:
-    graph = build_fixture_graph(tmp_path_factory.mktemp("kg") / "ws", HashingEmbedder())
-    yield graph
-    graph.store.close()
 
 
 @pytest.fixture(scope="session")
