@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kgviz.providers.embedder_auto import DIR_MODEL  # noqa: E402
+from kgviz.provider_specs import DIR_MODEL  # noqa: E402
 from kgviz.providers.factory import make_embedder, parse_embedder_spec  # noqa: E402
 
 TOP_K = 5

@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from kgviz.answer_norm import normalize_answer  # noqa: E402
 from kgviz.graph import reads  # noqa: E402
 from kgviz.graph.store import GraphStore  # noqa: E402
 from kgviz.index.pipeline import BuildParams, build  # noqa: E402
@@ -34,7 +35,6 @@ from kgviz.ingest import load_paths  # noqa: E402
 from kgviz.providers.embedders import HashingEmbedder  # noqa: E402
 from kgviz.providers.offline import OfflineLLM  # noqa: E402
 from kgviz.reasoning import Reasoner  # noqa: E402
-from kgviz.verify.metrics import normalize_answer  # noqa: E402
 
 # ../shared/data beside the checkout, or beside the folder of worktrees
 DATA = next((p for p in (ROOT.parent / "shared" / "data", ROOT.parent.parent / "shared" / "data") if p.is_dir()),

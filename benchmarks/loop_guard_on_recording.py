@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kgviz.index.parse import parse_triples  # noqa: E402
+from kgviz.facts.parse import parse_triples  # noqa: E402
 from kgviz.providers.loop_guard import LoopGuard  # noqa: E402
 from kgviz.providers.recorded import read_file, recording_files  # noqa: E402
 from kgviz.replay import SAMPLE_RECORDING  # noqa: E402

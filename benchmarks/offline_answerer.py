@@ -9,7 +9,7 @@ Context = each question's gold supporting passages (corpus rows by ``supporting_
 retrieval cannot hide or excuse what the answerer does. The answerer is kgviz's offline "answer"
 task heuristic (``kgviz.offline.answer.extractive_answer``, hashing embedder); the judge is the
 offline claim check (``kgviz.offline.judge.check_claim``) on the short-answer claim the verify step
-builds (``kgviz.verify.claims.short_claim``). Each checkout's code runs in its own process
+builds (``kgviz.claims.short_claim``). Each checkout's code runs in its own process
 (``--worker``, PYTHONPATH = that checkout), so "before" and "after" are measured by one scorer.
 
 Figures per checkout and set:
@@ -112,7 +112,10 @@ def work(data: Path, sets: list[str], limit: int | None) -> list[dict[str, Any]]
     from kgviz.offline.judge import check_claim
     from kgviz.prompts.answer import INSUFFICIENT
     from kgviz.providers.embedders import HashingEmbedder
-    from kgviz.verify.claims import short_claim
+    try:
+        from kgviz.claims import short_claim
+    except ImportError:  # a --base checkout from before the claim model moved out of kgviz.verify
+        from kgviz.verify.claims import short_claim
 
     embedder = HashingEmbedder()
     out: list[dict[str, Any]] = []
@@ -188,8 +191,8 @@ def score(records: list[dict[str, Any]]) -> dict[str, Any]:
 def rejudge(records: list[dict[str, Any]]) -> dict[str, float]:
     """This checkout's judge on another checkout's wrong answers: the judge's change alone."""
     from kgviz.offline.judge import check_claim
+    from kgviz.claims import short_claim
     from kgviz.providers.embedders import HashingEmbedder
-    from kgviz.verify.claims import short_claim
     from kgviz.verify.metrics import accuracy
 
     embedder = HashingEmbedder()

@@ -1,6 +1,6 @@
 """Compare one question across methods: runs, claim verdicts, metrics, the gold funnel and the
 overlap of their evidence; plus the exportable case file (HTML rendered by
-kgviz.verify.case_file, and JSON). The result types live in kgviz.verify.comparison (re-exported
+kgviz.viz.case_file, and JSON). The result types live in kgviz.verify.comparison (re-exported
 here) so the case-file renderer does not import this module back.
 
 ``compare`` runs the methods (reusing runs the caller already has, e.g. cached in the session),
@@ -14,11 +14,11 @@ from typing import Any, Mapping, Sequence
 from kgviz.errors import ConfigError
 from kgviz.methods.base import MethodContext
 from kgviz.run import Run, run_methods
-from kgviz.verify.case_file import render_case_file
 from kgviz.verify.comparison import Comparison, MethodResult, OverlapRow, overlap_matrix
 from kgviz.verify.funnel import FunnelParams, funnel_row, gold_presence
 from kgviz.verify.judge import verify_run
 from kgviz.verify.metrics import score
+from kgviz.viz.case_file import render_case_file
 from kgviz.viz.overlay import evidence_nodes
 
 __all__ = ["Comparison", "MethodResult", "OverlapRow", "assess", "case_file_html", "case_file_json", "compare",

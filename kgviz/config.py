@@ -8,7 +8,8 @@ Environment variables (all optional):
                     | openai-compatible:<model>@<base_url>             (default: auto, see resolve_llm_spec)
   KGVIZ_EMBEDDER    embedder spec: auto | hashing | hashing:<dim> | fastembed:<model> | fastembed:<model>@<dir>
                     (default auto: a local fastembed model if one loads within 20 s, else hashing
-                    with a notice saying why; kgviz.providers.embedder_auto)
+                    with a notice saying why; kgviz.providers.embedder_auto, its settings in
+                    kgviz.provider_specs)
   KGVIZ_EMBEDDER_DIR    for auto: a local fastembed model directory, the only place auto then tries
                         (scripts/make_minilm_dir.py DIR builds one)
   KGVIZ_EMBEDDER_MODEL  for auto: the model in KGVIZ_EMBEDDER_DIR (default sentence-transformers/all-MiniLM-L6-v2)
@@ -28,8 +29,7 @@ from pathlib import Path
 from typing import Mapping
 
 from kgviz.errors import ConfigError
-from kgviz.providers.embedder_auto import AUTO_SPEC, AutoEmbedderParams
-from kgviz.providers.specs import parse_embedder_spec, parse_llm_spec
+from kgviz.provider_specs import AUTO_SPEC, AutoEmbedderParams, parse_embedder_spec, parse_llm_spec
 
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
 DEFAULT_OPENAI_MODEL = "gpt-5-mini"

@@ -15,7 +15,8 @@ from kgviz.errors import GraphStoreError
 from kgviz.graph.store import DB_FILENAME, GraphStore
 from kgviz.methods.base import MethodContext
 from kgviz.providers.base import LLM, Embedder
-from kgviz.providers.embedder_auto import AUTO_SPEC, RecordedEmbedder
+from kgviz.provider_specs import AUTO_SPEC
+from kgviz.providers.embedder_auto import RecordedEmbedder
 from kgviz.providers.factory import make_embedder, make_llm
 from kgviz.providers.pricing import PriceTable
 from kgviz.providers.usage import UsageLedger

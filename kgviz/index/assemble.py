@@ -20,8 +20,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from kgviz.facts.triples import RELATION_KIND, ExtractedTriple, ExtractionOutput, Mention
 from kgviz.index.resolve import EntityAgg, best_sentence, document_aliases, entity_id, normalise_key
-from kgviz.index.triples import RELATION_KIND, ExtractedTriple, ExtractionOutput, Mention
 from kgviz.text import split_sentences
 from kgviz.types import Chunk
 

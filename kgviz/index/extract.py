@@ -29,12 +29,12 @@ from kgviz.errors import (
     MissingKeyError,
     ProviderError,
 )
+from kgviz.facts.parse import parse_triples
+from kgviz.facts.triples import ExtractionOutput
 from kgviz.graph import writes
 from kgviz.graph.store import GraphStore
 from kgviz.offline.extract import HEURISTIC_NAME, extract_offline
 from kgviz.index.params import BuildParams
-from kgviz.index.parse import parse_triples
-from kgviz.index.triples import ExtractionOutput
 from kgviz.prompts.extraction import EXTRACT_TRIPLES_PROMPT_NAME, EXTRACT_TRIPLES_TASK_NAME
 from kgviz.reasoning import OFFLINE_MODE, Reasoner
 from kgviz.types import Chunk, Usage

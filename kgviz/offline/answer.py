@@ -25,12 +25,12 @@ import numpy as np
 
 from dataclasses import dataclass
 
+from kgviz.embedding import Embedder
 from kgviz.offline.answer_types import SpanKind, kind_in_context, names_noun, occurrences, span_kind, surface_kind
 from kgviz.offline.qtype import AnswerType, answer_type
 from kgviz.offline.stem import stem
 from kgviz.offline.stopwords import STOPWORDS as _STOP
 from kgviz.prompts.answer import INSUFFICIENT
-from kgviz.providers.base import Embedder
 from kgviz.text import split_sentences
 
 # the heuristic embeds every sentence; beyond this the evidence is long enough that the tail

@@ -1,11 +1,11 @@
-"""The offline claim split (task split_claims without an LLM): rules in ``kgviz.verify.claims``'
+"""The offline claim split (task split_claims without an LLM): rules in ``kgviz.claims``'
 module docstring (abstention, short answer, sentence and clause split). Ours."""
 from __future__ import annotations
 
 import re
 
+from kgviz.claims import Claim, is_abstention, is_short, short_claim
 from kgviz.text import sentence_spans
-from kgviz.verify.claims import Claim, is_abstention, is_short, short_claim
 
 _VERBS = (r"is|are|was|were|be|been|has|have|had|did|does|do|can|could|will|would|lies|lie|rises|rise|"
           r"flows|holds|hosts|wrote|built|won|became|becomes|led|made|began|runs|ran|stands|sits|"

@@ -53,6 +53,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from kgviz.facts.triples import ExtractedTriple, ExtractionOutput, Mention, Term, render_triples
 from kgviz.offline.lexicon import (
     AUXILIARIES,
     COPULAS,
@@ -63,7 +64,6 @@ from kgviz.offline.lexicon import (
 )
 from kgviz.offline.mentions import Context, Span, as_mention, find_mentions
 from kgviz.offline.sentence_facts import is_noise, sentence_facts, title_mention
-from kgviz.index.triples import ExtractedTriple, ExtractionOutput, Mention, Term, render_triples
 from kgviz.text import split_sentences
 
 HEURISTIC_NAME = "pattern-extractor-v2"  # v2: typed sentence facts (issue 12)

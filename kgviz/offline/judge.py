@@ -38,13 +38,13 @@ from typing import Sequence
 
 import numpy as np
 
+from kgviz.answer_norm import contains, normalize_answer
+from kgviz.embedding import Embedder
 from kgviz.offline.answer_types import type_mismatch
 from kgviz.offline.qtype import answer_type
 from kgviz.offline.stem import IRREGULAR_STEMS, stem
 from kgviz.offline.stopwords import CLAIM_STOPWORDS as _STOP
-from kgviz.providers.base import Embedder
 from kgviz.text import split_sentences
-from kgviz.verify.metrics import contains, normalize_answer
 
 OFFLINE_JUDGE_LABEL = "offline check (weaker)"
 WRONG_TYPE_REASON = "wrong answer type"  # how a type-mismatch reason opens (shown on the Compare page)

@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from kgviz.embedding import Embedder
 from kgviz.offline.stem import stem
 from kgviz.offline.stopwords import STOPWORDS as _STOP
-from kgviz.providers.base import Embedder
 from kgviz.task_results import KgInfusedSelection
 from kgviz.text import split_sentences
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from kgviz.facts.triples import Mention
 from kgviz.offline.lexicon import HEAD_NOUNS, HONORIFICS, MONTHS, NAME_CONNECTORS, ORG_HEADS, PLACE_HEADS, STOP_CAPS
-from kgviz.index.triples import Mention
 
 _DATE = re.compile(
     rf"\b(?:(?:{MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{3,4}}"

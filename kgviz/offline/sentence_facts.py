@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from kgviz.index.triples import SENTENCE_KIND, SENTENCE_RELATION, ExtractedTriple, Mention
+from kgviz.facts.triples import SENTENCE_KIND, SENTENCE_RELATION, ExtractedTriple, Mention
 from kgviz.offline.lexicon import STOP_CAPS
 from kgviz.offline.mentions import Context, Span, as_mention
 from kgviz.offline.stopwords import STOPWORDS

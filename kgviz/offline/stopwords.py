@@ -15,7 +15,7 @@ Extensions, each for a reason its caller cannot avoid (ours):
 
 Not stopword lists, though they look alike: the extractor's ``_NP_STOP`` (words that end a noun
 phrase, ``extract.py``) and ``lexicon.STOP_CAPS`` (capitalised words that are not names) are
-grammar rules of the pattern extractor; the reply parser's word list (``kgviz.index.parse``)
+grammar rules of the pattern extractor; the reply parser's word list (``kgviz.facts.parse``)
 names what can never be an entity in an LLM's reply.
 
 ``ENGLISH`` is the general English list the union starts from, and the list the hashing

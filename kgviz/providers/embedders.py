@@ -29,13 +29,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from kgviz.errors import EmbedderUnavailableError
+from kgviz.provider_specs import DEFAULT_FASTEMBED_MODEL, DEFAULT_HASH_DIM  # the specs' defaults, defined there
 # the hashing embedder's own list: a stored vector must equal the query's under one embedder id
 from kgviz.offline.stopwords import ENGLISH as STOPWORDS
 
 # ---------------------------------------------------------------------------------------------
 # hashing
 # ---------------------------------------------------------------------------------------------
-DEFAULT_HASH_DIM = 768
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)  # "Curie's" -> "curie", "s": the name still matches
 STOPWORD_WEIGHT = 0.2  # ours: stopwords keep a little signal ("to be or not to be")
 MIXED_BIGRAM_WEIGHT = 0.6  # ours: "president of" says less than "united states"
@@ -112,7 +112,6 @@ def l2_normalise(matrix: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # fastembed
 # ---------------------------------------------------------------------------------------------
-DEFAULT_FASTEMBED_MODEL = "BAAI/bge-small-en-v1.5"
 DEFAULT_LOAD_TIMEOUT_S = 5.0
 # ours: a batch is padded to its longest text, and attention memory grows with batch x length^2
 # (MiniLM truncates at 512 tokens). Measured with all-MiniLM-L6-v2 int8 on 2 busy cores: batches

@@ -14,7 +14,8 @@ The optional ``@<base_url>`` on the first two is for gateways and proxies. Model
 
 Embedder specs: ``auto`` (the default: a local fastembed model if one loads, else hashing with a
 notice; kgviz.providers.embedder_auto), ``hashing``, ``hashing:<dim>``, ``fastembed:<model>``,
-``fastembed:<model>@<dir>``.
+``fastembed:<model>@<dir>``. The spec parsers live in ``kgviz.provider_specs`` and are
+re-exported here.
 
 Patience (issue 15): a 1.5B model on a busy CPU core took 60–513 s per extraction call, so an
 ``openai-compatible`` server on a loopback address gets ``LOCAL_TIMEOUT_S`` unless
@@ -37,10 +38,11 @@ from typing import Mapping
 
 from kgviz.config import Settings, resolve_llm_spec
 from kgviz.errors import EmbedderUnavailableError
+from kgviz.provider_specs import AutoEmbedderParams, parse_embedder_spec, parse_llm_spec  # parsers re-exported: callers parse specs here
 from kgviz.providers import anthropic_llm, openai_llm
 from kgviz.providers.base import LLM, Embedder
 from kgviz.providers.cache import CachedLLM, open_cache
-from kgviz.providers.embedder_auto import AutoEmbedderParams, RecordedEmbedder, load_recorded, resolve_auto
+from kgviz.providers.embedder_auto import RecordedEmbedder, load_recorded, resolve_auto
 from kgviz.providers.embedders import (
     DEFAULT_LOAD_TIMEOUT_S,
     FastEmbedEmbedder,
@@ -49,7 +51,6 @@ from kgviz.providers.embedders import (
 from kgviz.providers.offline import OfflineLLM
 from kgviz.providers.recorded import RecordedLLM
 from kgviz.providers.retry import CallPolicy
-from kgviz.providers.specs import parse_embedder_spec, parse_llm_spec  # re-exported: callers parse specs here
 
 KEY_VARS = {"anthropic": anthropic_llm.KEY_VAR, "openai": openai_llm.KEY_VAR, "openai-compatible": openai_llm.KEY_VAR}
 

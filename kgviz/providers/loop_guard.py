@@ -2,7 +2,7 @@
 
 Issue 15: 3 of 15 extraction replies from a 1.5B model on a CPU server repeated one line until
 max_tokens (5–8 minutes each). The triple parser already stops reading at the 4th copy of a line
-(``kgviz.index.parse.MAX_LINE_REPEATS``); streaming lets the client stop *receiving* there too,
+(``kgviz.facts.parse.MAX_LINE_REPEATS``); streaming lets the client stop *receiving* there too,
 and closing the stream makes llama.cpp / Ollama stop generating.
 
 The rule is the parser's, on purpose: a line is compared whitespace-collapsed and lower-cased,
@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-MAX_LINE_REPEATS = 3  # = kgviz.index.parse.MAX_LINE_REPEATS (tests/providers/test_loop_guard.py)
-_FENCE = re.compile(r"^\s*(```|~~~)")  # the parser's fence rule (kgviz.index.parse._FENCE)
+MAX_LINE_REPEATS = 3  # = kgviz.facts.parse.MAX_LINE_REPEATS (tests/providers/test_loop_guard.py)
+_FENCE = re.compile(r"^\s*(```|~~~)")  # the parser's fence rule (kgviz.facts.parse._FENCE)
 
 
 def line_key(line: str) -> str:

@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from kgviz.errors import ProviderError
+from kgviz.provider_specs import OFFLINE_MODEL
 from kgviz.providers.base import LLMBase
 from kgviz.types import Completion, Message
 
 
 class OfflineLLM(LLMBase):
     provider = "offline"
-    model = "heuristics"
+    model = OFFLINE_MODEL
 
     @property
     def is_offline(self) -> bool:

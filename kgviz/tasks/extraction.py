@@ -1,6 +1,6 @@
 """Task "extract_triples": one chunk of text -> ExtractionOutput (triples + malformed count).
 
-With an LLM: the EXTRACT_TRIPLES prompt and the tolerant parser (``kgviz.index.parse``). A reply
+With an LLM: the EXTRACT_TRIPLES prompt and the tolerant parser (``kgviz.facts.parse``). A reply
 with no readable triple and no explicit NONE (an empty reply included) raises LLMOutputError,
 so it is never cached as "no facts"; the build records it as a failed extraction with its raw
 output, so the user can see what the model said, and the next build asks again. Offline: the
@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from kgviz.errors import LLMOutputError
+from kgviz.facts.parse import parse_triples
+from kgviz.facts.triples import ExtractionOutput
 from kgviz.offline.extract import HEURISTIC_DESCRIPTION, extract_offline
-from kgviz.index.parse import parse_triples
-from kgviz.index.triples import ExtractionOutput
 from kgviz.prompts.extraction import (
     EXTRACT_TRIPLES_MAX_OUTPUT_TOKENS,
     EXTRACT_TRIPLES_PROMPT_NAME,

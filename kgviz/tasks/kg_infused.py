@@ -32,7 +32,7 @@ import re
 from typing import Any
 
 from kgviz.errors import LLMOutputError
-from kgviz.index.parse import MAX_LINE_REPEATS  # one loop rule for every free-text reply
+from kgviz.facts.parse import MAX_LINE_REPEATS  # one loop rule for every free-text reply
 from kgviz.offline.kg_infused import (
     CUE_WEIGHT,
     DEFAULT_MIN_SCORE,

@@ -24,7 +24,7 @@ from kgviz.ui import resources
 from kgviz.ui import trace as tui
 from kgviz.ui.render import OFFLINE_LABEL, graph, md_text
 from kgviz.ui.state import AppContext
-from kgviz.verify.case_file import LABEL_COLOURS, LABEL_TEXT, badge_html, esc, highlight_answer
+from kgviz.viz.case_file import LABEL_COLOURS, LABEL_TEXT, badge_html, esc, highlight_answer
 from kgviz.viz.graph_html import graph_html
 from kgviz.viz.overlay import Overlay, build_overlay, default_methods, facet, overlay_html, overlay_positions
 

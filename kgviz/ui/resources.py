@@ -16,7 +16,8 @@ from typing import Any
 
 import streamlit as st
 
-from kgviz.providers.embedder_auto import AUTO_SPEC, AutoEmbedderParams, RecordedEmbedder
+from kgviz.provider_specs import AUTO_SPEC, AutoEmbedderParams
+from kgviz.providers.embedder_auto import RecordedEmbedder
 from kgviz.providers.factory import make_embedder, make_llm
 from kgviz.providers.pricing import PriceTable
 from kgviz.providers.usage import UsageLedger

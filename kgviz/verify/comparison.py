@@ -1,6 +1,6 @@
 """What a comparison of methods on one question holds: each method's run with its claim verdicts,
 metrics and gold funnel, plus the pairwise overlap of their evidence. Plain data, shared by
-``kgviz.compare`` (which builds it) and ``kgviz.verify.case_file`` (which renders it); it lives
+``kgviz.compare`` (which builds it) and ``kgviz.viz.case_file`` (which renders it); it lives
 here, below both, so neither has to import the other."""
 from __future__ import annotations
 

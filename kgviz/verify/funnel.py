@@ -23,10 +23,10 @@ from typing import Any, Iterable, Sequence
 
 from kgviz.graph import reads
 from kgviz.answer import DEFAULT_BUDGET_TOKENS, fit_budget
+from kgviz.answer_norm import contains
 from kgviz.errors import UnknownMethodError
 from kgviz.methods.registry import get_method
 from kgviz.run import Run
-from kgviz.verify.metrics import contains
 
 LABELS = ("correct", "not in corpus", "extraction miss", "entry-point miss", "retrieval/traversal miss",
           "context truncation", "generation error", "no retrieval", "method failed")

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kgviz.claims import Claim, is_abstention, is_short, locate, short_claim
 from kgviz.errors import LLMOutputError
 from kgviz.reasoning import Reasoner
 from kgviz.run import Run
 from kgviz.types import Usage
 from kgviz.offline.judge import OFFLINE_JUDGE_LABEL
-from kgviz.verify.claims import Claim, is_abstention, is_short, locate, short_claim
 
 HALLUCINATION_DEFINITION = (
     "Hallucination = an answer that does not abstain and has at least one claim the method's own "

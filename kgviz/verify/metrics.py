@@ -3,28 +3,18 @@ Coverage (gold contained in the retrieved context).
 
 SQuAD normalisation: lowercase, drop punctuation, drop the articles a/an/the, collapse
 whitespace. EM and F1 take the maximum over the gold answers. Containment (Acc, Coverage, the gold
-funnel) is checked on whole normalised tokens, so gold "1898" is not found inside "18980".
+funnel) is checked on whole normalised tokens, so gold "1898" is not found inside "18980". Both
+(``normalize_answer``, ``contains``) live in ``kgviz.answer_norm``, below the offline judge that
+uses them too.
 """
 from __future__ import annotations
 
-import re
-import string
 from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Sequence
 
+from kgviz.answer_norm import contains, normalize_answer
 from kgviz.errors import EvaluationError
-
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = frozenset(string.punctuation)
-
-
-def normalize_answer(text: str) -> str:
-    """SQuAD normalisation (the order matters: punctuation goes before articles are matched)."""
-    lowered = text.lower()
-    no_punct = "".join(ch for ch in lowered if ch not in _PUNCT)
-    no_articles = _ARTICLES.sub(" ", no_punct)
-    return " ".join(no_articles.split())
 
 
 def _golds(golds: Iterable[str]) -> list[str]:
@@ -51,12 +41,6 @@ def _f1_one(prediction: str, gold: str) -> float:
 
 def f1_score(prediction: str, golds: Iterable[str]) -> float:
     return max(_f1_one(prediction, g) for g in _golds(golds))
-
-
-def contains(haystack: str, needle: str) -> bool:
-    """Normalised ``needle`` occurs in normalised ``haystack`` as whole tokens."""
-    n = normalize_answer(needle)
-    return bool(n) and f" {n} " in f" {normalize_answer(haystack)} "
 
 
 def accuracy(prediction: str, golds: Iterable[str]) -> float:

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kgviz.offline.extract import extract_offline
-from kgviz.index.parse import parse_triples
+from kgviz.facts.parse import parse_triples
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "corpus"
 

@@ -15,7 +15,7 @@ from kgviz.graph.store import SCHEMA_VERSION, GraphStore
 from kgviz.index import graph_write as gw
 from kgviz.index.assemble import triple_id
 from kgviz.index.pipeline import BuildParams, build
-from kgviz.index.triples import RELATION_KIND, SENTENCE_KIND
+from kgviz.facts.triples import RELATION_KIND, SENTENCE_KIND
 from kgviz.ingest import document_from_text
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM

@@ -4,8 +4,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kgviz.index.parse import MAX_DEPTH, parse_triples
-from kgviz.index.triples import ExtractedTriple, Mention
+from kgviz.facts.parse import MAX_DEPTH, parse_triples
+from kgviz.facts.triples import ExtractedTriple, Mention
 from kgviz.prompts.extraction import EXTRACT_TRIPLES_EXAMPLES
 
 

@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 
 from kgviz.index.assemble import assemble, finalise
-from kgviz.index.parse import parse_triples
+from kgviz.facts.parse import parse_triples
 from kgviz.index.resolve import (
     best_sentence,
     display_name,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kgviz.claims import short_claim
 from kgviz.methods.base import ContextItem, RetrievedContext
 from kgviz.offline.answer import extractive_answer
 from kgviz.offline.answer_types import kind_in_context, span_kind, type_mismatch
@@ -15,7 +16,6 @@ from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner
 from kgviz.run import Run
 from kgviz.types import Usage
-from kgviz.verify.claims import short_claim
 from kgviz.verify.judge import verify_run
 
 BRIDGE = ("The Orrin Bridge is a stone arch bridge over the Tarrow River. The bridge, which links the harbour at "

@@ -7,9 +7,10 @@ from pathlib import Path
 
 OFFLINE = Path(__file__).resolve().parents[2] / "kgviz" / "offline"
 # what a text heuristic may need: text utilities, types, the typed task values it returns (a leaf
-# module), prompts' answer constants, the embedder protocol, answer normalisation and the claim model
+# module), prompts' answer constants, the embedder protocol, answer normalisation, the claim model
+# and extracted triples - all leaves below offline, none of providers, verify or index
 ALLOWED = ("kgviz.offline", "kgviz.text", "kgviz.types", "kgviz.task_results", "kgviz.errors", "kgviz.prompts.answer",
-           "kgviz.providers.base", "kgviz.verify.metrics", "kgviz.verify.claims", "kgviz.index.triples")
+           "kgviz.embedding", "kgviz.answer_norm", "kgviz.claims", "kgviz.facts.triples")
 
 
 def _kgviz_imports(path: Path) -> set[str]:

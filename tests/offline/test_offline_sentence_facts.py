@@ -2,7 +2,7 @@
 reachable through a fact; the fallback facts are typed; noise words never become entities."""
 from __future__ import annotations
 
-from kgviz.index.triples import RELATION_KIND, SENTENCE_KIND, SENTENCE_RELATION, ExtractedTriple, Mention
+from kgviz.facts.triples import RELATION_KIND, SENTENCE_KIND, SENTENCE_RELATION, ExtractedTriple, Mention
 from kgviz.offline.extract import extract_offline
 from kgviz.offline.sentence_facts import NOISE_WORDS, PASSAGE_RELATION, is_noise, normalise_key, title_mention
 

@@ -9,7 +9,7 @@ from tests.support.fake_server import FakeServer, Reply, chat_stream
 
 from kgviz.config import Settings
 from kgviz.errors import ProviderError, ProviderTimeoutError
-from kgviz.index.parse import parse_triples
+from kgviz.facts.parse import parse_triples
 from kgviz.providers.factory import make_llm
 from kgviz.providers.openai_llm import OpenAIChatLLM
 from kgviz.providers.retry import CallPolicy

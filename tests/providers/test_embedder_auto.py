@@ -15,14 +15,9 @@ from tests.support.fake_server import FakeServer, Reply
 
 from kgviz.config import Settings
 from kgviz.errors import EmbedderMismatchError, EmbedderUnavailableError
+from kgviz.provider_specs import DIR_MODEL, AutoEmbedderParams
 from kgviz.providers import embedders
-from kgviz.providers.embedder_auto import (
-    DIR_MODEL,
-    AutoEmbedderParams,
-    RecordedEmbedder,
-    load_recorded,
-    resolve_auto,
-)
+from kgviz.providers.embedder_auto import RecordedEmbedder, load_recorded, resolve_auto
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.factory import make_embedder, parse_embedder_spec
 from kgviz.workspace import open_workspace, recorded_embedder
@@ -90,7 +85,8 @@ def test_a_load_that_does_not_finish_in_time_is_reported_as_a_timeout(tmp_path: 
 _NO_HUB_SNIPPET = """
 import json, sys
 from pathlib import Path
-from kgviz.providers.embedder_auto import AutoEmbedderParams, resolve_auto
+from kgviz.provider_specs import AutoEmbedderParams
+from kgviz.providers.embedder_auto import resolve_auto
 cache = Path(sys.argv[1])
 out = {}
 out["empty"] = resolve_auto(AutoEmbedderParams(cache_dir=cache))[1]

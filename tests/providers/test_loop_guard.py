@@ -1,7 +1,7 @@
 """LoopGuard: the streamed reply is cut by the triple parser's own loop rule."""
 from __future__ import annotations
 
-from kgviz.index.parse import MAX_LINE_REPEATS, parse_triples
+from kgviz.facts.parse import MAX_LINE_REPEATS, parse_triples
 from kgviz.providers.loop_guard import MAX_LINE_REPEATS as GUARD_REPEATS
 from kgviz.providers.loop_guard import LoopGuard
 

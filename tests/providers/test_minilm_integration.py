@@ -12,7 +12,8 @@ import pytest
 
 from kgviz.config import Settings
 from kgviz.errors import EmbedderMismatchError, EmbedderUnavailableError
-from kgviz.providers.embedder_auto import AutoEmbedderParams, resolve_auto
+from kgviz.provider_specs import AutoEmbedderParams
+from kgviz.providers.embedder_auto import resolve_auto
 from kgviz.providers.embedders import FastEmbedEmbedder
 from kgviz.providers.factory import make_embedder
 from kgviz.workspace import open_workspace, recorded_embedder

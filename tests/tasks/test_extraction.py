@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 from tests.support.index_fakes import ScriptedLLM
-from kgviz.index.triples import ExtractionOutput
+from kgviz.facts.triples import ExtractionOutput
 from kgviz.prompts.extraction import EXTRACT_TRIPLES, EXTRACT_TRIPLES_SYSTEM
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM

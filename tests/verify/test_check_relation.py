@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from kgviz.claims import short_claim
 from kgviz.methods.base import ContextItem, RetrievedContext
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
@@ -18,7 +19,6 @@ from kgviz.reasoning import Reasoner
 from kgviz.run import Run
 from kgviz.types import Usage
 from kgviz.offline.judge import check_claim, question_relation
-from kgviz.verify.claims import short_claim
 from kgviz.verify.judge import verify_run
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from kgviz.claims import is_abstention, is_short, locate
 from kgviz.offline.claims import split_offline
-from kgviz.verify.claims import is_abstention, is_short, locate
 
 
 @pytest.mark.parametrize("answer", [

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from kgviz.answer_norm import contains, normalize_answer
 from kgviz.errors import EvaluationError
-from kgviz.verify.metrics import accuracy, contains, coverage, exact_match, f1_score, normalize_answer, score
+from kgviz.verify.metrics import accuracy, coverage, exact_match, f1_score, score
 
 
 @pytest.mark.parametrize("raw, norm", [

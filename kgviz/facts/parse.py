@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgviz.index.triples import ExtractedTriple, ExtractionOutput, Mention, Term
+from kgviz.facts.triples import ExtractedTriple, ExtractionOutput, Mention, Term
 
 MAX_DEPTH = 4  # deeper nesting is almost surely a broken reply, not a fact
 MAX_PART_CHARS = 300  # a subject/object longer than this is a sentence, not an entity

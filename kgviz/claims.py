@@ -10,6 +10,9 @@ verdict. Offline splitting (``kgviz.offline.claims.split_offline``) is heuristic
 * a longer answer is split into sentences, and each sentence at "; " and at "and/but/while"
   when both sides carry a verb. A right-hand side that starts with its verb borrows the subject
   of the left-hand side ("She was born in Tarrow and founded ..." -> "She founded ...").
+
+A leaf (it imports only ``kgviz.text``): the offline split (``kgviz.offline.claims``) and the
+claim judge (``kgviz.verify.judge``) both build on it, and neither imports the other for it.
 """
 from __future__ import annotations
 

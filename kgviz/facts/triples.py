@@ -5,7 +5,7 @@ triple used as the subject or object of a triple is a *triple hypernode* (KG-RAG
 h* = (h1, r1, h2) where h1 and h2 may themselves be triples).
 
 The text form, used in prompts, stored as the raw output of offline extraction and read back by
-``kgviz.index.parse``::
+``kgviz.facts.parse``::
 
     (Kell Arden; founded; Tesk Works)
     ((Kell Arden; founded; Tesk Works); in year; 1921)

@@ -1,16 +1,62 @@
-"""Parsing of the provider spec strings (``KGVIZ_LLM``, ``KGVIZ_EMBEDDER``, ``--llm``, ``--embedder``).
+"""Provider settings as data: the parsing of the provider spec strings (``KGVIZ_LLM``,
+``KGVIZ_EMBEDDER``, ``--llm``, ``--embedder``), the defaults a spec fills in, and where the
+``auto`` embedder spec looks (``AutoEmbedderParams``, read from the environment).
 
-Kept apart from ``kgviz.providers.factory`` because ``kgviz.config`` validates specs while the
-factory reads ``kgviz.config.Settings``: with the parsers here, neither imports the other back.
+Nothing here builds a provider. ``kgviz.config`` validates and holds these settings and
+``kgviz.providers`` builds from them (``factory``, ``embedder_auto``, ``embedders``, ``offline``
+read the defaults here); this module imports only ``kgviz.errors``, so ``config`` sits below
+``providers`` and neither imports the other back.
 """
 from __future__ import annotations
 
+import os
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from kgviz.errors import ConfigError
-from kgviz.providers.embedders import DEFAULT_FASTEMBED_MODEL, DEFAULT_HASH_DIM
-from kgviz.providers.offline import OfflineLLM
 
+OFFLINE_MODEL = "heuristics"  # the model name of the offline mode (kgviz.providers.offline.OfflineLLM)
+DEFAULT_HASH_DIM = 768  # kgviz.providers.embedders.HashingEmbedder
+DEFAULT_FASTEMBED_MODEL = "BAAI/bge-small-en-v1.5"  # kgviz.providers.embedders.FastEmbedEmbedder
+
+# --- the ``auto`` embedder spec (resolved by kgviz.providers.embedder_auto) -------------------
+AUTO_SPEC = "auto"
+# ours: all-MiniLM-L6-v2 int8 loads in ~1.5 s on a busy 2-core VM; 20 s leaves room for a slow disk
+# and a loaded machine, yet an app start never waits longer than this for a model.
+AUTO_LOAD_TIMEOUT_S = 20.0
+DIR_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DIR_VAR, MODEL_VAR, CACHE_VAR = "KGVIZ_EMBEDDER_DIR", "KGVIZ_EMBEDDER_MODEL", "FASTEMBED_CACHE_PATH"
+
+
+@dataclass(frozen=True)
+class AutoEmbedderParams:
+    """Where the ``auto`` spec looks for a model and how long it may take."""
+
+    model_dir: Path | None = None
+    """KGVIZ_EMBEDDER_DIR: a fastembed-loadable model directory; when set, the only place tried."""
+    model: str = DIR_MODEL
+    """KGVIZ_EMBEDDER_MODEL: the fastembed model name of what ``model_dir`` holds."""
+    cache_dir: Path | None = None
+    """FASTEMBED_CACHE_PATH; None: fastembed's default, ``<tmp>/fastembed_cache``."""
+    timeout_s: float = AUTO_LOAD_TIMEOUT_S
+    """One budget for every load tried (ours, see AUTO_LOAD_TIMEOUT_S)."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "AutoEmbedderParams":
+        env = os.environ if env is None else env
+        directory = (env.get(DIR_VAR) or "").strip()
+        cache = (env.get(CACHE_VAR) or "").strip()
+        return cls(model_dir=Path(directory).expanduser() if directory else None,
+                   model=(env.get(MODEL_VAR) or "").strip() or DIR_MODEL,
+                   cache_dir=Path(cache).expanduser() if cache else None)
+
+    def cache(self) -> Path:
+        return self.cache_dir or Path(tempfile.gettempdir()) / "fastembed_cache"
+
+
+# --- spec parsing ----------------------------------------------------------------------------
 LLM_KINDS = ("offline", "anthropic", "openai", "openai-compatible", "recorded")
 _SPEC_HELP = (
     "use offline, anthropic:<model>, openai:<model>, openai-compatible:<model>@<base_url> "
@@ -23,7 +69,7 @@ def parse_llm_spec(spec: str) -> tuple[str, str, str | None]:
     resolve it first)."""
     s = (spec or "").strip()
     if s == "offline":
-        return "offline", OfflineLLM.model, None
+        return "offline", OFFLINE_MODEL, None
     kind, sep, rest = s.partition(":")
     if not sep or kind not in LLM_KINDS or kind == "offline":
         raise ConfigError(f"unknown LLM spec {spec!r}", hint=_SPEC_HELP)
