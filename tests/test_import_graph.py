@@ -4,7 +4,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from tests.support.imports import build, cycles, package_edges
+from tests.support.imports import build, cycles, package_edges, package_graph
 
 # The package pairs issue 11 found importing each other; each must stay one-way.
 ONCE_TANGLED = [("kgviz.index", "kgviz.tasks"), ("kgviz.compare", "kgviz.verify"), ("kgviz.evaluate", "kgviz.viz")]
@@ -18,6 +18,12 @@ def test_no_cycle_even_counting_deferred_imports() -> None:
     # no allowance left: graph/search.py takes the store as an argument typed by its own
     # SearchHost Protocol, so it never imports graph/store.py (the old mixin cycle)
     assert cycles(build().every) == []
+
+
+def test_no_cycle_among_packages() -> None:
+    # each subpackage (kgviz.index, kgviz.offline, ...) and each top-level module (kgviz.config,
+    # kgviz.run, ...) is one node; the order is in docs/ARCHITECTURE.md, "Layering rules"
+    assert cycles(package_graph(build().every)) == []
 
 
 def test_search_never_imports_the_store() -> None:
@@ -56,3 +62,6 @@ def test_the_reader_sees_function_level_and_type_only_imports(tmp_path: Path) ->
     assert cycles(g.top_level) == []
     assert cycles(g.every) == [["kgviz.a", "kgviz.c", "kgviz.sub.b"]]
     assert package_edges(g.every)[("kgviz.sub", "kgviz.a")] == {("kgviz.sub.b", "kgviz.a")}
+    assert package_graph(g.every) == {"kgviz": set(), "kgviz.a": {"kgviz.sub"}, "kgviz.c": {"kgviz.sub"},
+                                      "kgviz.sub": {"kgviz.a", "kgviz.c"}}
+    assert cycles(package_graph(g.every)) == [["kgviz.a", "kgviz.c", "kgviz.sub"]]

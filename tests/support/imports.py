@@ -110,6 +110,15 @@ def package_of(module: str) -> str:
     return ".".join(module.split(".")[:2])
 
 
+def package_graph(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph ``edges`` at package granularity (``package_of``): package -> the packages
+    it imports, itself excluded; every package is a key, importing nothing or not."""
+    out: dict[str, set[str]] = {package_of(m): set() for m in edges}
+    for a, b in package_edges(edges):
+        out[a].add(b)
+    return out
+
+
 def package_edges(edges: dict[str, set[str]]) -> dict[tuple[str, str], set[tuple[str, str]]]:
     """(package a, package b) -> the module imports behind a's dependence on b."""
     out: dict[tuple[str, str], set[tuple[str, str]]] = {}
