@@ -24,7 +24,7 @@ Row = dict[str, Any]
 _TRIPLE_COLS = (
     "t.id AS id, t.subject AS subject, t.relation AS relation, t.object AS object, "
     "t.subject_id AS subject_id, t.object_id AS object_id, t.text AS text, "
-    "t.sentence AS sentence, t.chunk_id AS chunk_id, t.origin AS origin"
+    "t.sentence AS sentence, t.chunk_id AS chunk_id, t.origin AS origin, t.kind AS kind"
 )
 _RELATED_COLS = ("a.id AS src, a.name AS src_name, b.id AS dst, b.name AS dst_name, r.relation AS relation, "
                  "r.triple_id AS triple_id, r.origin AS origin, a.origin AS src_origin, b.origin AS dst_origin")

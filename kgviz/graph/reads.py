@@ -111,11 +111,12 @@ def document_entities(store: GraphStore, doc_ids: Sequence[str]) -> pa.Table:
 
 def document_triples(store: GraphStore, doc_ids: Sequence[str]) -> pa.Table:
     """Triples extracted from the documents' chunks (distinct): id, text, subject, relation,
-    object, subject_id, object_id, chunk_id, emb (arrow)."""
+    object, subject_id, object_id, chunk_id, kind, sentence (the first provenance), emb (arrow)."""
     return _arrow_by_ids(
         store, "(d:Document)-[:HAS_CHUNK]->(c:Chunk)<-[:FROM_CHUNK]-(t:Triple)", "d.id",
         "DISTINCT t.id AS id, t.text AS text, t.subject AS subject, t.relation AS relation, t.object AS object, "
-        "t.subject_id AS subject_id, t.object_id AS object_id, t.chunk_id AS chunk_id, t.emb AS emb", doc_ids)
+        "t.subject_id AS subject_id, t.object_id AS object_id, t.chunk_id AS chunk_id, t.kind AS kind, "
+        "t.sentence AS sentence, t.emb AS emb", doc_ids)
 
 
 def _arrow_by_ids(store: GraphStore, match: str, key: str, returns: str, ids: Sequence[str]) -> pa.Table:
@@ -169,10 +170,11 @@ def triple_sources(store: GraphStore, ids: Sequence[str]) -> list[Row]:
 
 def triples_at_entities(store: GraphStore, ids: Sequence[str]) -> list[Row]:
     """Distinct triples with one of the entities as subject or object: id, text, s, o, sname,
-    oname, relation, origin, chunk_id."""
+    oname, relation, origin, chunk_id, kind, sentence (the first provenance)."""
     return rows_by_ids(store, "(t:Triple)-[:SUBJ|:OBJ]->(e:Entity)", "e.id",
                        "DISTINCT t.id AS id, t.text AS text, t.subject_id AS s, t.object_id AS o, t.subject AS sname, "
-                       "t.object AS oname, t.relation AS relation, t.origin AS origin, t.chunk_id AS chunk_id", ids)
+                       "t.object AS oname, t.relation AS relation, t.origin AS origin, t.chunk_id AS chunk_id, "
+                       "t.kind AS kind, t.sentence AS sentence", ids)
 
 
 def triple_chunks(store: GraphStore, ids: Sequence[str]) -> list[Row]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import scipy.sparse as sp
@@ -62,9 +62,13 @@ class KeywordView:
     chunk_label: dict[str, str] = field(default_factory=dict)  # chunk id -> "title · c<ord>"
     sub_index: dict[str, int] = field(default_factory=dict)
     by_chunk: dict[str, list[int]] = field(default_factory=dict)
+    word_row: dict[str, int] = field(default_factory=dict)  # keyword word -> row
+    kw_df: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # sub-chunks per keyword
 
     def __post_init__(self) -> None:
         self.sub_index = {s: i for i, s in enumerate(self.sub_ids)}
+        self.word_row = {w: i for i, w in enumerate(self.kw_words)}
+        self.kw_df = np.diff(self.kw_sub.indptr)
         for i, c in enumerate(self.sub_chunk):
             self.by_chunk.setdefault(c, []).append(i)
         for rows in self.by_chunk.values():
@@ -87,6 +91,24 @@ class KeywordView:
             done[part] = True
             yield from part.tolist()
             size *= 4
+
+    def question_keywords(self, words: Iterable[str]) -> list[int]:
+        """Rows of the keywords among ``words``, rarest first (fewest sub-chunks), ties by id."""
+        rows = {self.word_row[w] for w in words if w in self.word_row}
+        return sorted(rows, key=lambda k: (int(self.kw_df[k]), self.kw_ids[k]))
+
+    def bm25(self, kw_rows: list[int], k1: float = 1.2, b: float = 0.75) -> np.ndarray:
+        """BM25 of every sub-chunk for a query made of the keywords ``kw_rows`` (Robertson's idf
+        log(1 + (n - df + 0.5) / (df + 0.5)), length in tokens). The bipartite graph holds no term
+        frequencies, so a keyword counts once per sub-chunk (tf = 1)."""
+        n = len(self.sub_ids)
+        if not kw_rows or n == 0:
+            return np.zeros(n)
+        df = self.kw_df[kw_rows].astype(np.float64)
+        idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        hits = np.asarray(self.kw_sub[kw_rows].T @ idf).ravel()
+        length = self.sub_tokens / max(float(self.sub_tokens.mean()), 1.0)
+        return hits * (k1 + 1.0) / (1.0 + k1 * (1.0 - b + b * length))
 
     def title(self, chunk_id: str) -> str:
         return self.chunk_label.get(chunk_id, " · ").rsplit(" · ", 1)[0]

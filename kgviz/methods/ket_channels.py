@@ -7,6 +7,7 @@ keyword layer and vectors come from the in-memory views of kgviz.methods.ket_cac
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,9 @@ import numpy as np
 
 from kgviz.errors import MethodError
 from kgviz.graph import reads
+from kgviz.facts.triples import SENTENCE_KIND
 from kgviz.index.ket import core_ranking, ket_info, n_core
+from kgviz.index.knn import content_words
 from kgviz.methods.base import ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer
 from kgviz.methods.budget import stop_at_first_overflow
 from kgviz.methods.ket_cache import keyword_view, triple_cosines
@@ -120,9 +123,24 @@ def _entity_text(e: dict[str, Any]) -> str:
     return f"{e['name']}: {desc}" if desc else str(e["name"])
 
 
+def stated_fact(row: dict[str, Any]) -> str:
+    """A relationship as the context states it: its text, and for a sentence fact (whose relation only
+    says 'in the same sentence as') the sentence it stands for, as Graph-RAG gives a relationship its
+    description (ours)."""
+    text, sentence = str(row.get("text") or ""), str(row.get("sentence") or "").strip()
+    return f"{text}: {sentence}" if row.get("kind") == SENTENCE_KIND and sentence else text
+
+
+def lexical_keywords(cfg: KetRetrievalParams, embedder_id: str) -> bool:
+    """Whether the keyword channel matches lexically (``keyword_match``; 'auto': with the hashing embedder)."""
+    return cfg.keyword_match == "lexical" or (cfg.keyword_match == "auto" and embedder_id.startswith("hashing"))
+
+
 class _KetEngine:
-    def __init__(self, store: Any, qv: np.ndarray, cfg: KetRetrievalParams, tracer: Tracer) -> None:
+    def __init__(self, store: Any, qv: np.ndarray, cfg: KetRetrievalParams, tracer: Tracer, *,
+                 question: str = "", lexical: bool = False) -> None:
         self.store, self.qv, self.cfg, self.tracer = store, qv, cfg, tracer
+        self.question, self.lexical = question, lexical
 
     # -- skeleton channel (Algorithm 2 on G_s) ------------------------------------------------------
     def skeleton(self, scope: _Skeleton) -> _Channel:
@@ -184,10 +202,11 @@ class _KetEngine:
         if cfg.max_relationships_per_seed > 0:
             cap = cfg.max_relationships_per_seed * len(seeds)
             order, capped = order[:cap], order[cap:]
-        chosen, over, used = stop_at_first_overflow([(t, count_tokens(rows[t]["text"] or "")) for t in order], er_budget - ch.used)
+        stated = {t: stated_fact(rows[t]) for t in order}
+        chosen, over, used = stop_at_first_overflow([(t, count_tokens(stated[t])) for t in order], er_budget - ch.used)
         ch.used += used
         for t in chosen:
-            ch.items.append(ContextItem(t, "triple", rows[t]["text"] or "", cos[t], count_tokens(rows[t]["text"] or ""),
+            ch.items.append(ContextItem(t, "triple", stated[t], cos[t], count_tokens(stated[t]),
                                         source=rows[t]["chunk_id"] or ""))
         rejected = over + capped
         shown = chosen + rejected[:SHOWN_REJECTED]
@@ -281,6 +300,13 @@ class _KetEngine:
         view = _keyword_index(store)
         kw_sims = view.kw_matrix @ self.qv
         order = view.keyword_order(kw_sims)
+        lexical: np.ndarray | None = None  # BM25 of every sub-chunk, when matching lexically
+        asked: list[int] = []  # the question's own keywords (lexical), rarest first
+        if self.lexical:
+            asked = view.question_keywords(content_words(self.question))
+            lexical = view.bm25(asked)
+            first = set(asked)
+            order = itertools.chain(asked, (k for k in order if k not in first))
         sub_sims: dict[int, float] = {}
 
         def sims_of(rows: np.ndarray) -> np.ndarray:
@@ -312,13 +338,17 @@ class _KetEngine:
                 break
         seeds = [(k, float(kw_sims[k])) for k in seen]
         near = [(k, float(kw_sims[k])) for _, k in zip(range(3), order)]  # the next ones, not needed
-        shown = sorted(seeds, key=lambda kx: (-kx[1], view.kw_ids[kx[0]]))[:SHOWN_SEED_KEYWORDS]
+        # drawn: the seeds in the order they were taken (lexical: the question's own first), else most similar first
+        shown = (seeds if self.lexical else sorted(seeds, key=lambda kx: (-kx[1], view.kw_ids[kx[0]])))[:SHOWN_SEED_KEYWORDS]
         shown_ids = {view.kw_ids[k] for k, _ in shown}
-        listed = (f"showing the {len(shown)} most similar of {len(seeds)} seeded keywords" if len(shown) < len(seeds)
+        first = "first" if self.lexical else "most similar"
+        listed = (f"showing the {len(shown)} {first} of {len(seeds)} seeded keywords" if len(shown) < len(seeds)
                   else f"showing all {len(seeds)} seeded keywords")
+        how = (f"the question's own {len(asked)} keyword(s) rarest first, then the rest by cosine (keyword_match "
+               f"'{cfg.keyword_match}': lexical, ours)" if self.lexical else "keywords by cosine to the question")
         self.tracer.step(
             "seed", "Keyword channel: seed keywords",
-            f"{len(seeds)} keywords by cosine to the question until their sub-chunks hold "
+            f"{len(seeds)} seeds: {how}, until their sub-chunks hold "
             f"{pool_budget} tokens (2·(1-θ)·λ); pool: {len(pool)} sub-chunks, {pool_tokens} tokens"
             + (" (pool_mode 'code': stopped at the first sub-chunk that overflowed)" if cfg.pool_mode == "code" else "")
             + f"; {listed}",
@@ -326,22 +356,27 @@ class _KetEngine:
             + [NodeRef(view.kw_ids[k], "Keyword", "rejected", view.kw_words[k], x) for k, x in near],
             scores={view.kw_ids[k]: x for k, x in shown},
             data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget, "pool_mode": cfg.pool_mode,
-                  "seeded_total": len(seeds), "seeded_shown": len(shown)})
+                  "seeded_total": len(seeds), "seeded_shown": len(shown), "match": "lexical" if self.lexical
+                  else "embedding", "question_keywords": [view.kw_words[k] for k in asked]})
         ids = {row: view.sub_ids[row] for row in pool}
         rows = np.asarray(list(pool), dtype=np.int64)
         cos = {ids[row]: float(x) for row, x in zip(rows.tolist(), sims_of(rows).tolist())}
-        ranked = sorted(cos, key=lambda sid: (-cos[sid], sid))
+        # the ranking score: cosine (the paper), or BM25 with cosine breaking ties (lexical)
+        score = cos if lexical is None else {ids[row]: round(float(lexical[row]), 6) for row in pool}
+        ranked = sorted(cos, key=lambda sid: (-score[sid], -cos[sid], sid))
         label = {sid: view.label(sid) for sid in ranked}
         kws = {ids[row]: [view.kw_ids[k] for k in ks] for row, ks in via.items()}
         self.tracer.step(
             "score", "Keyword channel: candidate sub-chunks",
-            f"{len(pool)} sub-chunks next to the seed keywords, scored by cosine to the question",
-            nodes=[NodeRef(sid, "SubChunk", "candidate", label.get(sid, sid), cos[sid]) for sid in ranked]
+            f"{len(pool)} sub-chunks next to the seed keywords, scored by "
+            + ("BM25 over the question's keywords (cosine breaks ties)" if self.lexical else "cosine to the question"),
+            nodes=[NodeRef(sid, "SubChunk", "candidate", label.get(sid, sid), score[sid]) for sid in ranked]
             + [NodeRef(view.kw_ids[k], "Keyword", "seed", view.kw_words[k], x) for k, x in shown],
             # only the seed step's shown keywords: an edge to an undrawn keyword would pull it in unlabelled
             edges=[EdgeRef(sid, k, "HAS_KEYWORD", "candidate") for sid in ranked for k in kws[sid] if k in shown_ids],
-            scores=dict(cos),
-            data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget})
+            scores=dict(score),
+            data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget,
+                  **({"cosines": dict(cos)} if self.lexical else {})})
         tokens = {view.sub_ids[row]: n for row, n in pool.items()}
         fresh = [sid for sid in ranked if sid not in skip]
         chosen, over, _ = stop_at_first_overflow([(sid, tokens[sid]) for sid in fresh], budget)
@@ -349,17 +384,17 @@ class _KetEngine:
         kept, late, ch.used = stop_at_first_overflow([(sid, count_tokens(texts.get(sid, ""))) for sid in chosen], budget)
         chosen, over = kept, late + over  # stored counts are count_tokens of the same text: a no-op guard
         for sid in chosen:
-            ch.items.append(ContextItem(sid, "subchunk", texts[sid], cos[sid], count_tokens(texts[sid]),
+            ch.items.append(ContextItem(sid, "subchunk", texts[sid], score[sid], count_tokens(texts[sid]),
                                         source=view.title(view.sub_chunk[view.sub_index[sid]])))
         dup = [sid for sid in ranked if sid in skip]
         self.tracer.step(
             "context", "Keyword channel: chosen sub-chunks",
-            f"{len(chosen)} most similar sub-chunks fit {budget} tokens ((1-θ)·λ); {len(over)} did not fit"
+            f"{len(chosen)} best-scored sub-chunks fit {budget} tokens ((1-θ)·λ); {len(over)} did not fit"
             + (f"; {len(dup)} already in the skeleton channel" if dup else ""),
-            nodes=[NodeRef(sid, "SubChunk", "chosen", label.get(sid, sid), cos[sid]) for sid in chosen]
-            + [NodeRef(sid, "SubChunk", "rejected", label.get(sid, sid), cos[sid]) for sid in over[:SHOWN_REJECTED]],
+            nodes=[NodeRef(sid, "SubChunk", "chosen", label.get(sid, sid), score[sid]) for sid in chosen]
+            + [NodeRef(sid, "SubChunk", "rejected", label.get(sid, sid), score[sid]) for sid in over[:SHOWN_REJECTED]],
             edges=[EdgeRef(sid, k, "HAS_KEYWORD", "chosen") for sid in chosen for k in kws[sid] if k in shown_ids],
-            scores={sid: cos[sid] for sid in chosen},
+            scores={sid: score[sid] for sid in chosen},
             data={"channel": "keyword", "used": ch.used, "budget": budget, "items": chosen,
                   "already_in_skeleton": dup})
         return ch
@@ -377,7 +412,8 @@ def retrieve_ket(question: str, ctx: MethodContext, cfg: KetRetrievalParams, tra
     """Algorithm 4: the skeleton channel (when θ > 0), then the keyword channel (when θ < 1)."""
     store = ctx.store
     qv = unit(np.asarray(ctx.embedder.embed([question])[0], dtype=np.float32))
-    engine = _KetEngine(store, qv, cfg, tracer)
+    engine = _KetEngine(store, qv, cfg, tracer, question=question,
+                        lexical=lexical_keywords(cfg, str(getattr(ctx.embedder, "id", ""))))
     if cfg.keyword_budget > 0:
         _keyword_index(store)  # the missing index is the error to report, not a skeleton-channel symptom
     skel, kw = _Channel(), _Channel()

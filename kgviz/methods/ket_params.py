@@ -17,6 +17,7 @@ __all__ = ["AnyKetParams", "KetFullParams", "KetRagParams", "KetRetrievalParams"
 Variant = Literal["ket-rag", "skeleton-rag", "keyword-rag", "ket-full"]
 PoolMode = Literal["paper", "code"]
 CoreSelection = Literal["pagerank", "random"]
+KeywordMatch = Literal["auto", "embedding", "lexical"]
 
 # shared field docs
 D_LIMIT = ("λ: context limit in tokens, split θ : 1-θ between the channels (Algorithm 4). The paper uses "
@@ -31,6 +32,11 @@ D_RELCAP = ("most relationships per seed entity, 0 = no cap (Algorithm 2 has non
 D_POOL = "candidate pool of the keyword channel, in multiples of its budget (Algorithm 4 line 2: 2·(1-θ)·λ)"
 D_POOLMODE = ("'paper': add seed keywords with all their sub-chunks until the pool holds its tokens (Algorithm 4 line 2); "
               "'code': add each keyword's sub-chunks best first and stop at the first that overflows (create_context.py)")
+D_MATCH = ("how the keyword channel picks seed keywords and ranks their sub-chunks. 'embedding': cosine to the query "
+           "(Algorithm 4 lines 2-3, the paper). 'lexical' (ours): the keywords the question itself contains, rarest "
+           "first, then the rest by cosine; candidates ranked by BM25 over the question's keywords (k1 1.2, b 0.75), "
+           "cosine breaking ties. 'auto' (default): lexical with the offline hashing embedder, whose 768-d cosines "
+           "are too coarse to rank tens of thousands of keywords, embedding with a neural model")
 D_SKEL = ("β of the skeleton (§6.1: 0.8). 0 = as built (every triple in the graph; the build's β is in the trace); "
           "b in (0, 1) = only the entities, triples and chunks of the top-⌈b·n⌉ chunks, which simulates the skeleton on a "
           "graph whose KG covers every chunk (ours). On a graph built with β < 1 the built skeleton is used, unless b is "
@@ -62,6 +68,7 @@ class _SkeletonFields:
 class _KeywordFields:
     pool_factor: float = param(2.0, D_POOL, min=1.0)
     pool_mode: PoolMode = param("paper", D_POOLMODE)
+    keyword_match: KeywordMatch = param("auto", D_MATCH)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,6 +91,7 @@ class KetRetrievalParams:
     max_relationships_per_seed: int = 0
     pool_factor: float = 2.0
     pool_mode: PoolMode = "paper"
+    keyword_match: KeywordMatch = "auto"
     skeleton_beta: float = 0.0
     core_selection: CoreSelection = "pagerank"
 

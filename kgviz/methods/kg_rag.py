@@ -51,7 +51,8 @@ Everything below beyond those sentences is **ours**:
    LLM calls (1 plan + 2 per hop tried; at most 1 + 3·max_backtracks + 2·max_hops + 1).
 8. Context: the path facts in walk order (seed triples, then each hop's followed and opened
    triples) as items of kind ``"triple"``, optionally each followed by its provenance sentence
-   (``include_sentences``; kind ``"sentence"``, id ``<triple id>#sentence``), cut at
+   (``include_sentences``; kind ``"sentence"``, id ``<triple id>#sentence``; always for a fact of
+   kind 'sentence', whose relation says no more than "in the same sentence as"), cut at
    ``max_context_tokens``. ``node_ids`` lists the facts' Triple nodes and their two ends.
 
 9. Curated facts (``use_curated``; ours). A graph may also hold an imported curated KG
@@ -80,6 +81,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kgviz.errors import MethodError
+from kgviz.facts.triples import SENTENCE_KIND
 from kgviz.graph import neighbourhood as nb
 from kgviz.methods.base import (
     ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param, register,
@@ -108,7 +110,9 @@ class KGRagParams:
     allow_backtrack: bool = param(True, "let the evaluator pop a wrong hop and try the next-best candidate (ours)")
     max_backtracks: int = param(2, min=0, doc="most backtracks per question (ours)")
     include_sentences: bool = param(False, "add each path fact's provenance sentence to the context (ours; "
-                                           "off by default: the paper grounds answers in the retrieved facts)")
+                                           "off by default: the paper grounds answers in the retrieved facts). A "
+                                           "sentence fact (kind 'sentence', the offline extractor's fallback) always "
+                                           "brings its sentence: its relation only says the two were named together")
     max_context_tokens: int = param(2000, min=1, doc="token budget of the context; facts past it are dropped (ours)")
     fetch_limit: int = param(100, "rows per neighbourhood query per anchor, bounds hub nodes (ours)")
     plan_weight: float = param(0.5, min=0.0, max=1.0, doc="weight of similarity to the plan text vs the question when ranking (ours)")
@@ -543,7 +547,9 @@ class _Walk:
             parts = [ContextItem(tid, "triple", self.labels[tid], scores.get(tid), count_tokens(self.labels[tid]),
                                  source)]
             sent = str(row.get("sentence") or "").strip()
-            if self.p.include_sentences and sent and all(i.text != sent for i in items):
+            # a sentence fact says only "in the same sentence as": its sentence is what it states
+            with_sentence = self.p.include_sentences or row.get("kind") == SENTENCE_KIND
+            if with_sentence and sent and all(i.text != sent for i in items):
                 parts.append(ContextItem(f"{tid}#sentence", "sentence", sent, None, count_tokens(sent), source))
             for it in parts:
                 if not budget.take(it.n_tokens):

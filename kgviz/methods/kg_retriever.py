@@ -41,6 +41,7 @@ from typing import Any, ClassVar, Literal, get_args
 import numpy as np
 
 from kgviz.errors import MethodError
+from kgviz.facts.triples import SENTENCE_KIND
 from kgviz.graph import reads
 from kgviz.graph.arrow import vectors_to_numpy
 from kgviz.methods.base import (ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param,
@@ -288,6 +289,13 @@ class KGRetriever:
             r = rows[t]
             return r["text"] or f"{r['subject']} {r['relation']} {r['object']}"
 
+        def stated(t: str) -> str:
+            """What the context gives the LLM: the fact, and for a sentence fact (whose relation only says
+            'in the same sentence as') the sentence it stands for (ours)."""
+            r = rows[t]
+            sentence = str(r.get("sentence") or "").strip()
+            return f"{text(t)}: {sentence}" if r.get("kind") == SENTENCE_KIND and sentence else text(t)
+
         edges = []
         for t in order:
             r = rows[t]
@@ -301,11 +309,13 @@ class KGRetriever:
                     nodes=[NodeRef(t, "Triple", role[t], text(t), t_score[t]) for t in order]  # type: ignore[arg-type]
                     + [NodeRef(e, "Entity", "chosen", ent["names"].get(e, e), score[e]) for e in kept],
                     edges=edges, scores=dict(t_score), data={"triple_cosine": t_cos, "over_t": rejected})
-        items = [ContextItem(t, "triple", text(t), t_score[t], count_tokens(text(t)), source=rows[t]["chunk_id"])
+        items = [ContextItem(t, "triple", stated(t), t_score[t], count_tokens(stated(t)), source=rows[t]["chunk_id"])
                  for t in chosen]
+        n_sent = sum(rows[t].get("kind") == SENTENCE_KIND for t in chosen)
         tracer.step("context", f"{len(items)} triples as context",
-                    "the selected triples, best first (the paper gives the LLM triples only)",
-                    nodes=[NodeRef(i.id, "Triple", "chosen", i.text, i.score) for i in items],
+                    "the selected triples, best first (the paper gives the LLM triples only)"
+                    + (f"; {n_sent} sentence fact(s) with the sentence each stands for" if n_sent else ""),
+                    nodes=[NodeRef(i.id, "Triple", "chosen", text(i.id), i.score) for i in items],
                     data={"n_tokens": sum(i.n_tokens for i in items)})
         used_entities = sorted({e for t in chosen for e in ends[t]})
         return RetrievedContext(items=items, node_ids=[i.id for i in items] + used_entities)

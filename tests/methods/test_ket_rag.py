@@ -87,7 +87,7 @@ def test_stage_sequence_interleaves_the_two_channels(ket_kg: FixtureGraph) -> No
 
 def test_keyword_seed_step_lists_the_most_similar_few_and_counts_all(ket_kg: FixtureGraph) -> None:
     # a big pool on the small fixture seeds (nearly) every keyword: the step must not draw them all
-    p = KetRagParams(context_limit=20000, theta=0.0)
+    p = KetRagParams(context_limit=20000, theta=0.0, keyword_match="embedding")
     out, steps = retrieve(ket_kg, KetRag(), p)
     seed, score = steps[0], steps[1]
     total = seed.data["seeded_total"]
@@ -332,4 +332,4 @@ def test_every_variant_resolves_to_one_ket_params_keyword_only() -> None:
     assert resolved["KetFullParams"].skeleton_beta == 1.0 and resolved["KeywordRagParams"].skeleton_beta == 0.0
     # a variant exposes only the fields it reads (the form and the run record show just those)
     from dataclasses import fields
-    assert {f.name for f in fields(KeywordRagParams)} == {"context_limit", "pool_factor", "pool_mode"}
+    assert {f.name for f in fields(KeywordRagParams)} == {"context_limit", "pool_factor", "pool_mode", "keyword_match"}

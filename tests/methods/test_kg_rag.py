@@ -565,7 +565,8 @@ def test_any_reply_sequence_stays_within_the_limits(graph: Any, choices: list[st
 # batched neighbourhood reads give each anchor exactly what the per-anchor queries gave
 _COLS = ("t.id AS id, t.subject AS subject, t.relation AS relation, t.object AS object, t.subject_id AS subject_id, "
          "t.object_id AS object_id, t.text AS text, t.sentence AS sentence, t.chunk_id AS chunk_id, "
-         "t.origin AS origin")  # origin: kg-rag leaves the curated KG out unless use_curated
+         "t.origin AS origin, t.kind AS kind")  # origin: kg-rag leaves the curated KG out unless use_curated;
+# kind: a sentence fact brings its sentence
 PER_ANCHOR = {  # the statements kg-rag ran once per anchor before a hop's reads were batched
     "Q_TRIPLES_AT_ENTITY": "MATCH (t:Triple)-[r:SUBJ|OBJ]->(x:Entity) WHERE x.id = $id "
                            f"RETURN label(r) AS side, {_COLS} ORDER BY t.id LIMIT $limit",

@@ -1,0 +1,109 @@
+"""KET-RAG's keyword channel with ``keyword_match`` (issue 12): 'lexical' seeds the question's own
+keywords rarest first and ranks candidates by BM25 over them; 'embedding' is the paper's cosine;
+'auto' picks lexical for the hashing embedder only."""
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from tests.support.fixture_graph import FixtureGraph, build_fixture_graph
+
+from kgviz.index.ket import KetParams, build_ket_index
+from kgviz.index.knn import content_words
+from kgviz.methods.base import Tracer, TraceStep
+from kgviz.methods.ket_cache import KeywordView, keyword_view
+from kgviz.methods.ket_channels import lexical_keywords
+from kgviz.methods.ket_rag import KeywordRag, KeywordRagParams
+from kgviz.providers.embedders import HashingEmbedder
+
+QUESTION = "Where was the architect of the Harbour Library born?"
+
+
+@pytest.fixture(scope="module")
+def ket_kg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FixtureGraph]:
+    graph = build_fixture_graph(tmp_path_factory.mktemp("ket_lex") / "ws", HashingEmbedder())
+    build_ket_index(graph.store, graph.embedder, KetParams(beta=0.5))
+    yield graph
+    graph.store.close()
+
+
+def _keyword_steps(kg: FixtureGraph, match: str, limit: int = 400) -> tuple[list[str], list[TraceStep]]:
+    tracer = Tracer(kg.ctx.reasoner)
+    out = KeywordRag().retrieve(QUESTION, kg.ctx, KeywordRagParams(context_limit=limit, keyword_match=match), tracer)
+    return [i.id for i in out.items], tracer.steps
+
+
+def _view(words: list[str], sub_kw: list[list[int]], tokens: list[int]) -> KeywordView:
+    """A hand-made keyword layer: sub-chunk i holds the keywords sub_kw[i]."""
+    rows = [k for ks in sub_kw for k in ks]
+    cols = [i for i, ks in enumerate(sub_kw) for _ in ks]
+    adj = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(len(words), len(sub_kw)))
+    unit = np.eye(len(words), 4, dtype=np.float32)
+    return KeywordView("sig", [f"kw:{w}" for w in words], words, unit, adj, [f"s{i}" for i in range(len(sub_kw))],
+                       ["c"] * len(sub_kw), np.asarray(tokens), np.eye(len(sub_kw), 4, dtype=np.float32))
+
+
+def test_auto_is_lexical_for_the_hashing_embedder_only() -> None:
+    p = KeywordRagParams().resolve()
+    assert p.keyword_match == "auto"
+    assert lexical_keywords(p, "hashing-768") and not lexical_keywords(p, "fastembed:BAAI/bge-small-en-v1.5")
+    emb = KeywordRagParams(keyword_match="embedding").resolve()
+    lex = KeywordRagParams(keyword_match="lexical").resolve()
+    assert not lexical_keywords(emb, "hashing-768") and lexical_keywords(lex, "fastembed:x")
+
+
+def test_question_keywords_come_rarest_first() -> None:
+    view = _view(["harbour", "library", "architect"], [[0, 1], [0], [0, 2], [1]], [10, 10, 10, 10])
+    # df: harbour 3, library 2, architect 1
+    assert view.question_keywords(["library", "harbour", "architect", "unknown"]) == [2, 1, 0]
+    assert view.question_keywords(["unknown"]) == []
+
+
+def test_bm25_prefers_rare_matches_more_matches_and_shorter_units() -> None:
+    # df: harbour 4, architect 3, library 1
+    view = _view(["harbour", "library", "architect"], [[0], [2], [0, 2], [0, 2], [1], [0]], [10, 10, 10, 40, 10, 10])
+    s = view.bm25(view.question_keywords(["harbour", "architect"]))
+    assert s[1] > s[0]  # one match each: the rarer word weighs more
+    assert s[2] > s[1]  # two matches beat one
+    assert s[2] > s[3]  # the same matches in a longer sub-chunk score less
+    assert s[4] == 0.0  # no question keyword
+    assert not view.bm25([]).any()
+
+
+def test_lexical_seeds_are_the_questions_keywords_and_the_trace_says_so(ket_kg: FixtureGraph) -> None:
+    _, steps = _keyword_steps(ket_kg, "lexical")
+    seed, score = steps[0], steps[1]
+    view = keyword_view(ket_kg.store)
+    assert view is not None
+    asked = [w for w in dict.fromkeys(content_words(QUESTION)) if w in view.word_row]
+    assert asked and sorted(seed.data["question_keywords"]) == sorted(asked)
+    assert seed.data["match"] == "lexical" and "the question's own" in seed.detail
+    drawn = [n.label for n in seed.nodes if n.role == "seed"]
+    assert drawn[: len(asked)] == seed.data["question_keywords"]  # taken (and drawn) before any other keyword
+    assert "BM25 over the question's keywords" in score.detail
+    # candidates are listed best first by BM25 (cosine only breaks ties)
+    listed = [score.scores[n.id] for n in score.nodes if n.table == "SubChunk"]
+    assert listed == sorted(listed, reverse=True) and listed[0] > 0
+
+
+def test_embedding_match_is_the_papers_cosine(ket_kg: FixtureGraph) -> None:
+    lex_items, _ = _keyword_steps(ket_kg, "lexical", limit=120)
+    emb_items, steps = _keyword_steps(ket_kg, "embedding", limit=120)
+    seed, score = steps[0], steps[1]
+    assert seed.data["match"] == "embedding" and "by cosine to the question" in seed.detail
+    assert seed.data["question_keywords"] == [] and "cosines" not in score.data
+    listed = [score.scores[n.id] for n in score.nodes if n.table == "SubChunk"]
+    assert listed == sorted(listed, reverse=True)
+    # lexically, the sub-chunk holding both 'architect' and 'born' leads, and it holds the answer
+    (top,) = _texts(ket_kg, lex_items[:1])
+    assert "architect born" in top and "Valencia" in top
+    assert lex_items and emb_items
+
+
+def _texts(kg: FixtureGraph, ids: list[str]) -> list[str]:
+    from kgviz.graph import reads
+
+    got = reads.subchunk_texts(kg.store, ids)
+    return [got.get(i, "") for i in ids]
