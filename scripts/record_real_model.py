@@ -217,15 +217,18 @@ def read_runs(folder: Path) -> list[dict[str, object]]:
 
 def replay_pass(folder: Path, rows: list[dict], items: dict) -> tuple[list[tuple[dict, str]], dict]:  # type: ignore[type-arg]
     """One replay of ``rows`` in order through one RecordedLLM (as the tests replay them):
-    (row, why it must go) for every row that does not replay exactly, and the replayed graph's
-    counts (they change when the build's own code does, e.g. identical facts merged)."""
+    (row, why it must go) for every row that does not replay exactly, and what the replayed build
+    gives: its graph counts under "counts" and its extraction figures (malformed lines, rejected
+    chunks), which change when the build's own code does (identical facts merged, a parser that
+    reads more of the same replies)."""
     llm = RecordedLLM(folder)
     db = Path(tempfile.mkdtemp(prefix="kgviz-prune-"))
     session = open_session(db / "db", llm)
     stale: list[tuple[dict, str]] = []  # type: ignore[type-arg]
     try:
         try:
-            counts = dict(build_sample(session).counts)
+            report = build_sample(session)
+            built = {"counts": dict(report.counts), **extraction_figures(report, extraction_rows(session.store))}
         except RecordingMissError as exc:
             raise SystemExit(f"the recorded extraction no longer replays ({exc.user_message()}): nothing pruned; "
                              "re-record with `extract`, then `methods`")
@@ -251,7 +254,7 @@ def replay_pass(folder: Path, rows: list[dict], items: dict) -> tuple[list[tuple
     finally:
         session.close()
         shutil.rmtree(db, ignore_errors=True)
-    return stale, counts
+    return stale, built
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -283,7 +286,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     items = {q.id: q for q in questions}
     kept, dropped = list(rows), []
     while True:  # a dropped run may have used a reply a later run shares: replay the rest again
-        stale, counts = replay_pass(folder, kept, items)
+        stale, built = replay_pass(folder, kept, items)
         if not stale:
             break
         gone = {id(r) for r, _ in stale}
@@ -294,9 +297,14 @@ def cmd_prune(args: argparse.Namespace) -> int:
     summary = runs_summary(kept)
     build_path = folder / BUILD_FILE
     build = json.loads(build_path.read_text(encoding="utf-8")) if build_path.exists() else None
-    counts_changed = build is not None and build.get("counts") != counts
+    # the replayed build's figures that the current code decides (the model's tokens and seconds stay)
+    refreshed = {k: built[k] for k in ("counts", "rejected_chunks", "rejected", "malformed_lines", "reply_lines",
+                                        "malformed_share")}
+    counts = refreshed["counts"]
+    counts_changed = build is not None and any(build.get(k) != v for k, v in refreshed.items())
     if counts_changed:
-        print(f"graph counts now {counts} (build.json had {build.get('counts')})", file=sys.stderr)
+        print(f"build figures now {refreshed} (build.json had "
+              f"{ {k: build.get(k) for k in refreshed} })", file=sys.stderr)
     changed = bool(dropped) or counts_changed
     if changed and not args.dry_run:
         readme_path = folder / "README.md"
@@ -304,7 +312,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
         new_runs = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in kept)
         new_build = None
         if build is not None:
-            new_build = json.dumps({**build, "counts": counts, "recorded_runs": summary}, indent=2,
+            new_build = json.dumps({**build, **refreshed, "recorded_runs": summary}, indent=2,
                                    sort_keys=True) + "\n"
         new_readme = readme_with_runs(readme_path.read_text(encoding="utf-8"), kept, questions) \
             if readme_path.exists() else None

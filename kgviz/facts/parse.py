@@ -11,6 +11,11 @@ Accepted shapes (anything else is skipped, and counted as malformed when it look
   digit (a lifespan, a date) is dropped from the name so it links to the same entity;
 * two-part hypernodes that qualify a fact with a date: ``((s; r; o); 1957)`` reads as
   ``((s; r; o); in year; 1957)``;
+* two-part groups of a name and a predicate phrase, ``(Edda Lunn; designed Orrin Bridge)`` (the
+  relation and object run together, what a 1.5B model writes most), when the caller passes
+  ``split_predicate``: a function that cuts the phrase into (relation, object) or says it cannot
+  (the offline toolkit's ``kgviz.offline.lexicon.split_predicate``: a verb group first). Without
+  it, or when it cannot, the group stays malformed;
 * bold markers, ``<think>...</think>`` blocks and the ``(s)-[r]->(o)`` arrow form;
 * JSON: a list of ``[s, r, o]`` lists or of ``{"subject", "relation", "object"}`` objects
   (``head``/``tail`` and ``source``/``target`` work too), whole-reply or one per line;
@@ -27,10 +32,11 @@ failure, not "no facts": only an explicit NONE (or an empty JSON list) says "no 
 """
 from __future__ import annotations
 
+import contextvars
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Optional
 
 from kgviz.facts.triples import ExtractedTriple, ExtractionOutput, Mention, Term
 
@@ -56,6 +62,9 @@ _STOPWORDS = frozenset(
     they them him her his their this that these those there here which who whom what none null n/a
     unknown""".split()
 )
+# (relation, object) of a predicate phrase, or None; set for one parse_triples call
+PredicateSplit = Callable[[str], Optional[tuple[str, str]]]
+_SPLIT: contextvars.ContextVar[PredicateSplit | None] = contextvars.ContextVar("split_predicate", default=None)
 _TRANSLATE = str.maketrans({"（": "(", "）": ")", "；": ";", "｜": "|", "\u00a0": " "})
 _SUBJ_KEYS = ("subject", "head", "source", "s", "h", "subj")
 _REL_KEYS = ("relation", "predicate", "relationship", "rel", "r", "p")
@@ -81,10 +90,19 @@ class _Acc:
             self.warnings.append(msg)
 
 
-def parse_triples(raw: object, max_triples: int | None = None) -> ExtractionOutput:
+def parse_triples(raw: object, max_triples: int | None = None, *,
+                  split_predicate: PredicateSplit | None = None) -> ExtractionOutput:
     """Parse an LLM reply into triples. Returns an ExtractionOutput (triples, n_malformed,
     warnings, raw); ``empty_reply_ok`` is False when a non-empty reply held neither a triple nor
-    an explicit NONE."""
+    an explicit NONE. ``split_predicate`` reads two-part (name; predicate phrase) groups (module doc)."""
+    token = _SPLIT.set(split_predicate)
+    try:
+        return _parse_reply(raw, max_triples)
+    finally:
+        _SPLIT.reset(token)
+
+
+def _parse_reply(raw: object, max_triples: int | None) -> ExtractionOutput:
     text = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
     acc = _Acc()
     body = _THINK.sub("\n", text.translate(_TRANSLATE))
@@ -207,7 +225,7 @@ def _parse_line(line: str, n: int, acc: _Acc) -> None:
     if repaired:
         acc.warn(f"line {n}: unbalanced parentheses ({repaired})")
     bad: list[str] = []
-    for g in groups:
+    for g in _joined_split_groups(groups):
         why = []
         t = _parse_group(g, 1, why)
         if t is not None:
@@ -220,6 +238,23 @@ def _parse_line(line: str, n: int, acc: _Acc) -> None:
     if bad:
         acc.malformed += 1
         acc.warn(f"line {n}: could not read {len(bad)} group(s) ({bad[0]}): {line[:80]!r}")
+
+
+def _joined_split_groups(groups: list[str]) -> list[str]:
+    """``(s; r) (o)``: a triple split over two groups (the object in a group of its own), joined
+    back into ``s; r; o``. Only a two-part group followed by a one-part group is joined."""
+    out: list[str] = []
+    i = 0
+    while i < len(groups):
+        g = groups[i]
+        if (i + 1 < len(groups) and len(_split_top(g, ";")) == 2 and len(_split_top(groups[i + 1], ";")) == 1
+                and not g.strip().startswith("(") and not groups[i + 1].strip().startswith("(")):
+            out.append(f"{g}; {groups[i + 1]}")
+            i += 2
+            continue
+        out.append(g)
+        i += 1
+    return out
 
 
 def _parse_json_line(line: str) -> ExtractedTriple | None:
@@ -309,6 +344,9 @@ def _split_triple(inner: str, depth: int, why: list[str] | None = None) -> Extra
         else:
             _say(why, "not a (subject; relation; object) triple")
             return None
+    if _is_stopword(_clean(parts[2])) and _SPLIT.get() is not None:
+        # "(s; is 54 metres long; and)": the object is a dangling word, the relation a whole predicate
+        return _two_part(parts[:2], depth, why)
     s = _term(parts[0], depth, why)
     o = _term(parts[2], depth, why)
     if s is None or o is None:
@@ -328,7 +366,15 @@ def _two_part(parts: list[str], depth: int, why: list[str] | None) -> ExtractedT
             inner = _parse_group(first[1:-1], depth + 1, why)
             if inner is not None:
                 return ExtractedTriple(inner, relation, Mention(value))
-    _say(why, "2 parts, a triple has 3")
+        if _is_stopword(value):  # "((s; r; o); for)": a qualifier the model never finished; the fact stands
+            return _parse_group(first[1:-1], depth + 1, why)
+    split = _SPLIT.get()
+    cut = split(_clean(second)) if split is not None and not second.startswith("(") else None
+    if cut is not None:
+        made = _make(_term(first, depth, why), _clean(cut[0]), _mention(cut[1]))
+        if made is not None:
+            return made
+    _say(why, "2 parts, a triple has 3" + (" (the second is no predicate phrase)" if split is not None else ""))
     return None
 
 

@@ -34,6 +34,7 @@ from kgviz.facts.triples import ExtractionOutput
 from kgviz.graph import writes
 from kgviz.graph.store import GraphStore
 from kgviz.offline.extract import HEURISTIC_NAME, extract_offline
+from kgviz.offline.lexicon import split_predicate
 from kgviz.index.params import BuildParams
 from kgviz.prompts.extraction import EXTRACT_TRIPLES_PROMPT_NAME, EXTRACT_TRIPLES_TASK_NAME
 from kgviz.reasoning import OFFLINE_MODE, Reasoner
@@ -96,7 +97,7 @@ def rederive(chunk: Chunk, row: dict[str, object], max_triples: int, title: str 
     """Triples of an already-extracted chunk, without calling any model."""
     if row.get("mode") == OFFLINE_MODE:
         return extract_offline(chunk.text, max_triples, title)
-    return parse_triples(str(row.get("raw") or ""), max_triples)
+    return parse_triples(str(row.get("raw") or ""), max_triples, split_predicate=split_predicate)
 
 
 def run_extraction(

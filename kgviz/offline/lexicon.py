@@ -147,3 +147,37 @@ def participle_to_active(word: str) -> str | None:
     if len(w) > 4 and w.endswith("ed") and w.isalpha():
         return w
     return None
+
+
+# the words a relation may run through before its object starts (ours)
+RELATION_PREPOSITIONS = frozenset("""in on at to for from by with as of into onto about after before during near
+    under over between since until off through across against along among around behind beyond within without
+    than like""".split())
+RELATION_ADVERBS = frozenset("also later then first once soon eventually never still often again briefly not".split())
+MAX_RELATION_WORDS = 4  # ours: a longer verb group is a clause, not a relation
+
+
+def split_predicate(phrase: str) -> tuple[str, str] | None:
+    """Cut a predicate phrase into (relation, object): a verb group first (a verb form, then verbs,
+    auxiliaries and adverbs, through the first preposition, at most MAX_RELATION_WORDS words),
+    the rest is the object. "is located at the mouth of the River Ossel" -> ("is located at", "the
+    mouth of the River Ossel"); "designed Orrin Bridge" -> ("designed", "Orrin Bridge"). None
+    when the phrase does not start with a verb ("the largest shipping company ...", "its emblem
+    is ...") or leaves no object."""
+    words = phrase.split()
+    if len(words) < 2 or not is_verbish(words[0].strip(",")):
+        return None
+    relation = [words[0]]
+    for w in words[1:MAX_RELATION_WORDS]:
+        lw = w.lower()
+        if lw in RELATION_PREPOSITIONS:
+            relation.append(w)
+            break
+        if lw in AUXILIARIES or lw in RELATION_ADVERBS or (is_verbish(lw) and w.islower()):
+            relation.append(w)
+            continue
+        break
+    rest = " ".join(words[len(relation):]).strip(" ,")
+    if not rest or relation[-1].endswith(","):
+        return None
+    return " ".join(relation), rest

@@ -17,6 +17,7 @@ from kgviz.errors import LLMOutputError
 from kgviz.facts.parse import parse_triples
 from kgviz.facts.triples import ExtractionOutput
 from kgviz.offline.extract import HEURISTIC_DESCRIPTION, extract_offline
+from kgviz.offline.lexicon import split_predicate
 from kgviz.prompts.extraction import (
     EXTRACT_TRIPLES_MAX_OUTPUT_TOKENS,
     EXTRACT_TRIPLES_PROMPT_NAME,
@@ -36,7 +37,7 @@ def _render(inputs: dict[str, Any]) -> str:
 
 
 def _parse(raw: str, inputs: dict[str, Any]) -> ExtractionOutput:
-    out = parse_triples(raw, inputs.get("max_triples"))
+    out = parse_triples(raw, inputs.get("max_triples"), split_predicate=split_predicate)
     if out.status == "failed":
         reason = out.warnings[-1] if out.warnings else "no triples in the reply"
         raise LLMOutputError(reason, hint="the chunk is retried on the next build")

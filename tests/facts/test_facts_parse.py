@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from kgviz.facts.parse import MAX_DEPTH, parse_triples
 from kgviz.facts.triples import ExtractedTriple, Mention
+from kgviz.offline.lexicon import split_predicate
 from kgviz.prompts.extraction import EXTRACT_TRIPLES_EXAMPLES
 
 
@@ -193,3 +194,56 @@ def test_think_blocks_bold_and_numbered_lines() -> None:
 def test_fenced_json_reply() -> None:
     raw = '```json\n[["Ana Pell", "founded", "Pell Glassworks"]]\n```'
     assert rendered(raw) == ["(Ana Pell; founded; Pell Glassworks)"]
+
+
+# -- (name; predicate phrase) groups: what a 1.5B model writes most (issue 15) ------------------------
+
+def test_two_part_predicate_groups_need_a_splitter() -> None:
+    reply = "(Edda Lunn; designed Orrin Bridge)\n(Kellhaven; is located at the mouth of the River Ossel)"
+    bare = parse_triples(reply)
+    assert bare.triples == [] and bare.n_malformed == 2
+    read = parse_triples(reply, split_predicate=split_predicate)
+    assert [(t.subject.text, t.relation, t.object.text) for t in read.triples] == [
+        ("Edda Lunn", "designed", "Orrin Bridge"), ("Kellhaven", "is located at", "the mouth of the River Ossel")]
+    assert read.n_malformed == 0
+
+
+def test_a_phrase_that_is_no_predicate_stays_malformed_with_its_reason() -> None:
+    out = parse_triples("(Tidewell Line; the largest shipping company on the coast, has its headquarters)",
+                        split_predicate=split_predicate)
+    assert out.triples == [] and out.n_malformed == 1
+    assert "no predicate phrase" in out.warnings[0]
+
+
+def test_split_predicate_cuts_a_verb_group_through_its_first_preposition() -> None:
+    assert split_predicate("worked first for the provincial roads office") == ("worked first for",
+                                                                               "the provincial roads office")
+    assert split_predicate("was founded in 1868") == ("was founded in", "1868")
+    assert split_predicate("has five granite arches") == ("has", "five granite arches")
+    assert split_predicate("designed more than forty bridges") == ("designed", "more than forty bridges")
+    for phrase in ("its emblem is a gull", "the first ship", "died", "visitors can see it", ""):
+        assert split_predicate(phrase) is None, phrase
+
+
+def test_a_triple_split_over_two_groups_is_joined() -> None:
+    out = parse_triples("(Tomas Aldric; succeeded by) (Oskar Linde)")
+    assert [(t.subject.text, t.relation, t.object.text) for t in out.triples] == [
+        ("Tomas Aldric", "succeeded by", "Oskar Linde")]
+    # two whole triples side by side are not joined
+    two = parse_triples("(A Corp; founded; B Town) (C Corp; founded; D Town)")
+    assert len(two.triples) == 2
+
+
+def test_an_unfinished_qualifier_leaves_the_fact_standing() -> None:
+    out = parse_triples("((Tidewell Line; built; An Aster Wren); for)")
+    assert [(t.subject.text, t.relation, t.object.text) for t in out.triples] == [
+        ("Tidewell Line", "built", "An Aster Wren")]
+    assert out.n_malformed == 0
+
+
+def test_a_dangling_and_object_is_read_as_a_predicate_phrase() -> None:
+    reply = "((An Aster Wren; is 54 metres long; and))"
+    assert parse_triples(reply).n_malformed == 1  # without a splitter: 'and' is no name
+    out = parse_triples(reply, split_predicate=split_predicate)
+    assert [(t.subject.text, t.relation, t.object.text) for t in out.triples] == [
+        ("An Aster Wren", "is", "54 metres long")]
