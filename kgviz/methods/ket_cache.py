@@ -15,6 +15,7 @@ as first needed and remembered.
 """
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
@@ -25,11 +26,15 @@ import scipy.sparse as sp
 from kgviz.graph import reads
 from kgviz.graph.arrow import vectors_to_numpy
 from kgviz.index.ket import META_KEYWORD_SIGNATURE
+from kgviz.offline.stopwords import ENGLISH as STOPWORDS
 from kgviz.vectors import unit_rows
 
 _LOCK = threading.Lock()
 _VIEWS: dict[str, "KeywordView"] = {}
 _TRIPLES: dict[str, tuple[int, dict[str, np.ndarray]]] = {}
+_NAMES: dict[str, tuple[int, dict[str, list[str]]]] = {}
+_NAME_WORD = re.compile(r"[^\W_]+")
+MAX_NAME_WORDS = 6  # ours: the longest entity name looked for in a question, in words
 SPARSE_BELOW = 0.35  # ours: density under which vectors are held as a sparse matrix
 TRIPLE_MATRIX_MAX = 200_000  # ours: up to here all triple vectors are held (~600 MB at 768-d)
 TRIPLE_MEMO_MAX = 500_000  # ours: vectors remembered per graph before the memo starts over
@@ -185,8 +190,44 @@ def triple_cosines(store: Any, ids: list[str], qv: np.ndarray) -> dict[str, floa
     return {t: float(memo[t] @ qv) if t in memo else 0.0 for t in ids}
 
 
+def _name_key(text: str) -> str:
+    return " ".join(_NAME_WORD.findall(text.lower()))
+
+
+def named_entities(store: Any, question: str) -> list[str]:
+    """Entities whose name (or alias) the question spells out, longest names first, then left to
+    right; a name inside a longer one already found is not looked up again, nor is a lone stopword.
+    The name index (normalised name -> entity ids) is built once per graph and rebuilt when the
+    number of entities changes."""
+    key = _key(store)
+    n = reads.count_nodes(store, "Entity")
+    with _LOCK:
+        count, index = _NAMES.get(key, (-1, {}))
+        if count != n:
+            index = {}
+            for r in reads.entity_names_all(store):
+                for name in [r["name"] or "", *str(r.get("aliases") or "").split("|")]:  # aliases are '|'-joined
+                    k = _name_key(str(name))
+                    if k and k not in STOPWORDS:
+                        index.setdefault(k, []).append(r["id"])
+            _NAMES[key] = (n, index)
+    words = _NAME_WORD.findall(question.lower())
+    taken = [False] * len(words)
+    found: list[str] = []
+    for size in range(min(MAX_NAME_WORDS, len(words)), 0, -1):
+        for i in range(len(words) - size + 1):
+            if any(taken[i : i + size]):
+                continue
+            hits = index.get(" ".join(words[i : i + size]))
+            if hits:
+                taken[i : i + size] = [True] * size
+                found += [e for e in sorted(hits) if e not in found]
+    return found
+
+
 def forget(store: Any) -> None:
     """Drop the views of ``store`` (tests; a workspace being deleted)."""
     with _LOCK:
         _VIEWS.pop(_key(store), None)
         _TRIPLES.pop(_key(store), None)
+        _NAMES.pop(_key(store), None)

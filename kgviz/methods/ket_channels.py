@@ -21,7 +21,7 @@ from kgviz.index.ket import core_ranking, ket_info, n_core
 from kgviz.index.knn import content_words
 from kgviz.methods.base import ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer
 from kgviz.methods.budget import stop_at_first_overflow
-from kgviz.methods.ket_cache import keyword_view, triple_cosines
+from kgviz.methods.ket_cache import keyword_view, named_entities, triple_cosines
 from kgviz.methods.ket_params import KetRetrievalParams
 from kgviz.text import count_tokens
 from kgviz.vectors import unit
@@ -88,12 +88,15 @@ def _skeleton_scope(store: Any, cfg: KetRetrievalParams) -> _Skeleton:
     return _Skeleton(chunks, label, built)
 
 
-def _seed_entities(store: Any, qv: np.ndarray, cfg: KetRetrievalParams, scope: _Skeleton
+def _seed_entities(store: Any, qv: np.ndarray, cfg: KetRetrievalParams, scope: _Skeleton, named: list[str]
                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, set[str]]]:
-    """(seeds best first, skipped candidates, entity -> chunks mentioning it in scope)."""
+    """(seeds best first, skipped candidates, entity -> chunks mentioning it in scope). ``named``:
+    entities the question names (entity_match lexical), taken before the nearest by cosine."""
     fetch = max(3 * cfg.seed_entities, 30)
+    named_cos = _cosines(store, "Entity", named, qv) if named else {}
     while True:
-        hits = store.vector_search("Entity", qv, fetch)
+        near = store.vector_search("Entity", qv, fetch)
+        hits = [(e, named_cos[e]) for e in named] + [(e, x) for e, x in near if e not in named_cos]
         info = {r["id"]: r for r in reads.entities_with_chunks(store, [e for e, _ in hits])}
         chunks: dict[str, set[str]] = {}
         for e, r in info.items():
@@ -108,7 +111,7 @@ def _seed_entities(store: Any, qv: np.ndarray, cfg: KetRetrievalParams, scope: _
             ent = {**row, "score": score}
             in_scope = row["origin"] != "curated" and (scope.chunks is None or e in chunks)
             (seeds if in_scope and len(seeds) < cfg.seed_entities else skipped).append(ent)
-        if len(seeds) >= cfg.seed_entities or len(hits) < fetch:
+        if len(seeds) >= cfg.seed_entities or len(near) < fetch:
             return seeds, skipped, chunks
         fetch *= 4
 
@@ -131,30 +134,40 @@ def stated_fact(row: dict[str, Any]) -> str:
     return f"{text}: {sentence}" if row.get("kind") == SENTENCE_KIND and sentence else text
 
 
+def lexical_match(choice: str, embedder_id: str) -> bool:
+    """Whether a channel matches lexically (``keyword_match`` / ``entity_match``; 'auto': with the
+    hashing embedder, whose cosines rank passages well below BM25)."""
+    return choice == "lexical" or (choice == "auto" and embedder_id.startswith("hashing"))
+
+
 def lexical_keywords(cfg: KetRetrievalParams, embedder_id: str) -> bool:
-    """Whether the keyword channel matches lexically (``keyword_match``; 'auto': with the hashing embedder)."""
-    return cfg.keyword_match == "lexical" or (cfg.keyword_match == "auto" and embedder_id.startswith("hashing"))
+    """Whether the keyword channel matches lexically (``keyword_match``)."""
+    return lexical_match(cfg.keyword_match, embedder_id)
 
 
 class _KetEngine:
     def __init__(self, store: Any, qv: np.ndarray, cfg: KetRetrievalParams, tracer: Tracer, *,
-                 question: str = "", lexical: bool = False) -> None:
+                 question: str = "", lexical: bool = False, lexical_entities: bool = False) -> None:
         self.store, self.qv, self.cfg, self.tracer = store, qv, cfg, tracer
-        self.question, self.lexical = question, lexical
+        self.question, self.lexical, self.lexical_entities = question, lexical, lexical_entities
 
     # -- skeleton channel (Algorithm 2 on G_s) ------------------------------------------------------
     def skeleton(self, scope: _Skeleton) -> _Channel:
         cfg, store, ch = self.cfg, self.store, _Channel()
         budget = cfg.skeleton_budget
         er_budget = int(math.floor(budget * (1.0 - cfg.text_unit_share) + _EPS))
-        seeds, skipped, ent_chunks = _seed_entities(store, self.qv, cfg, scope)
+        named = named_entities(store, self.question) if self.lexical_entities else []
+        seeds, skipped, ent_chunks = _seed_entities(store, self.qv, cfg, scope, named)
         ranked = [(e["id"], count_tokens(_entity_text(e))) for e in seeds]
         chosen_e, over_e, ch.used = stop_at_first_overflow(ranked, er_budget)
         by_id = {e["id"]: e for e in seeds + skipped}
         for eid in chosen_e:
             e = by_id[eid]
             ch.items.append(ContextItem(eid, "entity", _entity_text(e), e["score"], count_tokens(_entity_text(e))))
-        detail = (f"{len(chosen_e)} entities nearest the question (k={cfg.seed_entities}); {scope.label}."
+        how = (f"{len(chosen_e)} entities: the {sum(e in named for e in chosen_e)} the question names first "
+               f"(entity_match '{cfg.entity_match}': lexical, ours), then the nearest to it" if self.lexical_entities
+               else f"{len(chosen_e)} entities nearest the question")
+        detail = (f"{how} (k={cfg.seed_entities}); {scope.label}."
                   + (f" {scope.warning}." if scope.warning else "")
                   + (f" {len(over_e)} did not fit the entity+relationship half ({er_budget} tokens)." if over_e else ""))
         self.tracer.step(
@@ -165,6 +178,7 @@ class _KetEngine:
             scores={e["id"]: e["score"] for e in seeds},
             data={"channel": "skeleton", "used": ch.used, "budget": budget, "entity_relationship_budget": er_budget,
                   "graph_beta": scope.graph_beta, "skeleton": scope.label, "warning": scope.warning,
+                  "match": "lexical" if self.lexical_entities else "embedding", "named": named,
                   "out_of_skeleton": [e["id"] for e in skipped if e["origin"] == "curated" or e["id"] not in ent_chunks]})
         if not chosen_e:
             self.tracer.step("context", "Skeleton channel: nothing to retrieve",
@@ -412,8 +426,9 @@ def retrieve_ket(question: str, ctx: MethodContext, cfg: KetRetrievalParams, tra
     """Algorithm 4: the skeleton channel (when θ > 0), then the keyword channel (when θ < 1)."""
     store = ctx.store
     qv = unit(np.asarray(ctx.embedder.embed([question])[0], dtype=np.float32))
-    engine = _KetEngine(store, qv, cfg, tracer, question=question,
-                        lexical=lexical_keywords(cfg, str(getattr(ctx.embedder, "id", ""))))
+    embedder_id = str(getattr(ctx.embedder, "id", ""))
+    engine = _KetEngine(store, qv, cfg, tracer, question=question, lexical=lexical_keywords(cfg, embedder_id),
+                        lexical_entities=lexical_match(cfg.entity_match, embedder_id))
     if cfg.keyword_budget > 0:
         _keyword_index(store)  # the missing index is the error to report, not a skeleton-channel symptom
     skel, kw = _Channel(), _Channel()

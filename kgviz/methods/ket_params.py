@@ -17,7 +17,7 @@ __all__ = ["AnyKetParams", "KetFullParams", "KetRagParams", "KetRetrievalParams"
 Variant = Literal["ket-rag", "skeleton-rag", "keyword-rag", "ket-full"]
 PoolMode = Literal["paper", "code"]
 CoreSelection = Literal["pagerank", "random"]
-KeywordMatch = Literal["auto", "embedding", "lexical"]
+KeywordMatch = Literal["auto", "embedding", "lexical"]  # also the skeleton's entity_match
 
 # shared field docs
 D_LIMIT = ("λ: context limit in tokens, split θ : 1-θ between the channels (Algorithm 4). The paper uses "
@@ -37,6 +37,10 @@ D_MATCH = ("how the keyword channel picks seed keywords and ranks their sub-chun
            "first, then the rest by cosine; candidates ranked by BM25 over the question's keywords (k1 1.2, b 0.75), "
            "cosine breaking ties. 'auto' (default): lexical with the offline hashing embedder, whose 768-d cosines "
            "are too coarse to rank tens of thousands of keywords, embedding with a neural model")
+D_EMATCH = ("how the skeleton channel finds its seed entities. 'embedding': the k entities nearest the query "
+            "(Algorithm 2 line 1, the paper). 'lexical' (ours): the entities whose name the question spells out "
+            "first (longest names first), then the nearest by cosine up to k. 'auto' (default): lexical with the "
+            "offline hashing embedder, embedding with a neural model")
 D_SKEL = ("β of the skeleton (§6.1: 0.8). 0 = as built (every triple in the graph; the build's β is in the trace); "
           "b in (0, 1) = only the entities, triples and chunks of the top-⌈b·n⌉ chunks, which simulates the skeleton on a "
           "graph whose KG covers every chunk (ours). On a graph built with β < 1 the built skeleton is used, unless b is "
@@ -62,6 +66,7 @@ class _SkeletonFields:
     seed_entities: int = param(10, D_SEEDS, min=1)
     text_unit_share: float = param(0.5, D_SHARE, min=0.0, max=1.0)
     max_relationships_per_seed: int = param(0, D_RELCAP, min=0)
+    entity_match: KeywordMatch = param("auto", D_EMATCH)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,6 +94,7 @@ class KetRetrievalParams:
     seed_entities: int = 10
     text_unit_share: float = 0.5
     max_relationships_per_seed: int = 0
+    entity_match: KeywordMatch = "auto"
     pool_factor: float = 2.0
     pool_mode: PoolMode = "paper"
     keyword_match: KeywordMatch = "auto"

@@ -13,7 +13,7 @@ from tests.support.fixture_graph import FixtureGraph, build_fixture_graph
 from kgviz.index.ket import KetParams, build_ket_index
 from kgviz.index.knn import content_words
 from kgviz.methods.base import Tracer, TraceStep
-from kgviz.methods.ket_cache import KeywordView, keyword_view
+from kgviz.methods.ket_cache import KeywordView, keyword_view, named_entities
 from kgviz.methods.ket_channels import lexical_keywords
 from kgviz.methods.ket_rag import KeywordRag, KeywordRagParams
 from kgviz.providers.embedders import HashingEmbedder
@@ -107,3 +107,26 @@ def _texts(kg: FixtureGraph, ids: list[str]) -> list[str]:
 
     got = reads.subchunk_texts(kg.store, ids)
     return [got.get(i, "") for i in ids]
+
+
+def test_named_entities_finds_the_longest_names_the_question_spells_out(ket_kg: FixtureGraph) -> None:
+    names = {r["id"]: r["name"] for r in ket_kg.store.query("MATCH (e:Entity) RETURN e.id AS id, e.name AS name")}
+    found = named_entities(ket_kg.store, "Who designed the harbour library, and where was MARTA RUIZ born?")
+    assert [names[e] for e in found][:2] == ["Harbour Library", "Marta Ruiz"]  # longest first, case-folded
+    assert named_entities(ket_kg.store, "Where was the architect born?") == []  # no name, no stopword hits
+
+
+@pytest.mark.parametrize("match", ["lexical", "embedding"])
+def test_skeleton_seeds_take_the_named_entities_first_when_lexical(ket_kg: FixtureGraph, match: str) -> None:
+    from kgviz.methods.ket_rag import SkeletonRag, SkeletonRagParams
+
+    q = "Where was the architect of the Harbour Library born?"
+    tracer = Tracer(ket_kg.ctx.reasoner)
+    SkeletonRag().retrieve(q, ket_kg.ctx, SkeletonRagParams(context_limit=600, entity_match=match), tracer)
+    seed = tracer.steps[0]
+    assert seed.data["match"] == match
+    seeded = [n.label for n in seed.nodes if n.role == "seed"]
+    if match == "lexical":
+        assert seed.data["named"] and seeded[0] == "Harbour Library" and "the question names first" in seed.detail
+    else:
+        assert seed.data["named"] == [] and "entities nearest the question" in seed.detail
