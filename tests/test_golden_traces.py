@@ -24,6 +24,7 @@ def test_sample_traces_equal_the_golden_traces(tmp_path: Path) -> None:
 
 
 @pytest.mark.data
+@pytest.mark.timeout(900)  # 25 questions x every method on a 1,965-passage build: minutes on a busy machine
 @pytest.mark.skipif(not golden.HOTPOT_DIR.exists(), reason="../shared/data/hotpotqa is absent")
 def test_hotpotqa_traces_equal_the_golden_traces(tmp_path: Path) -> None:
     _compare(golden.hotpot_runs(tmp_path), golden.HOTPOT_FILE)

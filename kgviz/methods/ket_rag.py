@@ -75,9 +75,11 @@ class KetRag(_Base):
     Params: ClassVar[type] = KetRagParams
     # no "default" preset: the Params defaults are the default (the UI lists them as "(defaults)")
     presets: ClassVar[dict[str, Any]] = {
-        "paper": KetRagParams(context_limit=12000),
+        # the paper's own matching too (cosine seeds in both channels), whatever the embedder
+        "paper": KetRagParams(context_limit=12000, keyword_match="embedding", entity_match="embedding"),
         # Graph-RAG local search as called by create_context.py: 10 relationships per seed entity
-        "code": KetRagParams(context_limit=12000, max_relationships_per_seed=10, pool_mode="code"),
+        "code": KetRagParams(context_limit=12000, max_relationships_per_seed=10, pool_mode="code",
+                             keyword_match="embedding", entity_match="embedding"),
         # Table 2's KET-RAG-P / KET-RAG-U on a graph whose KG covers every chunk (β = 0.8 simulated);
         # simulate-P spells out what the default does
         "simulate-P": KetRagParams(skeleton_beta=0.8, core_selection="pagerank"),
@@ -93,7 +95,7 @@ class SkeletonRag(_Base):
     title: ClassVar[str] = "Skeleton-RAG (KET-RAG, skeleton channel only, θ=1)"
     Params: ClassVar[type] = SkeletonRagParams
     presets: ClassVar[dict[str, Any]] = {
-        "paper": SkeletonRagParams(context_limit=12000),
+        "paper": SkeletonRagParams(context_limit=12000, entity_match="embedding"),
         "simulate": SkeletonRagParams(skeleton_beta=0.8),  # Table 2's Skeleton-RAG on a full-KG graph (= default)
         "as-built": SkeletonRagParams(skeleton_beta=0.0),  # every triple the graph holds
     }
@@ -105,8 +107,8 @@ class KeywordRag(_Base):
     title: ClassVar[str] = "Keyword-RAG (KET-RAG, keyword channel only, θ=0)"
     Params: ClassVar[type] = KeywordRagParams
     presets: ClassVar[dict[str, Any]] = {
-        "paper": KeywordRagParams(context_limit=12000),
-        "code": KeywordRagParams(context_limit=12000, pool_mode="code"),
+        "paper": KeywordRagParams(context_limit=12000, keyword_match="embedding"),
+        "code": KeywordRagParams(context_limit=12000, pool_mode="code", keyword_match="embedding"),
     }
 
 
@@ -116,6 +118,6 @@ class KetFull(_Base):
     title: ClassVar[str] = "KG-RAG local search (KET-RAG with β=1, θ=1)"
     Params: ClassVar[type] = KetFullParams
     presets: ClassVar[dict[str, Any]] = {
-        "paper": KetFullParams(context_limit=12000),
-        "code": KetFullParams(context_limit=12000, max_relationships_per_seed=10),
+        "paper": KetFullParams(context_limit=12000, entity_match="embedding"),
+        "code": KetFullParams(context_limit=12000, max_relationships_per_seed=10, entity_match="embedding"),
     }

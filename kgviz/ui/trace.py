@@ -182,6 +182,7 @@ PARAM_LABELS: dict[str, str] = {
     "text_unit_share": "Text share of the skeleton channel", "max_relationships_per_seed": "Relationships per seed",
     "pool_factor": "Keyword pool size (× budget)", "pool_mode": "Keyword pool mode", "skeleton_beta": "Skeleton β",
     "core_selection": "Core chunk ranking", "hybrid": "Hybrid with BM25", "budget_tokens": "Context budget (tokens)",
+    "keyword_match": "Keyword matching", "entity_match": "Seed entity matching",
 }
 PAPER_NAMES = {"001": "the KG-RAG paper", "002": "the KG-Retriever paper", "003": "the KG-Infused RAG paper",
                "004": "the KET-RAG paper"}
