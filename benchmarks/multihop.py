@@ -72,6 +72,11 @@ def build_or_reuse(settings: Settings, db: Path, corpus: Path, embedder: str, lo
     docs = load_paths([corpus]).documents
     log(f"building {len(docs)} passages offline with {embedder} into {db} ...")
     ws = open_workspace(settings, db_dir=db, llm_spec="offline", embedder_spec=embedder)
+    if ws.notices and not embedder.startswith("hashing"):
+        # a benchmark of one embedder must not quietly measure another (a fallback to hashing)
+        ws.close()
+        shutil.rmtree(db, ignore_errors=True)
+        raise SystemExit(f"{embedder} did not load, nothing built: {' '.join(ws.notices)}")
     try:
         t0 = time.perf_counter()
         report = build(docs, ws.store, ws.reasoner(), BuildParams(workers=1))

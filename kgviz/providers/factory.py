@@ -38,7 +38,7 @@ from typing import Mapping
 
 from kgviz.config import Settings, resolve_llm_spec
 from kgviz.errors import EmbedderUnavailableError
-from kgviz.provider_specs import AutoEmbedderParams, parse_embedder_spec, parse_llm_spec  # parsers re-exported: callers parse specs here
+from kgviz.provider_specs import AUTO_LOAD_TIMEOUT_S, AutoEmbedderParams, parse_embedder_spec, parse_llm_spec  # parsers re-exported: callers parse specs here
 from kgviz.providers import anthropic_llm, openai_llm
 from kgviz.providers.base import LLM, Embedder
 from kgviz.providers.cache import CachedLLM, open_cache
@@ -116,7 +116,7 @@ def make_llm(
 def make_embedder(
     spec: str,
     *,
-    load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S,
+    load_timeout_s: float | None = None,
     fallback: bool = True,
     cache_dir: str | Path | None = None,
     auto: AutoEmbedderParams | None = None,
@@ -128,7 +128,9 @@ def make_embedder(
     raises ConfigError.
 
     ``auto`` resolves with ``auto`` (default: from the environment; its own time budget, not
-    ``load_timeout_s``). With ``recorded`` (what an existing workspace was built with) ``auto``
+    ``load_timeout_s``). ``load_timeout_s`` None: DEFAULT_LOAD_TIMEOUT_S for a model that may come
+    from the hub, auto's budget (AUTO_LOAD_TIMEOUT_S) for a local directory, which downloads nothing
+    and only has to be read (a busy machine took over 5 s). With ``recorded`` (what an existing workspace was built with) ``auto``
     loads exactly that embedder, or raises EmbedderUnavailableError: a workspace is never
     queried with another embedder."""
     kind, arg, directory = parse_embedder_spec(spec)
@@ -146,6 +148,8 @@ def make_embedder(
             return emb, notice
     if kind == "hashing":
         return HashingEmbedder(int(arg)), None
+    if load_timeout_s is None:
+        load_timeout_s = AUTO_LOAD_TIMEOUT_S if directory else DEFAULT_LOAD_TIMEOUT_S
     try:
         return FastEmbedEmbedder(str(arg), directory, load_timeout_s=load_timeout_s, cache_dir=cache_dir), None
     except EmbedderUnavailableError as exc:

@@ -174,3 +174,23 @@ def test_fastembed_batches_similar_lengths_and_returns_rows_in_the_callers_order
     assert fake.batches == [["b", "dd"], ["ccccc", "eeeeeee"], ["aaaaaaaaa"]]
     expected = l2_normalise(np.array([[len(t), 1] + [0] * 6 for t in texts], dtype=np.float64))
     assert np.allclose(m, expected)
+
+
+def test_a_local_directory_gets_autos_load_budget(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Nothing is downloaded from a local directory, so an explicit ``fastembed:<m>@<dir>`` waits as
+    long as ``auto`` would (a busy machine took over 5 s to read MiniLM); a hub model keeps 5 s."""
+    from kgviz.provider_specs import AUTO_LOAD_TIMEOUT_S
+    from kgviz.providers import factory
+    from kgviz.providers.embedders import DEFAULT_LOAD_TIMEOUT_S
+
+    seen: list[float] = []
+
+    class Probe:
+        def __init__(self, model: str, directory: object, *, load_timeout_s: float, cache_dir: object) -> None:
+            seen.append(load_timeout_s)
+
+    monkeypatch.setattr(factory, "FastEmbedEmbedder", Probe)
+    factory.make_embedder(f"fastembed:some/model@{tmp_path}")
+    factory.make_embedder("fastembed:some/model")
+    factory.make_embedder("fastembed:some/model", load_timeout_s=1.5)
+    assert seen == [AUTO_LOAD_TIMEOUT_S, DEFAULT_LOAD_TIMEOUT_S, 1.5]
