@@ -164,8 +164,8 @@ class _KetEngine:
         for eid in chosen_e:
             e = by_id[eid]
             ch.items.append(ContextItem(eid, "entity", _entity_text(e), e["score"], count_tokens(_entity_text(e))))
-        how = (f"{len(chosen_e)} entities: the {sum(e in named for e in chosen_e)} the question names first "
-               f"(entity_match '{cfg.entity_match}': lexical, ours), then the nearest to it" if self.lexical_entities
+        how = (f"{len(chosen_e)} entities: first the {sum(e in named for e in chosen_e)} named in the question "
+               f"(entity_match '{cfg.entity_match}': lexical, ours), then the nearest by cosine" if self.lexical_entities
                else f"{len(chosen_e)} entities nearest the question")
         detail = (f"{how} (k={cfg.seed_entities}); {scope.label}."
                   + (f" {scope.warning}." if scope.warning else "")

@@ -127,6 +127,6 @@ def test_skeleton_seeds_take_the_named_entities_first_when_lexical(ket_kg: Fixtu
     assert seed.data["match"] == match
     seeded = [n.label for n in seed.nodes if n.role == "seed"]
     if match == "lexical":
-        assert seed.data["named"] and seeded[0] == "Harbour Library" and "the question names first" in seed.detail
+        assert seed.data["named"] and seeded[0] == "Harbour Library" and "named in the question" in seed.detail
     else:
         assert seed.data["named"] == [] and "entities nearest the question" in seed.detail
