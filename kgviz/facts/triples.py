@@ -107,5 +107,13 @@ class ExtractionOutput:
         return "partial" if self.n_malformed else "ok"
 
 
+def stated_fact(text: str, kind: str | None, sentence: str | None) -> str:
+    """A fact as a method's context states it: its text, and for a sentence fact (whose relation only
+    says 'in the same sentence as') the sentence it stands for (ours; as Graph-RAG gives a
+    relationship its description)."""
+    said = (sentence or "").strip()
+    return f"{text}: {said}" if kind == SENTENCE_KIND and said else text
+
+
 def render_triples(triples: list[ExtractedTriple]) -> str:
     return "\n".join(t.render() for t in triples)

@@ -16,7 +16,7 @@ import numpy as np
 
 from kgviz.errors import MethodError
 from kgviz.graph import reads
-from kgviz.facts.triples import SENTENCE_KIND
+from kgviz.facts.triples import stated_fact
 from kgviz.index.ket import core_ranking, ket_info, n_core
 from kgviz.index.knn import content_words
 from kgviz.methods.base import ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer
@@ -126,23 +126,10 @@ def _entity_text(e: dict[str, Any]) -> str:
     return f"{e['name']}: {desc}" if desc else str(e["name"])
 
 
-def stated_fact(row: dict[str, Any]) -> str:
-    """A relationship as the context states it: its text, and for a sentence fact (whose relation only
-    says 'in the same sentence as') the sentence it stands for, as Graph-RAG gives a relationship its
-    description (ours)."""
-    text, sentence = str(row.get("text") or ""), str(row.get("sentence") or "").strip()
-    return f"{text}: {sentence}" if row.get("kind") == SENTENCE_KIND and sentence else text
-
-
 def lexical_match(choice: str, embedder_id: str) -> bool:
     """Whether a channel matches lexically (``keyword_match`` / ``entity_match``; 'auto': with the
     hashing embedder, whose cosines rank passages well below BM25)."""
     return choice == "lexical" or (choice == "auto" and embedder_id.startswith("hashing"))
-
-
-def lexical_keywords(cfg: KetRetrievalParams, embedder_id: str) -> bool:
-    """Whether the keyword channel matches lexically (``keyword_match``)."""
-    return lexical_match(cfg.keyword_match, embedder_id)
 
 
 class _KetEngine:
@@ -216,7 +203,7 @@ class _KetEngine:
         if cfg.max_relationships_per_seed > 0:
             cap = cfg.max_relationships_per_seed * len(seeds)
             order, capped = order[:cap], order[cap:]
-        stated = {t: stated_fact(rows[t]) for t in order}
+        stated = {t: stated_fact(rows[t]["text"] or "", rows[t].get("kind"), rows[t].get("sentence")) for t in order}
         chosen, over, used = stop_at_first_overflow([(t, count_tokens(stated[t])) for t in order], er_budget - ch.used)
         ch.used += used
         for t in chosen:
@@ -319,8 +306,8 @@ class _KetEngine:
         if self.lexical:
             asked = view.question_keywords(content_words(self.question))
             lexical = view.bm25(asked)
-            first = set(asked)
-            order = itertools.chain(asked, (k for k in order if k not in first))
+            taken_first = set(asked)
+            order = itertools.chain(asked, (k for k in order if k not in taken_first))
         sub_sims: dict[int, float] = {}
 
         def sims_of(rows: np.ndarray) -> np.ndarray:
@@ -355,8 +342,8 @@ class _KetEngine:
         # drawn: the seeds in the order they were taken (lexical: the question's own first), else most similar first
         shown = (seeds if self.lexical else sorted(seeds, key=lambda kx: (-kx[1], view.kw_ids[kx[0]])))[:SHOWN_SEED_KEYWORDS]
         shown_ids = {view.kw_ids[k] for k, _ in shown}
-        first = "first" if self.lexical else "most similar"
-        listed = (f"showing the {len(shown)} {first} of {len(seeds)} seeded keywords" if len(shown) < len(seeds)
+        which = "first" if self.lexical else "most similar"
+        listed = (f"showing the {len(shown)} {which} of {len(seeds)} seeded keywords" if len(shown) < len(seeds)
                   else f"showing all {len(seeds)} seeded keywords")
         how = (f"the question's own {len(asked)} keyword(s) rarest first, then the rest by cosine (keyword_match "
                f"'{cfg.keyword_match}': lexical, ours)" if self.lexical else "keywords by cosine to the question")
@@ -427,7 +414,7 @@ def retrieve_ket(question: str, ctx: MethodContext, cfg: KetRetrievalParams, tra
     store = ctx.store
     qv = unit(np.asarray(ctx.embedder.embed([question])[0], dtype=np.float32))
     embedder_id = str(getattr(ctx.embedder, "id", ""))
-    engine = _KetEngine(store, qv, cfg, tracer, question=question, lexical=lexical_keywords(cfg, embedder_id),
+    engine = _KetEngine(store, qv, cfg, tracer, question=question, lexical=lexical_match(cfg.keyword_match, embedder_id),
                         lexical_entities=lexical_match(cfg.entity_match, embedder_id))
     if cfg.keyword_budget > 0:
         _keyword_index(store)  # the missing index is the error to report, not a skeleton-channel symptom

@@ -17,7 +17,7 @@ __all__ = ["AnyKetParams", "KetFullParams", "KetRagParams", "KetRetrievalParams"
 Variant = Literal["ket-rag", "skeleton-rag", "keyword-rag", "ket-full"]
 PoolMode = Literal["paper", "code"]
 CoreSelection = Literal["pagerank", "random"]
-KeywordMatch = Literal["auto", "embedding", "lexical"]  # also the skeleton's entity_match
+MatchMode = Literal["auto", "embedding", "lexical"]  # keyword_match and entity_match
 
 # shared field docs
 D_LIMIT = ("λ: context limit in tokens, split θ : 1-θ between the channels (Algorithm 4). The paper uses "
@@ -66,14 +66,14 @@ class _SkeletonFields:
     seed_entities: int = param(10, D_SEEDS, min=1)
     text_unit_share: float = param(0.5, D_SHARE, min=0.0, max=1.0)
     max_relationships_per_seed: int = param(0, D_RELCAP, min=0)
-    entity_match: KeywordMatch = param("auto", D_EMATCH)
+    entity_match: MatchMode = param("auto", D_EMATCH)
 
 
 @dataclass(frozen=True, kw_only=True)
 class _KeywordFields:
     pool_factor: float = param(2.0, D_POOL, min=1.0)
     pool_mode: PoolMode = param("paper", D_POOLMODE)
-    keyword_match: KeywordMatch = param("auto", D_MATCH)
+    keyword_match: MatchMode = param("auto", D_MATCH)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,10 +94,10 @@ class KetRetrievalParams:
     seed_entities: int = 10
     text_unit_share: float = 0.5
     max_relationships_per_seed: int = 0
-    entity_match: KeywordMatch = "auto"
+    entity_match: MatchMode = "auto"
     pool_factor: float = 2.0
     pool_mode: PoolMode = "paper"
-    keyword_match: KeywordMatch = "auto"
+    keyword_match: MatchMode = "auto"
     skeleton_beta: float = 0.0
     core_selection: CoreSelection = "pagerank"
 

@@ -41,7 +41,7 @@ from typing import Any, ClassVar, Literal, get_args
 import numpy as np
 
 from kgviz.errors import MethodError
-from kgviz.facts.triples import SENTENCE_KIND
+from kgviz.facts.triples import SENTENCE_KIND, stated_fact
 from kgviz.graph import reads
 from kgviz.graph.arrow import vectors_to_numpy
 from kgviz.methods.base import (ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param,
@@ -290,11 +290,7 @@ class KGRetriever:
             return r["text"] or f"{r['subject']} {r['relation']} {r['object']}"
 
         def stated(t: str) -> str:
-            """What the context gives the LLM: the fact, and for a sentence fact (whose relation only says
-            'in the same sentence as') the sentence it stands for (ours)."""
-            r = rows[t]
-            sentence = str(r.get("sentence") or "").strip()
-            return f"{text(t)}: {sentence}" if r.get("kind") == SENTENCE_KIND and sentence else text(t)
+            return stated_fact(text(t), rows[t].get("kind"), rows[t].get("sentence"))
 
         edges = []
         for t in order:

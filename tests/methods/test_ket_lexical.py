@@ -14,7 +14,7 @@ from kgviz.index.ket import KetParams, build_ket_index
 from kgviz.index.knn import content_words
 from kgviz.methods.base import Tracer, TraceStep
 from kgviz.methods.ket_cache import KeywordView, keyword_view, named_entities
-from kgviz.methods.ket_channels import lexical_keywords
+from kgviz.methods.ket_channels import lexical_match
 from kgviz.methods.ket_rag import KeywordRag, KeywordRagParams
 from kgviz.providers.embedders import HashingEmbedder
 
@@ -48,10 +48,10 @@ def _view(words: list[str], sub_kw: list[list[int]], tokens: list[int]) -> Keywo
 def test_auto_is_lexical_for_the_hashing_embedder_only() -> None:
     p = KeywordRagParams().resolve()
     assert p.keyword_match == "auto"
-    assert lexical_keywords(p, "hashing-768") and not lexical_keywords(p, "fastembed:BAAI/bge-small-en-v1.5")
+    assert lexical_match(p.keyword_match, "hashing-768") and not lexical_match(p.keyword_match, "fastembed:BAAI/bge-small-en-v1.5")
     emb = KeywordRagParams(keyword_match="embedding").resolve()
     lex = KeywordRagParams(keyword_match="lexical").resolve()
-    assert not lexical_keywords(emb, "hashing-768") and lexical_keywords(lex, "fastembed:x")
+    assert not lexical_match(emb.keyword_match, "hashing-768") and lexical_match(lex.keyword_match, "fastembed:x")
 
 
 def test_question_keywords_come_rarest_first() -> None:

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kgviz.facts.triples import SENTENCE_KIND, SENTENCE_RELATION
+from kgviz.facts.triples import SENTENCE_KIND, SENTENCE_RELATION, stated_fact
 from kgviz.methods.base import MethodContext
-from kgviz.methods.ket_channels import stated_fact
 from kgviz.run import run_method
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,10 +28,10 @@ def _kinds(ctx: MethodContext, ids: list[str]) -> dict[str, dict]:
 def test_stated_fact_adds_the_sentence_to_sentence_facts_only() -> None:
     sent = {"text": f"Edda Lunn {SENTENCE_RELATION} Orrin Bridge", "kind": SENTENCE_KIND,
             "sentence": "Edda Lunn designed the Orrin Bridge in 1921."}
-    assert stated_fact(sent) == f"{sent['text']}: {sent['sentence']}"
+    assert stated_fact(sent['text'], sent['kind'], sent['sentence']) == f"{sent['text']}: {sent['sentence']}"
     rel = {"text": "Edda Lunn designed Orrin Bridge", "kind": "relation", "sentence": "Edda Lunn designed it."}
-    assert stated_fact(rel) == rel["text"]
-    assert stated_fact({**sent, "sentence": ""}) == sent["text"]
+    assert stated_fact(rel['text'], rel['kind'], rel['sentence']) == rel["text"]
+    assert stated_fact(sent['text'], sent['kind'], '') == sent["text"]
 
 
 @pytest.mark.parametrize("method", ["kg-retriever", "skeleton-rag"])
