@@ -20,7 +20,8 @@ Accepted shapes (anything else is skipped, and counted as malformed when it look
 * JSON: a list of ``[s, r, o]`` lists or of ``{"subject", "relation", "object"}`` objects
   (``head``/``tail`` and ``source``/``target`` work too), whole-reply or one per line;
 * unbalanced parentheses: missing ``)`` at the end of a line are added, stray ``)`` dropped
-  (both with a warning).
+  (both with a warning); a line that opens and closes with a parenthesis but has too many ``)``
+  gets the missing ``(`` at its start (``((s; r o); r2); value)``).
 
 An optional ``[type]`` after a name becomes ``Mention.type``. ``NONE`` on a line means "no facts".
 
@@ -210,9 +211,10 @@ def _parse_line(line: str, n: int, acc: _Acc) -> None:
             found += 1
     if found:
         return
-    if not line.startswith("(") and len(_split_top(line, ";")) >= 3:
-        # bare "s; r; o", possibly with parentheses inside a name: the top-level semicolons decide
-        # the shape, not the first "(" (which made whole replies of such lines vanish)
+    if len(_split_top(line, ";")) >= 3 and (not line.startswith("(") or _name_group_first(line)):
+        # bare "s; r; o", possibly with parentheses inside a name ("(Thomas Aldrick (1889–1966));
+        # was a; keeper" closes its first group after the name): semicolons outside every group
+        # decide the shape, not the first "(" (which made whole replies of such lines vanish)
         why: list[str] = []
         t = _split_triple(line, 1, why)
         if t is not None:
@@ -221,6 +223,11 @@ def _parse_line(line: str, n: int, acc: _Acc) -> None:
             acc.malformed += 1
             acc.warn(f"line {n}: {why[0] if why else 'could not read'}: {line[:80]!r}")
         return
+    extra = line.count(")") - line.count("(")
+    if extra > 0 and line.startswith("(") and line.endswith(")"):
+        # "((s; r o); r2); value)": the reply left out an opening "(", not a closing one too many
+        line = "(" * extra + line
+        acc.warn(f"line {n}: unbalanced parentheses (added {extra} '(' at the start)")
     groups, repaired = _top_level_groups(line)
     if repaired:
         acc.warn(f"line {n}: unbalanced parentheses ({repaired})")
@@ -238,6 +245,12 @@ def _parse_line(line: str, n: int, acc: _Acc) -> None:
     if bad:
         acc.malformed += 1
         acc.warn(f"line {n}: could not read {len(bad)} group(s) ({bad[0]}): {line[:80]!r}")
+
+
+def _name_group_first(line: str) -> bool:
+    """The line opens with a parenthesised name, not a triple: its first group holds no ';'."""
+    groups, _ = _top_level_groups(line)
+    return bool(groups) and len(_split_top(groups[0], ";")) == 1
 
 
 def _joined_split_groups(groups: list[str]) -> list[str]:
@@ -328,6 +341,10 @@ def _split_triple(inner: str, depth: int, why: list[str] | None = None) -> Extra
     stripped = inner.strip()
     if len(parts) == 1 and stripped.startswith("(") and stripped.endswith(")"):
         return _parse_group(stripped[1:-1], depth + 1, why)  # redundant parentheses: ((s; r; o))
+    if len(parts) == 4:
+        qualified = _qualified_phrase(parts, depth, why)
+        if qualified is not None:
+            return qualified
     if len(parts) > 3:
         # "X; in year; 1885; in year; 2023": two facts run together; folding the rest into the
         # object made junk entities, so the line is rejected instead
@@ -342,8 +359,10 @@ def _split_triple(inner: str, depth: int, why: list[str] | None = None) -> Extra
                 parts = alt
                 break
         else:
-            _say(why, "not a (subject; relation; object) triple")
-            return None
+            sentence = _sentence_group(inner, depth, why) if len(parts) == 1 else None
+            if sentence is None:
+                _say(why, "not a (subject; relation; object) triple")
+            return sentence
     if _is_stopword(_clean(parts[2])) and _SPLIT.get() is not None:
         # "(s; is 54 metres long; and)": the object is a dangling word, the relation a whole predicate
         return _two_part(parts[:2], depth, why)
@@ -353,6 +372,40 @@ def _split_triple(inner: str, depth: int, why: list[str] | None = None) -> Extra
         _say(why, "empty or unreadable subject/object")
         return None
     return _make(s, _clean(parts[1]), o)
+
+
+_NAME_WORD = re.compile(r"^[A-Z][\w'’.-]*$")
+
+
+def _sentence_group(inner: str, depth: int, why: list[str] | None) -> ExtractedTriple | None:
+    """``(Ivo Harn was the rector of the university from 1919 to 1938)``: a whole sentence in one
+    group. Read only when it opens with a name (one to four capitalised words) and the splitter
+    cuts the rest as a predicate phrase: ``(Ivo Harn; was; the rector of ...)``."""
+    split = _SPLIT.get()
+    words = _clean(inner).split()
+    if split is None:
+        return None
+    for n in range(1, min(4, len(words) - 2) + 1):
+        if not _NAME_WORD.match(words[n - 1]):
+            return None
+        cut = split(" ".join(words[n:]))
+        if cut is not None:
+            return _make(_mention(" ".join(words[:n])), _clean(cut[0]), _mention(cut[1]))
+    return None
+
+
+def _qualified_phrase(parts: list[str], depth: int, why: list[str] | None) -> ExtractedTriple | None:
+    """``(s; worked for the roads office; until year; 1889)``: a (name; predicate phrase) fact with
+    its date qualifier flattened into one group. Read as ``((s; worked for; the roads office);
+    until year; 1889)`` only when a splitter cuts the phrase, the third part is a short relation
+    and the fourth a year or date; anything else stays a rejected four-part line."""
+    split = _SPLIT.get()
+    value, qualifier = _clean(parts[3]), _clean(parts[2])
+    if split is None or not (_YEAR.match(value) or _DATE.match(value)) or not 0 < len(qualifier.split()) <= 3:
+        return None
+    cut = split(_clean(parts[1])) if not parts[1].strip().startswith("(") else None
+    fact = _make(_term(parts[0], depth, why), _clean(cut[0]), _mention(cut[1])) if cut else None
+    return ExtractedTriple(fact, qualifier, Mention(value)) if fact is not None else None
 
 
 def _two_part(parts: list[str], depth: int, why: list[str] | None) -> ExtractedTriple | None:
@@ -368,6 +421,9 @@ def _two_part(parts: list[str], depth: int, why: list[str] | None) -> ExtractedT
                 return ExtractedTriple(inner, relation, Mention(value))
         if _is_stopword(value):  # "((s; r; o); for)": a qualifier the model never finished; the fact stands
             return _parse_group(first[1:-1], depth + 1, why)
+        joined = _nested_split(first[1:-1], second, depth, why)
+        if joined is not None:
+            return joined
     split = _SPLIT.get()
     cut = split(_clean(second)) if split is not None and not second.startswith("(") else None
     if cut is not None:
@@ -378,12 +434,28 @@ def _two_part(parts: list[str], depth: int, why: list[str] | None) -> ExtractedT
     return None
 
 
+def _nested_split(inner: str, value: str, depth: int, why: list[str] | None) -> ExtractedTriple | None:
+    """``(((s; designed X); was built at); Tarrow)``: the ``(s; r) (o)`` split written as one nested
+    group. Joined only when the inner second part is a bare relation (the splitter finds no object
+    in it, but does once the value follows): ``((s; designed; X); was built at; Tarrow)``."""
+    split = _SPLIT.get()
+    parts = _split_top(inner, ";")
+    if split is None or len(parts) != 2 or value.startswith("("):
+        return None
+    relation = _clean(parts[1])
+    if split(relation) is not None or split(f"{relation} {_clean(value)}") is None:
+        return None
+    return _make(_term(parts[0], depth + 1, why), relation, _mention(value))
+
+
 def _term(part: str, depth: int, why: list[str] | None = None) -> Term | None:
     p = part.strip()
     if p.startswith("(") and p.endswith(")"):
         inner = p[1:-1]
         if len(_split_top(inner, ";")) >= 3 or len(_split_top(inner, ",")) == 3:
             return _parse_group(inner, depth + 1, why)
+        if len(_split_top(inner, ";")) == 2:  # "((s; r o); ...)": a (name; predicate phrase) fact inside
+            return _two_part(_split_top(inner, ";"), depth + 1, why)
         p = inner  # "(Los Angeles)": parentheses around a plain name
     m = _mention(p)
     if m is None and why is not None and p.strip() and _is_stopword(_clean(p)):
@@ -406,7 +478,7 @@ def _mention(text: str) -> Mention | None:
     stripped = _DIGIT_PAREN.sub("", t).strip()
     if stripped and not _is_stopword(stripped):
         t = stripped  # "Thomas Aldrick (1889–1966)" is the entity "Thomas Aldrick"
-    if not t or len(t) > MAX_PART_CHARS or "(" in t and ";" in t or _is_stopword(t):
+    if not t or len(t) > MAX_PART_CHARS or ";" in t or _is_stopword(t):
         return None
     return Mention(t, typ)
 

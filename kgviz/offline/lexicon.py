@@ -102,7 +102,7 @@ weave oversee undertake rebuild remain stay lecture research develop translate e
 illustrate portray feature premiere air broadcast compete race mentor supervise advise
 collaborate partner cofound co-found
 lend borrow owe rent lease inspect certify approve reject condemn close reopen replace design
-carve forge mine export import trade ship sail fly land arrive depart""".split()
+carve forge mine export import trade ship sail fly land arrive depart carry flash use""".split()
 
 _IRREGULAR_FORMS = """was were is are am be been being has have had did does do went gone came
 come took taken gave given made built wrote written led won sold bought taught found known knew
@@ -157,18 +157,27 @@ RELATION_ADVERBS = frozenset("also later then first once soon eventually never s
 MAX_RELATION_WORDS = 4  # ours: a longer verb group is a clause, not a relation
 
 
+MODALS = frozenset("can could will would may might must shall should".split())
+
+
+def _leads_a_verb(word: str) -> bool:
+    """'can carry', 'once carried': an adverb or modal may open the verb group."""
+    return word.lower() in RELATION_ADVERBS or word.lower() in MODALS
+
+
 def split_predicate(phrase: str) -> tuple[str, str] | None:
     """Cut a predicate phrase into (relation, object): a verb group first (a verb form, then verbs,
     auxiliaries and adverbs, through the first preposition, at most MAX_RELATION_WORDS words),
-    the rest is the object. "is located at the mouth of the River Ossel" -> ("is located at", "the
+    the rest is the object; an adverb or modal may come first ("once carried", "can carry"). "is located at the mouth of the River Ossel" -> ("is located at", "the
     mouth of the River Ossel"); "designed Orrin Bridge" -> ("designed", "Orrin Bridge"). None
     when the phrase does not start with a verb ("the largest shipping company ...", "its emblem
     is ...") or leaves no object."""
     words = phrase.split()
-    if len(words) < 2 or not is_verbish(words[0].strip(",")):
+    lead = 1 if len(words) > 2 and _leads_a_verb(words[0]) and is_verbish(words[1].strip(",")) else 0
+    if len(words) < 2 or not is_verbish(words[lead].strip(",")):
         return None
-    relation = [words[0]]
-    for w in words[1:MAX_RELATION_WORDS]:
+    relation = words[:lead + 1]
+    for w in words[lead + 1:MAX_RELATION_WORDS]:
         lw = w.lower()
         if lw in RELATION_PREPOSITIONS:
             relation.append(w)

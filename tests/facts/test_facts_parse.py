@@ -247,3 +247,67 @@ def test_a_dangling_and_object_is_read_as_a_predicate_phrase() -> None:
     out = parse_triples(reply, split_predicate=split_predicate)
     assert [(t.subject.text, t.relation, t.object.text) for t in out.triples] == [
         ("An Aster Wren", "is", "54 metres long")]
+
+
+# -- more shapes from the recorded 1.5B extraction (sample_recorded/, issue 15) ---------------------
+
+def triples_of(reply: str) -> list[str]:
+    return [t.render() for t in parse_triples(reply, split_predicate=split_predicate).triples]
+
+
+def test_a_parenthesised_name_closed_before_the_relation_is_a_bare_triple() -> None:
+    out = parse_triples("(Thomas Aldrick (1889–1966)); was a; lighthouse keeper")
+    assert [t.render() for t in out.triples] == ["(Thomas Aldrick; was a; lighthouse keeper)"]
+    assert out.n_malformed == 0
+    # a first group that is a triple keeps the group reading
+    assert rendered("((a; b; c); in year; 1900)") == ["((a; b; c); in year; 1900)"]
+
+
+def test_a_predicate_phrase_with_a_flattened_date_qualifier() -> None:
+    reply = "(Edda Lunn; worked for the provincial roads office; until year; 1889)"
+    assert triples_of(reply) == ["((Edda Lunn; worked for; the provincial roads office); until year; 1889)"]
+    assert parse_triples(reply).n_malformed == 1  # without a splitter it stays a four-part line
+    # not a date in the last part: still two facts run together, rejected
+    assert triples_of("(Edda Lunn; worked for the office; in place of; Ivo Harn)") == []
+
+
+def test_a_nested_name_and_predicate_fact_is_read_inside_a_hypernode() -> None:
+    assert triples_of("((Tarrow; holds the Saltwind Fair every May); began in 1887)") == [
+        "((Tarrow; holds; the Saltwind Fair every May); began in; 1887)"]
+    assert triples_of("(((Edda Lunn; designed Orrin Bridge); was built at); Tarrow)") == [
+        "((Edda Lunn; designed; Orrin Bridge); was built at; Tarrow)"]
+    # a fact followed by prose that is no predicate phrase is not joined into a junk relation
+    out = parse_triples("((Orrin Bridge; closed to heavy lorries); after newspaper reports about cracks)",
+                        split_predicate=split_predicate)
+    assert out.triples == [] and out.n_malformed == 1
+
+
+def test_no_name_ever_holds_a_semicolon() -> None:
+    # "(Ange Vohl; retired in 1947)" was once kept whole as one subject name
+    for t in parse_triples("((Ange Vohl; retired in 1947); in place of; Henrik Saal)\n"
+                           "((x; y); z; w)").triples:
+        assert all(";" not in m.text for m in t.mentions()), t.render()
+
+
+def test_a_missing_opening_parenthesis_is_added_at_the_start() -> None:
+    out = parse_triples("((Edda Lunn; designed Skellan Point Lighthouse); was built on); headland outside Ventholm)",
+                        split_predicate=split_predicate)
+    assert [t.render() for t in out.triples] == [
+        "((Edda Lunn; designed; Skellan Point Lighthouse); was built on; headland outside Ventholm)"]
+    assert out.n_malformed == 0 and "added 1 '(' at the start" in out.warnings[0]
+
+
+def test_a_whole_sentence_in_one_group_is_cut_at_its_verb_when_it_opens_with_a_name() -> None:
+    assert triples_of("(Ivo Harn was the rector of the university from 1919 to 1938)") == [
+        "(Ivo Harn; was; the rector of the university from 1919 to 1938)"]
+    for prose in ("(Lighthouse automation in 1968)", "(Cottage supplies came by boat from the town)"):
+        out = parse_triples(prose, split_predicate=split_predicate)
+        assert out.triples == [] and out.n_malformed == 1, prose
+    assert parse_triples("(Ivo Harn was the rector)").n_malformed == 1  # no splitter, no reading
+
+
+def test_split_predicate_takes_an_adverb_or_modal_first() -> None:
+    assert split_predicate("once carried grain and wool") == ("once carried", "grain and wool")
+    assert split_predicate("can carry twenty scientists") == ("can carry", "twenty scientists")
+    assert split_predicate("carries timber") == ("carries", "timber")
+    assert split_predicate("once upon a time") is None
