@@ -74,7 +74,10 @@ class KetParams:
     tau: int | None = None
     """τ: each chunk is halved τ times into 2^τ sub-chunks (Algorithm 3 line 10). None = the τ
     that gives ~150-token sub-chunks for the build's chunk size (the paper pairs ℓ = 1200 with
-    τ = 3 and ℓ = 150 with τ = 0, §6.2; §6.5), i.e. τ = 1 for kgviz's 300-token chunks."""
+    τ = 3 and ℓ = 150 with τ = 0, §6.2; §6.5), i.e. τ = 1 for kgviz's 300-token chunks; a piece
+    is then halved only while that brings it nearer ~150 tokens, so a short document (a
+    50-token passage) stays whole instead of losing its subject to a mid-sentence cut (ours). An
+    explicit τ halves every chunk τ times, as the paper does."""
     damping: float = 0.85
     """PageRank damping, 1 - α of Eq. 1 (the paper gives no α; the authors' code calls
     networkx pagerank with alpha = 0.85)."""
@@ -116,6 +119,7 @@ class KetParams:
 
     def keyword_rules(self, chunk_tokens: int) -> KeywordRules:
         return KeywordRules(tau=self.resolved_tau(chunk_tokens), min_word_len=self.min_word_len,
+                            subchunk_tokens=SUBCHUNK_TARGET_TOKENS if self.tau is None else None,
                             keyword_max_df=self.keyword_max_df, keyword_df_floor=self.keyword_df_floor,
                             description_max_sentences=self.description_max_sentences)
 

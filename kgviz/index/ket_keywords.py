@@ -47,6 +47,7 @@ class KeywordRules:
     keyword_max_df: float = 0.05
     keyword_df_floor: int = 20
     description_max_sentences: int = 10
+    subchunk_tokens: int | None = None  # halve a piece only towards this size (None: always, the paper)
 
 
 @dataclass
@@ -79,7 +80,7 @@ def build_keyword_layer(chunks: Sequence[tuple[str, str, str]], embedder: Embedd
     layer = KeywordLayer()
     for cid, doc_id, text in chunks:
         parent = Chunk(id=cid, doc_id=doc_id, ord=0, text=text, n_tokens=0)
-        for sc in split_subchunks(parent, tau=rules.tau):
+        for sc in split_subchunks(parent, tau=rules.tau, target_tokens=rules.subchunk_tokens):
             layer.subchunks.append({"id": sc.id, "chunk_id": cid, "ord": sc.ord, "text": sc.text,
                                     "n_tokens": sc.n_tokens})
             layer.sub_chunk_of.append({"from": sc.id, "to": cid})

@@ -142,7 +142,7 @@ def _halve(text: str, tokens: Sequence[Span], starts: set[int], lo: int, hi: int
     return _best_cut(text, tokens, lo + margin, hi - margin, mid)
 
 
-def split_subchunks(chunk: Chunk, *, tau: int) -> list[Chunk]:
+def split_subchunks(chunk: Chunk, *, tau: int, target_tokens: int | None = None) -> list[Chunk]:
     """KET-RAG sub-chunks of ``chunk``.
 
     KET-RAG §5.1 (Algorithm 3, line 10) calls τ "the number of splits": each chunk is
@@ -152,16 +152,21 @@ def split_subchunks(chunk: Chunk, *, tau: int) -> list[Chunk]:
     middle, falling back to a token cut when sentences are too uneven. A piece of one token
     cannot be halved, so a very short chunk yields fewer than 2^τ sub-chunks.
 
+    ``target_tokens`` (ours; None = halve every piece τ times, the paper): the sub-chunk size τ
+    was chosen for. A piece is halved only while halving brings it nearer that size (longer
+    than 4/3 of it), so a document shorter than the chunk size is not cut into fragments that
+    lose their subject ("Victoria Falls (...) | is a waterfall in southern Africa").
+
     Sub-chunks are level 1, ``parent_id`` = chunk id, ids "<chunk_id>.s<ord>" in text order.
     """
     if chunk.level != 0:
         raise ConfigError(f"{chunk.id} is already a sub-chunk; split level-0 chunks only")
     return [_piece(chunk.text[a:b], id=f"{chunk.id}.s{ord_}", doc_id=chunk.doc_id, ord=ord_, level=1,
                    parent_id=chunk.id)
-            for ord_, (a, b) in enumerate(subchunk_spans(chunk.text, tau=tau))]
+            for ord_, (a, b) in enumerate(subchunk_spans(chunk.text, tau=tau, target_tokens=target_tokens))]
 
 
-def subchunk_spans(text: str, *, tau: int) -> list[Span]:
+def subchunk_spans(text: str, *, tau: int, target_tokens: int | None = None) -> list[Span]:
     """Character ranges of the sub-chunks of ``text`` (see ``split_subchunks``)."""
     if tau < 0:
         raise ConfigError(f"tau (number of halvings) must be >= 0, got {tau}")
@@ -173,7 +178,8 @@ def subchunk_spans(text: str, *, tau: int) -> list[Span]:
     for _ in range(tau):
         halved: list[Span] = []
         for lo, hi in pieces:
-            k = _halve(text, tokens, starts, lo, hi)
+            small = target_tokens is not None and 3 * (hi - lo) <= 4 * target_tokens
+            k = None if small else _halve(text, tokens, starts, lo, hi)
             halved.extend([(lo, hi)] if k is None else [(lo, k), (k, hi)])
         if len(halved) == len(pieces):
             break

@@ -242,6 +242,7 @@ class _KetEngine:
             for c in rel_rows[t]["chunks"]:
                 if scope.chunks is None or c in scope.chunks:
                     linked.setdefault(c, set()).add(t)
+        hop = self._one_hop_out(seeds, rels, rel_rows, linked, scope) if self.lexical_entities else 0
         view = keyword_view(store)
         rows = [i for c in sorted(linked) for i in view.by_chunk.get(c, [])] if view is not None else []
         chunk_rows = {} if rows else {r["id"]: r for r in reads.chunks(store, sorted(linked))}
@@ -258,7 +259,11 @@ class _KetEngine:
             tokens = {c: count_tokens(r["text"] or "") for c, r in chunk_rows.items()}
             cos = _cosines(store, "Chunk", list(units), self.qv)
             table, kind = "Chunk", "chunk"
-        order = sorted(units, key=lambda u: (-len(linked.get(units[u], ())), -cos[u], u))
+        lexical: dict[str, float] = {}  # BM25 over the question's keywords (lexical: the first key)
+        if self.lexical_entities and rows and view is not None:
+            bm = view.bm25(view.question_keywords(content_words(self.question)))
+            lexical = {view.sub_ids[i]: round(float(bm[i]), 6) for i in rows}
+        order = sorted(units, key=lambda u: (-lexical.get(u, 0.0), -len(linked.get(units[u], ())), -cos[u], u))
         text_room = budget - ch.used
         chosen, over, _ = stop_at_first_overflow([(u, tokens[u]) for u in order], text_room)
         texts = (reads.subchunk_texts(store, chosen) if table == "SubChunk"
@@ -280,18 +285,34 @@ class _KetEngine:
             edges += [EdgeRef(u, units[u], "SUB_CHUNK_OF", "chosen" if u in chosen else "rejected") for u in shown]
         self.tracer.step(
             "context", "Skeleton channel: text units",
-            f"{len(linked)} chunks linked to the chosen entities and relationships; {len(units)} "
-            f"{'sub-chunks' if table == 'SubChunk' else 'chunks (the graph has no sub-chunks)'} ranked by how many of "
-            f"them their chunk is linked to, then cosine; {len(chosen)} fit the remaining {text_room} tokens. "
+            f"{len(linked)} chunks linked to the chosen entities and relationships"
+            + (f" (with {hop} that mention the other end of a chosen relationship: one hop out, entity_match "
+               f"'{self.cfg.entity_match}': lexical, ours)" if self.lexical_entities else "")
+            + f"; {len(units)} {'sub-chunks' if table == 'SubChunk' else 'chunks (the graph has no sub-chunks)'} ranked by "
+            + ("BM25 over the question's keywords, then " if lexical else "")
+            + f"how many of them their chunk is linked to, then cosine; {len(chosen)} fit the remaining {text_room} tokens. "
             f"Skeleton channel total: {ch.used} of {budget} tokens",
             nodes=[NodeRef(u, table, "chosen" if u in chosen else "rejected",
                            f"{title.get(units[u], '')} · {u.rsplit('#', 1)[-1]}", cos[u]) for u in shown]
             + ([NodeRef(c, "Chunk", "candidate", f"{title.get(c, '')} · {c.rsplit('#', 1)[-1]}") for c in chunks_shown]
                if table == "SubChunk" else []),
             edges=edges,
-            scores={u: float(len(linked.get(units[u], ()))) for u in shown},
+            scores={u: lexical[u] if lexical else float(len(linked.get(units[u], ()))) for u in shown},
             data={"channel": "skeleton", "used": ch.used, "budget": budget, "text_budget": text_room,
                   "items": [i.id for i in ch.items], "n_candidates": len(units)})
+
+    def _one_hop_out(self, seeds: list[str], rels: list[str], rel_rows: dict[str, dict[str, Any]],
+                     linked: dict[str, set[str]], scope: _Skeleton) -> int:
+        """Add to ``linked`` the chunks that mention the other end of each chosen relationship (ours,
+        lexical mode): a multi-hop question's answer sits in a passage about the bridge entity,
+        which the seed's own chunks rarely hold. Returns how many chunks this added."""
+        ends = sorted({rel_rows[t][k] for t in rels for k in ("s", "o")} - set(seeds))
+        before = len(linked)
+        for r in reads.entities_with_chunks(self.store, [e for e in ends if _end_table(e) == "Entity"]):
+            for c in r.get("chunks") or ():
+                if c and (scope.chunks is None or c in scope.chunks):
+                    linked.setdefault(c, set()).add(r["id"])
+        return len(linked) - before
 
     # -- keyword channel (Algorithm 4 lines 2-4) ----------------------------------------------------
     def keyword(self, skip: set[str]) -> _Channel:

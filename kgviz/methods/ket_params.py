@@ -39,8 +39,10 @@ D_MATCH = ("how the keyword channel picks seed keywords and ranks their sub-chun
            "are too coarse to rank tens of thousands of keywords, embedding with a neural model")
 D_EMATCH = ("how the skeleton channel finds its seed entities. 'embedding': the k entities nearest the query "
             "(Algorithm 2 line 1, the paper). 'lexical' (ours): the entities whose name the question spells out "
-            "first (longest names first), then the nearest by cosine up to k. 'auto' (default): lexical with the "
-            "offline hashing embedder, embedding with a neural model")
+            "first (longest names first), then the nearest by cosine up to k; its text units also come from the "
+            "chunks that mention the other end of each chosen relationship (one hop out) and rank by BM25 over the "
+            "question's keywords before their links. 'auto' (default): lexical with the offline hashing embedder, "
+            "embedding with a neural model")
 D_SKEL = ("β of the skeleton (§6.1: 0.8). 0 = as built (every triple in the graph; the build's β is in the trace); "
           "b in (0, 1) = only the entities, triples and chunks of the top-⌈b·n⌉ chunks, which simulates the skeleton on a "
           "graph whose KG covers every chunk (ours). On a graph built with β < 1 the built skeleton is used, unless b is "

@@ -256,7 +256,8 @@ def test_build_ket_index_writes_the_store_and_is_idempotent(store: GraphStore) -
     c = store.counts()
     assert report.n_chunks == 20 and report.n_core == 10 and report.keywords_rebuilt and report.tau == 1
     assert c["KNN"] == sum(report.knn_edges.values()) == 40
-    assert c["SubChunk"] == c["SUB_CHUNK_OF"] == report.keyword_stats["subchunks"] == 40
+    # τ = 1 for 300-token chunks, but these short texts are already near the ~150-token target: kept whole
+    assert c["SubChunk"] == c["SUB_CHUNK_OF"] == report.keyword_stats["subchunks"] == 20
     assert c["Keyword"] == report.keyword_stats["keywords"] > 20 and c["HAS_KEYWORD"] == report.keyword_stats["has_keyword"]
     assert store.query("MATCH (c:Chunk) WHERE c.core RETURN count(*) AS n")[0]["n"] == 10
     info = ket.ket_info(store)
@@ -339,7 +340,8 @@ def test_ket_build_stages_extract_core_chunks_only(store: GraphStore) -> None:
     assert extracted == core  # Algorithm 3 line 9: the skeleton comes from core chunks only
     from_chunks = {r["c"] for r in store.query("MATCH (:Triple)-[:FROM_CHUNK]->(c:Chunk) RETURN DISTINCT c.id AS c")}
     assert from_chunks and from_chunks <= core
-    assert c["KNN"] == 2 * n and c["SubChunk"] == c["SUB_CHUNK_OF"] > n and c["Keyword"] > 0 and c["HAS_KEYWORD"] > 0
+    # short documents stay one sub-chunk each (already near the ~150-token target)
+    assert c["KNN"] == 2 * n and c["SubChunk"] == c["SUB_CHUNK_OF"] >= n and c["Keyword"] > 0 and c["HAS_KEYWORD"] > 0
     k = report.ket
     assert k["n_core"] == len(core) and k["skeleton_beta"] == pytest.approx(len(core) / n)
     assert ket.ket_info(store)["skeleton_beta"] == pytest.approx(len(core) / n)

@@ -198,6 +198,23 @@ def test_short_chunk_yields_fewer_pieces() -> None:
     assert [s.text for s in subs] == ["Yes", "."]
 
 
+def test_a_target_size_stops_halving_pieces_already_near_it() -> None:
+    c = one_chunk(numbered_sentences(16))
+    n = c.n_tokens
+    assert len(split_subchunks(c, tau=2, target_tokens=n)) == 1  # the chunk is the target size: kept whole
+    # target n/2: the chunk is halved once (n > 4/3 · n/2); its halves are at the target, so they stay
+    halves = split_subchunks(c, tau=3, target_tokens=n // 2)
+    assert len(halves) == 2 and " ".join(s.text for s in halves) == c.text
+    assert len(split_subchunks(c, tau=3, target_tokens=None)) == 8  # None: the paper's τ halvings
+
+
+def test_ket_keyword_rules_carry_the_target_only_for_the_automatic_tau() -> None:
+    from kgviz.index.ket import SUBCHUNK_TARGET_TOKENS, KetParams
+
+    assert KetParams().keyword_rules(300).subchunk_tokens == SUBCHUNK_TARGET_TOKENS
+    assert KetParams(tau=1).keyword_rules(300).subchunk_tokens is None  # an explicit τ halves τ times
+
+
 def test_subchunk_rejects_bad_tau_and_subchunks() -> None:
     c = one_chunk("Some text here.")
     with pytest.raises(ConfigError):

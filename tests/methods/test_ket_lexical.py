@@ -130,3 +130,24 @@ def test_skeleton_seeds_take_the_named_entities_first_when_lexical(ket_kg: Fixtu
         assert seed.data["named"] and seeded[0] == "Harbour Library" and "named in the question" in seed.detail
     else:
         assert seed.data["named"] == [] and "entities nearest the question" in seed.detail
+
+
+@pytest.mark.parametrize("match", ["lexical", "embedding"])
+def test_lexical_skeleton_text_units_reach_one_hop_out(ket_kg: FixtureGraph, match: str) -> None:
+    """The seed names Marta Ruiz; her relationship 'born in Valencia' brings in the chunks that
+    mention Valencia (the Valencia article, which alone names its sea) only when lexical."""
+    from kgviz.methods.ket_rag import SkeletonRag, SkeletonRagParams
+
+    q = "On which sea lies the city where Marta Ruiz was born?"
+    tracer = Tracer(ket_kg.ctx.reasoner)
+    out = SkeletonRag().retrieve(q, ket_kg.ctx, SkeletonRagParams(context_limit=2000, seed_entities=1,
+                                                                    entity_match=match), tracer)
+    units = tracer.steps[-1]
+    titles = {n.label.split(" · ")[0] for n in units.nodes if n.table in ("SubChunk", "Chunk")}
+    texts = " ".join(i.text for i in out.items)
+    if match == "lexical":
+        assert "Valencia" in titles and "Mediterranean Sea" in texts
+        assert "one hop out" in units.detail and "BM25" in units.detail
+    else:
+        assert "Valencia" not in titles and "Mediterranean Sea" not in texts
+        assert "one hop out" not in units.detail
