@@ -7,15 +7,20 @@ Accepted shapes (anything else is skipped, and counted as malformed when it look
 * bullets / numbering / code fences / prose around the triples: ``- 1. (s; r; o)``;
 * commas or pipes instead of semicolons when the split is unambiguous (exactly three parts);
 * bare ``s; r; o`` lines (small real models drop the brackets), also when a name carries its own
-  parentheses: ``Thomas Aldrick (1889–1966); was born in; Ventholm``; a parenthetical holding a
-  digit (a lifespan, a date) is dropped from the name so it links to the same entity;
+  parentheses: ``Thomas Aldrick (1889–1966); was born in; Ventholm``, or sits in a group of its
+  own: ``(Thomas Aldrick (1889–1966)); was a; keeper``; a parenthetical holding a digit (a
+  lifespan, a date) is dropped from the name so it links to the same entity;
 * two-part hypernodes that qualify a fact with a date: ``((s; r; o); 1957)`` reads as
   ``((s; r; o); in year; 1957)``;
 * two-part groups of a name and a predicate phrase, ``(Edda Lunn; designed Orrin Bridge)`` (the
   relation and object run together, what a 1.5B model writes most), when the caller passes
   ``split_predicate``: a function that cuts the phrase into (relation, object) or says it cannot
   (the offline toolkit's ``kgviz.offline.lexicon.split_predicate``: a verb group first). Without
-  it, or when it cannot, the group stays malformed;
+  it, or when it cannot, the group stays malformed. With a splitter also: such a fact inside a
+  hypernode (``((Tarrow; holds the Fair); began in 1887)``), the same split nested
+  (``(((s; designed X); was built at); Tarrow)``), a flattened date qualifier (``(s; worked for
+  the office; until year; 1889)``), and a whole sentence in one group that opens with a name
+  (``(Ivo Harn was the rector ...)`` -> ``(Ivo Harn; was; the rector ...)``);
 * bold markers, ``<think>...</think>`` blocks and the ``(s)-[r]->(o)`` arrow form;
 * JSON: a list of ``[s, r, o]`` lists or of ``{"subject", "relation", "object"}`` objects
   (``head``/``tail`` and ``source``/``target`` work too), whole-reply or one per line;
@@ -27,7 +32,8 @@ An optional ``[type]`` after a name becomes ``Mention.type``. ``NONE`` on a line
 
 Rejected, each counted as malformed with a shown reason: more than three parts (``a; r; 1885; r;
 2023`` is two facts run together, not an object with semicolons), a subject or object that is
-only a stopword or pronoun (``and``, ``it``), and everything after a line the reply has already
+only a stopword or pronoun (``and``, ``it``) or holds a ``;`` (a group that could not be read
+is never kept whole as a name), and everything after a line the reply has already
 written ``MAX_LINE_REPEATS`` times (a small model looping until max_tokens). An empty reply is a
 failure, not "no facts": only an explicit NONE (or an empty JSON list) says "no facts".
 """

@@ -168,8 +168,9 @@ def _leads_a_verb(word: str) -> bool:
 def split_predicate(phrase: str) -> tuple[str, str] | None:
     """Cut a predicate phrase into (relation, object): a verb group first (a verb form, then verbs,
     auxiliaries and adverbs, through the first preposition, at most MAX_RELATION_WORDS words),
-    the rest is the object; an adverb or modal may come first ("once carried", "can carry"). "is located at the mouth of the River Ossel" -> ("is located at", "the
-    mouth of the River Ossel"); "designed Orrin Bridge" -> ("designed", "Orrin Bridge"). None
+    the rest is the object; an adverb or modal may open the group ("once carried", "can carry").
+    "is located at the mouth of the River Ossel" -> ("is located at", "the mouth of the River
+    Ossel"); "designed Orrin Bridge" -> ("designed", "Orrin Bridge"). None
     when the phrase does not start with a verb ("the largest shipping company ...", "its emblem
     is ...") or leaves no object."""
     words = phrase.split()
