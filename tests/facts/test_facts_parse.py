@@ -108,17 +108,18 @@ def test_prompt_examples_parse_back_to_their_triples() -> None:
         assert out.n_malformed == 0 and len(out.triples) == len(lines), block
 
 
-_ALPHABET = st.sampled_from(list("();|[]{}\"'`,:-*•#>\n\t 1.") + ["a", "B", "é", "NONE", "```", "->", "→", "（", "）", "\\", "\x00"])
+_ALPHABET = st.sampled_from(list("();|[]{}\"'`,:-*•#>\n\t 1.") + ["a", "B", "é", "NONE", "```", "->", "→", "（", "）", "\\", "\x00",
+                                                                       " was born in ", " Ana Pell ", " 1889", " and "])
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(_ALPHABET, max_size=120).map("".join))
-def test_fuzz_structured_garbage_never_raises(raw: str) -> None:
-    out = parse_triples(raw)
+@given(st.lists(_ALPHABET, max_size=120).map("".join), st.booleans())
+def test_fuzz_structured_garbage_never_raises(raw: str, splitter: bool) -> None:
+    out = parse_triples(raw, split_predicate=split_predicate if splitter else None)
     assert out.n_malformed >= 0 and out.status in ("ok", "partial", "failed")
     for t in out.triples:
         assert t.relation and t.depth() <= MAX_DEPTH
-        assert all(m.text for m in t.mentions())
+        assert all(m.text and ";" not in m.text for m in t.mentions())
 
 
 @settings(max_examples=200, deadline=None)
