@@ -305,17 +305,19 @@ def cmd_prune(args: argparse.Namespace) -> int:
     if counts_changed:
         print(f"build figures now {refreshed} (build.json had "
               f"{ {k: build.get(k) for k in refreshed} })", file=sys.stderr)
-    changed = bool(dropped) or counts_changed
+    readme_path = folder / "README.md"
+    old_readme = readme_path.read_text(encoding="utf-8") if readme_path.exists() else None
+    new_readme = readme_with_runs(old_readme, kept, questions) if old_readme is not None else None
+    # runs recorded since the last prune change the summary and the README's table too
+    stale_summary = build is not None and build.get("recorded_runs") != summary
+    changed = bool(dropped) or counts_changed or stale_summary or new_readme != old_readme
     if changed and not args.dry_run:
-        readme_path = folder / "README.md"
         # every new file is written in full before any is replaced
         new_runs = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in kept)
         new_build = None
         if build is not None:
             new_build = json.dumps({**build, **refreshed, "recorded_runs": summary}, indent=2,
                                    sort_keys=True) + "\n"
-        new_readme = readme_with_runs(readme_path.read_text(encoding="utf-8"), kept, questions) \
-            if readme_path.exists() else None
         write_atomically(folder / RUNS_FILE, new_runs)
         if new_build is not None:
             write_atomically(build_path, new_build)
