@@ -75,7 +75,10 @@ def test_vector_search_where_filter(store: GraphStore, mode: str, monkeypatch: p
     curated = load_entities(store, 40, seed=3, prefix="k", origin="curated")
     set_mode(store, mode, monkeypatch)
     query = corpus[7]  # nearest overall is a corpus entity ...
-    assert store.vector_search("Entity", query, 1)[0][0] == "c7"
+    top = store.vector_search("Entity", query, 1)[0][0]
+    # HNSW is approximate and its graph depends on the build's thread timing: one CI run in many
+    # returned another corpus entity than the query's own vector, so only exact search pins c7
+    assert top == "c7" if mode == "exact" else top.startswith("c")
     hits = store.vector_search("Entity", query, 5, where={"origin": "curated"})
     # ... but the filter keeps only curated ones, in the exact order
     assert [h[0] for h in hits] == [f"k{i}" for i in exact_top(curated, query, 5)]
