@@ -458,10 +458,11 @@ def _term(part: str, depth: int, why: list[str] | None = None) -> Term | None:
     p = part.strip()
     if p.startswith("(") and p.endswith(")"):
         inner = p[1:-1]
-        if len(_split_top(inner, ";")) >= 3 or len(_split_top(inner, ",")) == 3:
+        parts = _split_top(inner, ";")
+        if len(parts) >= 3 or len(_split_top(inner, ",")) == 3:
             return _parse_group(inner, depth + 1, why)
-        if len(_split_top(inner, ";")) == 2:  # "((s; r o); ...)": a (name; predicate phrase) fact inside
-            return _two_part(_split_top(inner, ";"), depth + 1, why)
+        if len(parts) == 2:  # "((s; r o); ...)": a (name; predicate phrase) fact inside
+            return _two_part(parts, depth + 1, why)
         p = inner  # "(Los Angeles)": parentheses around a plain name
     m = _mention(p)
     if m is None and why is not None and p.strip() and _is_stopword(_clean(p)):

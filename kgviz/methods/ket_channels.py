@@ -137,6 +137,15 @@ class _KetEngine:
                  question: str = "", lexical: bool = False, lexical_entities: bool = False) -> None:
         self.store, self.qv, self.cfg, self.tracer = store, qv, cfg, tracer
         self.question, self.lexical, self.lexical_entities = question, lexical, lexical_entities
+        self._bm25: tuple[list[int], np.ndarray] | None = None
+
+    def question_bm25(self, view: Any) -> tuple[list[int], np.ndarray]:
+        """The question's keywords (rows of ``view``, rarest first) and the BM25 of every sub-chunk
+        over them: computed once per run, since both channels rank by it in lexical mode."""
+        if self._bm25 is None:
+            asked = view.question_keywords(content_words(self.question))
+            self._bm25 = (asked, view.bm25(asked))
+        return self._bm25
 
     # -- skeleton channel (Algorithm 2 on G_s) ------------------------------------------------------
     def skeleton(self, scope: _Skeleton) -> _Channel:
@@ -261,7 +270,7 @@ class _KetEngine:
             table, kind = "Chunk", "chunk"
         lexical: dict[str, float] = {}  # BM25 over the question's keywords (lexical: the first key)
         if self.lexical_entities and rows and view is not None:
-            bm = view.bm25(view.question_keywords(content_words(self.question)))
+            bm = self.question_bm25(view)[1]
             lexical = {view.sub_ids[i]: round(float(bm[i]), 6) for i in rows}
         order = sorted(units, key=lambda u: (-lexical.get(u, 0.0), -len(linked.get(units[u], ())), -cos[u], u))
         text_room = budget - ch.used
@@ -325,8 +334,7 @@ class _KetEngine:
         lexical: np.ndarray | None = None  # BM25 of every sub-chunk, when matching lexically
         asked: list[int] = []  # the question's own keywords (lexical), rarest first
         if self.lexical:
-            asked = view.question_keywords(content_words(self.question))
-            lexical = view.bm25(asked)
+            asked, lexical = self.question_bm25(view)
             taken_first = set(asked)
             order = itertools.chain(asked, (k for k in order if k not in taken_first))
         sub_sims: dict[int, float] = {}
