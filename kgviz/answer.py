@@ -20,8 +20,8 @@ from kgviz.prompts.answer import INSUFFICIENT
 from kgviz.reasoning import Reasoner
 from kgviz.text import count_tokens, token_spans
 
-# ours: the budget of a method that declares none (kg-retriever caps T triples, kg-infused hands over a
-# note); the others bring their own (kgviz.run.answer_budget)
+# ours: the budget of a method that declares none (kg-retriever caps T triples) or sets its own to 0
+# (kg-infused by default hands over a note); the others bring their own (kgviz.run.answer_budget)
 DEFAULT_BUDGET_TOKENS = 4000
 MIN_CUT_TOKENS = 16  # ours: a shorter cut-off fragment is noise rather than evidence
 

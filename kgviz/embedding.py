@@ -17,3 +17,9 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dim) float32, each row L2-normalised (zero rows stay zero)."""
         ...
+
+
+def is_hashing(embedder_id: str) -> bool:
+    """Whether an embedder id names the offline hashing embedder, whose bag-of-n-gram cosines rank
+    passages well below BM25 (the methods' 'auto' modes match lexically with it)."""
+    return embedder_id.startswith("hashing")

@@ -115,7 +115,8 @@ def _coerce(method: str, key: str, value: Any, default: Any) -> Any:
 
 def context_budget(method: Method, params: Any) -> tuple[int, str] | None:
     """(tokens, param name) of the budget the method's own params give its context, or None when
-    the method declares no ``budget_param``."""
+    the method declares no ``budget_param`` or its value is 0 (kg-infused: 0 = stop at the note, as
+    in the paper)."""
     name = getattr(method, "budget_param", None)
     if not name:
         return None
@@ -123,7 +124,7 @@ def context_budget(method: Method, params: Any) -> tuple[int, str] | None:
     if not isinstance(value, int) or isinstance(value, bool):
         raise ConfigError(f"{method.name} names {name!r} as its context budget, but its params have no "
                           f"integer {name!r}")
-    return value, name
+    return (value, name) if value > 0 else None
 
 
 def answer_budget(method: Method, params: Any, budget_tokens: int | None) -> tuple[int, str]:

@@ -1,10 +1,11 @@
 """Equal-budget evaluation: one context budget B for every method, and the passage baselines.
 
 Each method names the Params field that caps its context (``budget_param`` on the method class:
-text-rag's ``budget_tokens``, KET's λ ``context_limit``, kg-rag's ``max_context_tokens``).
+text-rag's ``budget_tokens``, KET's λ ``context_limit``, kg-rag's ``max_context_tokens``, kg-infused's
+``budget_tokens``, whose default 0 is the paper's stop at the note).
 With ``--budget-tokens B`` that field is set to B and the shared answer step's budget is B, so
 every method is read at the same context size. A method whose ``budget_param`` is None stops on
-its own (kg-retriever's T items, kg-infused's note): it may use less than B, and the answer
+its own (kg-retriever's T items): it may use less than B, and the answer
 step's budget B caps it if it ever retrieves more. The report shows each method's median context
 tokens so "used less" is visible.
 

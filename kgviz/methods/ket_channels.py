@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from kgviz.embedding import is_hashing
 from kgviz.errors import MethodError
 from kgviz.graph import reads
 from kgviz.facts.triples import stated_fact
@@ -129,7 +130,7 @@ def _entity_text(e: dict[str, Any]) -> str:
 def lexical_match(choice: str, embedder_id: str) -> bool:
     """Whether a channel matches lexically (``keyword_match`` / ``entity_match``; 'auto': with the
     hashing embedder, whose cosines rank passages well below BM25)."""
-    return choice == "lexical" or (choice == "auto" and embedder_id.startswith("hashing"))
+    return choice == "lexical" or (choice == "auto" and is_hashing(embedder_id))
 
 
 class _KetEngine:

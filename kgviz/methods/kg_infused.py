@@ -26,6 +26,12 @@ Pipeline (paper section → what kgviz does):
    KG-augmented note (Table 16, task ``kginf_kg_note``) from the passage note + summary.
 8. Context: the KG-augmented note only — the paper's generator sees q and the enhanced note
    (Eq. 11). ``context_passages`` also hands over the passages and triples (ours).
+9. Equal budget (ours): with ``budget_tokens`` B > 0 the method fills B like every other method
+   in an equal-budget evaluation instead of stopping at its note. The note is unchanged (built from
+   the k_p passages); the question's and the expanded query's rankings are read further, each
+   filling half of the room B leaves (new passages only, skip-and-continue), and the context is
+   the note followed by the passages. So the second half of the context is what the KG-based
+   expansion found, which is the paper's point, at the same size as the baselines.
 
 Trace: seed (KG source + seed entities) → per round: expand (candidate triples) → select →
 expand (activation frontier) … → llm (summary) → llm (expanded query) → seed (dual retrieval) →
@@ -34,9 +40,10 @@ llm (passage note) → llm (KG note) → context.
 Presets: "paper" (2 rounds as in the main results, dense passage retrieval) and "code" (the
 authors' run script: 3 rounds, per-entity cap by random sampling). The two caps are named but not
 valued in the paper (§4.3.1); their values come from the authors' code (10 entities/round, 50
-triples/entity). The defaults equal "paper" except passage_search='hybrid' (ours: with the
-offline hashing embedder dense-only retrieval loses to BM25; on 2Wiki the merged six passages hold
-the gold answer for 58% of questions dense-only and 70% hybrid).
+triples/entity). The defaults equal "paper" except passage_search='auto' (ours: BM25 with the
+offline hashing embedder, whose dense-only retrieval loses to BM25, hybrid dense + BM25 with a
+neural one; on 2Wiki the merged six passages hold the gold answer for 58% of questions dense-only
+and 70% hybrid with the hashing embedder).
 """
 from __future__ import annotations
 
@@ -46,8 +53,10 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from kgviz.embedding import is_hashing
 from kgviz.errors import MethodError
 from kgviz.graph import reads
+from kgviz.methods.budget import skip_and_continue
 from kgviz.methods.base import (
     ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param, register,
 )
@@ -57,8 +66,9 @@ from kgviz.text import count_tokens
 
 
 NOTE_ID = "note:kg-infused"
+BUDGET_TOKENS_PER_HIT = 25  # ours: with budget_tokens B, rankings are read B/25 passages deep (short passages)
 KgSource = Literal["curated", "corpus", "auto"]
-PassageSearch = Literal["hybrid", "dense", "bm25"]
+PassageSearch = Literal["auto", "hybrid", "dense", "bm25"]
 TripleCap = Literal["similarity", "random"]
 Direction = Literal["out", "both", "auto"]
 
@@ -86,14 +96,22 @@ class KGInfusedParams:
                                    "Y' vs 'Y was founded by X')")
     k_p: int = param(6, min=2, doc="passages: k_p/2 for the question + k_p/2 new ones for the expanded query "
                         "(§4.3.1 k_p = 6; de-duplication as in App. C.2)")
-    passage_search: PassageSearch = param("hybrid", "'hybrid' (ours, default: dense + BM25 by reciprocal rank fusion, "
-                                          "as the text-rag baseline, so comparisons isolate what the KG adds) | "
-                                          "'dense' (the paper: Contriever inner product, §4.3; presets 'paper' "
-                                          "and 'code') | 'bm25' (ours)")
+    passage_search: PassageSearch = param("auto", "'auto' (ours, default): 'bm25' with the offline hashing embedder, "
+                                          "whose cosines rank passages well below BM25, 'hybrid' with a "
+                                          "neural one | 'hybrid' (ours: dense + BM25 by reciprocal rank "
+                                          "fusion, as the text-rag baseline) | 'dense' (the paper: Contriever "
+                                          "inner product, §4.3; presets 'paper' and 'code') | 'bm25' (ours)")
     rrf_k: int = param(60, min=0, doc="RRF constant for passage_search='hybrid' (ours)")
     context_passages: bool = param(False, "also give the answer step the merged passages and selected "
                                           "triples after the note (ours; the paper's generator sees only "
                                           "the KG-augmented note, Eq. 11)")
+    budget_tokens: int = param(0, min=0, doc="context budget B in tokens (ours; `--budget-tokens B` of an "
+                                 "equal-budget evaluation sets it). 0 = the paper: k_p passages, and the answer "
+                                 "step sees the KG-augmented note only. B > 0: the note is built as in the paper, "
+                                 "then the dual retrieval goes on past k_p — the question's and the expanded "
+                                 "query's rankings each fill half of what B leaves after the note and the k_p "
+                                 "passages (App. C.2's even split, counted in tokens; new passages only) — and "
+                                 "the answer step sees the note followed by every passage")
     offline_top_m: int = param(5, min=1, doc="offline triple selection: at most this many triples per round (ours)")
     offline_min_score: float = param(0.1, "offline triple selection: minimum score to select a triple (ours; "
                                           "on 2Wiki with its curated KG 0.1 keeps 70% of the evidence triples)")
@@ -177,11 +195,19 @@ def choose_source(store: Any, wanted: str) -> tuple[str, str]:
     return wanted, f"kg_source={wanted!r} was requested ({n} {wanted} entities)"
 
 
-def search_chunks(store: Any, vector: np.ndarray, text: str, k: int, p: KGInfusedParams) -> list[tuple[str, float]]:
-    """Top-k chunk ids for a query, best first, by the configured passage search."""
-    if p.passage_search == "dense":
+def passage_search_mode(p: KGInfusedParams, embedder_id: str) -> str:
+    """The passage search a run uses: ``passage_search``, with 'auto' resolved for the embedder."""
+    if p.passage_search != "auto":
+        return p.passage_search
+    return "bm25" if is_hashing(embedder_id) else "hybrid"
+
+
+def search_chunks(store: Any, vector: np.ndarray, text: str, k: int, p: KGInfusedParams,
+                  mode: str) -> list[tuple[str, float]]:
+    """Top-k chunk ids for a query, best first, by ``mode`` (``passage_search_mode``)."""
+    if mode == "dense":
         return list(store.vector_search("Chunk", vector, k))
-    if p.passage_search == "bm25":
+    if mode == "bm25":
         return list(store.fts_search(text, k, table="Chunk"))
     pool = max(2 * k, 20)  # fuse deeper lists than we keep, or RRF only reorders the dense top-k
     dense = [c for c, _ in store.vector_search("Chunk", vector, pool)]
@@ -213,7 +239,7 @@ class KGInfusedRAG:
     name: ClassVar[str] = "kg-infused"
     title: ClassVar[str] = "KG-Infused RAG"
     paper: ClassVar[str] = "003"
-    budget_param: ClassVar[str | None] = None  # stops at its note (+ k_p passages); the answer step caps at B
+    budget_param: ClassVar[str | None] = "budget_tokens"  # 0 (default) = stops at its note, as in the paper
     Params: ClassVar[type] = KGInfusedParams
     presets: ClassVar[dict[str, Any]] = {
         "paper": KGInfusedParams(passage_search="dense"),
@@ -230,9 +256,11 @@ class KGInfusedRAG:
         self._spread(question, qv, store, embedder, origin, p, memory, tracer)
         summary = self._summarize(question, memory, tracer)
         expanded = self._expand(question, summary, memory, tracer)
-        passages = self._dual_retrieval(question, qv, expanded, store, embedder, p, tracer)
+        passages, rankings = self._dual_retrieval(question, qv, expanded, store, embedder, p, tracer)
         note = self._passage_note(question, expanded, passages, p, tracer)
         kg_note = self._kg_note(question, note, summary, memory, tracer)
+        if p.budget_tokens:
+            passages = passages + self._fill_budget(kg_note, passages, rankings, store, p, tracer)
         return self._context(kg_note, passages, memory, origin, p, tracer,
                              notes={"kg_source": origin, "kg_source_reason": why, "subgraph_summary": summary,
                                     "expanded_query": expanded, "passage_note": note, "kg_note": kg_note})
@@ -431,15 +459,19 @@ class KGInfusedRAG:
 
     # -- 6: dual retrieval ----------------------------------------------------------------------
     def _dual_retrieval(self, question: str, qv: np.ndarray, expanded: str, store: Any, embedder: Any,
-                        p: KGInfusedParams, tracer: Tracer) -> list[dict[str, Any]]:
+                        p: KGInfusedParams, tracer: Tracer) -> tuple[list[dict[str, Any]], tuple[list[str], list[str]]]:
+        """The k_p passages (App. C.2), and the two rankings (question, expanded query) they came from:
+        k_p deep, or deep enough to fill ``budget_tokens`` when it is set."""
         half = p.k_p // 2
         if not reads.count_nodes(store, "Chunk"):
             tracer.step("seed", "Dual retrieval skipped", "the database holds no passages (only a KG was imported): "
                         "the notes are built from the KG facts alone", data={"skipped": True, "k_p": p.k_p})
-            return []
-        q_hits = search_chunks(store, qv, question, half, p)
+            return [], ([], [])
+        depth = max(p.k_p, p.budget_tokens // BUDGET_TOKENS_PER_HIT)
+        mode = passage_search_mode(p, str(getattr(embedder, "id", "")))
+        q_hits = search_chunks(store, qv, question, depth if p.budget_tokens else half, p, mode)
         ev = np.asarray(embedder.embed([expanded]), dtype=np.float32)[0]
-        q2_hits = search_chunks(store, ev, expanded, p.k_p, p)
+        q2_hits = search_chunks(store, ev, expanded, depth, p, mode)
         split = dual_retrieve(q_hits, q2_hits, p.k_p)
         merged = split["question"] + split["expanded"]
         info = {r["id"]: r for r in reads.chunks(store, merged + split["duplicates"] + split["unused"])} if merged else {}
@@ -454,16 +486,45 @@ class KGInfusedRAG:
         tracer.step("seed", "Dual retrieval (question + expanded query)",
                     f"{len(split['question'])} passages for the question, {len(split['expanded'])} new ones for the "
                     f"expanded query; {len(split['duplicates'])} of the expanded query's top {p.k_p} were already "
-                    f"retrieved (App. C.2)" + (f"; {short} short of k_p={p.k_p}: the expanded query found no "
+                    f"retrieved (App. C.2); search: {mode}"
+                    + (f" (passage_search 'auto' with the {getattr(embedder, 'id', '')} embedder, ours)"
+                       if p.passage_search == "auto" else "")
+                    + (f"; {short} short of k_p={p.k_p}: the expanded query found no "
                                                f"more new passages" if short > 0 else ""),
                     nodes=[ref(c, "chosen") for c in merged] + [ref(c, "rejected") for c in split["duplicates"]]
                     + [ref(c, "candidate") for c in split["unused"]],
                     scores=scores,
                     data={"question_passages": split["question"], "expanded_passages": split["expanded"],
                           "duplicates": split["duplicates"], "unused": split["unused"], "k_p": p.k_p,
-                          "search": p.passage_search, "expanded_query": expanded})
-        return [{"id": c, "title": str((info.get(c) or {}).get("title") or ""), "text": str(info[c]["text"]),
-                 "score": scores.get(c)} for c in merged if c in info]
+                          "search": mode, "passage_search": p.passage_search, "expanded_query": expanded})
+        passages = [{"id": c, "title": str((info.get(c) or {}).get("title") or ""), "text": str(info[c]["text"]),
+                     "score": scores.get(c)} for c in merged if c in info]
+        return passages, ([c for c, _ in q_hits], [c for c, _ in q2_hits])
+
+    # -- 9: equal budget (ours) -----------------------------------------------------------------
+    def _fill_budget(self, kg_note: str, passages: list[dict[str, Any]], rankings: tuple[list[str], list[str]],
+                     store: Any, p: KGInfusedParams, tracer: Tracer) -> list[dict[str, Any]]:
+        """Passages past k_p: the question's ranking, then the expanded query's, each filling half of
+        the room ``budget_tokens`` leaves after the note and the k_p passages (skip-and-continue)."""
+        taken = {x["id"] for x in passages}
+        room = p.budget_tokens - count_tokens(kg_note) - sum(count_tokens(x["text"]) for x in passages)
+        q_rank, q2_rank = ([c for c in r if c not in taken] for r in rankings)
+        info = {r["id"]: r for r in reads.chunks(store, list(dict.fromkeys(q_rank + q2_rank)))}
+        sized = lambda ids: [(c, count_tokens(str(info[c]["text"]))) for c in ids if c in info]  # noqa: E731
+        q_fit = skip_and_continue(sized(q_rank), max(room, 0) // 2)
+        rest = [c for c in q2_rank if c not in set(q_fit.kept)]
+        q2_fit = skip_and_continue(sized(rest), max(room, 0) - q_fit.used)
+        extra = q_fit.kept + q2_fit.kept
+        tracer.step("seed", f"Equal budget: passages past k_p (budget_tokens={p.budget_tokens}, ours)",
+                    f"{max(room, 0)} tokens left after the note and the {len(passages)} passages: "
+                    f"{len(q_fit.kept)} more for the question ({q_fit.used} tokens), {len(q2_fit.kept)} more for the "
+                    f"expanded query ({q2_fit.used} tokens); the paper stops at k_p={p.k_p} and the note",
+                    nodes=[NodeRef(c, "Chunk", "chosen", f"{info[c]['title']} · c{info[c]['ord']}") for c in extra],
+                    data={"budget_tokens": p.budget_tokens, "room": max(room, 0), "question_extra": q_fit.kept,
+                          "expanded_extra": q2_fit.kept, "question_tokens": q_fit.used,
+                          "expanded_tokens": q2_fit.used})
+        return [{"id": c, "title": str(info[c].get("title") or ""), "text": str(info[c]["text"]), "score": None}
+                for c in extra]
 
     # -- 7: notes -------------------------------------------------------------------------------
     def _passage_note(self, question: str, expanded: str, passages: list[dict[str, Any]], p: KGInfusedParams,
@@ -498,15 +559,17 @@ class KGInfusedRAG:
         items: list[ContextItem] = []
         if kg_note.strip():
             items.append(ContextItem(NOTE_ID, "note", kg_note, None, count_tokens(kg_note), "KG-augmented note"))
-        if p.context_passages:
+        if p.context_passages or p.budget_tokens:
             items += [ContextItem(x["id"], "chunk", x["text"], x["score"], count_tokens(x["text"]), x["title"])
                       for x in passages]
+        if p.context_passages:
             items += [ContextItem(f.id, "triple", f.sentence, f.score, count_tokens(f.sentence), f.chunk_id or origin)
                       for f in memory.triples if f.in_store]
         entity_ids = list(dict.fromkeys([e for e in memory.activated]
                                         + [x for f in memory.triples for x in (f.subject_id, f.object_id)]))
         node_ids = [x["id"] for x in passages] + [f.id for f in memory.triples if f.in_store] + entity_ids
-        tracer.step("context", "Context: the KG-augmented note" + (" + passages + triples" if p.context_passages else ""),
+        tracer.step("context", "Context: the KG-augmented note" + (" + passages + triples" if p.context_passages else
+                                                                  " + passages (equal budget)" if p.budget_tokens else ""),
                     f"{len(items)} items, {sum(i.n_tokens for i in items)} tokens; built from {len(passages)} passages "
                     f"and {len(memory.triples)} KG triples ({origin} KG)",
                     nodes=[NodeRef(x["id"], "Chunk", "context", x["title"]) for x in passages]

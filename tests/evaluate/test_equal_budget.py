@@ -25,7 +25,7 @@ from kgviz.run import Run
 B = 300
 BUDGETED = {"text-rag": "budget_tokens", "kg-rag": "max_context_tokens", "ket-rag": "context_limit",
             "keyword-rag": "context_limit", "skeleton-rag": "context_limit", "ket-full": "context_limit",
-            "bm25": "budget_tokens", "dense": "budget_tokens"}
+            "bm25": "budget_tokens", "dense": "budget_tokens", "kg-infused": "budget_tokens"}
 
 
 class Capture:

@@ -395,9 +395,57 @@ def test_offline_run_activates_the_chain_and_builds_a_note(film_store, emb) -> N
 
 def test_context_passages_option_adds_passages_and_triples(film_store, emb) -> None:
     store, _ = film_store
-    out, _ = run(store, OfflineLLM(), "Where was the director of Forbidden Ground born?", emb, context_passages=True)
+    out, _ = run(store, OfflineLLM(), "Where was the director of Forbidden Ground born?", emb, context_passages=True,
+                 passage_search="hybrid")  # BM25 ('auto' with hashing) finds fewer than k_p in six tiny passages
     kinds = [i.kind for i in out.items]
     assert kinds[0] == "note" and kinds.count("chunk") == 6 and "triple" in kinds
+
+
+def test_auto_passage_search_is_bm25_with_hashing_and_hybrid_with_a_neural_embedder(film_store, emb) -> None:
+    store, _ = film_store
+    _, steps = run(store, OfflineLLM(), "Where was the director of Forbidden Ground born?", emb)
+    dual = next(s for s in steps if s.title.startswith("Dual retrieval"))
+    assert dual.data["search"] == "bm25" and dual.data["passage_search"] == "auto"
+    assert "passage_search 'auto' with the hashing" in dual.detail
+    p = M.KGInfusedParams()
+    assert M.passage_search_mode(p, "hashing-768") == "bm25"
+    assert M.passage_search_mode(p, "fastembed:sentence-transformers/all-MiniLM-L6-v2") == "hybrid"
+    assert M.passage_search_mode(M.KGInfusedParams(passage_search="dense"), "hashing-768") == "dense"
+
+
+def test_default_context_is_the_note_and_the_method_declares_no_own_answer_budget(film_store, emb) -> None:
+    from kgviz.run import context_budget
+    store, _ = film_store
+    out, steps = run(store, OfflineLLM(), "Where was the director of Forbidden Ground born?", emb)
+    assert [i.kind for i in out.items] == ["note"]
+    assert not any(s.title.startswith("Equal budget") for s in steps)
+    assert context_budget(M.KGInfusedRAG(), M.KGInfusedParams()) is None  # 0 = stop at the note (the paper)
+    assert context_budget(M.KGInfusedRAG(), M.KGInfusedParams(budget_tokens=900)) == (900, "budget_tokens")
+
+
+@pytest.mark.parametrize("budget", [10_000, 120])
+def test_budget_tokens_fills_the_budget_past_k_p_with_both_rankings(film_store, emb, budget: int) -> None:
+    store, _ = film_store
+    q = "Where was the director of Forbidden Ground born?"
+    paper, _ = run(store, OfflineLLM(), q, emb, k_p=2, passage_search="hybrid")
+    out, steps = run(store, OfflineLLM(), q, emb, k_p=2, passage_search="hybrid", budget_tokens=budget)
+    fill = next(s for s in steps if s.title.startswith("Equal budget"))
+    dual = next(s for s in steps if s.title.startswith("Dual retrieval"))
+    kinds = [i.kind for i in out.items]
+    assert kinds[0] == "note" and set(kinds[1:]) == {"chunk"}
+    assert out.items[0].text == paper.items[0].text  # the note is the paper's, from the k_p passages
+    ids = [i.id for i in out.items[1:]]
+    first = dual.data["question_passages"] + dual.data["expanded_passages"]
+    assert ids[: len(first)] == first and len(ids) == len(set(ids))  # the k_p passages first, then new ones only
+    extra = fill.data["question_extra"] + fill.data["expanded_extra"]
+    assert ids[len(first):] == extra
+    assert fill.data["room"] == max(0, budget - sum(i.n_tokens for i in out.items[: 1 + len(first)]))
+    assert fill.data["question_tokens"] <= fill.data["room"] // 2
+    assert sum(i.n_tokens for i in out.items) <= max(budget, sum(i.n_tokens for i in out.items[: 1 + len(first)]))
+    if budget == 10_000:  # room for everything: the six passages, each once
+        assert len(ids) == len(FILM_CHUNKS) and fill.data["question_extra"] and fill.data["expanded_extra"] is not None
+    else:
+        assert len(ids) < len(FILM_CHUNKS)
 
 
 def test_llm_without_selection_skips_the_kg_stages_visibly(film_store, emb) -> None:

@@ -17,7 +17,7 @@ from kgviz.methods.text_rag import TextRagParams
 
 def test_choice_fields_declare_their_values_as_literal_types() -> None:
     assert param_choices(KGRetrieverParams, "strategy") == ("one-hop", "attentive", "multi-hop")
-    assert param_choices(KGInfusedParams, "passage_search") == ("hybrid", "dense", "bm25")
+    assert param_choices(KGInfusedParams, "passage_search") == ("auto", "hybrid", "dense", "bm25")
     assert param_choices(KetRagParams, "pool_mode") == ("paper", "code")
     assert param_choices(TextRagParams, "top_k") == ()
 
