@@ -32,6 +32,11 @@ SHOWN_REJECTED = 25  # ours: rejected candidates listed per step (the data count
 # the pool may seed every keyword (hundreds): drawing them all hides the graph; data["seeded_total"]
 # counts them all, and retrieval uses them all
 SHOWN_SEED_KEYWORDS = 25
+# ours: in the text-unit step, links drawn from each chunk that gave a chosen text unit to the
+# entities / relationships it is linked to (chosen relationships first, then seeds, then the other
+# ends reached one hop out). Drawing every link (a hundred on the sample) hid the chosen units;
+# data["links"] keeps them all
+SHOWN_LINKS_PER_CHUNK = 2
 _EPS = 1e-9
 
 
@@ -288,9 +293,14 @@ class _KetEngine:
         shown = chosen + over[:SHOWN_REJECTED]
         chunks_shown = sorted({units[u] for u in shown})
         used_chunks = {units[u] for u in chosen}
-        edges = [EdgeRef(x, c, "FROM_CHUNK", "chosen" if c in used_chunks else "candidate") if x in rel_rows
-                 else EdgeRef(c, x, "MENTIONS", "chosen" if c in used_chunks else "candidate")
-                 for c in chunks_shown for x in sorted(linked.get(c, ()))]
+        seed_set = set(seeds)
+
+        def link_rank(x: str) -> tuple[int, str]:
+            return (0 if x in rel_rows else 1 if x in seed_set else 2, x)
+        drawn = {c: sorted(linked.get(c, ()), key=link_rank)[:SHOWN_LINKS_PER_CHUNK] for c in chunks_shown
+                 if c in used_chunks}
+        edges = [EdgeRef(x, c, "FROM_CHUNK", "chosen") if x in rel_rows else EdgeRef(c, x, "MENTIONS", "chosen")
+                 for c, xs in drawn.items() for x in xs]
         if table == "SubChunk":
             edges += [EdgeRef(u, units[u], "SUB_CHUNK_OF", "chosen" if u in chosen else "rejected") for u in shown]
         self.tracer.step(
@@ -304,12 +314,15 @@ class _KetEngine:
             f"Skeleton channel total: {ch.used} of {budget} tokens",
             nodes=[NodeRef(u, table, "chosen" if u in chosen else "rejected",
                            f"{title.get(units[u], '')} · {u.rsplit('#', 1)[-1]}", cos[u]) for u in shown]
-            + ([NodeRef(c, "Chunk", "candidate", f"{title.get(c, '')} · {c.rsplit('#', 1)[-1]}") for c in chunks_shown]
+            + ([NodeRef(c, "Chunk", "chosen" if c in used_chunks else "rejected",
+                        f"{title.get(c, '')} · {c.rsplit('#', 1)[-1]}") for c in chunks_shown]
                if table == "SubChunk" else []),
             edges=edges,
             scores={u: lexical[u] if lexical else float(len(linked.get(units[u], ()))) for u in shown},
             data={"channel": "skeleton", "used": ch.used, "budget": budget, "text_budget": text_room,
-                  "items": [i.id for i in ch.items], "n_candidates": len(units)})
+                  "items": [i.id for i in ch.items], "n_candidates": len(units),
+                  "links": {c: sorted(linked.get(c, ())) for c in chunks_shown},
+                  "links_drawn_per_chunk": SHOWN_LINKS_PER_CHUNK})
 
     def _one_hop_out(self, seeds: list[str], rels: list[str], rel_rows: dict[str, dict[str, Any]],
                      linked: dict[str, set[str]], scope: _Skeleton) -> int:

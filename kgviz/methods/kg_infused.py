@@ -66,6 +66,7 @@ from kgviz.text import count_tokens
 
 
 NOTE_ID = "note:kg-infused"
+Hits = list[tuple[str, float]]  # (chunk id, score), best first
 BUDGET_TOKENS_PER_HIT = 25  # ours: with budget_tokens B, rankings are read B/25 passages deep (short passages)
 KgSource = Literal["curated", "corpus", "auto"]
 PassageSearch = Literal["auto", "hybrid", "dense", "bm25"]
@@ -459,7 +460,7 @@ class KGInfusedRAG:
 
     # -- 6: dual retrieval ----------------------------------------------------------------------
     def _dual_retrieval(self, question: str, qv: np.ndarray, expanded: str, store: Any, embedder: Any,
-                        p: KGInfusedParams, tracer: Tracer) -> tuple[list[dict[str, Any]], tuple[list[str], list[str]]]:
+                        p: KGInfusedParams, tracer: Tracer) -> tuple[list[dict[str, Any]], tuple[Hits, Hits]]:
         """The k_p passages (App. C.2), and the two rankings (question, expanded query) they came from:
         k_p deep, or deep enough to fill ``budget_tokens`` when it is set."""
         half = p.k_p // 2
@@ -499,16 +500,18 @@ class KGInfusedRAG:
                           "search": mode, "passage_search": p.passage_search, "expanded_query": expanded})
         passages = [{"id": c, "title": str((info.get(c) or {}).get("title") or ""), "text": str(info[c]["text"]),
                      "score": scores.get(c)} for c in merged if c in info]
-        return passages, ([c for c, _ in q_hits], [c for c, _ in q2_hits])
+        return passages, (q_hits, q2_hits)
 
     # -- 9: equal budget (ours) -----------------------------------------------------------------
-    def _fill_budget(self, kg_note: str, passages: list[dict[str, Any]], rankings: tuple[list[str], list[str]],
+    def _fill_budget(self, kg_note: str, passages: list[dict[str, Any]], rankings: tuple[Hits, Hits],
                      store: Any, p: KGInfusedParams, tracer: Tracer) -> list[dict[str, Any]]:
         """Passages past k_p: the question's ranking, then the expanded query's, each filling half of
         the room ``budget_tokens`` leaves after the note and the k_p passages (skip-and-continue)."""
         taken = {x["id"] for x in passages}
         room = p.budget_tokens - count_tokens(kg_note) - sum(count_tokens(x["text"]) for x in passages)
-        q_rank, q2_rank = ([c for c in r if c not in taken] for r in rankings)
+        q_rank, q2_rank = ([c for c, _ in r if c not in taken] for r in rankings)
+        scores = {c: float(x) for c, x in rankings[1]}
+        scores.update({c: float(x) for c, x in rankings[0]})  # as in the dual retrieval step
         info = {r["id"]: r for r in reads.chunks(store, list(dict.fromkeys(q_rank + q2_rank)))}
         sized = lambda ids: [(c, count_tokens(str(info[c]["text"]))) for c in ids if c in info]  # noqa: E731
         q_fit = skip_and_continue(sized(q_rank), max(room, 0) // 2)
@@ -519,12 +522,14 @@ class KGInfusedRAG:
                     f"{max(room, 0)} tokens left after the note and the {len(passages)} passages: "
                     f"{len(q_fit.kept)} more for the question ({q_fit.used} tokens), {len(q2_fit.kept)} more for the "
                     f"expanded query ({q2_fit.used} tokens); the paper stops at k_p={p.k_p} and the note",
-                    nodes=[NodeRef(c, "Chunk", "chosen", f"{info[c]['title']} · c{info[c]['ord']}") for c in extra],
+                    nodes=[NodeRef(c, "Chunk", "chosen", f"{info[c]['title']} · c{info[c]['ord']}", scores.get(c))
+                           for c in extra],
+                    scores={c: scores[c] for c in extra if c in scores},
                     data={"budget_tokens": p.budget_tokens, "room": max(room, 0), "question_extra": q_fit.kept,
                           "expanded_extra": q2_fit.kept, "question_tokens": q_fit.used,
                           "expanded_tokens": q2_fit.used})
-        return [{"id": c, "title": str(info[c].get("title") or ""), "text": str(info[c]["text"]), "score": None}
-                for c in extra]
+        return [{"id": c, "title": str(info[c].get("title") or ""), "text": str(info[c]["text"]),
+                 "score": scores.get(c)} for c in extra]
 
     # -- 7: notes -------------------------------------------------------------------------------
     def _passage_note(self, question: str, expanded: str, passages: list[dict[str, Any]], p: KGInfusedParams,

@@ -151,3 +151,30 @@ def test_lexical_skeleton_text_units_reach_one_hop_out(ket_kg: FixtureGraph, mat
     else:
         assert "Valencia" not in titles and "Mediterranean Sea" not in texts
         assert "one hop out" not in units.detail
+
+
+def test_text_unit_step_draws_few_links_per_chosen_chunk_and_keeps_them_all_in_data(ket_kg: FixtureGraph) -> None:
+    """Every link of every chunk made the step unreadable once one hop out added chunks: only the
+    chunks that gave a chosen unit get link edges, at most SHOWN_LINKS_PER_CHUNK each, relationships
+    first; data['links'] lists them all."""
+    from kgviz.methods.ket_channels import SHOWN_LINKS_PER_CHUNK
+    from kgviz.methods.ket_rag import SkeletonRag, SkeletonRagParams
+
+    q = "On which sea lies the city where Marta Ruiz was born?"
+    tracer = Tracer(ket_kg.ctx.reasoner)
+    SkeletonRag().retrieve(q, ket_kg.ctx, SkeletonRagParams(context_limit=2000, entity_match="lexical"), tracer)
+    units = tracer.steps[-1]
+    chunk_of = {e.source: e.target for e in units.edges if e.rel == "SUB_CHUNK_OF"}
+    chosen_units = {n.id for n in units.nodes if n.table == "SubChunk" and n.role == "chosen"}
+    used = {chunk_of[u] for u in chosen_units}
+    links: dict[str, list[str]] = {}
+    for e in units.edges:
+        if e.rel == "MENTIONS":
+            links.setdefault(e.source, []).append(e.target)
+        elif e.rel == "FROM_CHUNK":
+            links.setdefault(e.target, []).append(e.source)
+    assert links and set(links) <= used
+    assert all(len(xs) <= SHOWN_LINKS_PER_CHUNK for xs in links.values())
+    assert all(set(xs) <= set(units.data["links"][c]) for c, xs in links.items())
+    assert sum(len(v) for v in units.data["links"].values()) > sum(len(v) for v in links.values())
+    assert {n.role for n in units.nodes if n.table == "Chunk"} <= {"chosen", "rejected"}

@@ -439,6 +439,7 @@ def test_budget_tokens_fills_the_budget_past_k_p_with_both_rankings(film_store, 
     assert ids[: len(first)] == first and len(ids) == len(set(ids))  # the k_p passages first, then new ones only
     extra = fill.data["question_extra"] + fill.data["expanded_extra"]
     assert ids[len(first):] == extra
+    assert all(n.score is not None for n in fill.nodes) and all(i.score is not None for i in out.items[1:])
     assert fill.data["room"] == max(0, budget - sum(i.n_tokens for i in out.items[: 1 + len(first)]))
     assert fill.data["question_tokens"] <= fill.data["room"] // 2
     assert sum(i.n_tokens for i in out.items) <= max(budget, sum(i.n_tokens for i in out.items[: 1 + len(first)]))
