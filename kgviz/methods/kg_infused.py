@@ -468,11 +468,15 @@ class KGInfusedRAG:
             tracer.step("seed", "Dual retrieval skipped", "the database holds no passages (only a KG was imported): "
                         "the notes are built from the KG facts alone", data={"skipped": True, "k_p": p.k_p})
             return [], ([], [])
-        depth = max(p.k_p, p.budget_tokens // BUDGET_TOKENS_PER_HIT)
         mode = passage_search_mode(p, str(getattr(embedder, "id", "")))
-        q_hits = search_chunks(store, qv, question, depth if p.budget_tokens else half, p, mode)
+        q_hits = search_chunks(store, qv, question, half, p, mode)
         ev = np.asarray(embedder.embed([expanded]), dtype=np.float32)[0]
-        q2_hits = search_chunks(store, ev, expanded, depth, p, mode)
+        q2_hits = search_chunks(store, ev, expanded, p.k_p, p, mode)
+        rankings = (q_hits, q2_hits)
+        if p.budget_tokens:  # read deeper for the budget; the k_p split above stays the paper's (RRF depends on depth)
+            depth = max(p.k_p, p.budget_tokens // BUDGET_TOKENS_PER_HIT)
+            rankings = (search_chunks(store, qv, question, depth, p, mode),
+                        search_chunks(store, ev, expanded, depth, p, mode))
         split = dual_retrieve(q_hits, q2_hits, p.k_p)
         merged = split["question"] + split["expanded"]
         info = {r["id"]: r for r in reads.chunks(store, merged + split["duplicates"] + split["unused"])} if merged else {}
@@ -500,7 +504,7 @@ class KGInfusedRAG:
                           "search": mode, "passage_search": p.passage_search, "expanded_query": expanded})
         passages = [{"id": c, "title": str((info.get(c) or {}).get("title") or ""), "text": str(info[c]["text"]),
                      "score": scores.get(c)} for c in merged if c in info]
-        return passages, (q_hits, q2_hits)
+        return passages, rankings
 
     # -- 9: equal budget (ours) -----------------------------------------------------------------
     def _fill_budget(self, kg_note: str, passages: list[dict[str, Any]], rankings: tuple[Hits, Hits],
