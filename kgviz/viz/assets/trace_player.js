@@ -118,13 +118,35 @@
     ids.forEach(function (k) { x += D.nodes[k].x; y += D.nodes[k].y; });
     return {x: x / ids.length, y: y / ids.length};
   }
-  function inView(ids) {
-    var w = box.clientWidth, h = box.clientHeight;
-    var a = network.DOMtoCanvas({x: 40, y: 30}), b = network.DOMtoCanvas({x: w - 40, y: h - 20});
-    return ids.every(function (k) {
+  // the view's inner box in DOM px (labels near the border get clipped): left, top, right, bottom
+  function innerBox() { return [40, 30, box.clientWidth - 40, box.clientHeight - 20]; }
+  function countInView(ids) {
+    var r = innerBox();
+    var a = network.DOMtoCanvas({x: r[0], y: r[1]}), b = network.DOMtoCanvas({x: r[2], y: r[3]});
+    return ids.filter(function (k) {
       var p = D.nodes[k];
       return p.x >= a.x && p.x <= b.x && p.y >= a.y && p.y <= b.y;
+    }).length;
+  }
+  function inView(ids) { return countInView(ids) === ids.length; }
+  // where to look when ids do not fit at scale s: the window of the view's size that holds the most
+  // of them (windows centred on each node; ties: nearest the centroid), centred on what it holds.
+  // Centring on the centroid of a spread-out step could show none of its nodes.
+  function densest(ids, s) {
+    var r = innerBox(), hw = (r[2] - r[0]) / 2 / s, hh = (r[3] - r[1]) / 2 / s;
+    var c = centroid(ids), best = null, bestN = -1, bestD = 0;
+    ids.forEach(function (k) {
+      var p = D.nodes[k];
+      var inside = ids.filter(function (j) {
+        var q = D.nodes[j];
+        return Math.abs(q.x - p.x) <= hw && Math.abs(q.y - p.y) <= hh;
+      });
+      var d = (p.x - c.x) * (p.x - c.x) + (p.y - c.y) * (p.y - c.y);
+      if (inside.length > bestN || (inside.length === bestN && d < bestD)) { best = inside; bestN = inside.length; bestD = d; }
     });
+    var xs = best.map(function (k) { return D.nodes[k].x; }), ys = best.map(function (k) { return D.nodes[k].y; });
+    return {x: (Math.min.apply(null, xs) + Math.max.apply(null, xs)) / 2,
+            y: (Math.min.apply(null, ys) + Math.max.apply(null, ys)) / 2};
   }
   function shownIds() { return nodes.getIds({filter: function (n) { return !n.hidden; }}); }
   function fitTo(ids, clamp) {
@@ -133,7 +155,10 @@
     if (!clamp) { return; }
     var s = network.getScale(), lo = D.minLabelPx / D.font;
     if (s < lo || s > D.maxScale) {
-      network.moveTo({position: centroid(ids), scale: Math.min(D.maxScale, Math.max(lo, s)), animation: false});
+      var scale = Math.min(D.maxScale, Math.max(lo, s));
+      // too many to fit legibly: show the densest part of the step, its chosen nodes first
+      var part = s < lo && key.length ? key : ids;
+      network.moveTo({position: s < lo ? densest(part, scale) : centroid(ids), scale: scale, animation: false});
     }
   }
   function follow(animate) {
@@ -144,7 +169,7 @@
     var target = key.length && !inView(key) ? key : (key.length ? null : focus);
     if (!target) { return; }
     // keep the user's zoom: only pan, so Next never changes the scale
-    network.moveTo({position: centroid(target), scale: network.getScale(),
+    network.moveTo({position: densest(target, network.getScale()), scale: network.getScale(),
                     animation: animate ? {duration: D.panMs, easingFunction: "easeInOutQuad"} : false});
   }
 
@@ -261,6 +286,8 @@
     step: function () { return cur + 1; },
     playing: function () { return timer !== null; },
     focus: function () { return focus.slice(); },
+    // how many of the step's chosen / seed / context nodes are inside the view, of how many
+    keyInView: function () { return [countInView(key), key.length]; },
     // on-screen px of the smallest current-step label: zoom × font size (vis-network canvas units)
     labelPx: function () { return network.getScale() * D.font; }
   };
