@@ -512,24 +512,26 @@ class KGInfusedRAG:
         """Passages past k_p: the question's ranking, then the expanded query's, each filling half of
         the room ``budget_tokens`` leaves after the note and the k_p passages (skip-and-continue)."""
         taken = {x["id"] for x in passages}
-        room = p.budget_tokens - count_tokens(kg_note) - sum(count_tokens(x["text"]) for x in passages)
+        room = max(0, p.budget_tokens - count_tokens(kg_note) - sum(count_tokens(x["text"]) for x in passages))
         q_rank, q2_rank = ([c for c, _ in r if c not in taken] for r in rankings)
         scores = {c: float(x) for c, x in rankings[1]}
         scores.update({c: float(x) for c, x in rankings[0]})  # as in the dual retrieval step
         info = {r["id"]: r for r in reads.chunks(store, list(dict.fromkeys(q_rank + q2_rank)))}
-        sized = lambda ids: [(c, count_tokens(str(info[c]["text"]))) for c in ids if c in info]  # noqa: E731
-        q_fit = skip_and_continue(sized(q_rank), max(room, 0) // 2)
-        rest = [c for c in q2_rank if c not in set(q_fit.kept)]
-        q2_fit = skip_and_continue(sized(rest), max(room, 0) - q_fit.used)
+
+        def sized(ids: list[str]) -> list[tuple[str, int]]:
+            return [(c, count_tokens(str(info[c]["text"]))) for c in ids if c in info]
+        q_fit = skip_and_continue(sized(q_rank), room // 2)
+        kept = set(q_fit.kept)
+        q2_fit = skip_and_continue(sized([c for c in q2_rank if c not in kept]), room - q_fit.used)
         extra = q_fit.kept + q2_fit.kept
         tracer.step("seed", f"Equal budget: passages past k_p (budget_tokens={p.budget_tokens}, ours)",
-                    f"{max(room, 0)} tokens left after the note and the {len(passages)} passages: "
+                    f"{room} tokens left after the note and the {len(passages)} passages: "
                     f"{len(q_fit.kept)} more for the question ({q_fit.used} tokens), {len(q2_fit.kept)} more for the "
                     f"expanded query ({q2_fit.used} tokens); the paper stops at k_p={p.k_p} and the note",
                     nodes=[NodeRef(c, "Chunk", "chosen", f"{info[c]['title']} · c{info[c]['ord']}", scores.get(c))
                            for c in extra],
                     scores={c: scores[c] for c in extra if c in scores},
-                    data={"budget_tokens": p.budget_tokens, "room": max(room, 0), "question_extra": q_fit.kept,
+                    data={"budget_tokens": p.budget_tokens, "room": room, "question_extra": q_fit.kept,
                           "expanded_extra": q2_fit.kept, "question_tokens": q_fit.used,
                           "expanded_tokens": q2_fit.used})
         return [{"id": c, "title": str(info[c].get("title") or ""), "text": str(info[c]["text"]),
