@@ -321,8 +321,27 @@ class _KetEngine:
             scores={u: lexical[u] if lexical else float(len(linked.get(units[u], ()))) for u in shown},
             data={"channel": "skeleton", "used": ch.used, "budget": budget, "text_budget": text_room,
                   "items": [i.id for i in ch.items], "n_candidates": len(units),
-                  "links": {c: sorted(linked.get(c, ())) for c in chunks_shown},
+                  "links": self._link_labels({c: sorted(linked.get(c, ()), key=link_rank) for c in chunks_shown},
+                                             rel_rows),
                   "links_drawn_per_chunk": SHOWN_LINKS_PER_CHUNK})
+
+    def _link_labels(self, links: dict[str, list[str]], rel_rows: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+        """Each chunk's links as a reader names them (the step panel shows them): a relationship as
+        'subject — relation — object', an entity by its name."""
+        names: dict[str, str] = {}
+        for r in rel_rows.values():
+            names.setdefault(r["s"], str(r.get("sname") or r["s"]))
+            names.setdefault(r["o"], str(r.get("oname") or r["o"]))
+        rest = sorted({x for xs in links.values() for x in xs if x not in rel_rows and x not in names
+                       and _end_table(x) == "Entity"})
+        names.update({r["id"]: str(r["name"] or r["id"]) for r in reads.entities(self.store, rest)} if rest else {})
+
+        def label(x: str) -> str:
+            r = rel_rows.get(x)
+            if r is None:
+                return names.get(x, x)
+            return f"{names.get(r['s'], r['s'])} — {r.get('relation') or 'related to'} — {names.get(r['o'], r['o'])}"
+        return {c: [label(x) for x in xs] for c, xs in links.items()}
 
     def _one_hop_out(self, seeds: list[str], rels: list[str], rel_rows: dict[str, dict[str, Any]],
                      linked: dict[str, set[str]], scope: _Skeleton) -> int:

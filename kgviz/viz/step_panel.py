@@ -19,7 +19,7 @@ MARKS: dict[str, str] = {"chosen": "✓ chosen", "rejected": "✗ rejected", "ca
                          "seed": "seed", "context": "in context"}
 # data keys whose per-node numbers explain a choice, with a reader's name (others keep their key)
 DATA_COLUMNS: dict[str, str] = {"w": "weight w", "cosine": "cosine", "hop": "hop", "triple_cosine": "fact cosine",
-                                "ranks": "ranks"}
+                                "ranks": "ranks", "links": "linked to"}
 _RAW_LIMIT = 20_000  # characters of the step's raw JSON kept in the page
 _PROMPT_LIMIT = 30_000
 

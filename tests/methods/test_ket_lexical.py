@@ -175,6 +175,10 @@ def test_text_unit_step_draws_few_links_per_chosen_chunk_and_keeps_them_all_in_d
             links.setdefault(e.target, []).append(e.source)
     assert links and set(links) <= used
     assert all(len(xs) <= SHOWN_LINKS_PER_CHUNK for xs in links.values())
-    assert all(set(xs) <= set(units.data["links"][c]) for c, xs in links.items())
-    assert sum(len(v) for v in units.data["links"].values()) > sum(len(v) for v in links.values())
+    listed = units.data["links"]  # every link, as the panel names them
+    assert all(len(xs) <= len(listed[c]) for c, xs in links.items())
+    assert sum(len(v) for v in listed.values()) > sum(len(v) for v in links.values())
+    labels = [x for v in listed.values() for x in v]
+    assert "Marta Ruiz" in labels and any(" — " in x and "Valencia" in x for x in labels)
+    assert not any(x.startswith(("ent:", "tri:")) for x in labels)  # names, not ids
     assert {n.role for n in units.nodes if n.table == "Chunk"} <= {"chosen", "rejected"}
