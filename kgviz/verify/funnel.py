@@ -12,6 +12,8 @@ answer? The first "no" names the failure:
                                  related to it (within ``related_hops`` of a gold node)
 * ``retrieval/traversal miss``   the method started near it but did not retrieve it
 * ``context truncation``         retrieved, but cut by the answer step's token budget
+* ``abstained``                  in the kept context, yet the answer step said it cannot answer
+                                 ("insufficient information"; kgviz.claims.is_abstention)
 * ``generation error``           in the kept context, yet the answer is wrong
 * ``no retrieval``               the no-retrieval baseline (no context by design)
 * ``method failed``              the run ended with an error
@@ -24,12 +26,13 @@ from typing import Any, Iterable, Sequence
 from kgviz.graph import reads
 from kgviz.answer import DEFAULT_BUDGET_TOKENS, fit_budget
 from kgviz.answer_norm import contains
+from kgviz.claims import is_abstention
 from kgviz.errors import UnknownMethodError
 from kgviz.methods.registry import get_method
 from kgviz.run import Run
 
 LABELS = ("correct", "not in corpus", "extraction miss", "entry-point miss", "retrieval/traversal miss",
-          "context truncation", "generation error", "no retrieval", "method failed")
+          "context truncation", "abstained", "generation error", "no retrieval", "method failed")
 BASELINE_PAPER = "baseline"
 
 
@@ -157,6 +160,8 @@ def funnel_row(run: Run, presence: GoldPresence) -> FunnelRow:
         row.label, row.explanation = "correct", "the answer contains a gold answer"
     elif no_context:
         row.label, row.explanation = "no retrieval", "the baseline answers from model memory only"
+    elif in_kept and is_abstention(run.answer):
+        row.label, row.explanation = "abstained", "the gold answer was in the context, but the answer step abstained"
     elif in_kept:
         row.label, row.explanation = "generation error", "the gold answer was in the context the answer step saw"
     elif in_context:

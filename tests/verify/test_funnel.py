@@ -82,6 +82,9 @@ def test_context_truncation_and_generation_error(kg: FixtureGraph) -> None:
     seen = run("text-rag", "Spain", items)  # default budget keeps both
     row = funnel_row(seen, p)
     assert (row.in_kept_context, row.label) == (True, "generation error")
+    # the same kept context, but the answer step abstained: not called a generation error
+    row = funnel_row(run("text-rag", "Insufficient information.", items), p)
+    assert (row.in_kept_context, row.label) == (True, "abstained")
 
 
 def test_baseline_and_failed_runs(kg: FixtureGraph) -> None:
