@@ -114,8 +114,10 @@ def coverage_vs_context(summary: EvalSummary) -> go.Figure:
         )
     budget = summary.settings.get("budget_tokens")
     if budget:
+        # the label sits above the plot area: inside it, it covered the points near B (the baselines)
         fig.add_vline(x=float(budget), line_dash="dash", line_color="#7f7f7f",
-                      annotation_text=f"budget {int(budget)}", annotation_position="top left")
+                      annotation=dict(text=f"budget {int(budget)}", yref="y domain", y=1.0, yanchor="bottom",
+                                      xanchor="center", showarrow=False))
     fig.update_layout(title="Coverage vs context tokens (median per method)", xaxis_title="context tokens (median)",
                       yaxis_title=_esc(_unit("coverage")), showlegend=True, legend=dict(title="method"), **_LAYOUT)
     fig.update_xaxes(rangemode="tozero")

@@ -90,6 +90,8 @@ def test_coverage_vs_context_places_methods_at_their_median_tokens() -> None:
     est = s.methods["bm25"].estimates["coverage"]
     assert fig.data[0].error_y.array[0] == 100 * (est.hi - est.mean)
     assert [sh.x0 for sh in fig.layout.shapes] == [300]  # the budget line
+    label = fig.layout.annotations[-1]  # its label stands above the plot area, clear of the points
+    assert label.text == "budget 300" and label.yref in ("paper", "y domain") and label.y >= 1.0 and label.yanchor == "bottom"
     assert "<img" not in fig.to_json()
 
 
