@@ -49,6 +49,7 @@
   var cur = -1;
   var focus = [];
   var key = [];  // the step's chosen / seed / context nodes: what the view keeps on screen first
+  var weight = {};  // key node -> how much it counts when choosing where to look (its score rank)
   var timer = null;
   var log = [];
   var viewSet = false;
@@ -60,6 +61,7 @@
     var shownN = {}, shownE = {};
     focus = [];
     key = [];
+    weight = {};
     if (v) {
       v.nodes.forEach(function (n) {
         shownN[n[0]] = n;
@@ -67,6 +69,10 @@
         if (n[1] === "chosen" || n[1] === "seed" || n[1] === "context") { key.push(n[0]); }
       });
       v.edges.forEach(function (e) { shownE[e[0]] = e; });
+      // node sizes grow with the step's scores: the best-scored key node counts 4x the least
+      var sz = key.map(function (k) { return shownN[k][2]; });
+      var lo = Math.min.apply(null, sz), hi = Math.max.apply(null, sz);
+      key.forEach(function (k) { weight[k] = hi > lo ? 1 + 3 * (shownN[k][2] - lo) / (hi - lo) : 1; });
     }
     var nu = D.nodes.map(function (meta, k) {
       var n = shownN[k];
@@ -130,8 +136,10 @@
   }
   function inView(ids) { return countInView(ids) === ids.length; }
   // where to look when ids do not fit at scale s: the window of the view's size that holds the most
-  // of them (windows centred on each node; ties: nearest the centroid), centred on what it holds.
-  // Centring on the centroid of a spread-out step could show none of its nodes.
+  // of them, each counted by its weight (key nodes by score rank, others 1; windows centred on each
+  // node; ties: nearest the centroid), centred on what it holds. Centring on the centroid of a
+  // spread-out step could show none of its nodes; counting nodes alone showed a cluster of
+  // low-scored ones rather than the step's best.
   function densest(ids, s) {
     var r = innerBox(), hw = (r[2] - r[0]) / 2 / s, hh = (r[3] - r[1]) / 2 / s;
     var c = centroid(ids), best = null, bestN = -1, bestD = 0;
@@ -141,8 +149,9 @@
         var q = D.nodes[j];
         return Math.abs(q.x - p.x) <= hw && Math.abs(q.y - p.y) <= hh;
       });
+      var n = inside.reduce(function (a, j) { return a + (weight[j] || 1); }, 0);
       var d = (p.x - c.x) * (p.x - c.x) + (p.y - c.y) * (p.y - c.y);
-      if (inside.length > bestN || (inside.length === bestN && d < bestD)) { best = inside; bestN = inside.length; bestD = d; }
+      if (n > bestN + 1e-9 || (Math.abs(n - bestN) <= 1e-9 && d < bestD)) { best = inside; bestN = n; bestD = d; }
     });
     var xs = best.map(function (k) { return D.nodes[k].x; }), ys = best.map(function (k) { return D.nodes[k].y; });
     return {x: (Math.min.apply(null, xs) + Math.max.apply(null, xs)) / 2,
@@ -286,8 +295,12 @@
     step: function () { return cur + 1; },
     playing: function () { return timer !== null; },
     focus: function () { return focus.slice(); },
-    // how many of the step's chosen / seed / context nodes are inside the view, of how many
-    keyInView: function () { return [countInView(key), key.length]; },
+    // how many of the step's chosen / seed / context nodes are inside the view, of how many, and
+    // whether its best-scored one (the biggest) is
+    keyInView: function () {
+      var best = key.reduce(function (b, k) { return b === null || weight[k] > weight[b] ? k : b; }, null);
+      return [countInView(key), key.length, best === null || countInView([best]) === 1];
+    },
     // on-screen px of the smallest current-step label: zoom × font size (vis-network canvas units)
     labelPx: function () { return network.getScale() * D.font; }
   };
