@@ -25,7 +25,7 @@ from kgviz.methods.budget import stop_at_first_overflow
 from kgviz.methods.ket_cache import keyword_view, named_entities, triple_cosines
 from kgviz.methods.ket_params import KetRetrievalParams
 from kgviz.text import count_tokens
-from kgviz.vectors import unit
+from kgviz.vectors import rrf, unit
 
 SHOWN_REJECTED = 25  # ours: rejected candidates listed per step (the data counts them all)
 # ours: seed keywords drawn in the keyword channel's seed step, most similar first. On a small corpus
@@ -38,6 +38,7 @@ SHOWN_SEED_KEYWORDS = 25
 # data["links"] keeps them all
 SHOWN_LINKS_PER_CHUNK = 2
 _EPS = 1e-9
+RRF_K = 60  # ours: the reciprocal-rank-fusion constant of the 'hybrid' match mode (text-rag's default)
 
 
 
@@ -132,17 +133,35 @@ def _entity_text(e: dict[str, Any]) -> str:
     return f"{e['name']}: {desc}" if desc else str(e["name"])
 
 
-def lexical_match(choice: str, embedder_id: str) -> bool:
-    """Whether a channel matches lexically (``keyword_match`` / ``entity_match``; 'auto': with the
-    hashing embedder, whose cosines rank passages well below BM25)."""
-    return choice == "lexical" or (choice == "auto" and is_hashing(embedder_id))
+def match_mode(choice: str, embedder_id: str, *, channel: str) -> str:
+    """How a channel matches: 'embedding', 'lexical' or 'hybrid' (``keyword_match`` /
+    ``entity_match``). 'auto' is 'lexical' with the hashing embedder, whose cosines rank passages well
+    below BM25; with a neural one it is the paper's 'embedding' in the keyword channel and 'hybrid'
+    in the skeleton channel (``channel`` 'keyword' / 'entity'; measured, see kgviz.methods.ket_params)."""
+    if choice != "auto":
+        return choice
+    if is_hashing(embedder_id):
+        return "lexical"
+    return "hybrid" if channel == "entity" else "embedding"
+
+
+def _fused(bm25: dict[str, float], cos: dict[str, float]) -> dict[str, float]:
+    """Reciprocal rank fusion of a BM25 and a cosine ranking of the same ids (ties by id), the
+    'hybrid' match mode's score (ours, as text-rag's hybrid retriever)."""
+    ids = sorted(cos)
+    by_bm25 = sorted(ids, key=lambda i: -bm25.get(i, 0.0))
+    by_cos = sorted(ids, key=lambda i: -cos[i])
+    return {i: round(x, 9) for i, x in rrf([by_bm25, by_cos], RRF_K).items()}
 
 
 class _KetEngine:
     def __init__(self, store: Any, qv: np.ndarray, cfg: KetRetrievalParams, tracer: Tracer, *,
-                 question: str = "", lexical: bool = False, lexical_entities: bool = False) -> None:
+                 question: str = "", keyword_mode: str = "embedding", entity_mode: str = "embedding") -> None:
         self.store, self.qv, self.cfg, self.tracer = store, qv, cfg, tracer
-        self.question, self.lexical, self.lexical_entities = question, lexical, lexical_entities
+        self.question, self.keyword_mode, self.entity_mode = question, keyword_mode, entity_mode
+        # 'lexical' and 'hybrid' both read the question's own words (seeds); 'hybrid' then fuses the
+        # BM25 ranking with the cosine one instead of ranking by BM25 alone
+        self.lexical, self.lexical_entities = keyword_mode != "embedding", entity_mode != "embedding"
         self._bm25: tuple[list[int], np.ndarray] | None = None
 
     def question_bm25(self, view: Any) -> tuple[list[int], np.ndarray]:
@@ -167,7 +186,7 @@ class _KetEngine:
             e = by_id[eid]
             ch.items.append(ContextItem(eid, "entity", _entity_text(e), e["score"], count_tokens(_entity_text(e))))
         how = (f"{len(chosen_e)} entities: first the {sum(e in named for e in chosen_e)} named in the question "
-               f"(entity_match '{cfg.entity_match}': lexical, ours), then the nearest by cosine" if self.lexical_entities
+               f"(entity_match '{cfg.entity_match}': {self.entity_mode}, ours), then the nearest by cosine" if self.lexical_entities
                else f"{len(chosen_e)} entities nearest the question")
         detail = (f"{how} (k={cfg.seed_entities}); {scope.label}."
                   + (f" {scope.warning}." if scope.warning else "")
@@ -180,7 +199,7 @@ class _KetEngine:
             scores={e["id"]: e["score"] for e in seeds},
             data={"channel": "skeleton", "used": ch.used, "budget": budget, "entity_relationship_budget": er_budget,
                   "graph_beta": scope.graph_beta, "skeleton": scope.label, "warning": scope.warning,
-                  "match": "lexical" if self.lexical_entities else "embedding", "named": named,
+                  "match": self.entity_mode, "named": named,
                   "out_of_skeleton": [e["id"] for e in skipped if e["origin"] == "curated" or e["id"] not in ent_chunks]})
         if not chosen_e:
             self.tracer.step("context", "Skeleton channel: nothing to retrieve",
@@ -278,6 +297,8 @@ class _KetEngine:
         if self.lexical_entities and rows and view is not None:
             bm = self.question_bm25(view)[1]
             lexical = {view.sub_ids[i]: round(float(bm[i]), 6) for i in rows}
+            if self.entity_mode == "hybrid":
+                lexical = _fused(lexical, cos)
         order = sorted(units, key=lambda u: (-lexical.get(u, 0.0), -len(linked.get(units[u], ())), -cos[u], u))
         text_room = budget - ch.used
         chosen, over, _ = stop_at_first_overflow([(u, tokens[u]) for u in order], text_room)
@@ -307,9 +328,10 @@ class _KetEngine:
             "context", "Skeleton channel: text units",
             f"{len(linked)} chunks linked to the chosen entities and relationships"
             + (f" (with {hop} that mention the other end of a chosen relationship: one hop out, entity_match "
-               f"'{self.cfg.entity_match}': lexical, ours)" if self.lexical_entities else "")
+               f"'{self.cfg.entity_match}': {self.entity_mode}, ours)" if self.lexical_entities else "")
             + f"; {len(units)} {'sub-chunks' if table == 'SubChunk' else 'chunks (the graph has no sub-chunks)'} ranked by "
-            + ("BM25 over the question's keywords, then " if lexical else "")
+            + ((f"BM25 over the question's keywords fused with cosine (reciprocal rank, k={RRF_K}), then "
+                if self.entity_mode == "hybrid" else "BM25 over the question's keywords, then ") if lexical else "")
             + f"how many of them their chunk is linked to, then cosine; {len(chosen)} fit the remaining {text_room} tokens. "
             f"Skeleton channel total: {ch.used} of {budget} tokens",
             nodes=[NodeRef(u, table, "chosen" if u in chosen else "rejected",
@@ -408,7 +430,7 @@ class _KetEngine:
         listed = (f"showing the {len(shown)} {which} of {len(seeds)} seeded keywords" if len(shown) < len(seeds)
                   else f"showing all {len(seeds)} seeded keywords")
         how = (f"the question's own {len(asked)} keyword(s) rarest first, then the rest by cosine (keyword_match "
-               f"'{cfg.keyword_match}': lexical, ours)" if self.lexical else "keywords by cosine to the question")
+               f"'{cfg.keyword_match}': {self.keyword_mode}, ours)" if self.lexical else "keywords by cosine to the question")
         self.tracer.step(
             "seed", "Keyword channel: seed keywords",
             f"{len(seeds)} seeds: {how}, until their sub-chunks hold "
@@ -419,20 +441,24 @@ class _KetEngine:
             + [NodeRef(view.kw_ids[k], "Keyword", "rejected", view.kw_words[k], x) for k, x in near],
             scores={view.kw_ids[k]: x for k, x in shown},
             data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget, "pool_mode": cfg.pool_mode,
-                  "seeded_total": len(seeds), "seeded_shown": len(shown), "match": "lexical" if self.lexical
-                  else "embedding", "question_keywords": [view.kw_words[k] for k in asked]})
+                  "seeded_total": len(seeds), "seeded_shown": len(shown), "match": self.keyword_mode, "question_keywords": [view.kw_words[k] for k in asked]})
         ids = {row: view.sub_ids[row] for row in pool}
         rows = np.asarray(list(pool), dtype=np.int64)
         cos = {ids[row]: float(x) for row, x in zip(rows.tolist(), sims_of(rows).tolist())}
-        # the ranking score: cosine (the paper), or BM25 with cosine breaking ties (lexical)
+        # the ranking score: cosine (the paper), BM25 with cosine breaking ties (lexical), or both
+        # rankings fused by reciprocal rank (hybrid)
         score = cos if lexical is None else {ids[row]: round(float(lexical[row]), 6) for row in pool}
+        if self.keyword_mode == "hybrid":
+            score = _fused(score, cos)
         ranked = sorted(cos, key=lambda sid: (-score[sid], -cos[sid], sid))
         label = {sid: view.label(sid) for sid in ranked}
         kws = {ids[row]: [view.kw_ids[k] for k in ks] for row, ks in via.items()}
         self.tracer.step(
             "score", "Keyword channel: candidate sub-chunks",
             f"{len(pool)} sub-chunks next to the seed keywords, scored by "
-            + ("BM25 over the question's keywords (cosine breaks ties)" if self.lexical else "cosine to the question"),
+            + ((f"BM25 over the question's keywords fused with cosine (reciprocal rank, k={RRF_K})"
+                if self.keyword_mode == "hybrid" else "BM25 over the question's keywords (cosine breaks ties)")
+               if self.lexical else "cosine to the question"),
             nodes=[NodeRef(sid, "SubChunk", "candidate", label.get(sid, sid), score[sid]) for sid in ranked]
             + [NodeRef(view.kw_ids[k], "Keyword", "seed", view.kw_words[k], x) for k, x in shown],
             # only the seed step's shown keywords: an edge to an undrawn keyword would pull it in unlabelled
@@ -476,8 +502,9 @@ def retrieve_ket(question: str, ctx: MethodContext, cfg: KetRetrievalParams, tra
     store = ctx.store
     qv = unit(np.asarray(ctx.embedder.embed([question])[0], dtype=np.float32))
     embedder_id = str(getattr(ctx.embedder, "id", ""))
-    engine = _KetEngine(store, qv, cfg, tracer, question=question, lexical=lexical_match(cfg.keyword_match, embedder_id),
-                        lexical_entities=lexical_match(cfg.entity_match, embedder_id))
+    engine = _KetEngine(store, qv, cfg, tracer, question=question,
+                        keyword_mode=match_mode(cfg.keyword_match, embedder_id, channel="keyword"),
+                        entity_mode=match_mode(cfg.entity_match, embedder_id, channel="entity"))
     if cfg.keyword_budget > 0:
         _keyword_index(store)  # the missing index is the error to report, not a skeleton-channel symptom
     skel, kw = _Channel(), _Channel()

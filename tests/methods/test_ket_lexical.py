@@ -1,6 +1,7 @@
-"""KET-RAG's keyword channel with ``keyword_match`` (issue 12): 'lexical' seeds the question's own
-keywords rarest first and ranks candidates by BM25 over them; 'embedding' is the paper's cosine;
-'auto' picks lexical for the hashing embedder only."""
+"""KET-RAG's match modes (issue 12): 'lexical' seeds the question's own keywords rarest first (and
+the entities it names) and ranks candidates by BM25 over them; 'hybrid' seeds the same way and fuses
+the BM25 ranking with the cosine one; 'embedding' is the paper's cosine. 'auto' is lexical with the
+hashing embedder, and with a neural one embedding in the keyword channel, hybrid in the skeleton."""
 from __future__ import annotations
 
 from typing import Iterator
@@ -14,7 +15,7 @@ from kgviz.index.ket import KetParams, build_ket_index
 from kgviz.index.knn import content_words
 from kgviz.methods.base import Tracer, TraceStep
 from kgviz.methods.ket_cache import KeywordView, keyword_view, named_entities
-from kgviz.methods.ket_channels import lexical_match
+from kgviz.methods.ket_channels import RRF_K, _fused, match_mode
 from kgviz.methods.ket_rag import KeywordRag, KeywordRagParams
 from kgviz.providers.embedders import HashingEmbedder
 
@@ -47,11 +48,39 @@ def _view(words: list[str], sub_kw: list[list[int]], tokens: list[int]) -> Keywo
 
 def test_auto_is_lexical_for_the_hashing_embedder_only() -> None:
     p = KeywordRagParams().resolve()
-    assert p.keyword_match == "auto"
-    assert lexical_match(p.keyword_match, "hashing-768") and not lexical_match(p.keyword_match, "fastembed:BAAI/bge-small-en-v1.5")
-    emb = KeywordRagParams(keyword_match="embedding").resolve()
-    lex = KeywordRagParams(keyword_match="lexical").resolve()
-    assert not lexical_match(emb.keyword_match, "hashing-768") and lexical_match(lex.keyword_match, "fastembed:x")
+    assert p.keyword_match == p.entity_match == "auto"
+    neural = "fastembed:BAAI/bge-small-en-v1.5"
+    assert match_mode("auto", "hashing-768", channel="keyword") == "lexical"
+    assert match_mode("auto", "hashing-768", channel="entity") == "lexical"
+    assert match_mode("auto", neural, channel="keyword") == "embedding"  # the paper's cosine
+    assert match_mode("auto", neural, channel="entity") == "hybrid"
+    for mode in ("embedding", "lexical", "hybrid"):  # a named mode is taken as it is, whatever the embedder
+        assert {match_mode(mode, e, channel=c) for e in ("hashing-768", neural) for c in ("keyword", "entity")} == {mode}
+
+
+def test_fused_ranks_by_reciprocal_rank_of_bm25_and_cosine() -> None:
+    bm25 = {"a": 9.0, "b": 5.0, "c": 0.0}
+    cos = {"a": 0.1, "b": 0.9, "c": 0.5}
+    fused = _fused(bm25, cos)
+    # a: bm25 #1, cos #3; b: bm25 #2, cos #1; c: bm25 #3, cos #2
+    assert fused["b"] == round(1 / (RRF_K + 2) + 1 / (RRF_K + 1), 9)
+    assert sorted(fused, key=lambda k: -fused[k]) == ["b", "a", "c"]  # ranks 2+1, then 1+3, then 3+2
+
+
+@pytest.mark.parametrize("match", ["lexical", "hybrid"])
+def test_hybrid_keyword_channel_seeds_like_lexical_and_scores_by_fused_rank(ket_kg: FixtureGraph, match: str) -> None:
+    lex_items, lex_steps = _keyword_steps(ket_kg, "lexical")
+    items, steps = _keyword_steps(ket_kg, match)
+    assert steps[0].data["match"] == match
+    assert steps[0].data["question_keywords"] == lex_steps[0].data["question_keywords"]  # the same seeds
+    scores = steps[1].scores
+    if match == "hybrid":
+        assert "reciprocal rank" in steps[1].detail
+        cos = steps[1].data["cosines"]
+        bm25 = lex_steps[1].scores
+        assert scores == _fused(bm25, cos)
+    else:
+        assert "cosine breaks ties" in steps[1].detail
 
 
 def test_question_keywords_come_rarest_first() -> None:
@@ -116,7 +145,7 @@ def test_named_entities_finds_the_longest_names_the_question_spells_out(ket_kg: 
     assert named_entities(ket_kg.store, "Where was the architect born?") == []  # no name, no stopword hits
 
 
-@pytest.mark.parametrize("match", ["lexical", "embedding"])
+@pytest.mark.parametrize("match", ["lexical", "hybrid", "embedding"])
 def test_skeleton_seeds_take_the_named_entities_first_when_lexical(ket_kg: FixtureGraph, match: str) -> None:
     from kgviz.methods.ket_rag import SkeletonRag, SkeletonRagParams
 
@@ -126,13 +155,13 @@ def test_skeleton_seeds_take_the_named_entities_first_when_lexical(ket_kg: Fixtu
     seed = tracer.steps[0]
     assert seed.data["match"] == match
     seeded = [n.label for n in seed.nodes if n.role == "seed"]
-    if match == "lexical":
+    if match != "embedding":
         assert seed.data["named"] and seeded[0] == "Harbour Library" and "named in the question" in seed.detail
     else:
         assert seed.data["named"] == [] and "entities nearest the question" in seed.detail
 
 
-@pytest.mark.parametrize("match", ["lexical", "embedding"])
+@pytest.mark.parametrize("match", ["lexical", "hybrid", "embedding"])
 def test_lexical_skeleton_text_units_reach_one_hop_out(ket_kg: FixtureGraph, match: str) -> None:
     """The seed names Marta Ruiz; her relationship 'born in Valencia' brings in the chunks that
     mention Valencia (the Valencia article, which alone names its sea) only when lexical."""
@@ -145,9 +174,10 @@ def test_lexical_skeleton_text_units_reach_one_hop_out(ket_kg: FixtureGraph, mat
     units = tracer.steps[-1]
     titles = {n.label.split(" · ")[0] for n in units.nodes if n.table in ("SubChunk", "Chunk")}
     texts = " ".join(i.text for i in out.items)
-    if match == "lexical":
+    if match != "embedding":
         assert "Valencia" in titles and "Mediterranean Sea" in texts
         assert "one hop out" in units.detail and "BM25" in units.detail
+        assert ("reciprocal rank" in units.detail) == (match == "hybrid")
     else:
         assert "Valencia" not in titles and "Mediterranean Sea" not in texts
         assert "one hop out" not in units.detail
