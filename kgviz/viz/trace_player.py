@@ -221,7 +221,7 @@ def player_html(data: Mapping[str, Any], params: PlayerParams = PlayerParams()) 
         "<button id=\"kp-fit\" type=\"button\" title=\"Zoom to this step's nodes\">Fit step</button>"
         "<button id=\"kp-all\" type=\"button\" title=\"Show every node drawn so far\">Whole graph</button>"
         "</div><div id=\"kp-main\"><div id=\"kp-graphbox\"><div id=\"kp-graph\"></div>"
-        "<div id=\"kp-legend\"></div><div id=\"kp-empty\"></div></div>"
+        "<div id=\"kp-legend\"></div><div id=\"kp-empty\"></div><div id=\"kp-view\" aria-live=\"polite\"></div></div>"
         "<div id=\"kp-panel\" aria-live=\"polite\"></div></div>"
         f"<script type=\"application/json\" id=\"kp-data\">{_json_for_script(data)}</script>"
         f"<script>{_asset('trace_player.js')}</script></body></html>"

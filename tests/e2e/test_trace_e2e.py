@@ -91,6 +91,8 @@ def test_every_method_steps_in_the_browser_with_legible_labels(
                 page.locator("iframe").first.screenshot(path=str(shot))
                 save_screenshot(page, tmp_path, f"trace_{method}_page.png")
                 _keep(shot)
+        frame.click("#kp-fit")  # on the last step: the view and the bar's "k of n" agree after a fit too
+        _wait_key_in_view(frame)
         seen[method] = states
         assert [s["step"] for s in states] == list(range(1, total + 1))
         drawn = [s for s in states if s["focus"]]
@@ -111,8 +113,14 @@ def test_every_method_steps_in_the_browser_with_legible_labels(
 def _wait_key_in_view(frame: Frame) -> None:
     """A step whose chosen / seed / context nodes do not all fit at a legible zoom still shows some
     of them once the pan ends (the player looks at their densest part; centring on the centroid of a
-    spread-out step once showed none of its 29). Times out, and so fails, when none comes into view."""
+    spread-out step once showed none of its 29), and the bar says how many: "k of n highlighted in
+    view", empty when all are. Times out, and so fails, when none comes into view or the bar's
+    count disagrees with the view."""
     frame.wait_for_function("(() => { const k = kgvizPlayer.keyInView(); return k[1] === 0 || k[0] >= 1; })()",
+                            timeout=10_000)
+    frame.wait_for_function("(() => { const k = kgvizPlayer.keyInView();"
+                            " const t = document.getElementById('kp-view').textContent;"
+                            " return k[0] < k[1] ? t.startsWith(k[0] + ' of ' + k[1] + ' highlighted') : t === ''; })()",
                             timeout=10_000)
 
 

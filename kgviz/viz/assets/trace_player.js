@@ -14,6 +14,7 @@
   var panelEl = document.getElementById("kp-panel");
   var legendEl = document.getElementById("kp-legend");
   var emptyEl = document.getElementById("kp-empty");
+  var viewEl = document.getElementById("kp-view");
   var dim = {};
   D.dim.forEach(function (r) { dim[r] = true; });
 
@@ -253,6 +254,7 @@
     nextBtn.disabled = i >= N - 1;
     document.body.dataset.kgvizStep = String(i + 1);
     follow(animate);
+    viewNote();
     log.push({step: i + 1, panel: panelEl.firstChild ? panelEl.firstChild.textContent : "",
               count: count.textContent});
   }
@@ -279,8 +281,8 @@
   nextBtn.addEventListener("click", function () { stop(); go(cur + 1, true); });
   playBtn.addEventListener("click", play);
   slider.addEventListener("input", function () { stop(); go(parseInt(slider.value, 10) - 1, true); });
-  document.getElementById("kp-fit").addEventListener("click", function () { fitTo(focus, true); });
-  document.getElementById("kp-all").addEventListener("click", function () { fitTo(shownIds(), false); });
+  document.getElementById("kp-fit").addEventListener("click", function () { fitTo(focus, true); viewNote(); });
+  document.getElementById("kp-all").addEventListener("click", function () { fitTo(shownIds(), false); viewNote(); });
   document.addEventListener("keydown", function (ev) {
     if (ev.target && ev.target.tagName === "INPUT") { return; }
     if (ev.key === "ArrowRight") { stop(); go(cur + 1, true); ev.preventDefault(); }
@@ -288,6 +290,16 @@
     else if (ev.key === " ") { play(); ev.preventDefault(); }
   });
   window.addEventListener("resize", function () { if (focus.length && !inView(focus)) { follow(false); } });
+  // the bar says when the step's key nodes do not all fit at a legible zoom, so "Fit step" showing
+  // only part of a big step reads as a choice, not as a button that did nothing
+  function viewNote() {
+    var n = countInView(key);
+    viewEl.textContent = key.length && n < key.length
+      ? n + " of " + key.length + " highlighted in view: zoom out for the rest" : "";
+  }
+  network.on("animationFinished", viewNote);
+  network.on("zoom", viewNote);
+  network.on("dragEnd", viewNote);
 
   // for tests and for a teacher's console: the network, the step on screen and every step shown
   window.kgvizPlayer = {
