@@ -519,4 +519,4 @@ def retrieve_ket(question: str, ctx: MethodContext, cfg: KetRetrievalParams, tra
     note = (f"θ={cfg.theta:g}, λ={cfg.limit}: skeleton channel {skel.used}/{cfg.skeleton_budget} tokens"
             + (f" ({scope_label})" if scope_label else "")
             + f"; keyword channel {kw.used}/{cfg.keyword_budget} tokens")
-    return RetrievedContext(items=items, node_ids=[i.id for i in items], notes={"ket-rag": note})
+    return RetrievedContext(items=items, node_ids=[i.id for i in items], notes={cfg.variant: note})

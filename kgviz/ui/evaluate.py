@@ -154,8 +154,10 @@ def render(outcome: EvalOutcome, methods: Sequence[str]) -> None:
     left, right = st.columns(2)
     with left:
         no_tokens = all(m.estimates["tokens"].mean == 0 for m in s.methods.values() if m.n)
+        # offline runs spend no tokens: latency is the cost. A session default, not index=: the key is
+        # kept across pages (ui.state.keep_inputs), and Streamlit warns when a kept key also gets a default
+        st.session_state.setdefault("kgviz_eval_cost", "latency_s" if no_tokens else "tokens")
         cost = st.selectbox("Cost axis", ["tokens", "cost_usd", "latency_s"], key="kgviz_eval_cost",
-                            index=2 if no_tokens else 0,  # offline runs spend no tokens: latency is the cost
                             format_func=lambda k: {"tokens": "tokens", "cost_usd": "$", "latency_s": "latency"}[k])
         st.plotly_chart(eval_charts.quality_vs_cost(s, cost=cost), width="stretch", key="kgviz_eval_cost_chart")
     with right:

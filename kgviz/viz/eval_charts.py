@@ -153,10 +153,14 @@ def coverage_by_budget(records: Sequence[EvalRecord], methods: Sequence[str]) ->
     return fig
 
 
+ABSTAINED_CELL = -0.5  # the heatmap's value for an abstention that scored 0
+
+
 def question_heatmap(records: Sequence[EvalRecord], methods: Sequence[str], *, metric: str = "acc",
                      max_questions: int = 200) -> go.Figure:
-    """Methods (rows) x questions (columns): green = correct on ``metric``, red = not, grey =
-    failed run. Hover shows the question, the gold answer and the method's answer."""
+    """Methods (rows) x questions (columns): green = correct on ``metric``, red = not, amber = the
+    method abstained ("insufficient information": not a wrong claim), grey = failed run. Hover shows
+    the question, the gold answer and the method's answer."""
     qids = list(dict.fromkeys(r.qid for r in records))[:max_questions]
     by = {(r.method, r.qid): r for r in records}
     z: list[list[float | None]] = []
@@ -169,19 +173,21 @@ def question_heatmap(records: Sequence[EvalRecord], methods: Sequence[str], *, m
                 row.append(None)
                 tips.append("not run")
                 continue
-            row.append(-1.0 if r.error else float(r.metrics.get(metric, 0.0)))
+            value = float(r.metrics.get(metric, 0.0))
+            row.append(-1.0 if r.error else ABSTAINED_CELL if r.abstained and value == 0.0 else value)
             answer = f"error: {r.error}" if r.error else r.answer
             tips.append(f"{_esc(q)}: {_esc(r.question[:120])}<br>gold: {_esc(' | '.join(r.answers)[:80])}"
                         f"<br>{_esc(m)}: {_esc(answer[:120])}")
         z.append(row)
         hover.append(tips)
-    colours = [[0.0, "#9e9e9e"], [0.33, "#9e9e9e"], [0.34, "#e57373"], [0.67, "#e57373"], [0.67, "#66bb6a"],
-               [1.0, "#2e7d32"]]
+    # z -1 failed (grey), -0.5 abstained (amber), 0 .. 0.34 wrong (red), above: correct (green)
+    colours = [[0.0, "#9e9e9e"], [0.2, "#9e9e9e"], [0.2, "#ffb74d"], [0.4, "#ffb74d"], [0.4, "#e57373"],
+               [0.67, "#e57373"], [0.67, "#66bb6a"], [1.0, "#2e7d32"]]
     fig = go.Figure(go.Heatmap(
         z=z, x=[_esc(q) for q in qids], y=[_esc(m) for m in methods], zmin=-1, zmax=1, colorscale=colours,
         showscale=False, text=hover, hovertemplate="%{text}<extra></extra>", xgap=1, ygap=1,
     ))
     fig.update_layout(title=_esc(f"Per question: {_LABEL.get(metric, metric)} (green correct, red wrong, "
-                                 "grey failed)"), **{**_LAYOUT, "height": max(260, 40 * len(methods) + 120)})
+                                 "amber abstained, grey failed)"), **{**_LAYOUT, "height": max(260, 40 * len(methods) + 120)})
     fig.update_xaxes(showticklabels=len(qids) <= 40, title="question")
     return fig

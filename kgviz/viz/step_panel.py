@@ -15,6 +15,12 @@ from kgviz.viz import trace as vt
 
 MAX_ROWS = 60  # candidate rows per step (ours: a projector shows ~15; the rest scroll)
 MAX_EXTRA_COLUMNS = 3  # per-node numbers from step.data shown as columns
+# ours: entries of a list cell shown before "+N more" (a chunk linked to 30 facts squeezed the node
+# column to a few letters at 1280 px); the step's raw data below the table keeps them all
+MAX_LIST_ENTRIES = 3
+# the node kinds a row names when a step mixes them (a text-unit step lists sub-chunks and their chunks)
+KIND_NAMES: dict[str, str] = {"SubChunk": "sub-chunk", "Chunk": "chunk", "Entity": "entity", "Triple": "fact",
+                              "Keyword": "keyword", "Document": "document"}
 MARKS: dict[str, str] = {"chosen": "✓ chosen", "rejected": "✗ rejected", "candidate": "candidate",
                          "seed": "seed", "context": "in context"}
 # data keys whose per-node numbers explain a choice, with a reader's name (others keep their key)
@@ -58,12 +64,19 @@ def candidate_rows(step: TraceStep, labels: Mapping[str, str]) -> tuple[list[str
     ids.sort(key=lambda i: (i not in scores, -scores.get(i, 0.0), labels.get(i, i).lower() if i not in scores else "",
                             i))
     columns = ["", "node", "score"] + [DATA_COLUMNS.get(k, k) for k in extra]
+    table = {n.id: n.table for n in step.nodes}
+    # a sub-chunk and its chunk carry the same label: when a step lists several kinds, each row names its own
+    mixed = len({table[i] for i in ids if i in table}) > 1
     rows: list[list[str]] = []
     for i in ids[:MAX_ROWS]:
-        row = [MARKS.get(roles.get(i, ""), roles.get(i, "")), labels.get(i) or i,
-               f"{scores[i]:.3f}" if i in scores else ""]
+        name = labels.get(i) or i
+        if mixed and i in table:
+            name = f"{name} ({KIND_NAMES.get(table[i], table[i])})"
+        row = [MARKS.get(roles.get(i, ""), roles.get(i, "")), name, f"{scores[i]:.3f}" if i in scores else ""]
         for k in extra:
             v = data[k].get(i)
+            if isinstance(v, (list, tuple)) and len(v) > MAX_LIST_ENTRIES:
+                v = [*v[:MAX_LIST_ENTRIES], f"+{len(v) - MAX_LIST_ENTRIES} more"]
             row.append("" if v is None else _fmt(v))
         rows.append(row)
     return columns, rows
@@ -115,9 +128,11 @@ def step_panel(trace: Sequence[TraceStep], index: int, labels: Mapping[str, str]
     columns, rows = candidate_rows(step, labels)
     why = ""
     if rows:
-        n_chosen = sum(r[0] == MARKS["chosen"] for r in rows)
-        n_rejected = sum(r[0] == MARKS["rejected"] for r in rows)
-        why = f"{len(rows)} node(s)" + (f": {n_chosen} chosen, {n_rejected} rejected" if n_chosen or n_rejected else "")
+        # every role the rows hold, so the parts add up ("41 node(s): 29 chosen, 12 candidate")
+        counts = [(sum(r[0] == mark for r in rows), "in context" if role == "context" else role)
+                  for role, mark in MARKS.items()]
+        parts = [f"{n} {name}" for n, name in counts if n]
+        why = f"{len(rows)} node(s)" + (f": {', '.join(parts)}" if parts else "")
         if len(rows) == MAX_ROWS:
             why += f" (first {MAX_ROWS} shown)"
     raw = json.dumps(step.data, default=str, indent=1, ensure_ascii=False) if step.data else ""

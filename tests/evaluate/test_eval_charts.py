@@ -50,6 +50,11 @@ def test_heatmap_cells_and_escaping() -> None:
     assert list(z[1])[:5] == [1.0] * 5 and z[1][5] == -1.0  # the failed run is marked, not "wrong"
     hover = str(fig.data[0].text)
     assert HOSTILE not in hover and "&lt;img" in hover and "error: boom" in hover
+    # an abstention that scored 0 gets its own colour, not "wrong"
+    from dataclasses import replace
+    quiet = [replace(r, abstained=True) if (r.method, r.qid) == (METHODS[0], RECORDS[0].qid) else r for r in RECORDS]
+    z = eval_charts.question_heatmap(quiet, METHODS, metric="acc").data[0].z
+    assert z[0][0] == eval_charts.ABSTAINED_CELL and list(z[0])[1:] == [1.0, 0.0, 1.0, 0.0, 1.0]
     assert HOSTILE not in str(fig.data[0].y)
 
 

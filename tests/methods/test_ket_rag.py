@@ -147,6 +147,7 @@ def test_one_channel_variants(ket_kg: FixtureGraph, method: Any, params: Any, ch
     out, steps = retrieve(ket_kg, method, params)
     assert steps and {s.data["channel"] for s in steps} == {channel}
     assert out.items
+    assert list(out.notes) == [method.name]  # the Trace page titles the note by the variant that ran
     if channel == "keyword":
         assert {i.kind for i in out.items} == {"subchunk"}
     else:

@@ -84,10 +84,20 @@ def test_select_panel_lists_candidates_best_first_with_marks() -> None:
                    data={"w": {"tri:c": 0.5}})]
     columns, rows = candidate_rows(trace[0], {"tri:a": "A", "tri:b": "B", "tri:c": "C", "ent:x": "X"})
     assert columns == ["", "node", "score", "weight w"]
-    assert [r[1] for r in rows] == ["C", "A", "B", "X"]  # score desc, ties by id, unscored last
+    # score desc, ties by id, unscored last; the step lists facts and an entity, so each row names its kind
+    assert [r[1] for r in rows] == ["C (fact)", "A (fact)", "B (fact)", "X (entity)"]
     assert rows[0][0] == MARKS["chosen"] and rows[1][0] == MARKS["rejected"] and rows[0][3] == "0.500"
     panel = step_panel(trace, 0, {})
     assert panel["why"] == "4 node(s): 2 chosen, 2 rejected"
+    # every role is counted, so the parts add up; a long list cell is cut to a few entries
+    links = {"tri:c": [f"link {k}" for k in range(7)]}
+    more = [_step(0, "context", "Units", nodes=[NodeRef("tri:c", "Triple", "chosen", "C", 0.9),
+                                                NodeRef("tri:d", "Triple", "candidate", "D"),
+                                                NodeRef("tri:e", "Triple", "seed", "E")], data={"links": links})]
+    panel = step_panel(more, 0, {"tri:c": "C"})
+    assert panel["why"] == "3 node(s): 1 chosen, 1 candidate, 1 seed"
+    assert panel["columns"][-1] == "linked to" and panel["rows"][0][1] == "C"  # one kind: no suffix
+    assert panel["rows"][0][-1] == "link 0, link 1, link 2, +4 more"
 
 
 def test_node_size_follows_the_score_within_a_step() -> None:
