@@ -441,7 +441,8 @@ class _KetEngine:
             + [NodeRef(view.kw_ids[k], "Keyword", "rejected", view.kw_words[k], x) for k, x in near],
             scores={view.kw_ids[k]: x for k, x in shown},
             data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget, "pool_mode": cfg.pool_mode,
-                  "seeded_total": len(seeds), "seeded_shown": len(shown), "match": self.keyword_mode, "question_keywords": [view.kw_words[k] for k in asked]})
+                  "seeded_total": len(seeds), "seeded_shown": len(shown), "match": self.keyword_mode,
+                  "question_keywords": [view.kw_words[k] for k in asked]})
         ids = {row: view.sub_ids[row] for row in pool}
         rows = np.asarray(list(pool), dtype=np.int64)
         cos = {ids[row]: float(x) for row, x in zip(rows.tolist(), sims_of(rows).tolist())}

@@ -187,7 +187,7 @@ def question_heatmap(records: Sequence[EvalRecord], methods: Sequence[str], *, m
         z=z, x=[_esc(q) for q in qids], y=[_esc(m) for m in methods], zmin=-1, zmax=1, colorscale=colours,
         showscale=False, text=hover, hovertemplate="%{text}<extra></extra>", xgap=1, ygap=1,
     ))
-    fig.update_layout(title=_esc(f"Per question: {_LABEL.get(metric, metric)} (green correct, red wrong, "
-                                 "amber abstained, grey failed)"), **{**_LAYOUT, "height": max(260, 40 * len(methods) + 120)})
+    title = f"Per question: {_LABEL.get(metric, metric)} (green correct, red wrong, amber abstained, grey failed)"
+    fig.update_layout(title=_esc(title), **{**_LAYOUT, "height": max(260, 40 * len(methods) + 120)})
     fig.update_xaxes(showticklabels=len(qids) <= 40, title="question")
     return fig

@@ -290,7 +290,7 @@
     else if (ev.key === " ") { play(); ev.preventDefault(); }
   });
   window.addEventListener("resize", function () { if (focus.length && !inView(focus)) { follow(false); } });
-  // the bar says when the step's key nodes do not all fit at a legible zoom, so "Fit step" showing
+  // the overlay says when the step's key nodes do not all fit at a legible zoom, so "Fit step" showing
   // only part of a big step reads as a choice, not as a button that did nothing
   function viewNote() {
     var n = countInView(key);
