@@ -159,10 +159,17 @@ class _KetEngine:
                  question: str = "", keyword_mode: str = "embedding", entity_mode: str = "embedding") -> None:
         self.store, self.qv, self.cfg, self.tracer = store, qv, cfg, tracer
         self.question, self.keyword_mode, self.entity_mode = question, keyword_mode, entity_mode
-        # 'lexical' and 'hybrid' both read the question's own words (seeds); 'hybrid' then fuses the
-        # BM25 ranking with the cosine one instead of ranking by BM25 alone
-        self.lexical, self.lexical_entities = keyword_mode != "embedding", entity_mode != "embedding"
         self._bm25: tuple[list[int], np.ndarray] | None = None
+
+    # 'lexical' and 'hybrid' both read the question's own words (seeds); 'hybrid' then fuses the
+    # BM25 ranking with the cosine one instead of ranking by BM25 alone
+    @property
+    def lexical(self) -> bool:
+        return self.keyword_mode != "embedding"
+
+    @property
+    def lexical_entities(self) -> bool:
+        return self.entity_mode != "embedding"
 
     def question_bm25(self, view: Any) -> tuple[list[int], np.ndarray]:
         """The question's keywords (rows of ``view``, rarest first) and the BM25 of every sub-chunk
