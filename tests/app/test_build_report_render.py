@@ -1,7 +1,13 @@
-"""The build report shows the graph's tables, not kgviz's internal bookkeeping (Meta)."""
+"""The build report shows the graph's tables, not kgviz's internal bookkeeping (Meta), and times
+its stages with one clock."""
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from streamlit.testing.v1 import AppTest
+
+from test_app_pages import _button, new_app
 
 
 def _report_page() -> None:
@@ -16,3 +22,36 @@ def test_meta_table_is_hidden_from_the_build_report() -> None:
     assert not at.exception, at.exception
     table = next(df.value for df in at.dataframe if "table" in df.value.columns)
     assert list(table["table"]) == ["Document", "Chunk", "MENTIONS"]
+
+
+def test_build_report_has_one_clock(app_env: Path) -> None:
+    at = new_app().run()
+    at.switch_page("pages/build.py").run()
+    at.radio[0].set_value("Sample corpus").run()
+    _button(at, "Build").click().run()
+    assert not at.exception, at.exception
+    table = next(df.value for df in at.dataframe if "wall-clock seconds" in df.value.columns)
+    assert "seconds" not in table.columns  # no second, summed-latency clock beside it
+    stages = list(table["stage"])
+    assert stages[:3] == ["chunk", "knn", "extract"] and stages[-1] == "total"
+    secs = table.set_index("stage")["wall-clock seconds"]
+    assert secs["total"] == pytest.approx(secs.drop("total").sum(), abs=0.01)
+    assert int(table.set_index("stage").loc["embed", "calls"]) > 0  # usage sits beside its stage's time
+    assert not [m for m in at.markdown if m.value in ("**Usage by stage**", "**Seconds per stage**")]
+
+
+def test_stage_table_shows_the_stage_clock_not_summed_call_latency() -> None:
+    """The issue's case: 0.10 s of model calls inside a 1.8 s stage read as two clocks."""
+    from kgviz.index.params import BuildReport
+    from kgviz.types import Usage
+    from kgviz.ui.render import stage_frame
+
+    report = BuildReport(seconds_by_stage={"chunk": 0.05, "extract": 1.8, "embed": 0.4},
+                         usage_by_stage={"extract": Usage(1200, 300, 12, 2, latency_s=0.10, cost_usd=0.002),
+                                         "embed": Usage(calls=3, latency_s=0.25)}, mode="openai:x")
+    rows = stage_frame(report).set_index("stage")
+    assert list(rows.index) == ["chunk", "extract", "embed", "total"]
+    assert list(rows["wall-clock seconds"]) == [0.05, 1.8, 0.4, 2.25]
+    assert list(rows["calls"]) == [0, 12, 3, 15] and rows.loc["extract", "cached"] == 2
+    assert rows.loc["total", "input tokens"] == 1200 and rows.loc["total", "$"] == 0.002
+    assert 0.10 not in rows.to_numpy().ravel().tolist()  # the summed latency is nowhere
