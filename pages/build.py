@@ -31,10 +31,10 @@ with ui.error_boundary("Build page"):
             "Ask the model again (ignore cached replies)",
             help="Replies are cached only when they parsed; tick this to re-ask even those.")
 
+    loaded = None
     with ui.error_boundary("Build"):
         params = ui.actions.build_params(ctx, chunk_tokens=int(chunk), chunk_overlap=int(overlap),
                                          workers=int(workers), similar_docs_k=int(similar_k), **ket)
-        loaded = None
         if source == "Sample corpus":
             loaded = ui.actions.load_sample(ctx)
         elif files:
@@ -50,7 +50,7 @@ with ui.error_boundary("Build page"):
                         ui.actions.calibrate(ctx, params)
                     est = ui.actions.estimate(ctx, loaded.documents, params)
                 ui.render.cost_estimate(est)
-                if st.button("Build", type="primary"):
+                if ui.provenance.run_wanted(st.button("Build", type="primary"), ui.actions.K_LAST_REPORT):
                     ui.actions.build(ctx, loaded.documents, params, refresh=refresh)
         else:
             st.info("Upload files or choose the sample corpus.")
@@ -58,8 +58,10 @@ with ui.error_boundary("Build page"):
     report = ui.actions.last_report()
     if report is not None:
         with ui.error_boundary("Report"):
-            ui.render.build_report(report, degrees=ui.actions.degrees(ctx))
-            build_ket.build_cost(ctx, report)
+            ready = loaded is not None and bool(loaded.documents)  # what Re-run would build
+            if ui.provenance.mark(ctx, "build report", ui.actions.K_LAST_REPORT, rerun=ready):
+                ui.render.build_report(report, degrees=ui.actions.degrees(ctx))
+                build_ket.build_cost(ctx, report)
 
     with ui.error_boundary("Graph overview"):  # has_chunks opens the database: it may be locked
         if build_ket.has_chunks(ctx):

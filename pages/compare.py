@@ -47,10 +47,12 @@ with ui.error_boundary("Compare"):
                              help="At 4000 (the default) each method's context reaches the answer whole, under its "
                                   "own budget (KET's λ, kg-rag's max_context_tokens, text-rag's budget_tokens); "
                                   "any other value cuts every method's context to it.")
-    if st.button("Compare", type="primary", disabled=not question.strip(), key="kgviz_cmp_run"):
+    if ui.provenance.run_wanted(st.button("Compare", type="primary", disabled=not question.strip(), key="kgviz_cmp_run"),
+                               uc.K_COMPARISON, possible=bool(question.strip())):
         uc.run_comparison(ctx, question, chosen, golds, budget_tokens=int(budget))
 
 last = uc.last_comparison()
 if last is not None:
     with ui.error_boundary("Comparison"):
-        uc.render_comparison(*last, ctx)
+        if ui.provenance.mark(ctx, "comparison", uc.K_COMPARISON):
+            uc.render_comparison(*last, ctx)

@@ -43,11 +43,13 @@ with ui.error_boundary("Evaluate"):
     run_methods = ue.with_baselines(methods, int(budget), baselines) if methods else []
     st.caption(f"{int(limit)} questions × {len(run_methods)} methods = {int(limit) * len(run_methods)} runs"
                + ("" if ctx.offline else " (each costs LLM calls; finished runs are reused)"))
-    if st.button("Run evaluation", type="primary", disabled=not methods, key="kgviz_eval_run"):
+    if ui.provenance.run_wanted(st.button("Run evaluation", type="primary", disabled=not methods, key="kgviz_eval_run"),
+                               ue.K_OUTCOME, possible=bool(methods)):
         ue.run(ctx, items[: int(limit)], methods, source_id, budget_tokens=int(budget), workers=int(workers),
                baselines=baselines)
 
 last = ue.last_outcome()
 if last is not None:
     with ui.error_boundary("Results"):
-        ue.render(*last)
+        if ui.provenance.mark(ctx, "evaluation", ue.K_OUTCOME):
+            ue.render(*last)

@@ -32,6 +32,7 @@ with ui.error_boundary("Trace"):
         st.info("Press Run to trace this method on the question.")
         st.stop()
     key = tui.run_key(ctx, method, question, params, preset)
+    ui.provenance.mark(ctx, "trace")  # runs are cached by workspace, embedder and LLM: always current
     tui.run_error(run)
     tui.step_viewer(run, key, ctx)
     tui.outcome(run)

@@ -13,7 +13,7 @@ from kgviz.index.params import BuildParams, BuildReport, CostEstimate
 from kgviz.ingest import LoadLimits, LoadResult, load_paths
 from kgviz.ingest import load_uploads as _load_uploads
 from kgviz.types import Document
-from kgviz.ui import jobs, resources
+from kgviz.ui import jobs, provenance, resources
 from kgviz.ui.state import K_LAST_REPORT, SAMPLE_DIR, AppContext
 from kgviz.viz import explore
 from kgviz.viz.graph_html import graph_html
@@ -62,14 +62,15 @@ def calibrate(ctx: AppContext, params: BuildParams) -> None:
 
 def build(ctx: AppContext, documents: Sequence[Document], params: BuildParams, *,
           label: str = "Building the graph", refresh: bool = False) -> BuildReport:
-    """Build into the workspace with live progress; the report is also kept for this session.
-    ``refresh`` bypasses cached LLM replies (the model is asked again for every new chunk)."""
+    """Build into the workspace with live progress; the report is also kept for this session, with
+    the settings it was made with. ``refresh`` bypasses cached LLM replies (the model is asked
+    again for every new chunk)."""
     if not documents:
         raise KgvizError("nothing to build: no document could be loaded",
                          hint="Fix or remove the rejected files listed above, or load the sample.")
     store = resources.store(ctx)
     report = jobs.run_build(documents, store, resources.reasoner(ctx, refresh=refresh), params, label=label)
-    st.session_state[K_LAST_REPORT] = report
+    provenance.keep(K_LAST_REPORT, report, ctx)
     return report
 
 
@@ -108,23 +109,34 @@ def sample_recording() -> SampleRecording | None:
 
 def choose_sample_replies(recording: SampleRecording | None) -> None:
     """Button callback (it runs before the sidebar is drawn, so it may set the sidebar's keys):
-    offline heuristics, or the recording as this session's LLM in its own workspace with the
-    embedder it was recorded with."""
+    each choice selects its own workspace, LLM and embedder, whatever the one before it set.
+
+    The recording: its own workspace, the recording as this session's LLM and the embedder it
+    was recorded with. Offline heuristics: the offline LLM; coming from the recording's workspace,
+    also the configured workspace and embedder (staying there would run offline heuristics over a
+    real model's graph, with the recording's embedder); any other workspace is the user's choice
+    and is kept with its embedder."""
     from kgviz.replay import SAMPLE_EMBEDDER
     from kgviz.ui.state import K_EMBEDDER, K_LLM_CHOICE, K_LLM_CUSTOM, K_WORKSPACE, OTHER_SPEC, settings
 
+    s = settings()
+    recorded = s.workspaces_dir / RECORDED_WORKSPACE
     if recording is None:
         st.session_state[K_LLM_CHOICE] = "offline"
+        current = st.session_state.get(K_WORKSPACE)
+        if current is None or Path(current).resolve() == recorded.resolve():
+            st.session_state[K_WORKSPACE] = str(s.db_dir)
+            st.session_state[K_EMBEDDER] = s.embedder_spec
         return
-    folder = settings().workspaces_dir / RECORDED_WORKSPACE
-    folder.mkdir(parents=True, exist_ok=True)
-    st.session_state[K_WORKSPACE] = str(folder)
+    recorded.mkdir(parents=True, exist_ok=True)
+    st.session_state[K_WORKSPACE] = str(recorded)
     st.session_state[K_LLM_CHOICE] = OTHER_SPEC
     st.session_state[K_LLM_CUSTOM] = recording.spec
     st.session_state[K_EMBEDDER] = SAMPLE_EMBEDDER
 
 
 def last_report() -> BuildReport | None:
+    """The last build report of this session (the Build page checks where it came from first)."""
     return st.session_state.get(K_LAST_REPORT)
 
 

@@ -19,8 +19,10 @@ from kgviz.answer import DEFAULT_BUDGET_TOKENS
 from kgviz.evaluate.qa import QAItem, load_questions, parse_question_bytes
 from kgviz.methods.base import MethodContext
 from kgviz.methods.registry import get_method, list_methods
+from kgviz.provenance import export_name
 from kgviz.run import Run
-from kgviz.ui import resources
+from kgviz.ui import provenance, resources
+from kgviz.ui.provenance import made_at
 from kgviz.ui import trace as tui
 from kgviz.ui.render import OFFLINE_LABEL, graph, md_text
 from kgviz.ui.state import AppContext
@@ -102,7 +104,7 @@ def run_comparison(ctx: AppContext, question: str, methods: Sequence[str], golds
             cache[keys[r.method]] = r.run
     while len(cache) > max(tui.MAX_RUNS, len(methods)):  # the Trace page's bound on kept runs
         cache.pop(next(iter(cache)))
-    st.session_state[K_COMPARISON] = (comparison, keys if budget is None else {})
+    provenance.keep(K_COMPARISON, (comparison, keys if budget is None else {}), ctx)
     return comparison
 
 
@@ -286,8 +288,10 @@ def funnel_table(comparison: cmp.Comparison) -> None:
 def exports(comparison: cmp.Comparison, ctx: AppContext) -> None:
     c = st.columns(2)
     c[0].download_button("Download case file (HTML)", cmp.case_file_html(comparison, resources.store(ctx)),
-                         file_name="kgviz_case_file.html", mime="text/html", key="kgviz_cmp_export_html")
-    c[1].download_button("Download JSON", cmp.case_file_json(comparison), file_name="kgviz_comparison.json",
+                         file_name=export_name("case", comparison.question, made_at(K_COMPARISON), "html"),
+                         mime="text/html", key="kgviz_cmp_export_html")
+    c[1].download_button("Download JSON", cmp.case_file_json(comparison),
+                         file_name=export_name("comparison", comparison.question, made_at(K_COMPARISON), "json"),
                          mime="application/json", key="kgviz_cmp_export_json")
 
 

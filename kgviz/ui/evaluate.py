@@ -20,7 +20,7 @@ from kgviz.evaluate import EvalOutcome, QAItem, load_questions, parse_question_b
 from kgviz.evaluate.budget import with_baselines
 from kgviz.evaluate.report import CONTEXT_LABEL, RATE_METRICS, SUMMARY_METRICS, EvalSummary
 from kgviz.methods.base import MethodContext
-from kgviz.ui import resources
+from kgviz.ui import provenance, resources
 from kgviz.ui import trace as tui
 from kgviz.ui.render import OFFLINE_LABEL, md_text
 from kgviz.offline.judge import OFFLINE_JUDGE_LABEL
@@ -78,7 +78,7 @@ def run(ctx: AppContext, items: Sequence[QAItem], methods: Sequence[str], source
                              workers=workers, progress=progress, baselines=baselines,
                              settings={"db": str(ctx.db_dir), "mode": ctx.llm_spec, "source": source_id})
     bar.progress(1.0, text=f"done: {outcome.ran} run now, {outcome.skipped} reused")
-    st.session_state[K_OUTCOME] = (outcome, list(outcome.summary.methods))  # baselines included
+    provenance.keep(K_OUTCOME, (outcome, list(outcome.summary.methods)), ctx)  # baselines included
     return outcome
 
 

@@ -27,6 +27,7 @@ from kgviz.ui.state import (
     publish_workspace,
     restore_workspace,
     settings,
+    take_rerun_requests,
 )
 
 
@@ -89,6 +90,7 @@ def render_sidebar() -> AppContext:
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
     keep_inputs()  # the same for the Trace / Compare / Evaluate inputs
+    take_rerun_requests()  # a stale result's "Re-run" acts in this run or not at all
     s = settings()
     choice, custom = default_llm_choice(s)
     st.session_state.setdefault(K_LLM_CHOICE, choice)
@@ -96,8 +98,10 @@ def render_sidebar() -> AppContext:
     st.session_state.setdefault(K_EMBEDDER, s.embedder_spec)
     options = [str(p) for p in list_workspaces(s)]
     restore_workspace(options)  # a reload keeps the workspace named in the URL
-    if st.session_state.get(K_WORKSPACE) not in options:
-        st.session_state[K_WORKSPACE] = options[0]
+    chosen = st.session_state.get(K_WORKSPACE)
+    if chosen not in options:  # e.g. a resolved path (a result's "switch back"): the option it names
+        same = [o for o in options if chosen and Path(o).resolve() == Path(chosen).resolve()]
+        st.session_state[K_WORKSPACE] = same[0] if same else options[0]
 
     with st.sidebar:
         st.header("kgviz")

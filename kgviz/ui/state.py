@@ -13,6 +13,7 @@ import streamlit as st
 
 from kgviz.config import DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, Settings, resolve_llm_spec
 from kgviz.errors import ConfigError
+from kgviz.provenance import Provenance
 
 # session_state keys (widget keys too, so the sidebar widgets and these helpers agree)
 K_WORKSPACE = "kgviz_workspace"
@@ -21,6 +22,8 @@ K_LLM_CUSTOM = "kgviz_llm_custom"
 K_API_KEY = "kgviz_api_key"
 K_EMBEDDER = "kgviz_embedder"
 K_LAST_REPORT = "kgviz_last_report"
+K_MADE = "kgviz_made"  # result key -> Provenance of the result kept under it
+K_RERUN = "kgviz_rerun"  # result keys whose page was asked to re-run (by the stale mark's button)
 
 OTHER_SPEC = "other (type a spec)"
 LLM_PRESETS = ("offline", f"anthropic:{DEFAULT_ANTHROPIC_MODEL}", f"openai:{DEFAULT_OPENAI_MODEL}")
@@ -137,3 +140,54 @@ def keep_inputs(prefixes: tuple[str, ...] = PAGE_INPUTS, skip: tuple[str, ...] =
         k = str(key)
         if k.startswith(prefixes) and not k.startswith(skip):
             st.session_state[k] = st.session_state[k]
+
+
+# --- results and where they came from (kgviz.provenance) -----------------------------------------
+MAX_LOOSE_PROVENANCE = 64  # records for results kept elsewhere (Trace runs), oldest dropped first
+
+
+def keep_result(key: str, value: object, made: Provenance) -> None:
+    """Keep a result for this session together with the settings it was made with: every page
+    that shows a kept result checks them against the current ones first (kgviz.ui.provenance)."""
+    st.session_state[key] = value
+    note_made(key, made)
+
+
+def note_made(key: str, made: Provenance) -> None:
+    """Record ``made`` for a result kept under ``key`` (a session key, or a key into a cache such
+    as the Trace page's runs). Records of the latter are bounded; a session key's is kept."""
+    records: dict[str, Provenance] = st.session_state.setdefault(K_MADE, {})
+    records.pop(key, None)  # re-inserted last: the newest are dropped last
+    records[key] = made
+    loose = [k for k in records if k not in st.session_state]
+    for k in loose[: max(0, len(loose) - MAX_LOOSE_PROVENANCE)]:
+        del records[k]
+
+
+def made(key: str) -> Provenance | None:
+    """The settings the result under ``key`` was made with; None when unknown."""
+    return st.session_state.get(K_MADE, {}).get(key)
+
+
+K_RERUN_NOW = "kgviz_rerun_now"  # the requests this script run may act on
+
+
+def ask_rerun(key: str) -> None:
+    """Button callback: the page holding ``key`` runs its action again on its next run."""
+    st.session_state.setdefault(K_RERUN, set()).add(key)
+
+
+def take_rerun_requests() -> None:
+    """At the start of every run (the sidebar): requests made by the last click are this run's,
+    and only this run's, so a request its page could not act on never fires later."""
+    st.session_state[K_RERUN_NOW] = st.session_state.pop(K_RERUN, set())
+
+
+def rerun_asked(key: str) -> bool:
+    """True in the run that follows ``ask_rerun(key)`` (once): the page ORs it into its run
+    button."""
+    asked: set[str] = st.session_state.get(K_RERUN_NOW, set())
+    if key in asked:
+        asked.discard(key)
+        return True
+    return False
