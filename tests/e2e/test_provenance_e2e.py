@@ -8,6 +8,7 @@ hashing embedder, temp KGVIZ_HOME (tests/e2e/conftest.py).
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -140,6 +141,10 @@ def test_home_round_trip_and_no_unlabelled_old_result_after_a_switch(
     expect(page.get_by_role("heading", name="Evidence overlay")).to_be_visible(timeout=WORK_S * 1000)
     expect(page.get_by_text("This comparison is from workspace default · LLM offline")).to_be_visible()
     assert [m for m in list_methods() if page.get_by_role("heading", name=m, exact=True).count()] == ["text-rag"]
+    with page.expect_download(timeout=60_000) as dl:  # named by the question and the time, not one fixed name
+        page.get_by_role("button", name="Download JSON").click()
+    assert re.fullmatch(r"kgviz_comparison_in-what-year-was-the-tidewell-line-founded_\d{8}-\d{6}\.json",
+                        dl.value.suggested_filename), dl.value.suggested_filename
 
     _open(page, "Evaluate", "Evaluate methods")
     from test_evaluate_e2e import _remove_methods
