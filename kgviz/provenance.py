@@ -15,8 +15,6 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-OFFLINE_SPEC = "offline"
-
 
 @dataclass(frozen=True)
 class Provenance:

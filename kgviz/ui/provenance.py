@@ -29,7 +29,6 @@ from kgviz.ui.state import (
     ask_rerun,
     keep_result,
     made,
-    note_made,
     rerun_asked,
 )
 
@@ -49,11 +48,6 @@ def current(ctx: AppContext, *, stamped: bool = True) -> Provenance:
 def keep(key: str, value: object, ctx: AppContext) -> None:
     """Keep a page's result under ``key`` with the settings it was made with."""
     keep_result(key, value, current(ctx))
-
-
-def note(key: str, ctx: AppContext) -> None:
-    """Record the settings of a result kept elsewhere (in a cache) under ``key``."""
-    note_made(key, current(ctx))
 
 
 def made_at(key: str) -> float | None:

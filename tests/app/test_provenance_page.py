@@ -87,8 +87,6 @@ def test_rerun_makes_the_result_again_under_the_current_settings_once(app_env: P
 def test_a_rerun_request_its_page_could_not_act_on_never_fires_later(app_env: Path) -> None:
     """The request belongs to the run right after the click: a page that stopped before its run
     button (no documents, no question) must not run its action on some later visit."""
-    from kgviz.ui import state
-
     def page() -> None:
         import streamlit as st
 
@@ -111,7 +109,6 @@ def test_a_rerun_request_its_page_could_not_act_on_never_fires_later(app_env: Pa
     at.run()  # taken at the start of this run ...
     at.run()  # ... and gone in the one after
     assert texts(at, "text") == ["asked=False"]
-    assert state.K_RERUN_NOW == "kgviz_rerun_now"
 
 
 def test_a_result_without_a_record_is_never_passed_off_as_current(app_env: Path) -> None:
