@@ -86,17 +86,17 @@ def mark(ctx: AppContext, what: str, key: str | None = None, *, rerun: bool = Tr
     construction."""
     now = current(ctx, stamped=False)
     if key is None:
-        st.caption(md_text(f"From {describe(now)} (the current settings)."))
+        st.caption(md_text(f"This {what} is from {describe(now)} (the current settings)."))
         return True
     was = made(key)
     diff = ["made with settings kgviz did not record"] if was is None else changes(was, now)
-    if not diff:
+    if was is not None and not diff:
         st.caption(md_text(f"This {what} is from {describe(was)} (the current settings)."))
         return True
     origin = "unknown settings" if was is None else describe(was)
     with st.container(border=True, key=f"kgviz_stale_{key}"):
         st.warning(md_text(f"Your last {what} is from {origin}, not from the current settings "
-                           f"({'; '.join(diff)}), so it is not shown."), icon=None)
+                           f"({'; '.join(diff)}), so it is not shown."))
         cols = st.columns(2)
         if rerun:
             cols[0].button("Re-run with the current settings", key=f"kgviz_rerun_{key}", on_click=ask_rerun,

@@ -173,8 +173,18 @@ def test_build_compare_and_evaluate_hide_old_results_after_a_switch(app_env: Pat
     assert not at.exception, at.exception
     assert "Results" in _subheaders(at)
 
+    at.switch_page("pages/trace.py").run()
+    at.text_input(key="kgviz_trace_question").set_value("In what year was the Tidewell Line founded?")
+    at.selectbox(key="kgviz_trace_method").set_value("text-rag").run()
+    _button(at, "Run").click().run()
+    assert not at.exception, at.exception
+    assert any("This trace is from workspace default · LLM offline · embedder hashing-768" in t
+               for t in texts(at, "caption"))
+
     # another LLM: no page draws a result it judged with the old one
     at.selectbox(key="kgviz_llm_choice").set_value(ANTHROPIC).run()
+    assert not [t for t in texts(at, "caption") if "This trace is from" in t]  # runs are kept per settings
+    assert any("Press Run" in t for t in texts(at, "info"))
     for page, what, drawn in (("pages/build.py", "build report", "Build report"),
                               ("pages/compare.py", "comparison", "Evidence overlay"),
                               ("pages/evaluate.py", "evaluation", "Results")):
