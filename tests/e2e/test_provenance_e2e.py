@@ -74,17 +74,21 @@ def _load_sample(page: Page, replies: str) -> None:
 
 
 def _only_method(page: Page, keep: str) -> None:
-    """Untick every Compare method but ``keep``, checking again after each pass (a click landing
-    during a rerun can be undone by it)."""
-    for _ in range(4):
+    """Untick every Compare method but ``keep``, one at a time, each checked after its rerun has
+    settled (a click landing during a rerun can be undone by it, and is then tried again)."""
+    from playwright.sync_api import expect
+
+    ticked: list[str] = []
+    for _ in range(3 * len(list_methods())):
         ticked = [m for m in list_methods() if m != keep
                   and page.get_by_role("checkbox", name=m, exact=True).is_checked()]
         if not ticked:
             return
-        for m in ticked:
-            page.get_by_test_id("stCheckbox").filter(has_text=m).get_by_text(m, exact=True).click()
-            _idle(page)
-    raise AssertionError(f"still ticked after four passes: {ticked}")
+        _idle(page)
+        page.get_by_test_id("stCheckbox").filter(has_text=ticked[0]).get_by_text(ticked[0], exact=True).click()
+        expect(page.get_by_role("checkbox", name=ticked[0], exact=True)).not_to_be_checked(timeout=10_000)
+        _idle(page)
+    raise AssertionError(f"still ticked: {ticked}")
 
 
 def _shown_results(page: Page, name: str) -> list[str]:
@@ -99,7 +103,8 @@ def _assert_labelled(page: Page, name: str, *, stale_because: str) -> None:
     expect(warning).to_be_visible(timeout=30_000)
     expect(warning).to_contain_text(stale_because)
     expect(warning).to_contain_text("so it is not shown")
-    assert _shown_results(page, name) == [], f"{name} still draws an old result"
+    for heading in RESULT_HEADINGS[name]:  # waited for: a rerun removes the last run's elements at its end
+        expect(page.get_by_role("heading", name=heading, exact=True)).to_have_count(0, timeout=30_000)
     expect(page.get_by_role("button", name="Switch back to default / offline")).to_be_visible()
 
 
