@@ -43,7 +43,7 @@ def metric_bars(summary: EvalSummary, metrics: Sequence[str] = QUALITY_BARS) -> 
     table: dict[str, dict[str, float]] = {}
     errors: dict[str, dict[str, tuple[float, float]]] = {}
     for m, s in summary.methods.items():
-        if s.n == 0:
+        if s.n_ok == 0:  # every run failed: no bar at all (a bar at 0 would read as a score)
             continue
         table[m] = {_LABEL[k]: 100 * s.estimates[k].mean for k in metrics}
         errors[m] = {_LABEL[k]: (100 * s.estimates[k].lo, 100 * s.estimates[k].hi) for k in metrics}
@@ -66,7 +66,7 @@ def _scatter(summary: EvalSummary, x: str, y: str, title: str) -> go.Figure:
     the same point (every rate 0), where text labels beside the markers would overprint."""
     fig = go.Figure()
     sx, sy = _scale(x), _scale(y)
-    shown = [(m, s) for m, s in summary.methods.items() if s.n > 0]
+    shown = [(m, s) for m, s in summary.methods.items() if s.n_ok > 0]  # failed runs are no point
     colours = method_colours([m for m, _s in shown])
     for i, (m, s) in enumerate(shown):
         ex, ey = s.estimates[x], s.estimates[y]
@@ -100,7 +100,7 @@ def coverage_vs_context(summary: EvalSummary) -> go.Figure:
     saw. At an equal budget B (a dashed line) the passage baselines sit near B; a method left of
     them used less context, so its coverage is read against what it spent."""
     fig = go.Figure()
-    shown = [(m, s) for m, s in summary.methods.items() if s.n > 0 and s.median_context_tokens is not None]
+    shown = [(m, s) for m, s in summary.methods.items() if s.n_ok > 0 and s.median_context_tokens is not None]
     colours = method_colours([m for m, _s in shown])
     for i, (m, s) in enumerate(shown):
         e = s.estimates["coverage"]
@@ -131,7 +131,7 @@ def coverage_by_budget(records: Sequence[EvalRecord], methods: Sequence[str]) ->
     the points of a line are comparable."""
     latest: dict[tuple[str, str, int], EvalRecord] = {}
     for r in records:
-        if r.budget_tokens is not None and r.method in methods:
+        if r.budget_tokens is not None and r.method in methods and not r.error:  # a failure is no value
             latest[(r.method, r.qid, int(r.budget_tokens))] = r  # a later line (a re-run) wins
     budgets = sorted({b for _m, _q, b in latest})
     if len(budgets) < 2:
