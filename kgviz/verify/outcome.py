@@ -20,7 +20,8 @@ from kgviz.offline.judge import OFFLINE_JUDGE_LABEL
 
 UNSUPPORTED = ("not_found", "contradicted")
 
-GREEN, RED, ORANGE, AMBER, GREY, SLATE = "#2e7d32", "#c62828", "#d84315", "#a15c00", "#757575", "#607d8b"
+GREEN, RED, ORANGE, AMBER, GREY, SLATE, INK = ("#2e7d32", "#c62828", "#d84315", "#a15c00", "#757575", "#607d8b",
+                                               "#37474f")
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,9 @@ class Mark:
 
     @property
     def colour(self) -> str:
-        return GREY if self.ok is None else GREEN if self.ok else RED
+        # a mark that holds is ink, not green: green belongs to the overall badge alone, and only
+        # when both facts hold (a green "grounded" beside a wrong answer would read as right)
+        return GREY if self.ok is None else INK if self.ok else RED
 
     @property
     def symbol(self) -> str:

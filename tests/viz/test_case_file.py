@@ -55,6 +55,7 @@ def test_wrong_but_grounded_is_named_and_not_green() -> None:
     # two labelled marks: correctness with the number that decided, and groundedness
     assert 'class="kgviz-mark mark-correct" data-ok="False"' in section and "does not match gold (EM 0" in section
     assert 'class="kgviz-mark mark-grounded" data-ok="True"' in section
+    assert GREEN not in section.split("<div")[0]  # no green anywhere in its verdict line
     assert "right: 2 of 3 answering methods" in page
 
 
