@@ -80,7 +80,8 @@ class Comparison:
                 "abstained": sum(r.verdict.abstained for r in answered),
                 "hallucination_rate": (sum(r.verdict.hallucinated for r in answered) / n) if n else None,
                 "failed": len(self.results) - n,
-                "right": sum(bool(r.outcome.correct and r.outcome.correct.ok) for r in answered) if self.golds else None,
+                "right": sum(bool(r.outcome.correct and r.outcome.correct.ok) for r in answered)
+                if self.golds else None,
                 "outcomes": {k: sum(r.outcome.kind == k for r in self.results)
                              for k in dict.fromkeys(r.outcome.kind for r in self.results)}}
 

@@ -92,8 +92,8 @@ def _mark(mark: object) -> str:
     return "" if mark is None else f"{mark.symbol} {mark.text}"  # type: ignore[attr-defined]
 
 
-SUMMARY_HEADERS = ["method", "answer", "verdict", "correct", "grounded", "EM %", "F1 %", "funnel", "context items", "context tokens",
-                   "tokens", "calls", "$", "seconds"]
+SUMMARY_HEADERS = ["method", "answer", "verdict", "correct", "grounded", "EM %", "F1 %", "funnel", "context items",
+                   "context tokens", "tokens", "calls", "$", "seconds"]
 
 
 def _method_section(r: MethodResult) -> str:

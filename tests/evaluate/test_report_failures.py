@@ -37,7 +37,8 @@ def test_failed_runs_are_in_no_mean_and_metrics_over_zero_runs_are_none() -> Non
     for key, e in broken.estimates.items():  # not 0 %, not 100 % coverage: nothing
         assert e.n == 0, key
     d = s.to_dict()["methods"]["broken"]
-    assert all(m["mean"] is None and m["lo"] is None and m["hi"] is None and m["of"] == 6 for m in d["metrics"].values())
+    assert all(m["mean"] is None and m["lo"] is None and m["hi"] is None and m["of"] == 6
+               for m in d["metrics"].values())
     assert d["median_context_tokens"] is None
     # half: 4 of 6 succeeded, all right: EM 100 % over those 4 (the two timeouts are no zeros)
     assert (half.n_ok, half.estimates["em"].n, half.estimates["em"].mean) == (4, 4, 1.0)
