@@ -13,7 +13,9 @@ from kgviz.verify.comparison import Comparison, MethodResult, overlap_matrix
 from kgviz.verify.judge import ClaimVerdict
 from kgviz.verify.outcome import Outcome, judge_caution
 
-LABEL_COLOURS = {"supported": "#c8e6c9", "contradicted": "#ffcdd2", "not_found": "#e0e0e0", "unparsed": "#fff3cd"}
+# a supported claim is pale blue, not green: supported by its context is not right (kgviz.verify.outcome
+# keeps green for an answer both right and grounded)
+LABEL_COLOURS = {"supported": "#d3e5f5", "contradicted": "#ffcdd2", "not_found": "#e0e0e0", "unparsed": "#fff3cd"}
 LABEL_TEXT = {"supported": "supported", "contradicted": "contradicted", "not_found": "not found in context",
               "unparsed": "judge reply unparsed"}
 
@@ -43,12 +45,14 @@ def highlight_answer(answer: str, claims: Sequence[ClaimVerdict]) -> str:
 def badge_html(outcome: Outcome) -> str:
     """The overall badge, then one labelled mark per fact ("correct", "grounded") in its own
     colour, so a grounded wrong answer reads as such and is never green."""
+    # the marks stack under the badge (one line each): side by side they overflowed a third of the page
     marks = "".join(
-        f'<span class="kgviz-mark mark-{esc(m.name)}" data-ok="{esc(m.ok)}" style="border:1px solid {m.colour};'
-        f'color:{m.colour};padding:1px 7px;border-radius:10px;font-size:12px;margin-left:6px;white-space:nowrap">'
-        f'{esc(m.name)} {m.symbol} {esc(m.text)}</span>' for m in outcome.marks)
-    return (f'<span class="badge outcome-{esc(outcome.kind)}" style="background:{outcome.colour};color:#fff;'
-            f'padding:2px 8px;border-radius:10px;font-size:12px">{esc(outcome.label)}</span>{marks}')
+        f'<div class="kgviz-mark mark-{esc(m.name)}" data-ok="{esc(m.ok)}" style="border-left:3px solid {m.colour};'
+        f'color:{m.colour};padding:0 6px;margin:3px 0 0 0;font-size:12px;line-height:1.35">'
+        f'<b>{esc(m.name)} {m.symbol}</b> {esc(m.text)}</div>' for m in outcome.marks)
+    return (f'<span class="badge outcome-{esc(outcome.kind)}" style="display:inline-block;background:{outcome.colour};'
+            f'color:#fff;padding:2px 8px;border-radius:10px;font-size:12px;white-space:nowrap">'
+            f'{esc(outcome.label)}</span>{marks}')
 
 
 _CSS = """
@@ -98,8 +102,8 @@ SUMMARY_HEADERS = ["method", "answer", "verdict", "correct", "grounded", "EM %",
 
 def _method_section(r: MethodResult) -> str:
     v, run = r.verdict, r.run
-    parts = [f"<h2>{esc(run.method)}</h2>", f"<p>{badge_html(r.outcome)} <span class='muted'>{esc(v.judge)} · "
-             f"{esc(v.split)}</span></p>"]
+    parts = [f"<h2>{esc(run.method)}</h2>", f"<div class='verdict'>{badge_html(r.outcome)}<div class='muted'>"
+             f"{esc(v.judge)} · {esc(v.split)}</div></div>"]
     if run.error:
         parts.append(f"<p><b>Error:</b> {esc(run.error)}</p>")
     parts.append(f'<div class="answer">{highlight_answer(run.answer, v.claims) or "<i>(no answer)</i>"}</div>')
