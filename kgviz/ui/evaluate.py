@@ -283,8 +283,9 @@ def question_frame(recs: Sequence[Any]) -> tuple[pd.DataFrame, list[str]]:
                      "verdict": o.label,
                      "correct": f"{o.correct.symbol} {o.correct.text}" if o.correct else "",
                      "grounded": f"{o.grounded.symbol} {o.grounded.text}" if o.grounded else "",
-                     "EM": None if r.error else r.metrics.get("em"),
-                     "F1": None if r.error else round(r.metrics.get("f1", 0.0), 3),
+                     # text, so a failed run's cell is empty (a null reads "None" in the grid)
+                     "EM": "" if r.error else f"{r.metrics.get('em', 0.0):.0f}",
+                     "F1": "" if r.error else f"{r.metrics.get('f1', 0.0):.2f}",
                      "funnel": r.funnel.get("label", "")})
     return pd.DataFrame(rows), colours
 
