@@ -146,7 +146,9 @@ def summary_frame(summary: EvalSummary) -> pd.DataFrame:
         for key, label, _h in SUMMARY_METRICS:
             e = s.estimates[key].to_dict()
             row[label + (" %" if key in RATE_METRICS else "")] = _cell(key, e["mean"], e["lo"], e["hi"])
-        row[CONTEXT_LABEL] = s.median_context_tokens  # None (an empty cell) when every run failed
+        # text like the other cells: "n/a" when every run failed (a null shows "None" in the grid)
+        med = s.median_context_tokens
+        row[CONTEXT_LABEL] = NA if med is None else f"{med:.0f}" if med == int(med) else f"{med:.1f}"
         rows.append(row)
     return pd.DataFrame(rows)
 

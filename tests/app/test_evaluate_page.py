@@ -79,7 +79,7 @@ def test_equal_budget_run_shows_baselines_and_coverage_vs_context_tokens(app_env
     assert not at.exception, at.exception
     summary = at.dataframe[0].value
     assert list(summary["method"]) == ["kg-retriever", "bm25", "dense"]  # the baselines joined at B
-    tokens = dict(zip(summary["method"], summary["Context tokens (median)"]))
+    tokens = {m: float(t) for m, t in zip(summary["method"], summary["Context tokens (median)"])}
     assert all(0 < tokens[m] <= 300 for m in ("bm25", "dense"))
     assert any("every method's context budget 300 tokens" in t for t in texts(at, "caption"))
     charts = at.get("plotly_chart")
@@ -153,7 +153,7 @@ def test_failed_runs_are_a_banner_never_numbers(app_env: Path, monkeypatch) -> N
     summary = at.dataframe[0].value.set_index("method")
     row = summary.loc["kg-retriever"]
     assert row["n of N"] == "0 of 3" and row["failed"] == 3
-    assert row["EM %"] == row["Coverage %"] == row["Hallucination %"] == "n/a"
+    assert row["EM %"] == row["Coverage %"] == row["Hallucination %"] == row["Context tokens (median)"] == "n/a"
     assert summary.loc["text-rag", "n of N"] == "3 of 3"
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     assert "kg-retriever" not in {t["name"] for t in charts[0]["data"]}  # no bar at 0
