@@ -230,8 +230,9 @@ def render(outcome: EvalOutcome, methods: Sequence[str]) -> None:
     st.plotly_chart(eval_charts.question_heatmap(outcome.records, methods, metric=metric), width="stretch",
                     key="kgviz_eval_heatmap")
     with st.expander("Paired comparisons (sign-flip permutation test)", expanded=False):
-        st.caption("A − B on the questions both methods answered; p from a two-sided paired sign-flip "
-                   "permutation test on the mean difference.")
+        st.caption("A − B on the questions both methods answered without failing (n); p from a two-sided "
+                   "paired sign-flip permutation test on the mean difference. A method with no successful run "
+                   "is in no pair.")
         st.dataframe(comparisons_frame(s), hide_index=True, width="stretch")
     question_picker(outcome, methods)
 
