@@ -6,7 +6,7 @@
   kgviz import-kg TRIPLES.tsv [--entities ENTITIES.jsonl] [--entity-filter b1|strict|none] --db DIR [--json]
   kgviz ask "QUESTION" --db DIR --method NAME|all [--llm SPEC] [--gold ANSWER]... [--json]
   kgviz eval QUESTIONS.jsonl --db DIR --methods a,b,...|all [--limit N] [--budget-tokens N] [--no-baselines]
-             [--out DIR] [--workers N] [--json]
+             [--out DIR] [--workers N] [--only-recorded] [--json]
   kgviz bench [--quick] [--json]
 
 Exit status: 0 success; 2 an expected failure a user can fix (bad option or setting, bad input,
@@ -215,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--workers", type=_int_at_least(1), default=2, help="questions evaluated concurrently")
     e.add_argument("--n-boot", type=_int_at_least(1), default=2000, help="bootstrap resamples for the CIs")
     e.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and permutation test")
+    e.add_argument("--only-recorded", action="store_true",
+                   help="with --llm recorded:<path>: evaluate only the runs the recording covers (checked before "
+                   "anything runs) and name the others; without it an uncovered run stops the command")
     _common(e)
     e.set_defaults(func=cmd_eval)
 
@@ -383,6 +386,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         for res in assessed:
             d = res.run.to_dict()
             d["verdict"] = res.verdict.to_dict()
+            d["outcome"] = res.outcome.to_dict()
             if args.gold:
                 d["metrics"] = res.metrics.to_dict() if res.metrics else None
                 d["funnel"] = res.funnel.to_dict() if res.funnel else None
@@ -397,9 +401,11 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         u = r.usage
         print(f"{r.method:<16} {status}\n{'':<16} context {r.context.n_tokens} tok · {u.calls} calls · "
               f"{u.total_tokens} tok · ${u.cost_usd:.4f} · {r.seconds:.2f}s")
-        check = "abstained" if v.abstained else ("hallucinated" if v.hallucinated else "grounded")
+        o = res.outcome  # kgviz.verify.outcome: right x grounded, the label every surface shows
         if not v.failed:
-            print(f"{'':<16} {check}: {', '.join(c.label for c in v.claims) or 'no claims'} ({v.judge})")
+            print(f"{'':<16} {o.label}: {', '.join(c.label for c in v.claims) or 'no claims'} ({v.judge})")
+            for mark in o.marks:
+                print(f"{'':<16} {mark.name} {mark.symbol} {safe_text(mark.text)}")
         if res.metrics is not None:
             m = res.metrics
             funnel = f" · funnel: {res.funnel.label}" if res.funnel else ""
@@ -431,6 +437,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     outcome = run_evaluation(items, names, ws.method_context(), out_dir=out, budget_tokens=args.budget_tokens,
                              workers=args.workers, n_boot=args.n_boot, seed=args.seed, progress=progress,
                              baselines=not args.no_baselines,
+                             not_recorded="skip" if args.only_recorded else "stop",
                              settings={"questions": str(args.questions), "db": str(ws.store.path), "mode": ws.mode})
     if show:
         sys.stderr.write("\n")
@@ -438,6 +445,8 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(outcome.to_dict(), indent=2, default=str))
     else:
         print(f"mode: {'offline heuristics (no LLM)' if ws.llm.is_offline else ws.mode}; results: {outcome.results_path}")
+        if outcome.coverage_note():
+            print(f"NOT RECORDED: {outcome.coverage_note()}")
         print(format_table(outcome.summary))
     return 0
 

@@ -25,27 +25,29 @@ with ui.error_boundary("Evaluate"):
     if not items:
         st.info("Choose a QA file.")
         st.stop()
-    # defaults in session state (not default=/value=), so a visit to another page keeps them
-    st.session_state.setdefault("kgviz_eval_methods", list_methods())
-    st.session_state.setdefault("kgviz_eval_budget", 4000)
-    st.session_state.setdefault("kgviz_eval_workers", 2)
-    st.session_state.setdefault("kgviz_eval_baselines", True)
+    ue.form_defaults(ctx)  # per LLM: a recording's own methods and budgets, so the defaults replay
     if not 1 <= int(st.session_state.get("kgviz_eval_limit", 0)) <= len(items):  # a new, shorter file
         st.session_state["kgviz_eval_limit"] = min(len(items), 20)
     methods = st.multiselect("Methods", list_methods(), key="kgviz_eval_methods")
+    equal = st.checkbox("One equal context budget for every method", key="kgviz_eval_equal",
+                        help="Off: each method answers from its own context budget (KET's λ, kg-rag's "
+                             "max_context_tokens, ...), as the recorded sample was recorded.")
     c = st.columns(3)
     limit = c[0].number_input("Questions (first N)", 1, len(items), key="kgviz_eval_limit")
     budget = c[1].number_input("Context budget (tokens)", 100, 100_000, step=500, key="kgviz_eval_budget",
+                               disabled=not equal,
                                help="Equal budget: every method's own context budget and the shared answer "
                                     "step's are set to this; methods that stop on their own may use less.")
     workers = c[2].number_input("Workers", 1, 16, key="kgviz_eval_workers")
-    baselines = st.checkbox("Add the BM25-only and dense-only baselines at this budget", key="kgviz_eval_baselines")
-    run_methods = ue.with_baselines(methods, int(budget), baselines) if methods else []
+    baselines = st.checkbox("Add the BM25-only and dense-only baselines at this budget", key="kgviz_eval_baselines",
+                            disabled=not equal)
+    budget_tokens = int(budget) if equal else None
+    run_methods = ue.with_baselines(methods, budget_tokens, baselines) if methods else []
     st.caption(f"{int(limit)} questions × {len(run_methods)} methods = {int(limit) * len(run_methods)} runs"
-               + ("" if ctx.offline else " (each costs LLM calls; finished runs are reused)"))
+               + ue.runs_note(ctx))
     if ui.provenance.run_wanted(st.button("Run evaluation", type="primary", disabled=not methods, key="kgviz_eval_run"),
                                ue.K_OUTCOME, possible=bool(methods)):
-        ue.run(ctx, items[: int(limit)], methods, source_id, budget_tokens=int(budget), workers=int(workers),
+        ue.run(ctx, items[: int(limit)], methods, source_id, budget_tokens=budget_tokens, workers=int(workers),
                baselines=baselines)
 
 last = ue.last_outcome()

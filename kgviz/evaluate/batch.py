@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from kgviz.config import Settings
 from kgviz.evaluate.budget import with_baselines
+from kgviz.evaluate.coverage import RecordingCoverage
 from kgviz.evaluate.qa import QAItem
 from kgviz.evaluate.report import EvalSummary, summarise
 from kgviz.evaluate.runner import SUMMARY_FILE, EvalRecord, Progress, evaluate
@@ -27,10 +28,21 @@ class EvalOutcome:
     results_path: Path | None
     ran: int
     skipped: int
+    coverage: RecordingCoverage | None = None  # recorded replies: what the recording covers
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.summary.to_dict(), "results": str(self.results_path) if self.results_path else None,
-                "ran": self.ran, "reused": self.skipped}
+                "ran": self.ran, "reused": self.skipped,
+                "recording_coverage": self.coverage.to_dict() if self.coverage else None}
+
+    def coverage_note(self) -> str:
+        """"" unless a recording left runs out: then one line saying which, and that only the
+        recorded runs were evaluated."""
+        c = self.coverage
+        if c is None or not c.missing:
+            return ""
+        return (f"{c.line()}; evaluated only the {c.covered} recorded runs "
+                "(the others were not run and count nowhere)")
 
 
 def default_out_dir(settings: Settings, questions: str | Path, db: str | Path) -> Path:
@@ -44,16 +56,24 @@ def run_evaluation(items: Sequence[QAItem], methods: Sequence[str], ctx: MethodC
                    out_dir: str | Path | None = None, budget_tokens: int | None = None, workers: int = 1,
                    n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED, progress: Progress | None = None,
                    cancel: threading.Event | None = None, scorer: Scorer | None = None,
-                   settings: Mapping[str, Any] | None = None, baselines: bool = True) -> EvalOutcome:
+                   settings: Mapping[str, Any] | None = None, baselines: bool = True,
+                   not_recorded: str = "stop") -> EvalOutcome:
     """``evaluate`` then ``summarise``; with ``out_dir`` the summary is saved as summary.json.
-    ``outcome.summary.methods`` lists the methods run, baselines included."""
+    ``outcome.summary.methods`` lists the methods run, baselines included; with recorded replies
+    a method the recording covers on no question is left out of it (``outcome.coverage`` names it)."""
     methods = with_baselines(methods, budget_tokens, baselines)
     result = evaluate(items, methods, ctx, out_dir=out_dir, budget_tokens=budget_tokens, workers=workers,
-                      progress=progress, cancel=cancel, scorer=scorer)
+                      progress=progress, cancel=cancel, scorer=scorer, not_recorded=not_recorded)
     info = {**dict(settings or {}), "methods": list(methods), "n_questions": len(items),
             "budget_tokens": budget_tokens, "equal_budget": budget_tokens is not None, "workers": workers}
-    summary = summarise(result.records, methods, n_boot=n_boot, seed=seed, settings=info)
-    outcome = EvalOutcome(summary, result.records, result.results_path, result.ran, result.skipped)
+    ran = [m for m in methods if any(r.method == m for r in result.records)] if result.coverage else methods
+    summary = summarise(result.records, ran, n_boot=n_boot, seed=seed, settings=info)
+    if result.coverage is not None:
+        for method, qids in result.coverage.by_method().items():
+            if method in summary.methods:
+                summary.methods[method].n_not_recorded = len(qids)
+    outcome = EvalOutcome(summary, result.records, result.results_path, result.ran, result.skipped,
+                          result.coverage)
     if out_dir is not None:
         path = Path(out_dir) / SUMMARY_FILE
         tmp = path.with_suffix(".tmp")

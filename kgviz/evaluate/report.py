@@ -1,6 +1,11 @@
 """Summaries of evaluation records: per-method means with bootstrap CIs and paired comparisons,
 the median context tokens each method's answer step saw, the share of questions whose gold answer
-is in the graph, as JSON-ready dicts and plain-text tables for the CLI and benchmarks."""
+is in the graph, as JSON-ready dicts and plain-text tables for the CLI and benchmarks.
+
+A failed run is never a number: it is left out of every mean, CI, median and paired test (which
+say "n of N": the runs that succeeded of the runs made) and counted as a failure with its error
+(``EvalSummary.failures``). A metric over zero runs is None in JSON and "n/a" in text. A paired
+test compares only the questions on which both methods succeeded."""
 from __future__ import annotations
 
 import itertools
@@ -39,16 +44,66 @@ def record_value(rec: EvalRecord, metric: str) -> float:
 @dataclass
 class MethodSummary:
     method: str
-    n: int
-    n_errors: int
-    estimates: dict[str, Estimate]
-    # median tokens of context the answer step saw (None with no records): at an equal budget B a
-    # method that stops on its own shows here how much of B it used
+    n: int  # runs made (N)
+    n_errors: int  # of which failed: left out of every estimate
+    estimates: dict[str, Estimate]  # over the runs that succeeded (each Estimate.n of N)
+    # median tokens of context the answer step saw (None with no successful run): at an equal
+    # budget B a method that stops on its own shows here how much of B it used
     median_context_tokens: float | None = None
+    n_not_recorded: int = 0  # questions a recording did not cover: not run at all (kgviz.evaluate.coverage)
+
+    @property
+    def n_ok(self) -> int:
+        return self.n - self.n_errors
 
     def to_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "n_errors": self.n_errors, "median_context_tokens": self.median_context_tokens,
-                "metrics": {k: e.to_dict() for k, e in self.estimates.items()}}
+        return {"n": self.n, "n_ok": self.n_ok, "n_errors": self.n_errors, "n_not_recorded": self.n_not_recorded,
+                "median_context_tokens": self.median_context_tokens,
+                "metrics": {k: {**e.to_dict(), "of": self.n} for k, e in self.estimates.items()}}
+
+
+@dataclass(frozen=True)
+class FailureGroup:
+    """Failed runs sharing one error message."""
+
+    error: str
+    count: int
+    methods: tuple[str, ...]
+    first_qid: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": self.error, "count": self.count, "methods": list(self.methods), "first_qid": self.first_qid}
+
+
+@dataclass
+class Failures:
+    """Every failed run of a summary: how many of how many, grouped by error (first seen first)."""
+
+    count: int = 0
+    of: int = 0
+    groups: list[FailureGroup] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"count": self.count, "of": self.of, "errors": [g.to_dict() for g in self.groups]}
+
+    def headline(self, shown: int = 3) -> str:
+        """One line: the count and the first distinct errors ("" when nothing failed)."""
+        if not self.count:
+            return ""
+        errors = "; ".join(f"{g.count}× ({', '.join(g.methods)}): {g.error}" for g in self.groups[:shown])
+        more = f"; {len(self.groups) - shown} more distinct errors" if len(self.groups) > shown else ""
+        return (f"{self.count} of {self.of} runs failed and are left out of every mean, CI and paired test: "
+                f"{errors}{more}")
+
+
+def failures_of(records: Sequence[EvalRecord]) -> Failures:
+    groups: dict[str, list[EvalRecord]] = {}
+    for r in records:
+        if r.error:
+            groups.setdefault(r.error, []).append(r)
+    return Failures(sum(len(g) for g in groups.values()), len(records),
+                    [FailureGroup(e, len(rs), tuple(dict.fromkeys(r.method for r in rs)), rs[0].qid)
+                     for e, rs in groups.items()])
 
 
 @dataclass
@@ -62,16 +117,21 @@ class EvalSummary:
     # share of questions whose gold answer the graph holds (the funnel's "in graph"); None when
     # no record carries a funnel (a scorer without one)
     gold_in_graph: float | None = None
+    failures: Failures = field(default_factory=Failures)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "n_questions": self.n_questions,
             "gold_in_graph": self.gold_in_graph,
+            "failures": self.failures.to_dict(),
             "methods": {m: s.to_dict() for m, s in self.methods.items()},
             "comparisons": [c.to_dict() for c in self.comparisons],
             "statistics": {"ci": f"percentile bootstrap 95% over questions, n_boot={self.n_boot}, seed={self.seed}",
                            "paired_test": "two-sided paired sign-flip permutation test on the mean difference "
-                                          "(exact for n <= 16, else Monte Carlo)"},
+                                          "(exact for n <= 16, else Monte Carlo), over the questions both "
+                                          "methods answered without failing",
+                           "failed_runs": "left out of every mean, CI, median and paired test; a metric "
+                                          "over zero runs is null"},
             "settings": dict(self.settings),
         }
 
@@ -94,13 +154,15 @@ def summarise(records: Sequence[EvalRecord], methods: Sequence[str] | None = Non
     out: dict[str, MethodSummary] = {}
     for m in order:
         recs = list(by_method[m].values())
-        est = {key: bootstrap_ci([record_value(r, key) for r in recs], n_boot=n_boot, seed=seed)
+        ok = [r for r in recs if not r.error]  # a failed run is no value of any metric
+        est = {key: bootstrap_ci([record_value(r, key) for r in ok], n_boot=n_boot, seed=seed)
                for key, _label, _hib in SUMMARY_METRICS}
-        median = float(statistics.median(r.context_tokens for r in recs)) if recs else None
-        out[m] = MethodSummary(m, len(recs), sum(1 for r in recs if r.error), est, median)
+        median = float(statistics.median(r.context_tokens for r in ok)) if ok else None
+        out[m] = MethodSummary(m, len(recs), len(recs) - len(ok), est, median)
     comparisons: list[Paired] = []
     for a, b in itertools.combinations(order, 2):
-        common = [q for q in by_method[a] if q in by_method[b]]
+        common = [q for q, r in by_method[a].items()
+                  if not r.error and q in by_method[b] and not by_method[b][q].error]
         if not common:
             continue
         for metric in COMPARE_METRICS:
@@ -108,9 +170,10 @@ def summarise(records: Sequence[EvalRecord], methods: Sequence[str] | None = Non
             xb = [record_value(by_method[b][q], metric) for q in common]
             comparisons.append(paired_comparison(xa, xb, metric=metric, names=(a, b), n_boot=n_boot,
                                                  n_perm=n_perm, seed=seed))
-    n_q = len({r.qid for r in records if r.method in by_method})
-    return EvalSummary(out, comparisons, n_q, n_boot, seed, dict(settings or {}),
-                       gold_in_graph_share([r for r in records if r.method in by_method]))
+    kept = [r for m in order for r in by_method[m].values()]
+    n_q = len({r.qid for r in kept})
+    return EvalSummary(out, comparisons, n_q, n_boot, seed, dict(settings or {}), gold_in_graph_share(kept),
+                       failures_of(kept))
 
 
 def gold_in_graph_share(records: Sequence[EvalRecord]) -> float | None:
@@ -124,9 +187,12 @@ def gold_in_graph_share(records: Sequence[EvalRecord]) -> float | None:
 
 
 # --- text ----------------------------------------------------------------------------------------
+NA = "n/a"  # a metric over zero runs: never 0 or 100 %
+
+
 def _fmt(metric: str, e: Estimate) -> str:
     if e.n == 0 or not math.isfinite(e.mean):
-        return "-"
+        return NA
     if metric in RATE_METRICS:
         return f"{100 * e.mean:.1f} [{100 * e.lo:.1f}, {100 * e.hi:.1f}]"
     if metric == "cost_usd":
@@ -138,16 +204,20 @@ def _fmt(metric: str, e: Estimate) -> str:
 
 def format_table(summary: EvalSummary, *, alpha: float = 0.05) -> str:
     """Plain-text tables: per-method means [95% CI] (rates in %), then paired differences."""
-    header = ["method", "n", "errors", *[label for _k, label, _h in SUMMARY_METRICS], CONTEXT_LABEL]
+    header = ["method", N_OF_LABEL, "failed", *[label for _k, label, _h in SUMMARY_METRICS], CONTEXT_LABEL]
     rows = [header]
     for m, s in summary.methods.items():
-        rows.append([m, str(s.n), str(s.n_errors), *[_fmt(k, s.estimates[k]) for k, _l, _h in SUMMARY_METRICS],
+        rows.append([m, n_of(s), str(s.n_errors), *[_fmt(k, s.estimates[k]) for k, _l, _h in SUMMARY_METRICS],
                      _median(s)])
-    lines = [f"{summary.n_questions} questions; means with 95% bootstrap CIs (rates in %)" + _budget_note(summary)]
+    lines = [f"{summary.n_questions} questions; means with 95% bootstrap CIs over the runs that succeeded "
+             f"(rates in %)" + _budget_note(summary)]
+    if summary.failures.count:
+        lines.append("FAILED: " + summary.failures.headline())
     lines += _columns(rows)
     if summary.comparisons:
         lines.append("")
-        lines.append(f"paired differences A - B in points (sign-flip permutation test; * p < {alpha})")
+        lines.append(f"paired differences A - B in points, on the questions both answered without failing "
+                     f"(sign-flip permutation test; * p < {alpha})")
         pairs: dict[tuple[str, str], list[Paired]] = {}
         for c in summary.comparisons:
             pairs.setdefault((c.a, c.b), []).append(c)
@@ -160,10 +230,15 @@ def format_table(summary: EvalSummary, *, alpha: float = 0.05) -> str:
 
 
 CONTEXT_LABEL = "Context tokens (median)"
+N_OF_LABEL = "n of N"  # runs that succeeded of runs made
+
+
+def n_of(s: MethodSummary) -> str:
+    return f"{s.n_ok} of {s.n}" + (f" ({s.n_not_recorded} not recorded)" if s.n_not_recorded else "")
 
 
 def _median(s: MethodSummary) -> str:
-    return "-" if s.median_context_tokens is None else f"{s.median_context_tokens:.0f}"
+    return NA if s.median_context_tokens is None else f"{s.median_context_tokens:.0f}"
 
 
 def _budget_note(summary: EvalSummary) -> str:
@@ -182,10 +257,11 @@ def _columns(rows: list[list[str]]) -> list[str]:
 def format_equal_budget_table(summary: EvalSummary) -> str:
     """The must-show table (issue 12): per method coverage [95% CI], EM, F1 (in %) and the median
     context tokens the answer step saw."""
-    rows = [["method", "n", "errors", "Coverage [95% CI]", "EM", "F1", CONTEXT_LABEL]]
+    rows = [["method", N_OF_LABEL, "failed", "Coverage [95% CI]", "EM", "F1", CONTEXT_LABEL]]
     for m, s in summary.methods.items():
         e = s.estimates
-        rows.append([m, str(s.n), str(s.n_errors), _fmt("coverage", e["coverage"]),
-                     "-" if e["em"].n == 0 else f"{100 * e['em'].mean:.1f}",
-                     "-" if e["f1"].n == 0 else f"{100 * e['f1'].mean:.1f}", _median(s)])
-    return "\n".join(_columns(rows))
+        rows.append([m, n_of(s), str(s.n_errors), _fmt("coverage", e["coverage"]),
+                     NA if e["em"].n == 0 else f"{100 * e['em'].mean:.1f}",
+                     NA if e["f1"].n == 0 else f"{100 * e['f1'].mean:.1f}", _median(s)])
+    head = [f"FAILED: {summary.failures.headline()}"] if summary.failures.count else []
+    return "\n".join(head + _columns(rows))

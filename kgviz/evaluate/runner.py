@@ -14,6 +14,11 @@ atomically) and run again. Each record is written as one ``write`` of a whole li
 run killed mid-write leaves at most a truncated last line, which is cut off (and re-run) the next
 time.
 
+Recorded replies (``recorded:<path>``): before anything runs, every pending run is checked
+against the recording (kgviz.evaluate.coverage); with ``not_recorded="stop"`` a run the recording
+does not cover stops the evaluation with one line naming them all, with ``"skip"`` only the
+covered runs are evaluated and ``EvalResult.coverage`` names the others.
+
 Concurrency: a thread pool of ``workers``. The store hands each thread its own Kùzu connection,
 the usage ledger is locked, and each run has its own Tracer; so runs share the MethodContext.
 The progress callback is called from the calling thread (results are collected there), so a
@@ -32,6 +37,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from kgviz.errors import ConfigError, EvaluationError
 from kgviz.evaluate.budget import budget_param, equal_budget_overrides
+from kgviz.evaluate.coverage import NotRecordedError, RecordingCoverage, check_recording, recorded_llm
 from kgviz.evaluate.qa import QAItem
 from kgviz.evaluate.scoring import Scored, Scorer, VerifyScorer
 from kgviz.methods.base import MethodContext, params_to_dict
@@ -99,6 +105,7 @@ class EvalResult:
     results_path: Path | None
     skipped: int  # reused from a previous run
     ran: int
+    coverage: RecordingCoverage | None = None  # with recorded replies: what the recording covers
 
 
 Progress = Callable[[EvalProgress], None]
@@ -201,13 +208,16 @@ def evaluate(
     cancel: threading.Event | None = None,
     scorer: Scorer | None = None,
     retry_failed: bool = True,
+    not_recorded: str = "stop",
 ) -> EvalResult:
     """Run every method on every item, scoring each run; see the module docstring.
 
     ``params`` / ``presets`` map method name -> overrides / preset name, as in ``run_methods``;
     with ``budget_tokens`` each method's budget param is set to it (an override saying otherwise
     is a ConfigError).
-    With ``out_dir`` the records go to ``out_dir/results.jsonl`` and a re-run resumes."""
+    With ``out_dir`` the records go to ``out_dir/results.jsonl`` and a re-run resumes.
+    ``not_recorded`` ("stop" or "skip"): what to do, with recorded replies, about runs the
+    recording does not cover (module docstring)."""
     if not items:
         raise EvaluationError("no questions to evaluate")
     if not methods:
@@ -221,6 +231,8 @@ def evaluate(
                               hint="give every question a unique \"id\"")
     if len(set(methods)) != len(methods):
         raise EvaluationError(f"a method is listed twice: {', '.join(methods)}")
+    if not_recorded not in ("stop", "skip"):
+        raise ConfigError(f"not_recorded must be 'stop' or 'skip' (got {not_recorded!r})")
     presets = dict(presets or {})
     params = {name: equal_budget_overrides(name, (params or {}).get(name), budget_tokens) for name in methods}
     scorer = scorer or VerifyScorer()
@@ -237,14 +249,26 @@ def evaluate(
         for rec in read_results(path, repair=True):
             done.setdefault(rec.key, rec)
     todo = [(item, m) for item in items for m in methods if (item.id, m, hashes[m]) not in done]
-    total = len(items) * len(methods)
+    coverage: RecordingCoverage | None = None
+    replayed: dict[tuple[str, str], Run] = {}
+    llm = recorded_llm(ctx)
+    if llm is not None and todo:  # before anything is scored or saved
+        coverage = check_recording(todo, ctx, llm, params=params, presets=presets, budget_tokens=budget_tokens,
+                                   n_questions=len(items))
+        if coverage.missing and not_recorded == "stop":
+            raise NotRecordedError(coverage.line(),
+                                   hint="evaluate only the recorded runs (kgviz eval --only-recorded), or use the "
+                                        "offline mode or a live model for the others")
+        replayed = coverage.runs
+        todo = [(item, m) for item, m in todo if (item.id, m) in replayed]
+    total = len(items) * len(methods) - (len(coverage.missing) if coverage else 0)
     skipped = total - len(todo)
     if progress:
         progress(EvalProgress(skipped, total, skipped))
 
     def one(item: QAItem, name: str) -> EvalRecord:
-        run = run_method(name, item.question, ctx, params.get(name), preset=presets.get(name),
-                         budget_tokens=budget_tokens)
+        run = replayed.get((item.id, name)) or run_method(name, item.question, ctx, params.get(name),
+                                                          preset=presets.get(name), budget_tokens=budget_tokens)
         return _record(item, run, scorer(run, item, ctx, budget_tokens), hashes[name], budget_tokens)
 
     appender = _Appender(path) if path is not None else None
@@ -286,7 +310,7 @@ def evaluate(
             appender.close()
     records = [done[(item.id, m, hashes[m])] for item in items for m in methods
                if (item.id, m, hashes[m]) in done]
-    return EvalResult(records, path, skipped, finished)
+    return EvalResult(records, path, skipped, finished, coverage)
 
 
 def _take(it: Iterable[tuple[QAItem, str]], n: int) -> list[tuple[QAItem, str]]:

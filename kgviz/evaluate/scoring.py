@@ -51,8 +51,8 @@ def metrics_for(run: Run, item: QAItem) -> dict[str, float]:
 class VerifyScorer:
     """Metrics, the claim verdict (verify_run through the run's reasoner: an LLM judge, or the
     offline check) and the gold funnel. The gold's presence in the corpus and graph is computed
-    once per question and shared by every method. A failed run scores 0 on every metric and counts
-    as neither abstaining nor hallucinating (the summary reports it as an error)."""
+    once per question and shared by every method. A failed run has no metrics at all (not zeros:
+    kgviz.evaluate.report leaves it out of every mean and counts it as a failure with its error)."""
 
     def __init__(self) -> None:
         self._presence: dict[str, GoldPresence] = {}
@@ -70,5 +70,5 @@ class VerifyScorer:
     def __call__(self, run: Run, item: QAItem, ctx: MethodContext, budget_tokens: int | None = None) -> Scored:
         verdict = verify_run(run, ctx.reasoner)
         row = funnel_row(run, self.presence(item, ctx))
-        return Scored(metrics=metrics_for(run, item), hallucinated=verdict.hallucinated,
+        return Scored(metrics={} if run.error else metrics_for(run, item), hallucinated=verdict.hallucinated,
                       abstained=verdict.abstained, verdict=verdict.to_dict(), funnel=row.to_dict())

@@ -26,6 +26,7 @@ from kgviz.ui.provenance import made_at
 from kgviz.ui import trace as tui
 from kgviz.ui.render import OFFLINE_LABEL, graph, md_text
 from kgviz.ui.state import AppContext
+from kgviz.verify.outcome import judge_caution
 from kgviz.viz.case_file import LABEL_COLOURS, LABEL_TEXT, badge_html, esc, highlight_answer
 from kgviz.viz.graph_html import graph_html
 from kgviz.viz.overlay import Overlay, build_overlay, default_methods, facet, overlay_html, overlay_positions
@@ -157,7 +158,7 @@ def method_column(result: cmp.MethodResult, key: str) -> Run | None:
     """One method's column; returns the run when its \"Open in Trace\" button was pressed."""
     run, v = result.run, result.verdict
     st.subheader(run.method)
-    st.html(f'<div class="kgviz-verdict">{badge_html(v)}</div>')
+    st.html(f'<div class="kgviz-verdict">{badge_html(result.outcome)}</div>')
     if run.error:
         st.error(md_text(run.error))
     else:
@@ -300,8 +301,16 @@ def render_comparison(comparison: cmp.Comparison, keys: dict[str, str], ctx: App
     judge = comparison.judge + (f" — {OFFLINE_LABEL}" if comparison.mode == "offline" else "")
     vu = comparison.verification_usage
     cost = f" · verification: {vu.calls} calls, {vu.total_tokens:,} tokens, ${vu.cost_usd:.4f}" if vu.calls else ""
-    st.caption(md_text(f"Judge: {judge}. Hallucinated: {s['hallucinated']} of {s['methods'] - s['failed']} "
+    answering = s['methods'] - s['failed']
+    right = f"Right: {s['right']} of {answering} answering methods · " if comparison.golds else ""
+    st.caption(md_text(f"Judge: {judge}. {right}Hallucinated: {s['hallucinated']} of {answering} "
                        f"answering methods · abstained: {s['abstained']} · failed: {s['failed']}{cost}"))
+    caution = judge_caution(comparison.judge)
+    if caution:  # the same warning as on Evaluate, wherever a verdict is shown
+        st.info(md_text(caution))
+    if not comparison.golds:
+        st.caption("No gold answer: each badge says only whether the answer is grounded in its context, "
+                   "not whether it is right.")
     picked = columns(comparison, keys)
     if picked is not None:
         open_in_trace(ctx, picked)

@@ -12,6 +12,7 @@ from kgviz.types import Usage
 from kgviz.verify.funnel import FunnelRow, GoldPresence
 from kgviz.verify.judge import HALLUCINATION_DEFINITION, Verdict
 from kgviz.verify.metrics import Metrics
+from kgviz.verify.outcome import Outcome, of_verdict
 
 
 @dataclass
@@ -25,8 +26,13 @@ class MethodResult:
     def method(self) -> str:
         return self.run.method
 
+    @property
+    def outcome(self) -> Outcome:
+        """Right (with a gold answer) x grounded, abstained or failed: one label and colour."""
+        return of_verdict(self.verdict, self.metrics)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"run": self.run.to_dict(), "verdict": self.verdict.to_dict(),
+        return {"run": self.run.to_dict(), "verdict": self.verdict.to_dict(), "outcome": self.outcome.to_dict(),
                 "metrics": self.metrics.to_dict() if self.metrics else None,
                 "funnel": self.funnel.to_dict() if self.funnel else None}
 
@@ -68,11 +74,16 @@ class Comparison:
     def summary(self) -> dict[str, Any]:
         answered = [r for r in self.results if not r.verdict.failed]
         n = len(answered)
+        # a rate over no answering method is None ("n/a"), never 0
         return {"methods": len(self.results),
                 "hallucinated": sum(r.verdict.hallucinated for r in answered),
                 "abstained": sum(r.verdict.abstained for r in answered),
-                "hallucination_rate": (sum(r.verdict.hallucinated for r in answered) / n) if n else 0.0,
-                "failed": len(self.results) - n}
+                "hallucination_rate": (sum(r.verdict.hallucinated for r in answered) / n) if n else None,
+                "failed": len(self.results) - n,
+                "right": sum(bool(r.outcome.correct and r.outcome.correct.ok) for r in answered)
+                if self.golds else None,
+                "outcomes": {k: sum(r.outcome.kind == k for r in self.results)
+                             for k in dict.fromkeys(r.outcome.kind for r in self.results)}}
 
     def to_dict(self) -> dict[str, Any]:
         return {"question": self.question, "golds": list(self.golds), "mode": self.mode, "judge": self.judge,

@@ -10,9 +10,12 @@ import html
 from typing import Any, Sequence
 
 from kgviz.verify.comparison import Comparison, MethodResult, overlap_matrix
-from kgviz.verify.judge import ClaimVerdict, Verdict
+from kgviz.verify.judge import ClaimVerdict
+from kgviz.verify.outcome import Outcome, judge_caution
 
-LABEL_COLOURS = {"supported": "#c8e6c9", "contradicted": "#ffcdd2", "not_found": "#e0e0e0", "unparsed": "#fff3cd"}
+# a supported claim is pale blue, not green: supported by its context is not right (kgviz.verify.outcome
+# keeps green for an answer both right and grounded)
+LABEL_COLOURS = {"supported": "#d3e5f5", "contradicted": "#ffcdd2", "not_found": "#e0e0e0", "unparsed": "#fff3cd"}
 LABEL_TEXT = {"supported": "supported", "contradicted": "contradicted", "not_found": "not found in context",
               "unparsed": "judge reply unparsed"}
 
@@ -39,23 +42,17 @@ def highlight_answer(answer: str, claims: Sequence[ClaimVerdict]) -> str:
     return "".join(out)
 
 
-def badge(verdict: Verdict) -> tuple[str, str]:
-    """(text, colour) of the answer's overall badge."""
-    if verdict.failed:
-        return "method failed", "#9e9e9e"
-    if verdict.abstained:
-        return "abstained", "#607d8b"
-    if verdict.hallucinated:
-        return f"hallucination ({verdict.unsupported} unsupported claim{'s' * (verdict.unsupported != 1)})", "#c62828"
-    if any(c.label == "unparsed" for c in verdict.claims):
-        return "not fully verified", "#f9a825"
-    return "grounded", "#2e7d32"
-
-
-def badge_html(verdict: Verdict) -> str:
-    text, colour = badge(verdict)
-    return (f'<span class="badge" style="background:{colour};color:#fff;padding:2px 8px;border-radius:10px;'
-            f'font-size:12px">{esc(text)}</span>')
+def badge_html(outcome: Outcome) -> str:
+    """The overall badge, then one labelled mark per fact ("correct", "grounded") in its own
+    colour, so a grounded wrong answer reads as such and is never green."""
+    # the marks stack under the badge (one line each): side by side they overflowed a third of the page
+    marks = "".join(
+        f'<div class="kgviz-mark mark-{esc(m.name)}" data-ok="{esc(m.ok)}" style="border-left:3px solid {m.colour};'
+        f'color:{m.colour};padding:0 6px;margin:3px 0 0 0;font-size:12px;line-height:1.35">'
+        f'<b>{esc(m.name)} {m.symbol}</b> {esc(m.text)}</div>' for m in outcome.marks)
+    return (f'<span class="badge outcome-{esc(outcome.kind)}" style="display:inline-block;background:{outcome.colour};'
+            f'color:#fff;padding:2px 8px;border-radius:10px;font-size:12px;white-space:nowrap">'
+            f'{esc(outcome.label)}</span>{marks}')
 
 
 _CSS = """
@@ -87,21 +84,26 @@ def summary_rows(c: Comparison) -> list[list[object]]:
     rows = []
     for r in c.results:
         u, m = r.run.usage, r.metrics
-        rows.append([r.method, r.run.answer or r.run.error, badge(r.verdict)[0],
-                     _pct(m.em if m else None), _pct(m.f1 if m else None),
+        o = r.outcome
+        rows.append([r.method, r.run.answer or r.run.error, o.label,
+                     _mark(o.correct), _mark(o.grounded), _pct(m.em if m else None), _pct(m.f1 if m else None),
                      r.funnel.label if r.funnel else "", len(r.run.context.items), r.run.context.n_tokens,
                      u.total_tokens, u.calls, f"{u.cost_usd:.4f}", f"{r.run.seconds:.2f}"])
     return rows
 
 
-SUMMARY_HEADERS = ["method", "answer", "verdict", "EM %", "F1 %", "funnel", "context items", "context tokens",
-                   "tokens", "calls", "$", "seconds"]
+def _mark(mark: object) -> str:
+    return "" if mark is None else f"{mark.symbol} {mark.text}"  # type: ignore[attr-defined]
+
+
+SUMMARY_HEADERS = ["method", "answer", "verdict", "correct", "grounded", "EM %", "F1 %", "funnel", "context items",
+                   "context tokens", "tokens", "calls", "$", "seconds"]
 
 
 def _method_section(r: MethodResult) -> str:
     v, run = r.verdict, r.run
-    parts = [f"<h2>{esc(run.method)}</h2>", f"<p>{badge_html(v)} <span class='muted'>{esc(v.judge)} · "
-             f"{esc(v.split)}</span></p>"]
+    parts = [f"<h2>{esc(run.method)}</h2>", f"<div class='verdict'>{badge_html(r.outcome)}<div class='muted'>"
+             f"{esc(v.judge)} · {esc(v.split)}</div></div>"]
     if run.error:
         parts.append(f"<p><b>Error:</b> {esc(run.error)}</p>")
     parts.append(f'<div class="answer">{highlight_answer(run.answer, v.claims) or "<i>(no answer)</i>"}</div>')
@@ -130,9 +132,13 @@ def render_case_file(c: Comparison, store: Any = None, *, include_graph: bool = 
     if c.golds:
         parts.append(f"<p><b>Gold answer(s):</b> {esc(' | '.join(c.golds))}</p>")
     parts.append(f"<p class='muted'>Mode: {esc(c.mode)} · judge: {esc(c.judge)}</p>")
+    caution = judge_caution(c.judge)
+    if caution:
+        parts.append(f"<p class='judge-caution'><b>How far to trust the verdicts:</b> {esc(caution)}</p>")
     parts.append(f"<p class='muted'>{esc(c.definition)}</p>")
     s = c.summary()
-    parts.append(f"<p>Hallucinated: {s['hallucinated']} of {s['methods'] - s['failed']} answering methods; "
+    right = f"right: {s['right']} of {s['methods'] - s['failed']} answering methods; " if c.golds else ""
+    parts.append(f"<p>{right}Hallucinated: {s['hallucinated']} of {s['methods'] - s['failed']} answering methods; "
                  f"abstained: {s['abstained']}; failed: {s['failed']}.</p>")
     parts.append(_table(SUMMARY_HEADERS, summary_rows(c)))
     if c.overlap:

@@ -43,7 +43,7 @@ def metric_bars(summary: EvalSummary, metrics: Sequence[str] = QUALITY_BARS) -> 
     table: dict[str, dict[str, float]] = {}
     errors: dict[str, dict[str, tuple[float, float]]] = {}
     for m, s in summary.methods.items():
-        if s.n == 0:
+        if s.n_ok == 0:  # every run failed: no bar at all (a bar at 0 would read as a score)
             continue
         table[m] = {_LABEL[k]: 100 * s.estimates[k].mean for k in metrics}
         errors[m] = {_LABEL[k]: (100 * s.estimates[k].lo, 100 * s.estimates[k].hi) for k in metrics}
@@ -66,7 +66,7 @@ def _scatter(summary: EvalSummary, x: str, y: str, title: str) -> go.Figure:
     the same point (every rate 0), where text labels beside the markers would overprint."""
     fig = go.Figure()
     sx, sy = _scale(x), _scale(y)
-    shown = [(m, s) for m, s in summary.methods.items() if s.n > 0]
+    shown = [(m, s) for m, s in summary.methods.items() if s.n_ok > 0]  # failed runs are no point
     colours = method_colours([m for m, _s in shown])
     for i, (m, s) in enumerate(shown):
         ex, ey = s.estimates[x], s.estimates[y]
@@ -100,7 +100,7 @@ def coverage_vs_context(summary: EvalSummary) -> go.Figure:
     saw. At an equal budget B (a dashed line) the passage baselines sit near B; a method left of
     them used less context, so its coverage is read against what it spent."""
     fig = go.Figure()
-    shown = [(m, s) for m, s in summary.methods.items() if s.n > 0 and s.median_context_tokens is not None]
+    shown = [(m, s) for m, s in summary.methods.items() if s.n_ok > 0 and s.median_context_tokens is not None]
     colours = method_colours([m for m, _s in shown])
     for i, (m, s) in enumerate(shown):
         e = s.estimates["coverage"]
@@ -131,7 +131,7 @@ def coverage_by_budget(records: Sequence[EvalRecord], methods: Sequence[str]) ->
     the points of a line are comparable."""
     latest: dict[tuple[str, str, int], EvalRecord] = {}
     for r in records:
-        if r.budget_tokens is not None and r.method in methods:
+        if r.budget_tokens is not None and r.method in methods and not r.error:  # a failure is no value
             latest[(r.method, r.qid, int(r.budget_tokens))] = r  # a later line (a re-run) wins
     budgets = sorted({b for _m, _q, b in latest})
     if len(budgets) < 2:
@@ -154,6 +154,7 @@ def coverage_by_budget(records: Sequence[EvalRecord], methods: Sequence[str]) ->
 
 
 ABSTAINED_CELL = -0.5  # the heatmap's value for an abstention that scored 0
+FAILED_CELL = -1.0  # its value for a failed run: the grey "failed" category, marked ×, never a score
 
 
 def question_heatmap(records: Sequence[EvalRecord], methods: Sequence[str], *, metric: str = "acc",
@@ -165,27 +166,32 @@ def question_heatmap(records: Sequence[EvalRecord], methods: Sequence[str], *, m
     by = {(r.method, r.qid): r for r in records}
     z: list[list[float | None]] = []
     hover: list[list[str]] = []
+    marks: list[list[str]] = []  # "×" on a failed run's cell: a category, not a score
     for m in methods:
-        row, tips = [], []
+        row, tips, cells = [], [], []
         for q in qids:
             r = by.get((m, q))
             if r is None:
                 row.append(None)
                 tips.append("not run")
+                cells.append("")
                 continue
-            value = float(r.metrics.get(metric, 0.0))
-            row.append(-1.0 if r.error else ABSTAINED_CELL if r.abstained and value == 0.0 else value)
-            answer = f"error: {r.error}" if r.error else r.answer
+            value = FAILED_CELL if r.error else float(r.metrics.get(metric, 0.0))
+            row.append(value if r.error else ABSTAINED_CELL if r.abstained and value == 0.0 else value)
+            answer = f"failed, no score: {r.error}" if r.error else r.answer
             tips.append(f"{_esc(q)}: {_esc(r.question[:120])}<br>gold: {_esc(' | '.join(r.answers)[:80])}"
                         f"<br>{_esc(m)}: {_esc(answer[:120])}")
+            cells.append("×" if r.error else "")
         z.append(row)
         hover.append(tips)
+        marks.append(cells)
     # z -1 failed (grey), -0.5 abstained (amber), 0 .. 0.34 wrong (red), above: correct (green)
     colours = [[0.0, "#9e9e9e"], [0.2, "#9e9e9e"], [0.2, "#ffb74d"], [0.4, "#ffb74d"], [0.4, "#e57373"],
                [0.67, "#e57373"], [0.67, "#66bb6a"], [1.0, "#2e7d32"]]
     fig = go.Figure(go.Heatmap(
         z=z, x=[_esc(q) for q in qids], y=[_esc(m) for m in methods], zmin=-1, zmax=1, colorscale=colours,
-        showscale=False, text=hover, hovertemplate="%{text}<extra></extra>", xgap=1, ygap=1,
+        showscale=False, customdata=hover, hovertemplate="%{customdata}<extra></extra>", xgap=1, ygap=1,
+        text=marks, texttemplate="%{text}", textfont=dict(color="white"),
     ))
     title = f"Per question: {_LABEL.get(metric, metric)} (green correct, red wrong, amber abstained, grey failed)"
     fig.update_layout(title=_esc(title), **{**_LAYOUT, "height": max(260, 40 * len(methods) + 120)})

@@ -176,3 +176,38 @@ def test_claims_render_as_a_list_with_the_verdict_first_and_escaped() -> None:
     assert first.index("contradicted") < first.index("built it") and "#ffcdd2" in first
     assert "+2 more" in first and f"e{SHOWN_EVIDENCE}" not in first
     assert "supported" in items[1] and "evidence" not in items[1]
+
+
+def test_recorded_wrong_but_grounded_answers_are_not_green(app_env: Path) -> None:
+    """The recorded sample's s03 (gold Tarrow): kg-retriever answers "Anster Wren" and text-rag
+    "Ventholm", both supported by their contexts and both wrong: each badge says "grounded but
+    wrong" beside a red "correct ✗" mark and a "grounded ✓" mark, in no green; the LLM judge's
+    caution is shown with the verdicts."""
+    from kgviz.verify.outcome import GREEN
+
+    at = new_app().run()
+    radio = at.radio[0]
+    radio.set_value(next(o for o in radio.options if o.startswith("recorded from"))).run()
+    button(at, "Load sample data").click().run()
+    assert not at.exception, at.exception
+    at.switch_page("pages/compare.py").run()
+    for m in list_methods():
+        if m not in ("kg-retriever", "text-rag"):
+            at.checkbox(key=f"kgviz_cmp_m_{m}").uncheck()
+    at.radio(key="kgviz_cmp_source").set_value("Sample questions").run()
+    item = next(q for q in at.selectbox(key="kgviz_cmp_pick").options if "Ossel Marine Institute born" in q)
+    at.selectbox(key="kgviz_cmp_pick").set_value(item).run()
+    button(at, "Compare").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    results = {r.method: r for r in at.session_state["kgviz_comparison"][0].results}
+    assert results["kg-retriever"].run.answer == "Anster Wren" and results["text-rag"].run.answer == "Ventholm"
+    badges = [h.value for h in at.get("html") if "kgviz-verdict" in h.value]
+    assert len(badges) == 2
+    for badge in badges:
+        assert "grounded but wrong" in badge and "outcome-grounded_wrong" in badge
+        assert GREEN not in badge  # neither the verdict nor its marks
+        assert 'mark-correct" data-ok="False"' in badge and "does not match gold (EM 0" in badge
+        assert 'mark-grounded" data-ok="True"' in badge
+    assert any("judge generously" in i.value for i in at.info)
+    assert any("Right: 0 of 2 answering methods" in c.value for c in at.caption)

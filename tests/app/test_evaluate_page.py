@@ -40,7 +40,7 @@ def test_evaluate_page_runs_small_eval_and_shows_results(app_env: Path) -> None:
     frames = at.dataframe
     summary = frames[0].value
     assert list(summary["method"]) == METHODS
-    assert list(summary["n"]) == [4, 4, 4]
+    assert list(summary["n of N"]) == ["4 of 4"] * 3 and list(summary["failed"]) == [0, 0, 0]
     assert summary.loc[summary["method"] == "no-retrieval", "Abstention %"].iloc[0].startswith("100.0")
     charts = at.get("plotly_chart")
     # metric bars, coverage vs context tokens, quality vs cost, hallucination vs coverage, heatmap
@@ -67,7 +67,7 @@ def test_evaluate_page_runs_small_eval_and_shows_results(app_env: Path) -> None:
     _button(at, "Run evaluation").click().run()
     assert not at.exception, at.exception
     assert "done: 3 run now, 12 reused" in str(at.get("progress")[-1].proto.text)
-    assert list(at.dataframe[0].value["n"]) == [5, 5, 5]
+    assert list(at.dataframe[0].value["n of N"]) == ["5 of 5"] * 3
 
 
 def test_equal_budget_run_shows_baselines_and_coverage_vs_context_tokens(app_env: Path) -> None:
@@ -79,7 +79,7 @@ def test_equal_budget_run_shows_baselines_and_coverage_vs_context_tokens(app_env
     assert not at.exception, at.exception
     summary = at.dataframe[0].value
     assert list(summary["method"]) == ["kg-retriever", "bm25", "dense"]  # the baselines joined at B
-    tokens = dict(zip(summary["method"], summary["Context tokens (median)"]))
+    tokens = {m: float(t) for m, t in zip(summary["method"], summary["Context tokens (median)"])}
     assert all(0 < tokens[m] <= 300 for m in ("bm25", "dense"))
     assert any("every method's context budget 300 tokens" in t for t in texts(at, "caption"))
     charts = at.get("plotly_chart")
@@ -126,3 +126,67 @@ def test_picked_question_opens_in_compare(app_env: Path) -> None:
     assert not at.exception, at.exception
     assert at.text_input(key="kgviz_cmp_question").value == "How tall is the tower of Skellan Point Lighthouse?"
     assert at.text_input(key="kgviz_cmp_gold").value == "38 metres"
+
+
+def test_failed_runs_are_a_banner_never_numbers(app_env: Path, monkeypatch) -> None:  # noqa: ANN001
+    """A method whose every run fails: counted with its error in a banner, n/a in the table, no bar,
+    no point, no paired test; the per-question view shows the failure, not a score."""
+    import kgviz.evaluate.runner as runner
+
+    real = runner.run_method
+
+    def flaky(name: str, *a, **kw):  # noqa: ANN002, ANN003, ANN202
+        run = real(name, *a, **kw)
+        if name == "kg-retriever":
+            run.error = "ProviderTimeoutError: the provider did not answer within 60 s"
+        return run
+
+    monkeypatch.setattr(runner, "run_method", flaky)
+    at = _open(new_app().run())
+    at.multiselect(key="kgviz_eval_methods").set_value(METHODS).run()
+    at.number_input(key="kgviz_eval_limit").set_value(3).run()
+    at.checkbox(key="kgviz_eval_baselines").uncheck().run()
+    _button(at, "Run evaluation").click().run()
+    assert not at.exception, at.exception
+    banner = " ".join(texts(at, "error"))
+    assert "3 of 9 runs failed" in banner and "ProviderTimeoutError" in banner and "kg-retriever" in banner
+    summary = at.dataframe[0].value.set_index("method")
+    row = summary.loc["kg-retriever"]
+    assert row["n of N"] == "0 of 3" and row["failed"] == 3
+    assert row["EM %"] == row["Coverage %"] == row["Hallucination %"] == row["Context tokens (median)"] == "n/a"
+    assert summary.loc["text-rag", "n of N"] == "3 of 3"
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert "kg-retriever" not in {t["name"] for t in charts[0]["data"]}  # no bar at 0
+    for scatter in charts[1:4]:
+        assert "kg-retriever" not in {t.get("name") for t in scatter["data"]}
+    comparisons = at.dataframe[1].value
+    assert "kg-retriever" not in set(comparisons["A"]) | set(comparisons["B"])
+    per_question = at.dataframe[2].value.set_index("method")
+    assert per_question.loc["kg-retriever", "verdict"] == "method failed"
+    assert per_question.loc["kg-retriever", "answer"].startswith("error: ProviderTimeoutError")
+    assert per_question.loc["kg-retriever", "EM"] == per_question.loc["kg-retriever", "F1"] == ""  # no score
+
+
+def test_recorded_sample_runs_with_the_pages_defaults(app_env: Path) -> None:
+    """Home -> recorded sample -> Evaluate -> Run with every default: the recorded methods at their
+    own budgets, every run covered, none failed; a grounded wrong answer is named as such."""
+    at = new_app().run()
+    radio = at.radio[0]
+    radio.set_value(next(o for o in radio.options if o.startswith("recorded from"))).run()
+    _open(at)
+    assert at.checkbox(key="kgviz_eval_equal").value is False
+    assert set(at.multiselect(key="kgviz_eval_methods").value) == {"text-rag", "no-retrieval", "kg-retriever",
+                                                                   "ket-rag", "kg-rag", "kg-infused"}
+    _button(at, "Run evaluation").click().run()
+    assert not at.exception, at.exception
+    assert not texts(at, "error") and not texts(at, "warning"), texts(at, "error") + texts(at, "warning")
+    summary = at.dataframe[0].value
+    assert list(summary["n of N"]) == ["14 of 14"] * 6 and list(summary["failed"]) == [0] * 6
+    assert any("judge generously" in t for t in texts(at, "info"))  # the LLM judge's caution
+    at.selectbox(key="kgviz_eval_pick").set_value("s03").run()
+    per_question = at.dataframe[-1].value.set_index("method")
+    # the recorded kg-retriever answers "Anster Wren" (gold Tarrow), supported by its context
+    assert per_question.loc["kg-retriever", "answer"] == "Anster Wren"
+    assert per_question.loc["kg-retriever", "verdict"] == "grounded but wrong"
+    assert per_question.loc["kg-retriever", "correct"].startswith("✗ does not match gold")
+    assert per_question.loc["kg-retriever", "grounded"].startswith("✓")

@@ -22,7 +22,8 @@ def test_eval_json_summary_and_resume(sample_db: Path, tmp_path: Path, capsys: p
     assert list(d["methods"]) == ["text-rag", "no-retrieval"]
     m = d["methods"]["text-rag"]["metrics"]
     for key in ("em", "f1", "acc", "coverage", "hallucination", "abstention", "tokens", "cost_usd", "latency_s"):
-        assert set(m[key]) == {"mean", "lo", "hi", "n"} and m[key]["lo"] <= m[key]["mean"] <= m[key]["hi"]
+        assert set(m[key]) == {"mean", "lo", "hi", "n", "of"} and m[key]["n"] == m[key]["of"] == 3
+        assert m[key]["lo"] <= m[key]["mean"] <= m[key]["hi"]
     comps = d["comparisons"]
     assert {(c["a"], c["b"]) for c in comps} == {("text-rag", "no-retrieval")}
     assert all(0 <= c["p_value"] <= 1 for c in comps)

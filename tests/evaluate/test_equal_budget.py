@@ -114,7 +114,7 @@ def test_run_evaluation_reports_baselines_median_tokens_and_gold_in_graph(sample
     table = format_table(out.summary)
     assert "Context tokens (median)" in table and f"context budget {B} tokens" in table and "66.7%" in table
     rows = format_equal_budget_table(out.summary).splitlines()
-    assert rows[0].split()[:4] == ["method", "n", "errors", "Coverage"]
+    assert rows[0].split()[:6] == ["method", "n", "of", "N", "failed", "Coverage"]
     assert [r.split()[0] for r in rows[1:]] == ["kg-retriever", "bm25", "dense"]
     assert rows[2].split()[-1] == f"{out.summary.methods['bm25'].median_context_tokens:.0f}"
     # opting out

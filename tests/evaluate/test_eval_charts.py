@@ -48,8 +48,8 @@ def test_heatmap_cells_and_escaping() -> None:
     z = fig.data[0].z
     assert list(z[0]) == [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
     assert list(z[1])[:5] == [1.0] * 5 and z[1][5] == -1.0  # the failed run is marked, not "wrong"
-    hover = str(fig.data[0].text)
-    assert HOSTILE not in hover and "&lt;img" in hover and "error: boom" in hover
+    hover = str(fig.data[0].customdata)
+    assert HOSTILE not in hover and "&lt;img" in hover and "failed, no score: boom" in hover
     # an abstention that scored 0 gets its own colour, not "wrong"
     from dataclasses import replace
     quiet = [replace(r, abstained=True) if (r.method, r.qid) == (METHODS[0], RECORDS[0].qid) else r for r in RECORDS]
@@ -111,3 +111,26 @@ def test_coverage_by_budget_needs_two_budgets_and_common_questions() -> None:
     assert fig is not None
     lines = {t.name: (list(t.x), list(t.y)) for t in fig.data}
     assert lines == {"bm25": ([300, 600], [50.0, 100.0]), "kg-rag": ([300, 600], [100.0, 0.0])}
+
+
+def test_a_failed_run_is_drawn_as_no_value() -> None:
+    """A method whose runs all failed has no bar and no point; a failed run is no value on the
+    coverage-by-budget line; its heatmap cell is the grey 'failed' category, its error in the hover."""
+    broken = [_rec(f"q{i}", "broken", 0.0, error="RecordingMissError: no reply") for i in range(6)]
+    s = summarise(RECORDS + broken, [*METHODS, "broken"], n_boot=100)
+    assert "broken" not in [t.name for t in eval_charts.metric_bars(s).data]
+    for fig in (eval_charts.quality_vs_cost(s), eval_charts.hallucination_vs_coverage(s),
+                eval_charts.coverage_vs_context(s)):
+        assert "broken" not in [t.name for t in fig.data]
+    # HOSTILE's q5 failed: its 5 successes alone make its coverage 100 %, and the failure is no 0
+    assert s.methods[HOSTILE].estimates["acc"].n == 5 and s.methods[HOSTILE].estimates["acc"].mean == 1.0
+    at = {b: [_rec(f"q{i}", "m", 1.0, error="boom" if (b == 600 and i == 0) else "") for i in range(3)]
+          for b in (300, 600)}
+    for b, recs in at.items():
+        for r in recs:
+            r.budget_tokens = b
+    lines = eval_charts.coverage_by_budget(at[300] + at[600], ["m"])
+    assert lines is not None and "(2 questions)" in lines.data[0].hovertemplate  # q0 failed at 600: left out
+    heat = eval_charts.question_heatmap(broken, ["broken"])
+    assert list(heat.data[0].z[0]) == [-1.0] * 6 and list(heat.data[0].text[0]) == ["×"] * 6
+    assert "failed, no score: RecordingMissError" in heat.data[0].customdata[0][0]

@@ -31,7 +31,7 @@ def test_harness_builds_evaluates_and_reuses_its_build(tmp_path: Path, capsys: p
     lines = out.splitlines()
     assert lines[0].startswith("sample_data: 2 questions") and "budget 400 tokens" in lines[0]
     assert lines[1].startswith("gold in graph: ") and "% of questions; build " in lines[1]
-    assert lines[2].split()[:4] == ["method", "n", "errors", "Coverage"]
+    assert lines[2].split()[:6] == ["method", "n", "of", "N", "failed", "Coverage"]
     assert [ln.split()[0] for ln in lines[3:6]] == ["kg-retriever", "bm25", "dense"]
     doc = json.loads(out[out.index("{"):])
     assert doc["budget_tokens"] == 400 and doc["questions"] == 2 and 0.0 <= doc["gold_in_graph"] <= 1.0
