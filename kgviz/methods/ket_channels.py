@@ -39,6 +39,10 @@ SHOWN_SEED_KEYWORDS = 25
 # data["links"] keeps them all
 SHOWN_LINKS_PER_CHUNK = 2
 _EPS = 1e-9
+# data["budget_of"] of the keyword channel's first two steps: their used/budget is the candidate pool
+# (2·(1-θ)·λ tokens of sub-chunks gathered to be ranked), not the channel's share of the context
+# ((1-θ)·λ, every other channel step): the viewer shows the two as two bars
+POOL = "pool"
 RRF_K = 60  # ours: the reciprocal-rank-fusion constant of the 'hybrid' match mode (text-rag's default)
 
 
@@ -503,7 +507,8 @@ class _KetEngine:
             + f"; {listed}",
             nodes=self._seed_keywords(view, shown, near, seeds, pool_budget),
             scores={view.kw_ids[k]: x for k, x in shown},
-            data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget, "pool_mode": cfg.pool_mode,
+            data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget, "budget_of": POOL,
+                  "pool_mode": cfg.pool_mode,
                   "seeded_total": len(seeds), "seeded_shown": len(shown), "match": self.keyword_mode,
                   "question_keywords": [view.kw_words[k] for k in asked],
                   "score_name": "cosine to the question; seeds are taken in rank order "
@@ -534,7 +539,7 @@ class _KetEngine:
             # only the seed step's shown keywords: an edge to an undrawn keyword would pull it in unlabelled
             edges=[EdgeRef(sid, k, "HAS_KEYWORD", "candidate") for sid in ranked for k in kws[sid] if k in shown_ids],
             scores=dict(score),
-            data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget,
+            data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget, "budget_of": POOL,
                   **({"cosines": dict(cos)} if self.lexical else {}),
                   "score_name": ("BM25 over the question's keywords fused with cosine (reciprocal rank)"
                                  if self.keyword_mode == "hybrid" else "BM25 over the question's keywords, cosine "

@@ -167,14 +167,15 @@ def step_panel(trace: Sequence[TraceStep], index: int, labels: Mapping[str, str]
         if len(rows) == MAX_ROWS:
             why += f" (first {MAX_ROWS} shown)"
     raw = json.dumps(step.data, default=str, indent=1, ensure_ascii=False) if step.data else ""
+    budgets = vt.channel_budgets(trace, index)
     return {
         "head": f"Step {index + 1} of {len(trace)} · {step.kind}",
         "title": step.title,
         "detail": step.detail,
         "note": note,
         "facts": _facts(trace, index),
-        "bars": [{"label": f"{b.channel} channel: {b.used:,} of {b.budget:,} tokens", "fraction": b.fraction}
-                 for b in vt.channel_budgets(trace, index)],
+        "bars": [{"label": b.label, "fraction": b.fraction} for b in budgets],
+        "budget_total": vt.context_total(budgets),
         "why": why,
         "columns": columns,
         "rows": rows,

@@ -223,6 +223,7 @@
         bar.appendChild(fill);
         panelEl.appendChild(bar);
       });
+      if (p.budget_total) { panelEl.appendChild(el("div", "kp-bar-label", p.budget_total)); }
     }
     if (p.rows.length) {
       panelEl.appendChild(el("div", "kp-sec", "Why: " + p.why));
