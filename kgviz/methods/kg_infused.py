@@ -451,6 +451,8 @@ class KGInfusedRAG:
         picked = deciding.chooser_pick(by_cos, [f.id for f in chosen], by="offline heuristic" if offline else "model",
                                        ranking="ranked by cosine to the question",
                                        words="" if offline or step.llm is None else step.llm.raw_output)
+        # the model saw the triples numbered [n] in graph order, unscored: where its picks stood there
+        picked["listed_as"] = [facts.index(f) + 1 for f in chosen]
         line = deciding.pick_line(picked)
         if offline:
             kept = set(value.selected)

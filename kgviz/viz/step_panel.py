@@ -120,6 +120,9 @@ def _facts(trace: Sequence[TraceStep], index: int) -> list[list[str]]:
         out.append(["choice", f"{who} picked {took} of {picked.get('of')} ({picked.get('ranking', '')})"
                     + ("" if first or not ranks else "; its own score ranks the pick first (#)"
                        if picked.get("by") != "model" else "; a node it passed over says so")])
+        if picked.get("listed_as") and picked.get("by") == "model":
+            out.append(["as the model saw them", "listed as " + ", ".join(f"[{n}]" for n in picked["listed_as"])
+                        + f" of {picked.get('of')}, in graph order, without scores"])
         if picked.get("words"):
             out.append(["the model's words", str(picked["words"])])
     for key, name in (("score_name", "score"), ("strategy", "document-layer strategy"),

@@ -189,4 +189,7 @@ def test_recorded_replies_choices_rank_first_or_say_so(recorded_runs: list[Run])
     assert against, "the recording has a selection against the cosine ranking (s05, s06, s13)"
     for step, node in against:
         assert "the model's selection, not the cosine, decided" in node.reason
-        assert step.data["picked"]["by"] == "model" and step.data["picked"]["words"]
+        picked = step.data["picked"]
+        assert picked["by"] == "model" and picked["words"] and len(picked["listed_as"]) == len(picked["ranks"])
+        listed = dict(map(tuple, step_panel([step], 0, {})["facts"]))["as the model saw them"]
+        assert listed.startswith("listed as [") and "without scores" in listed
