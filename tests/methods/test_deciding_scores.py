@@ -132,6 +132,15 @@ def test_a_model_picking_against_the_ranking_is_named_and_quoted(sample_graph: M
     assert sum("picked #3 of 5" in r for r in reasons) == 2
 
 
+def test_the_deciding_fields_travel_with_the_trace(sample_runs: list[Run]) -> None:
+    run = next(r for r in sample_runs if r.method == "kg-rag" and r.question == HOP2_QUESTION)
+    again = Run.from_dict(json.loads(json.dumps(run.to_dict())))  # what an export or a saved trace holds
+    assert [s.nodes for s in again.trace] == [s.nodes for s in run.trace]
+    assert [s.data.get("picked") for s in again.trace] == [s.data.get("picked") for s in run.trace]
+    plain = next(n for s in run.trace for n in s.nodes if not (n.score_parts or n.rank or n.reason))
+    assert set(plain.to_dict()) == {"id", "table", "role", "label", "score"}  # unset fields are not written
+
+
 def test_budget_reasons_replay_the_fill() -> None:
     sized = [("a", 50), ("b", 80), ("c", 30), ("d", 40)]
     assert budget_reasons(sized, 100, ["a", "c"]) == {
