@@ -50,6 +50,8 @@ class KgRagChoice:
     """the reply had a CHOICE: line (only that line was read)"""
     offline_scores: Mapping[str, float] = field(default_factory=dict, hash=False)
     """offline only: the heuristic's score of every candidate, best first"""
+    offline_parts: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
+    """offline only: the terms of each candidate's score (name -> value; they add up to it)"""
 
 
 @dataclass(frozen=True)
@@ -77,3 +79,5 @@ class KgInfusedSelection:
     """nothing was selected and the reply (or the offline floor) said none"""
     offline_scores: Mapping[str, float] = field(default_factory=dict, hash=False)
     """offline only: the heuristic's score of every candidate, best first"""
+    offline_parts: Mapping[str, Mapping[str, float]] = field(default_factory=dict, hash=False)
+    """offline only: the terms of each candidate's score (name -> value; they add up to it)"""

@@ -26,13 +26,34 @@ Role = Literal["candidate", "chosen", "rejected", "seed", "context"]
 @dataclass
 class NodeRef:
     """A graph element a step touched. ``table`` is the Kùzu table (Entity, Triple, Chunk,
-    SubChunk, Document, Keyword); ``role`` says what the step did with it."""
+    SubChunk, Document, Keyword); ``role`` says what the step did with it.
+
+    On a step that chooses (select / score, and any step with chosen and rejected nodes) ``score``
+    is the number that decided the node's fate, the same one ``TraceStep.scores`` holds for it;
+    ``score_parts`` names its terms where it is a formula (similarity, bonus, penalty …: they add
+    up to ``score`` unless the step says otherwise), ``rank`` is the node's place (1 = first) in
+    the order the choice was made, and ``reason`` says why a node was not taken although it
+    shows a higher score than a taken one (over budget, below λ, the chooser's pick …), or why
+    a node was taken out of score order."""
 
     id: str
     table: str
     role: Role = "candidate"
     label: str = ""
     score: float | None = None
+    score_parts: dict[str, float] = field(default_factory=dict)
+    rank: int | None = None
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for key in _OPTIONAL_NODE_KEYS:  # absent unless set: traces saved before the fields stay comparable
+            if not d[key]:
+                del d[key]
+        return d
+
+
+_OPTIONAL_NODE_KEYS = ("score_parts", "rank", "reason")
 
 
 @dataclass
@@ -62,6 +83,7 @@ class TraceStep:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d["nodes"] = [n.to_dict() for n in self.nodes]
         d["llm"] = self.llm.to_dict() if self.llm else None
         d["usage"] = self.usage.to_dict()
         return d

@@ -20,6 +20,7 @@ from kgviz.graph import reads
 from kgviz.facts.triples import stated_fact
 from kgviz.index.ket import core_ranking, ket_info, n_core
 from kgviz.index.knn import content_words
+from kgviz.methods import deciding
 from kgviz.methods.base import ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer
 from kgviz.methods.budget import stop_at_first_overflow
 from kgviz.methods.ket_cache import keyword_view, named_entities, triple_cosines
@@ -38,6 +39,10 @@ SHOWN_SEED_KEYWORDS = 25
 # data["links"] keeps them all
 SHOWN_LINKS_PER_CHUNK = 2
 _EPS = 1e-9
+# data["budget_of"] of the keyword channel's first two steps: their used/budget is the candidate pool
+# (2·(1-θ)·λ tokens of sub-chunks gathered to be ranked), not the channel's share of the context
+# ((1-θ)·λ, every other channel step): the viewer shows the two as two bars
+POOL = "pool"
 RRF_K = 60  # ours: the reciprocal-rank-fusion constant of the 'hybrid' match mode (text-rag's default)
 
 
@@ -198,15 +203,26 @@ class _KetEngine:
         detail = (f"{how} (k={cfg.seed_entities}); {scope.label}."
                   + (f" {scope.warning}." if scope.warning else "")
                   + (f" {len(over_e)} did not fit the entity+relationship half ({er_budget} tokens)." if over_e else ""))
+        nodes = ([NodeRef(e, "Entity", "seed", by_id[e]["name"], by_id[e]["score"]) for e in chosen_e]
+                 + [NodeRef(e, "Entity", "rejected", by_id[e]["name"], by_id[e]["score"]) for e in over_e]
+                 + [NodeRef(e["id"], "Entity", "rejected", e["name"], e["score"]) for e in skipped[:SHOWN_REJECTED]])
+        deciding.set_ranks(nodes, [e for e, _ in ranked])
+        deciding.set_reasons(nodes, {
+            **{e["id"]: ("a curated KG entity: the skeleton is the corpus KG" if e["origin"] == "curated"
+                         else "outside the skeleton: no chunk of it mentions the entity" if e["id"] not in ent_chunks
+                         else f"k={cfg.seed_entities} seeds already taken"
+                         + (" (named entities first)" if named else ""))
+               for e in skipped},
+            **deciding.budget_reasons(ranked, er_budget, chosen_e, stop_at_first=True)})
         self.tracer.step(
             "seed", "Skeleton channel: seed entities", detail,
-            nodes=[NodeRef(e, "Entity", "seed", by_id[e]["name"], by_id[e]["score"]) for e in chosen_e]
-            + [NodeRef(e, "Entity", "rejected", by_id[e]["name"], by_id[e]["score"]) for e in over_e]
-            + [NodeRef(e["id"], "Entity", "rejected", e["name"], e["score"]) for e in skipped[:SHOWN_REJECTED]],
+            nodes=nodes,
             scores={e["id"]: e["score"] for e in seeds},
             data={"channel": "skeleton", "used": ch.used, "budget": budget, "entity_relationship_budget": er_budget,
                   "graph_beta": scope.graph_beta, "skeleton": scope.label, "warning": scope.warning,
                   "match": self.entity_mode, "named": named,
+                  "score_name": "cosine to the question; taken in rank order: "
+                                + ("the entities the question names first, then by cosine" if named else "by cosine"),
                   "out_of_skeleton": [e["id"] for e in skipped if e["origin"] == "curated" or e["id"] not in ent_chunks]})
         if not chosen_e:
             self.tracer.step("context", "Skeleton channel: nothing to retrieve",
@@ -240,12 +256,14 @@ class _KetEngine:
             return (-adj[t], -(len(links.get(other, ())) if adj[t] == 1 else 2), -cos[t])
 
         order = sorted(rows, key=lambda t: (key(t), t))
+        ranking = list(order)
         capped: list[str] = []
         if cfg.max_relationships_per_seed > 0:
             cap = cfg.max_relationships_per_seed * len(seeds)
             order, capped = order[:cap], order[cap:]
         stated = {t: stated_fact(rows[t]["text"] or "", rows[t].get("kind"), rows[t].get("sentence")) for t in order}
-        chosen, over, used = stop_at_first_overflow([(t, count_tokens(stated[t])) for t in order], er_budget - ch.used)
+        sized = [(t, count_tokens(stated[t])) for t in order]
+        chosen, over, used = stop_at_first_overflow(sized, er_budget - ch.used)
         ch.used += used
         for t in chosen:
             ch.items.append(ContextItem(t, "triple", stated[t], cos[t], count_tokens(stated[t]),
@@ -260,8 +278,8 @@ class _KetEngine:
             f"ranked by adjacency to the seeds, then links of the other end to seeds, then cosine to the question; "
             f"{len(rejected)} rejected (over the {er_budget}-token entity+relationship half"
             + (f" or past the cap of {cfg.max_relationships_per_seed} per seed" if capped else "") + ")",
-            nodes=[NodeRef(t, "Triple", "chosen" if t in chosen else "rejected", rows[t]["text"] or t, cos[t])
-                   for t in shown]
+            nodes=self._ranked_relationships(shown, chosen, ranking, rows, {t: key(t) for t in shown}, sized,
+                                             er_budget - (ch.used - used), capped)
             + [NodeRef(x, _end_table(x), "candidate", label) for x, label in sorted(ends.items())
                if x not in seeds and x not in shown],
             edges=[EdgeRef(rows[t]["s"], rows[t]["o"], rows[t]["relation"] or "RELATED",
@@ -269,8 +287,27 @@ class _KetEngine:
             scores={t: float(adj[t]) for t in shown},
             data={"channel": "skeleton", "used": ch.used, "budget": self.cfg.skeleton_budget,
                   "entity_relationship_budget": er_budget, "adjacency": {t: adj[t] for t in shown},
-                  "n_candidates": len(rows), "n_rejected": len(rejected)})
+                  "n_candidates": len(rows), "n_rejected": len(rejected),
+                  "score_name": "adjacency: how many seed entities the relationship joins; ranked by it, then "
+                                "by the other end's links to seeds, then by cosine (parts)"})
         return chosen, {t: {**rows[t], "chunks": t_chunks.get(t, set())} for t in chosen}
+
+    def _ranked_relationships(self, shown: list[str], chosen: list[str], ranking: list[str],
+                              rows: dict[str, dict[str, Any]], keys: dict[str, tuple[float, ...]],
+                              sized: list[tuple[str, int]], room: int, capped: list[str]) -> list[NodeRef]:
+        """The relationships' nodes with their deciding score (adjacency), its tie-breakers as
+        parts (``keys``: the ranking key, negated), their place in the ranking and why each
+        rejected one was left out."""
+        taken = set(chosen)
+        nodes = [NodeRef(t, "Triple", "chosen" if t in taken else "rejected", rows[t]["text"] or t, float(-keys[t][0]),
+                         {"adjacency": float(-keys[t][0]), "other end's links": float(-keys[t][1]),
+                          "cosine": float(-keys[t][2])})
+                 for t in shown]
+        deciding.set_ranks(nodes, ranking)
+        reasons = deciding.budget_reasons(sized, room, chosen, stop_at_first=True)
+        reasons.update({t: f"past the cap of {self.cfg.max_relationships_per_seed} per seed" for t in capped})
+        deciding.set_reasons(nodes, reasons)
+        return nodes
 
     def _text_units(self, seeds: list[str], rels: list[str], rel_rows: dict[str, dict[str, Any]],
                     ent_chunks: dict[str, set[str]], budget: int, ch: _Channel, scope: _Skeleton) -> None:
@@ -341,8 +378,10 @@ class _KetEngine:
                 if self.entity_mode == "hybrid" else "BM25 over the question's keywords, then ") if lexical else "")
             + f"how many of them their chunk is linked to, then cosine; {len(chosen)} fit the remaining {text_room} tokens. "
             f"Skeleton channel total: {ch.used} of {budget} tokens",
-            nodes=[NodeRef(u, table, "chosen" if u in chosen else "rejected",
-                           f"{title.get(units[u], '')} · {u.rsplit('#', 1)[-1]}", cos[u]) for u in shown]
+            nodes=self._ranked_units(shown, chosen, order, units,
+                                     {u: f"{title.get(units[u], '')} · {u.rsplit('#', 1)[-1]}" for u in shown}, table,
+                                     lexical, {c: len(linked.get(c, ())) for c in chunks_shown}, cos,
+                                     [(u, tokens[u]) for u in order], text_room)
             + ([NodeRef(c, "Chunk", "chosen" if c in used_chunks else "rejected",
                         f"{title.get(c, '')} · {c.rsplit('#', 1)[-1]}") for c in chunks_shown]
                if table == "SubChunk" else []),
@@ -352,7 +391,29 @@ class _KetEngine:
                   "items": [i.id for i in ch.items], "n_candidates": len(units),
                   "links": self._link_labels({c: sorted(linked.get(c, ()), key=link_rank) for c in chunks_shown},
                                              rel_rows),
-                  "links_drawn_per_chunk": SHOWN_LINKS_PER_CHUNK})
+                  "links_drawn_per_chunk": SHOWN_LINKS_PER_CHUNK,
+                  "score_name": (("BM25 over the question's keywords fused with cosine (reciprocal rank)"
+                                  if self.entity_mode == "hybrid" else "BM25 over the question's keywords")
+                                 if lexical else "how many chosen entities and relationships the unit's chunk is "
+                                                 "linked to") + "; ties: links, then cosine (parts)"})
+
+    @staticmethod
+    def _ranked_units(shown: list[str], chosen: list[str], order: list[str], units: dict[str, str],
+                      labels: dict[str, str], table: str, lexical: dict[str, float], links: dict[str, int],
+                      cos: dict[str, float], sized: list[tuple[str, int]], room: int) -> list[NodeRef]:
+        """The text units' nodes: the deciding score (BM25 / fused in lexical mode, else the chunk's
+        links), the ranking key's terms as parts, the place in the ranking and why a unit that did
+        not fit was left out (stop-at-first-overflow)."""
+        taken = set(chosen)
+        nodes = []
+        for u in shown:
+            n_links = float(links.get(units[u], 0))
+            parts = {**({"lexical": lexical.get(u, 0.0)} if lexical else {}), "links": n_links, "cosine": cos[u]}
+            nodes.append(NodeRef(u, table, "chosen" if u in taken else "rejected", labels[u],  # type: ignore[arg-type]
+                                 lexical[u] if lexical else n_links, parts))
+        deciding.set_ranks(nodes, order)
+        deciding.set_reasons(nodes, deciding.budget_reasons(sized, room, chosen, stop_at_first=True))
+        return nodes
 
     def _link_labels(self, links: dict[str, list[str]], rel_rows: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
         """Each chunk's links as a reader names them (the step panel shows them): a relationship as
@@ -444,12 +505,14 @@ class _KetEngine:
             f"{pool_budget} tokens (2·(1-θ)·λ); pool: {len(pool)} sub-chunks, {pool_tokens} tokens"
             + (" (pool_mode 'code': stopped at the first sub-chunk that overflowed)" if cfg.pool_mode == "code" else "")
             + f"; {listed}",
-            nodes=[NodeRef(view.kw_ids[k], "Keyword", "seed", view.kw_words[k], x) for k, x in shown]
-            + [NodeRef(view.kw_ids[k], "Keyword", "rejected", view.kw_words[k], x) for k, x in near],
+            nodes=self._seed_keywords(view, shown, near, seeds, pool_budget),
             scores={view.kw_ids[k]: x for k, x in shown},
-            data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget, "pool_mode": cfg.pool_mode,
+            data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget, "budget_of": POOL,
+                  "pool_mode": cfg.pool_mode,
                   "seeded_total": len(seeds), "seeded_shown": len(shown), "match": self.keyword_mode,
-                  "question_keywords": [view.kw_words[k] for k in asked]})
+                  "question_keywords": [view.kw_words[k] for k in asked],
+                  "score_name": "cosine to the question; seeds are taken in rank order "
+                                + ("(the question's own keywords first)" if self.lexical else "(by cosine)")})
         ids = {row: view.sub_ids[row] for row in pool}
         rows = np.asarray(list(pool), dtype=np.int64)
         cos = {ids[row]: float(x) for row, x in zip(rows.tolist(), sims_of(rows).tolist())}
@@ -467,13 +530,20 @@ class _KetEngine:
             + ((f"BM25 over the question's keywords fused with cosine (reciprocal rank, k={RRF_K})"
                 if self.keyword_mode == "hybrid" else "BM25 over the question's keywords (cosine breaks ties)")
                if self.lexical else "cosine to the question"),
-            nodes=[NodeRef(sid, "SubChunk", "candidate", label.get(sid, sid), score[sid]) for sid in ranked]
-            + [NodeRef(view.kw_ids[k], "Keyword", "seed", view.kw_words[k], x) for k, x in shown],
+            # the seed keywords are drawn for their HAS_KEYWORD edges, unscored: their cosine (the seed
+            # step's number) is on another scale than the sub-chunks' score this step ranks by
+            nodes=[NodeRef(sid, "SubChunk", "candidate", label.get(sid, sid), score[sid],
+                           {"lexical": float(lexical[view.sub_index[sid]]), "cosine": cos[sid]} if lexical is not None
+                           else {}, rank) for rank, sid in enumerate(ranked, 1)]
+            + [NodeRef(view.kw_ids[k], "Keyword", "seed", view.kw_words[k]) for k, _ in shown],
             # only the seed step's shown keywords: an edge to an undrawn keyword would pull it in unlabelled
             edges=[EdgeRef(sid, k, "HAS_KEYWORD", "candidate") for sid in ranked for k in kws[sid] if k in shown_ids],
             scores=dict(score),
-            data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget,
-                  **({"cosines": dict(cos)} if self.lexical else {})})
+            data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget, "budget_of": POOL,
+                  **({"cosines": dict(cos)} if self.lexical else {}),
+                  "score_name": ("BM25 over the question's keywords fused with cosine (reciprocal rank)"
+                                 if self.keyword_mode == "hybrid" else "BM25 over the question's keywords, cosine "
+                                 "breaking ties") if self.lexical else "cosine to the question"})
         tokens = {view.sub_ids[row]: n for row, n in pool.items()}
         fresh = [sid for sid in ranked if sid not in skip]
         chosen, over, _ = stop_at_first_overflow([(sid, tokens[sid]) for sid in fresh], budget)
@@ -488,13 +558,36 @@ class _KetEngine:
             "context", "Keyword channel: chosen sub-chunks",
             f"{len(chosen)} best-scored sub-chunks fit {budget} tokens ((1-θ)·λ); {len(over)} did not fit"
             + (f"; {len(dup)} already in the skeleton channel" if dup else ""),
-            nodes=[NodeRef(sid, "SubChunk", "chosen", label.get(sid, sid), score[sid]) for sid in chosen]
-            + [NodeRef(sid, "SubChunk", "rejected", label.get(sid, sid), score[sid]) for sid in over[:SHOWN_REJECTED]],
+            nodes=self._fill_nodes(chosen, over[:SHOWN_REJECTED], fresh, label, score, tokens, budget),
             edges=[EdgeRef(sid, k, "HAS_KEYWORD", "chosen") for sid in chosen for k in kws[sid] if k in shown_ids],
             scores={sid: score[sid] for sid in chosen},
             data={"channel": "keyword", "used": ch.used, "budget": budget, "items": chosen,
                   "already_in_skeleton": dup})
         return ch
+
+
+    @staticmethod
+    def _seed_keywords(view: Any, shown: list[tuple[int, float]], near: list[tuple[int, float]],
+                       seeds: list[tuple[int, float]], pool_budget: int) -> list[NodeRef]:
+        """Seed keywords in the order taken (rank) and the next ones, not needed (reason)."""
+        nodes = ([NodeRef(view.kw_ids[k], "Keyword", "seed", view.kw_words[k], x) for k, x in shown]
+                 + [NodeRef(view.kw_ids[k], "Keyword", "rejected", view.kw_words[k], x) for k, x in near])
+        deciding.set_ranks(nodes, [view.kw_ids[k] for k, _ in seeds + near])
+        deciding.set_reasons(nodes, {view.kw_ids[k]: f"not needed: the pool reached {pool_budget} tokens first"
+                                     for k, _ in near})
+        return nodes
+
+    @staticmethod
+    def _fill_nodes(chosen: list[str], over: list[str], ranked: list[str], label: dict[str, str],
+                    score: dict[str, float], tokens: dict[str, int], budget: int) -> list[NodeRef]:
+        """The keyword channel's fill: chosen and rejected sub-chunks, their place in the ranking and
+        why each rejected one did not fit (stop-at-first-overflow)."""
+        nodes = ([NodeRef(sid, "SubChunk", "chosen", label.get(sid, sid), score[sid]) for sid in chosen]
+                 + [NodeRef(sid, "SubChunk", "rejected", label.get(sid, sid), score[sid]) for sid in over])
+        deciding.set_ranks(nodes, ranked)
+        deciding.set_reasons(nodes, deciding.budget_reasons([(s, tokens[s]) for s in ranked], budget, chosen,
+                                                            stop_at_first=True))
+        return nodes
 
 
 def _keyword_index(store: Any) -> Any:

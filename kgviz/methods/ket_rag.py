@@ -27,7 +27,9 @@ The context limit λ is split by θ (§4.1, §5.2):
 that fits (the authors' code also stops at the first item that does not fit). Each channel's item
 token counts (kgviz.text.count_tokens) never exceed its budget. A sub-chunk already chosen by the
 skeleton channel is not repeated by the keyword channel (ours). The trace's steps carry
-``data = {"channel", "used", "budget"}`` so a viewer can show each budget filling.
+``data = {"channel", "used", "budget"}`` so a viewer can show each budget filling: the channel's
+share of the context (θ·λ, (1-θ)·λ), except the keyword channel's seed and scoring steps, whose
+``budget_of`` is "pool": their numbers are the candidate pool's (2·(1-θ)·λ), gathered to be ranked.
 
 The skeleton and β. β is an index-time choice (kgviz.index.ket): a graph built with β < 1 holds
 triples from core chunks only, so "the skeleton as built" is every triple in the graph

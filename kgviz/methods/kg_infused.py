@@ -56,6 +56,7 @@ import numpy as np
 from kgviz.embedding import is_hashing
 from kgviz.errors import MethodError
 from kgviz.graph import reads
+from kgviz.methods import deciding
 from kgviz.methods.budget import skip_and_continue
 from kgviz.methods.base import (
     ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param, register,
@@ -420,13 +421,53 @@ class KGInfusedRAG:
         step.detail = (f"{len(chosen)} of {len(facts)} triples selected"
                        + (f"; ignored (not among the candidates): {', '.join(value.ignored)}" if value.ignored else "")
                        + ("; the model answered NONE" if value.said_none and step.llm and step.llm.mode != "offline" else ""))
-        step.nodes = ([n for f in chosen for n in f.node("chosen")] + [n for f in rejected for n in f.node("rejected")]
-                      + [NodeRef(e, "Entity", "chosen", n) for e, n in _targets(chosen).items()])
+        step.nodes = [n for f in chosen for n in f.node("chosen")] + [n for f in rejected for n in f.node("rejected")]
         step.edges = [f.edge("chosen") for f in chosen] + [f.edge("rejected") for f in rejected]
         step.scores = {str(k): float(v) for k, v in (value.offline_scores or {f.id: f.score for f in facts}).items()}
+        self._decide(step, facts, chosen, value, p)
+        step.nodes += [NodeRef(e, "Entity", "chosen", n) for e, n in _targets(chosen).items()]
         step.data = {"round": rnd, "selected": [f.id for f in chosen], "ignored": list(value.ignored),
-                     "said_none": value.said_none, "prompt": prompt, "n_candidates": len(facts)}
+                     "said_none": value.said_none, "prompt": prompt, "n_candidates": len(facts),
+                     **step.data}
         return chosen
+
+    @staticmethod
+    def _decide(step: Any, facts: list[Fact], chosen: list[Fact], value: KgInfusedSelection,
+                p: KGInfusedParams) -> None:
+        """The selection's deciding number on every triple node (kgviz.methods.deciding). Offline:
+        the heuristic's score and its terms, ranked by it, each triple it left out with its rule.
+        A model scores nothing: the triples keep their cosine to the question (what the method
+        knows of them; the model saw them unscored, in graph order), ranked by it, and the step
+        says which places the model picked and quotes its reply."""
+        offline = bool(value.offline_scores)
+        score = {f.id: float(value.offline_scores.get(f.id, f.score)) for f in facts}
+        by_cos = [f.id for f in sorted(facts, key=lambda f: (-f.score, f.id))]
+        order = list(value.offline_scores) if offline else by_cos
+        parts = ({k: dict(v) for k, v in value.offline_parts.items()} if offline
+                 else {f.id: {"question": round(f.score, 4)} for f in facts})
+        for n in step.nodes:
+            n.score, n.score_parts = score.get(n.id, n.score), parts.get(n.id, {})
+        deciding.set_ranks(step.nodes, order)
+        picked = deciding.chooser_pick(by_cos, [f.id for f in chosen], by="offline heuristic" if offline else "model",
+                                       ranking="ranked by cosine to the question",
+                                       words="" if offline or step.llm is None else step.llm.raw_output)
+        # the model saw the triples numbered [n] in graph order, unscored: where its picks stood there
+        picked["listed_as"] = [facts.index(f) + 1 for f in chosen]
+        line = deciding.pick_line(picked)
+        if offline:
+            kept = set(value.selected)
+            reasons = {i: (f"below offline_min_score {p.offline_min_score:g}" if score[i] < p.offline_min_score
+                           else f"past the top offline_top_m={p.offline_top_m}") for i in order if i not in kept}
+            deciding.set_reasons(step.nodes, reasons)
+        else:
+            deciding.set_reasons(deciding.outranked(step.nodes), {
+                n.id: f"{line}: the model's selection, not the cosine, decided" for n in step.nodes})
+        step.detail += f"; {line}" if chosen or not offline else ""
+        step.data = {"picked": picked,
+                     "score_name": ("the offline selector's score: cosine to the question + memory + question "
+                                    "words + relation cue (parts; formula in the LLM task line)" if offline else
+                                    "cosine to the question (the model saw the triples unscored; its selection "
+                                    "decided)")}
 
     # -- 4-5: summary and query expansion -------------------------------------------------------
     def _summarize(self, question: str, memory: Memory, tracer: Tracer) -> str:
@@ -488,6 +529,14 @@ class KGInfusedRAG:
             return NodeRef(c, "Chunk", role, f"{r['title']} · c{r['ord']}" if r else c, scores.get(c))  # type: ignore[arg-type]
 
         short = p.k_p - len(merged)
+        nodes = ([ref(c, "chosen") for c in merged] + [ref(c, "rejected") for c in split["duplicates"]]
+                 + [ref(c, "candidate") for c in split["unused"]])
+        q2_place = {c: i for i, (c, _) in enumerate(q2_hits, 1)}
+        deciding.set_reasons(nodes, {
+            **{c: f"already retrieved for the question (App. C.2 de-duplication); shown with the question's score"
+               for c in split["duplicates"]},
+            **{c: f"the expanded query's #{q2_place.get(c)}: its {p.k_p - half} new passages were already taken"
+               for c in split["unused"]}})
         tracer.step("seed", "Dual retrieval (question + expanded query)",
                     f"{len(split['question'])} passages for the question, {len(split['expanded'])} new ones for the "
                     f"expanded query; {len(split['duplicates'])} of the expanded query's top {p.k_p} were already "
@@ -496,12 +545,14 @@ class KGInfusedRAG:
                        if p.passage_search == "auto" else "")
                     + (f"; {short} short of k_p={p.k_p}: the expanded query found no "
                                                f"more new passages" if short > 0 else ""),
-                    nodes=[ref(c, "chosen") for c in merged] + [ref(c, "rejected") for c in split["duplicates"]]
-                    + [ref(c, "candidate") for c in split["unused"]],
+                    nodes=nodes,
                     scores=scores,
                     data={"question_passages": split["question"], "expanded_passages": split["expanded"],
                           "duplicates": split["duplicates"], "unused": split["unused"], "k_p": p.k_p,
-                          "search": mode, "passage_search": p.passage_search, "expanded_query": expanded})
+                          "search": mode, "passage_search": p.passage_search, "expanded_query": expanded,
+                          "score_name": f"{mode} score for the question (its top {half}), else for the expanded "
+                                        "query (the first new ones); two rankings, so scores compare only "
+                                        "within one"})
         passages = [{"id": c, "title": str((info.get(c) or {}).get("title") or ""), "text": str(info[c]["text"]),
                      "score": scores.get(c)} for c in merged if c in info]
         return passages, rankings

@@ -83,6 +83,7 @@ import numpy as np
 from kgviz.errors import MethodError
 from kgviz.facts.triples import SENTENCE_KIND
 from kgviz.graph import neighbourhood as nb
+from kgviz.methods import deciding
 from kgviz.methods.base import (
     ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param, register,
 )
@@ -139,6 +140,7 @@ class Candidate:
     target_table: str = "Entity"
     target_label: str = ""
     score: float = 0.0
+    parts: dict[str, float] = field(default_factory=dict)  # the similarity's terms (question, plan)
 
     @property
     def edge(self) -> tuple[str, str, str]:
@@ -296,13 +298,22 @@ class _Walk:
         self.planned_seeds = [n for n in first if n in self.seed_nodes]
         nodes = [NodeRef(n, self.tables.get(n, table[n]), "chosen" if n in self.seed_nodes else "candidate",
                          self.labels.get(n, n), round(hits[n], 4)) for n in ranked]
+        # the order the start nodes were taken in: planned entities' best hits first, then by cosine
+        deciding.set_ranks(nodes, chosen + [n for n in ranked if n not in chosen])
+        planned = set(first[: self.p.start_nodes])
+        deciding.set_reasons(nodes, {n: "a planned entity's best hit" for n in planned}, roles=("chosen",))
+        deciding.set_reasons(deciding.outranked(nodes), {
+            n: (f"start_nodes={self.p.start_nodes} filled: the planned entities' best hits go first" if planned
+                else f"start_nodes={self.p.start_nodes} filled") for n in ranked})
         start = "; ".join(self.labels.get(n, n) for n in self.seed_nodes)
         curated = ("" if not self.curated_in_graph else
                    "; the graph's curated KG is walked too (use_curated), its facts labelled [curated]"
                    if self.p.use_curated else "; the graph's curated KG is left out (use_curated=False)")
         self.tr.step("seed", "Start nodes by vector search", f"{len(ranked)} hits; start from: {start}{curated}",
                      nodes=nodes, scores={n: round(hits[n], 4) for n in ranked},
-                     data={"chosen": self.seed_nodes, "planned_entity_hits": first, "seed_pool": k})
+                     data={"chosen": self.seed_nodes, "planned_entity_hits": first, "seed_pool": k,
+                           "score_name": "cosine to the question (entities: the best over the question and each "
+                                         "planned entity)"})
 
     def expand(self, hop_no: int) -> list[Candidate]:
         anchors = self.anchors()
@@ -429,18 +440,25 @@ class _Walk:
         emb.update({c.id: np.asarray(v, dtype=np.float32) for c, v in zip(need, fresh)})
         m = np.stack([emb[c.id] for c in cands])
         w = self.p.plan_weight
-        s = (1 - w) * cosine_rows(m, self.qv) + w * cosine_rows(m, self.pv)
-        for c, v in zip(cands, s):
+        q_cos, p_cos = cosine_rows(m, self.qv), cosine_rows(m, self.pv)
+        s = (1 - w) * q_cos + w * p_cos
+        for c, v, a, b in zip(cands, s, q_cos, p_cos):
             c.score = round(float(v), 4)
+            c.parts = {"question": round((1 - w) * float(a), 4), "plan": round(w * float(b), 4)}
         ranked = sorted(cands, key=lambda c: (-c.score, c.id))
         shown = min(self.p.top_k, len(ranked))
+        nodes = [NodeRef(c.id, "Triple", "candidate", c.fact, c.score, dict(c.parts), rank,
+                         "" if rank <= shown else f"not shown to the chooser: only the top {shown} are (top_k)")
+                 for rank, c in enumerate(ranked, 1) if c.id in self.rows]
         self.tr.step("score", f"Hop {hop_no}: rank candidates by similarity",
                      f"best: {ranked[0].fact} ({ranked[0].score:.2f}); top {shown} shown to the chooser",
-                     nodes=[NodeRef(c.id, "Triple", "candidate", c.fact, c.score) for c in ranked if c.id in self.rows],
+                     nodes=nodes,
                      edges=[EdgeRef(*c.edge, role="candidate", score=c.score) for c in ranked],
                      scores={c.id: c.score for c in ranked},
                      data={"hop": hop_no, "ranked": [c.id for c in ranked],
-                           "embedded_on_the_fly": [c.id for c in need], "weights": {"question": 1 - w, "plan": w}})
+                           "embedded_on_the_fly": [c.id for c in need], "weights": {"question": 1 - w, "plan": w},
+                           "score_name": f"similarity = {1 - w:g} × cosine to the question + {w:g} × cosine to "
+                                         "the plan (parts: question, plan)"})
         return ranked
 
     def _stored_embeddings(self, ids: list[str]) -> dict[str, np.ndarray]:
@@ -466,16 +484,35 @@ class _Walk:
         by_id = {c.id: c for c in shown}
         chosen = [by_id[i] for i in res.chosen if i in by_id]
         ids = {c.id for c in chosen}
-        s.nodes = [NodeRef(c.id, "Triple", "chosen" if c.id in ids else "rejected", c.fact, c.score)
+        # the deciding number: offline, the heuristic's own score (its formula is the LLM task line);
+        # a model gives none, so the similarity it was shown stands, with the pick said in words
+        score = {c.id: float(res.offline_scores.get(c.id, c.score)) for c in shown}
+        parts = {c.id: dict(res.offline_parts.get(c.id) or c.parts) for c in shown}
+        order = list(res.offline_scores) if res.offline_scores else [c.id for c in shown]
+        offline = bool(res.offline_scores)
+        picked = deciding.chooser_pick([c.id for c in shown], [c.id for c in chosen],
+                                       by="offline heuristic" if offline else "model", ranking="numbered by similarity",
+                                       words="" if offline or s.llm is None else s.llm.raw_output)
+        line = deciding.pick_line(picked)
+        s.nodes = [NodeRef(c.id, "Triple", "chosen" if c.id in ids else "rejected", c.fact, score[c.id], parts[c.id])
                    for c in shown if c.id in self.rows]
+        deciding.set_ranks(s.nodes, order)
+        if not offline:  # a node the model passed over although it ranks above its pick says so
+            deciding.set_reasons(deciding.outranked(s.nodes), {n.id: f"{line}: the model's choice, not the "
+                                                                      "similarity, decided" for n in s.nodes})
         s.nodes += [NodeRef(c.target, c.target_table, "chosen", c.target_label) for c in chosen]
-        s.edges = [EdgeRef(*c.edge, role="chosen" if c.id in ids else "rejected", score=c.score) for c in shown]
+        s.edges = [EdgeRef(*c.edge, role="chosen" if c.id in ids else "rejected", score=score[c.id]) for c in shown]
+        s.scores = {c.id: score[c.id] for c in shown}
         ignored = list(res.ignored)
         s.detail = "followed: " + "; ".join(c.fact for c in chosen) if chosen else "no shown candidate was chosen"
         if ignored:
             s.detail += f" (ignored from the reply: {', '.join(ignored)})"
+        s.detail += f"; {line}" + ("; the offline chooser's score ranks it first" if offline and chosen else "")
         s.data = {"hop": hop_no, "shown": [c.id for c in shown], "chosen": [c.id for c in chosen],
-                  "ignored": ignored, "said_none": res.said_none}
+                  "ignored": ignored, "said_none": res.said_none, "picked": picked,
+                  "score_name": ("the offline chooser's score: similarity + bonuses (parts; formula in the LLM "
+                                 "task line)" if offline else
+                                 "similarity shown to the model (its pick, not a score, decided)")}
         return chosen
 
     def open_hop(self, hop_no: int, chosen: list[Candidate]) -> Hop:

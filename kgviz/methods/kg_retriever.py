@@ -44,6 +44,7 @@ from kgviz.errors import MethodError
 from kgviz.facts.triples import SENTENCE_KIND, stated_fact
 from kgviz.graph import reads
 from kgviz.graph.arrow import vectors_to_numpy
+from kgviz.methods import deciding
 from kgviz.methods.base import (ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param,
                                 register)
 from kgviz.text import count_tokens
@@ -232,7 +233,10 @@ class KGRetriever:
             kept, over_t = passing[: p.max_t], passing[p.max_t :]
         hops = self._per_hop(order, hop, score, set(passing), hop_of, p)
         role = {**{e: "chosen" for e in kept}, **{e: "rejected" for e in below + over_t}}
-        nodes = [NodeRef(e, "Entity", role[e], names[e], score[e]) for e in order]  # type: ignore[arg-type]
+        nodes = [NodeRef(e, "Entity", role[e], names[e], score[e],  # type: ignore[arg-type]
+                         {"w": w[e], "cosine": cos[e]}, rank) for rank, e in enumerate(order, 1)]
+        deciding.set_reasons(nodes, {**{e: f"w·cos ≤ λ {p.lam:g}" for e in below},
+                                     **{e: f"over T={p.max_t} entities" for e in over_t}})
         nodes += [NodeRef(c, "Chunk", "candidate", c) for c in sorted(chunk_doc)]
         edges = [EdgeRef(d, c, "HAS_CHUNK", "candidate") for c, d in sorted(chunk_doc.items())]
         edges += [EdgeRef(c, e, "MENTIONS", role[e])  # type: ignore[arg-type]
@@ -247,7 +251,9 @@ class KGRetriever:
                     + "".join(f"; {h['message']}" for h in blocked),
                     nodes=nodes, edges=edges, scores=dict(score),
                     data={"lambda": p.lam, "lam_mode": p.lam_mode, "cosine_scale": cos_scale, "w": w, "cosine": cos,
-                          "hop": hop, "hops": hops, "below_lambda": below, "over_t": over_t})
+                          "hop": hop, "hops": hops, "below_lambda": below, "over_t": over_t,
+                          "score_name": "w · cosine" + (f" / {cos_scale:.3f} (the best entity's cosine: relative λ)"
+                                                       if cos_scale != 1.0 else "") + " (Eq. 2)"})
         return {"kept": kept, "score": score, "names": names}
 
     @staticmethod
@@ -299,12 +305,18 @@ class KGRetriever:
                 if e in kept_set:
                     edges.append(EdgeRef(t, e, rel, role[t]))  # type: ignore[arg-type]
         cap = f"top T={p.max_t} triples" if p.t_caps == "triples" else "all triples of the top-T entities"
+        nodes = [NodeRef(t, "Triple", role[t], text(t), t_score[t], rank=rank)  # type: ignore[arg-type]
+                 for rank, t in enumerate(order, 1)]
+        deciding.set_reasons(nodes, {t: f"over T={p.max_t}: #{rank} of {len(order)} triples"
+                                     for rank, t in enumerate(order, 1) if t in rejected})
         tracer.step("select", f"{len(chosen)} triples selected",
                     f"{len(order)} triples of the kept entities in the candidate documents; {cap}, ranked by "
                     f"their best entity score (ties: cosine to the question)",
-                    nodes=[NodeRef(t, "Triple", role[t], text(t), t_score[t]) for t in order]  # type: ignore[arg-type]
-                    + [NodeRef(e, "Entity", "chosen", ent["names"].get(e, e), score[e]) for e in kept],
-                    edges=edges, scores=dict(t_score), data={"triple_cosine": t_cos, "over_t": rejected})
+                    nodes=nodes + [NodeRef(e, "Entity", "chosen", ent["names"].get(e, e), score[e]) for e in kept],
+                    edges=edges, scores=dict(t_score),
+                    data={"triple_cosine": t_cos, "over_t": rejected,
+                          "score_name": "a triple's best kept-entity score (w·cos); entities: their own; ties "
+                                        "broken by the triple's cosine to the question"})
         items = [ContextItem(t, "triple", stated(t), t_score[t], count_tokens(stated(t)), source=rows[t]["chunk_id"])
                  for t in chosen]
         n_sent = sum(rows[t].get("kind") == SENTENCE_KIND for t in chosen)

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from kgviz.errors import MethodError
 from kgviz.graph import reads
+from kgviz.methods import deciding
 from kgviz.methods.base import (ContextItem, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param,
                                 register)
 from kgviz.methods.budget import skip_and_continue
@@ -154,9 +155,14 @@ def retrieve_passages(question: str, ctx: MethodContext, p: TextRagParams, trace
     kept, rejected, used = skip_and_continue(sized, p.budget_tokens)
     n_of = dict(sized)
     items = [ContextItem(c, "chunk", info[c]["text"], scores[c], n_of[c], source=info[c]["title"]) for c in kept]
+    nodes = ([NodeRef(i.id, "Chunk", "chosen", label(i.id), i.score) for i in items]
+             + [NodeRef(c, "Chunk", "rejected", label(c), scores[c]) for c in rejected])
+    deciding.set_ranks(nodes, [c for c, _ in sized])
+    deciding.set_reasons(nodes, deciding.budget_reasons(sized, p.budget_tokens, kept))
     tracer.step("context", f"{len(items)} chunks within {p.budget_tokens} tokens",
                 f"{used} tokens used; {len(rejected)} candidates rejected as over budget",
-                nodes=[NodeRef(i.id, "Chunk", "chosen", label(i.id), i.score) for i in items]
-                + [NodeRef(c, "Chunk", "rejected", label(c), scores[c]) for c in rejected],
-                data={"budget_tokens": p.budget_tokens, "used_tokens": used, "over_budget": rejected})
+                nodes=nodes,
+                data={"budget_tokens": p.budget_tokens, "used_tokens": used, "over_budget": rejected,
+                      "score_name": {"dense": "cosine to the question", "bm25": "BM25",
+                                     "hybrid": "reciprocal rank fusion of cosine and BM25"}[p.retriever]})
     return RetrievedContext(items=items, node_ids=[i.id for i in items])

@@ -94,10 +94,13 @@ def offline_select(inputs: dict[str, Any], embedder: Embedder) -> KgInfusedSelec
     question = str(inputs["question"])
     texts = [fact_sentence(c) for c in cands]
     vectors = inputs.get("vectors")
-    score = _cosines(embedder, question, texts, vectors)
+    question_cos = _cosines(embedder, question, texts, vectors)
+    score = question_cos
     previous = list(inputs.get("previous") or [])
+    memory = np.zeros_like(question_cos)
     if previous:
-        score = score + MEMORY_WEIGHT * _cosines(embedder, " ".join(previous), texts, vectors)
+        memory = MEMORY_WEIGHT * _cosines(embedder, " ".join(previous), texts, vectors)
+        score = score + memory
     want, cues = stems(question), cue_stems(question)
     lexical = np.array([len(want & stems(t)) / max(1, len(want)) for t in texts], dtype=np.float32)
     cue_hit = np.array([bool(cues & stems(t)) for t in texts], dtype=np.float32)
@@ -106,8 +109,12 @@ def offline_select(inputs: dict[str, Any], embedder: Embedder) -> KgInfusedSelec
     floor = float(inputs.get("min_score", DEFAULT_MIN_SCORE))
     order = [int(i) for i in np.argsort(-score, kind="stable")]
     selected = [str(cands[i]["id"]) for i in order[:top_m] if score[i] >= floor]
+    parts = {str(cands[i]["id"]): {"question": round(float(question_cos[i]), 4), "memory": round(float(memory[i]), 4),
+                                   "question words": round(float(LEXICAL_WEIGHT * lexical[i]), 4),
+                                   "relation cue": round(float(CUE_WEIGHT * cue_hit[i]), 4)} for i in order}
     return KgInfusedSelection(tuple(selected), said_none=not selected,
-                              offline_scores={str(cands[i]["id"]): round(float(score[i]), 4) for i in order})
+                              offline_scores={str(cands[i]["id"]): round(float(score[i]), 4) for i in order},
+                              offline_parts=parts)
 
 
 

@@ -128,18 +128,23 @@ def offline_choose(inputs: dict[str, Any]) -> KgRagChoice:
     open_rel = walk_relations(plan) - covered
     open_ents = [e for e in (plan.entities if plan is not None else ()) if not _covered(str(e), covered)]
     scored = []
+    parts: dict[str, dict[str, float]] = {}
     for rank, c in enumerate(inputs["candidates"]):
         have = content_words(str(c["fact"]))
         rel = len(open_rel & have) / len(open_rel) if open_rel else 0.0
         ent = sum(_covered(str(e), have) for e in open_ents) / len(open_ents) if open_ents else 0.0
         lex = len(q_words & have) / max(1, len(q_words))
-        s = (float(c["score"]) + RELATION_WEIGHT * rel + ENTITY_WEIGHT * ent + LEXICAL_WEIGHT * lex
-             + (0.0 if c.get("target_visited") else NOVELTY_BONUS))
+        terms = {"similarity": float(c["score"]), "planned relation": RELATION_WEIGHT * rel,
+                 "planned entity": ENTITY_WEIGHT * ent, "question words": LEXICAL_WEIGHT * lex,
+                 "new node": 0.0 if c.get("target_visited") else NOVELTY_BONUS}
+        s = sum(terms.values())
+        parts[str(c["id"])] = {k: round(v, 4) for k, v in terms.items()}
         scored.append((-s, rank, str(c["id"]), s))
     scored.sort()
     width = int(inputs.get("width", 1))
     chosen = [cid for _, _, cid, _ in scored[:width]]
-    return KgRagChoice(tuple(chosen), offline_scores={cid: round(s, 4) for _, _, cid, s in scored})
+    return KgRagChoice(tuple(chosen), offline_scores={cid: round(s, 4) for _, _, cid, s in scored},
+                       offline_parts={cid: parts[cid] for _, _, cid, _ in scored})
 
 
 def _has_answer_type(kind: str, question: str, facts_text: str, plan_entities: list[str]) -> bool:

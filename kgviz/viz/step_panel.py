@@ -46,24 +46,37 @@ def _fmt(x: Any) -> str:
     return str(x)
 
 
+def _parts_text(parts: Mapping[str, float]) -> str:
+    """A score's terms as one cell ("similarity 0.119 · planned relation 0.150"); zero terms left out."""
+    return " · ".join(f"{k} {_fmt(float(v))}" for k, v in parts.items() if _num(v) and v != 0)
+
+
 def candidate_rows(step: TraceStep, labels: Mapping[str, str]) -> tuple[list[str], list[list[str]]]:
-    """(column names, rows) of the step's candidates: every node the step lists or scores, best
-    score first, ties by id (deterministic); rows without a score follow, by label."""
+    """(column names, rows) of the step's candidates: every node the step lists or scores, in the
+    order the choice was made (the nodes' ``rank``) where the step records one, else best score
+    first, ties by id (deterministic); rows without either follow, by label. Columns: the mark,
+    the node, the deciding score, its rank (#) and terms (parts) where recorded, per-node numbers
+    from the step's data, and the node's ``reason``."""
     roles, _ = vt._step_roles(step)  # the strongest role per node, as the graph draws it
     scores: dict[str, float] = {k: float(v) for k, v in step.scores.items() if _num(v)}
     for n in step.nodes:
         if n.score is not None and n.id not in scores and _num(n.score):
             scores[n.id] = float(n.score)
+    rank = {n.id: n.rank for n in step.nodes if n.rank is not None}
+    parts = {n.id: n.score_parts for n in step.nodes if n.score_parts}
+    reason = {n.id: n.reason for n in step.nodes if n.reason}
     ids = list(dict.fromkeys([n.id for n in step.nodes] + list(scores)))
     if not ids:
         return [], []
     data = step.data or {}
-    extra = [k for k, v in data.items()
-             if isinstance(v, Mapping) and any(i in v and (_num(v[i]) or isinstance(v[i], (list, str))) for i in ids)]
+    part_names = {k for p in parts.values() for k in p}
+    extra = [k for k, v in data.items() if k not in part_names
+             and isinstance(v, Mapping) and any(i in v and (_num(v[i]) or isinstance(v[i], (list, str))) for i in ids)]
     extra = extra[:MAX_EXTRA_COLUMNS]
-    ids.sort(key=lambda i: (i not in scores, -scores.get(i, 0.0), labels.get(i, i).lower() if i not in scores else "",
-                            i))
-    columns = ["", "node", "score"] + [DATA_COLUMNS.get(k, k) for k in extra]
+    ids.sort(key=lambda i: (i not in rank, rank.get(i, 0), i not in scores, -scores.get(i, 0.0),
+                            labels.get(i, i).lower() if i not in scores else "", i))
+    columns = (["", "node", "score"] + (["#"] if rank else []) + (["parts"] if parts else [])
+               + [DATA_COLUMNS.get(k, k) for k in extra] + (["reason"] if reason else []))
     table = {n.id: n.table for n in step.nodes}
     # a sub-chunk and its chunk carry the same label: when a step lists several kinds, each row names its own
     mixed = len({table[i] for i in ids if i in table}) > 1
@@ -73,11 +86,17 @@ def candidate_rows(step: TraceStep, labels: Mapping[str, str]) -> tuple[list[str
         if mixed and i in table:
             name = f"{name} ({KIND_NAMES.get(table[i], table[i])})"
         row = [MARKS.get(roles.get(i, ""), roles.get(i, "")), name, f"{scores[i]:.3f}" if i in scores else ""]
+        if rank:
+            row.append(str(rank[i]) if i in rank else "")
+        if parts:
+            row.append(_parts_text(parts.get(i, {})))
         for k in extra:
             v = data[k].get(i)
             if isinstance(v, (list, tuple)) and len(v) > MAX_LIST_ENTRIES:
                 v = [*v[:MAX_LIST_ENTRIES], f"+{len(v) - MAX_LIST_ENTRIES} more"]
             row.append("" if v is None else _fmt(v))
+        if reason:
+            row.append(reason.get(i, ""))
         rows.append(row)
     return columns, rows
 
@@ -92,7 +111,22 @@ def _facts(trace: Sequence[TraceStep], index: int) -> list[list[str]]:
     if info is not None:
         out.append(["activation round", str(info.round)])
         out.append(["frontier size", "—" if info.frontier is None else str(info.frontier)])
-    for key, name in (("strategy", "document-layer strategy"), ("lambda", "λ (entity filter)"),
+    picked = d.get("picked")
+    if isinstance(picked, Mapping):
+        ranks = [int(r) for r in picked.get("ranks") or []]
+        who = "the model" if picked.get("by") == "model" else "the offline chooser"
+        took = ", ".join(f"#{r}" for r in ranks) or "none"
+        first = ranks == list(range(1, len(ranks) + 1))
+        out.append(["choice", f"{who} picked {took} of {picked.get('of')} ({picked.get('ranking', '')})"
+                    + ("" if first or not ranks else "; its own score ranks the pick first (#)"
+                       if picked.get("by") != "model" else "; a node it passed over says so")])
+        if picked.get("listed_as") and picked.get("by") == "model":
+            out.append(["as the model saw them", "listed as " + ", ".join(f"[{n}]" for n in picked["listed_as"])
+                        + f" of {picked.get('of')}, in graph order, without scores"])
+        if picked.get("words"):
+            out.append(["the model's words", str(picked["words"])])
+    for key, name in (("score_name", "score"), ("strategy", "document-layer strategy"),
+                      ("lambda", "λ (entity filter)"),
                       ("decision", "decision"), ("reason", "reason"), ("stop_reason", "stopped because"),
                       ("budget_tokens", "answer budget (tokens)"), ("used_tokens", "tokens used"),
                       ("expanded_query", "expanded query"), ("skeleton", "skeleton"), ("warning", "warning")):
@@ -136,14 +170,15 @@ def step_panel(trace: Sequence[TraceStep], index: int, labels: Mapping[str, str]
         if len(rows) == MAX_ROWS:
             why += f" (first {MAX_ROWS} shown)"
     raw = json.dumps(step.data, default=str, indent=1, ensure_ascii=False) if step.data else ""
+    budgets = vt.channel_budgets(trace, index)
     return {
         "head": f"Step {index + 1} of {len(trace)} · {step.kind}",
         "title": step.title,
         "detail": step.detail,
         "note": note,
         "facts": _facts(trace, index),
-        "bars": [{"label": f"{b.channel} channel: {b.used:,} of {b.budget:,} tokens", "fraction": b.fraction}
-                 for b in vt.channel_budgets(trace, index)],
+        "bars": [{"label": b.label, "fraction": b.fraction} for b in budgets],
+        "budget_total": vt.context_total(budgets),
         "why": why,
         "columns": columns,
         "rows": rows,

@@ -294,27 +294,54 @@ def frame_iframe_height(height: int = 520) -> int:
 
 
 # --- per-step extras shown beside the graph ------------------------------------------------------
+CONTEXT_SHARE = "context"  # a channel budget's default kind: its share of the answer's context
+POOL = "pool"  # the keyword channel's candidate pool (kgviz.methods.ket_channels.POOL)
+
+
 @dataclass(frozen=True)
 class Budget:
     channel: str
     used: int
     budget: int
+    of: str = CONTEXT_SHARE  # what the numbers are a share of: CONTEXT_SHARE or POOL
 
     @property
     def fraction(self) -> float:
         return 0.0 if self.budget <= 0 else max(0.0, min(1.0, self.used / self.budget))
 
+    @property
+    def label(self) -> str:
+        """What the bar says, naming what its numbers are a share of."""
+        if self.of == POOL:
+            return (f"{self.channel} channel, candidate pool: {self.used:,} of {self.budget:,} tokens gathered to be "
+                    "ranked (2·(1−θ)·λ, twice the channel's share of the context)")
+        share = "θ·λ" if self.channel == "skeleton" else "(1−θ)·λ" if self.channel == "keyword" else "its share"
+        return f"{self.channel} channel, in the context: {self.used:,} of {self.budget:,} tokens ({share})"
+
 
 def channel_budgets(trace: Sequence[TraceStep], index: int) -> list[Budget]:
-    """KET-RAG: each channel's latest token use/budget at or before step ``index`` (channel order
-    of first appearance). Steps without ``data["channel"]`` are ignored."""
-    latest: dict[str, Budget] = {}
+    """KET-RAG: each channel's latest token use/budget at or before step ``index``, per kind
+    (``data["budget_of"]``: the channel's share of the context, or the keyword channel's candidate
+    pool), in order of first appearance. Steps without ``data["channel"]`` are ignored."""
+    latest: dict[tuple[str, str], Budget] = {}
     for s in trace[: index + 1]:
         d = s.data or {}
         ch, used, budget = d.get("channel"), d.get("used"), d.get("budget")
+        of = POOL if d.get("budget_of") == POOL else CONTEXT_SHARE
         if isinstance(ch, str) and _is_number(used) and _is_number(budget):
-            latest[ch] = Budget(ch, int(used), int(budget))
+            latest[(ch, of)] = Budget(ch, int(used), int(budget), of)
     return list(latest.values())
+
+
+def context_total(budgets: Sequence[Budget]) -> str:
+    """One line adding up the channels' shares of the context, when there are two (the answer
+    step's "tokens used" of λ is this sum, so the numbers tell one story)."""
+    shares = [b for b in budgets if b.of == CONTEXT_SHARE]
+    if len(shares) < 2:
+        return ""
+    used = " + ".join(f"{b.used:,}" for b in shares)
+    return (f"context so far: {used} = {sum(b.used for b in shares):,} of {sum(b.budget for b in shares):,} "
+            "tokens (λ = θ·λ + (1−θ)·λ)")
 
 
 @dataclass(frozen=True)

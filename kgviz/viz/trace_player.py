@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from kgviz.errors import KgvizError
+from kgviz.methods import deciding
 from kgviz.methods.base import TraceStep
 from kgviz.viz import step_panel as sp
 from kgviz.viz.graph_html import EXTERNAL_REF, KIND_STYLE, LABEL_MAX_CHARS, ROLE_COLOURS, _short
@@ -40,6 +41,7 @@ LEGEND_NAMES = {EARLIER: "earlier steps", LINKED: "end of a fact (not visited)"}
 SHAPE_NAMES = {"dot": "circle", "diamond": "diamond", "square": "square", "triangle": "triangle",
                "hexagon": "hexagon", "triangleDown": "down triangle"}
 _SCHEMA_REL = re.compile(r"^[A-Z][A-Z_]+$")  # a rel table name rather than a fact's relation
+REASON_MARK_CHARS = 30  # the reason drawn on a node's label is cut to this (the tooltip and the panel keep it whole)
 NO_CHANGE_NOTE = "This step adds nothing to the graph: the nodes of the previous step stay highlighted."
 
 
@@ -93,6 +95,30 @@ def _badges(trace: Sequence[TraceStep]) -> list[dict[str, str]]:
             now[nid] = f"{now[nid]} · {mark}" if nid in now else mark
         out.append(now)
     return out
+
+
+def node_notes(step: TraceStep) -> dict[str, tuple[str, str]]:
+    """Node id -> (label mark, tooltip line) for this step. The tooltip line names the node's role,
+    deciding score, rank and reason; the label mark (drawn on the node itself) is the short form
+    of the reason of a node that was not taken although it scores above a taken one, so the
+    picture never shows a better-scored node rejected without saying why."""
+    shown = {n.id for n in deciding.outranked(step.nodes) if n.reason}
+    out: dict[str, tuple[str, str]] = {}
+    for n in step.nodes:
+        if n.id in out or not (n.reason or n.rank is not None or n.score is not None):
+            continue
+        line = f"this step: {n.role}"
+        line += f", score {n.score:.3f}" if n.score is not None else ""
+        line += f", #{n.rank}" if n.rank is not None else ""
+        line += f" — {n.reason}" if n.reason else ""
+        out[n.id] = (reason_mark(n.reason) if n.id in shown else "", line)
+    return out
+
+
+def reason_mark(reason: str) -> str:
+    """A reason's head, for a node's label: up to its first ':', ';' or '(' ("over budget", "the
+    chooser picked #3 of 5"), cut to REASON_MARK_CHARS."""
+    return _short(re.split(r"[:;(]", reason, maxsplit=1)[0].strip(), REASON_MARK_CHARS)
 
 
 def _edge_weights(trace: Sequence[TraceStep]) -> list[dict[tuple[str, str], float]]:
@@ -156,11 +182,13 @@ def player_data(frames: Sequence[Frame], trace: Sequence[TraceStep], labels: Map
                           "panel": sp.step_panel(trace, i, labels, note=NO_CHANGE_NOTE)})
             continue
         sizes = _sizes(frame, step)
+        notes = node_notes(step)
         vnodes = []
         for v in frame.nodes:
             if v.id in node_index:
                 role = str(v.role or EARLIER)
-                vnodes.append([node_index[v.id], role, sizes.get(v.id, 12.0), badges[i].get(v.id, "")])
+                mark, line = notes.get(v.id, ("", ""))
+                vnodes.append([node_index[v.id], role, sizes.get(v.id, 12.0), badges[i].get(v.id, ""), mark, line])
         vedges = []
         for e in frame.edges:
             if e.source == e.target or e.source not in node_index or e.target not in node_index:

@@ -206,8 +206,8 @@ def test_round_and_channel_budget_extras(app_env: Path, fake_methods: None) -> N
     assert ["activation round", "1"] in panels[0]["facts"] and ["frontier size", "3"] in panels[0]["facts"]
     assert panels[0]["bars"] == []
     bars = panels[2]["bars"]
-    assert [b["label"] for b in bars] == ["skeleton channel: 300 of 1,600 tokens",
-                                          "keyword channel: 1,200 of 2,400 tokens"]
+    assert [b["label"] for b in bars] == ["skeleton channel, in the context: 300 of 1,600 tokens (θ·λ)",
+                                          "keyword channel, in the context: 1,200 of 2,400 tokens ((1−θ)·λ)"]
     assert [round(100 * b["fraction"]) for b in bars] == [19, 50]
     # str params become a selectbox of the values the doc names; presets set the starting value
     mode = next(s for s in at.selectbox if s.key.endswith("|mode"))

@@ -114,17 +114,56 @@ def test_ket_channels_marked_and_budgets_in_the_panel() -> None:
               data={"channel": "skeleton", "used": 400, "budget": 1600}),
         _step(1, "seed", "Keyword seeds", nodes=[NodeRef("kw:x", "Keyword", "seed", "x", 0.4),
                                                  NodeRef("ent:a", "Entity", "chosen", "A")],
-              data={"channel": "keyword", "used": 1200, "budget": 2400}),
+              data={"channel": "keyword", "used": 3000, "budget": 4800, "budget_of": "pool"}),
+        _step(2, "context", "Keyword units", nodes=[NodeRef("sub:1", "SubChunk", "chosen", "u")],
+              data={"channel": "keyword", "used": 2070, "budget": 2400}),
     ]
     data = _data(trace)
     first = {data["nodes"][n[0]]["label"]: n[3] for n in data["visuals"][0]["nodes"]}
     second = {data["nodes"][n[0]]["label"]: n[3] for n in data["visuals"][1]["nodes"]}
     # a keyword node needs no mark: it only ever serves the keyword channel
     assert first == {"A": "skeleton"} and second == {"A": "both channels", "x": ""}
+    # issue 22: the pool (2·(1−θ)·λ) and the channel's share of the context ((1−θ)·λ) are two bars
+    # that say what they are a share of, and the shares add up to the answer step's λ
     bars = data["steps"][1]["panel"]["bars"]
-    assert [b["label"] for b in bars] == ["skeleton channel: 400 of 1,600 tokens",
-                                          "keyword channel: 1,200 of 2,400 tokens"]
-    assert [b["fraction"] for b in bars] == [0.25, 0.5]
+    assert [b["label"] for b in bars] == [
+        "skeleton channel, in the context: 400 of 1,600 tokens (θ·λ)",
+        "keyword channel, candidate pool: 3,000 of 4,800 tokens gathered to be ranked (2·(1−θ)·λ, twice the "
+        "channel's share of the context)"]
+    assert [b["fraction"] for b in bars] == [0.25, 0.625]
+    assert data["steps"][1]["panel"]["budget_total"] == ""  # one share known so far
+    last = data["steps"][2]["panel"]
+    assert last["bars"][2]["label"] == "keyword channel, in the context: 2,070 of 2,400 tokens ((1−θ)·λ)"
+    assert last["budget_total"] == "context so far: 400 + 2,070 = 2,470 of 4,000 tokens (λ = θ·λ + (1−θ)·λ)"
+
+
+def test_the_deciding_score_rank_parts_and_reason_in_the_panel_and_on_the_node() -> None:
+    step = _step(0, "select", "Hop 2", data={"score_name": "the offline chooser's score",
+                                             "picked": {"ranks": [3], "of": 3, "by": "model",
+                                                        "ranking": "numbered by similarity", "words": "CHOICE: 3"}},
+                 nodes=[NodeRef("tri:a", "Triple", "rejected", "A", 0.31, {"similarity": 0.31}, 1,
+                                "the chooser picked #3 of 3 (numbered by similarity): the model decided"),
+                        NodeRef("tri:b", "Triple", "rejected", "B", 0.13, {"similarity": 0.13}, 2, ""),
+                        NodeRef("tri:c", "Triple", "chosen", "C", 0.12, {"similarity": 0.12, "bonus": 0.0}, 3)])
+    columns, rows = candidate_rows(step, {"tri:a": "A", "tri:b": "B", "tri:c": "C"})
+    assert columns == ["", "node", "score", "#", "parts", "reason"]
+    assert [r[1] for r in rows] == ["A", "B", "C"]  # the order the choice was made in
+    assert rows[2][4] == "similarity 0.120"  # zero terms are left out
+    assert rows[0][5].startswith("the chooser picked #3 of 3") and rows[2][5] == ""
+    facts = dict(map(tuple, step_panel([step], 0, {})["facts"]))
+    assert facts["score"] == "the offline chooser's score"
+    assert facts["choice"] == "the model picked #3 of 3 (numbered by similarity); a node it passed over says so"
+    assert facts["the model's words"] == "CHOICE: 3"
+    # the player: a node that scores above a chosen one and was left out carries its reason on its
+    # label; one below the chosen one only in its tooltip line
+    notes = tp.node_notes(step)
+    assert notes["tri:a"][0] == "the chooser picked #3 of 3"
+    assert tp.reason_mark("over budget: 80 tokens, 50 of 100 left") == "over budget"
+    assert notes["tri:b"][0] == "" and notes["tri:b"][1] == "this step: rejected, score 0.130, #2"
+    assert notes["tri:a"][1].endswith("— the chooser picked #3 of 3 (numbered by similarity): the model decided")
+    data = _data([step])
+    drawn = {data["nodes"][n[0]]["label"]: n[4:] for n in data["visuals"][0]["nodes"]}
+    assert drawn["A"] == list(notes["tri:a"]) and drawn["C"] == ["", "this step: chosen, score 0.120, #3"]
 
 
 class _Tags(HTMLParser):

@@ -80,7 +80,11 @@
       if (!n) { return {id: k, hidden: true}; }
       var role = n[1], now = !dim[role];
       var col = D.colours[role] || meta.colour;
-      return {id: k, hidden: false, size: n[2], label: n[3] && now ? meta.label + " · " + n[3] : meta.label,
+      // n[4]: the reason a better-scored node was not taken, drawn on the node; n[5]: this step's line
+      var label = n[3] && now ? meta.label + " · " + n[3] : meta.label;
+      if (n[4] && now) { label += " · " + n[4]; }
+      return {id: k, hidden: false, size: n[2], label: label,
+              title: tip(n[5] && now ? meta.tip + "\n" + n[5] : meta.tip),
               borderWidth: now ? 3 : 1,
               color: {background: col, border: now ? "#333333" : "#c4c4c4",
                       highlight: {background: col, border: "#000000"}, hover: {background: col, border: "#000000"}},
@@ -219,6 +223,7 @@
         bar.appendChild(fill);
         panelEl.appendChild(bar);
       });
+      if (p.budget_total) { panelEl.appendChild(el("div", "kp-bar-label", p.budget_total)); }
     }
     if (p.rows.length) {
       panelEl.appendChild(el("div", "kp-sec", "Why: " + p.why));
