@@ -9,6 +9,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from kgviz.evaluate.judge_check import JudgeCheck, from_records
 from kgviz.evaluate.runner import EvalRecord
 from kgviz.evaluate.stats import DEFAULT_N_BOOT, DEFAULT_N_PERM, DEFAULT_SEED, Estimate, Paired, bootstrap_ci, \
     paired_comparison
@@ -62,10 +63,13 @@ class EvalSummary:
     # share of questions whose gold answer the graph holds (the funnel's "in graph"); None when
     # no record carries a funnel (a scorer without one)
     gold_in_graph: float | None = None
+    # how far to trust the claim judge on these gold answers (kgviz.evaluate.judge_check), one per judge
+    judge_checks: list[JudgeCheck] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "n_questions": self.n_questions,
+            "judge_check": [c.to_dict() for c in self.judge_checks],
             "gold_in_graph": self.gold_in_graph,
             "methods": {m: s.to_dict() for m, s in self.methods.items()},
             "comparisons": [c.to_dict() for c in self.comparisons],
@@ -109,8 +113,9 @@ def summarise(records: Sequence[EvalRecord], methods: Sequence[str] | None = Non
             comparisons.append(paired_comparison(xa, xb, metric=metric, names=(a, b), n_boot=n_boot,
                                                  n_perm=n_perm, seed=seed))
     n_q = len({r.qid for r in records if r.method in by_method})
-    return EvalSummary(out, comparisons, n_q, n_boot, seed, dict(settings or {}),
-                       gold_in_graph_share([r for r in records if r.method in by_method]))
+    mine = [r for r in records if r.method in by_method]
+    return EvalSummary(out, comparisons, n_q, n_boot, seed, dict(settings or {}), gold_in_graph_share(mine),
+                       from_records(mine))
 
 
 def gold_in_graph_share(records: Sequence[EvalRecord]) -> float | None:
@@ -156,6 +161,8 @@ def format_table(summary: EvalSummary, *, alpha: float = 0.05) -> str:
             cells = [f"{label[c.metric]} {100 * c.mean_diff:+.1f} (p={c.p_value:.3f}){'*' if c.p_value < alpha else ''}"
                      for c in cs]
             lines.append(f"  {a} - {b} (n={cs[0].n}): " + "  ".join(cells))
+    for check in summary.judge_checks:
+        lines += ["", *check.lines()]
     return "\n".join(lines)
 
 
