@@ -132,6 +132,7 @@ _AUX = frozenset("is are was were be been being am has have had do does did can 
 _WH = frozenset("who whom whose what which when where why how".split())
 _LEAD_PREP = frozenset("in on at for by from to during of since until".split())
 # relative markers that end the question's main clause ("the bridge that ...", "the engineer who ...")
+_TYPE_NOUNS = frozenset("place date year time day name location".split())
 _RELATIVE = frozenset("that which who whom whose where when".split())
 _NOT_VERBS_ED = frozenset("hundred indeed speed breed seed need bed red shed".split())
 _TOKEN_RE = re.compile(r"[A-Za-z0-9][\w'\u2019\-]*")
@@ -194,9 +195,12 @@ def question_relation(question: str, focus: str) -> Relation:
     main_words = [w for w in (normalize_answer(t) for t in main) if w and w not in _STOP and w not in excluded]
     to_verbs = [main[k + 1] for k in range(len(main) - 1) if main[k].lower() == "to" and not main[k + 1][0].isupper()]
     verbs = [w for w in main_words if _is_verb(w)] or [normalize_answer(v) for v in to_verbs]
-    # lacking a verb, the first main-clause noun is the relation ("the spouse of X's director": spouse)
-    head = (verbs[0],) if verbs else (how,) if how and how not in excluded else tuple(main_words[:1])
-    return Relation(head, frozenset(main_words) or all_words)
+    # lacking a verb, the first main-clause noun is the relation ("the spouse of X's director": spouse);
+    # a type noun before "of" names the answer's kind, the noun after it the relation ("the place of
+    # birth": birth, as kgviz.offline.qtype reads "place of birth" as a place)
+    nouns = main_words[1:] if main_words[:1] and main_words[0] in _TYPE_NOUNS and len(main_words) > 1 else main_words
+    head = (verbs[0],) if verbs else (how,) if how and how not in excluded else tuple(nouns[:1])
+    return Relation(head, frozenset(nouns if not verbs else main_words) or all_words)
 
 
 def claim_relation(claim: str, checks: Sequence[Checkable]) -> Relation:
