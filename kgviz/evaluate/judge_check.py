@@ -63,7 +63,9 @@ class Rate:
         return {"supported": self.supported, "n": self.n, "rate": self.rate}
 
     def text(self) -> str:
-        return "n/a (no such answers)" if self.rate is None else f"{100 * self.rate:.1f} % ({self.supported} of {self.n})"
+        if self.rate is None:
+            return "n/a (no such answers)"
+        return f"{100 * self.rate:.1f} % ({self.supported} of {self.n})"
 
 
 @dataclass(frozen=True)

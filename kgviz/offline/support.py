@@ -42,8 +42,8 @@ from kgviz.text import sentence_spans
 _TOKEN_RE = re.compile(r"[^\W_][\w'\u2019\-\.]*[^\W_]|[^\W_]")
 _NAME_RE = re.compile(r"[A-Z][\w'\u2019\-\.]*(?:\s+(?:of|the|de|von|van|la|le|du|del|der)?\s*[A-Z][\w'\u2019\-\.]*)*")
 _START_STOP = frozenset("The A An It He She They This That These Those His Her Its Their In On At By For From "
-                        "After Before During Yes No As When While Although However Since Following What Which Who Whom Whose Where "
-                        "Why How Is Are Was Were Did Do Does".split())
+                        "After Before During Yes No As When While Although However Since Following What Which "
+                        "Who Whom Whose Where Why How Is Are Was Were Did Do Does".split())
 _PRONOUNS = frozenset("he she it they his her its their him them".split())
 _REFERRING_OPENERS = frozenset("The This These Its His Her Their".split())
 _NEGATION = frozenset("not never no nor neither nt cannot".split())
@@ -67,7 +67,8 @@ class SupportParams:
     negation_window: int = field(default=3, metadata={"doc": "ours: a negation at most this many words before "
                                                              "the relation word negates it"})
     common_share: float = field(default=0.1, metadata={"doc": "ours: a name in more than this share of the "
-                                                              "evidence's sentences is no bridge (it links everything)"})
+                                                              "evidence's sentences is no bridge (it links "
+                                                              "everything)"})
     min_common: int = field(default=3, metadata={"doc": "ours: ... and in more than this many sentences"})
 
 

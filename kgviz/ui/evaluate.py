@@ -180,9 +180,10 @@ def judge_check_panel(summary: EvalSummary) -> None:
     """Per judge: the share of right answers (EM 1) and of wrong answers (EM 0, F1 < 0.5) it called
     supported; the figures are kgviz.evaluate.judge_check's, as in `kgviz eval --json`."""
     for check in summary.judge_checks:
-        st.markdown(md_text(f"**Judge check** ({check.judge or 'claim judge'}): {RIGHT_LABEL}: "
-                            f"{check.right.text()} · {WRONG_LABEL}: {check.wrong.text()}"
-                            + (f" · {check.unparsed} left out (judge reply not parsed)" if check.unparsed else "")))
+        st.markdown("**Judge check** " + md_text(f"({check.judge or 'claim judge'}): {RIGHT_LABEL}: "
+                                                  f"{check.right.text()} · {WRONG_LABEL}: {check.wrong.text()}"
+                                                  + (f" · {check.unparsed} left out (judge reply not parsed)"
+                                                     if check.unparsed else "")))
         st.caption("A judge worth trusting calls most right answers supported and few wrong ones; "
                    "a judge that calls everything supported scores high on both.")
 

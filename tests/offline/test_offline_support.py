@@ -64,13 +64,15 @@ def test_every_quote_is_a_sentence_of_the_evidence_and_every_matched_word_is_in_
 def test_the_sample_separates_right_from_wrong_answers() -> None:
     right = [v.label == "supported" for _, _, ok, v in VERDICTS if ok]
     wrong = [v.label == "supported" for _, _, ok, v in VERDICTS if not ok]
-    assert sum(right) >= 10 and sum(wrong) == 0, [(q, a, v.reason) for q, a, ok, v in VERDICTS if not ok and v.label == "supported"]
+    passed = [(q, a, v.reason) for q, a, ok, v in VERDICTS if not ok and v.label == "supported"]
+    assert sum(right) >= 10 and sum(wrong) == 0, passed
 
 
 def test_a_two_hop_answer_is_supported_through_a_bridge_sentence_and_a_lookalike_is_not() -> None:
     by = {(q, a): v for q, a, _, v in VERDICTS}
     tarrow = by[("s03", "Tarrow")]
-    assert tarrow.label == "supported" and "born" in tarrow.matched and tarrow.quote == "Vohl was born in Tarrow on 3 March 1882."
+    assert tarrow.label == "supported" and "born" in tarrow.matched
+    assert tarrow.quote == "Vohl was born in Tarrow on 3 March 1882."
     assert "Agnes Vohl founded the Ossel Marine Institute" in tarrow.reason  # the bridge, quoted
     # Thomas Aldrick was born in Ventholm; nothing says he founded the institute
     assert by[("s03", "Ventholm")].label == "not_found"
