@@ -14,6 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from kgviz.evaluate.judge_check import JudgeCheck, from_records
 from kgviz.evaluate.runner import EvalRecord
 from kgviz.evaluate.stats import DEFAULT_N_BOOT, DEFAULT_N_PERM, DEFAULT_SEED, Estimate, Paired, bootstrap_ci, \
     paired_comparison
@@ -118,10 +119,13 @@ class EvalSummary:
     # no record carries a funnel (a scorer without one)
     gold_in_graph: float | None = None
     failures: Failures = field(default_factory=Failures)
+    # how far to trust the claim judge on these gold answers (kgviz.evaluate.judge_check), one per judge
+    judge_checks: list[JudgeCheck] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "n_questions": self.n_questions,
+            "judge_check": [c.to_dict() for c in self.judge_checks],
             "gold_in_graph": self.gold_in_graph,
             "failures": self.failures.to_dict(),
             "methods": {m: s.to_dict() for m, s in self.methods.items()},
@@ -173,7 +177,7 @@ def summarise(records: Sequence[EvalRecord], methods: Sequence[str] | None = Non
     kept = [r for m in order for r in by_method[m].values()]
     n_q = len({r.qid for r in kept})
     return EvalSummary(out, comparisons, n_q, n_boot, seed, dict(settings or {}), gold_in_graph_share(kept),
-                       failures_of(kept))
+                       failures_of(kept), from_records(kept))
 
 
 def gold_in_graph_share(records: Sequence[EvalRecord]) -> float | None:
@@ -226,6 +230,8 @@ def format_table(summary: EvalSummary, *, alpha: float = 0.05) -> str:
             cells = [f"{label[c.metric]} {100 * c.mean_diff:+.1f} (p={c.p_value:.3f}){'*' if c.p_value < alpha else ''}"
                      for c in cs]
             lines.append(f"  {a} - {b} (n={cs[0].n}): " + "  ".join(cells))
+    for check in summary.judge_checks:
+        lines += ["", *check.lines()]
     return "\n".join(lines)
 
 

@@ -9,23 +9,27 @@ For one claim and one method's retrieved context:
    with "wrong answer type" and names both types. An answer no cue types passes on to the checks
    below.
 1. The claim's *checkables* (capitalised names, numbers, years and dates in its focus) must each
-   occur in the context (SQuAD-normalised, whole tokens). A missing number or year whose best
-   matching context passage states a different number of the same kind is *contradicted*; any
-   other missing checkable makes the claim *not_found*.
-2. Otherwise some passage unit (one or two consecutive sentences of one context item) must hold
-   every checkable and share enough of the claim's content words (lexical support), or be close
-   in embedding space.
-3. The unit must also state the *relation* being asserted, not just sit near the right words. A
-   short answer ("The answer to Q is A", focus A) is judged against the question's relation
-   words: the content words of the question outside the focus, outside the names the question
-   already mentions, and outside its wh-phrase ("In what year"). The unit must contain the
-   question's head predicate (the first verb of its main clause: "designed" in "Who designed the
-   bridge that Mira Tesk said was unsafe?"; lacking a verb, a main-clause word such as "tall") and
-   enough of the main-clause words. Restating the question is therefore not support: "Mira Tesk"
-   sits next to "bridge", "said" and "unsafe", but no unit links it to "designed". A full claim
-   needs its own first verb in the unit ("The bridge was designed by X" is not supported by "X
-   said the bridge was unsafe"). Evidence triples ("Edda Lunn designed Orrin Bridge") are units
-   like any sentence, so a triple whose relation matches supports its subject or object.
+   occur in some sentence of the context (SQuAD-normalised, accents folded, whole tokens). A
+   missing number or year whose best matching sentence states a different number of the same kind
+   is *contradicted*; any other missing checkable makes the claim *not_found*.
+2. A short answer ("The answer to Q is A", focus A) is judged sentence by sentence
+   (``kgviz.offline.support``): one sentence must tie A to the question's head predicate (the
+   first verb of its main clause: "designed" in "Who designed the bridge that Mira Tesk said was
+   unsafe?"; lacking a verb, a main-clause word such as "tall"), not negated, and that sentence
+   must be about the question's subject: name one of the question's names, or reach one through
+   a short chain of sentences that share a name, the chain stating the rest of the question's
+   relation words. Restating the question is therefore not support: "Mira Tesk" sits next to
+   "bridge", "said" and "unsafe", but no sentence ties it to "designed". A choice question
+   ("..., A or B?") is judged by comparing the two options' dates or numbers; a yes/no answer is
+   not checked.
+3. A full claim needs one sentence (with the sentence before it when it refers back with a
+   pronoun) holding its names and numbers, its own first verb ("The bridge was designed by X" is
+   not supported by "X said the bridge was unsafe") and ``min_overlap`` of its content words.
+   Evidence triples ("Edda Lunn designed Orrin Bridge") are sentences like any other, so a
+   triple whose relation matches supports its subject or object.
+
+Every verdict that rests on a sentence quotes it verbatim (``CheckResult.quote``) with the words of
+it that matched, as written there (``CheckResult.matched``); the reason says the same.
 
 It cannot see paraphrase ("built" for "designed"), comparisons or reasoning across items; an
 LLM judge can.
@@ -36,15 +40,21 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-import numpy as np
-
-from kgviz.answer_norm import contains, normalize_answer
+from kgviz.answer_norm import normalize_answer
 from kgviz.embedding import Embedder
 from kgviz.offline.answer_types import type_mismatch
 from kgviz.offline.qtype import answer_type
 from kgviz.offline.stem import IRREGULAR_STEMS, stem
 from kgviz.offline.stopwords import CLAIM_STOPWORDS as _STOP
-from kgviz.text import split_sentences
+from kgviz.offline.support import (
+    Sentence,
+    Support,
+    SupportParams,
+    anchors_of,
+    compare_options,
+    sentences,
+    support_short,
+)
 
 OFFLINE_JUDGE_LABEL = "offline check (weaker)"
 WRONG_TYPE_REASON = "wrong answer type"  # how a type-mismatch reason opens (shown on the Compare page)
@@ -58,16 +68,14 @@ class OfflineCheckParams:
                                                              "supporting passage unit must contain"})
     min_question_overlap: float = field(default=0.3, metadata={"doc": "ours: for a short answer, share of the "
                                                                       "question's content words next to the answer"})
-    min_cosine: float = field(default=0.75, metadata={"doc": "ours: embedding cosine that counts as support "
-                                                             "on its own (paraphrase)"})
-    window: int = field(default=2, metadata={"doc": "ours: consecutive sentences per passage unit, so a "
-                                                    "pronoun's antecedent sentence is included"})
     require_relation: bool = field(default=True, metadata={"doc": "ours: a supporting unit must contain the "
                                                                    "head predicate of the question (short answer) "
                                                                    "or of the claim (see module docstring)"})
     check_type: bool = field(default=True, metadata={"doc": "ours: a short answer of the wrong type for the "
                                                              "question (kgviz.offline.qtype.answer_type, typed "
                                                              "by kgviz.offline.answer_types) is not supported"})
+    support: SupportParams = field(default_factory=SupportParams, metadata={
+        "doc": "ours: the sentence-level rules for a short answer (kgviz.offline.support)"})
 
 
 _SENTENCE_START_STOP = frozenset("The A An It He She They This That These Those His Her Its Their In On At "
@@ -88,6 +96,8 @@ class CheckResult:
     label: str  # supported | contradicted | not_found
     evidence: tuple[str, ...]
     reason: str
+    quote: str = ""  # the deciding sentence, verbatim from the evidence item
+    matched: tuple[str, ...] = ()  # the words of ``quote`` (as written there) that decided
 
 
 def checkables(text: str) -> list[Checkable]:
@@ -111,18 +121,6 @@ def _words(text: str) -> set[str]:
     return {w for w in normalize_answer(text).split() if w not in _STOP}
 
 
-def _units(items: Sequence[tuple[str, str]], window: int) -> list[tuple[str, str]]:
-    """(item id, text) passage units: runs of up to ``window`` consecutive sentences."""
-    units: list[tuple[str, str]] = []
-    for item_id, text in items:
-        sents = [s for s in split_sentences(text) if s.strip()] or [text]
-        for i in range(len(sents)):
-            for w in range(1, max(1, window) + 1):
-                if i + w <= len(sents):
-                    units.append((item_id, " ".join(sents[i: i + w])))
-    return units
-
-
 def _numbers_of_kind(text: str, kind: str) -> list[str]:
     vals = [m.group().rstrip(",") for m in _NUMBER_RE.finditer(text)]
     return [v for v in vals if (_YEAR_RE.fullmatch(v) is not None) == (kind == "year")]
@@ -134,9 +132,11 @@ _AUX = frozenset("is are was were be been being am has have had do does did can 
 _WH = frozenset("who whom whose what which when where why how".split())
 _LEAD_PREP = frozenset("in on at for by from to during of since until".split())
 # relative markers that end the question's main clause ("the bridge that ...", "the engineer who ...")
+_TYPE_NOUNS = frozenset("place date year time day name location".split())
 _RELATIVE = frozenset("that which who whom whose where when".split())
 _NOT_VERBS_ED = frozenset("hundred indeed speed breed seed need bed red shed".split())
 _TOKEN_RE = re.compile(r"[A-Za-z0-9][\w'\u2019\-]*")
+_CLAUSE_TOKEN_RE = re.compile(r"[A-Za-z0-9][\w'\u2019\-]*|,")
 
 
 def _stems(text: str) -> set[str]:
@@ -164,7 +164,8 @@ class Relation:
 
 def question_relation(question: str, focus: str) -> Relation:
     """The head predicate and relation words of ``question`` for the short answer ``focus``."""
-    tokens = _TOKEN_RE.findall(question)
+    # a possessive "'s" goes ("Big Eye's director": "Eye", a name's word); a comma ends the main clause
+    tokens = [re.sub(r"['\u2019]s$", "", t) for t in _CLAUSE_TOKEN_RE.findall(question)]
     excluded = _words(focus)
     for c in checkables(question):
         if c.kind == "name":
@@ -183,17 +184,23 @@ def question_relation(question: str, focus: str) -> Relation:
         if (wh in ("what", "which", "whose") and i < len(tokens) and tokens[i].lower() not in _AUX | _STOP
                 and not _is_verb(tokens[i])):
             i += 1
+    while i < len(tokens) and tokens[i] == ",":
+        i += 1
     main: list[str] = []
     for t in tokens[i:]:
-        if t.lower() in _RELATIVE:
+        if t.lower() in _RELATIVE or t == ",":
             break
         main.append(t)
-    all_words = _words(" ".join(tokens[i:])) - excluded
+    all_words = _words(" ".join(t for t in tokens[i:] if t != ",")) - excluded
     main_words = [w for w in (normalize_answer(t) for t in main) if w and w not in _STOP and w not in excluded]
     to_verbs = [main[k + 1] for k in range(len(main) - 1) if main[k].lower() == "to" and not main[k + 1][0].isupper()]
     verbs = [w for w in main_words if _is_verb(w)] or [normalize_answer(v) for v in to_verbs]
-    head = (verbs[0],) if verbs else (how,) if how and how not in excluded else tuple(dict.fromkeys(main_words))
-    return Relation(head, frozenset(main_words) or all_words)
+    # lacking a verb, the first main-clause noun is the relation ("the spouse of X's director": spouse);
+    # a type noun before "of" names the answer's kind, the noun after it the relation ("the place of
+    # birth": birth, as kgviz.offline.qtype reads "place of birth" as a place)
+    nouns = main_words[1:] if main_words[:1] and main_words[0] in _TYPE_NOUNS and len(main_words) > 1 else main_words
+    head = (verbs[0],) if verbs else (how,) if how and how not in excluded else tuple(nouns[:1])
+    return Relation(head, frozenset(nouns if not verbs else main_words) or all_words)
 
 
 def claim_relation(claim: str, checks: Sequence[Checkable]) -> Relation:
@@ -205,18 +212,13 @@ def claim_relation(claim: str, checks: Sequence[Checkable]) -> Relation:
     return Relation(tuple(verbs[:1]), frozenset(_words(claim)))
 
 
-def _states(text: str, relation: Relation) -> bool:
-    if not relation.head:
-        return True
-    stems = _stems(text)
-    return any(stem(h) in stems for h in relation.head)
-
-
 def check_claim(claim: str, items: Sequence[tuple[str, str]], embedder: Embedder | None = None, *,
                 focus: str = "", question: str = "",
                 params: OfflineCheckParams = OfflineCheckParams()) -> CheckResult:
     """Judge ``claim`` against context ``items`` ((id, text) pairs). ``focus`` (a short answer)
-    is what must be grounded; ``question`` then supplies the words it must sit next to."""
+    is what must be grounded; ``question`` then supplies the relation and names it must be tied to.
+    ``embedder`` is accepted for the task interface and not used: the check decides from words
+    it can quote."""
     target = focus or claim
     checks = checkables(target)
     if not items:
@@ -227,57 +229,80 @@ def check_claim(claim: str, items: Sequence[tuple[str, str]], embedder: Embedder
         mismatch = type_mismatch(answer_type(question), focus, [t for _, t in items])
         if mismatch:
             return CheckResult("not_found", (), f"{WRONG_TYPE_REASON}: {mismatch}")
-    units = _units(items, params.window)
-    basis = _words(f"{question} {focus}") if focus else _words(claim)
-    needed = params.min_question_overlap if focus else params.min_overlap
-
-    def overlap(text: str, words: set[str]) -> float:
-        return len(words & _words(text)) / len(words) if words else 0.0
-
-    missing = [c for c in checks if not any(contains(t, c.text) for _, t in items)]
+    sents = sentences(items)
+    missing = [c for c in checks if not any(s.has(c.text) for s in sents)]
     if missing:
-        for c in missing:
-            if c.kind not in ("year", "number"):
-                continue
-            rest = basis - _words(c.text)
-            best = max(units, key=lambda u: overlap(u[1], rest))
-            others = [v for v in _numbers_of_kind(best[1], c.kind) if normalize_answer(v) != normalize_answer(c.text)]
-            if others and overlap(best[1], rest) >= max(needed, 0.5):
-                return CheckResult("contradicted", (best[0],),
-                                   f"the context states {others[0]} where the claim says {c.text}")
-        return CheckResult("not_found", (), "not in the retrieved context: " + ", ".join(c.text for c in missing))
+        return _missing(missing, claim, focus, question, sents, params)
+    if focus and question:
+        return _short(focus, question, sents, params)
+    return _long(claim, checks, sents, params)
 
-    holding = [u for u in units if all(contains(u[1], c.text) for c in checks)]
-    if not holding:
-        return CheckResult("not_found", (), "the names/numbers occur in the context, but never together "
-                                            "in one passage")
-    relation = question_relation(question, focus) if focus else claim_relation(claim, checks)
-    what = focus or "the claim"
-    if params.require_relation:
-        linked = [u for u in holding if _states(u[1], relation)]
-        if not linked:
-            return CheckResult("not_found", (), f"no passage links {what} to '{relation.label}': the context "
-                                                f"mentions {what}, but not in the relation asked about")
-        holding = linked
-    # a short answer is scored on the question's relation words only: the question's own names
-    # and the answer would otherwise let any passage that restates the question pass
-    words = set(relation.words) if focus else basis
-    needed = params.min_question_overlap if focus else params.min_overlap
 
-    def share(text: str) -> float:
-        stems = _stems(text)
-        return len({stem(w) for w in words} & stems) / len({stem(w) for w in words}) if words else 0.0
+def _result(sup: Support) -> CheckResult:
+    return CheckResult(sup.label, (sup.item,) if sup.item and sup.label != "not_found" else (), sup.reason,
+                       sup.quote, sup.matched)
 
-    scored = sorted(((share(t), i, uid, t) for i, (uid, t) in enumerate(holding)), key=lambda x: (-x[0], x[1]))
-    lex, _, uid, text = scored[0]
-    if not words or lex >= needed:
-        return CheckResult("supported", (uid,), f"lexical support {lex:.2f} in {uid}"
-                           + (f" (states '{relation.label}')" if relation.head and params.require_relation else ""))
-    if embedder is not None:
-        top = scored[:20]
-        vecs = np.asarray(embedder.embed([claim] + [t for _, _, _, t in top]), dtype=np.float32)
-        cos = vecs[1:] @ vecs[0]
-        j = int(np.argmax(cos))
-        if float(cos[j]) >= params.min_cosine:
-            return CheckResult("supported", (top[j][2],), f"embedding support: cosine {float(cos[j]):.2f} in {top[j][2]}")
-    return CheckResult("not_found", (), f"no passage states it (best lexical support {lex:.2f} < {needed:.2f} in {uid})")
+
+def _short(focus: str, question: str, sents: Sequence[Sentence], params: OfflineCheckParams) -> CheckResult:
+    if normalize_answer(focus) in ("yes", "no"):
+        return CheckResult("not_found", (), f"a yes/no answer asserts a comparison of facts the offline check "
+                                            f"cannot read: '{focus}' is not checked")
+    asked = answer_type(question)
+    relation = question_relation(question, focus)
+    if asked.options:
+        return _result(compare_options(focus, asked.options, question, sorted(relation.words), sents))
+    anchors = anchors_of(question)
+    head = relation.head if params.require_relation else ()
+    return _result(support_short(focus, anchors, head, sorted(relation.words), sents, params.support))
+
+
+def _long(claim: str, checks: Sequence[Checkable], sents: Sequence[Sentence],
+          params: OfflineCheckParams) -> CheckResult:
+    """A full claim: one sentence (with the one before it, when it refers back) holds every name and
+    number of the claim, its first verb, and ``min_overlap`` of its content words."""
+    relation = claim_relation(claim, checks)
+    words = [w for w in _words(claim)]
+    stems_ = list(dict.fromkeys(stem(w) for w in words))
+    best: tuple[float, Sentence, list[str]] | None = None
+    for s in sents:
+        if not all(s.has(c.text) or (s.refers_back and s.prev is not None and s.prev.has(c.text)) for c in checks):
+            continue
+        if params.require_relation and relation.head and not any(s.word_for(stem(h)) for h in relation.head):
+            continue
+        got = [w for w in (s.word_for(st) for st in stems_) if w]
+        share = sum(s.states(st) for st in stems_) / len(stems_) if stems_ else 1.0
+        if best is None or share > best[0]:
+            best = (share, s, got)
+    if best is None:
+        verb = f" and states '{relation.label}'" if relation.head and params.require_relation else ""
+        return CheckResult("not_found", (), f"no sentence of the evidence holds the claim's names and numbers{verb}")
+    share, s, got = best
+    if share < params.min_overlap:
+        return CheckResult("not_found", (), f"the closest sentence, \"{s.text}\" ({s.item}), states only "
+                                            f"{len(got)} of the claim's {len(stems_)} content words")
+    matched = tuple(dict.fromkeys(got))
+    return CheckResult("supported", (s.item,), f"\"{s.text}\" ({s.item}) states "
+                       + ", ".join(f"'{w}'" for w in matched), s.text, matched)
+
+
+def _missing(missing: Sequence[Checkable], claim: str, focus: str, question: str, sents: Sequence[Sentence],
+             params: OfflineCheckParams) -> CheckResult:
+    """A name or number of the claim that no sentence holds: contradicted when the sentence that best
+    states the rest gives another number of the same kind, else not_found."""
+    basis = _words(f"{question} {focus}") if focus else _words(claim)
+    for c in missing:
+        if c.kind not in ("year", "number"):
+            continue
+        rest = list(dict.fromkeys(stem(w) for w in basis - _words(c.text)))
+        if not rest:
+            continue
+        scored = sorted(((sum(s.states(st) for st in rest) / len(rest), n, s) for n, s in enumerate(sents)),
+                        key=lambda x: (-x[0], x[1]))
+        share, _, best = scored[0]
+        others = [v for v in _numbers_of_kind(best.text, c.kind) if normalize_answer(v) != normalize_answer(c.text)]
+        if others and share >= max(params.min_question_overlap if focus else params.min_overlap, 0.5):
+            matched = tuple(dict.fromkeys([others[0]] + [w for w in (best.word_for(st) for st in rest) if w]))
+            return CheckResult("contradicted", (best.item,),
+                               f"\"{best.text}\" ({best.item}) states {others[0]} where the claim says {c.text}",
+                               best.text, matched)
+    return CheckResult("not_found", (), "not in the retrieved context: " + ", ".join(c.text for c in missing))

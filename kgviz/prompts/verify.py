@@ -44,6 +44,10 @@ Claim: {claim}
 
 Reply with JSON: {{"verdict": "supported" | "contradicted" | "not_found", "evidence": [1, 2], "reason": "one short sentence"}}"""
 
+# the values the reply-format line of JUDGE_CLAIM offers: a "reason" that only repeats one of them
+# (a 0.5B model wrote "One short sentence") says nothing about the claim (kgviz.tasks.verify)
+JUDGE_CLAIM_FORMAT_VALUES = ("supported", "contradicted", "not_found", "one short sentence")
+
 JUDGE_CLAIM_SCHEMA = {
     "type": "object",
     "properties": {

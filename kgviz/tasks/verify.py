@@ -12,6 +12,7 @@ raw reply). Offline, the heuristics of kgviz.offline.claims / kgviz.offline.judg
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from kgviz.offline.claims import split_offline
 from kgviz.offline.judge import CheckResult, check_claim
 from kgviz.prompts.verify import (
     JUDGE_CLAIM,
+    JUDGE_CLAIM_FORMAT_VALUES,
     JUDGE_CLAIM_SCHEMA,
     JUDGE_CLAIM_SYSTEM,
     SPLIT_CLAIMS,
@@ -86,6 +88,11 @@ def _parse_judge(raw: str, inputs: dict[str, Any]) -> CheckResult:
     if verdict not in VERDICTS:
         raise LLMOutputError(f"the judge returned an unknown verdict {data.get('verdict')!r}; "
                              f"expected one of {', '.join(VERDICTS)}")
+    reason = str(data.get("reason", "")).strip()
+    if echoes_prompt(reason):
+        raise LLMOutputError(f"the judge's reason is not about the claim (it repeats the prompt's reply format: "
+                             f"{reason!r}), so its verdict {verdict!r} is not counted",
+                             hint="a model this small does not judge reliably; try a larger one")
     items = list(inputs.get("items") or [])
     ids: list[str] = []
     for ref in data.get("evidence") or []:
@@ -95,7 +102,24 @@ def _parse_judge(raw: str, inputs: dict[str, Any]) -> CheckResult:
             ids.append(items[int(key) - 1][0])
         elif any(key == i for i, _ in items):
             ids.append(key)
-    return consistent(JudgeResult(verdict, tuple(dict.fromkeys(ids)), str(data.get("reason", "")).strip(), verdict))
+    return consistent(JudgeResult(verdict, tuple(dict.fromkeys(ids)), reason, judge_said=verdict))
+
+
+_COUNT_WORDS = frozenset("a an one two three four five 1 2 3 4 5".split())
+
+
+def _format_words(text: str) -> tuple[str, ...]:
+    """Lower-case words with underscores split, count words dropped and plurals folded, so that
+    "1 short sentence", "Two short sentences" and "not_found." all read as the format's values."""
+    words = re.sub(r"[^a-z0-9 ]", " ", text.lower().replace("_", " ")).split()
+    return tuple(w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words if w not in _COUNT_WORDS)
+
+
+def echoes_prompt(reason: str) -> bool:
+    """True when ``reason`` is empty or only repeats a value of the prompt's reply format (a verdict
+    name, "one short sentence"): the judge gave no reason about the claim (issue 23)."""
+    words = _format_words(reason)
+    return not words or words in {_format_words(v) for v in JUDGE_CLAIM_FORMAT_VALUES}
 
 
 @dataclass(frozen=True)
@@ -124,13 +148,15 @@ def consistent(res: JudgeResult) -> JudgeResult:
         why = "the judge said contradicted but cited no passage"
     if not why:
         return res
-    return JudgeResult("not_found", res.evidence, res.reason, res.label, f"{why}: counted as not_found")
+    return JudgeResult("not_found", res.evidence, res.reason, judge_said=res.label,
+                       adjustment=f"{why}: counted as not_found")
 
 
 def _offline_judge(inputs: dict[str, Any], embedder: Embedder) -> tuple[CheckResult, str]:
     res = check_claim(inputs["claim"], list(inputs.get("items") or []), embedder,
                       focus=inputs.get("focus", ""), question=inputs.get("question", ""))
-    return res, "offline check (weaker): the answer must be of the asked type, names/numbers/dates must occur in the context, a passage must tie the answer to the question's relation, plus lexical/embedding support"
+    return res, ("offline check (weaker): the answer must be of the asked type, its names/numbers/dates must occur in "
+                 "the context, and one sentence must tie it to the question's relation and subject (quoted)")
 
 
 SPLIT_CLAIMS_TASK = register(Task(name="split_claims", prompt_name="SPLIT_CLAIMS", render=_render_split,

@@ -27,6 +27,7 @@ from kgviz.evaluate.coverage import recorded_methods
 from kgviz.evaluate.report import CONTEXT_LABEL, N_OF_LABEL, NA, RATE_METRICS, SUMMARY_METRICS, EvalSummary, n_of
 from kgviz.methods.registry import list_methods
 from kgviz.providers.recorded import RecordedLLM
+from kgviz.evaluate.judge_check import RIGHT_LABEL, WRONG_LABEL
 from kgviz.methods.base import MethodContext
 from kgviz.ui import provenance, resources
 from kgviz.ui import trace as tui
@@ -212,6 +213,7 @@ def render(outcome: EvalOutcome, methods: Sequence[str]) -> None:
                           if s.gold_in_graph is not None else "")
                        + f" · results file: {outcome.results_path}"))
     st.dataframe(summary_frame(s), hide_index=True, width="stretch")
+    judge_check_panel(s)
     st.plotly_chart(eval_charts.metric_bars(s), width="stretch", key="kgviz_eval_bars")
     coverage_charts(outcome, methods)
     left, right = st.columns(2)
@@ -235,6 +237,19 @@ def render(outcome: EvalOutcome, methods: Sequence[str]) -> None:
                    "is in no pair.")
         st.dataframe(comparisons_frame(s), hide_index=True, width="stretch")
     question_picker(outcome, methods)
+
+
+# --- judge check (issue 22.3): how far to trust the claim judge on these gold answers -------------
+def judge_check_panel(summary: EvalSummary) -> None:
+    """Per judge: the share of right answers (EM 1) and of wrong answers (EM 0, F1 < 0.5) it called
+    supported; the figures are kgviz.evaluate.judge_check's, as in `kgviz eval --json`."""
+    for check in summary.judge_checks:
+        st.markdown("**Judge check** " + md_text(f"({check.judge or 'claim judge'}): {RIGHT_LABEL}: "
+                                                  f"{check.right.text()} · {WRONG_LABEL}: {check.wrong.text()}"
+                                                  + (f" · {check.unparsed} left out (judge reply not parsed)"
+                                                     if check.unparsed else "")))
+        st.caption("A judge worth trusting calls most right answers supported and few wrong ones; "
+                   "a judge that calls everything supported scores high on both.")
 
 
 def coverage_charts(outcome: EvalOutcome, methods: Sequence[str]) -> None:

@@ -5,6 +5,13 @@ offline check, labelled weaker).
 Hallucination (as KG-RAG reports it): a non-abstaining answer with at least one unsupported claim,
 i.e. a claim judged ``not_found`` or ``contradicted``. Abstentions are counted separately. A claim
 whose judge reply could not be parsed is labelled ``unparsed`` (shown, not counted either way).
+
+Evidence is source text only (issue 23): chunks, sub-chunks, sentences, extracted triples and
+entity descriptions (built from their source sentences), each with its provenance. A method's own
+generated text (kg-infused's KG-augmented note, kind ``note``) is its *reasoning*: listed on the
+verdict (``reasoning_ids``), never shown to the judge, never cited. A run whose context holds no
+source text at all has nothing that could support a claim: every claim is ``not_found`` and no
+judge is asked.
 """
 from __future__ import annotations
 
@@ -24,6 +31,9 @@ HALLUCINATION_DEFINITION = (
     "(\"insufficient information\", \"I don't know\", ...) are counted separately."
 )
 UNSUPPORTED = ("not_found", "contradicted")
+# context item kinds that are source text (kgviz.methods.base.ContextItem.kind); anything else,
+# such as a method's "note", is the method's own words
+SOURCE_KINDS = frozenset({"chunk", "subchunk", "sentence", "triple", "entity"})
 LABELS = ("supported", "contradicted", "not_found", "unparsed")
 
 
@@ -38,6 +48,8 @@ class ClaimVerdict:
     raw_output: str = ""  # the judge's reply when it could not be parsed
     judge_label: str = ""  # the LLM judge's own label when kgviz overruled it (else empty)
     adjustment: str = ""  # why it was overruled (kgviz.tasks.verify.consistent)
+    quote: str = ""  # offline check: the deciding sentence, verbatim from the evidence
+    matched: list[str] = field(default_factory=list)  # offline check: the words of ``quote`` that decided
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -54,6 +66,7 @@ class Verdict:
     split: str = ""  # how the claims were obtained
     errors: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    reasoning_ids: list[str] = field(default_factory=list)  # the method's own text: shown, never evidence
 
     @property
     def unsupported(self) -> int:
@@ -78,6 +91,7 @@ class Verdict:
                 "labels": [c.label for c in self.claims],
                 "evidence_ids": sorted({e for c in self.claims for e in c.evidence}),
                 "counts": self.counts(), "judge_disagreements": self.disagreements,
+                "reasoning_ids": list(self.reasoning_ids),
                 "errors": list(self.errors), "usage": self.usage.to_dict()}
 
 
@@ -86,7 +100,21 @@ def judge_label(reasoner: Reasoner) -> str:
 
 
 def context_items(run: Run) -> list[tuple[str, str]]:
-    return [(i.id, i.text) for i in run.context.items]
+    """The (id, text) evidence the judge may read and cite: the run's source-text items only."""
+    return [(i.id, i.text) for i in run.context.items if i.kind in SOURCE_KINDS]
+
+
+def reasoning_ids(run: Run) -> list[str]:
+    """Ids of the context items the method wrote itself (notes): its reasoning, not evidence."""
+    return [i.id for i in run.context.items if i.kind not in SOURCE_KINDS]
+
+
+def no_source_reason(run: Run) -> str:
+    own = reasoning_ids(run)
+    if not own:
+        return "the method retrieved no context: nothing can support the claim"
+    return (f"the method's context holds no source text, only its own words ({', '.join(own)}): that is its "
+            "reasoning, not evidence")
 
 
 def _claims(run: Run, reasoner: Reasoner, verdict: Verdict) -> list[Claim]:
@@ -121,8 +149,13 @@ def verify_run(run: Run, reasoner: Reasoner) -> Verdict:
         verdict.split = "abstention: no claims"
         return verdict
     items = context_items(run)
+    verdict.reasoning_ids = reasoning_ids(run)
     for claim in _claims(run, reasoner, verdict):
         cv = ClaimVerdict(claim.text, "unparsed", start=claim.start, end=claim.end)
+        if not items:  # no judge call: with no source text nothing can be supported
+            cv.label, cv.reason = "not_found", no_source_reason(run)
+            verdict.claims.append(cv)
+            continue
         try:
             res = reasoner.run("judge_claim", step="verify: judge claim", claim=claim.text, focus=claim.focus,
                                question=run.question, items=items)
@@ -136,6 +169,7 @@ def verify_run(run: Run, reasoner: Reasoner) -> Verdict:
         else:
             verdict.usage = verdict.usage + res.call.usage
             cv.label, cv.evidence, cv.reason = res.value.label, list(res.value.evidence), res.value.reason
+            cv.quote, cv.matched = res.value.quote, list(res.value.matched)
             cv.adjustment = getattr(res.value, "adjustment", "")
             if cv.adjustment:  # shown, not silent: the claim's row and the verdict's count say so
                 cv.judge_label = res.value.judge_said

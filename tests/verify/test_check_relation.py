@@ -83,8 +83,12 @@ def test_relation_words_leave_out_names_wh_phrase_and_relative_clause() -> None:
 
 
 def test_word_forms_of_the_predicate_match() -> None:
-    items = [("c1", "Edda Lunn was the designer of the Orrin Bridge.")]
-    assert _judge(PARAPHRASE, "Edda Lunn", items).label == "supported"
+    items = [("c1", "Edda Lunn was the designer of the Orrin Bridge."),
+             ("c2", "Mira Tesk said that the Orrin Bridge was unsafe.")]
+    res = _judge(PARAPHRASE, "Edda Lunn", items)
+    assert res.label == "supported" and "designer" in res.matched
+    # the designer sentence alone never says it is the bridge Mira Tesk spoke of
+    assert _judge(PARAPHRASE, "Edda Lunn", items[:1]).label == "not_found"
 
 
 def test_long_claim_needs_its_own_verb() -> None:

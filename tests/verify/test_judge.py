@@ -204,3 +204,51 @@ def test_a_consistent_judge_label_stands() -> None:
     honest = {"verdict": "not_found", "evidence": [], "reason": "The context does not mention it."}
     v = verify_run(make_run("Cape May"), Reasoner(_JudgeSays(honest), HashingEmbedder()))
     assert [c.label for c in v.claims] == ["not_found"] and v.disagreements == 0
+
+
+# --- issue 23: evidence is source text only; a reason that echoes the prompt is no verdict ---------
+NOTE = "The Tidewell Line was founded in 1898 by Edda Lunn (the method's own summary)."
+
+
+def test_a_methods_note_is_never_shown_to_the_judge_nor_cited() -> None:
+    llm = ScriptedLLM([json.dumps({"verdict": "supported", "evidence": [1], "reason": "passage 1 says 1898"})])
+    run = make_run("1898", items=(("note:kg-infused", "note", NOTE), ("doc:a#c0", "chunk", CHUNK)))
+    v = verify_run(run, Reasoner(llm, HashingEmbedder()))
+    prompt = llm.calls[0]["prompt"]
+    assert NOTE not in prompt and "note:kg-infused" not in prompt
+    assert "[1] (doc:a#c0)" in prompt  # the first source item is passage 1
+    assert v.claims[0].evidence == ["doc:a#c0"] and v.reasoning_ids == ["note:kg-infused"]
+    assert v.to_dict()["reasoning_ids"] == ["note:kg-infused"]
+
+
+def test_a_context_of_notes_only_supports_nothing_and_asks_no_judge() -> None:
+    llm = ScriptedLLM([])  # any call would fail: nothing is left to judge against
+    v = verify_run(make_run("1898", items=(("note:kg-infused", "note", NOTE),)), Reasoner(llm, HashingEmbedder()))
+    assert llm.calls == [] and [c.label for c in v.claims] == ["not_found"]
+    assert "note:kg-infused" in v.claims[0].reason and "reasoning, not evidence" in v.claims[0].reason
+    assert v.hallucinated
+    offline = verify_run(make_run("1898", items=(("note:kg-infused", "note", NOTE),)),
+                         Reasoner(OfflineLLM(), HashingEmbedder()))
+    assert [c.label for c in offline.claims] == ["not_found"] and offline.claims[0].evidence == []
+
+
+@pytest.mark.parametrize("reason", ["One short sentence", "1 short sentence", "two short sentences", "not_found",
+                                   "Supported.", ""])
+def test_a_reason_that_echoes_the_prompt_is_unparsed(reason: str) -> None:
+    reply = json.dumps({"verdict": "supported", "evidence": [1], "reason": reason})
+    v = verify_run(make_run("1898"), Reasoner(ScriptedLLM([reply]), HashingEmbedder()))
+    (claim,) = v.claims
+    assert claim.label == "unparsed" and claim.raw_output == reply
+    assert "not about the claim" in claim.reason and not v.hallucinated
+
+
+def test_a_reason_about_the_claim_stands() -> None:
+    reply = json.dumps({"verdict": "supported", "evidence": [1], "reason": "Passage 1: founded in 1898."})
+    v = verify_run(make_run("1898"), Reasoner(ScriptedLLM([reply]), HashingEmbedder()))
+    assert [c.label for c in v.claims] == ["supported"]
+
+
+def test_the_echo_values_are_the_prompts_own() -> None:
+    from kgviz.prompts.verify import JUDGE_CLAIM, JUDGE_CLAIM_FORMAT_VALUES
+
+    assert all(f'"{v}"' in JUDGE_CLAIM for v in JUDGE_CLAIM_FORMAT_VALUES)

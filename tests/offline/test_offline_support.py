@@ -1,0 +1,141 @@
+"""The offline judge's sentence-level support (issue 22.3): the answer tied to the asked relation in
+one sentence about the question's subject, and an explanation that quotes exactly what matched."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from kgviz.claims import short_claim
+from kgviz.offline.judge import CheckResult, check_claim
+from kgviz.offline.support import fold, sentences
+
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
+# wrong answers a method gave (sample_recorded/README.md) or that sit next to the right words
+WRONG = {"s01": ["1936"], "s02": ["52 metres"], "s03": ["Ventholm", "Kellhaven"], "s04": ["1911", "1930"],
+         "s07": ["Mira Tesk"], "s08": ["Thomas Aldrick"], "s09": ["1921"], "s10": ["58 kilometres"],
+         "s11": ["Agnes Vohl"], "s12": ["Tomas Aldric"]}
+
+
+def _corpus() -> list[tuple[str, str]]:
+    items = []
+    for f in sorted((SAMPLE / "corpus").iterdir()):
+        text = f.read_text(encoding="utf-8")
+        items.append((f.stem, text.split("\n", 1)[1] if f.suffix == ".md" else text))
+    return items
+
+
+def _questions() -> list[dict]:
+    return [json.loads(ln) for ln in (SAMPLE / "questions.jsonl").read_text(encoding="utf-8").splitlines() if ln]
+
+
+def _judge(question: str, answer: str, items: list[tuple[str, str]]) -> CheckResult:
+    claim = short_claim(question, answer)
+    return check_claim(claim.text, items, focus=claim.focus, question=question)
+
+
+def _verdicts() -> list[tuple[str, str, bool, CheckResult]]:
+    items = _corpus()
+    out = []
+    for q in _questions():
+        for answer, right in [(q["answers"][0], True)] + [(w, False) for w in WRONG.get(q["id"], [])]:
+            out.append((q["id"], answer, right, _judge(q["question"], answer, items)))
+    return out
+
+
+VERDICTS = _verdicts()
+
+
+def test_every_quote_is_a_sentence_of_the_evidence_and_every_matched_word_is_in_it() -> None:
+    texts = dict(_corpus())
+    quoted = [v for *_, v in VERDICTS if v.quote]
+    assert len(quoted) >= 10  # most verdicts rest on a sentence
+    for v in quoted:
+        assert v.evidence, v
+        assert v.quote in texts[v.evidence[0]], v  # verbatim, in the cited item
+        for m in v.matched:
+            for w in m.split():  # as written, a whole word of the quoted sentence
+                assert re.search(rf"(?<!\w){re.escape(w)}(?!\w)", v.quote), (w, v.quote)
+        assert f'"{v.quote}"' in v.reason  # the explanation quotes the same sentence
+
+
+def test_the_sample_separates_right_from_wrong_answers() -> None:
+    right = [v.label == "supported" for _, _, ok, v in VERDICTS if ok]
+    wrong = [v.label == "supported" for _, _, ok, v in VERDICTS if not ok]
+    passed = [(q, a, v.reason) for q, a, ok, v in VERDICTS if not ok and v.label == "supported"]
+    assert sum(right) >= 10 and sum(wrong) == 0, passed
+
+
+def test_a_two_hop_answer_is_supported_through_a_bridge_sentence_and_a_lookalike_is_not() -> None:
+    by = {(q, a): v for q, a, _, v in VERDICTS}
+    tarrow = by[("s03", "Tarrow")]
+    assert tarrow.label == "supported" and "born" in tarrow.matched
+    assert tarrow.quote == "Vohl was born in Tarrow on 3 March 1882."
+    assert "Agnes Vohl founded the Ossel Marine Institute" in tarrow.reason  # the bridge, quoted
+    # Thomas Aldrick was born in Ventholm; nothing says he founded the institute
+    assert by[("s03", "Ventholm")].label == "not_found"
+
+
+def test_the_answer_needs_the_asked_relation_in_its_own_sentence() -> None:
+    items = [("c1", "Mira Tesk was the editor of the Kellhaven Courier. Edda Lunn designed the Orrin Bridge."),
+             ("c2", "Mira Tesk said that the Orrin Bridge was unsafe.")]
+    q = "Who designed the bridge that Mira Tesk said was unsafe?"
+    assert _judge(q, "Edda Lunn", items).label == "supported"
+    res = _judge(q, "Mira Tesk", items)
+    assert res.label == "not_found" and "designed" in res.reason
+
+
+def test_a_negated_relation_is_no_support() -> None:
+    items = [("c1", "The Orrin Bridge was not designed by Edda Lunn."),
+             ("c2", "Mira Tesk said that the Orrin Bridge was unsafe.")]
+    res = _judge("Who designed the bridge that Mira Tesk said was unsafe?", "Edda Lunn", items)
+    assert res.label == "contradicted" and res.quote == "The Orrin Bridge was not designed by Edda Lunn."
+    assert all(m in res.quote for m in res.matched) and "designed" in res.matched
+
+
+def test_a_name_shared_only_by_a_negated_sentence_is_no_bridge() -> None:
+    items = [("c1", "Thomas Aldrick was born in Ventholm."),
+             ("c2", "Thomas Aldrick should not be confused with the founder of the Ossel Marine Institute.")]
+    res = _judge("In which town was the founder of the Ossel Marine Institute born?", "Ventholm", items)
+    assert res.label == "not_found"
+
+
+@pytest.mark.parametrize("answer, label", [("Agnes Vohl", "supported"), ("Tomas Aldric", "contradicted")])
+def test_a_choice_question_compares_the_options_dates(answer: str, label: str) -> None:
+    items = [("a", "Agnes Vohl (1882–1957) was an oceanographer from Lessary."),
+             ("b", "Tomas Aldric (1895–1971) was a physicist and inventor.")]
+    res = _judge("Who was born first, Agnes Vohl or Tomas Aldric?", answer, items)
+    assert res.label == label and "1882" in res.reason and "1895" in res.reason
+    assert res.quote in (items[0][1], items[1][1])
+
+
+def test_a_choice_between_options_whose_dates_are_missing_is_not_found() -> None:
+    items = [("a", "Agnes Vohl (1882–1957) was an oceanographer from Lessary."),
+             ("b", "Tomas Aldric was a physicist and inventor.")]
+    res = _judge("Who was born first, Agnes Vohl or Tomas Aldric?", "Agnes Vohl", items)
+    assert res.label == "not_found" and "Tomas Aldric" in res.reason
+
+
+def test_a_choice_question_reads_a_holders_date_through_one_bridge() -> None:
+    items = [("a", "Mr. Fix-It is a 1918 American comedy film directed by Allan Dwan."),
+             ("b", "Allan Dwan (April 3, 1885 – December 28, 1981) was a film director."),
+             ("c", "People Not As Bad As They Seem is a 1997 film directed by Ivan Varga."),
+             ("d", "Ivan Varga (born 1950) is a director.")]
+    q = "Which film whose director is younger, Mr. Fix-It or People Not As Bad As They Seem?"
+    assert _judge(q, "People Not As Bad As They Seem", items).label == "supported"
+    assert _judge(q, "Mr. Fix-It", items).label == "contradicted"
+
+
+def test_yes_no_answers_are_not_checked() -> None:
+    res = _judge("Are Agnes Vohl and Tomas Aldric from the same town?", "no", [("a", "Agnes Vohl was born in Tarrow.")])
+    assert res.label == "not_found" and "yes/no" in res.reason
+
+
+def test_sentences_keep_their_text_verbatim_and_fold_accents() -> None:
+    text = "Aschenbrödel is a ballet.  It was written by Johann Strauss II."
+    ss = sentences([("x", text)])
+    assert [s.text for s in ss] == ["Aschenbrödel is a ballet.", "It was written by Johann Strauss II."]
+    assert ss[0].has("Aschenbrodel") and fold("Fix-It") == fold("Fix- It")
+    assert ss[1].refers_back and ss[1].referents[0] is ss[0]
