@@ -161,6 +161,9 @@ class RetrievedContext:
     items: list[ContextItem] = field(default_factory=list)
     node_ids: list[str] = field(default_factory=list)  # every graph node the context came from
     notes: dict[str, str] = field(default_factory=dict)  # e.g. KG-Infused notes, expanded query
+    # source text the method read to write its own words (a "note" item) but did not hand to the
+    # answer step: never rendered for the answer, only the claim judge's evidence for the note
+    sources: list[ContextItem] = field(default_factory=list)
 
     @property
     def n_tokens(self) -> int:
@@ -178,7 +181,8 @@ class RetrievedContext:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RetrievedContext":
         return cls(items=[ContextItem(**i) for i in d.get("items", [])],
-                   node_ids=list(d.get("node_ids", [])), notes=dict(d.get("notes", {})))
+                   node_ids=list(d.get("node_ids", [])), notes=dict(d.get("notes", {})),
+                   sources=[ContextItem(**i) for i in d.get("sources", [])])
 
 
 @dataclass

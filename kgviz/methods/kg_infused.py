@@ -638,7 +638,22 @@ class KGInfusedRAG:
                     + [n for f in memory.triples for n in f.node("context")],
                     data={"kg_source": origin, "n_passages": len(passages), "n_triples": len(memory.triples),
                           "rounds": memory.rounds_run})
-        return RetrievedContext(items=items, node_ids=node_ids, notes=notes)
+        return RetrievedContext(items=items, node_ids=node_ids, notes=notes,
+                                sources=_note_sources(items, passages, memory, origin))
+
+
+def _note_sources(items: list[ContextItem], passages: list[dict[str, Any]], memory: Memory,
+                  origin: str) -> list[ContextItem]:
+    """What the notes were written from (the k_p passages, then the KG triples) that the context
+    does not already hold: a claim drawn from a note is judged against these, never the note."""
+    if not any(i.kind == "note" for i in items):
+        return []
+    held = {i.id for i in items}
+    out = [ContextItem(x["id"], "chunk", x["text"], x["score"], count_tokens(x["text"]), x["title"])
+           for x in passages if x["id"] not in held]
+    out += [ContextItem(f.id, "triple", f.sentence, f.score, count_tokens(f.sentence), f.chunk_id or origin)
+            for f in memory.triples if f.in_store and f.id not in held]
+    return out
 
 
 def _targets(facts: list[Fact]) -> dict[str, str]:

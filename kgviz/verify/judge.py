@@ -100,8 +100,13 @@ def judge_label(reasoner: Reasoner) -> str:
 
 
 def context_items(run: Run) -> list[tuple[str, str]]:
-    """The (id, text) evidence the judge may read and cite: the run's source-text items only."""
-    return [(i.id, i.text) for i in run.context.items if i.kind in SOURCE_KINDS]
+    """The (id, text) evidence the judge may read and cite: the run's source-text items, then the
+    source text its notes were written from (``RetrievedContext.sources``: kg-infused's passages
+    and triples when the answer step saw only the note)."""
+    held = [i for i in run.context.items if i.kind in SOURCE_KINDS]
+    ids = {i.id for i in held}
+    held += [i for i in run.context.sources if i.kind in SOURCE_KINDS and i.id not in ids]
+    return [(i.id, i.text) for i in held]
 
 
 def reasoning_ids(run: Run) -> list[str]:
