@@ -321,6 +321,8 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
         for table, n in sorted(out.get("counts", {}).items()):
             print(f"  {table:<14}{n:>10}")
         _print_ket(out.get("ket") or {})
+        for warning in report.warnings:  # repairs of an interrupted build's index steps among them
+            print(f"warning: {warning}", file=sys.stderr)
         _print_failures(report)
     if report.failures:
         return EXIT_BUILT_WITH_FAILURES
