@@ -348,6 +348,40 @@ def test_empty_folder_is_reported(tmp_path: Path) -> None:
     assert isinstance(result.errors[0], UnsupportedFileError)
 
 
+@pytest.mark.timeout(60)  # opening the FIFO would wait for a writer: a regression hangs
+def test_folder_walk_reads_regular_files_only(tmp_path: Path) -> None:
+    import os
+    import socket
+
+    write(tmp_path, "corpus/a.txt", "Alice met Bob.")
+    os.mkfifo(tmp_path / "corpus" / "x.jsonl")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "corpus" / "s.txt"))
+    outside = write(tmp_path, "elsewhere/secret.txt", "Outside the folder.")
+    (tmp_path / "corpus" / "out.txt").symlink_to(outside)
+    (tmp_path / "corpus" / "outdir").symlink_to(outside.parent, target_is_directory=True)
+    (tmp_path / "corpus" / "in.md").symlink_to(tmp_path / "corpus" / "a.txt")
+    (tmp_path / "corpus" / "dangling.txt").symlink_to(tmp_path / "corpus" / "nowhere.txt")
+    try:
+        result = load_paths([tmp_path / "corpus"])
+    finally:
+        sock.close()
+    assert [d.source for d in result.documents] == ["a.txt"]  # in.md is the same text, built once
+    assert result.duplicate_sources == ["in.md"]
+    reasons = {i.path: (i.reason, i.loads_when_named) for i in result.ignored}
+    assert reasons == {
+        "x.jsonl": ("a named pipe (FIFO), not a regular file", False),
+        "s.txt": ("a socket, not a regular file", False),
+        "out.txt": ("a symbolic link leading outside the folder", True),
+        "outdir": ("a symbolic link leading outside the folder", True),
+        "dangling.txt": ("cannot be read (No such file or directory)", False),
+    }
+    # named directly, the link is read; the FIFO is refused without being opened
+    assert [d.text for d in load_paths([tmp_path / "corpus" / "out.txt"]).documents] == ["Outside the folder."]
+    with pytest.raises(UnsupportedFileError, match=r"is a named pipe \(FIFO\), not a regular file"):
+        load_file(tmp_path / "corpus" / "x.jsonl")
+
+
 def test_load_file_on_folder_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(IngestError, match="folder"):
         load_file(tmp_path)
