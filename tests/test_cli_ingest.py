@@ -117,3 +117,18 @@ def test_case_file_of_a_build_from_an_absolute_path_names_no_machine_path(tmp_pa
         assert chunk_sources and chunk_sources <= set(HEADINGS)
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("row, reason", [
+    ('{"key": "k", "provider": "p", "model": "m", "text": "t", "reply_model": "m", "input_tokens": "many", '
+     '"output_tokens": 1, "latency_s": 0.1, "raw": {}, "created": 1}', '"input_tokens" must be a whole number'),
+    ('{"key": ' + "[" * 100_000 + "]" * 100_000 + "}", "JSON nested deeper than 32 levels"),
+])
+def test_a_bad_recording_is_exit_2_with_its_line_never_a_traceback(env: Path, capsys, row: str, reason: str) -> None:
+    rec = env / "rec.jsonl"
+    rec.write_text('{"kgviz_recording": 1, "provider": "p", "model": "m"}\n' + row + "\n", encoding="utf-8")
+    code = main(["build", str(SAMPLE / "corpus"), "--db", str(env / "db"), "--llm", f"recorded:{rec}", "--json"])
+    cap = capsys.readouterr()
+    assert code == 2 and "Traceback" not in cap.err
+    assert f"rec.jsonl, line 2: {reason}" in cap.err and len(cap.err.strip().splitlines()) == 1
+    assert json.loads(cap.out)["error_type"] == "RecordingError"

@@ -629,6 +629,9 @@ class GraphStore:
     def set_meta(self, key: str, value: str | int | float) -> None:
         self.execute("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": str(value)})
 
+    def delete_meta(self, key: str) -> None:
+        self.execute("MATCH (m:Meta) WHERE m.key = $k DELETE m", {"k": key})
+
     # -- bulk loads ----------------------------------------------------------------------------------
     def existing_ids(self, table: str, ids: Sequence[str]) -> set[str]:
         """The subset of ``ids`` present as primary keys of node table ``table``."""

@@ -3,7 +3,7 @@
 The steps that follow the graph's rows (the document layer, KET-RAG's KNN graph with PageRank and
 its keyword layer, the vector and full-text indexes) each rewrite one structure with several
 statements, and a process can die between any two. A step marks itself in Meta
-(``build.writing.<step>``) before its first write and clears the mark after its last, so the next
+(``build.writing.<step>``) before its first write and deletes the mark after its last, so the next
 build that finds a mark knows the step was interrupted: it redoes the step whole, even where a
 signature says the structure is up to date, and the build report says what it repaired.
 
@@ -37,10 +37,10 @@ def marked(store: Any, step: str) -> Iterator[bool]:
     """Hold the step's mark while the block writes; yields whether an earlier build left the
     mark set (it was killed, or failed, inside this step)."""
     key = MARK_PREFIX + step
-    interrupted = store.get_meta(key) == "1"
+    interrupted = store.get_meta(key) is not None
     store.set_meta(key, "1")
     yield interrupted
-    store.set_meta(key, "0")  # only after the block's last write: an exception keeps the mark
+    store.delete_meta(key)  # only after the block's last write: an exception keeps the mark
 
 
 def record_repair(report: Any, step: str) -> None:

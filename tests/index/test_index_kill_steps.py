@@ -167,7 +167,7 @@ def test_kill_inside_an_index_step_is_repaired_by_the_next_build(
             # Kùzu left the hidden tables of its half-made index: the repair took the next name
             assert search.fts_index_of(store, "Chunk")[0] == "chunk_fts_1"
         state = _state(store)
-        assert not [k for k, v in state["meta"].items() if k.startswith(MARK_PREFIX) and v != "0"]
+        assert not [k for k in state["meta"] if k.startswith(MARK_PREFIX)]  # every step finished
         for key in ("counts", "meta", "indexes"):
             assert state[key] == clean[key], key
         errors = {k: run["error"] for k, run in state["runs"].items() if run.get("error")}
