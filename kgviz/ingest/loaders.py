@@ -29,7 +29,7 @@ from kgviz.types import Document
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_BYTES = 20 * 1024 * 1024  # same as Settings.max_file_bytes
+DEFAULT_MAX_BYTES = 20_000_000  # same as Settings.max_file_bytes (megabytes of 1,000,000 bytes)
 
 __all__ = [
     "DEFAULT_MAX_BYTES", "JSONL_LINE_HINT", "SUPPORTED_EXTENSIONS", "Duplicate", "IgnoredFile", "LoadResult",

@@ -21,6 +21,7 @@ from kgviz.errors import (
     UnsupportedFileError,
 )
 from kgviz.ingest import (
+    DEFAULT_MAX_BYTES,
     SUPPORTED_EXTENSIONS,
     document_from_text,
     load_bytes,
@@ -211,10 +212,21 @@ def test_too_large_is_checked_before_reading(
     with pytest.raises(FileTooLargeError) as ei:
         load_file(p, max_bytes=100)
     assert opened == []
-    assert "4.9 KB" in ei.value.reason and "100 bytes limit" in ei.value.reason
+    assert "5.0 KB" in ei.value.reason and "100 bytes limit" in ei.value.reason
     with pytest.raises(FileTooLargeError):
         load_bytes("big.txt", b"x" * 101, max_bytes=100)
     assert load_bytes("ok.txt", b"x" * 100, max_bytes=100)[0].text == "x" * 100
+
+
+def test_the_default_limit_is_the_app_uploaders_20_000_000_bytes() -> None:
+    from kgviz.config import Settings
+    from kgviz.ingest.formats import _check_size
+
+    limit = Settings.from_env({}).max_file_bytes
+    assert limit == DEFAULT_MAX_BYTES == 20_000_000
+    _check_size("a.txt", 20_000_000, limit)
+    with pytest.raises(FileTooLargeError, match=r"20.0 MB \(20,000,001 bytes\), over the 20.0 MB \(20,000,000 bytes\) limit"):
+        _check_size("a.txt", 20_000_001, limit)
 
 
 def test_bad_max_bytes_is_a_config_error() -> None:
