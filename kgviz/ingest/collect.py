@@ -136,7 +136,8 @@ def walk(folder: Path, root: Path, limits: LoadLimits) -> tuple[list[Path], list
             odd = not_regular(f, folder)
             if odd is not None:
                 # a link is read when named; a pipe, device or socket never is
-                ignored.append(IgnoredFile(source_name(f, root), odd, loads_when_named=odd.startswith("a symbolic link")))
+                named_ok = odd.startswith("a symbolic link")
+                ignored.append(IgnoredFile(source_name(f, root), odd, loads_when_named=named_ok))
                 continue
             reason = skip_reason(f, limits)
             if reason is None:

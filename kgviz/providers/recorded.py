@@ -169,7 +169,8 @@ def _check_row(path: Path, n: int, row: Any) -> dict[str, Any]:
                                 f"not {_shown(row[name])}")
     for name in ("latency_s", "created"):
         if not _number(row[name], whole=False):
-            raise _bad(path, n, f"\"{name}\" must be a number of seconds (0 to {MAX_NUMBER:,}), not {_shown(row[name])}")
+            raise _bad(path, n, f"\"{name}\" must be a number of seconds (0 to {MAX_NUMBER:,}), "
+                                f"not {_shown(row[name])}")
     raw = row["raw"]
     if isinstance(raw, str):  # older rows kept the provider's JSON as text
         raw = _parse_line(path, n, raw) if raw.strip() else {}
