@@ -9,7 +9,11 @@ right after a server start shows this navigation (kgviz.ui.sidebar.leave_legacy_
 """
 import streamlit as st
 
-from kgviz import ui
+# Before anything slow (importing kgviz.ui takes about a second in a fresh server): a page link
+# clicked while this first run is still going drops ?ws= from the URL (kgviz.ui.state).
+st.session_state.setdefault("_kgviz_url_workspace", st.query_params.get("ws"))
+
+from kgviz import ui  # noqa: E402
 
 # No icons: a material icon becomes a favicon fetched from a CDN (kgviz must work offline), and
 # emoji show as empty boxes on machines without an emoji font.

@@ -11,9 +11,10 @@
 
 Exit status: 0 success; 2 an expected failure a user can fix (bad option or setting, bad input,
 missing key, locked database, ...): one readable line on stderr, and options and settings are
-checked before anything is created on disk; 3 (`build` only) built with failures: some chunks
+checked before anything is created on disk; 3 (`build`) built with failures: some chunks
 could not be extracted (the count and the first reasons are printed; `--json` lists them all under
-"failures"), and running the same build again re-asks exactly the failed chunks; 1 an unexpected
+"failures"), and running the same build again re-asks exactly the failed chunks; 3 (`ask`) some
+methods failed (their runs carry the error), 2 (`ask`) every method failed; 1 an unexpected
 error (a bug: the traceback goes to stderr); 130 interrupted. With --json, stdout always carries one
 JSON document: the command's result, or on failure {"error": "<the message>", "error_type":
 "<class>", "exit_code": N}. Everything printed passes through kgviz.safe_text: control and bidi
@@ -38,6 +39,7 @@ EXIT_INTERNAL_ERROR = 1
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_BUILT_WITH_FAILURES = 3  # the graph was built, but some chunks failed extraction
+EXIT_SOME_RUNS_FAILED = 3  # `ask`: some methods answered, others failed
 _SHOWN_FAILURES = 5  # ours: enough reasons to see a pattern without flooding the terminal
 _OPEN: list[Any] = []  # workspaces opened by the running command; closed when it returns
 
@@ -324,6 +326,8 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
         for table, n in sorted(out.get("counts", {}).items()):
             print(f"  {table:<14}{n:>10}")
         _print_ket(out.get("ket") or {})
+        for warning in report.warnings:  # repairs of an interrupted build's index steps among them
+            print(f"warning: {warning}", file=sys.stderr)
         _print_failures(report)
     if report.failures:
         return EXIT_BUILT_WITH_FAILURES
@@ -392,7 +396,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
                 d["funnel"] = res.funnel.to_dict() if res.funnel else None
             out.append(d)
         print(json.dumps(out, indent=2, default=str))
-        return 0
+        return _ask_status(runs)
     label = "offline heuristics (no LLM)" if ws.llm.is_offline else ws.mode
     print(f"mode: {label}")
     for res in assessed:
@@ -410,7 +414,18 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
             m = res.metrics
             funnel = f" · funnel: {res.funnel.label}" if res.funnel else ""
             print(f"{'':<16} EM {m.em:.0f} · F1 {m.f1:.2f} · Acc {m.acc:.0f} · Coverage {m.coverage:.0f}{funnel}")
-    return 0
+    failed = [r.method for r in runs if r.error]
+    if failed:
+        print(f"{len(failed)} of {len(runs)} method(s) failed: {', '.join(failed)}", file=sys.stderr)
+    return _ask_status(runs)
+
+
+def _ask_status(runs: Sequence[Any]) -> int:
+    """0 when every run answered, 3 when some failed, 2 when all failed (a script can tell)."""
+    failed = sum(1 for r in runs if r.error)
+    if failed == 0:
+        return EXIT_OK
+    return EXIT_USER_ERROR if failed == len(runs) else EXIT_SOME_RUNS_FAILED
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:

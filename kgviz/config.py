@@ -17,7 +17,7 @@ Environment variables (all optional):
   KGVIZ_TIMEOUT_S   per-request LLM timeout in seconds, 0.1-3600  (default 60; 900 for openai-compatible on loopback)
   KGVIZ_MAX_RETRIES retries on 429 / 5xx / timeouts, 0-10               (default 3)
   KGVIZ_WORKERS     concurrent extraction workers, 1-64                 (default 4)
-  KGVIZ_MAX_FILE_MB largest accepted upload in MB, 0.001-2048           (default 20)
+  KGVIZ_MAX_FILE_MB largest accepted file in MB of 1,000,000 bytes, 0.001-2048 (default 20)
   ANTHROPIC_API_KEY, OPENAI_API_KEY  keys; read when a provider is built, never stored
 """
 from __future__ import annotations
@@ -35,6 +35,12 @@ DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5"
 DEFAULT_OPENAI_MODEL = "gpt-5-mini"
 
 
+# KGVIZ_MAX_FILE_MB counts megabytes of 1,000,000 bytes, as the app's uploader does (Streamlit's
+# browser side turns server.maxUploadSize = 20 into 20,000,000 bytes, except on Windows), so the
+# app and the CLI accept exactly the same files (issue 28: 20,000,000 vs 20 x 1,048,576 bytes).
+BYTES_PER_MB = 1_000_000
+
+
 @dataclass(frozen=True)
 class Settings:
     home: Path
@@ -45,7 +51,7 @@ class Settings:
     timeout_s: float | None = None  # None: the provider's default (kgviz.providers.factory.default_timeout_s)
     max_retries: int = 3
     workers: int = 4
-    max_file_bytes: int = 20 * 1024 * 1024
+    max_file_bytes: int = 20 * BYTES_PER_MB
     chunk_tokens: int = 300
     chunk_overlap: int = 30
 
@@ -82,7 +88,7 @@ class Settings:
             timeout_s=_number(env, "KGVIZ_TIMEOUT_S", None, *TIMEOUT_RANGE),
             max_retries=int(_number(env, "KGVIZ_MAX_RETRIES", 3, *RETRIES_RANGE, whole=True) or 0),
             workers=int(_number(env, "KGVIZ_WORKERS", 4, *WORKERS_RANGE, whole=True) or 4),
-            max_file_bytes=int((_number(env, "KGVIZ_MAX_FILE_MB", 20.0, *FILE_MB_RANGE) or 20.0) * 1024 * 1024),
+            max_file_bytes=int((_number(env, "KGVIZ_MAX_FILE_MB", 20.0, *FILE_MB_RANGE) or 20.0) * BYTES_PER_MB),
         )
 
 

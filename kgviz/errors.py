@@ -60,6 +60,12 @@ class RecordingMissError(ConfigError):
     questions or prompts); it also stops a build at once instead of failing chunk by chunk."""
 
 
+class RecordingError(ConfigError):
+    """A recorded-replies file (``recorded:<path>``) cannot be used: it is not a recording, or a
+    line of it is malformed (wrong type, not UTF-8, too long or too deeply nested). The message
+    names the file and the line."""
+
+
 class LLMOutputError(KgvizError):
     """An LLM reply could not be parsed for the task that asked for it."""
 

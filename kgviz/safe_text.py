@@ -40,3 +40,17 @@ def safe_text(text: object) -> str:
 def has_unsafe(text: str) -> bool:
     """True when ``safe_text`` would change ``text``."""
     return _UNSAFE_RE.search(text) is not None
+
+
+def safe_strings(value: object) -> object:
+    """``value`` (JSON-like data: dicts, lists, tuples, strings) with ``safe_text`` applied to every
+    string in it, keys included: for data a page draws itself (the Trace player's labels and
+    panel), where escaping the serialised JSON would be too late (``JSON.parse`` would turn an
+    escaped ``\\u202e`` back into the character)."""
+    if isinstance(value, str):
+        return safe_text(value)
+    if isinstance(value, dict):
+        return {safe_strings(k): safe_strings(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [safe_strings(v) for v in value]
+    return value

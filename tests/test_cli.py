@@ -114,3 +114,32 @@ def test_locked_database_names_the_path(built_db, env, capsys):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_ask_exit_status_says_how_many_runs_failed(built_db, env, capsys, tmp_path, monkeypatch):
+    """0 every method answered (above), 3 some failed, 2 all failed; the runs are printed either way."""
+    import shutil
+
+    from tests.support.fake_server import FakeServer, Reply
+
+    from kgviz.graph.store import GraphStore
+
+    db = tmp_path / "no-fts"
+    shutil.copytree(built_db, db)
+    with GraphStore.open(db) as store:  # text-rag then fails: its index is gone
+        store.execute("CALL DROP_FTS_INDEX('Chunk', 'chunk_fts')")
+    question = "Who designed the bridge that Mira Tesk said was unsafe?"
+    assert main(["ask", question, "--db", str(db), "--method", "text-rag,kg-rag"]) == 3
+    err = capsys.readouterr().err
+    assert "1 of 2 method(s) failed: text-rag" in err
+    assert main(["ask", question, "--db", str(db), "--method", "text-rag", "--json"]) == 2
+    runs = json.loads(capsys.readouterr().out)
+    assert [r["method"] for r in runs] == ["text-rag"] and "No full-text index" in runs[0]["error"]
+
+    monkeypatch.setenv("KGVIZ_MAX_RETRIES", "0")
+    with FakeServer() as srv:
+        srv.script(Reply(500, {"error": {"message": "internal error"}}))
+        code = main(["ask", question, "--db", str(built_db), "--method", "no-retrieval,kg-rag", "--json",
+                     "--llm", f"openai-compatible:m@{srv.url}/v1"])
+    runs = json.loads(capsys.readouterr().out)
+    assert code == 2 and all(r["error"] for r in runs) and len(runs) == 2

@@ -69,6 +69,21 @@ def test_a_bad_file_does_not_lose_the_good_ones(env: Path, capsys) -> None:
     assert "nested deeper than the limit" in err and "a 'word' of 50,000 characters" in err
 
 
+@pytest.mark.timeout(120)  # the walk used to open the FIFO and wait for a writer forever
+def test_a_fifo_in_a_folder_is_skipped_not_opened(env: Path, capsys) -> None:
+    import os
+
+    folder = env / "piped"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Harbour Library\n\nMarta Ruiz designed the Harbour Library.", encoding="utf-8")
+    os.mkfifo(folder / "x.jsonl")
+    out, err = build_json([folder], env / "db", capsys)
+    assert [d["title"] for d in out["documents"]] == ["Harbour Library"]
+    assert "ignored: x.jsonl: a named pipe (FIFO), not a regular file\n" in err
+    assert main(["build", str(folder / "x.jsonl"), "--db", str(env / "db2")]) == 2
+    assert "x.jsonl: is a named pipe (FIFO), not a regular file" in capsys.readouterr().err
+
+
 def test_case_file_of_a_build_from_an_absolute_path_names_no_machine_path(tmp_path: Path) -> None:
     import kgviz.compare as cmp
     from kgviz.graph.store import GraphStore
@@ -102,3 +117,18 @@ def test_case_file_of_a_build_from_an_absolute_path_names_no_machine_path(tmp_pa
         assert chunk_sources and chunk_sources <= set(HEADINGS)
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("row, reason", [
+    ('{"key": "k", "provider": "p", "model": "m", "text": "t", "reply_model": "m", "input_tokens": "many", '
+     '"output_tokens": 1, "latency_s": 0.1, "raw": {}, "created": 1}', '"input_tokens" must be a whole number'),
+    ('{"key": ' + "[" * 100_000 + "]" * 100_000 + "}", "JSON nested deeper than 32 levels"),
+])
+def test_a_bad_recording_is_exit_2_with_its_line_never_a_traceback(env: Path, capsys, row: str, reason: str) -> None:
+    rec = env / "rec.jsonl"
+    rec.write_text('{"kgviz_recording": 1, "provider": "p", "model": "m"}\n' + row + "\n", encoding="utf-8")
+    code = main(["build", str(SAMPLE / "corpus"), "--db", str(env / "db"), "--llm", f"recorded:{rec}", "--json"])
+    cap = capsys.readouterr()
+    assert code == 2 and "Traceback" not in cap.err
+    assert f"rec.jsonl, line 2: {reason}" in cap.err and len(cap.err.strip().splitlines()) == 1
+    assert json.loads(cap.out)["error_type"] == "RecordingError"

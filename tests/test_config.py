@@ -18,13 +18,13 @@ def env_with(tmp_path: Path, **values: str) -> dict[str, str]:
 def test_defaults_and_valid_values(tmp_path: Path) -> None:
     s = Settings.from_env(env_with(tmp_path))
     # timeout unset: None, so the provider picks its default (60 s, 900 s for a loopback server)
-    assert (s.timeout_s, s.max_retries, s.workers, s.max_file_bytes) == (None, 3, 4, 20 * 1024 * 1024)
+    assert (s.timeout_s, s.max_retries, s.workers, s.max_file_bytes) == (None, 3, 4, 20_000_000)
     assert s.db_dir == tmp_path / "home" / "workspaces" / "default"
     s = Settings.from_env(env_with(tmp_path, KGVIZ_TIMEOUT_S=" 0.5 ", KGVIZ_MAX_RETRIES="0", KGVIZ_WORKERS="64",
                                    KGVIZ_MAX_FILE_MB="1.5", KGVIZ_LLM="openai-compatible:m@http://127.0.0.1:9/v1",
                                    KGVIZ_EMBEDDER="hashing:32"))
     assert (s.timeout_s, s.max_retries, s.workers) == (0.5, 0, 64)
-    assert s.max_file_bytes == int(1.5 * 1024 * 1024)
+    assert s.max_file_bytes == 1_500_000
     assert s.embedder_spec == "hashing:32"
     # an empty variable means "not set"
     assert Settings.from_env(env_with(tmp_path, KGVIZ_WORKERS="", KGVIZ_LLM="")).workers == 4

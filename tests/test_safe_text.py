@@ -50,3 +50,12 @@ def test_plotly_category_names_show_bidi_escaped() -> None:
     fig = charts.counts_bar({SPOOF: 3, "Entity": 5}, title=f"Rows \u202e{SPOOF}")
     assert list(fig.data[0].x) == ["invoice\\u202egpj.exe", "Entity"]
     assert fig.layout.title.text == "Rows \\u202einvoice\\u202egpj.exe"
+
+
+def test_safe_strings_escapes_every_string_of_nested_data() -> None:
+    from kgviz.safe_text import safe_strings
+
+    data = {"label": "\u202eEvil Corp", "rows": [["Jon\x85Dee", 0.5], ("\x1b[31m", None)], "\u2066k": True}
+    assert safe_strings(data) == {"label": "\\u202eEvil Corp", "rows": [["Jon\\x85Dee", 0.5], ["\\x1b[31m", None]],
+                                  "\\u2066k": True}
+    assert safe_strings("line\none\ttab") == "line\none\ttab"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import re
 from contextlib import AbstractContextManager
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Iterator, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -55,6 +55,17 @@ _SAFE_LITERAL = re.compile(r"[\w .:#|/@+\-]*")
 # at TIE_DIGITS decimals so float noise between SIMD paths does not split a tie.
 TIE_DIGITS = 6
 _WINDOW_EXTRA = 16
+# Kùzu 0.11.3 runs CREATE_FTS_INDEX as several internal statements, each committed and
+# checkpointed on its own, and registers the index only at the end (it refuses to run inside a
+# transaction). A process killed part way leaves hidden tables ("<table id>_<index>_appears_info",
+# "_docs", ...) that nothing can drop: DROP TABLE says they do not exist, DROP_FTS_INDEX that
+# there is no such index, and every later CREATE_FTS_INDEX under that name fails with "Table:
+# ... already exists" (measured: kills after 1, 2, 3, 4 and 6 of its WAL writes all left them).
+# So the index is created under the first free name (chunk_fts, chunk_fts_1, ...), and a search
+# uses whichever full-text index the table has. The leftovers stay, unused (a few rows a chunk).
+FTS_NAME_ATTEMPTS = 32
+# What ensure_fts_index did.
+PRESENT, CREATED, REPAIRED = "present", "created", "repaired"
 
 
 class SearchHost(Protocol):
@@ -85,13 +96,14 @@ def _tie_crosses(scores: list[float], k: int) -> bool:
     return len(scores) > k and round(scores[k - 1], TIE_DIGITS) == round(scores[-1], TIE_DIGITS)
 
 
-def _indexes(store: SearchHost) -> dict[tuple[str, str], list[str]]:
-    """(table, index name) -> indexed columns. Cached per database: every vector search asks,
-    and indexes change only through ``execute`` (which drops the cache)."""
+def _indexes(store: SearchHost) -> dict[tuple[str, str], tuple[str, list[str]]]:
+    """(table, index name) -> (index type, indexed columns). Cached per database: every vector
+    search asks, and indexes change only through ``execute`` (which drops the cache)."""
     cached = store._handle.indexes
     if cached is None:
         rows = store.query("CALL show_indexes() RETURN *")
-        cached = {(r["table_name"], r["index_name"]): list(r["property_names"]) for r in rows}
+        cached = {(r["table_name"], r["index_name"]): (str(r["index_type"]).upper(), list(r["property_names"]))
+                  for r in rows}
         store._handle.indexes = cached
     return cached
 
@@ -108,16 +120,20 @@ def has_vector_index(store: SearchHost, table: str) -> bool:
     return (table, vector_index_name(table)) in _indexes(store)
 
 
-def ensure_vector_index(store: SearchHost, table: str) -> None:
-    """Cosine HNSW index on ``table.emb``; a no-op when it exists (it follows later inserts)."""
+def ensure_vector_index(store: SearchHost, table: str) -> str:
+    """Cosine HNSW index on ``table.emb``; a no-op when it exists (it follows later inserts).
+    Returns PRESENT or CREATED. Kùzu creates it in one commit (a kill part way, measured at
+    each of its WAL writes, left either no index or a whole one), so there is nothing to repair."""
     store._ensure_writable()
     store._embedding_dim(table)
     with store.write_lock():
-        if not has_vector_index(store, table):
-            name = vector_index_name(table)
-            store.execute(
-                f"CALL CREATE_VECTOR_INDEX('{table}', '{name}', 'emb', metric := 'cosine', {HNSW_OPTIONS})"
-            )
+        if has_vector_index(store, table):
+            return PRESENT
+        name = vector_index_name(table)
+        store.execute(
+            f"CALL CREATE_VECTOR_INDEX('{table}', '{name}', 'emb', metric := 'cosine', {HNSW_OPTIONS})"
+        )
+        return CREATED
 
 
 def vector_search(
@@ -256,23 +272,49 @@ def _rank(ids: list[str], normalised: np.ndarray, query: np.ndarray, k: int) -> 
     return [(ids[i], float(scores[i])) for i in order[:k]]
 
 
-def ensure_fts_index(store: SearchHost, table: str = "Chunk", columns: Sequence[str] = ("text",)) -> None:
+def fts_index_of(store: SearchHost, table: str) -> tuple[str, list[str]] | None:
+    """(name, columns) of the full-text index on ``table``, whatever its name; None when it has none."""
+    found = sorted((name, cols) for (t, name), (kind, cols) in _indexes(store).items() if t == table and kind == "FTS")
+    return found[0] if found else None
+
+
+def _fts_names(table: str) -> Iterator[str]:
+    yield fts_index_name(table)
+    for n in range(1, FTS_NAME_ATTEMPTS):
+        yield f"{fts_index_name(table)}_{n}"
+
+
+def ensure_fts_index(store: SearchHost, table: str = "Chunk", columns: Sequence[str] = ("text",)) -> str:
     """BM25 index over ``columns`` of ``table``; idempotent (rebuilt only if the columns
     changed). Kùzu 0.11.3 keeps it current on insert/COPY/SET/DELETE, so no rebuild is
-    needed after new rows (pinned by a test)."""
+    needed after new rows (pinned by a test). Returns PRESENT, CREATED, or REPAIRED when the
+    leftovers of an interrupted creation held its name (see FTS_NAME_ATTEMPTS)."""
     store._ensure_writable()
     for column in columns:
         if store._column(table, column) != "STRING":
             raise GraphStoreError(f"Full-text search needs STRING columns; {table}.{column} is not one.")
-    name = fts_index_name(table)
     with store.write_lock():
-        current = _indexes(store).get((table, name))
-        if current == list(columns):
-            return
+        current = fts_index_of(store, table)
+        if current is not None and current[1] == list(columns):
+            return PRESENT
         if current is not None:
-            store.execute(f"CALL DROP_FTS_INDEX('{table}', '{name}')")
+            store.execute(f"CALL DROP_FTS_INDEX('{table}', '{current[0]}')")
         listed = ", ".join(f"'{c}'" for c in columns)
-        store.execute(f"CALL CREATE_FTS_INDEX('{table}', '{name}', [{listed}])")
+        blocked = []
+        for name in _fts_names(table):
+            try:
+                store.execute(f"CALL CREATE_FTS_INDEX('{table}', '{name}', [{listed}])")
+            except GraphStoreError as err:
+                if "already exists" not in str(err):
+                    raise
+                blocked.append(name)
+                continue
+            return REPAIRED if blocked else CREATED
+    raise GraphStoreError(
+        f"Cannot create the full-text index on {table}: interrupted creations left the names "
+        f"{', '.join(blocked)} taken.",
+        hint="build the graph again in a new workspace",
+    )
 
 
 def fts_search(store: SearchHost, query: str, k: int, table: str = "Chunk") -> list[tuple[str, float]]:
@@ -280,11 +322,14 @@ def fts_search(store: SearchHost, query: str, k: int, table: str = "Chunk") -> l
     quotes and wildcards are dropped); a query with no words returns []."""
     store._ensure_open()
     pk = store._pk(table)
-    name = fts_index_name(table)
-    if (table, name) not in _indexes(store):
+    index = fts_index_of(store, table)
+    if index is None:
         raise GraphStoreError(
-            f"No full-text index on {table}.", hint=f"call ensure_fts_index('{table}') after loading it"
+            f"No full-text index on {table}.",
+            hint="build this workspace again (kgviz build, or the Build page): a build creates the index, and "
+                 f"repairs one an interrupted build left half made (in code: ensure_fts_index('{table}'))",
         )
+    name = index[0]
     words = " ".join(re.findall(r"\w+", query))
     if not words or k <= 0:
         return []

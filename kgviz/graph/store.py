@@ -139,12 +139,13 @@ class _Handle:
         self._all: list[kuzu.Connection] = []
         self._local = threading.local()
         self.catalog: _Catalog | None = None
-        self.indexes: dict[tuple[str, str], list[str]] | None = None  # show_indexes(), cached
+        self.indexes: dict[tuple[str, str], tuple[str, list[str]]] | None = None  # show_indexes(), cached
         # Bumped by every write statement: caches of what the database holds (the exact-search
         # matrices of graph/search.py) are valid while it stays the same.
         self.generation = 0
         self.matrix_lock = threading.Lock()
         self.matrices: dict[str, tuple[int, Any]] = {}
+        self.indexes_checked = False  # GraphStore._drop_broken_indexes ran on this Database
 
     @contextmanager
     def connection(self) -> Iterator[kuzu.Connection]:
@@ -215,6 +216,8 @@ _REGISTRY_LOCK = threading.Lock()
 # Across processes Kùzu's file lock already keeps a second process out of the database.
 _BUILD_LOCKS: dict[Path, threading.RLock] = {}
 BUILD_LOCK_POLL_S = 0.2
+# What opening a database file repaired (GraphStore._drop_broken_indexes), until a build reports it.
+_REPAIRS: dict[Path, list[str]] = {}
 
 
 def _acquire(db_file: Path) -> _Handle:
@@ -273,6 +276,14 @@ def _run(conn: kuzu.Connection, cypher: str, params: Mapping[str, Any] | None) -
             extra.close()
         raise GraphStoreError("One statement per call: the Cypher text held several statements.")
     return result
+
+
+def _dropped_note(kind: str, table: str) -> str:
+    if kind == "FTS":
+        return (f"dropped the full-text index on {table}, which an interrupted build left half made "
+                "(a build creates it again)")
+    return (f"dropped the vector index on {table}, which an interrupted build left half made (searches rank "
+            f"{table} exactly without it; a build creates it again where the table needs one)")
 
 
 def _spec_of(embedder_id: str) -> str:
@@ -336,6 +347,7 @@ class GraphStore:
         store = cls(handle, directory, read_only)
         try:
             store._check_extensions()
+            store._drop_broken_indexes()
             store._prepare(embedder_id, dim)
         except BaseException:
             store.close()
@@ -380,6 +392,41 @@ class GraphStore:
                     f"The Kùzu '{ext}' extension is not available: {err}",
                     hint="reinstall kuzu==0.11.3, whose wheel bundles vector, fts and algo",
                 ) from err
+
+    def _drop_broken_indexes(self) -> None:
+        """Drop the indexes Kùzu lists without their data, once per Database opened.
+
+        A process killed while CREATE_VECTOR_INDEX checkpoints (a ``.shadow`` file beside the
+        database) leaves an index that the first open lists with ``extension_loaded`` false and
+        cannot query ("bad optional access"); closing that open checkpoints the catalog, and from
+        then on every open of the file fails an assertion in Kùzu's vector extension. Dropping
+        the index during that first open keeps the database usable: searches rank exactly until
+        the next build creates the index again. Done even for a read-only store, since the
+        Database underneath is read-write and the next close would seal the damage."""
+        handle = self._handle
+        with handle.write_lock:
+            if handle.indexes_checked:
+                return
+            handle.indexes_checked = True
+            rows = self.query("CALL show_indexes() RETURN *")
+            for row in rows:
+                if row["extension_loaded"]:
+                    continue
+                table, name, kind = row["table_name"], row["index_name"], str(row["index_type"]).upper()
+                drop = {"FTS": "DROP_FTS_INDEX", "HNSW": "DROP_VECTOR_INDEX"}.get(kind)
+                if drop is None:
+                    raise GraphStoreError(f"The {kind} index {name} on {table} in {self.db_file} is damaged.",
+                                          hint="rebuild the graph in a new workspace")
+                self._statement(f"CALL {drop}('{table}', '{name}')", None, write=True, fetch="none")
+                handle.indexes = None
+                with _REGISTRY_LOCK:
+                    _REPAIRS.setdefault(self.db_file, []).append(_dropped_note(kind, table))
+
+    def take_repairs(self) -> list[str]:
+        """What opening this database file repaired in this process, once (the next build
+        reports it; a CLI command may have opened and closed the file before)."""
+        with _REGISTRY_LOCK:
+            return _REPAIRS.pop(self.db_file, [])
 
     def _prepare(self, embedder_id: str | None, dim: int | None) -> None:
         tables = {row["name"] for row in self.query("CALL show_tables() RETURN name")}
@@ -582,6 +629,9 @@ class GraphStore:
     def set_meta(self, key: str, value: str | int | float) -> None:
         self.execute("MERGE (m:Meta {key: $k}) SET m.value = $v", {"k": key, "v": str(value)})
 
+    def delete_meta(self, key: str) -> None:
+        self.execute("MATCH (m:Meta) WHERE m.key = $k DELETE m", {"k": key})
+
     # -- bulk loads ----------------------------------------------------------------------------------
     def existing_ids(self, table: str, ids: Sequence[str]) -> set[str]:
         """The subset of ``ids`` present as primary keys of node table ``table``."""
@@ -722,9 +772,10 @@ class GraphStore:
     def has_vector_index(self, table: str) -> bool:
         return search.has_vector_index(self, table)
 
-    def ensure_vector_index(self, table: str) -> None:
-        """Cosine HNSW index on ``table.emb``; a no-op when it exists (it follows later inserts)."""
-        search.ensure_vector_index(self, table)
+    def ensure_vector_index(self, table: str) -> str:
+        """Cosine HNSW index on ``table.emb``; a no-op when it exists (it follows later inserts).
+        Returns search.PRESENT or CREATED."""
+        return search.ensure_vector_index(self, table)
 
     def vector_search(self, table: str, vector: Sequence[float] | np.ndarray, k: int, *,
                       where: Mapping[str, Any] | None = None) -> list[tuple[str, float]]:
@@ -732,9 +783,11 @@ class GraphStore:
         ``kgviz.graph.search.vector_search``)."""
         return search.vector_search(self, table, vector, k, where=where)
 
-    def ensure_fts_index(self, table: str = "Chunk", columns: Sequence[str] = ("text",)) -> None:
-        """BM25 index over ``columns`` of ``table``; idempotent."""
-        search.ensure_fts_index(self, table, columns)
+    def ensure_fts_index(self, table: str = "Chunk", columns: Sequence[str] = ("text",)) -> str:
+        """BM25 index over ``columns`` of ``table``; idempotent, and it repairs what an interrupted
+        creation left (see kgviz.graph.search.FTS_NAME_ATTEMPTS). Returns search.PRESENT, CREATED
+        or REPAIRED."""
+        return search.ensure_fts_index(self, table, columns)
 
     def fts_search(self, query: str, k: int, table: str = "Chunk") -> list[tuple[str, float]]:
         """BM25 search: [(id, score)], best first (see ``kgviz.graph.search.fts_search``)."""

@@ -52,11 +52,12 @@ def signature(doc_ids: list[str], k: int) -> str:
     return h.hexdigest()
 
 
-def build_doc_layer(store: GraphStore, k: int) -> int | None:
-    """(Re)build SIMILAR_DOC; returns the number of edges, or None when it was up to date."""
+def build_doc_layer(store: GraphStore, k: int, *, force: bool = False) -> int | None:
+    """(Re)build SIMILAR_DOC; returns the number of edges, or None when it was up to date.
+    ``force`` rebuilds whatever the signature says (a build killed inside this step)."""
     ids = reads.all_document_ids(store)
     sig = signature(ids, k)
-    if store.get_meta(SIGNATURE_KEY) == sig:
+    if not force and store.get_meta(SIGNATURE_KEY) == sig:
         return None
     embs = store.get_embeddings("Document", ids)
     ids = [i for i in ids if i in embs]

@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from kgviz.graph import reads
+from kgviz.index import steps
 from kgviz.index.embed import embed_texts
 from kgviz.index.ket import CorePlan, build_keywords, ket_info, plan_core, skeleton_cost, stored_chunks, write_core
 from kgviz.index.knn import LEXICAL, SEMANTIC
@@ -84,7 +85,10 @@ class KetBuild:
         plan = self._current_plan()
         extracted = store.existing_ids("Extraction", plan.ids)
         fraction = len(extracted) / len(plan.ids) if plan.ids else 1.0
-        write_core(store, plan, skeleton_beta=fraction)
+        with steps.marked(store, "ket_core") as interrupted:
+            write_core(store, plan, skeleton_beta=fraction)  # always rewritten whole
+        if interrupted:
+            steps.record_repair(self.report, "ket_core")
         self.emit("ket", 1, 3, f"KNN edges and core marks written; the KG covers {fraction:.0%} of the chunks")
         new_ids = {c.id for c in self.new_chunks}
         late = sorted(plan.core - extracted - new_ids)
@@ -92,11 +96,14 @@ class KetBuild:
             self.report.warnings.append(
                 f"{len(late)} chunks of earlier builds became core chunks but were not extracted (e.g. {late[0]}): "
                 "rebuild the workspace to extract them")
-        stats, rebuilt = build_keywords(
-            store, self.embedder, self.ket, self.params.chunk_tokens, ids=plan.ids,
-            docs=[c.split("#")[0] for c in plan.ids], texts=self._texts(plan),
-            batch_size=self.params.embed_batch_size,
-            progress=lambda stage, d, t, msg: self.emit("ket", 2, 3, f"{msg}: {d} of {t}"))
+        with steps.marked(store, "keywords") as interrupted:
+            stats, rebuilt = build_keywords(
+                store, self.embedder, self.ket, self.params.chunk_tokens, ids=plan.ids,
+                docs=[c.split("#")[0] for c in plan.ids], texts=self._texts(plan),
+                batch_size=self.params.embed_batch_size, force=interrupted,
+                progress=lambda stage, d, t, msg: self.emit("ket", 2, 3, f"{msg}: {d} of {t}"))
+        if interrupted:
+            steps.record_repair(self.report, "keywords")
         extract = self.report.usage_by_stage.get("extract", Usage())
         cost = skeleton_cost([(c.id, c.text, c.n_tokens) for c in self.new_chunks], plan.core, self.ket.beta,
                              expected_output_ratio=self.params.expected_output_ratio,

@@ -157,6 +157,8 @@ class BuildReport:
     seconds_by_stage: dict[str, float] = field(default_factory=dict)
     mode: str = "offline"
     warnings: list[str] = field(default_factory=list)
+    # index steps an interrupted build left half made, redone by this one (also in warnings)
+    repairs: list[str] = field(default_factory=list)
     ket: dict[str, Any] = field(default_factory=dict)  # KET-RAG: core chunks, KNN, keywords, skeleton cost
     waited_seconds: float = 0.0  # spent waiting for another build of the workspace (not a stage)
 

@@ -26,7 +26,11 @@ keeps the vector of its first description; later documents extend its descriptio
 
 Idempotence and resume: documents already present are skipped; the Extraction rows of an
 interrupted build are reused (see extract.py); documents whose write did not finish are purged
-and written again (see graph_write.py); every bulk load skips rows that already exist.
+and written again (see graph_write.py); every bulk load skips rows that already exist. The index
+steps (doc_layer, ket, index) mark themselves while they write (kgviz.index.steps): a build that
+finds a mark redoes that step whole and names the repair in ``BuildReport.repairs`` (and its
+warnings); indexes Kùzu itself left half made are dropped when the workspace opens or created
+under a free name (kgviz.graph.store / search).
 ``cancel`` (a threading.Event) is honoured between extraction batches and between stages, after
 flushing what finished: BuildCancelled is raised and a re-run resumes.
 
@@ -45,10 +49,11 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from kgviz.errors import BuildCancelled, EmbedderMismatchError
-from kgviz.graph import writes
+from kgviz.graph import search, writes
 from kgviz.graph.search import EXACT_MAX_ROWS
 from kgviz.graph.store import GraphStore
 from kgviz.index import graph_write as gw
+from kgviz.index import steps
 from kgviz.index.assemble import Assembled, assemble, finalise
 from kgviz.index.doc_layer import build_doc_layer
 from kgviz.index.embed import document_text, embed_texts, entity_text
@@ -147,6 +152,9 @@ def _build(
             hint="build with the graph's embedder, or choose a new workspace",
         )
     report = BuildReport(mode=reasoner.mode)
+    for note in store.take_repairs():  # indexes found damaged when the workspace opened
+        report.repairs.append(note)
+        report.warnings.append(note)
     run = _Run(report, progress, cancel)
 
     with run.stage("chunk"):
@@ -194,7 +202,10 @@ def _build(
             run.emit("write", 1, 1, ", ".join(f"{k} +{v}" for k, v in inserted.items() if v))
 
     with run.stage("doc_layer"):
-        n_edges = build_doc_layer(store, params.similar_docs_k)
+        with steps.marked(store, "doc_layer") as interrupted:
+            n_edges = build_doc_layer(store, params.similar_docs_k, force=interrupted)
+        if interrupted:
+            steps.record_repair(report, "doc_layer")
         run.emit("doc_layer", 1, 1, "up to date" if n_edges is None else f"{n_edges} SIMILAR_DOC edges")
 
     with run.stage("ket"):
@@ -208,12 +219,18 @@ def _build(
             # sentence facts it was most of the HotpotQA build); a later build that grows the
             # table past the bound creates it, and an existing index keeps following inserts
             if sizes.get(table, 0) > EXACT_MAX_ROWS or store.has_vector_index(table):
-                store.ensure_vector_index(table)
+                with steps.marked(store, f"vector_index:{table}") as interrupted:
+                    done = store.ensure_vector_index(table)
+                if interrupted and done == search.CREATED:
+                    steps.record_repair(report, f"vector_index:{table}")
                 note = f"vector index on {table}"
             else:
                 note = f"{table}: {sizes.get(table, 0)} rows, searched exactly (no HNSW index below {EXACT_MAX_ROWS})"
             run.emit("index", i + 1, len(VECTOR_TABLES) + 1, note)
-        store.ensure_fts_index("Chunk")
+        with steps.marked(store, "fts_index") as interrupted:
+            done = store.ensure_fts_index("Chunk")
+        if done == search.REPAIRED or (interrupted and done == search.CREATED):
+            steps.record_repair(report, "fts_index")
         run.emit("index", len(VECTOR_TABLES) + 1, len(VECTOR_TABLES) + 1, "full-text index on Chunk")
 
     report.counts = store.counts()

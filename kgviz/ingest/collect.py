@@ -6,12 +6,17 @@ Named files are always read. A folder is walked for corpus files only: hidden en
 reported with the reason, since a folder that holds a corpus usually holds its paperwork too.
 Name a skipped file explicitly to load it anyway.
 
+A walk opens regular files only: a FIFO (opening one waits for a writer, so a build hung on a
+pipe named x.jsonl), a device or a socket is reported and skipped, and so is a symbolic link
+that leads outside the folder named (a link to a regular file inside it is read as that file).
+
 Sources are stored relative to the build's root (the deepest folder holding everything named),
 so a database, its traces and exported case files never carry the building machine's paths.
 """
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Iterable
@@ -67,6 +72,36 @@ def _first_record_keys(path: Path, limits: LoadLimits) -> list[str] | None:
     return None
 
 
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, for messages."""
+    for test, name in ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _inside(path: str, folder: str) -> bool:
+    return os.path.commonpath([path, folder]) == folder
+
+
+def not_regular(path: Path, folder: Path) -> str | None:
+    """Why a walk of ``folder`` must not open ``path`` (None: a regular file it may read).
+    Decided from the file's metadata alone: opening a FIFO would block."""
+    try:
+        info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode):
+            if not _inside(os.path.realpath(path), os.path.realpath(folder)):
+                return "a symbolic link leading outside the folder"
+            info = os.stat(path)
+    except OSError as exc:  # e.g. a link to nothing
+        return f"cannot be read ({exc.strerror or exc})"
+    if not stat.S_ISREG(info.st_mode):
+        return f"{file_kind(info.st_mode)}, not a regular file"
+    return None
+
+
 def skip_reason(path: Path, limits: LoadLimits) -> str | None:
     """Why a folder walk should not load ``path`` (None: it is corpus)."""
     suffix = path.suffix.lower()
@@ -88,12 +123,22 @@ def walk(folder: Path, root: Path, limits: LoadLimits) -> tuple[list[Path], list
     the document keeps its own file as its source."""
     found: list[Path] = []
     ignored: list[IgnoredFile] = []
-    for dirpath, dirs, files in os.walk(folder):
+    for dirpath, dirs, files in os.walk(folder):  # links to folders are listed in dirs, never followed
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for d in dirs:
+            linked = Path(dirpath) / d
+            if os.path.islink(linked) and not_regular(linked, folder) is not None:
+                ignored.append(IgnoredFile(source_name(linked, root), "a symbolic link leading outside the folder"))
         for fname in sorted(files):
             if fname.startswith("."):
                 continue
             f = Path(dirpath) / fname
+            odd = not_regular(f, folder)
+            if odd is not None:
+                # a link is read when named; a pipe, device or socket never is
+                named_ok = odd.startswith("a symbolic link")
+                ignored.append(IgnoredFile(source_name(f, root), odd, loads_when_named=named_ok))
+                continue
             reason = skip_reason(f, limits)
             if reason is None:
                 found.append(f)

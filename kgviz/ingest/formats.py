@@ -66,10 +66,12 @@ def _check_size(name: str, size: int, max_bytes: int) -> None:
 
 
 def _human(n: int) -> str:
-    if n >= 1024 * 1024:
-        return f"{n / (1024 * 1024):.1f} MB"
-    if n >= 1024:
-        return f"{n / 1024:.1f} KB"
+    """Sizes in the units KGVIZ_MAX_FILE_MB and the app's uploader use (1 MB = 1,000,000 bytes),
+    exact when rounding would hide the difference from the limit."""
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f} MB ({n:,} bytes)"
+    if n >= 1000:
+        return f"{n / 1000:.1f} KB"
     return f"{n} bytes"
 
 

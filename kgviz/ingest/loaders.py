@@ -14,12 +14,13 @@ import dataclasses
 import logging
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Iterable
 
 from kgviz.errors import IngestError, UnsupportedFileError
-from kgviz.ingest.collect import IgnoredFile, build_root, source_name, walk
+from kgviz.ingest.collect import IgnoredFile, build_root, file_kind, source_name, walk
 from kgviz.ingest.dedup import NEAR_DUPLICATE_THRESHOLD, find_near_duplicates
 from kgviz.ingest.documents import Loaded, document_from_text, title_from_stem
 from kgviz.ingest.formats import JSONL_LINE_HINT, SUPPORTED_EXTENSIONS, _check_size, _extension, load_data
@@ -28,7 +29,7 @@ from kgviz.types import Document
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_BYTES = 20 * 1024 * 1024  # same as Settings.max_file_bytes
+DEFAULT_MAX_BYTES = 20_000_000  # same as Settings.max_file_bytes (megabytes of 1,000,000 bytes)
 
 __all__ = [
     "DEFAULT_MAX_BYTES", "JSONL_LINE_HINT", "SUPPORTED_EXTENSIONS", "Duplicate", "IgnoredFile", "LoadResult",
@@ -118,13 +119,17 @@ def load_bytes(
 def _read(path: Path, name: str, max_bytes: int) -> bytes:
     """The file's bytes; the size is checked before reading."""
     try:
-        size = path.stat().st_size
+        info = path.stat()
     except FileNotFoundError as exc:
         raise IngestError(name, "no such file", hint="Check the path.") from exc
     except OSError as exc:
         raise IngestError(name, f"cannot read the file ({exc.strerror or exc})") from exc
-    if path.is_dir():
+    if stat.S_ISDIR(info.st_mode):
         raise IngestError(name, "is a folder, not a file", hint="Use load_paths for folders.")
+    if not stat.S_ISREG(info.st_mode):  # never opened: a FIFO would wait for a writer
+        raise UnsupportedFileError(name, f"is {file_kind(info.st_mode)}, not a regular file",
+                                   hint="Give the path of a file saved on disk.")
+    size = info.st_size
     _extension(name)
     _check_size(name, size, max_bytes)
     try:

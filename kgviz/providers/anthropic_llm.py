@@ -124,4 +124,4 @@ class AnthropicLLM(LLMBase):
             tokens_in += value if isinstance(value, int) else 0
         raw: dict[str, Any] = {"id": _get(reply, "id"), "stop_reason": _get(reply, "stop_reason")}
         return api_completion(text, (tokens_in, tokens_out), latency, model=str(_get(reply, "model") or self.model),
-                              provider=self.provider, raw=raw, want_json=want_json)
+                              provider=self.provider, raw=raw, want_json=want_json, secret=self._ctx.secret)

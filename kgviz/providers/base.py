@@ -97,9 +97,14 @@ def extract_json_text(text: str) -> str | None:
 
 
 def api_completion(text: str, tokens: tuple[int, int], latency: float, *, model: str, provider: str,
-                   raw: dict[str, Any], want_json: bool) -> Completion:
+                   raw: dict[str, Any], want_json: bool, secret: str | None = None) -> Completion:
     """One SDK reply as a Completion (both API adapters): for a JSON request the JSON is cut out of
-    any prose or fence around it (``raw["json_extracted"]`` says it was)."""
+    any prose or fence around it (``raw["json_extracted"]`` says it was). ``secret`` (the API key)
+    is scrubbed from the text and the raw metadata: a server that echoes it must not put it in
+    the cache, a trace or the graph (kgviz.providers.redact)."""
+    from kgviz.providers.redact import scrub
+
+    text, raw = scrub(text, secret), scrub(raw, secret)
     if want_json:
         extracted = extract_json_text(text)
         if extracted is not None and extracted != text:

@@ -70,7 +70,8 @@ class _OpenAIBase(LLMBase):
         self, text: str, tokens: tuple[int, int], latency: float, model: Any, raw: dict[str, Any], want_json: bool
     ) -> Completion:
         return api_completion(text, tokens, latency, model=str(model or self.model), provider=self.provider,
-                              raw=raw, want_json=want_json)
+                              raw=raw, want_json=want_json,
+                              secret=None if self._ctx.secret == NO_KEY_PLACEHOLDER else self._ctx.secret)
 
 
 def _system_text(system: str | None, json_schema: dict[str, Any] | None) -> str | None:

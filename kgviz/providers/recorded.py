@@ -16,6 +16,10 @@ the LLM cache's own row format (``kgviz.providers.cache``: ``key``, ``provider``
   fails to parse, so a replay reproduces failures too (unlike the cache, which must not keep a
   failure: a recording is a log of what the model said, not a store of accepted facts).
 
+A recording is read as untrusted input (a file can be tampered with or truncated): every line is
+checked for encoding, size, nesting depth and each field's type before it is used, and a bad line
+is a RecordingError naming the file and the line (the CLI exits 2; the app shows the message).
+
 Several files may come from different models (say extraction by one, methods by another): a
 request is looked up under each file's identity in folder order. The same key can hold several
 replies (a repeated request, e.g. a retry): the n-th request of a key in one LLM instance gets the
@@ -25,13 +29,19 @@ in the same order, through one instance, gets exactly the replies that session g
 from __future__ import annotations
 
 import json
+import math
+import re
+import stat
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from kgviz.errors import ConfigError, RecordingMissError
+from kgviz.errors import ConfigError, RecordingError, RecordingMissError
+from kgviz.ingest.collect import file_kind, not_regular
+from kgviz.ingest.jsonl import iter_lines
+from kgviz.ingest.limits import json_depth_exceeds
 from kgviz.providers.base import LLM, LLMBase
 from kgviz.providers.cache import cache_key
 from kgviz.types import Completion, Message, Usage
@@ -41,6 +51,13 @@ HEADER_FIELD = "kgviz_recording"  # its value is FORMAT_VERSION; marks line 1 as
 ROW_FIELDS = ("key", "provider", "model", "text", "reply_model", "input_tokens", "output_tokens",
               "latency_s", "raw", "created")
 PROVIDER = "recorded"
+# Limits of a recording read as untrusted input (ours): a reply line holds one reply (the sample's
+# longest is 3.5k characters), nests a few levels (raw provider metadata), counts tokens and seconds.
+MAX_LINE_CHARS = 2_000_000
+MAX_DEPTH = 32
+MAX_FILE_BYTES = 512 * 1024 * 1024
+MAX_NUMBER = 10**12
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -81,60 +98,168 @@ class Recording:
         return sum(len(v) for v in self.replies.values())
 
 
-def _bad(path: Path, line_no: int, reason: str) -> ConfigError:
-    return ConfigError(f"{path}, line {line_no}: {reason}",
-                       hint="re-export the recording (scripts/record_real_model.py) or point at another one")
+def _bad(path: Path, line_no: int, reason: str) -> RecordingError:
+    return RecordingError(f"{path}, line {line_no}: {reason}",
+                          hint="re-export the recording (scripts/record_real_model.py) or point at another one")
 
 
-def read_file(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(header, rows) of one recording file; ConfigError naming the line when it is malformed."""
-    path = Path(path)
+def _shown(value: Any) -> str:
+    kind = {str: "a string", bool: "a boolean", int: "a number", float: "a number", list: "a list",
+            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
+    text = json.dumps(value, ensure_ascii=True, default=str)
+    return f"{kind} ({text[:40] + '…' if len(text) > 40 else text})"
+
+
+def _binary(line: str) -> str | None:
+    """Why ``line`` looks binary: JSON never holds a raw control character (strings escape them)."""
+    m = _CONTROL_RE.search(line)
+    return None if m is None else (f"holds the control byte 0x{ord(m.group()):02x} at column {m.start() + 1} "
+                                   "(is this a binary file? a recording is UTF-8 text)")
+
+
+def _parse_line(path: Path, n: int, line: str) -> Any:
+    """One line's JSON, its size and depth checked before parsing (a line nested 100k deep
+    overflowed json's parser with RecursionError)."""
+    if len(line) > MAX_LINE_CHARS:
+        raise _bad(path, n, f"the line is {len(line):,} characters, over the limit of {MAX_LINE_CHARS:,}")
+    binary = _binary(line)
+    if binary:
+        raise _bad(path, n, binary)
+    if json_depth_exceeds(line, MAX_DEPTH):
+        raise _bad(path, n, f"JSON nested deeper than {MAX_DEPTH} levels")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ConfigError(f"cannot read the recording {path}: {exc}") from exc
-    if not lines:
-        raise _bad(path, 1, "the file is empty (a recording starts with a header line)")
-    try:
-        header = json.loads(lines[0])
-    except ValueError as exc:
-        raise _bad(path, 1, f"the header is not JSON ({exc})") from exc
-    if not isinstance(header, dict) or header.get(HEADER_FIELD) != FORMAT_VERSION:
+        return json.loads(line)
+    except (ValueError, RecursionError) as exc:  # ValueError: bad JSON, or an integer of 4,300+ digits
+        raise _bad(path, n, f"not JSON ({str(exc)[:120]})") from None
+
+
+def _check_header(path: Path, header: Any) -> dict[str, Any]:
+    if not isinstance(header, dict) or header.get(HEADER_FIELD) != FORMAT_VERSION \
+            or isinstance(header.get(HEADER_FIELD), bool):
         raise _bad(path, 1, f"not a kgviz recording header (needs \"{HEADER_FIELD}\": {FORMAT_VERSION})")
     for name in ("provider", "model"):
         if not isinstance(header.get(name), str) or not header[name]:
             raise _bad(path, 1, f"the header names no {name}")
+    if header.get("base_url") is not None and not isinstance(header["base_url"], str):
+        raise _bad(path, 1, f"\"base_url\" must be text or null, not {_shown(header['base_url'])}")
+    return header
+
+
+def _number(value: Any, *, whole: bool) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float) if not whole else int):
+        return False
+    return math.isfinite(value) and 0 <= value <= MAX_NUMBER
+
+
+def _check_row(path: Path, n: int, row: Any) -> dict[str, Any]:
+    """A reply row with every field of the type ``load_recording`` reads; ``raw`` as a dict."""
+    if not isinstance(row, dict):
+        raise _bad(path, n, f"a reply row is a JSON object, not {_shown(row)}")
+    missing = [f for f in ROW_FIELDS if f not in row]
+    if missing:
+        raise _bad(path, n, f"a reply row lacks {', '.join(missing)}")
+    for name in ("key", "provider", "model", "text", "reply_model"):
+        if not isinstance(row[name], str):
+            raise _bad(path, n, f"\"{name}\" must be text, not {_shown(row[name])}")
+    if not row["key"]:
+        raise _bad(path, n, "\"key\" is empty")
+    for name in ("input_tokens", "output_tokens"):
+        if not _number(row[name], whole=True):
+            raise _bad(path, n, f"\"{name}\" must be a whole number of tokens (0 to {MAX_NUMBER:,}), "
+                                f"not {_shown(row[name])}")
+    for name in ("latency_s", "created"):
+        if not _number(row[name], whole=False):
+            raise _bad(path, n, f"\"{name}\" must be a number of seconds (0 to {MAX_NUMBER:,}), "
+                                f"not {_shown(row[name])}")
+    raw = row["raw"]
+    if isinstance(raw, str):  # older rows kept the provider's JSON as text
+        raw = _parse_line(path, n, raw) if raw.strip() else {}
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise _bad(path, n, f"\"raw\" must be a JSON object, not {_shown(raw)}")
+    return {**row, "raw": raw}
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):  # never opened: a FIFO would wait for a writer
+            raise RecordingError(f"the recording {path} is {file_kind(info.st_mode)}, not a file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise RecordingError(f"the recording {path} is {info.st_size:,} bytes, over the limit of "
+                                 f"{MAX_FILE_BYTES:,}", hint="split it into several files in one folder")
+        with path.open("rb") as fh:
+            return fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise RecordingError(f"cannot read the recording {path}: {exc.strerror or exc}") from exc
+
+
+def read_file(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(header, rows) of one recording file, read as untrusted input: every line is checked
+    (UTF-8, size, nesting depth, JSON, each field's type) before it is used, and anything wrong
+    is a RecordingError naming the file and the line."""
+    path = Path(path)
+    data = _read_bytes(path)
+    if not data.strip():
+        raise _bad(path, 1, "the file is empty (a recording starts with a header line)")
+    header: dict[str, Any] | None = None
     rows = []
-    for n, line in enumerate(lines[1:], 2):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise _bad(path, n, f"not JSON ({exc})") from exc
-        missing = [f for f in ROW_FIELDS if f not in row] if isinstance(row, dict) else list(ROW_FIELDS)
-        if missing:
-            raise _bad(path, n, f"a reply row lacks {', '.join(missing)}")
-        rows.append(row)
+    for n, line, why in iter_lines(data):
+        if line is None:
+            raise _bad(path, n, f"{why}: a recording is UTF-8 text (is this a binary file?)")
+        if header is None:
+            header = _check_header(path, _parse_line(path, n, line))
+        elif line.strip():
+            rows.append(_check_row(path, n, _parse_line(path, n, line)))
+    assert header is not None
     return header, rows
 
 
-def _is_recording(path: Path) -> bool:
-    """A folder may hold other JSONL files (the recorded runs list): only files whose first line
-    is a recording header are reply files."""
+def header_problem(path: Path, folder: Path) -> str | None:
+    """Why ``path`` in a recording folder is not a reply file (None: it is one). A folder may hold
+    other JSONL files (the recorded runs list); only files whose first line is a recording header
+    are reply files. Decided from the first line only, read without following the file further."""
+    odd = not_regular(path, folder)
+    if odd is not None:
+        return odd
     try:
-        with path.open(encoding="utf-8") as fh:
-            return f'"{HEADER_FIELD}"' in fh.readline()
-    except (OSError, UnicodeDecodeError):
-        return False
+        with path.open("rb") as fh:
+            first = fh.readline(MAX_LINE_CHARS + 1)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if not first.strip():
+        return "empty" if not first else "line 1 is blank, not a recording header"
+    try:
+        text = first.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return "line 1 is not UTF-8 text (is this a binary file?)"
+    binary = _binary(text.rstrip("\r\n"))
+    if binary:
+        return f"line 1 {binary}"
+    if f'"{HEADER_FIELD}"' not in text:
+        return f"line 1 is not a recording header (needs \"{HEADER_FIELD}\": {FORMAT_VERSION})"
+    return None
+
+
+def scan_folder(folder: Path) -> tuple[list[Path], list[tuple[str, str]]]:
+    """The reply files of a recording folder, and every other .jsonl file there with the reason."""
+    files, others = [], []
+    for p in sorted(Path(folder).glob("*.jsonl")):
+        why = header_problem(p, Path(folder))
+        if why is None:
+            files.append(p)
+        else:
+            others.append((p.name, why))
+    return files, others
 
 
 def recording_files(path: Path) -> list[Path]:
     path = Path(path)
     if path.is_dir():
-        return sorted(p for p in path.glob("*.jsonl") if p.is_file() and _is_recording(p))
-    if path.is_file():
-        return [path]
+        return scan_folder(path)[0]
+    if path.exists():
+        return [path]  # named: read_file says what is wrong with it, if anything
     raise ConfigError(f"no recording at {path}",
                       hint="give a recording file (.jsonl) or a folder of them, e.g. recorded:sample_recorded")
 
@@ -143,18 +268,20 @@ def load_recording(path: str | Path) -> Recording:
     rec = Recording(Path(path))
     files = recording_files(rec.path)
     if not files:
-        raise ConfigError(f"the folder {path} holds no recording (*.jsonl)")
+        _, others = scan_folder(rec.path)
+        found = "; ".join(f"{name}: {why}" for name, why in others[:5]) + (" ..." if len(others) > 5 else "")
+        raise RecordingError(f"the folder {path} holds no recording: " + (found or "no .jsonl file"),
+                             hint="a recording file starts with a header line written by scripts/record_real_model.py")
     for f in files:
         header, rows = read_file(f)
         rec.headers.append({**header, "file": f.name})
         src = Source(header["provider"], header["model"], header.get("base_url"))
         if src not in rec.sources:
             rec.sources.append(src)
-        for r in rows:
-            raw = r["raw"] if isinstance(r["raw"], dict) else json.loads(r["raw"] or "{}")
+        for r in rows:  # checked by read_file: every field has its type
             rec.replies.setdefault(r["key"], []).append(Reply(
-                r["key"], str(r["text"]), str(r["reply_model"]), int(r["input_tokens"]),
-                int(r["output_tokens"]), float(r["latency_s"]), raw, f.name))
+                r["key"], r["text"], r["reply_model"], r["input_tokens"], r["output_tokens"],
+                float(r["latency_s"]), r["raw"], f.name))
     return rec
 
 

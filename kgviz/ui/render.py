@@ -276,14 +276,14 @@ def build_report(report: BuildReport, *, degrees: Sequence[int] | None = None) -
     with st.expander(f"Extraction failures: {len(failures)} chunk(s), {malformed} malformed line(s)",
                      expanded=bool(failures)):
         if failures:
-            st.dataframe(pd.DataFrame([{"chunk": c, "error": e, "raw output (excerpt)": r} for c, e, r in failures]),
+            st.dataframe(pd.DataFrame([{"chunk": c, "error": plain(e), "raw output (excerpt)": plain(r)} for c, e, r in failures]),
                          hide_index=True, width="stretch")
         else:
             st.write("None.")
     merges = list(report.merges)
     with st.expander(f"Entity merges: {len(merges)}"):
         if merges:
-            st.dataframe(pd.DataFrame([{"canonical": c, "merged names": ", ".join(ns), "mentions": n}
+            st.dataframe(pd.DataFrame([{"canonical": plain(c), "merged names": plain(", ".join(ns)), "mentions": n}
                                        for c, ns, n in merges]), hide_index=True, width="stretch")
         else:
             st.write("No names were merged.")
@@ -303,21 +303,21 @@ def entity_details(details: EntityDetails) -> None:
     st.dataframe(pd.DataFrame({"field": list(facts), "value": [plain(v) for v in facts.values()]}),
                  hide_index=True, width="stretch")
     if e.get("description"):
-        st.text(e["description"])
+        st.text(plain(e["description"]))
     st.markdown(f"**Triples ({len(details.triples)})**")
     if details.triples:
         st.dataframe(pd.DataFrame([{"subject": plain(t["subject"]), "relation": plain(t["relation"]),
                                     "object": plain(t["object"]),
                                     # "sentence": an offline co-occurrence fact, not a stated relation
                                     "kind": plain(t.get("kind") or "relation"),
-                                    "sentence (provenance)": t.get("sentence") or "", "chunk": t.get("chunk_id") or ""}
+                                    "sentence (provenance)": plain(t.get("sentence") or ""), "chunk": t.get("chunk_id") or ""}
                                    for t in details.triples]), hide_index=True, width="stretch")
     else:
         st.write("No triples mention this entity.")
     st.markdown(f"**Source chunks ({len(details.chunks)})**")
     for c in details.chunks:
         with st.expander(md_text(f"{c.id} — {c.doc_title}")):
-            st.text(c.text)
+            st.text(plain(c.text))
             x = c.extraction
             if x:
                 st.caption(md_text(f"Extraction: mode {x.get('mode')}, prompt {x.get('prompt_name')}, "
@@ -325,7 +325,7 @@ def entity_details(details: EntityDetails) -> None:
                                    f"{x.get('n_malformed')} malformed"))
                 if x.get("error"):
                     st.warning(md_text(x["error"]))
-                st.code(x.get("raw") or "(empty raw output)", language=None)
+                st.code(plain(x.get("raw") or "(empty raw output)"), language=None)
             else:
                 st.caption("No extraction record for this chunk.")
 

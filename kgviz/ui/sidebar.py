@@ -25,6 +25,7 @@ from kgviz.ui.state import (
     keep_inputs,
     list_workspaces,
     publish_workspace,
+    remember_url_workspace,
     restore_workspace,
     settings,
     take_rerun_requests,
@@ -76,6 +77,7 @@ _NAVIGATED = "_kgviz_app_navigation"
 def app_navigation(pages: list) -> Any:
     """app.py's ``st.navigation``, remembering that this session has been through it."""
     st.session_state[_NAVIGATED] = True
+    remember_url_workspace()  # before the links exist: a click cannot outrun it
     return st.navigation(pages)
 
 

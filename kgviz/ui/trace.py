@@ -26,7 +26,7 @@ from kgviz.methods.base import MethodContext
 from kgviz.methods.registry import get_method, list_methods
 from kgviz.run import Run
 from kgviz.ui import actions, resources
-from kgviz.ui.render import OFFLINE_LABEL, md_text, usage_frame
+from kgviz.ui.render import OFFLINE_LABEL, md_text, plain, usage_frame
 from kgviz.ui.state import SAMPLE_DIR, AppContext
 from kgviz.viz import trace as vt
 from kgviz.viz import trace_player as tp
@@ -310,14 +310,14 @@ def outcome(run: Run) -> None:
     items = run.context.items
     if items:
         st.dataframe(pd.DataFrame([{"#": n, "kind": i.kind, "score": i.score, "tokens": i.n_tokens,
-                                    "source": i.source, "text": i.text} for n, i in enumerate(items, 1)]),
+                                    "source": plain(i.source), "text": plain(i.text)} for n, i in enumerate(items, 1)]),
                      hide_index=True, width="stretch")
         st.caption(f"{len(items)} item(s), {run.context.n_tokens:,} tokens")
     else:
         st.caption("No context was retrieved.")
     for name, note in run.context.notes.items():
         with st.expander(f"Note: {md_text(name)}"):
-            st.text(note)
+            st.text(plain(note))
     st.subheader("Answer")
     mode = OFFLINE_LABEL if run.mode == "offline" else run.mode
     if run.error and not run.answer:  # "Answered by …" would claim an answer that never came

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any, Sequence
 
+from kgviz.safe_text import safe_text
 from kgviz.verify.comparison import Comparison, MethodResult, overlap_matrix
 from kgviz.verify.judge import ClaimVerdict
 from kgviz.verify.outcome import Outcome, judge_caution
@@ -21,7 +22,7 @@ LABEL_TEXT = {"supported": "supported", "contradicted": "contradicted", "not_fou
 
 
 def esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    return html.escape(safe_text(value), quote=True)
 
 
 def highlight_answer(answer: str, claims: Sequence[ClaimVerdict]) -> str:

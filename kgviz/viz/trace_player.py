@@ -30,6 +30,7 @@ from typing import Any, Mapping, Sequence
 from kgviz.errors import KgvizError
 from kgviz.methods import deciding
 from kgviz.methods.base import TraceStep
+from kgviz.safe_text import safe_strings
 from kgviz.viz import step_panel as sp
 from kgviz.viz.graph_html import EXTERNAL_REF, KIND_STYLE, LABEL_MAX_CHARS, ROLE_COLOURS, _short
 from kgviz.viz.labels import TraceLinks
@@ -221,7 +222,7 @@ def player_data(frames: Sequence[Frame], trace: Sequence[TraceStep], labels: Map
 def _json_for_script(data: Mapping[str, Any]) -> str:
     # inside <script type="application/json"> only "</script" could end the block; escaping every
     # <, > and & keeps any markup in document text inert
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(safe_strings(data), ensure_ascii=False, separators=(",", ":"))  # bidi/controls shown escaped
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

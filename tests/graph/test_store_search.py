@@ -156,6 +156,22 @@ def test_fts_search_bm25_and_new_rows(store: GraphStore) -> None:
     assert [h[0] for h in store.fts_search("zebra", 5)] == ["c4"]
 
 
+def test_fts_search_uses_the_index_under_a_repair_name(store: GraphStore) -> None:
+    # an interrupted CREATE_FTS_INDEX blocks its name for good (kgviz.graph.search.FTS_NAME_ATTEMPTS):
+    # the repaired index lives under another name, and search and ensure find it by its type
+    store.bulk_load_nodes("Chunk", [{"id": "c1", "text": "the harbour master"}, {"id": "c2", "text": "a lighthouse"}])
+    store.execute("CALL CREATE_FTS_INDEX('Chunk', 'chunk_fts_1', ['text'])")
+    assert search_module.fts_index_of(store, "Chunk") == ("chunk_fts_1", ["text"])
+    assert store.ensure_fts_index("Chunk") == search_module.PRESENT
+    assert [h[0] for h in store.fts_search("harbour", 5)] == ["c1"]
+
+
+def test_ensure_fts_index_reports_what_it_did(store: GraphStore) -> None:
+    store.bulk_load_nodes("Chunk", [{"id": "c1", "text": "the harbour master"}])
+    assert store.ensure_fts_index("Chunk") == search_module.CREATED
+    assert store.ensure_fts_index("Chunk") == search_module.PRESENT
+
+
 @pytest.mark.parametrize("query", [
     "it's \"quoted\"", "}", "cat)", "' OR 1=1 --", "\\", "", "   ", "*", "**", "?", "c?t", "$q", "ünï",
 ])

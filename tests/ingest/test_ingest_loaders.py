@@ -21,6 +21,7 @@ from kgviz.errors import (
     UnsupportedFileError,
 )
 from kgviz.ingest import (
+    DEFAULT_MAX_BYTES,
     SUPPORTED_EXTENSIONS,
     document_from_text,
     load_bytes,
@@ -211,10 +212,21 @@ def test_too_large_is_checked_before_reading(
     with pytest.raises(FileTooLargeError) as ei:
         load_file(p, max_bytes=100)
     assert opened == []
-    assert "4.9 KB" in ei.value.reason and "100 bytes limit" in ei.value.reason
+    assert "5.0 KB" in ei.value.reason and "100 bytes limit" in ei.value.reason
     with pytest.raises(FileTooLargeError):
         load_bytes("big.txt", b"x" * 101, max_bytes=100)
     assert load_bytes("ok.txt", b"x" * 100, max_bytes=100)[0].text == "x" * 100
+
+
+def test_the_default_limit_is_the_app_uploaders_20_000_000_bytes() -> None:
+    from kgviz.config import Settings
+    from kgviz.ingest.formats import _check_size
+
+    limit = Settings.from_env({}).max_file_bytes
+    assert limit == DEFAULT_MAX_BYTES == 20_000_000
+    _check_size("a.txt", 20_000_000, limit)
+    with pytest.raises(FileTooLargeError, match=r"20.0 MB \(20,000,001 bytes\), over the 20.0 MB \(20,000,000 bytes\) limit"):
+        _check_size("a.txt", 20_000_001, limit)
 
 
 def test_bad_max_bytes_is_a_config_error() -> None:
@@ -346,6 +358,40 @@ def test_empty_folder_is_reported(tmp_path: Path) -> None:
     result = load_paths([tmp_path / "nothing"])
     assert result.documents == []
     assert isinstance(result.errors[0], UnsupportedFileError)
+
+
+@pytest.mark.timeout(60)  # opening the FIFO would wait for a writer: a regression hangs
+def test_folder_walk_reads_regular_files_only(tmp_path: Path) -> None:
+    import os
+    import socket
+
+    write(tmp_path, "corpus/a.txt", "Alice met Bob.")
+    os.mkfifo(tmp_path / "corpus" / "x.jsonl")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "corpus" / "s.txt"))
+    outside = write(tmp_path, "elsewhere/secret.txt", "Outside the folder.")
+    (tmp_path / "corpus" / "out.txt").symlink_to(outside)
+    (tmp_path / "corpus" / "outdir").symlink_to(outside.parent, target_is_directory=True)
+    (tmp_path / "corpus" / "in.md").symlink_to(tmp_path / "corpus" / "a.txt")
+    (tmp_path / "corpus" / "dangling.txt").symlink_to(tmp_path / "corpus" / "nowhere.txt")
+    try:
+        result = load_paths([tmp_path / "corpus"])
+    finally:
+        sock.close()
+    assert [d.source for d in result.documents] == ["a.txt"]  # in.md is the same text, built once
+    assert result.duplicate_sources == ["in.md"]
+    reasons = {i.path: (i.reason, i.loads_when_named) for i in result.ignored}
+    assert reasons == {
+        "x.jsonl": ("a named pipe (FIFO), not a regular file", False),
+        "s.txt": ("a socket, not a regular file", False),
+        "out.txt": ("a symbolic link leading outside the folder", True),
+        "outdir": ("a symbolic link leading outside the folder", True),
+        "dangling.txt": ("cannot be read (No such file or directory)", False),
+    }
+    # named directly, the link is read; the FIFO is refused without being opened
+    assert [d.text for d in load_paths([tmp_path / "corpus" / "out.txt"]).documents] == ["Outside the folder."]
+    with pytest.raises(UnsupportedFileError, match=r"is a named pipe \(FIFO\), not a regular file"):
+        load_file(tmp_path / "corpus" / "x.jsonl")
 
 
 def test_load_file_on_folder_is_an_error(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import pytest
 
 from kgviz.config import Settings
-from kgviz.errors import ConfigError, RecordingMissError
+from kgviz.errors import ConfigError, RecordingError, RecordingMissError
 from kgviz.providers.base import LLMBase
 from kgviz.providers.cache import cache_key
 from kgviz.providers.factory import make_llm, parse_llm_spec
@@ -132,6 +132,79 @@ def test_a_file_keeps_one_model(tmp_path: Path) -> None:
 def test_malformed_recordings_name_file_and_line(tmp_path: Path, content: str, message: str) -> None:
     (tmp_path / "r.jsonl").write_text(content)
     with pytest.raises(ConfigError, match=message):
+        RecordedLLM(tmp_path / "r.jsonl")
+
+
+HEADER = '{"kgviz_recording": 1, "provider": "p", "model": "m"}'
+ROW = {"key": "k", "provider": "p", "model": "m", "text": "t", "reply_model": "m", "input_tokens": 1,
+       "output_tokens": 2, "latency_s": 0.5, "raw": {}, "created": 1.0}
+
+
+def row_line(**change: Any) -> str:
+    return json.dumps({**ROW, **change})
+
+
+@pytest.mark.parametrize("body, message", [
+    # a field of the wrong type: each was a ValueError / TypeError traceback (exit 1) before
+    (row_line(input_tokens="many"), 'line 3: "input_tokens" must be a whole number of tokens .* not a string \\("many"\\)'),
+    (row_line(output_tokens=True), '"output_tokens" must be a whole number .* not a boolean'),
+    (row_line(output_tokens=-3), '"output_tokens" must be a whole number'),
+    (row_line(input_tokens=1.5), '"input_tokens" must be a whole number'),
+    (row_line(latency_s="fast"), '"latency_s" must be a number of seconds'),
+    (row_line(created=None), '"created" must be a number of seconds .* not null'),
+    (row_line(text=["a"]), '"text" must be text, not a list'),
+    (row_line(key=7), '"key" must be text, not a number'),
+    (row_line(key=""), '"key" is empty'),
+    (row_line(raw=[1, 2]), '"raw" must be a JSON object, not a list'),
+    (row_line(raw="[1]"), '"raw" must be a JSON object'),
+    (row_line(raw="{nope"), "line 3: not JSON"),
+    ('{"latency_s": NaN}', "lacks key"),
+    (row_line(latency_s=float("nan")), '"latency_s" must be a number of seconds'),
+    ("[1, 2]", "a reply row is a JSON object, not a list"),
+    ('{"key": ' + "[" * 100_000 + "]" * 100_000 + "}", "line 3: JSON nested deeper than 32 levels"),  # RecursionError before
+    ('{"key": "' + "x" * 2_000_001 + '"}', "line 3: the line is 2,000,012 characters, over the limit of 2,000,000"),
+    ('{"key": ' + "9" * 5000 + "}", "line 3: not JSON"),  # int() refuses 4,300+ digits
+])
+def test_every_field_of_a_reply_row_is_checked(tmp_path: Path, body: str, message: str) -> None:
+    (tmp_path / "r.jsonl").write_text(f"{HEADER}\n{row_line()}\n{body}\n", encoding="utf-8")  # line 3 is bad
+    with pytest.raises(RecordingError, match=message):
+        RecordedLLM(tmp_path / "r.jsonl")
+
+
+@pytest.mark.parametrize("data, message", [
+    (HEADER.encode() + b"\n" + bytes(range(256)) * 4, "line 2: holds the control byte 0x00 at column 1"),
+    (HEADER.encode() + b"\n" + row_line(text="caf\u00e9").encode()[:-5] + b"\xe9\xff\"}\n", "line 2: not valid UTF-8"),
+    (b"\xff\xfe\x00binary", "line 1: not valid UTF-8"),
+    (b'{"kgviz_recording": true, "provider": "p", "model": "m"}\n', "line 1: not a kgviz recording header"),
+    (b'{"kgviz_recording": 1, "provider": "p", "model": "m", "base_url": 5}\n', '"base_url" must be text or null'),
+])
+def test_binary_and_undecodable_recordings_name_the_line(tmp_path: Path, data: bytes, message: str) -> None:
+    (tmp_path / "r.jsonl").write_bytes(data)
+    with pytest.raises(RecordingError, match=message):
+        RecordedLLM(tmp_path / "r.jsonl")
+
+
+@pytest.mark.parametrize("data, reason", [
+    (b"", "r.jsonl: empty"),
+    (b'{"key": "k"}\n', 'r.jsonl: line 1 is not a recording header \\(needs "kgviz_recording": 1\\)'),
+    (bytes(range(256)) * 4, "r.jsonl: line 1 holds the control byte 0x00 at column 1"),
+    (b"\xff\xfe\x80\n", "r.jsonl: line 1 is not UTF-8 text"),
+])
+def test_a_folder_without_a_recording_says_what_is_wrong_with_each_file(tmp_path: Path, data: bytes,
+                                                                      reason: str) -> None:
+    (tmp_path / "r.jsonl").write_bytes(data)
+    with pytest.raises(RecordingError, match=f"holds no recording: {reason}"):
+        RecordedLLM(tmp_path)
+
+
+@pytest.mark.timeout(60)  # opening the FIFO would wait for a writer
+def test_a_fifo_is_never_opened_as_a_recording(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "r.jsonl")
+    with pytest.raises(RecordingError, match=r"holds no recording: r.jsonl: a named pipe \(FIFO\), not a regular file"):
+        RecordedLLM(tmp_path)
+    with pytest.raises(RecordingError, match=r"is a named pipe \(FIFO\), not a file"):
         RecordedLLM(tmp_path / "r.jsonl")
 
 
