@@ -172,9 +172,11 @@ def test_stopword_objects_are_rejected_with_a_reason() -> None:
 
 def test_two_part_hypernode_with_a_date_is_a_fact() -> None:
     out = parse_triples("((Vey Dam; was built by; Oskar Linde); 1957)\n((a; b; c); March 1931)\n((a; b; c); blue)")
+    # no date: the qualifier is kept whole with the fact (issue 23; it was a malformed line)
     assert [t.render() for t in out.triples] == [
-        "((Vey Dam; was built by; Oskar Linde); in year; 1957)", "((a; b; c); on date; March 1931)"]
-    assert out.n_malformed == 1 and "2 parts" in out.warnings[0]  # no date: nothing to qualify with
+        "((Vey Dam; was built by; Oskar Linde); in year; 1957)", "((a; b; c); on date; March 1931)",
+        "((a; b; c); qualified by; blue)"]
+    assert out.n_malformed == 0
 
 
 def test_runaway_repetition_is_cut_off() -> None:
@@ -277,10 +279,13 @@ def test_a_nested_name_and_predicate_fact_is_read_inside_a_hypernode() -> None:
         "((Tarrow; holds; the Saltwind Fair every May); began in; 1887)"]
     assert triples_of("(((Edda Lunn; designed Orrin Bridge); was built at); Tarrow)") == [
         "((Edda Lunn; designed; Orrin Bridge); was built at; Tarrow)"]
-    # a fact followed by prose that is no predicate phrase is not joined into a junk relation
+    # a fact followed by a qualifier that is no predicate phrase: the qualifier's preposition is the
+    # relation (issue 23; before, the line was malformed and the fact lost), never a junk relation
     out = parse_triples("((Orrin Bridge; closed to heavy lorries); after newspaper reports about cracks)",
                         split_predicate=split_predicate)
-    assert out.triples == [] and out.n_malformed == 1
+    assert [t.render() for t in out.triples] == [
+        "((Orrin Bridge; closed to; heavy lorries); after; newspaper reports about cracks)"]
+    assert out.n_malformed == 0
 
 
 def test_no_name_ever_holds_a_semicolon() -> None:
