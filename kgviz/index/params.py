@@ -132,6 +132,10 @@ class CostEstimate:
     # local models (kgviz.index.estimate): $0, and the time from measured tokens/s; None = unknown
     local: bool = False
     seconds: float | None = None
+    # the range the measured calls' own rates allow (the fastest, the slowest); None when fewer than
+    # two calls timed both rates (kgviz.providers.speed.LocalSpeed.call_seconds_range)
+    seconds_low: float | None = None
+    seconds_high: float | None = None
     time_source: str = ""  # where the time comes from, or why it is unknown
 
     def to_dict(self) -> dict[str, Any]:
