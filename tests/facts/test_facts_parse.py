@@ -317,3 +317,34 @@ def test_split_predicate_takes_an_adverb_or_modal_first() -> None:
     assert split_predicate("can carry twenty scientists") == ("can carry", "twenty scientists")
     assert split_predicate("carries timber") == ("carries", "timber")
     assert split_predicate("once upon a time") is None
+
+
+def test_nested_and_qualified_facts_are_read_with_their_qualifier() -> None:
+    """Issue 23: a 1.5B model's ``((Charles Bridge; crosses; the Vltava); in Prague)`` was malformed
+    and the paragraph's only fact was lost; the prompt's own hypernode forms keep every part."""
+    cases = {
+        "((Charles Bridge; crosses; the Vltava); in Prague)": "((Charles Bridge; crosses; the Vltava); in; Prague)",
+        "((Charles Bridge; crosses; the Vltava); until 1870)": "((Charles Bridge; crosses; the Vltava); until year; 1870)",
+        "((Charles Bridge; crosses; the Vltava); a Gothic landmark)":
+            "((Charles Bridge; crosses; the Vltava); qualified by; a Gothic landmark)",
+        "((Charles Bridge; crosses; the Vltava); was built by; Peter Parler)":
+            "((Charles Bridge; crosses; the Vltava); was built by; Peter Parler)",
+        # the hypernode written without its outer parentheses: the tail was silently dropped
+        "(Charles Bridge; crosses; the Vltava); was built by; Peter Parler":
+            "((Charles Bridge; crosses; the Vltava); was built by; Peter Parler)",
+        "(Charles Bridge; crosses; the Vltava); in 1357": "((Charles Bridge; crosses; the Vltava); in year; 1357)",
+    }
+    for reply, want in cases.items():
+        for splitter in (None, split_predicate):
+            out = parse_triples(reply, split_predicate=splitter)
+            assert [t.render() for t in out.triples] == [want] and out.n_malformed == 0, (reply, splitter)
+    # two facts on a line stay two facts, a qualifier of stopwords still just ends the fact
+    assert triples_of("(a; b; c); (d; e; f)") == ["(a; b; c)", "(d; e; f)"]
+    assert triples_of("((a; b; c); for)") == ["(a; b; c)"]
+
+
+def test_a_counting_loop_stops_the_parser_like_a_repeated_line() -> None:
+    lines = [f"((Ossel Marine Institute; was director for; twenty-six years); in year; {y})" for y in range(1921, 1927)]
+    out = parse_triples("(Agnes Vohl; founded; Ossel Marine Institute)\n" + "\n".join(lines))
+    assert [t.render() for t in out.triples][1:] == lines[:3]
+    assert out.n_malformed == 1 and "counts on with" in out.warnings[0] and "3 looping line(s)" in out.warnings[0]
