@@ -99,9 +99,12 @@ class RejectedFact:
     reason: str
     name: str
 
+    def why(self) -> str:
+        what = "a name from the prompt's examples" if self.reason == "prompt_example" else "not in the text"
+        return f"{self.name!r} is {what}"
+
     def describe(self) -> str:
-        why = "a name from the prompt's examples" if self.reason == "prompt_example" else "not in the text"
-        return f"{self.fact.render()}: {self.name!r} is {why}"
+        return f"{self.fact.render()}: {self.why()}"
 
 
 @dataclass

@@ -91,8 +91,7 @@ class ExtractResult:
         n_copy = sum(r.reason == PROMPT_EXAMPLE for r in out.rejected)
         self.chunk_facts.append(ChunkFacts(chunk_id, len(out.triples), len(out.rejected), n_copy, out.n_malformed))
         room = MAX_LISTED_REJECTIONS - len(self.rejected)
-        self.rejected += [(chunk_id, r.fact.render(), r.describe().split(": ", 1)[-1]) for r in out.rejected[:max(0, room)]]
-
+        self.rejected += [(chunk_id, r.fact.render(), r.why()) for r in out.rejected[:max(0, room)]]
 
     def fill(self, report: BuildReport, offline: bool) -> None:
         """The extraction figures of ``report``: chunks extracted / failed / reused, and per chunk
