@@ -72,3 +72,20 @@ def test_an_offline_build_keeps_every_fact_and_is_never_flagged(store: GraphStor
     report = build(corpus(), store, Reasoner(OfflineLLM(), EMB), PARAMS)
     assert report.facts_ungrounded == 0 and report.facts_accepted > 0 and not report.not_following_prompt
     assert not any("offline extractor wrote" in w for w in report.warnings)
+
+
+def test_offline_facts_are_checked_and_kept_llm_facts_are_left_out() -> None:
+    """The policy of kgviz.index.extract.checked: the offline extractor's facts are kept whatever
+    the check says (none fails on the sample and the shared corpora: the offline graph and the
+    golden traces rest on them) and a miss is named; a model's facts are left out."""
+    from kgviz.facts.parse import parse_triples
+    from kgviz.index.extract import checked
+    from kgviz.types import Chunk
+
+    chunk = Chunk(id="doc:x#c0", doc_id="doc:x", ord=0, text="The Orrin Bridge crosses the River Vell.", n_tokens=8)
+    out = parse_triples("(Orrin Bridge; crosses; River Vell)\n(Tarroin Bridge; crosses; River Vell)")
+    unfound: list[str] = []
+    assert checked(out, chunk, "", offline=True, unfound=unfound) is out and len(out.triples) == 2
+    assert unfound == ["doc:x#c0: (Tarroin Bridge; crosses; River Vell): 'Tarroin Bridge' is not in the text"]
+    llm = checked(out, chunk, "", offline=False)
+    assert [t.render() for t in llm.triples] == ["(Orrin Bridge; crosses; River Vell)"] and len(llm.rejected) == 1
