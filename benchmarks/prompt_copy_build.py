@@ -5,6 +5,11 @@ the exit status, the triples stored (every one is an example: the replies hold n
 what the build said about them.
 
   python benchmarks/prompt_copy_build.py --baseline /work/main
+  python benchmarks/prompt_copy_build.py --baseline /work/main --llm recorded:sample_recorded/grounding
+
+``--llm`` replaces the scripted server with any spec (a live local model, or the recorded replies of
+one: scripts/record_grounding.py). A stored triple counts as a prompt example when one of its
+names is a proper name of the prompt's examples (none occurs in the sample corpus).
 
 Each checkout runs as its own process (``python -m kgviz.cli`` with that checkout first on
 PYTHONPATH) with a fresh KGVIZ_HOME, so no cache or graph is shared.
@@ -32,19 +37,44 @@ FOUR = ("agnes_vohl.md", "aster_wren.md", "edda_lunn.txt", "kellhaven.md")
 EXAMPLES_REPLY = "\n".join(ln for ln in EXTRACT_TRIPLES_EXAMPLES.splitlines() if ln.startswith("("))
 
 
-def run(checkout: Path, url: str, docs: Path, work: Path) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KGVIZ_", "OPENAI_", "ANTHROPIC_"))}
-    env.update({"PYTHONPATH": str(checkout), "KGVIZ_HOME": str(work / "home"), "KGVIZ_MAX_RETRIES": "0"})
+def example_names() -> list[str]:
+    """The proper names of the prompt's examples ("Ana Pell", "Vey Dam", "The Salt Road", ...)."""
+    from kgviz.facts.parse import parse_triples
+
+    lines = "\n".join(ln for ln in EXTRACT_TRIPLES_EXAMPLES.splitlines() if ln.startswith("("))
+    names = {m.text for t in parse_triples(lines).triples for m in t.mentions() if m.text[:1].isupper()}
+    return sorted(names)
+
+
+def stored_examples(db: Path) -> list[str]:
+    from kgviz.graph.store import GraphStore
+
+    names = [n.lower() for n in example_names()]
+    store = GraphStore.open(db)
+    try:
+        texts = [str(r["t"]) for r in store.query("MATCH (t:Triple) RETURN t.text AS t")]
+    finally:
+        store.close()
+    return sorted(t for t in texts if any(n in t.lower() for n in names))
+
+
+def run(checkout: Path, spec: str, docs: Path, work: Path) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KGVIZ_", "ANTHROPIC_"))}
+    env.update({"PYTHONPATH": str(checkout), "KGVIZ_HOME": str(work / "home"), "KGVIZ_MAX_RETRIES": "0",
+                "KGVIZ_EMBEDDER": "hashing", "KGVIZ_TIMEOUT_S": os.environ.get("KGVIZ_TIMEOUT_S", "900")})
+    env.setdefault("OPENAI_API_KEY", "local")
     proc = subprocess.run(
-        [sys.executable, "-m", "kgviz.cli", "build", str(docs), "--db", str(work / "db"), "--no-ket",
-         "--workers", "1", "--json", "--llm", f"openai-compatible:qwen2.5-coder-0.5b-instruct@{url}/v1"],
-        cwd=checkout, env=env, capture_output=True, text=True, timeout=600)
+        [sys.executable, "-m", "kgviz.cli", "build", str(docs), "--db", str(work / "db"),
+         "--workers", "1", "--json", "--llm", spec],
+        cwd=checkout, env=env, capture_output=True, text=True, timeout=3600)
     report = json.loads(proc.stdout)
+    examples = stored_examples(work / "db") if "error" not in report else []
     keys = ("extracted_chunks", "failed_chunks", "facts_accepted", "facts_ungrounded", "facts_prompt_examples",
             "ungrounded_chunks", "not_following_prompt")
+    counts = report.get("counts", {})
     return {"checkout": str(checkout), "exit_status": proc.returncode,
-            "prompt_example_triples_stored": report["counts"].get("Triple", 0),
-            "entities_stored": report["counts"].get("Entity", 0),
+            "triples_stored": counts.get("Triple", 0), "prompt_example_triples_stored": len(examples),
+            "prompt_example_triples": examples[:10], "entities_stored": counts.get("Entity", 0),
             **{k: report[k] for k in keys if k in report},
             "stderr_last_line": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""}
 
@@ -52,10 +82,13 @@ def run(checkout: Path, url: str, docs: Path, work: Path) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--baseline", type=Path, help="another checkout for the 'before' figure")
+    ap.add_argument("--llm", help="a model spec instead of the scripted server (e.g. recorded:sample_recorded/grounding)")
     args = ap.parse_args()
-    out: dict[str, Any] = {"documents": list(FOUR), "reply": "the prompt's 26 example triples, for every chunk"}
+    reply = args.llm or "the prompt's 26 example triples, for every chunk (scripted server)"
+    out: dict[str, Any] = {"documents": list(FOUR), "reply": reply}
     with tempfile.TemporaryDirectory() as tmp, FakeServer() as srv:
         srv.responder = lambda rec: Reply(200, chat_ok(EXAMPLES_REPLY))
+        spec = args.llm or f"openai-compatible:qwen2.5-coder-0.5b-instruct@{srv.url}/v1"
         docs = Path(tmp) / "docs"
         docs.mkdir()
         for name in FOUR:
@@ -64,8 +97,8 @@ def main() -> None:
             if checkout is not None:
                 work = Path(tmp) / label
                 work.mkdir()
-                out[label] = run(checkout.resolve(), srv.url, docs, work)
-        out["requests"] = len(srv.requests)
+                out[label] = run(checkout.resolve(), spec, docs, work)
+        out["scripted_requests"] = len(srv.requests)
     print(json.dumps(out, indent=2))
 
 
