@@ -89,6 +89,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, FakeServer() as srv:
         srv.responder = lambda rec: Reply(200, chat_ok(EXAMPLES_REPLY))
         spec = args.llm or f"openai-compatible:qwen2.5-coder-0.5b-instruct@{srv.url}/v1"
+        if spec.startswith("recorded:"):  # each checkout runs in its own folder: name the recording absolutely
+            spec = "recorded:" + str((Path.cwd() / spec.split(":", 1)[1]).resolve())
         docs = Path(tmp) / "docs"
         docs.mkdir()
         for name in FOUR:
