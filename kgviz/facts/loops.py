@@ -9,8 +9,8 @@ Two kinds of loop, each caught at its (``max_repeats`` + 1)-th line:
   (``((Ossel Marine Institute; was director for; twenty-six years); in year; 1921)``, ``1922``,
   ... ``1926``: a 1.5B model counting instead of stopping), or a repeated fact under a running
   list number (``1. (s; r; o)``, ``2. (s; r; o)``, ...). Lines are compared with their numbers
-  masked; a line holding no letter (``17``) is never part of one, so a reply that is asked to
-  count (the calibration prompt) is not cut.
+  masked; a line holding no letter (``17``) is never part of one, so a plain list of numbers
+  is not cut.
 
 The first ``max_repeats`` lines of a loop are kept (a fact listed for 1921, 1922 and 1923 may be
 stated); the grounding check (``kgviz.index.ground``) then drops those not in the text.

@@ -3,12 +3,12 @@ purpose is to time a local model's prompt processing and generation.
 
 Each call starts with its own request number so a server's prompt cache (llama.cpp reuses the
 longest common prefix) cannot skip the prompt of the second and third call; the passage gives
-the prompt a realistic length (~150 tokens); counting asks for many short, distinct lines, so
-the model writes up to ``CALIBRATION_MAX_TOKENS`` tokens without tripping the loop guard (a line
-holding no letter is never a counting loop: ``kgviz.facts.loops``). Issue 23: with 48 tokens (and
-a model that stopped after 2) one call's generation time was noise; 100 numbers are ~200 tokens,
-so a model that follows the prompt is stopped by max_tokens, and a call that wrote fewer than
-``kgviz.providers.speed.MIN_GEN_TOKENS`` does not count for the generation rate.
+the prompt a realistic length (~150 tokens). The model is asked to retell the passage at length:
+prose has no repeated lines (the loop guard never cuts it) and a small model keeps writing it
+(issue 23: asked to count to 100, one per line, qwen2.5-coder-0.5b wrote at most 21 tokens; an
+earlier calibration timed a 2-token reply), so a model that follows the prompt is stopped by
+``CALIBRATION_MAX_TOKENS``; a call that wrote fewer than ``kgviz.providers.speed.MIN_GEN_TOKENS``
+does not count for the generation rate.
 """
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ CALIBRATION_PASSAGE = (
 )
 
 CALIBRATION_TEMPLATE = (
-    "Request {index}. Read the passage, then write the numbers from 1 to 100, one per line, "
-    "and nothing else.\n\nPassage: {passage}"
+    "Request {index}. Read the passage, then retell it in your own words in about 300 words, "
+    "adding what a visitor to the town would see today.\n\nPassage: {passage}"
 )
 
 

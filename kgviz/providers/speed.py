@@ -326,7 +326,8 @@ def calibrate(llm: Any, cache_dir: Path, *, workers: int) -> LocalSpeed | None:
         raise ProviderError(
             f"the calibration calls to {llm.provider}:{llm.model} wrote at most {longest} tokens; timing "
             f"generation needs {MIN_GEN_TOKENS} or more",
-            hint="the model is asked to count to 100: check that it follows the prompt, or calibrate with another model")
+            hint="the model is asked to retell a passage at length: check that it follows the prompt, or "
+                 "calibrate with another model")
     return measure(calibration_calls(cache_dir, llm.provider, llm.model, getattr(llm, "base_url", None)))
 
 

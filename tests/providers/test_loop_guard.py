@@ -89,7 +89,7 @@ def test_what_is_not_a_counting_loop() -> None:
         counter = LoopCounter(3)
         return [counter.see(ln) for ln in lines]
 
-    # numbers alone (the calibration prompt counts), different facts, steps other than one
+    # numbers alone (a plain list), different facts, steps other than one
     assert loops("1", "2", "3", "4", "5") == [""] * 5
     assert loops(*(f"(Fair {i}; held in; Tarrow)" for i in (1887, 1890, 1893, 1896, 1899))) == [""] * 5
     assert loops("(a; r; 1)", "(b; r; 2)", "(c; r; 3)", "(d; r; 4)") == [""] * 4
