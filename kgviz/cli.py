@@ -13,7 +13,9 @@ Exit status: 0 success; 2 an expected failure a user can fix (bad option or sett
 missing key, locked database, ...): one readable line on stderr, and options and settings are
 checked before anything is created on disk; 3 (`build`) built with failures: some chunks
 could not be extracted (the count and the first reasons are printed; `--json` lists them all under
-"failures"), and running the same build again re-asks exactly the failed chunks; 3 (`ask`) some
+"failures"), and running the same build again re-asks exactly the failed chunks; or the model is
+not following the prompt: in most chunks most facts were not found in the chunk's text (copies of
+the prompt's examples, invented names; "facts_ungrounded", "rejected_facts"); 3 (`ask`) some
 methods failed (their runs carry the error), 2 (`ask`) every method failed; 1 an unexpected
 error (a bug: the traceback goes to stderr); 130 interrupted. With --json, stdout always carries one
 JSON document: the command's result, or on failure {"error": "<the message>", "error_type":
@@ -328,10 +330,44 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
         _print_ket(out.get("ket") or {})
         for warning in report.warnings:  # repairs of an interrupted build's index steps among them
             print(f"warning: {warning}", file=sys.stderr)
+        _print_facts(report)
         _print_failures(report)
-    if report.failures:
+    _print_not_following(report)
+    if report.failures or report.not_following_prompt:
         return EXIT_BUILT_WITH_FAILURES
     return 0
+
+
+_SHOWN_CHUNKS = 30  # ours: a per-chunk table longer than this lists only the chunks that lost facts
+
+
+def _print_facts(report: Any) -> None:
+    """Facts kept / left out as not in the text / malformed lines, in total and per chunk."""
+    rows = list(report.chunk_facts)
+    if not rows:
+        return
+    copies = f" ({report.facts_prompt_examples} copy the prompt's examples)" if report.facts_prompt_examples else ""
+    print(f"facts: {report.facts_accepted} accepted, {report.facts_ungrounded} rejected as not in the chunk's text"
+          f"{copies}, {report.n_malformed_lines} malformed line(s); chunks: {report.extracted_chunks} extracted, "
+          f"{report.failed_chunks} failed, {report.reused_extractions} reused")
+    shown = rows if len(rows) <= _SHOWN_CHUNKS else [r for r in rows if r["ungrounded"] or r["malformed"]]
+    if not shown:
+        return
+    print(f"  {'chunk':<28}{'accepted':>9}{'ungrounded':>11}{'malformed':>10}")
+    for r in shown[:_SHOWN_CHUNKS]:
+        print(f"  {safe_text(r['chunk_id']):<28}{r['accepted']:>9}{r['ungrounded']:>11}{r['malformed']:>10}")
+    if len(shown) > _SHOWN_CHUNKS or len(shown) < len(rows):
+        print(f"  ({len(rows)} chunks in all; --json lists every chunk under \"chunk_facts\")")
+
+
+def _print_not_following(report: Any) -> None:
+    if not report.not_following_prompt:
+        return
+    read = sum(1 for r in report.chunk_facts if r["accepted"] or r["ungrounded"])
+    print(f"the model is not following the prompt: in {report.ungrounded_chunks} of {read} chunks most facts "
+          f"were not in the chunk's text ({report.facts_ungrounded} facts rejected, {report.facts_prompt_examples} "
+          f"of them copies of the prompt's examples; {report.facts_accepted} kept) (exit status "
+          f"{EXIT_BUILT_WITH_FAILURES}). Use a larger model: a build again gives the same replies.", file=sys.stderr)
 
 
 def _print_failures(report: Any) -> None:

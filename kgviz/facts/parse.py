@@ -34,7 +34,9 @@ Rejected, each counted as malformed with a shown reason: more than three parts (
 2023`` is two facts run together, not an object with semicolons), a subject or object that is
 only a stopword or pronoun (``and``, ``it``) or holds a ``;`` (a group that could not be read
 is never kept whole as a name), and everything after a line the reply has already
-written ``MAX_LINE_REPEATS`` times (a small model looping until max_tokens). An empty reply is a
+written ``MAX_LINE_REPEATS`` times, or a line that counts on for the ``MAX_LINE_REPEATS + 1``-th
+time (the same fact with a running number: ``kgviz.facts.loops``; a small model looping until
+max_tokens). An empty reply is a
 failure, not "no facts": only an explicit NONE (or an empty JSON list) says "no facts".
 """
 from __future__ import annotations
@@ -45,11 +47,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from kgviz.facts.loops import MAX_LINE_REPEATS, LoopCounter
 from kgviz.facts.triples import ExtractedTriple, ExtractionOutput, Mention, Term
 
+QUALIFIER_RELATION = "qualified by"  # ours: a qualifier with no preposition, kept whole as the object
 MAX_DEPTH = 4  # deeper nesting is almost surely a broken reply, not a fact
 MAX_PART_CHARS = 300  # a subject/object longer than this is a sentence, not an entity
-MAX_LINE_REPEATS = 3  # ours: a line written this often means the model is looping; stop reading
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _BULLET = re.compile(r"^\s*(?:[-*•·+>]+|\d{1,3}[.)]|\(\d{1,3}\)|[a-zA-Z][.)](?=\s))\s*")
@@ -114,17 +117,16 @@ def _parse_reply(raw: object, max_triples: int | None) -> ExtractionOutput:
     acc = _Acc()
     body = _THINK.sub("\n", text.translate(_TRANSLATE))
     if not _parse_json_whole(body, acc):
-        counts: dict[str, int] = {}
+        loops = LoopCounter(MAX_LINE_REPEATS)
         lines = body.splitlines()
         for n, line in enumerate(lines, 1):
-            key = " ".join(line.split()).lower()
-            if key:
-                counts[key] = counts.get(key, 0) + 1
-                if counts[key] > MAX_LINE_REPEATS:
-                    acc.malformed += 1
-                    acc.warn(f"line {n}: the reply repeats {line.strip()[:60]!r} again; stopped reading "
-                             f"{len(lines) - n + 1} looping line(s)")
-                    break
+            loop = loops.see(line)
+            if loop:
+                acc.malformed += 1
+                what = "repeats" if loop == "repeats" else "counts on with"
+                acc.warn(f"line {n}: the reply {what} {line.strip()[:60]!r} again; stopped reading "
+                         f"{len(lines) - n + 1} looping line(s)")
+                break
             _parse_line(line, n, acc)
     triples = acc.triples
     if max_triples is not None and len(triples) > max_triples:
@@ -229,6 +231,17 @@ def _parse_line(line: str, n: int, acc: _Acc) -> None:
             acc.malformed += 1
             acc.warn(f"line {n}: {why[0] if why else 'could not read'}: {line[:80]!r}")
         return
+    if _fact_then_tail(line):
+        # "(s; r; o); r2; o2" / "(s; r; o); in 1900": the hypernode without its outer parentheses;
+        # reading the groups alone kept the fact and silently dropped what qualified it
+        why = []
+        t = _parse_group(line, 1, why)
+        if t is not None:
+            acc.add(t)
+        else:
+            acc.malformed += 1
+            acc.warn(f"line {n}: {why[0] if why else 'could not read'}: {line[:80]!r}")
+        return
     extra = line.count(")") - line.count("(")
     if extra > 0 and line.startswith("(") and line.endswith(")"):
         # "((s; r o); r2); value)": the reply left out an opening "(", not a closing one too many
@@ -251,6 +264,17 @@ def _parse_line(line: str, n: int, acc: _Acc) -> None:
     if bad:
         acc.malformed += 1
         acc.warn(f"line {n}: could not read {len(bad)} group(s) ({bad[0]}): {line[:80]!r}")
+
+
+def _fact_then_tail(line: str) -> bool:
+    """A line that is a bracketed fact followed by ``; qualifier`` or ``; relation; object``."""
+    parts = _split_top(line, ";")
+    if len(parts) not in (2, 3) or not parts[-1].strip() or line.count("(") != line.count(")"):
+        return False
+    head = parts[0].strip()
+    groups, _ = _top_level_groups(head)
+    return (head.startswith("(") and head.endswith(")") and len(groups) == 1
+            and len(_split_top(groups[0], ";")) >= 2 and not any(p.strip().startswith("(") for p in parts[1:]))
 
 
 def _name_group_first(line: str) -> bool:
@@ -436,8 +460,40 @@ def _two_part(parts: list[str], depth: int, why: list[str] | None) -> ExtractedT
         made = _make(_term(first, depth, why), _clean(cut[0]), _mention(cut[1]))
         if made is not None:
             return made
+    if first.startswith("(") and first.endswith(")") and not second.startswith("("):
+        qualified = _qualifier(first[1:-1], _clean(second), depth, why)
+        if qualified is not None:
+            return qualified
     _say(why, "2 parts, a triple has 3" + (" (the second is no predicate phrase)" if split is not None else ""))
     return None
+
+
+_PREPOSITION = re.compile(
+    r"^(in|on|at|during|after|before|until|till|since|from|for|with|without|by|near|under|over|through|"
+    r"across|along|between|among|about|around|outside|inside|within|against|via|per|according to)\s+(\S.*)$",
+    re.IGNORECASE,
+)
+
+
+def _qualifier(inner: str, value: str, depth: int, why: list[str] | None) -> ExtractedTriple | None:
+    """``((Charles Bridge; crosses; the Vltava); in Prague)``: a fact and a qualifier with no
+    relation of its own (issue 23: the whole line was lost). A qualifier that opens with a
+    preposition becomes the relation, as in the prompt's hypernodes: ``((s; r; o); in; Prague)``
+    (``in year`` / ``until year`` before a year, the prompt's own form); any other qualifier is
+    kept whole: ``((s; r; o); QUALIFIER_RELATION; value)``."""
+    fact = _parse_group(inner, depth + 1, why)
+    if fact is None or not value:
+        return None
+    m = _PREPOSITION.match(value)
+    if m is None:
+        obj = _mention(value)
+        return ExtractedTriple(fact, QUALIFIER_RELATION, obj) if obj is not None else None
+    prep, rest = m.group(1).lower(), _clean(m.group(2))
+    obj = _mention(rest)
+    if obj is None:
+        return None
+    relation = f"{prep} year" if _YEAR.match(rest) else f"{prep} date" if _DATE.match(rest) else prep
+    return ExtractedTriple(fact, relation, obj)
 
 
 def _nested_split(inner: str, value: str, depth: int, why: list[str] | None) -> ExtractedTriple | None:

@@ -90,6 +90,23 @@ def _natural(term: Term) -> str:
     return term.natural() if isinstance(term, ExtractedTriple) else term.text
 
 
+@dataclass(frozen=True)
+class RejectedFact:
+    """A parsed fact left out of the graph: ``reason`` is a code (``kgviz.index.ground``:
+    "prompt_example", "not_in_text"), ``name`` the name that was not found in the chunk."""
+
+    fact: ExtractedTriple
+    reason: str
+    name: str
+
+    def why(self) -> str:
+        what = "a name from the prompt's examples" if self.reason == "prompt_example" else "not in the text"
+        return f"{self.name!r} is {what}"
+
+    def describe(self) -> str:
+        return f"{self.fact.render()}: {self.why()}"
+
+
 @dataclass
 class ExtractionOutput:
     """What the extract_triples task returns for one chunk, in either mode."""
@@ -99,12 +116,15 @@ class ExtractionOutput:
     warnings: list[str] = field(default_factory=list)
     raw: str = ""  # LLM reply, or the offline heuristic's triples rendered in the text form
     empty_reply_ok: bool = True  # False when a non-empty reply held no triple and no "NONE"
+    # facts the parser read but the grounding check (kgviz.index.ground) left out, with reasons
+    rejected: list[RejectedFact] = field(default_factory=list)
 
     @property
     def status(self) -> str:
-        if not self.empty_reply_ok and not self.triples:
+        if not self.empty_reply_ok and not self.triples and not self.rejected:
             return "failed"
-        return "partial" if self.n_malformed else "ok"
+        # "partial": some of the reply was lost, as unreadable lines or as facts not in the text
+        return "partial" if self.n_malformed or self.rejected else "ok"
 
 
 def stated_fact(text: str, kind: str | None, sentence: str | None) -> str:

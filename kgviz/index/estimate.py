@@ -11,7 +11,9 @@ Local models (an ``openai-compatible`` server on a loopback address: llama.cpp, 
 Studio) cost $0, and their *time* is what matters: prompt tokens / prompt rate + output tokens /
 generation rate, divided by the parallel speed-up, all measured (``kgviz.providers.speed``: a
 calibration the user ran, else this workspace's earlier calls to the model). Never a made-up
-rate: without a measurement the time is None and ``time_source`` says how to measure it."""
+rate: without a measurement the time is None and ``time_source`` says how to measure it. The
+estimate also carries the range the measured calls allow (``seconds_low`` .. ``seconds_high``:
+the fastest and the slowest call's rates), and ``time_source`` says whether two calls agreed."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -52,8 +54,11 @@ def _with_time(est: CostEstimate, speed: LocalSpeed | None, workers: int) -> Cos
     full = est.full and _with_time(est.full, speed, workers)
     if speed is None:
         return replace(est, local=True, usd=0.0, price_known=True, time_source=UNKNOWN_TIME, full=full)
-    seconds = speed.call_seconds(est.input_tokens, est.output_tokens) / speed.effective_parallelism(workers)
-    return replace(est, local=True, usd=0.0, price_known=True, seconds=seconds,
+    par = speed.effective_parallelism(workers)
+    seconds = speed.call_seconds(est.input_tokens, est.output_tokens) / par
+    span = speed.call_seconds_range(est.input_tokens, est.output_tokens)
+    low, high = (span[0] / par, span[1] / par) if span is not None else (None, None)
+    return replace(est, local=True, usd=0.0, price_known=True, seconds=seconds, seconds_low=low, seconds_high=high,
                    time_source=speed.describe(workers), full=full)
 
 
@@ -127,10 +132,17 @@ def calibrate_spec(spec: str, settings: Settings, *, workers: int) -> LocalSpeed
 
 
 def describe_time(est: CostEstimate) -> str:
-    """One line: the estimated time and where it comes from."""
+    """One line: the estimated time, the range the measured calls allow, and where it comes from."""
     if est.seconds is None:
         return est.time_source
-    return f"{format_duration(est.seconds)} ({est.time_source})"
+    return f"{format_duration(est.seconds)}{range_text(est)} ({est.time_source})"
+
+
+def range_text(est: CostEstimate) -> str:
+    """", between ~2 min and ~4 min" when the calls' rates give a range, else ""."""
+    if est.seconds_low is None or est.seconds_high is None:
+        return ""
+    return f", between {format_duration(est.seconds_low)} and {format_duration(est.seconds_high)}"
 
 
 def format_duration(seconds: float) -> str:

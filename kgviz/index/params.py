@@ -132,6 +132,10 @@ class CostEstimate:
     # local models (kgviz.index.estimate): $0, and the time from measured tokens/s; None = unknown
     local: bool = False
     seconds: float | None = None
+    # the range the measured calls' own rates allow (the fastest, the slowest); None when fewer than
+    # two calls timed both rates (kgviz.providers.speed.LocalSpeed.call_seconds_range)
+    seconds_low: float | None = None
+    seconds_high: float | None = None
     time_source: str = ""  # where the time comes from, or why it is unknown
 
     def to_dict(self) -> dict[str, Any]:
@@ -146,12 +150,22 @@ class BuildReport:
     resumed_documents: int = 0  # found half-written by an interrupted build and rebuilt
     retried_documents: int = 0  # built before with failed chunks, rebuilt to retry them
     new_chunks: int = 0
-    extracted_chunks: int = 0  # extraction ran in this build
+    extracted_chunks: int = 0  # chunks extracted in this build (a reply was read)
+    failed_chunks: int = 0  # chunks whose extraction failed in this build (also listed in failures)
     reused_extractions: int = 0  # chunks whose stored Extraction row was reused (resume)
     new_triples: int = 0
     new_entities: int = 0
     failures: list[tuple[str, str, str]] = field(default_factory=list)  # (chunk_id, error, raw excerpt)
     n_malformed_lines: int = 0
+    # grounding (kgviz.index.ground): facts kept, and facts left out because a name is not in the
+    # chunk's text (of which copies of the prompt's examples), in total and per chunk
+    facts_accepted: int = 0
+    facts_ungrounded: int = 0
+    facts_prompt_examples: int = 0
+    chunk_facts: list[dict[str, Any]] = field(default_factory=list)  # chunk_id, accepted, ungrounded, prompt_examples, malformed
+    rejected_facts: list[tuple[str, str, str]] = field(default_factory=list)  # (chunk_id, fact, why), the first 200
+    ungrounded_chunks: int = 0  # chunks with more facts left out than kept
+    not_following_prompt: bool = False  # an LLM build where most chunks are ungrounded: CLI exit 3
     merges: list[tuple[str, list[str], int]] = field(default_factory=list)
     usage_by_stage: dict[str, Usage] = field(default_factory=dict)
     seconds_by_stage: dict[str, float] = field(default_factory=dict)
@@ -174,6 +188,7 @@ class BuildReport:
         d["usage_by_stage"] = {k: v.to_dict() for k, v in self.usage_by_stage.items()}
         d["usage"] = self.usage.to_dict()
         d["failures"] = [list(f) for f in self.failures]
+        d["rejected_facts"] = [list(f) for f in self.rejected_facts]
         d["merges"] = [[name, list(forms), n] for name, forms, n in self.merges]
         d["seconds_total"] = round(sum(self.seconds_by_stage.values()), 3)
         return d

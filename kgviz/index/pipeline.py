@@ -175,8 +175,7 @@ def _build(
             ext = run_extraction(store, reasoner, ket.to_extract(all_chunks), params, on_chunk, cancel,
                                  {d.id: d.title for d in new_docs})
             report.usage_by_stage["extract"] = ext.usage
-            report.extracted_chunks, report.reused_extractions = ext.extracted, ext.reused
-            report.failures, report.n_malformed_lines = ext.failures, ext.n_malformed
+            ext.fill(report, reasoner.is_offline)  # chunks extracted / failed, facts kept / not in the text
 
         with run.stage("resolve"):
             acc = assemble(((d.id, chunks_by_doc[d.id]) for d in new_docs), ext.outputs)

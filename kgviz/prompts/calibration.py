@@ -3,13 +3,17 @@ purpose is to time a local model's prompt processing and generation.
 
 Each call starts with its own request number so a server's prompt cache (llama.cpp reuses the
 longest common prefix) cannot skip the prompt of the second and third call; the passage gives
-the prompt a realistic length (~150 tokens); counting asks for many short, distinct lines, so
-the model writes up to ``CALIBRATION_MAX_TOKENS`` tokens without tripping the loop guard.
+the prompt a realistic length (~150 tokens). The model is asked to retell the passage at length:
+prose has no repeated lines (the loop guard never cuts it) and a small model keeps writing it
+(issue 23: asked to count to 100, one per line, qwen2.5-coder-0.5b wrote at most 21 tokens; an
+earlier calibration timed a 2-token reply), so a model that follows the prompt is stopped by
+``CALIBRATION_MAX_TOKENS``; a call that wrote fewer than ``kgviz.providers.speed.MIN_GEN_TOKENS``
+does not count for the generation rate.
 """
 from __future__ import annotations
 
 CALIBRATION_PROMPT_NAME = "CALIBRATION"
-CALIBRATION_MAX_TOKENS = 48  # ours: enough tokens to time generation, few enough for a CPU model (~7 s)
+CALIBRATION_MAX_TOKENS = 96  # ours: enough tokens to time generation (>= 64), few enough for a CPU model (~14 s at 7 tokens/s)
 
 CALIBRATION_PASSAGE = (
     "The harbour town of Kellhaven grew around a stone bridge built in 1821 by the engineer Edda "
@@ -21,8 +25,8 @@ CALIBRATION_PASSAGE = (
 )
 
 CALIBRATION_TEMPLATE = (
-    "Request {index}. Read the passage, then write the numbers from 1 to 60, one per line, "
-    "and nothing else.\n\nPassage: {passage}"
+    "Request {index}. Read the passage, then retell it in your own words in about 300 words, "
+    "adding what a visitor to the town would see today.\n\nPassage: {passage}"
 )
 
 

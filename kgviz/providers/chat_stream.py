@@ -102,8 +102,12 @@ def _once(llm: Any, kwargs: dict[str, Any], max_tokens: int, want_json: bool, ht
             if guard.cut:
                 break
     except (sdk.APITimeoutError, httpx.TimeoutException) as exc:  # the SDK wraps some, not all
+        # before the first token the server is still reading the prompt (minutes for a long one on
+        # a CPU model): "in the middle of a reply" would send the user looking for a broken server
+        where = ("in the middle of a reply" if first is not None
+                 else "before the first token of its reply (it may still be reading the prompt)")
         raise _MidStream(ProviderTimeoutError(
-            f"{ctx.label} stopped sending for {ctx.policy.timeout_s:g} s in the middle of a reply",
+            f"{ctx.label} sent nothing for {ctx.policy.timeout_s:g} s {where}",
             hint="raise KGVIZ_TIMEOUT_S for slow local models, or check the server's log")) from exc
     except (sdk.APIConnectionError, httpx.HTTPError) as exc:
         raise _MidStream(ProviderError(

@@ -1,16 +1,16 @@
 """Cut a streamed reply that loops, before the model spends minutes on it.
 
 Issue 15: 3 of 15 extraction replies from a 1.5B model on a CPU server repeated one line until
-max_tokens (5–8 minutes each). The triple parser already stops reading at the 4th copy of a line
-(``kgviz.facts.parse.MAX_LINE_REPEATS``); streaming lets the client stop *receiving* there too,
-and closing the stream makes llama.cpp / Ollama stop generating.
+max_tokens (5–8 minutes each). The triple parser already stops reading at the 4th copy of a line,
+or at the 4th line of a counting loop (issue 23: the same fact with a running number); streaming
+lets the client stop *receiving* there too, and closing the stream makes llama.cpp / Ollama stop
+generating.
 
-The rule is the parser's, on purpose: a line is compared whitespace-collapsed and lower-cased,
-and the reply is cut right after the line that appears for the (MAX_LINE_REPEATS + 1)-th time.
-The kept text ends with that line, so parsing the cut reply gives exactly what parsing the whole
-looping reply would have given (the parser ignores everything after it anyway). A test keeps the
-two constants equal; the constant is restated here because providers must not import the index
-layer.
+The rule is the parser's, on purpose: both use ``kgviz.facts.loops.LoopCounter`` (lines compared
+whitespace-collapsed and lower-cased, numbers masked for counting), and the reply is cut right
+after the line the counter calls a loop. The kept text ends with that line, so parsing the cut
+reply gives exactly what parsing the whole looping reply would have given (the parser ignores
+everything after it anyway).
 
 The parser applies its loop rule only to line replies: a reply that is one JSON value (a list of
 triple objects, a judge's verdict) is read whole, and pretty-printed JSON repeats lines such as
@@ -26,13 +26,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-MAX_LINE_REPEATS = 3  # = kgviz.facts.parse.MAX_LINE_REPEATS (tests/providers/test_loop_guard.py)
+from kgviz.facts.loops import MAX_LINE_REPEATS, LoopCounter
+
 _FENCE = re.compile(r"^\s*(```|~~~)")  # the parser's fence rule (kgviz.facts.parse._FENCE)
-
-
-def line_key(line: str) -> str:
-    """How the parser compares lines: whitespace collapsed, case folded."""
-    return " ".join(line.split()).lower()
 
 
 @dataclass
@@ -49,7 +45,7 @@ class LoopGuard:
     _parts: list[str] = field(default_factory=list)
     _kept: int = -1  # characters of the joined text to keep once cut; -1 = all
     _line: str = ""  # the current, unfinished line
-    _counts: dict[str, int] = field(default_factory=dict)
+    _loops: LoopCounter | None = None
     _json: bool | None = None  # None until the first non-blank, non-fence text says which
 
     @property
@@ -72,13 +68,13 @@ class LoopGuard:
                 break
             line, self._line = self._line + piece[start:nl], ""
             start = nl + 1
-            key = line_key(line)
-            if not key:
-                continue
-            self._counts[key] = self._counts.get(key, 0) + 1
-            if self._counts[key] > self.max_repeats:
+            if self._loops is None:
+                self._loops = LoopCounter(self.max_repeats)
+            loop = self._loops.see(line)
+            if loop:
                 self._kept = offset + nl  # keep the looping line itself, not its newline
-                self.cut = f"reply cut: repetition after {self.pieces} tokens"
+                what = "repetition" if loop == "repeats" else "counting loop"
+                self.cut = f"reply cut: {what} after {self.pieces} tokens"
                 return False
         if not self._json:
             self._line += piece[start:]

@@ -15,6 +15,13 @@ Where the figures come from, in this order of trust (all are measured calls to t
   call's seconds and when it ended; streamed calls (``chat_stream``) also hold the time to the
   first token, which splits prompt from generation time.
 
+How much to trust them (issue 23: two calibrations minutes apart gave 178 s and 93 s for a build
+that took 156 s): every call long enough to time generation (``MIN_GEN_TOKENS`` tokens) whose
+prompt and generation time are known gives rates of its own; the spread of those per-call rates
+is kept (``LocalSpeed.prompt_range`` / ``gen_range``), and the estimate carries the time range it
+implies. Calibration times calls alone until two agree within ``AGREE`` (20 %), at most
+``MAX_ROUNDS``, and says how much they varied when no two did.
+
 Rates come from calls that ran alone (their intervals overlap no other call); when every call
 overlapped, from all of them (then per-call rates are already slowed by the sharing, and the
 measured parallelism undoes that, so the aggregate throughput is still right for that worker
@@ -26,16 +33,20 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from kgviz.errors import ProviderError
 from kgviz.prompts.calibration import CALIBRATION_MAX_TOKENS, render_calibration
 from kgviz.providers.cache import CACHE_FILE
 from kgviz.types import Message
 
 SPEED_FILE = "local_speed.jsonl"
 MIN_CALLS_FOR_FIT = 2  # two unknown rates need two calls of different shapes
+MIN_GEN_TOKENS = 64  # ours: a call that wrote fewer tokens times its first-token latency, not generation
+AGREE = 0.20  # ours: two calls whose prompt and generation rates are within 20 % agree
+MAX_ROUNDS = 4  # ours: calibration calls made alone, at most, while none agree
 
 
 @dataclass(frozen=True)
@@ -66,9 +77,40 @@ class LocalSpeed:
     sources: tuple[str, ...]  # which of "calibration", "history" the calls came from
     parallelism: float | None = None
     parallel_calls: int = 0  # calls in the overlapping groups parallelism was measured on
+    # (lowest, highest) per-call rates of the ``ranged_calls`` calls that each time both rates
+    # (a split and MIN_GEN_TOKENS output); None with fewer than two such calls
+    prompt_range: tuple[float, float] | None = None
+    gen_range: tuple[float, float] | None = None
+    ranged_calls: int = 0
+    agreed: bool = False  # two of those calls agree within AGREE
 
     def call_seconds(self, input_tokens: float, output_tokens: float) -> float:
         return input_tokens / self.prompt_tps + output_tokens / self.gen_tps
+
+    def call_seconds_range(self, input_tokens: float, output_tokens: float) -> tuple[float, float] | None:
+        """The fastest and slowest time the per-call rates allow; None when not measured."""
+        if self.prompt_range is None or self.gen_range is None:
+            return None
+        fast = input_tokens / self.prompt_range[1] + output_tokens / self.gen_range[1]
+        slow = input_tokens / self.prompt_range[0] + output_tokens / self.gen_range[0]
+        return fast, slow
+
+    @property
+    def spread(self) -> float | None:
+        """How many times faster the fastest call was than the slowest (the larger of both rates)."""
+        if self.prompt_range is None or self.gen_range is None:
+            return None
+        return max(self.prompt_range[1] / self.prompt_range[0], self.gen_range[1] / self.gen_range[0])
+
+    def describe_spread(self) -> str:
+        if self.spread is None:
+            return (f"fewer than two calls of {MIN_GEN_TOKENS}+ tokens timed both rates, so how much the "
+                    "time varies is unknown")
+        if self.agreed:
+            return (f"two of {self.ranged_calls} timed calls agreed within {AGREE:.0%} "
+                    f"(all {self.ranged_calls} within {self.spread:.2f}×)")
+        return (f"no two of {self.ranged_calls} timed calls agreed within {AGREE:.0%}: their rates vary "
+                f"{self.spread:.1f}× (a busy machine), so the time is a range")
 
     def effective_parallelism(self, workers: int) -> float:
         """The speed-up to expect with ``workers``: the measured one, capped by the workers; 1
@@ -80,7 +122,7 @@ class LocalSpeed:
     def describe(self, workers: int) -> str:
         where = " and ".join(s if s == "calibration" else "earlier calls in this workspace" for s in self.sources)
         text = (f"measured on {self.n_calls} call(s) ({where}): prompt {self.prompt_tps:.1f} tokens/s, "
-                f"generation {self.gen_tps:.1f} tokens/s")
+                f"generation {self.gen_tps:.1f} tokens/s; {self.describe_spread()}")
         if self.basis == "overlapping":
             # rates of calls that shared the server: right for as many workers as then, an upper
             # bound for fewer (on a server that did them one at a time, a call alone is faster)
@@ -118,6 +160,9 @@ def _groups(calls: Sequence[TimedCall]) -> list[list[TimedCall]]:
 
 def _rates(calls: Sequence[TimedCall]) -> tuple[float, float] | None:
     split = [c for c in calls if c.prompt_s is not None and 0 < c.prompt_s < c.seconds]
+    long_enough = [c for c in split if c.output_tokens >= MIN_GEN_TOKENS]
+    if long_enough:  # a 2-token reply times the first-token latency, not generation (issue 23)
+        split = long_enough
     if split:
         p_tok, p_s = sum(c.input_tokens for c in split), sum(c.prompt_s or 0.0 for c in split)
         g_tok, g_s = sum(c.output_tokens for c in split), sum(c.seconds - (c.prompt_s or 0.0) for c in split)
@@ -140,6 +185,33 @@ def _rates(calls: Sequence[TimedCall]) -> tuple[float, float] | None:
     return 1.0 / a, 1.0 / b
 
 
+def call_rates(c: TimedCall) -> tuple[float, float] | None:
+    """(prompt, generation) tokens/s of one call, when it times both: its time to the first token
+    is known and it wrote at least MIN_GEN_TOKENS tokens."""
+    if c.prompt_s is None or not 0 < c.prompt_s < c.seconds or c.input_tokens <= 0 or c.output_tokens < MIN_GEN_TOKENS:
+        return None
+    return c.input_tokens / c.prompt_s, c.output_tokens / (c.seconds - c.prompt_s)
+
+
+def _agree(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return all(max(x, y) <= (1 + AGREE) * min(x, y) for x, y in zip(a, b))
+
+
+def agreeing(calls: Sequence[TimedCall]) -> bool:
+    """Two of ``calls`` time both rates and agree within AGREE."""
+    rates = [r for r in map(call_rates, calls) if r is not None]
+    return any(_agree(a, b) for i, a in enumerate(rates) for b in rates[i + 1:])
+
+
+def _spread(calls: Sequence[TimedCall]) -> dict[str, Any]:
+    rates = [r for r in map(call_rates, calls) if r is not None]
+    if len(rates) < 2:
+        return {}
+    p, g = [r[0] for r in rates], [r[1] for r in rates]
+    return {"prompt_range": (min(p), max(p)), "gen_range": (min(g), max(g)), "ranged_calls": len(rates),
+            "agreed": agreeing(calls)}
+
+
 def measure(calls: Iterable[TimedCall]) -> LocalSpeed | None:
     """The speed shown by ``calls``, or None when they do not determine it."""
     usable = [c for c in calls if _usable(c)]
@@ -150,7 +222,7 @@ def measure(calls: Iterable[TimedCall]) -> LocalSpeed | None:
     if rates is None:
         return None
     speed = LocalSpeed(rates[0], rates[1], len(chosen), basis,
-                       tuple(sorted({c.source for c in chosen})))
+                       tuple(sorted({c.source for c in chosen})), **_spread(chosen))
     shared = [g for g in groups if len(g) > 1]
     if not shared:
         return speed
@@ -158,8 +230,7 @@ def measure(calls: Iterable[TimedCall]) -> LocalSpeed | None:
     wall = sum(max(c.end for c in g) - min(c.start for c in g) for g in shared)
     if wall <= 0:
         return speed
-    return LocalSpeed(speed.prompt_tps, speed.gen_tps, speed.n_calls, basis, speed.sources,
-                      parallelism=busy / wall, parallel_calls=sum(len(g) for g in shared))
+    return replace(speed, parallelism=busy / wall, parallel_calls=sum(len(g) for g in shared))
 
 
 # --- where measured calls are kept -----------------------------------------------------------
@@ -229,15 +300,20 @@ def load_speed(cache_dir: Path | None, provider: str, model: str, base_url: str 
 
 # --- calibration -----------------------------------------------------------------------------
 def calibrate(llm: Any, cache_dir: Path, *, workers: int) -> LocalSpeed | None:
-    """Time one call alone and, with 2+ workers, two at once; append them to ``SPEED_FILE`` (the
-    latest run counts) and return the speed they show. ``llm`` must be uncached (a cached reply measures the disk)."""
+    """Time calls alone until two agree within AGREE (at most MAX_ROUNDS) and, with 2+ workers,
+    two at once; append them to ``SPEED_FILE`` (the latest run counts) and return the speed they
+    show. ``llm`` must be uncached (a cached reply measures the disk)."""
     from concurrent.futures import ThreadPoolExecutor
 
     run = time.time()
-    calls = [_timed(llm, 0)]
+    calls: list[TimedCall] = []
+    for i in range(MAX_ROUNDS):
+        calls.append(_timed(llm, i))
+        if agreeing(calls):
+            break
     if workers >= 2:
         with ThreadPoolExecutor(2) as pool:
-            calls += list(pool.map(lambda i: _timed(llm, i), (1, 2)))
+            calls += list(pool.map(lambda i: _timed(llm, i), (MAX_ROUNDS, MAX_ROUNDS + 1)))
     path = Path(cache_dir) / SPEED_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as f:
@@ -245,6 +321,13 @@ def calibrate(llm: Any, cache_dir: Path, *, workers: int) -> LocalSpeed | None:
             row = {"run": run, "provider": llm.provider, "model": llm.model, "base_url": getattr(llm, "base_url", None),
                    **{k: v for k, v in asdict(c).items() if k != "source"}}
             f.write(json.dumps(row) + "\n")
+    longest = max(c.output_tokens for c in calls)
+    if longest < MIN_GEN_TOKENS:
+        raise ProviderError(
+            f"the calibration calls to {llm.provider}:{llm.model} wrote at most {longest} tokens; timing "
+            f"generation needs {MIN_GEN_TOKENS} or more",
+            hint="the model is asked to retell a passage at length: check that it follows the prompt, or "
+                 "calibrate with another model")
     return measure(calibration_calls(cache_dir, llm.provider, llm.model, getattr(llm, "base_url", None)))
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from kgviz.errors import KgvizError
+from kgviz.index.ground import fact_names, grounding_note
 from kgviz.index.params import BuildReport, CostEstimate
 from kgviz.ingest import LoadResult
 from kgviz.ingest.loaders import skipped_line
@@ -128,15 +129,15 @@ def cost_estimate(est: CostEstimate) -> None:
         st.caption(f"Mode: {OFFLINE_LABEL}. Extraction uses pattern heuristics; nothing is sent anywhere, so it costs "
                    "$0. The tokens are what the same build would use with an LLM (approximate counts).")
     elif est.local:  # a model on this machine: time is the cost, from measured tokens/s only
-        from kgviz.index.estimate import format_duration
+        from kgviz.index.estimate import format_duration, range_text
 
         if est.seconds is None:
             st.info(f"Time with {md_text(est.model)}: unknown until measured. Press **Calibrate** to time a few "
                     "short calls to the server, or build a few chunks first; kgviz never guesses a rate.")
         else:
             st.metric("estimated time", format_duration(est.seconds))
-            st.caption(f"Model: {md_text(est.model)}, running locally. Time {md_text(est.time_source)}. "
-                       "Cached chunks take no time.")
+            st.caption(f"Model: {md_text(est.model)}, running locally. Time{md_text(range_text(est))} "
+                       f"{md_text(est.time_source)}. Cached chunks take no time.")
     else:
         st.caption(f"Model: {md_text(est.model)}. An estimate from approximate token counts; cached calls cost nothing.")
         if not est.price_known:
@@ -241,16 +242,43 @@ def stage_frame(report: BuildReport) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def not_following_summary(report: BuildReport) -> str:
+    """The error for a build whose model does not follow the extraction prompt (issue 23)."""
+    return (f"The model is not following the prompt: in {report.ungrounded_chunks} chunk(s) most facts were not in "
+            f"the chunk's text. {report.facts_ungrounded} facts were left out ({report.facts_prompt_examples} copy "
+            f"the prompt's examples), {report.facts_accepted} kept. Use a larger model.")
+
+
+def _facts_table(report: BuildReport) -> None:
+    """Facts kept / left out as not in the text / malformed lines, per chunk, and what was left out."""
+    rows = list(report.chunk_facts)
+    title = (f"Facts: {report.facts_accepted} accepted, {report.facts_ungrounded} not in the text "
+             f"({report.facts_prompt_examples} prompt-example copies), {report.n_malformed_lines} malformed line(s)")
+    with st.expander(title, expanded=bool(report.facts_ungrounded)):
+        if not rows:
+            st.write("No chunk was extracted in this build.")
+            return
+        st.dataframe(pd.DataFrame([{"chunk": r["chunk_id"], "accepted": r["accepted"], "not in the text": r["ungrounded"],
+                                    "prompt-example copies": r["prompt_examples"], "malformed lines": r["malformed"]}
+                                   for r in rows]), hide_index=True, width="stretch")
+        if report.rejected_facts:
+            st.dataframe(pd.DataFrame([{"chunk": c, "fact left out": f, "why": w} for c, f, w in report.rejected_facts]),
+                         hide_index=True, width="stretch")
+
+
 def build_report(report: BuildReport, *, degrees: Sequence[int] | None = None) -> None:
     """Counts, extraction failures, merges, usage and seconds per stage, and two charts."""
     st.subheader("Build report")
     st.caption(f"Mode: {md_text(mode_label(report.mode))} · new documents: {report.new_documents} · "
                f"already in the workspace: {report.skipped_documents} · resumed: {report.resumed_documents} · "
-               f"chunks extracted: {report.extracted_chunks} (reused: {report.reused_extractions}) · "
-               f"new entities: {report.new_entities} · new triples: {report.new_triples}")
+               f"chunks extracted: {report.extracted_chunks}, failed: {report.failed_chunks} "
+               f"(reused: {report.reused_extractions}) · new entities: {report.new_entities} · "
+               f"new triples: {report.new_triples}")
     failures = list(report.failures)
     if failures:
         st.warning(md_text(failure_summary(report)))
+    if report.not_following_prompt:
+        st.error(md_text(not_following_summary(report)))
     for warning in report.warnings:
         st.warning(md_text(warning))
     # Meta holds kgviz's own bookkeeping (schema version, embedder): not part of the graph a reader built
@@ -280,6 +308,7 @@ def build_report(report: BuildReport, *, degrees: Sequence[int] | None = None) -
                          hide_index=True, width="stretch")
         else:
             st.write("None.")
+    _facts_table(report)
     merges = list(report.merges)
     with st.expander(f"Entity merges: {len(merges)}"):
         if merges:
@@ -310,7 +339,11 @@ def entity_details(details: EntityDetails) -> None:
                                     "object": plain(t["object"]),
                                     # "sentence": an offline co-occurrence fact, not a stated relation
                                     "kind": plain(t.get("kind") or "relation"),
-                                    "sentence (provenance)": plain(t.get("sentence") or ""), "chunk": t.get("chunk_id") or ""}
+                                    "sentence (provenance)": plain(t.get("sentence") or ""),
+                                    # where the fact's names are in that sentence (kgviz.index.ground)
+                                    "grounding": plain(grounding_note(fact_names(t["subject"], t["object"]),
+                                                                      t.get("sentence") or "")),
+                                    "chunk": t.get("chunk_id") or ""}
                                    for t in details.triples]), hide_index=True, width="stretch")
     else:
         st.write("No triples mention this entity.")

@@ -12,7 +12,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _slow(rec: Recorded) -> Reply:
-    return chat_stream([f"{i}\n" for i in range(1, 9)], 150, delay_s=0.05, piece_delay_s=0.01)
+    # 70 tokens: calibration needs 64+ to time generation (kgviz.providers.speed.MIN_GEN_TOKENS)
+    return chat_stream([f"{i}\n" for i in range(1, 71)], 150, delay_s=0.05, piece_delay_s=0.002)
 
 
 def test_build_page_calibrates_a_local_model_and_shows_the_time(app_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -29,8 +30,9 @@ def test_build_page_calibrates_a_local_model_and_shows_the_time(app_env: Path, m
         assert server.requests == []  # estimating sends nothing
         next(b for b in at.button if b.label == "Calibrate").click().run()
         assert not at.exception, at.exception
-        assert len(server.requests) == 3  # KGVIZ_WORKERS=2: one call alone, two at once
+        n = len(server.requests)  # KGVIZ_WORKERS=2: calls alone until two agree (2 to 4), two at once
+        assert 4 <= n <= 6
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["estimated time"].startswith("~")
     captions = [str(c.value).replace("\\", "") for c in at.caption]  # md_text escapes markdown characters
-    assert any("measured on 1 call(s) (calibration)" in c for c in captions), captions
+    assert any(f"measured on {n - 2} call(s) (calibration)" in c and ", between ~" in c for c in captions), captions

@@ -172,9 +172,11 @@ def test_stopword_objects_are_rejected_with_a_reason() -> None:
 
 def test_two_part_hypernode_with_a_date_is_a_fact() -> None:
     out = parse_triples("((Vey Dam; was built by; Oskar Linde); 1957)\n((a; b; c); March 1931)\n((a; b; c); blue)")
+    # no date: the qualifier is kept whole with the fact (issue 23; it was a malformed line)
     assert [t.render() for t in out.triples] == [
-        "((Vey Dam; was built by; Oskar Linde); in year; 1957)", "((a; b; c); on date; March 1931)"]
-    assert out.n_malformed == 1 and "2 parts" in out.warnings[0]  # no date: nothing to qualify with
+        "((Vey Dam; was built by; Oskar Linde); in year; 1957)", "((a; b; c); on date; March 1931)",
+        "((a; b; c); qualified by; blue)"]
+    assert out.n_malformed == 0
 
 
 def test_runaway_repetition_is_cut_off() -> None:
@@ -277,10 +279,13 @@ def test_a_nested_name_and_predicate_fact_is_read_inside_a_hypernode() -> None:
         "((Tarrow; holds; the Saltwind Fair every May); began in; 1887)"]
     assert triples_of("(((Edda Lunn; designed Orrin Bridge); was built at); Tarrow)") == [
         "((Edda Lunn; designed; Orrin Bridge); was built at; Tarrow)"]
-    # a fact followed by prose that is no predicate phrase is not joined into a junk relation
+    # a fact followed by a qualifier that is no predicate phrase: the qualifier's preposition is the
+    # relation (issue 23; before, the line was malformed and the fact lost), never a junk relation
     out = parse_triples("((Orrin Bridge; closed to heavy lorries); after newspaper reports about cracks)",
                         split_predicate=split_predicate)
-    assert out.triples == [] and out.n_malformed == 1
+    assert [t.render() for t in out.triples] == [
+        "((Orrin Bridge; closed to; heavy lorries); after; newspaper reports about cracks)"]
+    assert out.n_malformed == 0
 
 
 def test_no_name_ever_holds_a_semicolon() -> None:
@@ -312,3 +317,34 @@ def test_split_predicate_takes_an_adverb_or_modal_first() -> None:
     assert split_predicate("can carry twenty scientists") == ("can carry", "twenty scientists")
     assert split_predicate("carries timber") == ("carries", "timber")
     assert split_predicate("once upon a time") is None
+
+
+def test_nested_and_qualified_facts_are_read_with_their_qualifier() -> None:
+    """Issue 23: a 1.5B model's ``((Charles Bridge; crosses; the Vltava); in Prague)`` was malformed
+    and the paragraph's only fact was lost; the prompt's own hypernode forms keep every part."""
+    cases = {
+        "((Charles Bridge; crosses; the Vltava); in Prague)": "((Charles Bridge; crosses; the Vltava); in; Prague)",
+        "((Charles Bridge; crosses; the Vltava); until 1870)": "((Charles Bridge; crosses; the Vltava); until year; 1870)",
+        "((Charles Bridge; crosses; the Vltava); a Gothic landmark)":
+            "((Charles Bridge; crosses; the Vltava); qualified by; a Gothic landmark)",
+        "((Charles Bridge; crosses; the Vltava); was built by; Peter Parler)":
+            "((Charles Bridge; crosses; the Vltava); was built by; Peter Parler)",
+        # the hypernode written without its outer parentheses: the tail was silently dropped
+        "(Charles Bridge; crosses; the Vltava); was built by; Peter Parler":
+            "((Charles Bridge; crosses; the Vltava); was built by; Peter Parler)",
+        "(Charles Bridge; crosses; the Vltava); in 1357": "((Charles Bridge; crosses; the Vltava); in year; 1357)",
+    }
+    for reply, want in cases.items():
+        for splitter in (None, split_predicate):
+            out = parse_triples(reply, split_predicate=splitter)
+            assert [t.render() for t in out.triples] == [want] and out.n_malformed == 0, (reply, splitter)
+    # two facts on a line stay two facts, a qualifier of stopwords still just ends the fact
+    assert triples_of("(a; b; c); (d; e; f)") == ["(a; b; c)", "(d; e; f)"]
+    assert triples_of("((a; b; c); for)") == ["(a; b; c)"]
+
+
+def test_a_counting_loop_stops_the_parser_like_a_repeated_line() -> None:
+    lines = [f"((Ossel Marine Institute; was director for; twenty-six years); in year; {y})" for y in range(1921, 1927)]
+    out = parse_triples("(Agnes Vohl; founded; Ossel Marine Institute)\n" + "\n".join(lines))
+    assert [t.render() for t in out.triples][1:] == lines[:3]
+    assert out.n_malformed == 1 and "counts on with" in out.warnings[0] and "3 looping line(s)" in out.warnings[0]

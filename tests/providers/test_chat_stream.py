@@ -78,9 +78,18 @@ def test_a_broken_stream_after_all_retries_is_a_provider_error(server: FakeServe
 
 def test_a_stream_that_stalls_mid_reply_times_out_and_is_retried(server: FakeServer) -> None:
     server.script(chat_stream(["a ", "b ", "c"], 10, piece_delay_s=1.0))
-    with pytest.raises(ProviderTimeoutError, match="stopped sending for 0.2 s"):
+    with pytest.raises(ProviderTimeoutError, match="sent nothing for 0.2 s in the middle of a reply"):
         streamed(server, timeout_s=0.2, retries=1).complete(USER)
     assert len(server.requests) == 2
+
+
+def test_a_stream_that_stalls_before_its_first_token_says_so(server: FakeServer) -> None:
+    # headers and an empty first delta at once, then nothing: the server is still reading the prompt
+    server.script(chat_stream(["", "a"], 10, piece_delay_s=1.0))
+    with pytest.raises(ProviderTimeoutError) as err:
+        streamed(server, timeout_s=0.2).complete(USER)
+    assert "sent nothing for 0.2 s before the first token of its reply" in str(err.value)
+    assert "middle of a reply" not in str(err.value)
 
 
 def test_an_error_event_in_the_stream_is_a_provider_error(server: FakeServer) -> None:

@@ -1,6 +1,7 @@
 """LoopGuard: the streamed reply is cut by the triple parser's own loop rule."""
 from __future__ import annotations
 
+from kgviz.facts.loops import LoopCounter
 from kgviz.facts.parse import MAX_LINE_REPEATS, parse_triples
 from kgviz.providers.loop_guard import MAX_LINE_REPEATS as GUARD_REPEATS
 from kgviz.providers.loop_guard import LoopGuard
@@ -69,3 +70,30 @@ def test_a_fence_split_across_pieces_before_a_line_reply_still_counts_lines() ->
     guard = LoopGuard(max_tokens=10_000)
     pieces = ["``", "`\n", "(a; r; b)\n"] + ["(c; r; d)\n"] * 5
     assert feed_all(guard, pieces) == 7 and guard.cut.startswith("reply cut: repetition")
+
+
+def test_a_counting_loop_is_cut_like_a_repeated_line_and_parses_the_same() -> None:
+    lines = [f"((Ossel Marine Institute; was director for; twenty-six years); in year; {y})\n" for y in range(1921, 1960)]
+    reply = "(Ada; born in; Leeds)\n" + "".join(lines)
+    guard = LoopGuard(max_tokens=10_000)
+    read = feed_all(guard, [ln for ln in reply.splitlines(keepends=True)])
+    assert read == 5 and guard.cut == "reply cut: counting loop after 5 tokens"
+    assert guard.text == reply[: reply.index("1924)") + len("1924)")]
+    whole, cut = parse_triples(reply), parse_triples(guard.text)
+    assert [t.render() for t in cut.triples] == [t.render() for t in whole.triples]
+    assert len(whole.triples) == 4 and whole.n_malformed == cut.n_malformed == 1
+
+
+def test_what_is_not_a_counting_loop() -> None:
+    def loops(*lines: str) -> list[str]:
+        counter = LoopCounter(3)
+        return [counter.see(ln) for ln in lines]
+
+    # numbers alone (a plain list), different facts, steps other than one
+    assert loops("1", "2", "3", "4", "5") == [""] * 5
+    assert loops(*(f"(Fair {i}; held in; Tarrow)" for i in (1887, 1890, 1893, 1896, 1899))) == [""] * 5
+    assert loops("(a; r; 1)", "(b; r; 2)", "(c; r; 3)", "(d; r; 4)") == [""] * 4
+    # a running list number on the same fact is one
+    assert loops("1. (a; r; b)", "2. (a; r; b)", "3. (a; r; b)", "4. (a; r; b)") == ["", "", "", "counts"]
+    # the run restarts when a line breaks it
+    assert loops("(a; in; 1)", "(a; in; 2)", "(a; in; 3)", "(a; in; 9)", "(a; in; 10)") == [""] * 5

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from kgviz.providers.cache import CompletionCache, CACHE_FILE
-from kgviz.providers.speed import TimedCall, history_calls, measure
+import kgviz.providers.speed as speed_module
+from kgviz.errors import ProviderError
+from kgviz.providers.speed import MAX_ROUNDS, TimedCall, calibrate, history_calls, measure
 from kgviz.types import Completion, Usage
 
 
@@ -88,3 +90,70 @@ def test_history_reads_every_timed_row_of_the_model_from_the_llm_cache(tmp_path:
     assert [(c.input_tokens, c.output_tokens, c.seconds, c.prompt_s) for c in calls] == [
         (1200, 40, 35.0, 30.0), (300, 350, 57.5, None)]
     assert history_calls(tmp_path / "nowhere", "openai-compatible", "m") == []
+
+
+# --- how far to trust a measurement (issue 23) --------------------------------------------------
+class TimedLLM:
+    """An LLM whose calls take scripted times: ``shapes`` gives, per call in order, (prompt rate,
+    generation rate, output tokens); the call's latency and time to the first token follow."""
+
+    provider, model, base_url = "openai-compatible", "m", "http://127.0.0.1:1/v1"
+
+    def __init__(self, shapes: list[tuple[float, float, int]]) -> None:
+        self.shapes = shapes
+        self.prompts: list[str] = []
+        self.clock = [1000.0]
+
+    def complete(self, messages, max_tokens: int = 0):  # noqa: ANN001, ANN201
+        pr, gr, tout = self.shapes[len(self.prompts)]
+        self.prompts.append(messages[-1].content)
+        tin = 150
+        p, g = tin / pr, tout / gr
+        self.clock[0] += p + g  # the calls run one after another, as calibration makes them
+        return Completion("1\n2", Usage(tin, tout, calls=1, latency_s=p + g), "m", self.provider,
+                          latency_s=p + g, raw={"prompt_s": p})
+
+
+@pytest.fixture
+def timed(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    """A TimedLLM whose calls end on its own clock (calibrate reads time.time() for each end)."""
+    def make(shapes: list[tuple[float, float, int]]) -> TimedLLM:
+        llm = TimedLLM(shapes)
+        monkeypatch.setattr(speed_module.time, "time", lambda: llm.clock[0])
+        return llm
+    return make
+
+
+def test_a_short_reply_does_not_time_generation() -> None:
+    # a 2-token reply (issue 23's calibration) next to a long one: the rate is the long one's
+    short, long = call(150, 2, 40.0, 0.5, end=10.0, split=True), call(150, 96, 40.0, 8.0, end=30.0, split=True)
+    speed = measure([short, long])
+    assert speed is not None and speed.gen_tps == pytest.approx(8.0)
+    assert speed.spread is None and "fewer than two calls of 64+ tokens" in speed.describe(1)
+
+
+def test_calibration_repeats_until_two_calls_agree(tmp_path: Path, timed) -> None:  # noqa: ANN001
+    llm = timed([(40.0, 4.0, 96), (40.0, 8.0, 96), (42.0, 8.5, 96), (40.0, 8.0, 96)])
+    speed = calibrate(llm, tmp_path, workers=1)
+    assert len(llm.prompts) == 3 and len(set(llm.prompts)) == 3  # the third agreed with the second
+    assert speed is not None and speed.agreed and speed.ranged_calls == 3
+    assert speed.gen_range == (pytest.approx(4.0), pytest.approx(8.5)) and speed.spread == pytest.approx(8.5 / 4.0)
+    assert "two of 3 timed calls agreed within 20%" in speed.describe(1)
+    fast, slow = speed.call_seconds_range(1000, 500)
+    assert fast == pytest.approx(1000 / 42.0 + 500 / 8.5) and slow == pytest.approx(1000 / 40.0 + 500 / 4.0)
+    assert fast <= speed.call_seconds(1000, 500) <= slow
+
+
+def test_calibration_that_never_agrees_says_how_much_the_calls_vary(tmp_path: Path, timed) -> None:  # noqa: ANN001
+    llm = timed([(40.0, 4.0, 96), (40.0, 8.0, 96), (80.0, 16.0, 96), (20.0, 2.0, 96)])
+    speed = calibrate(llm, tmp_path, workers=1)
+    assert len(llm.prompts) == MAX_ROUNDS and speed is not None and not speed.agreed
+    assert speed.spread == pytest.approx(8.0)
+    assert "no two of 4 timed calls agreed within 20%: their rates vary 8.0×" in speed.describe(1)
+
+
+def test_calibration_calls_that_write_too_little_are_refused(tmp_path: Path, timed) -> None:  # noqa: ANN001
+    llm = timed([(40.0, 8.0, 2)] * MAX_ROUNDS)
+    with pytest.raises(ProviderError, match="wrote at most 2 tokens; timing generation needs 64"):
+        calibrate(llm, tmp_path, workers=1)
+    assert len(llm.prompts) == MAX_ROUNDS
