@@ -59,7 +59,7 @@ from kgviz.graph import reads
 from kgviz.methods import deciding
 from kgviz.methods.budget import skip_and_continue
 from kgviz.methods.base import (
-    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param, register,
+    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, mark_ours, param, register,
 )
 from kgviz.task_results import KgInfusedSelection
 from kgviz.vectors import rrf
@@ -197,6 +197,16 @@ def choose_source(store: Any, wanted: str) -> tuple[str, str]:
     return wanted, f"kg_source={wanted!r} was requested ({n} {wanted} entities)"
 
 
+def spreads_both_ways(p: KGInfusedParams, origin: str) -> bool:
+    """Whether activation also follows incoming edges: ``direction`` 'both', or 'auto' over the corpus graph."""
+    return p.direction == "both" or (p.direction == "auto" and origin == "corpus")
+
+
+def _direction_ours(p: KGInfusedParams) -> str:
+    return (f"direction='{p.direction}' also follows incoming edges, moving to their head; "
+            "the paper spreads head -> tail, Eq. 6 / App. B")
+
+
 def passage_search_mode(p: KGInfusedParams, embedder_id: str) -> str:
     """The passage search a run uses: ``passage_search``, with 'auto' resolved for the embedder."""
     if p.passage_search != "auto":
@@ -244,7 +254,8 @@ class KGInfusedRAG:
     budget_param: ClassVar[str | None] = "budget_tokens"  # 0 (default) = stops at its note, as in the paper
     Params: ClassVar[type] = KGInfusedParams
     presets: ClassVar[dict[str, Any]] = {
-        "paper": KGInfusedParams(passage_search="dense"),
+        # head -> tail only (Eq. 6, App. B) and dense passages (§4.3): nothing of ours the paper defines
+        "paper": KGInfusedParams(passage_search="dense", direction="out"),
         "code": KGInfusedParams(passage_search="dense", max_rounds=3, triple_cap="random"),
     }
 
@@ -284,7 +295,11 @@ class KGInfusedRAG:
                     nodes=[NodeRef(e, "Entity", "seed", memory.names[e], float(s)) for e, s in hits],
                     scores={e: float(s) for e, s in hits},
                     data={"kg_source": origin, "reason": why, "k_e": p.k_e,
-                          "descriptions": {e: str((info.get(e) or {}).get("description") or "") for e, _ in hits}})
+                          "descriptions": {e: str((info.get(e) or {}).get("description") or "") for e, _ in hits}},
+                    ours="" if origin == "curated" else
+                    ("the corpus graph, not a curated KG (" + ("none is imported" if p.kg_source == "auto"
+                                                               else "kg_source='corpus'")
+                     + "; the paper spreads over Wikidata5M-KG, §3.3)"))
 
     # -- 3: spreading activation ----------------------------------------------------------------
     def _spread(self, question: str, qv: np.ndarray, store: Any, embedder: Any, origin: str, p: KGInfusedParams,
@@ -293,7 +308,8 @@ class KGInfusedRAG:
         for rnd in range(1, p.max_rounds + 1):
             facts, per_entity, in_memory = self._candidates(active, rnd, qv, store, embedder, origin, p, memory)
             capped = {e: v for e, v in per_entity.items() if v["kept"] < v["total"]}
-            tracer.step("expand", f"Round {rnd}: one-hop triples of {len(active)} active entities",
+            both = spreads_both_ways(p, origin)
+            step = tracer.step("expand", f"Round {rnd}: one-hop triples of {len(active)} active entities",
                         f"{len(facts)} candidate triples (at most {p.max_triples_per_entity} per entity"
                         f"{', ' + str(len(capped)) + ' entities capped' if capped else ''})",
                         nodes=[NodeRef(e, "Entity", "seed", memory.names.get(e, e)) for e in active]
@@ -302,7 +318,10 @@ class KGInfusedRAG:
                         edges=[f.edge("candidate") for f in facts],
                         scores={f.id: f.score for f in facts},
                         data={"round": rnd, "active": active, "per_entity": per_entity, "capped": sorted(capped),
-                              "already_in_memory": in_memory})
+                              "already_in_memory": in_memory, "direction": "both" if both else "out"})
+            mark_ours(step, _direction_ours(p) if both else "",
+                      "the per-entity cap keeps the triples closest to the question (triple_cap='similarity'; "
+                      "the paper names the cap only)" if capped and p.triple_cap == "similarity" else "")
             chosen = self._select(question, facts, rnd, p, memory, tracer)
             memory.rounds_run = rnd
             for f in chosen:
@@ -326,13 +345,17 @@ class KGInfusedRAG:
                       f"memory holds {len(memory.triples)} triples and {len(memory.activated)} activated entities")
             if over_cap:
                 detail += f"; {len(over_cap)} dropped by max_entities_per_round={p.max_entities_per_round}"
-            tracer.step("expand", f"Round {rnd}: activation frontier" + (f" — stop ({stop})" if stop else ""),
+            frontier_step = tracer.step("expand", f"Round {rnd}: activation frontier" + (f" — stop ({stop})" if stop else ""),
                         detail + (f". Stop: {stop}" if stop else ""),
                         nodes=[NodeRef(e, "Entity", "chosen", memory.names.get(e, e)) for e in frontier]
                         + [NodeRef(e, "Entity", "rejected", memory.names.get(e, e)) for e in over_cap],
                         data={"round": rnd, "frontier": frontier, "memory_size": len(memory.triples),
                               "activated": len(memory.activated), "already_active": already,
                               "over_cap": over_cap, "stop": stop, "expanded_next": not stop})
+            heads = {f.to for f in chosen if f.to != f.object_id}  # reached along an incoming edge
+            if heads:
+                mark_ours(frontier_step, f"{len(heads)} of the selected triples' next entities are heads reached along "
+                                         f"incoming edges ({_direction_ours(p)})")
             if stop:
                 return
             for e in frontier:
@@ -342,7 +365,7 @@ class KGInfusedRAG:
     def _candidates(self, active: list[str], rnd: int, qv: np.ndarray, store: Any, embedder: Any, origin: str,
                     p: KGInfusedParams, memory: Memory) -> tuple[list[Fact], dict[str, dict[str, int]], int]:
         rows = [(r, False) for r in reads.related_edges(store, active, origin, incoming=False)]
-        if p.direction == "both" or (p.direction == "auto" and origin == "corpus"):
+        if spreads_both_ways(p, origin):
             rows += [(r, True) for r in reads.related_edges(store, active, origin, incoming=True)]
         known = memory.triple_ids
         by_entity: dict[str, list[Fact]] = {e: [] for e in active}
@@ -537,7 +560,7 @@ class KGInfusedRAG:
                for c in split["duplicates"]},
             **{c: f"the expanded query's #{q2_place.get(c)}: its {p.k_p - half} new passages were already taken"
                for c in split["unused"]}})
-        tracer.step("seed", "Dual retrieval (question + expanded query)",
+        step = tracer.step("seed", "Dual retrieval (question + expanded query)",
                     f"{len(split['question'])} passages for the question, {len(split['expanded'])} new ones for the "
                     f"expanded query; {len(split['duplicates'])} of the expanded query's top {p.k_p} were already "
                     f"retrieved (App. C.2); search: {mode}"
@@ -553,6 +576,9 @@ class KGInfusedRAG:
                           "score_name": f"{mode} score for the question (its top {half}), else for the expanded "
                                         "query (the first new ones); two rankings, so scores compare only "
                                         "within one"})
+        if mode != "dense":
+            mark_ours(step, f"passage search '{mode}'" + (" (passage_search='auto')" if p.passage_search == "auto" else "")
+                      + ": the paper ranks passages by dense inner product (§4.3)")
         passages = [{"id": c, "title": str((info.get(c) or {}).get("title") or ""), "text": str(info[c]["text"]),
                      "score": scores.get(c)} for c in merged if c in info]
         return passages, rankings
@@ -584,7 +610,8 @@ class KGInfusedRAG:
                     scores={c: scores[c] for c in extra if c in scores},
                     data={"budget_tokens": p.budget_tokens, "room": room, "question_extra": q_fit.kept,
                           "expanded_extra": q2_fit.kept, "question_tokens": q_fit.used,
-                          "expanded_tokens": q2_fit.used})
+                          "expanded_tokens": q2_fit.used},
+                    ours=f"budget_tokens={p.budget_tokens}: the paper stops at k_p={p.k_p} passages and the note")
         return [{"id": c, "title": str(info[c].get("title") or ""), "text": str(info[c]["text"]),
                  "score": scores.get(c)} for c in extra]
 
@@ -637,7 +664,11 @@ class KGInfusedRAG:
                     nodes=[NodeRef(x["id"], "Chunk", "context", x["title"]) for x in passages]
                     + [n for f in memory.triples for n in f.node("context")],
                     data={"kg_source": origin, "n_passages": len(passages), "n_triples": len(memory.triples),
-                          "rounds": memory.rounds_run})
+                          "rounds": memory.rounds_run},
+                    ours="" if not (p.context_passages or p.budget_tokens) else
+                    ("passages" + (" and triples" if p.context_passages else "") + " after the note ("
+                     + ("context_passages" if p.context_passages else f"budget_tokens={p.budget_tokens}")
+                     + "); the paper's generator sees only the KG-augmented note, Eq. 11"))
         return RetrievedContext(items=items, node_ids=node_ids, notes=notes)
 
 

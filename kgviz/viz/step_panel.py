@@ -1,7 +1,8 @@
 """What the Trace player shows beside the graph for one step, as plain data (no streamlit, no
 HTML): the header, why the step decided what it did (candidates with scores and chosen / rejected
 marks, plus any per-node numbers the method recorded such as KG-Retriever's weights w or hop),
-budgets, activation round, the LLM task and the step's cost.
+budgets, activation round, the LLM task and the step's cost, and the "ours" mark of a step that
+departs from the method's paper (TraceStep.ours: the reason, drawn under the title).
 
 Every value is a plain string or number; the player writes them with ``textContent`` only.
 """
@@ -155,6 +156,14 @@ def _cost(step: TraceStep) -> str:
             f"${u.cost_usd:.4f} · step time {step.latency_s:.3f} s")
 
 
+OURS_LABEL = "ours"  # the mark of a step that departs from the method's paper (TraceStep.ours)
+
+
+def ours_mark(step: TraceStep) -> str:
+    """The visible mark of a step that departs from its paper, with the reason ("" for a paper step)."""
+    return f"{OURS_LABEL}: {step.ours}" if step.ours else ""
+
+
 def step_panel(trace: Sequence[TraceStep], index: int, labels: Mapping[str, str], *,
                note: str = "") -> dict[str, Any]:
     """The panel of step ``index`` as plain data."""
@@ -174,6 +183,7 @@ def step_panel(trace: Sequence[TraceStep], index: int, labels: Mapping[str, str]
     return {
         "head": f"Step {index + 1} of {len(trace)} · {step.kind}",
         "title": step.title,
+        "ours": ours_mark(step),
         "detail": step.detail,
         "note": note,
         "facts": _facts(trace, index),
