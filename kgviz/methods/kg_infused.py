@@ -33,11 +33,17 @@ Pipeline (paper section → what kgviz does):
    the note followed by the passages. So the second half of the context is what the KG-based
    expansion found, which is the paper's point, at the same size as the baselines.
 
+"Ours" marks (TraceStep.ours): the seed step over the corpus graph, an expand step that follows
+incoming edges or caps by similarity, a frontier with heads reached along incoming edges, passage
+search other than dense, the equal-budget step and a context with passages.
+
 Trace: seed (KG source + seed entities) → per round: expand (candidate triples) → select →
 expand (activation frontier) … → llm (summary) → llm (expanded query) → seed (dual retrieval) →
 llm (passage note) → llm (KG note) → context.
 
-Presets: "paper" (2 rounds as in the main results, dense passage retrieval) and "code" (the
+Presets: "paper" (2 rounds as in the main results, dense passage retrieval, activation head -> tail
+only: nothing of ours the paper defines; over a graph without a curated KG the seed step's "ours"
+mark says it spreads over the corpus graph) and "code" (the
 authors' run script: 3 rounds, per-entity cap by random sampling). The two caps are named but not
 valued in the paper (§4.3.1); their values come from the authors' code (10 entities/round, 50
 triples/entity). The defaults equal "paper" except passage_search='auto' (ours: BM25 with the
@@ -95,7 +101,7 @@ class KGInfusedParams:
                                    "Eq. 6 / App. B), 'both' (ours: also edges that end at an active entity, "
                                    "moving to their head), 'auto' (ours: 'out' over a curated KG, 'both' over "
                                    "the corpus graph, whose edge direction follows sentence voice: 'X founded "
-                                   "Y' vs 'Y was founded by X')")
+                                   "Y' vs 'Y was founded by X'); preset 'paper': 'out'")
     k_p: int = param(6, min=2, doc="passages: k_p/2 for the question + k_p/2 new ones for the expanded query "
                         "(§4.3.1 k_p = 6; de-duplication as in App. C.2)")
     passage_search: PassageSearch = param("auto", "'auto' (ours, default): 'bm25' with the offline hashing embedder, "
