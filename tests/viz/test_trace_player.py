@@ -222,3 +222,9 @@ def test_a_step_of_ours_carries_its_mark_and_reason_into_the_panel_as_text() -> 
     assert [p["ours"] for i, p in enumerate(panels) if i != 1] == ["", "", ""]  # a paper step shows no mark
     js = tp.player_html(data).rsplit("<script>", 1)[1]
     assert 'p.ours' in js and '"kp-ours"' in js  # drawn under the title, with textContent (el)
+
+
+def test_kg_infused_expand_panel_says_which_edges_were_followed() -> None:
+    step = _step(0, "expand", "Round 1: one-hop triples", data={"round": 1, "direction": "both"})
+    facts = dict(map(tuple, step_panel([step], 0, {})["facts"]))
+    assert facts["edges followed"] == "outgoing and incoming (to the head too)"
