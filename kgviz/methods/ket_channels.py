@@ -4,6 +4,12 @@ its variants (kgviz.methods.ket_rag, which documents the method and its paramete
 ``retrieve_ket(question, ctx, KetRetrievalParams, tracer)`` runs the skeleton channel when θ > 0 and the
 keyword channel when θ < 1; ``KetRetrievalParams`` carries the resolved parameters of any variant. The
 keyword layer and vectors come from the in-memory views of kgviz.methods.ket_cache.
+
+Each step that departs from Algorithms 1-4 says so in ``TraceStep.ours`` (``_mark_ket``): the
+skeleton's entity and relationship texts (source sentences and triple text, where Alg. 1 line 3 has
+LLM-written descriptions), a lexical or hybrid match mode, and the keyword rules of ours the index
+was built with (read back from its ``ket.params``: the regex word split always; keyword_max_df,
+min_word_len and the adaptive τ unless built with the index preset 'paper').
 """
 from __future__ import annotations
 

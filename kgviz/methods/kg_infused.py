@@ -316,15 +316,16 @@ class KGInfusedRAG:
             capped = {e: v for e, v in per_entity.items() if v["kept"] < v["total"]}
             both = spreads_both_ways(p, origin)
             step = tracer.step("expand", f"Round {rnd}: one-hop triples of {len(active)} active entities",
-                        f"{len(facts)} candidate triples (at most {p.max_triples_per_entity} per entity"
-                        f"{', ' + str(len(capped)) + ' entities capped' if capped else ''})",
-                        nodes=[NodeRef(e, "Entity", "seed", memory.names.get(e, e)) for e in active]
-                        + [n for f in facts for n in f.node("candidate")]
-                        + [NodeRef(e, "Entity", "candidate", n) for e, n in _targets(facts).items() if e not in active],
-                        edges=[f.edge("candidate") for f in facts],
-                        scores={f.id: f.score for f in facts},
-                        data={"round": rnd, "active": active, "per_entity": per_entity, "capped": sorted(capped),
-                              "already_in_memory": in_memory, "direction": "both" if both else "out"})
+                               f"{len(facts)} candidate triples (at most {p.max_triples_per_entity} per entity"
+                               f"{', ' + str(len(capped)) + ' entities capped' if capped else ''})",
+                               nodes=[NodeRef(e, "Entity", "seed", memory.names.get(e, e)) for e in active]
+                               + [n for f in facts for n in f.node("candidate")]
+                               + [NodeRef(e, "Entity", "candidate", n) for e, n in _targets(facts).items()
+                                  if e not in active],
+                               edges=[f.edge("candidate") for f in facts],
+                               scores={f.id: f.score for f in facts},
+                               data={"round": rnd, "active": active, "per_entity": per_entity, "capped": sorted(capped),
+                                     "already_in_memory": in_memory, "direction": "both" if both else "out"})
             mark_ours(step, _direction_ours(p) if both else "",
                       "the per-entity cap keeps the triples closest to the question (triple_cap='similarity'; "
                       "the paper names the cap only)" if capped and p.triple_cap == "similarity" else "")
@@ -351,13 +352,14 @@ class KGInfusedRAG:
                       f"memory holds {len(memory.triples)} triples and {len(memory.activated)} activated entities")
             if over_cap:
                 detail += f"; {len(over_cap)} dropped by max_entities_per_round={p.max_entities_per_round}"
-            frontier_step = tracer.step("expand", f"Round {rnd}: activation frontier" + (f" — stop ({stop})" if stop else ""),
-                        detail + (f". Stop: {stop}" if stop else ""),
-                        nodes=[NodeRef(e, "Entity", "chosen", memory.names.get(e, e)) for e in frontier]
-                        + [NodeRef(e, "Entity", "rejected", memory.names.get(e, e)) for e in over_cap],
-                        data={"round": rnd, "frontier": frontier, "memory_size": len(memory.triples),
-                              "activated": len(memory.activated), "already_active": already,
-                              "over_cap": over_cap, "stop": stop, "expanded_next": not stop})
+            title = f"Round {rnd}: activation frontier" + (f" — stop ({stop})" if stop else "")
+            frontier_step = tracer.step(
+                "expand", title, detail + (f". Stop: {stop}" if stop else ""),
+                nodes=[NodeRef(e, "Entity", "chosen", memory.names.get(e, e)) for e in frontier]
+                + [NodeRef(e, "Entity", "rejected", memory.names.get(e, e)) for e in over_cap],
+                data={"round": rnd, "frontier": frontier, "memory_size": len(memory.triples),
+                      "activated": len(memory.activated), "already_active": already,
+                      "over_cap": over_cap, "stop": stop, "expanded_next": not stop})
             heads = {f.to for f in chosen if f.to != f.object_id}  # reached along an incoming edge
             if heads:
                 mark_ours(frontier_step, f"{len(heads)} of the selected triples' next entities are heads reached along "
@@ -567,24 +569,24 @@ class KGInfusedRAG:
             **{c: f"the expanded query's #{q2_place.get(c)}: its {p.k_p - half} new passages were already taken"
                for c in split["unused"]}})
         step = tracer.step("seed", "Dual retrieval (question + expanded query)",
-                    f"{len(split['question'])} passages for the question, {len(split['expanded'])} new ones for the "
-                    f"expanded query; {len(split['duplicates'])} of the expanded query's top {p.k_p} were already "
-                    f"retrieved (App. C.2); search: {mode}"
-                    + (f" (passage_search 'auto' with the {getattr(embedder, 'id', '')} embedder, ours)"
-                       if p.passage_search == "auto" else "")
-                    + (f"; {short} short of k_p={p.k_p}: the expanded query found no "
-                                               f"more new passages" if short > 0 else ""),
-                    nodes=nodes,
-                    scores=scores,
-                    data={"question_passages": split["question"], "expanded_passages": split["expanded"],
-                          "duplicates": split["duplicates"], "unused": split["unused"], "k_p": p.k_p,
-                          "search": mode, "passage_search": p.passage_search, "expanded_query": expanded,
-                          "score_name": f"{mode} score for the question (its top {half}), else for the expanded "
-                                        "query (the first new ones); two rankings, so scores compare only "
-                                        "within one"})
+                           f"{len(split['question'])} passages for the question, {len(split['expanded'])} new "
+                           f"ones for the expanded query; {len(split['duplicates'])} of the expanded query's top "
+                           f"{p.k_p} were already retrieved (App. C.2); search: {mode}"
+                           + (f" (passage_search 'auto' with the {getattr(embedder, 'id', '')} embedder, ours)"
+                              if p.passage_search == "auto" else "")
+                           + (f"; {short} short of k_p={p.k_p}: the expanded query found no "
+                                                      f"more new passages" if short > 0 else ""),
+                           nodes=nodes,
+                           scores=scores,
+                           data={"question_passages": split["question"], "expanded_passages": split["expanded"],
+                                 "duplicates": split["duplicates"], "unused": split["unused"], "k_p": p.k_p,
+                                 "search": mode, "passage_search": p.passage_search, "expanded_query": expanded,
+                                 "score_name": f"{mode} score for the question (its top {half}), else for the expanded "
+                                               "query (the first new ones); two rankings, so scores compare only "
+                                               "within one"})
         if mode != "dense":
-            mark_ours(step, f"passage search '{mode}'" + (" (passage_search='auto')" if p.passage_search == "auto" else "")
-                      + ": the paper ranks passages by dense inner product (§4.3)")
+            auto = " (passage_search='auto')" if p.passage_search == "auto" else ""
+            mark_ours(step, f"passage search '{mode}'{auto}: the paper ranks passages by dense inner product (§4.3)")
         passages = [{"id": c, "title": str((info.get(c) or {}).get("title") or ""), "text": str(info[c]["text"]),
                      "score": scores.get(c)} for c in merged if c in info]
         return passages, rankings
