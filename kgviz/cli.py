@@ -3,9 +3,11 @@
   kgviz build PATH... --db DIR [--llm SPEC] [--embedder SPEC] [--chunk-tokens N] [--estimate] [--json]
               [--workers N] [--no-cache] [--keep-failed]
               [--no-ket] [--beta B] [--core-selection pagerank|random] [--knn-k K] [--tau T]
+              [--ket-preset default|paper|code] [--keyword-max-df F] [--min-word-len N] [--[no-]adaptive-tau]
   kgviz import-kg TRIPLES.tsv [--entities ENTITIES.jsonl] [--entity-filter b1|strict|none] --db DIR [--json]
-  kgviz ask "QUESTION" --db DIR --method NAME|all [--llm SPEC] [--gold ANSWER]... [--json]
+  kgviz ask "QUESTION" --db DIR --method NAME|all [--llm SPEC] [--preset NAME|METHOD=NAME]... [--gold ANSWER]... [--json]
   kgviz eval QUESTIONS.jsonl --db DIR --methods a,b,...|all [--limit N] [--budget-tokens N] [--no-baselines]
+             [--preset NAME|METHOD=NAME]...
              [--out DIR] [--workers N] [--only-recorded] [--json]
   kgviz bench [--quick] [--json]
 
@@ -34,6 +36,7 @@ from typing import Any, Callable, Sequence
 
 from kgviz.config import Settings, check_dir_path
 from kgviz.errors import BuildError, ConfigError, KgvizError
+from kgviz.index.params import KET_PRESET_NAMES
 from kgviz.safe_text import safe_text
 
 EXIT_OK = 0
@@ -117,14 +120,24 @@ def _ket_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--core-selection", choices=("pagerank", "random"), help="how core chunks are chosen (KET-RAG-P / -U)")
     p.add_argument("--knn-k", type=_int_at_least(2), help="K of the KNN chunk graph: K/2 lexical + K/2 semantic neighbours (default 2)")
     p.add_argument("--tau", type=_int_at_least(-1), help="τ: halvings of a chunk into sub-chunks (default: ~150-token sub-chunks)")
+    p.add_argument("--ket-preset", choices=KET_PRESET_NAMES, help="KET index details: 'default' (our keyword filters "
+                   "and adaptive τ), 'paper' (Algorithm 3: every non-stop word a keyword, every chunk halved τ times), "
+                   "'code' (the authors' undirected KNN graph)")
+    p.add_argument("--keyword-max-df", type=float, help="a word in more than this share of sub-chunks is no keyword "
+                   "(ours; 1 keeps every word, the paper)")
+    p.add_argument("--min-word-len", type=_int_at_least(1), help="shortest keyword (ours; 1 keeps every word, the paper)")
+    p.add_argument("--adaptive-tau", action=argparse.BooleanOptionalAction, default=None,
+                   help="halve a chunk only towards ~150-token sub-chunks (ours) or every chunk τ times (--no-adaptive-tau, the paper)")
 
 
 def _ket_overrides(args: argparse.Namespace) -> dict[str, Any]:
     given = {"core_fraction": args.beta, "core_selection": args.core_selection, "knn_k": args.knn_k,
-             "subchunk_tau": args.tau}
+             "subchunk_tau": args.tau, "ket_preset": args.ket_preset, "keyword_max_df": args.keyword_max_df,
+             "min_word_len": args.min_word_len, "adaptive_tau": args.adaptive_tau}
     if args.no_ket:
-        named = [flag for flag, v in zip(("--beta", "--core-selection", "--knn-k", "--tau"), given.values())
-                 if v is not None]
+        flags = ("--beta", "--core-selection", "--knn-k", "--tau", "--ket-preset", "--keyword-max-df",
+                 "--min-word-len", "--adaptive-tau")
+        named = [flag for flag, v in zip(flags, given.values()) if v is not None]
         if named:
             raise ConfigError(f"--no-ket cannot be combined with {', '.join(named)}",
                               hint="drop --no-ket to build the KET-RAG index with these options")
@@ -199,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("question")
     a.add_argument("--method", default="all", help="method name or 'all' (see `kgviz methods`)")
     a.add_argument("--budget-tokens", type=_int_at_least(1), default=None, help="context budget for the shared answer step")
+    _preset_option(a)
     a.add_argument("--gold", action="append", default=[], metavar="ANSWER",
                    help="a gold answer (repeatable): adds EM/F1/Acc/Coverage and the gold funnel per run")
     _common(a)
@@ -214,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "BM25-only and dense-only baselines (bm25, dense) join the run")
     e.add_argument("--no-baselines", action="store_true",
                    help="with --budget-tokens: do not add the bm25 and dense baselines")
+    _preset_option(e)
     e.add_argument("--out", type=_folder("--out"), help="folder for results.jsonl + summary.json; a re-run resumes "
                    "(default: $KGVIZ_HOME/evals/<questions>-<hash>)")
     e.add_argument("--workers", type=_int_at_least(1), default=2, help="questions evaluated concurrently")
@@ -417,7 +432,8 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     _check_methods(names)  # before the workspace opens (opening creates the database)
     ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder))
     mctx = ws.method_context()
-    runs = run_methods(names, args.question, mctx, budget_tokens=args.budget_tokens)
+    presets = _presets(args.preset, names)
+    runs = run_methods(names, args.question, mctx, presets=presets, budget_tokens=args.budget_tokens)
     from kgviz.compare import assess  # verdicts (and, with --gold, metrics + funnel) per run
 
     assessed = assess(runs, mctx, args.gold).results
@@ -473,6 +489,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     items = load_questions(args.questions, limit=args.limit)  # bad files fail before the db opens
     names = list_methods() if args.methods == "all" else [m.strip() for m in args.methods.split(",") if m.strip()]
     _check_methods(names)  # before the workspace opens (opening creates the database)
+    presets = _presets(args.preset, names)
     ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder,
                                read_only=False))
     for n in ws.notices:
@@ -488,7 +505,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     outcome = run_evaluation(items, names, ws.method_context(), out_dir=out, budget_tokens=args.budget_tokens,
                              workers=args.workers, n_boot=args.n_boot, seed=args.seed, progress=progress,
                              baselines=not args.no_baselines,
-                             not_recorded="skip" if args.only_recorded else "stop",
+                             not_recorded="skip" if args.only_recorded else "stop", presets=presets,
                              settings={"questions": str(args.questions), "db": str(ws.store.path), "mode": ws.mode})
     if show:
         sys.stderr.write("\n")
@@ -527,6 +544,40 @@ def cmd_methods(args: argparse.Namespace, settings: Settings) -> int:
         for r in rows:
             print(f"{r['name']:<16} {r['title']} (paper {r['paper']}) presets: {', '.join(r['presets']) or '-'}")
     return 0
+
+
+def _preset_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", action="append", default=[], metavar="NAME|METHOD=NAME",
+                   help="a parameter preset (see `kgviz methods`): NAME for every method that has one by that name "
+                   "(the others run their defaults, and a note says so), METHOD=NAME for one method; repeatable")
+
+
+def _presets(specs: Sequence[str], names: Sequence[str]) -> dict[str, str]:
+    """Method -> preset from ``--preset`` values (before the workspace opens: a bad name fails first).
+    A bare NAME that no method given has is an error; methods without it are named on stderr."""
+    from kgviz.methods.registry import get_method
+    from kgviz.run import preset_name
+
+    out: dict[str, str] = {}
+    for spec in specs:
+        method, sep, name = spec.partition("=")
+        if sep:
+            if method not in names:
+                raise ConfigError(f"--preset {spec}: {method!r} is not among the methods run ({', '.join(names)})")
+            if preset_name(get_method(method), name) not in get_method(method).presets:
+                raise ConfigError(f"--preset {spec}: {method} has no preset {name!r}",
+                                  hint=f"its presets: {', '.join(get_method(method).presets) or '(none)'}")
+            out[method] = name
+            continue
+        having = [n for n in names if preset_name(get_method(n), spec) in get_method(n).presets]
+        if not having:
+            raise ConfigError(f"--preset {spec}: none of {', '.join(names)} has a preset by that name",
+                              hint="`kgviz methods` lists each method's presets")
+        without = [n for n in names if n not in having]
+        if without:
+            print(f"note: no preset {spec!r} for {', '.join(without)}: their defaults are used", file=sys.stderr)
+        out.update({n: spec for n in having if n not in out})
+    return out
 
 
 def _check_methods(names: Sequence[str]) -> None:

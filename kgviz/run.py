@@ -65,12 +65,19 @@ class Run:
         )
 
 
+def preset_name(method: Method, preset: str | None) -> str:
+    """The preset's own name: an old name the method still accepts (``preset_aliases``, e.g.
+    kg-rag's 'paper' for 'reconstruction') is read as the name it now has; "" for none."""
+    return getattr(method, "preset_aliases", {}).get(preset, preset) if preset else ""
+
+
 def resolve_params(method: Method, params: Any = None, preset: str | None = None) -> Any:
     """The method's Params: a preset (or the defaults), with ``params`` applied on top.
 
     ``params`` may be a Params instance (used as is), a dict of field overrides (values given as
     strings, e.g. from the CLI, are converted to the field's type) or None.
     """
+    preset = preset_name(method, preset)
     if preset:
         if preset not in method.presets:
             raise ConfigError(f"{method.name} has no preset {preset!r}; "
@@ -169,7 +176,7 @@ def run_method(name: str, question: str, ctx: MethodContext, params: Any = None,
     return Run(method=name, question=question, params=params_to_dict(p), context=context, answer=text,
                trace=tracer.steps, usage=tracer.usage, mode=ctx.reasoner.mode, error=error,
                seconds=seconds, retrieval_seconds=seconds if t_retrieved is None else t_retrieved,
-               preset=preset or "")
+               preset=preset_name(method, preset))
 
 
 def run_methods(names: Sequence[str], question: str, ctx: MethodContext,

@@ -143,3 +143,22 @@ def test_ask_exit_status_says_how_many_runs_failed(built_db, env, capsys, tmp_pa
                      "--llm", f"openai-compatible:m@{srv.url}/v1"])
     runs = json.loads(capsys.readouterr().out)
     assert code == 2 and all(r["error"] for r in runs) and len(runs) == 2
+
+
+def test_ask_preset_applies_where_a_method_has_it(built_db, env, capsys):
+    q = "In which town was the founder of the Ossel Marine Institute born?"
+    assert main(["ask", q, "--db", str(built_db), "--method", "kg-retriever,kg-rag,text-rag",
+                 "--preset", "paper", "--json"]) == 0
+    captured = capsys.readouterr()
+    runs = {r["method"]: r for r in json.loads(captured.out)}
+    assert runs["kg-retriever"]["preset"] == "paper" and runs["kg-retriever"]["params"]["lam_mode"] == "absolute"
+    assert runs["kg-rag"]["preset"] == "reconstruction"  # its old name 'paper' is read as the new one
+    assert runs["text-rag"]["preset"] == "" and "no preset 'paper' for text-rag" in captured.err
+    assert all(s["ours"] for s in runs["kg-rag"]["trace"] if s["kind"] != "answer")
+    assert not any(s["ours"] for s in runs["kg-retriever"]["trace"])
+    # one method's preset overrides the shared one; an unknown name is a clear error before anything runs
+    assert main(["ask", q, "--db", str(built_db), "--method", "kg-retriever", "--preset", "paper",
+                 "--preset", "kg-retriever=code", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["preset"] == "code"
+    assert main(["ask", q, "--db", str(built_db), "--method", "text-rag", "--preset", "paper"]) == 2
+    assert "none of text-rag has a preset by that name" in capsys.readouterr().err

@@ -138,3 +138,20 @@ def test_estimate_priced_skeleton_is_beta_of_the_full_kg() -> None:
     assert skel.input_tokens == round(full.input_tokens * k / full.chunks)
     assert skel.output_tokens == round(full.output_tokens * k / full.chunks)
     assert 0 < skel.usd < full.usd and skel.full.usd == pytest.approx(full.usd)
+
+
+def test_ket_paper_index_keeps_every_word_and_overrides_reach_the_index(env: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from kgviz.index.ket import ket_info
+
+    build_json(capsys, env / "paper", "--ket-preset", "paper")
+    build_json(capsys, env / "custom", "--keyword-max-df", "0.5", "--min-word-len", "2", "--no-adaptive-tau")
+    for name, want in (("paper", (1.0, 1, False)), ("custom", (0.5, 2, False))):
+        with GraphStore.open(env / name) as store:
+            built = ket_info(store)["params"]
+        assert (built["keyword_max_df"], built["min_word_len"], built["adaptive_tau"]) == want
+    steps = ask_json(capsys, env / "paper", "ket-rag")[0]["trace"]
+    seed = next(s for s in steps if s["title"] == "Keyword channel: seed keywords")
+    assert "regex" in seed["ours"] and "keyword_max_df" not in seed["ours"]  # the index's own rules, read back
+    assert main(["build", str(SAMPLE), "--db", str(env / "x"), "--no-ket", "--ket-preset", "paper"]) == 2
+    assert "--no-ket cannot be combined with --ket-preset" in capsys.readouterr().err

@@ -57,14 +57,16 @@ def run_evaluation(items: Sequence[QAItem], methods: Sequence[str], ctx: MethodC
                    n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED, progress: Progress | None = None,
                    cancel: threading.Event | None = None, scorer: Scorer | None = None,
                    settings: Mapping[str, Any] | None = None, baselines: bool = True,
-                   not_recorded: str = "stop") -> EvalOutcome:
+                   not_recorded: str = "stop", presets: Mapping[str, str] | None = None) -> EvalOutcome:
     """``evaluate`` then ``summarise``; with ``out_dir`` the summary is saved as summary.json.
     ``outcome.summary.methods`` lists the methods run, baselines included; with recorded replies
-    a method the recording covers on no question is left out of it (``outcome.coverage`` names it)."""
+    a method the recording covers on no question is left out of it (``outcome.coverage`` names it).
+    ``presets`` maps method name -> preset name (``kgviz eval --preset``)."""
     methods = with_baselines(methods, budget_tokens, baselines)
     result = evaluate(items, methods, ctx, out_dir=out_dir, budget_tokens=budget_tokens, workers=workers,
-                      progress=progress, cancel=cancel, scorer=scorer, not_recorded=not_recorded)
-    info = {**dict(settings or {}), "methods": list(methods), "n_questions": len(items),
+                      progress=progress, cancel=cancel, scorer=scorer, not_recorded=not_recorded,
+                      presets=presets)
+    info = {**dict(settings or {}), "methods": list(methods), "n_questions": len(items), "presets": dict(presets or {}),
             "budget_tokens": budget_tokens, "equal_budget": budget_tokens is not None, "workers": workers}
     ran = [m for m in methods if any(r.method == m for r in result.records)] if result.coverage else methods
     summary = summarise(result.records, ran, n_boot=n_boot, seed=seed, settings=info)

@@ -88,12 +88,16 @@ class KetParams:
     """Semantic neighbours are drawn from V minus the lexical ones (True: Algorithm 3 line 5); the
     authors' code draws both kinds independently (False)."""
     min_word_len: int = 3
-    """Shortest word used as a keyword and for lexical similarity (ours)."""
+    """Shortest word used as a keyword and for lexical similarity (ours; 1 keeps every word, the
+    paper)."""
     keyword_max_df: float = 0.05
     """A word in more than max(keyword_max_df·#sub-chunks, keyword_df_floor) sub-chunks is not a
     keyword node (ours; see kgviz.index.ket_keywords). 1.0 keeps every word (the paper)."""
     keyword_df_floor: int = 20
     """Lower bound of that document-frequency limit, so small corpora keep their words (ours)."""
+    adaptive_tau: bool = True
+    """With ``tau`` None, halve a piece only while that brings it nearer ~150 tokens (True, ours)
+    or halve every chunk the chunk size's τ times (False: Algorithm 3 line 10)."""
     description_max_sentences: int = 10
     """Sentences stored as a keyword's description (ours; display only, the embedding averages
     every sentence that contains the keyword)."""
@@ -119,13 +123,18 @@ class KetParams:
 
     def keyword_rules(self, chunk_tokens: int) -> KeywordRules:
         return KeywordRules(tau=self.resolved_tau(chunk_tokens), min_word_len=self.min_word_len,
-                            subchunk_tokens=SUBCHUNK_TARGET_TOKENS if self.tau is None else None,
+                            subchunk_tokens=SUBCHUNK_TARGET_TOKENS if self.tau is None and self.adaptive_tau else None,
                             keyword_max_df=self.keyword_max_df, keyword_df_floor=self.keyword_df_floor,
                             description_max_sentences=self.description_max_sentences)
 
 
 KET_PRESETS: dict[str, KetParams] = {
-    "paper": KetParams(),
+    # kgviz's build: Algorithm 3 with the keyword filters and the adaptive τ of ours (see the fields)
+    "default": KetParams(),
+    # Algorithm 3 with nothing of ours the paper defines: every non-stop word is a keyword (§5.1) and
+    # every chunk is halved τ times (line 10). The regex word split stays ours (the paper does not
+    # say how it tokenizes), as does the τ for the chunk size (its ℓ–τ pairing, §6.2)
+    "paper": KetParams(min_word_len=1, keyword_max_df=1.0, adaptive_tau=False),
     # waetr/KET-RAG indexing_sket/filter_chunks.py: undirected networkx graph, lexical and semantic
     # neighbours drawn independently; defaults.py: budget 0.8, pagerank, 1 edge per kind
     "code": KetParams(undirected=True, exclude_lexical=False),

@@ -11,6 +11,8 @@ STAGES = ("chunk", "knn", "extract", "resolve", "embed", "write", "doc_layer", "
 # A progress event sent while a build waits for another build of the same workspace (not a stage:
 # it has no timer in BuildReport.seconds_by_stage; the wait is BuildReport.waited_seconds).
 WAIT_STAGE = "wait"
+# the names of kgviz.index.ket.KET_PRESETS (imported lazily there: ket.py needs the store layer)
+KET_PRESET_NAMES = ("default", "paper", "code")
 
 
 @dataclass(frozen=True)
@@ -66,9 +68,16 @@ class BuildParams:
     subchunk_tau: int = -1
     """τ, halvings of a chunk into sub-chunks (Algorithm 3 line 10); -1 = the τ that gives
     ~150-token sub-chunks for chunk_tokens (§6.2, §6.5; τ = 1 for 300-token chunks)."""
-    ket_preset: str = "paper"
-    """KET index details, 'paper' or 'code' (kgviz.index.ket.KET_PRESETS: directed PageRank and
-    disjoint neighbour kinds as in Algorithm 3, or the authors' undirected graph)."""
+    ket_preset: str = "default"
+    """KET index details, 'default', 'paper' or 'code' (kgviz.index.ket.KET_PRESETS): 'default' is
+    Algorithm 3 with our keyword filters and adaptive τ, 'paper' switches those off, 'code' is the
+    authors' undirected KNN graph."""
+    keyword_max_df: float | None = None
+    """Overrides the preset's KetParams.keyword_max_df (1.0 keeps every word, the paper); None = the preset's."""
+    min_word_len: int | None = None
+    """Overrides the preset's KetParams.min_word_len (1 keeps every word, the paper); None = the preset's."""
+    adaptive_tau: bool | None = None
+    """Overrides the preset's KetParams.adaptive_tau (False: every chunk halved τ times, the paper)."""
 
     def __post_init__(self) -> None:
         for name in ("chunk_tokens", "workers", "batch_size", "embed_batch_size", "max_triples_per_chunk"):
@@ -80,9 +89,9 @@ class BuildParams:
             raise ConfigError("BuildParams: similar_docs_k, chunk_overlap and description_max_sentences must be >= 0")
         if not 0.0 < self.core_fraction <= 1.0 or self.core_selection not in ("pagerank", "random"):
             raise ConfigError("BuildParams: core_fraction must be in (0, 1] and core_selection 'pagerank' or 'random'")
-        if self.knn_k < 2 or self.knn_k % 2 or self.subchunk_tau < -1 or self.ket_preset not in ("paper", "code"):
+        if self.knn_k < 2 or self.knn_k % 2 or self.subchunk_tau < -1 or self.ket_preset not in KET_PRESET_NAMES:
             raise ConfigError("BuildParams: knn_k must be even and >= 2, subchunk_tau >= -1 (-1 = auto), "
-                              "ket_preset 'paper' or 'code'")
+                              f"ket_preset one of {', '.join(KET_PRESET_NAMES)}")
         if self.chunk_overlap >= self.chunk_tokens:
             raise ConfigError(
                 f"BuildParams.chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_tokens ({self.chunk_tokens})"
@@ -95,8 +104,11 @@ class BuildParams:
 
         from kgviz.index.ket import KET_PRESETS
 
+        overrides = {k: v for k, v in (("keyword_max_df", self.keyword_max_df), ("min_word_len", self.min_word_len),
+                                       ("adaptive_tau", self.adaptive_tau)) if v is not None}
         return replace(KET_PRESETS[self.ket_preset], k=self.knn_k, beta=self.core_fraction,
-                       selection=self.core_selection, tau=None if self.subchunk_tau < 0 else self.subchunk_tau)
+                       selection=self.core_selection, tau=None if self.subchunk_tau < 0 else self.subchunk_tau,
+                       **overrides)
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,9 @@ class TraceStep:
     usage: Usage = field(default_factory=Usage)
     latency_s: float = 0.0
     data: dict[str, Any] = field(default_factory=dict)  # method-specific extras (budgets, round no.)
+    # why this step departs from the method's paper, in one line ("" = the step is the paper's):
+    # a choice of ours, a reconstruction, or a paper step the graph or settings cannot follow
+    ours: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -102,6 +105,12 @@ class TraceStep:
         )
 
 
+def mark_ours(step: TraceStep, *reasons: str) -> None:
+    """Add reasons (empty ones skipped) to ``step.ours``, joined by '; ' and each kept once."""
+    have = [r for r in step.ours.split("; ") if r]
+    step.ours = "; ".join(dict.fromkeys(have + [r for r in reasons if r]))
+
+
 class Tracer:
     """Collects steps. ``reason`` wraps ``Reasoner.run`` so the LLM call lands in the step."""
 
@@ -122,7 +131,7 @@ class Tracer:
 
     def reason(self, task: str, *, title: str, detail: str = "", kind: StepKind = "llm",
                nodes: list[NodeRef] | None = None, edges: list[EdgeRef] | None = None,
-               **inputs: Any) -> tuple[Any, TraceStep]:
+               ours: str = "", **inputs: Any) -> tuple[Any, TraceStep]:
         """Run a reasoning task and record it as one step. Parse errors still record the step
         (with the raw output) before re-raising."""
         if self.reasoner is None:
@@ -133,7 +142,7 @@ class Tracer:
             call = getattr(exc, "call", None)
             self.step("error", f"{title} failed", str(exc), llm=call)
             raise
-        s = self.step(kind, title, detail, llm=res.call, nodes=nodes or [], edges=edges or [])
+        s = self.step(kind, title, detail, llm=res.call, nodes=nodes or [], edges=edges or [], ours=ours)
         return res.value, s
 
     @property

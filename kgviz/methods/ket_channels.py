@@ -4,12 +4,18 @@ its variants (kgviz.methods.ket_rag, which documents the method and its paramete
 ``retrieve_ket(question, ctx, KetRetrievalParams, tracer)`` runs the skeleton channel when θ > 0 and the
 keyword channel when θ < 1; ``KetRetrievalParams`` carries the resolved parameters of any variant. The
 keyword layer and vectors come from the in-memory views of kgviz.methods.ket_cache.
+
+Each step that departs from Algorithms 1-4 says so in ``TraceStep.ours`` (``_mark_ket``): the
+skeleton's entity and relationship texts (source sentences and triple text, where Alg. 1 line 3 has
+LLM-written descriptions), a lexical or hybrid match mode, and the keyword rules of ours the index
+was built with (read back from its ``ket.params``: the regex word split always; keyword_max_df,
+min_word_len and the adaptive τ unless built with the index preset 'paper').
 """
 from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,10 +24,10 @@ from kgviz.embedding import is_hashing
 from kgviz.errors import MethodError
 from kgviz.graph import reads
 from kgviz.facts.triples import stated_fact
-from kgviz.index.ket import core_ranking, ket_info, n_core
+from kgviz.index.ket import KetParams, core_ranking, ket_info, n_core
 from kgviz.index.knn import content_words
 from kgviz.methods import deciding
-from kgviz.methods.base import ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer
+from kgviz.methods.base import ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, TraceStep, mark_ours
 from kgviz.methods.budget import stop_at_first_overflow
 from kgviz.methods.ket_cache import keyword_view, named_entities, triple_cosines
 from kgviz.methods.ket_params import KetRetrievalParams
@@ -598,6 +604,54 @@ def _keyword_index(store: Any) -> Any:
     return view
 
 
+# The "ours" marks of a KET trace (TraceStep.ours): where a step departs from Algorithms 1-4, and why
+OURS_ENTITY_TEXT = ("an entity is embedded from its name and source sentences, not an LLM-written description "
+                    "(Alg. 1 line 3: kgviz's extractor writes none)")
+OURS_RELATIONSHIP_TEXT = ("a relationship is its triple's text, not an LLM-written description (Alg. 1 line 3: "
+                          "kgviz's extractor writes none)")
+OURS_TOKENIZER = "keywords are the words a regex split finds, minus stop words (the paper does not say how it tokenizes)"
+
+
+def _index_ours(info: dict[str, Any]) -> tuple[list[str], str]:
+    """(keyword-layer reasons, sub-chunk reason) for the KET index the graph was built with
+    (ket.params; a field an older build did not store had its default then)."""
+    built = {**asdict(KetParams()), **info.get("params", {})}
+    keyword = [OURS_TOKENIZER]
+    if float(built["keyword_max_df"]) < 1.0:
+        keyword.append(f"words in more than max({float(built['keyword_max_df']):g} of the sub-chunks, "
+                       f"{built['keyword_df_floor']}) are no keywords (keyword_max_df; the paper keeps every non-stop word)")
+    if int(built["min_word_len"]) > 1:
+        keyword.append(f"words under {built['min_word_len']} characters are no keywords (min_word_len; the paper keeps "
+                       "every non-stop word)")
+    adaptive = built["tau"] is None and bool(built["adaptive_tau"])
+    sub = ("sub-chunks halved only while that brings them nearer ~150 tokens (adaptive τ; Alg. 3 line 10 halves "
+           "every chunk τ times)") if adaptive else ""
+    return keyword, sub
+
+
+def _mark_ket(steps: list[TraceStep], cfg: KetRetrievalParams, engine: "_KetEngine", info: dict[str, Any]) -> None:
+    keyword_rules, sub_rule = _index_ours(info)
+    entity_match = (f"entity_match '{cfg.entity_match}' ({engine.entity_mode}): the entities the question names first"
+                    if engine.lexical_entities else "")
+    keyword_match = (f"keyword_match '{cfg.keyword_match}' ({engine.keyword_mode}): the question's own keywords "
+                     "first, sub-chunks by BM25" if engine.lexical else "")
+    for s in steps:
+        channel, title = s.data.get("channel"), s.title
+        if channel == "skeleton" and s.kind == "seed":
+            mark_ours(s, OURS_ENTITY_TEXT, entity_match and entity_match + " (Alg. 2 line 1 ranks by distance only)")
+        elif channel == "skeleton" and s.kind == "select":
+            mark_ours(s, OURS_RELATIONSHIP_TEXT)
+        elif channel == "skeleton" and title.endswith("text units"):
+            mark_ours(s, entity_match and f"entity_match '{cfg.entity_match}': text units ranked by BM25, with chunks "
+                                          "one hop out (Alg. 2 line 3 ranks by adjacency)")
+        elif channel == "keyword" and s.kind == "seed":
+            mark_ours(s, *keyword_rules, keyword_match and keyword_match + " (Alg. 4 line 2 seeds by cosine)")
+        elif channel == "keyword" and s.kind == "score":
+            mark_ours(s, sub_rule, keyword_match and keyword_match + " (Alg. 4 line 3 ranks by cosine)")
+        elif channel == "keyword" and s.kind == "context" and s.data.get("already_in_skeleton"):
+            mark_ours(s, "a sub-chunk the skeleton channel already chose is not repeated (the paper is silent)")
+
+
 def retrieve_ket(question: str, ctx: MethodContext, cfg: KetRetrievalParams, tracer: Tracer) -> RetrievedContext:
     """Algorithm 4: the skeleton channel (when θ > 0), then the keyword channel (when θ < 1)."""
     store = ctx.store
@@ -609,13 +663,17 @@ def retrieve_ket(question: str, ctx: MethodContext, cfg: KetRetrievalParams, tra
     if cfg.keyword_budget > 0:
         _keyword_index(store)  # the missing index is the error to report, not a skeleton-channel symptom
     skel, kw = _Channel(), _Channel()
+    first = len(tracer.steps)
     scope_label = ""
-    if cfg.skeleton_budget > 0:
-        scope = _skeleton_scope(store, cfg)
-        scope_label = scope.label
-        skel = engine.skeleton(scope)
-    if cfg.keyword_budget > 0:
-        kw = engine.keyword({i.id for i in skel.items})
+    try:
+        if cfg.skeleton_budget > 0:
+            scope = _skeleton_scope(store, cfg)
+            scope_label = scope.label
+            skel = engine.skeleton(scope)
+        if cfg.keyword_budget > 0:
+            kw = engine.keyword({i.id for i in skel.items})
+    finally:  # a run that fails part-way still marks the steps it recorded
+        _mark_ket(tracer.steps[first:], cfg, engine, ket_info(store))
     items = skel.items + kw.items
     note = (f"θ={cfg.theta:g}, λ={cfg.limit}: skeleton channel {skel.used}/{cfg.skeleton_budget} tokens"
             + (f" ({scope_label})" if scope_label else "")

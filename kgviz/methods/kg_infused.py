@@ -33,11 +33,17 @@ Pipeline (paper section → what kgviz does):
    the note followed by the passages. So the second half of the context is what the KG-based
    expansion found, which is the paper's point, at the same size as the baselines.
 
+"Ours" marks (TraceStep.ours): the seed step over the corpus graph, an expand step that follows
+incoming edges or caps by similarity, a frontier with heads reached along incoming edges, passage
+search other than dense, the equal-budget step and a context with passages.
+
 Trace: seed (KG source + seed entities) → per round: expand (candidate triples) → select →
 expand (activation frontier) … → llm (summary) → llm (expanded query) → seed (dual retrieval) →
 llm (passage note) → llm (KG note) → context.
 
-Presets: "paper" (2 rounds as in the main results, dense passage retrieval) and "code" (the
+Presets: "paper" (2 rounds as in the main results, dense passage retrieval, activation head -> tail
+only: nothing of ours the paper defines; over a graph without a curated KG the seed step's "ours"
+mark says it spreads over the corpus graph) and "code" (the
 authors' run script: 3 rounds, per-entity cap by random sampling). The two caps are named but not
 valued in the paper (§4.3.1); their values come from the authors' code (10 entities/round, 50
 triples/entity). The defaults equal "paper" except passage_search='auto' (ours: BM25 with the
@@ -59,7 +65,7 @@ from kgviz.graph import reads
 from kgviz.methods import deciding
 from kgviz.methods.budget import skip_and_continue
 from kgviz.methods.base import (
-    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param, register,
+    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, mark_ours, param, register,
 )
 from kgviz.task_results import KgInfusedSelection
 from kgviz.vectors import rrf
@@ -95,7 +101,7 @@ class KGInfusedParams:
                                    "Eq. 6 / App. B), 'both' (ours: also edges that end at an active entity, "
                                    "moving to their head), 'auto' (ours: 'out' over a curated KG, 'both' over "
                                    "the corpus graph, whose edge direction follows sentence voice: 'X founded "
-                                   "Y' vs 'Y was founded by X')")
+                                   "Y' vs 'Y was founded by X'); preset 'paper': 'out'")
     k_p: int = param(6, min=2, doc="passages: k_p/2 for the question + k_p/2 new ones for the expanded query "
                         "(§4.3.1 k_p = 6; de-duplication as in App. C.2)")
     passage_search: PassageSearch = param("auto", "'auto' (ours, default): 'bm25' with the offline hashing embedder, "
@@ -197,6 +203,16 @@ def choose_source(store: Any, wanted: str) -> tuple[str, str]:
     return wanted, f"kg_source={wanted!r} was requested ({n} {wanted} entities)"
 
 
+def spreads_both_ways(p: KGInfusedParams, origin: str) -> bool:
+    """Whether activation also follows incoming edges: ``direction`` 'both', or 'auto' over the corpus graph."""
+    return p.direction == "both" or (p.direction == "auto" and origin == "corpus")
+
+
+def _direction_ours(p: KGInfusedParams) -> str:
+    return (f"direction='{p.direction}' also follows incoming edges, moving to their head; "
+            "the paper spreads head -> tail, Eq. 6 / App. B")
+
+
 def passage_search_mode(p: KGInfusedParams, embedder_id: str) -> str:
     """The passage search a run uses: ``passage_search``, with 'auto' resolved for the embedder."""
     if p.passage_search != "auto":
@@ -244,7 +260,8 @@ class KGInfusedRAG:
     budget_param: ClassVar[str | None] = "budget_tokens"  # 0 (default) = stops at its note, as in the paper
     Params: ClassVar[type] = KGInfusedParams
     presets: ClassVar[dict[str, Any]] = {
-        "paper": KGInfusedParams(passage_search="dense"),
+        # head -> tail only (Eq. 6, App. B) and dense passages (§4.3): nothing of ours the paper defines
+        "paper": KGInfusedParams(passage_search="dense", direction="out"),
         "code": KGInfusedParams(passage_search="dense", max_rounds=3, triple_cap="random"),
     }
 
@@ -284,7 +301,11 @@ class KGInfusedRAG:
                     nodes=[NodeRef(e, "Entity", "seed", memory.names[e], float(s)) for e, s in hits],
                     scores={e: float(s) for e, s in hits},
                     data={"kg_source": origin, "reason": why, "k_e": p.k_e,
-                          "descriptions": {e: str((info.get(e) or {}).get("description") or "") for e, _ in hits}})
+                          "descriptions": {e: str((info.get(e) or {}).get("description") or "") for e, _ in hits}},
+                    ours="" if origin == "curated" else
+                    ("the corpus graph, not a curated KG (" + ("none is imported" if p.kg_source == "auto"
+                                                               else "kg_source='corpus'")
+                     + "; the paper spreads over Wikidata5M-KG, §3.3)"))
 
     # -- 3: spreading activation ----------------------------------------------------------------
     def _spread(self, question: str, qv: np.ndarray, store: Any, embedder: Any, origin: str, p: KGInfusedParams,
@@ -293,16 +314,21 @@ class KGInfusedRAG:
         for rnd in range(1, p.max_rounds + 1):
             facts, per_entity, in_memory = self._candidates(active, rnd, qv, store, embedder, origin, p, memory)
             capped = {e: v for e, v in per_entity.items() if v["kept"] < v["total"]}
-            tracer.step("expand", f"Round {rnd}: one-hop triples of {len(active)} active entities",
-                        f"{len(facts)} candidate triples (at most {p.max_triples_per_entity} per entity"
-                        f"{', ' + str(len(capped)) + ' entities capped' if capped else ''})",
-                        nodes=[NodeRef(e, "Entity", "seed", memory.names.get(e, e)) for e in active]
-                        + [n for f in facts for n in f.node("candidate")]
-                        + [NodeRef(e, "Entity", "candidate", n) for e, n in _targets(facts).items() if e not in active],
-                        edges=[f.edge("candidate") for f in facts],
-                        scores={f.id: f.score for f in facts},
-                        data={"round": rnd, "active": active, "per_entity": per_entity, "capped": sorted(capped),
-                              "already_in_memory": in_memory})
+            both = spreads_both_ways(p, origin)
+            step = tracer.step("expand", f"Round {rnd}: one-hop triples of {len(active)} active entities",
+                               f"{len(facts)} candidate triples (at most {p.max_triples_per_entity} per entity"
+                               f"{', ' + str(len(capped)) + ' entities capped' if capped else ''})",
+                               nodes=[NodeRef(e, "Entity", "seed", memory.names.get(e, e)) for e in active]
+                               + [n for f in facts for n in f.node("candidate")]
+                               + [NodeRef(e, "Entity", "candidate", n) for e, n in _targets(facts).items()
+                                  if e not in active],
+                               edges=[f.edge("candidate") for f in facts],
+                               scores={f.id: f.score for f in facts},
+                               data={"round": rnd, "active": active, "per_entity": per_entity, "capped": sorted(capped),
+                                     "already_in_memory": in_memory, "direction": "both" if both else "out"})
+            mark_ours(step, _direction_ours(p) if both else "",
+                      "the per-entity cap keeps the triples closest to the question (triple_cap='similarity'; "
+                      "the paper names the cap only)" if capped and p.triple_cap == "similarity" else "")
             chosen = self._select(question, facts, rnd, p, memory, tracer)
             memory.rounds_run = rnd
             for f in chosen:
@@ -326,13 +352,18 @@ class KGInfusedRAG:
                       f"memory holds {len(memory.triples)} triples and {len(memory.activated)} activated entities")
             if over_cap:
                 detail += f"; {len(over_cap)} dropped by max_entities_per_round={p.max_entities_per_round}"
-            tracer.step("expand", f"Round {rnd}: activation frontier" + (f" — stop ({stop})" if stop else ""),
-                        detail + (f". Stop: {stop}" if stop else ""),
-                        nodes=[NodeRef(e, "Entity", "chosen", memory.names.get(e, e)) for e in frontier]
-                        + [NodeRef(e, "Entity", "rejected", memory.names.get(e, e)) for e in over_cap],
-                        data={"round": rnd, "frontier": frontier, "memory_size": len(memory.triples),
-                              "activated": len(memory.activated), "already_active": already,
-                              "over_cap": over_cap, "stop": stop, "expanded_next": not stop})
+            title = f"Round {rnd}: activation frontier" + (f" — stop ({stop})" if stop else "")
+            frontier_step = tracer.step(
+                "expand", title, detail + (f". Stop: {stop}" if stop else ""),
+                nodes=[NodeRef(e, "Entity", "chosen", memory.names.get(e, e)) for e in frontier]
+                + [NodeRef(e, "Entity", "rejected", memory.names.get(e, e)) for e in over_cap],
+                data={"round": rnd, "frontier": frontier, "memory_size": len(memory.triples),
+                      "activated": len(memory.activated), "already_active": already,
+                      "over_cap": over_cap, "stop": stop, "expanded_next": not stop})
+            heads = {f.to for f in chosen if f.to != f.object_id}  # reached along an incoming edge
+            if heads:
+                mark_ours(frontier_step, f"{len(heads)} of the selected triples' next entities are heads reached along "
+                                         f"incoming edges ({_direction_ours(p)})")
             if stop:
                 return
             for e in frontier:
@@ -342,7 +373,7 @@ class KGInfusedRAG:
     def _candidates(self, active: list[str], rnd: int, qv: np.ndarray, store: Any, embedder: Any, origin: str,
                     p: KGInfusedParams, memory: Memory) -> tuple[list[Fact], dict[str, dict[str, int]], int]:
         rows = [(r, False) for r in reads.related_edges(store, active, origin, incoming=False)]
-        if p.direction == "both" or (p.direction == "auto" and origin == "corpus"):
+        if spreads_both_ways(p, origin):
             rows += [(r, True) for r in reads.related_edges(store, active, origin, incoming=True)]
         known = memory.triple_ids
         by_entity: dict[str, list[Fact]] = {e: [] for e in active}
@@ -537,22 +568,25 @@ class KGInfusedRAG:
                for c in split["duplicates"]},
             **{c: f"the expanded query's #{q2_place.get(c)}: its {p.k_p - half} new passages were already taken"
                for c in split["unused"]}})
-        tracer.step("seed", "Dual retrieval (question + expanded query)",
-                    f"{len(split['question'])} passages for the question, {len(split['expanded'])} new ones for the "
-                    f"expanded query; {len(split['duplicates'])} of the expanded query's top {p.k_p} were already "
-                    f"retrieved (App. C.2); search: {mode}"
-                    + (f" (passage_search 'auto' with the {getattr(embedder, 'id', '')} embedder, ours)"
-                       if p.passage_search == "auto" else "")
-                    + (f"; {short} short of k_p={p.k_p}: the expanded query found no "
-                                               f"more new passages" if short > 0 else ""),
-                    nodes=nodes,
-                    scores=scores,
-                    data={"question_passages": split["question"], "expanded_passages": split["expanded"],
-                          "duplicates": split["duplicates"], "unused": split["unused"], "k_p": p.k_p,
-                          "search": mode, "passage_search": p.passage_search, "expanded_query": expanded,
-                          "score_name": f"{mode} score for the question (its top {half}), else for the expanded "
-                                        "query (the first new ones); two rankings, so scores compare only "
-                                        "within one"})
+        step = tracer.step("seed", "Dual retrieval (question + expanded query)",
+                           f"{len(split['question'])} passages for the question, {len(split['expanded'])} new "
+                           f"ones for the expanded query; {len(split['duplicates'])} of the expanded query's top "
+                           f"{p.k_p} were already retrieved (App. C.2); search: {mode}"
+                           + (f" (passage_search 'auto' with the {getattr(embedder, 'id', '')} embedder, ours)"
+                              if p.passage_search == "auto" else "")
+                           + (f"; {short} short of k_p={p.k_p}: the expanded query found no "
+                                                      f"more new passages" if short > 0 else ""),
+                           nodes=nodes,
+                           scores=scores,
+                           data={"question_passages": split["question"], "expanded_passages": split["expanded"],
+                                 "duplicates": split["duplicates"], "unused": split["unused"], "k_p": p.k_p,
+                                 "search": mode, "passage_search": p.passage_search, "expanded_query": expanded,
+                                 "score_name": f"{mode} score for the question (its top {half}), else for the expanded "
+                                               "query (the first new ones); two rankings, so scores compare only "
+                                               "within one"})
+        if mode != "dense":
+            auto = " (passage_search='auto')" if p.passage_search == "auto" else ""
+            mark_ours(step, f"passage search '{mode}'{auto}: the paper ranks passages by dense inner product (§4.3)")
         passages = [{"id": c, "title": str((info.get(c) or {}).get("title") or ""), "text": str(info[c]["text"]),
                      "score": scores.get(c)} for c in merged if c in info]
         return passages, rankings
@@ -584,7 +618,8 @@ class KGInfusedRAG:
                     scores={c: scores[c] for c in extra if c in scores},
                     data={"budget_tokens": p.budget_tokens, "room": room, "question_extra": q_fit.kept,
                           "expanded_extra": q2_fit.kept, "question_tokens": q_fit.used,
-                          "expanded_tokens": q2_fit.used})
+                          "expanded_tokens": q2_fit.used},
+                    ours=f"budget_tokens={p.budget_tokens}: the paper stops at k_p={p.k_p} passages and the note")
         return [{"id": c, "title": str(info[c].get("title") or ""), "text": str(info[c]["text"]),
                  "score": scores.get(c)} for c in extra]
 
@@ -637,7 +672,11 @@ class KGInfusedRAG:
                     nodes=[NodeRef(x["id"], "Chunk", "context", x["title"]) for x in passages]
                     + [n for f in memory.triples for n in f.node("context")],
                     data={"kg_source": origin, "n_passages": len(passages), "n_triples": len(memory.triples),
-                          "rounds": memory.rounds_run})
+                          "rounds": memory.rounds_run},
+                    ours="" if not (p.context_passages or p.budget_tokens) else
+                    ("passages" + (" and triples" if p.context_passages else "") + " after the note ("
+                     + ("context_passages" if p.context_passages else f"budget_tokens={p.budget_tokens}")
+                     + "); the paper's generator sees only the KG-augmented note, Eq. 11"))
         return RetrievedContext(items=items, node_ids=node_ids, notes=notes,
                                 sources=_note_sources(items, passages, memory, origin))
 

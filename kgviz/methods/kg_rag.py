@@ -71,7 +71,9 @@ context. Node/edge refs use real graph ids: a fact is its Triple node plus an ed
 object_id labelled with the relation (a ``rel:`` fact has no Triple node, so only the edge).
 ``data["path"]`` of the context step is the walk: seeds, then per hop (fact, node reached).
 
-Presets: only "paper" (no "code" preset, because there is no public code to match).
+Presets: only "reconstruction" (the defaults; "paper" is accepted as its old name). There is no
+"paper" or "code" preset, because there is no public code to match. Every trace step carries an
+"ours" mark saying which part of it the paper names.
 """
 from __future__ import annotations
 
@@ -85,7 +87,7 @@ from kgviz.facts.triples import SENTENCE_KIND
 from kgviz.graph import neighbourhood as nb
 from kgviz.methods import deciding
 from kgviz.methods.base import (
-    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param, register,
+    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, mark_ours, param, register,
 )
 from kgviz.methods.budget import SkipAndContinue
 from kgviz.task_results import KgRagChoice, KgRagDecision, KgRagPlan
@@ -661,7 +663,10 @@ class KGRag:
     title: ClassVar[str] = "KG-RAG (Chain of Explorations, reconstruction)"
     paper: ClassVar[str] = "001"
     Params: ClassVar[type] = KGRagParams
-    presets: ClassVar[dict[str, Any]] = {"paper": KGRagParams()}
+    # the reconstruction's defaults, named for what they are: with no paper code there is no
+    # "paper" setting to match; "paper" (the name until issue 27) is still accepted for it
+    presets: ClassVar[dict[str, Any]] = {"reconstruction": KGRagParams()}
+    preset_aliases: ClassVar[dict[str, str]] = {"paper": "reconstruction"}
     budget_param: ClassVar[str | None] = "max_context_tokens"
 
     def retrieve(self, question: str, ctx: MethodContext, params: KGRagParams,
@@ -676,6 +681,30 @@ class KGRag:
             return walk.run()
         finally:  # a walk that fails part-way still shows which of its facts were curated
             _label_curated(tracer.steps[first:], walk.curated)
+            _mark_reconstruction(tracer.steps[first:])
+
+
+# Paper 001 gives CoE in a few sentences and no code, so every step of the walk is ours; each
+# step says which part of it the paper names (the "ours" mark of the trace).
+RECONSTRUCTION = "reconstruction (paper 001 has no algorithm box or code)"
+_OURS_BY_TASK = {
+    "kgrag_plan": "the planning step and its prompt are ours",
+    "kgrag_choose": "'LLM ranking' per the paper; the numbered top-k prompt is ours",
+    "kgrag_evaluate": "the stop / continue / backtrack check is ours",
+}
+_OURS_BY_KIND = {
+    "seed": "'vector similarity search' per the paper; the pools and planned-entity seeds are ours",
+    "expand": "'Cypher queries' per the paper; the neighbourhood queries and anchors are ours",
+    "score": "ranking by cosine to the question and the plan is ours",
+    "prune": "backtracking is ours",
+    "context": "the path facts in walk order, cut at max_context_tokens, are ours",
+}
+
+
+def _mark_reconstruction(steps: list[Any]) -> None:
+    for s in steps:
+        what = _OURS_BY_TASK.get(s.llm.task if s.llm else "", "") or _OURS_BY_KIND.get(s.kind, "")
+        mark_ours(s, f"{RECONSTRUCTION}: {what}" if what else RECONSTRUCTION)
 
 
 def _label_curated(steps: list[Any], curated: set[str]) -> None:

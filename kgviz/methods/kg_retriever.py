@@ -12,7 +12,9 @@ Retrieval (§3.2.2), as traced here:
 5. context — those triples. The paper feeds only the triples and the query to the LLM (§3.1,
              §3.2.2 last paragraph), so no document text is added.
 
-Choices the paper leaves open (ours, labelled): an entity mentioned by several candidate documents
+Choices the paper leaves open (ours, labelled): in the attentive and multi-hop strategies the top-N
+documents themselves weigh w = 1 (§3.2.2 defines w for one-hop, and for neighbours as the documents'
+cosine; the trace's expand step says so); an entity mentioned by several candidate documents
 takes the largest w; triples are ranked by the best score of their kept end entities, ties broken
 by cos(triple, query); a document reached along several paths keeps its largest weight.
 
@@ -59,7 +61,8 @@ NEAR_MISSES = 3  # ours: documents ranked just below N, shown as rejected so a m
 @dataclass(frozen=True)
 class KGRetrieverParams:
     top_n: int = param(3, min=1, doc="N: documents retrieved by similarity to the query (§3.2.2 Document-level "
-                          "Retrieval; N=3 for every dataset in §4.1)")
+                          "Retrieval; §4.1 gives N=3 for MuSiQue, 2Wiki and both CRUD-QA sets — the HotpotQA "
+                          "value is cut from our copy of the paper, which keeps only its T=20, λ=0.1)")
     k_neighbours: int = param(3, min=0, doc="K: document-layer neighbours used per document, most similar first "
                                  "(§3.2.1 Eq. 1; §4.1 gives K=3 for MuSiQue and 2Wiki — the HotpotQA value "
                                  "is cut from our copy of the paper). At most the K the index was built with")
@@ -132,13 +135,18 @@ class KGRetriever:
 
         weights, edges, hop_of, over_k, doc_scale = self._collaborate(store, [d for d, _ in seeds], p)
         self._titles(store, list(weights) + over_k, titles)
+        ours = [] if p.strategy == "one-hop" else [
+            f"the top-{p.top_n} documents weigh w = 1 (the paper gives the {p.strategy} w for neighbours only)"]
+        if p.strategy != "one-hop" and p.lam_mode == "relative":
+            ours.append("relative λ: document cosines divided by the best first-hop neighbour's (lam_mode='relative')")
         tracer.step("expand", f"Document layer: {p.strategy} collaboration",
                     self._expand_detail(p, weights, len(seeds), doc_scale),
                     nodes=[NodeRef(d, "Document", "seed" if hop_of[d] == 0 else "chosen", titles.get(d, d), w)
                            for d, w in weights.items()]
                     + [NodeRef(d, "Document", "rejected", titles.get(d, d)) for d in over_k],
                     edges=edges, scores=dict(weights),
-                    data={"hop": hop_of, "strategy": p.strategy, "lam_mode": p.lam_mode, "doc_cosine_scale": doc_scale})
+                    data={"hop": hop_of, "strategy": p.strategy, "lam_mode": p.lam_mode, "doc_cosine_scale": doc_scale},
+                    ours="; ".join(ours))
 
         ent = self._score_entities(store, qv, weights, hop_of, p, tracer)
         if not ent["kept"]:
@@ -150,7 +158,9 @@ class KGRetriever:
     # -- document layer ----------------------------------------------------------------------
     def _collaborate(self, store: Any, seeds: list[str], p: KGRetrieverParams
                      ) -> tuple[dict[str, float], list[EdgeRef], dict[str, int], list[str], float]:
-        weights = {d: 1.0 for d in seeds}  # the top-N documents themselves count fully (w = 1)
+        # the top-N documents themselves count fully (w = 1): the paper sets w = 1 in one-hop and gives
+        # the attentive w for neighbours only, so under attentive / multi-hop this is ours (traced)
+        weights = {d: 1.0 for d in seeds}
         hop_of = {d: 0 for d in seeds}
         edges: list[EdgeRef] = []
         over_k: list[str] = []
@@ -253,7 +263,9 @@ class KGRetriever:
                     data={"lambda": p.lam, "lam_mode": p.lam_mode, "cosine_scale": cos_scale, "w": w, "cosine": cos,
                           "hop": hop, "hops": hops, "below_lambda": below, "over_t": over_t,
                           "score_name": "w · cosine" + (f" / {cos_scale:.3f} (the best entity's cosine: relative λ)"
-                                                       if cos_scale != 1.0 else "") + " (Eq. 2)"})
+                                                       if cos_scale != 1.0 else "") + " (Eq. 2)"},
+                    ours="relative λ: entity cosines divided by the best candidate's before Eq. 2 (lam_mode='relative'; "
+                         "the paper's λ is for RoBERTa cosines)" if p.lam_mode == "relative" else "")
         return {"kept": kept, "score": score, "names": names}
 
     @staticmethod

@@ -174,6 +174,11 @@ def method_column(result: cmp.MethodResult, key: str) -> Run | None:
         st.caption(md_text(f"funnel: {result.funnel.label}"))
     if run.context.notes.get("curated"):  # kg-rag with use_curated: facts the corpus KG does not hold
         st.caption(md_text(f"curated KG: {run.context.notes['curated']}"))
+    ours = [s for s in run.trace if s.ours]
+    if ours:  # the steps that depart from the method's paper (TraceStep.ours), each with its reason
+        with st.expander(f"{len(ours)} of {len(run.trace)} steps marked ours"):
+            for s in ours:
+                st.caption(md_text(f"{s.index + 1}. {s.title} — ours: {s.ours}"))
     if v.claims:
         st.html(claims_html(v.claims))
     for e in v.errors:

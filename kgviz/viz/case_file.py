@@ -119,9 +119,11 @@ def _method_section(r: MethodResult) -> str:
         parts.append(_table(["in corpus", "in graph", "in context", "in kept context", "in answer", "failure"],
                             [[f.in_corpus, f.in_graph, f.in_context, f.in_kept_context, f.in_answer,
                               f"{f.label}: {f.explanation}"]]))
-    steps = [[s.index, s.kind, s.title, s.detail] for s in run.trace]
-    parts.append(f"<details><summary>Path: {len(steps)} trace steps</summary>"
-                 f"{_table(['#', 'kind', 'step', 'detail'], steps)}</details>")
+    # "ours" column: the reason a step departs from the method's paper (TraceStep.ours), empty for a paper step
+    steps = [[s.index, s.kind, s.title, s.ours, s.detail] for s in run.trace]
+    n_ours = sum(bool(s.ours) for s in run.trace)
+    parts.append(f"<details><summary>Path: {len(steps)} trace steps, {n_ours} marked ours</summary>"
+                 f"{_table(['#', 'kind', 'step', 'ours', 'detail'], steps)}</details>")
     items = [[i.id, i.kind, i.source, i.text] for i in run.context.items]
     parts.append(f"<details><summary>Context: {len(items)} items, {run.context.n_tokens} tokens</summary>"
                  f"{_table(['id', 'kind', 'source', 'text'], items)}</details>")

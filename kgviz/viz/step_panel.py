@@ -1,7 +1,8 @@
 """What the Trace player shows beside the graph for one step, as plain data (no streamlit, no
 HTML): the header, why the step decided what it did (candidates with scores and chosen / rejected
 marks, plus any per-node numbers the method recorded such as KG-Retriever's weights w or hop),
-budgets, activation round, the LLM task and the step's cost.
+budgets, activation round, the LLM task and the step's cost, and the "ours" mark of a step that
+departs from the method's paper (TraceStep.ours: the reason, drawn under the title).
 
 Every value is a plain string or number; the player writes them with ``textContent`` only.
 """
@@ -26,6 +27,8 @@ MARKS: dict[str, str] = {"chosen": "✓ chosen", "rejected": "✗ rejected", "ca
 # data keys whose per-node numbers explain a choice, with a reader's name (others keep their key)
 DATA_COLUMNS: dict[str, str] = {"w": "weight w", "cosine": "cosine", "hop": "hop", "triple_cosine": "fact cosine",
                                 "ranks": "ranks", "links": "linked to"}
+# KG-Infused's data["direction"]: the edges spreading activation followed
+DIRECTIONS = {"out": "outgoing only (head → tail)", "both": "outgoing and incoming (to the head too)"}
 _RAW_LIMIT = 20_000  # characters of the step's raw JSON kept in the page
 _PROMPT_LIMIT = 30_000
 
@@ -102,7 +105,7 @@ def candidate_rows(step: TraceStep, labels: Mapping[str, str]) -> tuple[list[str
 
 
 def _facts(trace: Sequence[TraceStep], index: int) -> list[list[str]]:
-    """Short key/value lines: activation round and frontier (KG-Infused), hop strategy and λ
+    """Short key/value lines: activation round, frontier and edge direction (KG-Infused), hop strategy and λ
     (KG-Retriever), the stop reason, the answer budget."""
     step = trace[index]
     d = step.data or {}
@@ -126,11 +129,14 @@ def _facts(trace: Sequence[TraceStep], index: int) -> list[list[str]]:
         if picked.get("words"):
             out.append(["the model's words", str(picked["words"])])
     for key, name in (("score_name", "score"), ("strategy", "document-layer strategy"),
+                      ("direction", "edges followed"),
                       ("lambda", "λ (entity filter)"),
                       ("decision", "decision"), ("reason", "reason"), ("stop_reason", "stopped because"),
                       ("budget_tokens", "answer budget (tokens)"), ("used_tokens", "tokens used"),
                       ("expanded_query", "expanded query"), ("skeleton", "skeleton"), ("warning", "warning")):
         v = d.get(key)
+        if key == "direction":
+            v = DIRECTIONS.get(str(v), v) if v else v
         if v not in (None, "", [], {}) and not isinstance(v, Mapping):
             out.append([name, _fmt(v)])
     return out
@@ -155,6 +161,14 @@ def _cost(step: TraceStep) -> str:
             f"${u.cost_usd:.4f} · step time {step.latency_s:.3f} s")
 
 
+OURS_LABEL = "ours"  # the mark of a step that departs from the method's paper (TraceStep.ours)
+
+
+def ours_mark(step: TraceStep) -> str:
+    """The visible mark of a step that departs from its paper, with the reason ("" for a paper step)."""
+    return f"{OURS_LABEL}: {step.ours}" if step.ours else ""
+
+
 def step_panel(trace: Sequence[TraceStep], index: int, labels: Mapping[str, str], *,
                note: str = "") -> dict[str, Any]:
     """The panel of step ``index`` as plain data."""
@@ -174,6 +188,7 @@ def step_panel(trace: Sequence[TraceStep], index: int, labels: Mapping[str, str]
     return {
         "head": f"Step {index + 1} of {len(trace)} · {step.kind}",
         "title": step.title,
+        "ours": ours_mark(step),
         "detail": step.detail,
         "note": note,
         "facts": _facts(trace, index),

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,11 @@ def test_compare_page_end_to_end(app_env: Path, counted_runs: list[str]) -> None
     assert not at.exception, at.exception
     assert [s.value for s in at.subheader][:2] == ["kg-rag", "text-rag"]
     assert counted_runs == ["kg-rag", "text-rag"]
+    # kg-rag's steps of ours (every step but the shared answer: a reconstruction), listed with their
+    # reason; text-rag has none, so it shows no such list
+    ours = [e.label for e in at.expander if "marked ours" in e.label]
+    assert len(ours) == 1 and re.fullmatch(r"(\d+) of (\d+) steps marked ours", ours[0])
+    assert any("ours: reconstruction" in c.value for c in at.caption)
     frames = [d.value for d in at.dataframe]
     funnel = next(f for f in frames if "failure" in f.columns)
     assert list(funnel["method"]) == ["kg-rag", "text-rag"]

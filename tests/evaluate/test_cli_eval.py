@@ -72,3 +72,18 @@ def test_bench_quick_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     if ket["met"] is not None:
         assert set(ket["ratio_by_beta"]) >= {"0.2", "1.0"} and ket["ratio_by_beta"]["1.0"] == 1.0
     assert figures["pyvis_render"]["nodes"] == 500 and figures["pyvis_render"]["seconds_median"] > 0
+
+
+def test_eval_preset_reaches_every_run_that_has_it(sample_db: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["eval", str(SAMPLE_QUESTIONS), "--db", str(sample_db), "--methods", "text-rag,kg-retriever", "--limit", "1",
+            "--out", str(tmp_path), "--llm", "offline", "--embedder", "hashing", "--n-boot", "50", "--json"]
+    assert main([*args, "--preset", "paper"]) == 0
+    captured = capsys.readouterr()
+    assert "no preset 'paper' for text-rag" in captured.err
+    rows = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
+    by_method = {r["method"]: r for r in rows}
+    assert by_method["kg-retriever"]["params"]["lam_mode"] == "absolute"  # the preset's, not the default 'relative'
+    assert by_method["text-rag"]["params"] == by_method["text-rag"]["params"] | {"retriever": "hybrid"}
+    assert main([*args, "--preset", "kg-retriever=nope"]) == 2
+    assert "kg-retriever has no preset 'nope'" in capsys.readouterr().err

@@ -184,7 +184,7 @@ def rounds(steps) -> list[dict[str, Any]]:
 def test_registered_with_paper_presets() -> None:
     cls = registered()["kg-infused"]
     assert cls.title == "KG-Infused RAG" and cls.paper == "003"
-    assert cls.presets["paper"] == M.KGInfusedParams(passage_search="dense")
+    assert cls.presets["paper"] == M.KGInfusedParams(passage_search="dense", direction="out")  # head -> tail, Eq. 6
     p = cls.presets["paper"]
     assert (p.k_e, p.max_rounds, p.k_p, p.max_triples_per_entity, p.max_entities_per_round) == (3, 2, 6, 50, 10)
     assert cls.presets["code"].max_rounds == 3

@@ -18,6 +18,7 @@ from kgviz.offline.qtype import question_type
 from kgviz.providers.base import LLMBase
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
+from kgviz.run import resolve_params
 from kgviz.reasoning import Reasoner
 from kgviz.task_results import KgRagPlan
 from kgviz.tasks import kg_rag as tasks
@@ -150,10 +151,13 @@ def fact_ids(ctx: Any) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------
-def test_registered_with_paper_preset() -> None:
+def test_registered_with_reconstruction_preset() -> None:
     assert registered()["kg-rag"] is KGRag
     assert "reconstruction" in KGRag.title
-    assert KGRag.presets["paper"] == KGRagParams()
+    # no "paper" setting to match (the paper has no code): the preset is named for what it is, and
+    # "paper", its old name, is still read as it
+    assert list(KGRag.presets) == ["reconstruction"] and KGRag.presets["reconstruction"] == KGRagParams()
+    assert resolve_params(KGRag(), None, "paper") == KGRagParams()
     assert KGRagParams().max_hops == 5
 
 

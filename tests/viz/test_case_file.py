@@ -6,7 +6,7 @@ import json
 import re
 
 from kgviz.compare import case_file_json
-from kgviz.methods.base import ContextItem, RetrievedContext
+from kgviz.methods.base import ContextItem, RetrievedContext, TraceStep
 from kgviz.offline.judge import OFFLINE_JUDGE_LABEL
 from kgviz.run import Run
 from kgviz.types import Usage
@@ -83,3 +83,12 @@ def test_json_export_carries_the_outcome() -> None:
     assert outcomes["kg-infused"] == {"kind": "failed", "label": "method failed", "colour": "#757575",
                                       "correct": None, "grounded": None}
     assert data["summary"]["right"] == 2 and data["summary"]["outcomes"]["grounded_wrong"] == 1
+
+
+def test_the_step_table_has_an_ours_column_with_the_reason() -> None:
+    c = comparison()
+    c.results[0].run.trace = [TraceStep(0, "seed", "Top-3 documents"),
+                              TraceStep(1, "expand", "Document layer", ours="w = 1 for the top-N <b>documents</b>")]
+    section = render_case_file(c, include_graph=False).split("<h2>kg-retriever</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "Path: 2 trace steps, 1 marked ours" in section and "<th>ours</th>" in section
+    assert "<td>w = 1 for the top-N &lt;b&gt;documents&lt;/b&gt;</td>" in section  # escaped

@@ -211,3 +211,20 @@ def test_the_step_script_reads_its_data_by_id() -> None:
     page = tp.player_html(_data(_retriever_trace()))
     assert re.search(r'getElementById\("kp-data"\)\.textContent', page)
     assert "window.kgvizPlayer" in page and "getScale" in page
+
+
+def test_a_step_of_ours_carries_its_mark_and_reason_into_the_panel_as_text() -> None:
+    trace = _retriever_trace()
+    trace[1].ours = "the top-2 documents weigh w = 1 " + HOSTILE
+    data = _data(trace)
+    panels = [s["panel"] for s in data["steps"]]
+    assert panels[1]["ours"] == "ours: the top-2 documents weigh w = 1 " + HOSTILE
+    assert [p["ours"] for i, p in enumerate(panels) if i != 1] == ["", "", ""]  # a paper step shows no mark
+    js = tp.player_html(data).rsplit("<script>", 1)[1]
+    assert 'p.ours' in js and '"kp-ours"' in js  # drawn under the title, with textContent (el)
+
+
+def test_kg_infused_expand_panel_says_which_edges_were_followed() -> None:
+    step = _step(0, "expand", "Round 1: one-hop triples", data={"round": 1, "direction": "both"})
+    facts = dict(map(tuple, step_panel([step], 0, {})["facts"]))
+    assert facts["edges followed"] == "outgoing and incoming (to the head too)"

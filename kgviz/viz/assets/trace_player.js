@@ -207,6 +207,7 @@
     panelEl.textContent = "";
     panelEl.appendChild(el("div", "kp-head", p.head));
     panelEl.appendChild(el("h3", "", p.title));
+    if (p.ours) { panelEl.appendChild(el("p", "kp-ours", p.ours)); }
     if (p.detail) { panelEl.appendChild(el("p", "kp-detail", p.detail)); }
     if (p.note) { panelEl.appendChild(el("p", "kp-note", p.note)); }
     if (p.facts.length) {
