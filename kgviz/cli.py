@@ -526,7 +526,7 @@ def cmd_models_status(args: argparse.Namespace, settings: Settings) -> int:
 
 def _bar_printer(enabled: bool) -> Callable[[float, str], None]:
     """A one-line progress bar on stderr; a negative fraction ends the line (if one was drawn)."""
-    drawn = [False]
+    drawn = [""]
 
     def show(fraction: float, text: str) -> None:
         if not enabled:
@@ -536,12 +536,14 @@ def _bar_printer(enabled: bool) -> Callable[[float, str], None]:
             if drawn[0]:
                 err.write("\n")
                 err.flush()
-            drawn[0] = False
+            drawn[0] = ""
             return
         filled = int(round(max(0.0, min(fraction, 1.0)) * 24))
-        err.write(f"\r[{'#' * filled}{'-' * (24 - filled)}] {fraction:4.0%} {safe_text(text[:70]):<70}")
-        err.flush()
-        drawn[0] = True
+        line = f"\r[{'#' * filled}{'-' * (24 - filled)}] {fraction:4.0%} {safe_text(text[:90]):<90}"
+        if line != drawn[0]:  # the hub step reports four times a second; redraw only what changed
+            err.write(line)
+            err.flush()
+            drawn[0] = line
 
     return show
 

@@ -239,15 +239,17 @@ def _run_hub_child(model: str, cache: Path, env: Mapping[str, str], timeout_s: f
     with tempfile.TemporaryFile() as errors:
         child = subprocess.Popen([sys.executable, "-c", _HUB_CHILD, model, str(cache)], env=env,
                                  stdout=subprocess.DEVNULL, stderr=errors)
-        deadline = time.monotonic() + timeout_s
+        start = time.monotonic()
         try:
             while child.poll() is None:
-                if time.monotonic() > deadline:
+                waited = time.monotonic() - start
+                if waited > timeout_s:
                     raise ModelPullError(f"the model hub did not deliver {model} within {timeout_s:g} s "
                                          "(unreachable, or too slow)")
                 got = _folder_bytes(cache)
                 share = min(got / expected, 0.99) if expected else 0.0
-                progress(low + (high - low) * share, f"model hub: {got / 1e6:,.0f} of ~{expected / 1e6:,.0f} MB")
+                progress(low + (high - low) * share,
+                         f"model hub: {got / 1e6:,.0f} of ~{expected / 1e6:,.0f} MB ({waited:.0f} of {timeout_s:g} s)")
                 time.sleep(0.25)
         finally:
             if child.poll() is None:

