@@ -45,7 +45,8 @@ from kgviz.provider_specs import (
     AutoEmbedderParams,
 )
 from kgviz.providers.base import Embedder
-from kgviz.providers.embedders import FastEmbedEmbedder, HashingEmbedder, describe_model
+from kgviz.providers.embedders import FastEmbedEmbedder, HashingEmbedder
+from kgviz.providers.model_places import PULL_MODEL, in_cache, is_complete, pulled_cache, pulled_model_dir
 
 # Small English text models, most preferred first. Only these are looked for in the cache: some
 # fastembed models share one hub repository (nomic v1.5 and its -Q variant), so a cache folder
@@ -65,16 +66,6 @@ class RecordedEmbedder:
     embedder_id: str
 
 
-def in_cache(cache: Path, model: str) -> bool:
-    """True when the cache holds a hub folder for ``model`` (fastembed itself accepts an older
-    casing of the folder name, so the comparison ignores case)."""
-    if not cache.is_dir():
-        return False
-    repo = str(describe_model(model).get("sources", {}).get("hf") or "")
-    folder = ("models--" + repo.replace("/", "--")).lower()
-    return bool(repo) and any(entry.name.lower() == folder for entry in cache.iterdir())
-
-
 def _fallback(why: str, hint: str = _TO_ENABLE) -> tuple[Embedder, str]:
     substitute = HashingEmbedder(DEFAULT_HASH_DIM)
     return substitute, (f"Using the offline hashing embedder ({substitute.id}): embedder 'auto' {why}. "
@@ -83,8 +74,6 @@ def _fallback(why: str, hint: str = _TO_ENABLE) -> tuple[Embedder, str]:
 
 def pulled_tries(params: AutoEmbedderParams, model: str = DIR_MODEL) -> list[Try]:
     """Where ``kgviz models pull`` left ``model`` under ``params.pulled_dir`` (nothing when unset)."""
-    from kgviz.providers.model_pull import PULL_MODEL, is_complete, pulled_cache, pulled_model_dir
-
     if params.pulled_dir is None or model != PULL_MODEL:
         return []
     tries: list[Try] = []

