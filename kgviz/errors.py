@@ -54,6 +54,11 @@ class EmbedderUnavailableError(ProviderError):
     """An embedding model could not be loaded (e.g. the model hub is unreachable)."""
 
 
+class ModelPullError(ProviderError):
+    """``kgviz models pull`` could not fetch a model (unreachable hub or index, a digest that
+    does not match its pin, a download that did not finish in time)."""
+
+
 class RecordingMissError(ConfigError):
     """A recorded-replies LLM (``recorded:<path>``) has no reply for a request. A ConfigError
     because the run asks for something the recording does not cover (other documents, options,

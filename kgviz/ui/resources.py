@@ -30,6 +30,12 @@ def _embedder(spec: str, auto: AutoEmbedderParams, recorded: RecordedEmbedder | 
     return make_embedder(spec, auto=auto, recorded=recorded)
 
 
+def clear_auto_embedder() -> None:
+    """Forget the resolved embedders (after a model was pulled, ``auto`` must look again); a
+    workspace with a graph still gets the embedder it records."""
+    _embedder.clear()
+
+
 @st.cache_resource(show_spinner=False)
 def _recorded_embedders() -> dict[str, RecordedEmbedder]:
     """Workspace folder -> what its graph was built with. Only found ones are kept: a graph's

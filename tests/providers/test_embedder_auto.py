@@ -26,7 +26,8 @@ from kgviz.workspace import open_workspace, recorded_embedder
 def test_auto_is_the_default_spec_and_reads_its_variables() -> None:
     assert parse_embedder_spec("auto") == ("auto", "", None)
     s = Settings.from_env({})
-    assert s.embedder_spec == "auto" and s.auto_embedder == AutoEmbedderParams()
+    assert s.embedder_spec == "auto" and s.auto_embedder == AutoEmbedderParams(pulled_dir=Path.home() / ".kgviz" / "models")
+    assert Settings.from_env({"KGVIZ_HOME": "/srv/kg"}).auto_embedder.pulled_dir == Path("/srv/kg/models")
     s = Settings.from_env({"KGVIZ_EMBEDDER_DIR": "~/models/minilm", "KGVIZ_EMBEDDER_MODEL": "BAAI/bge-small-en-v1.5",
                            "FASTEMBED_CACHE_PATH": "/var/cache/fe"})
     assert s.auto_embedder.model_dir == Path("~/models/minilm").expanduser()
