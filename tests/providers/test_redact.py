@@ -54,13 +54,15 @@ def test_an_echoed_key_never_becomes_a_fact(server: FakeServer, tmp_path: Path) 
     doc = document_from_text("Marta Ruiz designed the Harbour Library.", title="Harbour", source="h.txt")
     with GraphStore.open(tmp_path / "ws", embedder_id=emb.id, dim=emb.dim) as store:
         report = build([doc], store, Reasoner(llm, emb), BuildParams(workers=1, ket_enabled=False))
-        assert report.counts["Triple"] >= 2 and not report.failures
+        # the echoed fact names something the chunk lacks, so the grounding check leaves it out
+        # (issue 23); the other is kept
+        assert report.counts["Triple"] >= 1 and not report.failures
+        assert report.facts_ungrounded == 1 and KEY not in repr(report.rejected_facts)
+        assert REDACTED in repr(report.rejected_facts)  # what was left out is shown with its secret gone
         found = {}
         for table, column in (("Entity", "name"), ("Entity", "description"), ("Triple", "text"),
                               ("Extraction", "raw")):
             found[f"{table}.{column}"] = store.query(
                 f"MATCH (n:{table}) WHERE n.{column} CONTAINS $k RETURN count(*) AS c", {"k": KEY})[0]["c"]
         assert set(found.values()) == {0}, found
-        names = [r["n"] for r in store.query("MATCH (e:Entity) RETURN e.name AS n")]
-        assert any(REDACTED.lower() in n.lower() for n in names)  # the fact kept, its secret gone
     assert KEY.encode() not in cache_bytes(s)
