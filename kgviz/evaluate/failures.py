@@ -50,6 +50,9 @@ _FROM_FUNNEL = {"not in corpus": "not in corpus", "extraction miss": "extraction
 STAGES = (RUN_FAILED, "not in corpus", "extraction miss", "entry-point miss", "retrieval/traversal miss", BUDGET_CUT,
           "generation error", ABSTAINED, "no retrieval", JUDGE, UNCLASSIFIED, NO_GOLD, CORRECT)
 FAILURE_STAGES = STAGES[:-1]
+# kgviz.verify.outcome kinds, for the outcome filter (with gold answers, then without)
+OUTCOME_KINDS = ("failed", "abstained", "right_grounded", "right_unsupported", "right_unverified", "grounded_wrong",
+                 "wrong_unsupported", "wrong_unverified", "grounded", "hallucinated", "unverified")
 FILTERS_FILE = "failure_filters.json"  # saved filters, in the workspace folder beside graph.kuzu
 
 

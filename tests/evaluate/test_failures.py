@@ -138,3 +138,11 @@ def test_cli_failures_on_a_damaged_file_exits_2(tmp_path: Path, capsys: pytest.C
     bad.write_text("not json\n", encoding="utf-8")
     assert main(["failures", str(bad)]) == 2
     assert "line 1" in capsys.readouterr().err
+
+
+def test_outcome_kinds_offered_are_the_outcome_modules_kinds() -> None:
+    from kgviz.verify import outcome as oc
+
+    kinds = {k for k, _l, _c in oc._WITH_GOLD.values()} | {"failed", "abstained", "grounded", "hallucinated",
+                                                           "unverified"}
+    assert set(fx.OUTCOME_KINDS) == kinds
