@@ -468,7 +468,11 @@ def cmd_failures(args: argparse.Namespace, settings: Settings) -> int:
     rows = fx.rows_of(read_results(Path(args.results)))
     for target, text in ((args.csv, fx.to_csv), (args.jsonl, fx.to_jsonl)):
         if target:
-            Path(target).write_text(text(rows), encoding="utf-8")
+            try:
+                Path(target).write_text(text(rows), encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"cannot write {target}: {exc.strerror or exc}",
+                                  hint="give a file in a folder you can write to") from exc
     doc = fx.report(rows, results=str(args.results), n_boot=args.n_boot)
     if args.json:
         print(json.dumps(doc, indent=2))

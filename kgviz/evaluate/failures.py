@@ -143,10 +143,11 @@ class MethodTaxonomy:
     failures: int  # runs whose stage is not "correct"
     stages: dict[str, int]  # failure stage -> count (only stages that occur), in STAGES order
     shares: list[StageShare] = field(default_factory=list)  # every failure stage, with its CI
+    examples: dict[str, str] = field(default_factory=dict)  # stage -> the first question id with it
 
     def to_dict(self) -> dict[str, Any]:
         return {"runs": self.runs, "failures": self.failures, "stages": self.stages,
-                "shares": {s.stage: s.to_dict() for s in self.shares if s.count}}
+                "shares": {s.stage: s.to_dict() for s in self.shares if s.count}, "examples": self.examples}
 
 
 def taxonomy(rows: Sequence[FailureRow], *, n_boot: int = DEFAULT_N_BOOT,
@@ -162,7 +163,8 @@ def taxonomy(rows: Sequence[FailureRow], *, n_boot: int = DEFAULT_N_BOOT,
         for s in FAILURE_STAGES:
             e = bootstrap_ci([float(r.stage == s) for r in mine], n_boot=n_boot, seed=seed)
             shares.append(StageShare(s, counts[s], e.mean, e.lo, e.hi))
-        out[method] = MethodTaxonomy(method, len(mine), sum(stages.values()), stages, shares)
+        examples = {s: next(r.qid for r in mine if r.stage == s) for s in stages}
+        out[method] = MethodTaxonomy(method, len(mine), sum(stages.values()), stages, shares, examples)
     return out
 
 

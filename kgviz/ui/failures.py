@@ -85,6 +85,19 @@ def _saved_filters(ctx: AppContext, current: fx.FailureFilter, methods: Sequence
         st.success(md_text(f"Saved filter '{name.strip()}' in {path}"))
 
 
+def _examples(rows: Sequence[fx.FailureRow], tax: dict[str, fx.MethodTaxonomy]) -> None:
+    """One example question per (method, stage), opened in Compare."""
+    by = {(r.qid, r.method): r for r in rows}
+    examples = {f"{m} · {stage}: {qid}": by[(qid, m)] for m, t in tax.items() for stage, qid in t.examples.items()}
+    if not examples:
+        return
+    c = st.columns([3, 1], vertical_alignment="bottom")
+    pick = c[0].selectbox("An example per method and stage", list(examples), key=K + "example")
+    row = examples.get(str(pick))
+    if row is not None and c[1].button("Open example in Compare", key="kgviz_eval_to_fx_example"):
+        ue.open_in_compare(row.question, row.gold.split(" | ") if row.gold else [])
+
+
 def pair_view(rows: Sequence[fx.FailureRow], methods: Sequence[str]) -> None:
     st.markdown("**A right / B wrong** (both ran without failing; right = EM or the gold answer contained)")
     if len(methods) < 2:
@@ -113,6 +126,7 @@ def render(ctx: AppContext, outcome: EvalOutcome, methods: Sequence[str]) -> Non
     tax = fx.taxonomy(rows, n_boot=outcome.summary.n_boot)
     st.plotly_chart(eval_charts.failure_taxonomy(tax), width="stretch", key=K + "chart")
     st.dataframe(taxonomy_frame(tax), hide_index=True, width="stretch")
+    _examples(rows, tax)
     pair_view(rows, methods)
 
     st.markdown("**Failure table** (click a column header to sort)")

@@ -220,6 +220,12 @@ def test_failure_explorer_filters_saves_reopens_and_opens_a_row_in_trace(app_env
         assert sum(int(v.split(" · ")[0]) for v in stage_cells) == tax.loc[m, "failures"]
         assert tax.loc[m, "failures"] == sum(r.stage != "correct" for r in rows if r.method == m)
     assert len(_fx_table(at)) == 18
+    # one example per (method, stage) opens in Compare
+    example = at.selectbox(key=uf.K + "example")
+    label = example.options[0]
+    method, rest = label.split(" · ", 1)
+    qid = rest.rsplit(": ", 1)[1]
+    assert next(r for r in rows if (r.qid, r.method) == (qid, method)).stage == rest.rsplit(": ", 1)[0]
 
     at.multiselect(key=uf.K + "methods").set_value(["text-rag"]).run()
     at.checkbox(key=uf.K + "gold_ctx").check().run()
@@ -256,3 +262,7 @@ def test_failure_explorer_filters_saves_reopens_and_opens_a_row_in_trace(app_env
         at.switch_page(PAGE).run()
         assert not at.exception, at.exception
         assert list(zip(_fx_table(at)["qid"], _fx_table(at)["method"])) == want
+    # the first example (method · stage: qid) opens its question in Compare
+    _button(at, "Open example in Compare").click().run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="kgviz_cmp_question").value == next(r.question for r in rows if r.qid == qid)

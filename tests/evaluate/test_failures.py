@@ -76,6 +76,8 @@ def test_stage_counts_sum_to_each_methods_failures() -> None:
     share = next(s for s in tax["a"].shares if s.stage == "judge disagreement")
     assert share.count == 2 and share.share == pytest.approx(2 / 6) and share.lo <= share.share <= share.hi
     assert share.lo < share.hi  # a real interval from 6 runs
+    assert tax["a"].examples == {"run failed": "q3", "retrieval/traversal miss": "q6", "generation error": "q4",
+                                 "judge disagreement": "q2"}
 
 
 def test_disagreements_list_a_right_b_wrong_questions_only_where_both_answered() -> None:
@@ -146,3 +148,10 @@ def test_outcome_kinds_offered_are_the_outcome_modules_kinds() -> None:
     kinds = {k for k, _l, _c in oc._WITH_GOLD.values()} | {"failed", "abstained", "grounded", "hallucinated",
                                                            "unverified"}
     assert set(fx.OUTCOME_KINDS) == kinds
+
+
+def test_cli_failures_unwritable_export_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r.to_dict()) + "\n" for r in records()), encoding="utf-8")
+    assert main(["failures", str(results), "--csv", str(tmp_path / "no" / "such" / "f.csv")]) == 2
+    assert "cannot write" in capsys.readouterr().err
