@@ -161,6 +161,10 @@ def taxonomy(rows: Sequence[FailureRow], *, n_boot: int = DEFAULT_N_BOOT,
         stages = {s: counts[s] for s in FAILURE_STAGES if counts[s]}
         shares = []
         for s in FAILURE_STAGES:
+            if counts[s] in (0, len(mine)):  # every resample is all 0 or all 1: the bootstrap's own answer, free
+                p = counts[s] / len(mine)
+                shares.append(StageShare(s, counts[s], p, p, p))
+                continue
             e = bootstrap_ci([float(r.stage == s) for r in mine], n_boot=n_boot, seed=seed)
             shares.append(StageShare(s, counts[s], e.mean, e.lo, e.hi))
         examples = {s: next(r.qid for r in mine if r.stage == s) for s in stages}

@@ -155,3 +155,13 @@ def test_cli_failures_unwritable_export_exits_2(tmp_path: Path, capsys: pytest.C
     results.write_text("".join(json.dumps(r.to_dict()) + "\n" for r in records()), encoding="utf-8")
     assert main(["failures", str(results), "--csv", str(tmp_path / "no" / "such" / "f.csv")]) == 2
     assert "cannot write" in capsys.readouterr().err
+
+
+def test_shares_of_absent_or_universal_stages_equal_the_bootstrap_of_constant_values() -> None:
+    from kgviz.evaluate.stats import bootstrap_ci
+
+    rows = fx.rows_of([rec(f"q{i}", "a", error="boom") for i in range(5)])
+    shares = {s.stage: s for s in fx.taxonomy(rows, n_boot=200)["a"].shares}
+    for stage, value in (("run failed", 1.0), ("extraction miss", 0.0)):
+        e = bootstrap_ci([value] * 5, n_boot=200)
+        assert (shares[stage].share, shares[stage].lo, shares[stage].hi) == (e.mean, e.lo, e.hi) == (value,) * 3
