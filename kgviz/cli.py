@@ -7,7 +7,7 @@
   kgviz ask "QUESTION" --db DIR --method NAME|all [--llm SPEC] [--gold ANSWER]... [--json]
   kgviz eval QUESTIONS.jsonl --db DIR --methods a,b,...|all [--limit N] [--budget-tokens N] [--no-baselines]
              [--out DIR] [--workers N] [--only-recorded] [--json]
-  kgviz failures RESULTS.jsonl [--json] [--csv FILE] [--jsonl FILE]
+  kgviz failures RESULTS.jsonl [--json] [--csv FILE] [--jsonl FILE] [--labels DB_DIR]
   kgviz bench [--quick] [--json]
 
 Exit status: 0 success; 2 an expected failure a user can fix (bad option or setting, bad input,
@@ -228,6 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--csv", metavar="FILE", help="write every row to FILE as CSV")
     f.add_argument("--jsonl", metavar="FILE", help="write every row to FILE as JSON lines")
     f.add_argument("--n-boot", type=_int_at_least(1), default=2000, help="bootstrap resamples for the share CIs")
+    f.add_argument("--labels", type=_folder("--labels"), metavar="DB_DIR",
+                   help="a workspace folder: include its human labels (human_labels.json) and their agreement")
     f.add_argument("--json", action="store_true")
     f.set_defaults(func=cmd_failures)
 
@@ -465,7 +467,9 @@ def cmd_failures(args: argparse.Namespace, settings: Settings) -> int:
     from kgviz.evaluate import failures as fx
     from kgviz.evaluate.runner import read_results
 
-    rows = fx.rows_of(read_results(Path(args.results)))
+    from kgviz.evaluate.labels import load_labels
+
+    rows = fx.rows_of(read_results(Path(args.results)), load_labels(args.labels) if args.labels else None)
     for target, text in ((args.csv, fx.to_csv), (args.jsonl, fx.to_jsonl)):
         if target:
             try:

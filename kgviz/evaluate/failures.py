@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from kgviz.errors import EvaluationError
+from kgviz.evaluate.labels import RunLabel, agreement, label_key
 from kgviz.evaluate.runner import EvalRecord
 from kgviz.evaluate.stats import DEFAULT_N_BOOT, DEFAULT_SEED, bootstrap_ci
 from kgviz.verify.outcome import correctness, groundedness, of_record
@@ -81,6 +82,8 @@ class FailureRow:
     context_tokens: int
     cost_usd: float
     latency_s: float
+    human_right: bool | None = None  # a person's verdict on this answer (kgviz.evaluate.labels)
+    human_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -118,8 +121,14 @@ def row_of(rec: EvalRecord) -> FailureRow:
         latency_s=float(rec.latency_s))
 
 
-def rows_of(records: Iterable[EvalRecord]) -> list[FailureRow]:
-    return [row_of(r) for r in records]
+def rows_of(records: Iterable[EvalRecord], labels: Mapping[str, RunLabel] | None = None) -> list[FailureRow]:
+    """Rows of ``records``, with the human labels of ``labels`` (kgviz.evaluate.labels) filled in."""
+    rows = [row_of(r) for r in records]
+    for r in rows:
+        lab = (labels or {}).get(label_key(r.qid, r.method, r.answer))
+        if lab is not None:
+            r.human_right, r.human_note = lab.right, lab.note
+    return rows
 
 
 # --- taxonomy and disagreements ------------------------------------------------------------------
@@ -209,7 +218,9 @@ def report(rows: Sequence[FailureRow], *, results: str = "", n_boot: int = DEFAU
     return {"results": results, "n_rows": len(rows), "n_questions": len({r.qid for r in rows}),
             "stage_order": list(STAGES),
             "methods": {m: t.to_dict() for m, t in taxonomy(rows, n_boot=n_boot, seed=seed).items()},
-            "disagreements": [d.to_dict() for d in disagreements(rows)]}
+            "disagreements": [d.to_dict() for d in disagreements(rows)],
+            "human_agreement": agreement((bool(r.correct), r.human_right) for r in rows
+                                         if r.correct is not None and r.human_right is not None).to_dict()}
 
 
 # --- filtering -----------------------------------------------------------------------------------
