@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from kgviz.evaluate import failures as fx
+from kgviz.evaluate import labels as lb
 from kgviz.evaluate.batch import EvalOutcome
 from kgviz.ui import evaluate as ue
 from kgviz.ui.render import md_text
@@ -65,7 +66,8 @@ def _filter_widgets(methods: Sequence[str]) -> fx.FailureFilter:
     outcomes = c[2].multiselect("Outcome", list(fx.OUTCOME_KINDS), key=K + "outcomes")
     c = st.columns([1, 1, 2])
     disagree = c[0].checkbox("Methods disagree", key=K + "disagree",
-                             help="Questions right for some methods and wrong for others (failed runs count as neither).")
+                             help="Questions right for some methods and wrong for others "
+                                  "(failed runs count as neither).")
     gold_ctx = c[1].checkbox("Gold in context but wrong", key=K + "gold_ctx",
                              help="A gold answer was in the context the answer step kept, yet the answer is wrong.")
     text = c[2].text_input("Search question, gold, answer, error", key=K + "text")
@@ -116,7 +118,8 @@ def pair_view(rows: Sequence[fx.FailureRow], methods: Sequence[str]) -> None:
 
 
 def render(ctx: AppContext, outcome: EvalOutcome, methods: Sequence[str]) -> None:
-    rows = fx.rows_of(outcome.records)
+    labels = lb.load_labels(ctx.db_dir)
+    rows = fx.rows_of(outcome.records, labels)
     if not rows:
         return
     st.subheader("Failures")
@@ -133,7 +136,8 @@ def render(ctx: AppContext, outcome: EvalOutcome, methods: Sequence[str]) -> Non
     current = _filter_widgets(methods)
     _saved_filters(ctx, current, methods)
     shown = fx.apply_filter(rows, current)
-    st.caption(f"{len(shown)} of {len(rows)} runs")
+    st.caption(f"{len(shown)} of {len(rows)} runs · human labels vs the automatic 'correct' mark: "
+               + lb.agreement(lb.labelled_pairs(rows, labels)).line())
     st.dataframe(rows_frame(shown), hide_index=True, width="stretch", key=K + "table")
     c = st.columns(2)
     c[0].download_button("Download rows (CSV)", fx.to_csv(shown), file_name="failures.csv", mime="text/csv",
@@ -141,10 +145,26 @@ def render(ctx: AppContext, outcome: EvalOutcome, methods: Sequence[str]) -> Non
     c[1].download_button("Download rows (JSONL)", fx.to_jsonl(shown), file_name="failures.jsonl",
                          mime="application/jsonl", key="kgviz_eval_to_fx_jsonl")
     if shown:
-        _open_row(shown)
+        _open_row(ctx, shown)
 
 
-def _open_row(shown: Sequence[fx.FailureRow]) -> None:
+def _label_row(ctx: AppContext, row: fx.FailureRow) -> None:
+    """A person's verdict on the picked run's answer, saved in the workspace (kgviz.evaluate.labels)."""
+    key = lb.label_key(row.qid, row.method, row.answer)
+    if st.session_state.get(K + "label_for") != key:  # another row: show its saved label
+        st.session_state[K + "label_for"] = key
+        st.session_state[K + "label_right"] = {True: "right", False: "wrong"}.get(row.human_right, "unlabelled")
+        st.session_state[K + "label_note"] = row.human_note
+    c = st.columns([2, 3, 1], vertical_alignment="bottom")
+    verdict = c[0].radio("Your verdict on this answer", ["unlabelled", "right", "wrong"], horizontal=True,
+                         key=K + "label_right")
+    note = c[1].text_input("Note", key=K + "label_note")
+    if c[2].button("Save label", key="kgviz_eval_to_fx_label"):
+        lb.save_label(ctx.db_dir, key, lb.RunLabel({"right": True, "wrong": False}.get(verdict), note))
+        st.rerun()  # the table and the agreement figure read the labels again
+
+
+def _open_row(ctx: AppContext, shown: Sequence[fx.FailureRow]) -> None:
     labels = {f"{r.qid} · {r.method}": r for r in shown}
     c = st.columns([3, 1, 1], vertical_alignment="bottom")
     pick = c[0].selectbox("Row", list(labels), key=K + "row")
@@ -156,3 +176,5 @@ def _open_row(shown: Sequence[fx.FailureRow]) -> None:
         ue.open_in_trace(row.question, row.method)
     if c[2].button("Open row in Compare", key="kgviz_eval_to_fx_compare"):
         ue.open_in_compare(row.question, row.gold.split(" | ") if row.gold else [])
+    if not row.failed:
+        _label_row(ctx, row)

@@ -266,3 +266,45 @@ def test_failure_explorer_filters_saves_reopens_and_opens_a_row_in_trace(app_env
     _button(at, "Open example in Compare").click().run()
     assert not at.exception, at.exception
     assert at.text_input(key="kgviz_cmp_question").value == next(r.question for r in rows if r.qid == qid)
+
+
+def test_human_labels_change_the_agreement_and_survive_a_new_session(app_env: Path) -> None:
+    from kgviz.evaluate import failures as fx
+    from kgviz.evaluate import labels as lb
+    from kgviz.ui import failures as uf
+
+    def run_eval() -> AppTest:
+        at = _open(new_app().run())
+        at.multiselect(key="kgviz_eval_methods").set_value(["text-rag"]).run()
+        at.number_input(key="kgviz_eval_limit").set_value(3).run()
+        at.checkbox(key="kgviz_eval_baselines").uncheck().run()
+        _button(at, "Run evaluation").click().run()
+        assert not at.exception, at.exception
+        return at
+
+    def agreement_caption(at: AppTest) -> str:
+        return next(t for t in texts(at, "caption") if "human labels vs" in t)
+
+    at = run_eval()
+    assert "no labelled run" in agreement_caption(at)
+    rows = {f"{r.qid} · {r.method}": r for r in fx.rows_of(at.session_state["kgviz_eval_outcome"][0].records)}
+    first, second = list(rows)[:2]
+    # label the first as the automatic mark says, the second the opposite
+    for name, agree in ((first, True), (second, False)):
+        at.selectbox(key=uf.K + "row").set_value(name).run()
+        auto = rows[name].correct
+        verdict = "right" if (auto if agree else not auto) else "wrong"
+        at.radio(key=uf.K + "label_right").set_value(verdict).run()
+        at.text_input(key=uf.K + "label_note").set_value(f"note on {name}").run()
+        _button(at, "Save label").click().run()
+        assert not at.exception, at.exception
+    assert "n = 2, agreement 50%" in agreement_caption(at)
+    table = at.dataframe[-1].value.set_index("qid")
+    assert table.loc[rows[second].qid, "human_note"] == f"note on {second}"
+    saved = {lb.label_key(r.qid, r.method, r.answer) for r in (rows[first], rows[second])}
+    assert set(lb.load_labels(app_env)) == saved  # in the workspace folder, beside graph.kuzu
+
+    at = run_eval()  # a new session: the labels are read back from the workspace
+    assert "n = 2, agreement 50%" in agreement_caption(at)
+    at.selectbox(key=uf.K + "row").set_value(second).run()
+    assert at.text_input(key=uf.K + "label_note").value == f"note on {second}"
