@@ -61,9 +61,9 @@ def _open_saved(folder: str, methods: Sequence[str]) -> None:
 
 def _filter_widgets(methods: Sequence[str]) -> fx.FailureFilter:
     c = st.columns(3)
-    chosen = c[0].multiselect("Method", list(methods), key=K + "methods")
-    stages = c[1].multiselect("Stage", list(fx.STAGES), key=K + "stages")
-    outcomes = c[2].multiselect("Outcome", list(fx.OUTCOME_KINDS), key=K + "outcomes")
+    chosen = c[0].multiselect("Show methods", list(methods), key=K + "methods")
+    stages = c[1].multiselect("Show stages", list(fx.STAGES), key=K + "stages")
+    outcomes = c[2].multiselect("Show outcomes", list(fx.OUTCOME_KINDS), key=K + "outcomes")
     c = st.columns([1, 1, 2])
     disagree = c[0].checkbox("Methods disagree", key=K + "disagree",
                              help="Questions right for some methods and wrong for others "
@@ -79,7 +79,7 @@ def _saved_filters(ctx: AppContext, current: fx.FailureFilter, methods: Sequence
     saved = fx.load_filters(folder)
     c = st.columns([2, 1, 2, 1], vertical_alignment="bottom")
     c[0].selectbox("Saved filter", [NO_SAVED, *saved], key=K + "saved")
-    c[1].button("Open", key="kgviz_eval_to_fx_open", on_click=_open_saved, args=(folder, list(methods)),
+    c[1].button("Open saved filter", key="kgviz_eval_to_fx_open", on_click=_open_saved, args=(folder, list(methods)),
                 disabled=not saved)
     name = c[2].text_input("Save this filter as", key=K + "name")
     if c[3].button("Save", key="kgviz_eval_to_fx_save", disabled=not name.strip()):

@@ -247,7 +247,7 @@ def test_failure_explorer_filters_saves_reopens_and_opens_a_row_in_trace(app_env
     _button(at, "Run evaluation").click().run()
     assert len(_fx_table(at)) == 18
     at.selectbox(key=uf.K + "saved").set_value("text-rag had it").run()
-    _button(at, "Open").click().run()
+    _button(at, "Open saved filter").click().run()
     assert not at.exception, at.exception
     assert at.checkbox(key=uf.K + "gold_ctx").value is True
     assert list(zip(_fx_table(at)["qid"], _fx_table(at)["method"])) == want
