@@ -1,7 +1,8 @@
-"""The failure explorer in a real browser (issue 25's must-show, the filter half): run a small
-evaluation, filter "gold in context but wrong" for one method, save the filter by name, reload the
-page (a new session), run again (every run reused), reopen the filter, open a row in Trace and
-come back to the same filter; then label two runs and see the agreement figure count them. Needs /usr/bin/chromium (tests/e2e/conftest.py)."""
+"""The failure explorer in a real browser (issue 25's must-show, without claim evidence): run a
+small evaluation, filter "gold in context but wrong" for one method, save the filter by name,
+reload the page (a new session), run again (every run reused), reopen the filter, open a row in
+Trace and come back to the same filter; then label two runs and see the agreement figure count
+them. Needs /usr/bin/chromium (tests/e2e/conftest.py)."""
 from __future__ import annotations
 
 from pathlib import Path
