@@ -25,6 +25,7 @@ failures. "Right" and "wrong" below mean the correctness mark (None for a failed
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 from collections import Counter
@@ -312,8 +313,6 @@ def to_jsonl(rows: Sequence[FailureRow]) -> str:
 
 def to_csv(rows: Sequence[FailureRow]) -> str:
     """CSV with a header; booleans as true/false, None as an empty cell."""
-    import io
-
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
     w.writeheader()

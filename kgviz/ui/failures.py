@@ -46,14 +46,15 @@ def rows_frame(rows: Sequence[fx.FailureRow]) -> pd.DataFrame:
 
 def _open_saved(folder: str, methods: Sequence[str]) -> None:
     """on_click: put a saved filter's values into the filter widgets (before they are drawn); a
-    method this evaluation did not run is dropped (a widget refuses a value it does not offer)."""
+    method this evaluation did not run (or a stage or outcome this version does not know: a file
+    edited by hand) is dropped, since a widget refuses a value it does not offer."""
     name = st.session_state.get(K + "saved")
     f = fx.load_filters(folder).get(str(name))
     if f is None:
         return
     st.session_state[K + "methods"] = [m for m in f.methods if m in methods]
-    st.session_state[K + "stages"] = list(f.stages)
-    st.session_state[K + "outcomes"] = list(f.outcomes)
+    st.session_state[K + "stages"] = [x for x in f.stages if x in fx.STAGES]
+    st.session_state[K + "outcomes"] = [x for x in f.outcomes if x in fx.OUTCOME_KINDS]
     st.session_state[K + "disagree"] = f.disagree
     st.session_state[K + "gold_ctx"] = f.gold_in_context_wrong
     st.session_state[K + "text"] = f.text
