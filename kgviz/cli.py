@@ -9,6 +9,7 @@
   kgviz eval QUESTIONS.jsonl --db DIR --methods a,b,...|all [--limit N] [--budget-tokens N] [--no-baselines]
              [--preset NAME|METHOD=NAME]...
              [--out DIR] [--workers N] [--only-recorded] [--json]
+  kgviz failures RESULTS.jsonl [--json] [--csv FILE] [--jsonl FILE] [--labels DB_DIR]
   kgviz bench [--quick] [--json]
   kgviz models pull [--hub-timeout S] [--force] [--json] | kgviz models status [--json]
 
@@ -240,6 +241,17 @@ def build_parser() -> argparse.ArgumentParser:
                    "anything runs) and name the others; without it an uncovered run stops the command")
     _common(e)
     e.set_defaults(func=cmd_eval)
+
+    f = sub.add_parser("failures", help="one row per (question, method) of an eval's results file, with the stage "
+                       "where each answer was lost; per-method stage counts and the A-right/B-wrong pairs")
+    f.add_argument("results", type=_existing_file, help="the results.jsonl `kgviz eval` wrote (its --out folder)")
+    f.add_argument("--csv", metavar="FILE", help="write every row to FILE as CSV")
+    f.add_argument("--jsonl", metavar="FILE", help="write every row to FILE as JSON lines")
+    f.add_argument("--n-boot", type=_int_at_least(1), default=2000, help="bootstrap resamples for the share CIs")
+    f.add_argument("--labels", type=_folder("--labels"), metavar="DB_DIR",
+                   help="a workspace folder: include its human labels (human_labels.json) and their agreement")
+    f.add_argument("--json", action="store_true")
+    f.set_defaults(func=cmd_failures)
 
     bn = sub.add_parser("bench", help="run the benchmark suite and print its figures with targets")
     bn.add_argument("--quick", action="store_true", help="small sizes (seconds, for tests); figures are not meaningful")
@@ -530,6 +542,34 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         if outcome.coverage_note():
             print(f"NOT RECORDED: {outcome.coverage_note()}")
         print(format_table(outcome.summary))
+    return 0
+
+
+def cmd_failures(args: argparse.Namespace, settings: Settings) -> int:
+    from kgviz.evaluate import failures as fx
+    from kgviz.evaluate.runner import read_results
+
+    from kgviz.evaluate.labels import load_labels
+
+    rows = fx.rows_of(read_results(Path(args.results)), load_labels(args.labels) if args.labels else None)
+    for target, text in ((args.csv, fx.to_csv), (args.jsonl, fx.to_jsonl)):
+        if target:
+            try:
+                Path(target).write_text(text(rows), encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"cannot write {target}: {exc.strerror or exc}",
+                                  hint="give a file in a folder you can write to") from exc
+    doc = fx.report(rows, results=str(args.results), n_boot=args.n_boot)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"{doc['n_rows']} runs, {doc['n_questions']} questions: {args.results}")
+    for method, t in doc["methods"].items():
+        stages = ", ".join(f"{s} {n}" for s, n in t["stages"].items()) or "none"
+        print(f"{method:<16} {t['failures']:>4} of {t['runs']} failed: {stages}")
+    for d in doc["disagreements"]:
+        print(f"{d['a']} right / {d['b']} wrong on {d['n']}: {', '.join(d['qids'][:8])}"
+              + (" ..." if d["n"] > 8 else ""))
     return 0
 
 

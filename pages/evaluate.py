@@ -4,6 +4,7 @@ import streamlit as st
 from kgviz import ui
 from kgviz.methods.registry import list_methods
 from kgviz.ui import evaluate as ue
+from kgviz.ui import failures as uf
 
 ctx = ui.page_setup()
 st.title("Evaluate methods")
@@ -55,3 +56,4 @@ if last is not None:
     with ui.error_boundary("Results"):
         if ui.provenance.mark(ctx, "evaluation", ue.K_OUTCOME):
             ue.render(*last)
+            uf.render(ctx, *last)

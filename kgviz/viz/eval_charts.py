@@ -1,6 +1,7 @@
 """Plotly figures of a batch evaluation (no streamlit import): metric bars with CI error bars,
 quality vs cost, hallucination vs coverage, coverage against the context tokens each method used
-(and against the budget, when the results hold several), and a method x question heatmap.
+(and against the budget, when the results hold several), a method x question heatmap, and the failure taxonomy
+(where each method's answers were lost).
 
 Question texts and method names are escaped: plotly renders a small HTML subset in labels and
 hover text.
@@ -8,10 +9,11 @@ hover text.
 from __future__ import annotations
 
 import html
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import plotly.graph_objects as go
 
+from kgviz.evaluate.failures import FAILURE_STAGES, MethodTaxonomy
 from kgviz.evaluate.report import RATE_METRICS, SUMMARY_METRICS, EvalSummary
 from kgviz.evaluate.runner import EvalRecord
 from kgviz.viz import charts
@@ -196,4 +198,19 @@ def question_heatmap(records: Sequence[EvalRecord], methods: Sequence[str], *, m
     title = f"Per question: {_LABEL.get(metric, metric)} (green correct, red wrong, amber abstained, grey failed)"
     fig.update_layout(title=_esc(title), **{**_LAYOUT, "height": max(260, 40 * len(methods) + 120)})
     fig.update_xaxes(showticklabels=len(qids) <= 40, title="question")
+    return fig
+
+
+def failure_taxonomy(tax: Mapping[str, MethodTaxonomy]) -> go.Figure:
+    """Grouped bars: one group per failure stage (kgviz.evaluate.failures, pipeline order; only
+    stages some method has), one bar per method: the stage's share of the method's runs with its
+    95% bootstrap CI."""
+    present = [s for s in FAILURE_STAGES if any(t.stages.get(s) for t in tax.values())]
+    table = {m: {s.stage: 100 * s.share for s in t.shares if s.stage in present} for m, t in tax.items()}
+    errors = {m: {s.stage: (100 * s.lo, 100 * s.hi) for s in t.shares if s.stage in present}
+              for m, t in tax.items()}
+    fig = charts.grouped_bar(table, title="Where the answers were lost: share of each method's runs (95% bootstrap CI)",
+                             unit="% of runs", errors=errors, colours=method_colours(table))
+    fig.update_yaxes(range=[0, 105])
+    fig.update_layout(height=420)
     return fig

@@ -43,8 +43,9 @@ def test_evaluate_page_runs_small_eval_and_shows_results(app_env: Path) -> None:
     assert list(summary["n of N"]) == ["4 of 4"] * 3 and list(summary["failed"]) == [0, 0, 0]
     assert summary.loc[summary["method"] == "no-retrieval", "Abstention %"].iloc[0].startswith("100.0")
     charts = at.get("plotly_chart")
-    # metric bars, coverage vs context tokens, quality vs cost, hallucination vs coverage, heatmap
-    assert len(charts) == 5
+    # metric bars, coverage vs context tokens, quality vs cost, hallucination vs coverage, heatmap,
+    # failure taxonomy (kgviz.ui.failures)
+    assert len(charts) == 6
     bars = json.loads(charts[0].proto.spec)
     assert {t["name"] for t in bars["data"]} == set(METHODS)
     assert all("error_y" in t for t in bars["data"])
@@ -83,7 +84,7 @@ def test_equal_budget_run_shows_baselines_and_coverage_vs_context_tokens(app_env
     assert all(0 < tokens[m] <= 300 for m in ("bm25", "dense"))
     assert any("every method's context budget 300 tokens" in t for t in texts(at, "caption"))
     charts = at.get("plotly_chart")
-    assert len(charts) == 5  # one budget in the results: no coverage-by-budget chart yet
+    assert len(charts) == 6  # one budget in the results: no coverage-by-budget chart yet (+ the failure taxonomy)
     cov = json.loads(charts[1].proto.spec)
     assert "Coverage vs context tokens" in cov["layout"]["title"]["text"]
     points = {t["name"]: (t["x"][0], t["y"][0]) for t in cov["data"]}
@@ -97,7 +98,7 @@ def test_equal_budget_run_shows_baselines_and_coverage_vs_context_tokens(app_env
     _button(at, "Run evaluation").click().run()
     assert not at.exception, at.exception
     charts = at.get("plotly_chart")
-    assert len(charts) == 6
+    assert len(charts) == 7
     lines = json.loads(charts[2].proto.spec)
     assert "Coverage by context budget" in lines["layout"]["title"]["text"]
     assert {t["name"]: t["x"] for t in lines["data"]} == {m: [300, 600] for m in ("kg-retriever", "bm25", "dense")}
@@ -184,9 +185,126 @@ def test_recorded_sample_runs_with_the_pages_defaults(app_env: Path) -> None:
     assert list(summary["n of N"]) == ["14 of 14"] * 6 and list(summary["failed"]) == [0] * 6
     assert any("judge generously" in t for t in texts(at, "info"))  # the LLM judge's caution
     at.selectbox(key="kgviz_eval_pick").set_value("s03").run()
-    per_question = at.dataframe[-1].value.set_index("method")
+    per_question = at.dataframe[2].value.set_index("method")  # [-1] is now the failure table
     # the recorded kg-retriever answers "Anster Wren" (gold Tarrow), supported by its context
     assert per_question.loc["kg-retriever", "answer"] == "Anster Wren"
     assert per_question.loc["kg-retriever", "verdict"] == "grounded but wrong"
     assert per_question.loc["kg-retriever", "correct"].startswith("✗ does not match gold")
     assert per_question.loc["kg-retriever", "grounded"].startswith("✓")
+
+
+def _fx_table(at: AppTest):  # noqa: ANN202 - the failure table is the page's last dataframe
+    return at.dataframe[-1].value
+
+
+def test_failure_explorer_filters_saves_reopens_and_opens_a_row_in_trace(app_env: Path) -> None:
+    """The failure section: taxonomy counts that sum to each method's failures, the "gold in
+    context but wrong" filter for one method, saved by name in the workspace folder, reopened in a
+    new session, a row opened in Trace and the filter still there on coming back."""
+    from kgviz.evaluate import failures as fx
+    from kgviz.ui import failures as uf
+
+    at = _open(new_app().run())
+    at.multiselect(key="kgviz_eval_methods").set_value(METHODS).run()
+    at.number_input(key="kgviz_eval_limit").set_value(6).run()
+    at.checkbox(key="kgviz_eval_baselines").uncheck().run()
+    _button(at, "Run evaluation").click().run()
+    assert not at.exception, at.exception
+    rows = fx.rows_of(at.session_state["kgviz_eval_outcome"][0].records)
+    assert len(rows) == 18
+    chart = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    assert {t["name"] for t in chart["data"]} == set(METHODS) and all("error_y" in t for t in chart["data"])
+    tax = at.dataframe[3].value.set_index("method")
+    for m in METHODS:  # failures = the runs not correct; the table's stage counts add up to them
+        stage_cells = [v for k, v in tax.loc[m].items() if k not in ("runs", "failures") and isinstance(v, str)]
+        assert sum(int(v.split(" · ")[0]) for v in stage_cells) == tax.loc[m, "failures"]
+        assert tax.loc[m, "failures"] == sum(r.stage != "correct" for r in rows if r.method == m)
+    assert len(_fx_table(at)) == 18
+    # one example per (method, stage) opens in Compare
+    example = at.selectbox(key=uf.K + "example")
+    label = example.options[0]
+    method, rest = label.split(" · ", 1)
+    qid = rest.rsplit(": ", 1)[1]
+    assert next(r for r in rows if (r.qid, r.method) == (qid, method)).stage == rest.rsplit(": ", 1)[0]
+
+    at.multiselect(key=uf.K + "methods").set_value(["text-rag"]).run()
+    at.checkbox(key=uf.K + "gold_ctx").check().run()
+    want = [(r.qid, r.method) for r in rows if r.method == "text-rag" and r.gold_in_context and r.correct is False]
+    table = _fx_table(at)
+    assert list(zip(table["qid"], table["method"])) == want
+    assert any(f"{len(want)} of 18 runs" in t for t in texts(at, "caption"))
+    at.text_input(key=uf.K + "name").set_value("text-rag had it").run()
+    _button(at, "Save").click().run()
+    assert not at.exception, at.exception
+    saved = fx.load_filters(app_env)  # the workspace folder, beside graph.kuzu
+    assert saved["text-rag had it"] == fx.FailureFilter(methods=("text-rag",), gold_in_context_wrong=True)
+
+    # a new session (a reload): run again (all reused), reopen the filter by name
+    at = _open(new_app().run())
+    at.multiselect(key="kgviz_eval_methods").set_value(METHODS).run()
+    at.number_input(key="kgviz_eval_limit").set_value(6).run()
+    at.checkbox(key="kgviz_eval_baselines").uncheck().run()
+    _button(at, "Run evaluation").click().run()
+    assert len(_fx_table(at)) == 18
+    at.selectbox(key=uf.K + "saved").set_value("text-rag had it").run()
+    _button(at, "Open saved filter").click().run()
+    assert not at.exception, at.exception
+    assert at.checkbox(key=uf.K + "gold_ctx").value is True
+    assert list(zip(_fx_table(at)["qid"], _fx_table(at)["method"])) == want
+
+    assert want, "the sample has no text-rag run with the gold in context and a wrong answer"
+    if want:  # a row opens in Trace; back on Evaluate the filter is still applied
+        at.selectbox(key=uf.K + "row").set_value(f"{want[0][0]} · text-rag").run()
+        _button(at, "Open row in Trace").click().run()
+        assert not at.exception, at.exception
+        question = next(r.question for r in rows if (r.qid, r.method) == want[0])
+        assert at.session_state["kgviz_trace_question"] == question
+        at.switch_page(PAGE).run()
+        assert not at.exception, at.exception
+        assert list(zip(_fx_table(at)["qid"], _fx_table(at)["method"])) == want
+    # the first example (method · stage: qid) opens its question in Compare
+    _button(at, "Open example in Compare").click().run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="kgviz_cmp_question").value == next(r.question for r in rows if r.qid == qid)
+
+
+def test_human_labels_change_the_agreement_and_survive_a_new_session(app_env: Path) -> None:
+    from kgviz.evaluate import failures as fx
+    from kgviz.evaluate import labels as lb
+    from kgviz.ui import failures as uf
+
+    def run_eval() -> AppTest:
+        at = _open(new_app().run())
+        at.multiselect(key="kgviz_eval_methods").set_value(["text-rag"]).run()
+        at.number_input(key="kgviz_eval_limit").set_value(3).run()
+        at.checkbox(key="kgviz_eval_baselines").uncheck().run()
+        _button(at, "Run evaluation").click().run()
+        assert not at.exception, at.exception
+        return at
+
+    def agreement_caption(at: AppTest) -> str:
+        return next(t for t in texts(at, "caption") if "human labels vs" in t)
+
+    at = run_eval()
+    assert "no labelled run" in agreement_caption(at)
+    rows = {f"{r.qid} · {r.method}": r for r in fx.rows_of(at.session_state["kgviz_eval_outcome"][0].records)}
+    first, second = list(rows)[:2]
+    # label the first as the automatic mark says, the second the opposite
+    for name, agree in ((first, True), (second, False)):
+        at.selectbox(key=uf.K + "row").set_value(name).run()
+        auto = rows[name].correct
+        verdict = "right" if (auto if agree else not auto) else "wrong"
+        at.radio(key=uf.K + "label_right").set_value(verdict).run()
+        at.text_input(key=uf.K + "label_note").set_value(f"note on {name}").run()
+        _button(at, "Save label").click().run()
+        assert not at.exception, at.exception
+    assert "n = 2, agreement 50%" in agreement_caption(at)
+    table = at.dataframe[-1].value.set_index("qid")
+    assert table.loc[rows[second].qid, "human_note"] == f"note on {second}"
+    saved = {lb.label_key(r.qid, r.method, r.answer) for r in (rows[first], rows[second])}
+    assert set(lb.load_labels(app_env)) == saved  # in the workspace folder, beside graph.kuzu
+
+    at = run_eval()  # a new session: the labels are read back from the workspace
+    assert "n = 2, agreement 50%" in agreement_caption(at)
+    at.selectbox(key=uf.K + "row").set_value(second).run()
+    assert at.text_input(key=uf.K + "label_note").value == f"note on {second}"

@@ -68,8 +68,9 @@ def test_small_evaluation_shows_charts(
     page.get_by_role("button", name="Run evaluation").click()
     expect(page.get_by_role("heading", name="Results")).to_be_visible(timeout=EVAL_S * 1000)
     plots = page.locator(".js-plotly-plot")
-    expect(plots.nth(4)).to_be_attached(timeout=30_000)
-    assert plots.count() == 5  # bars, coverage vs context tokens, quality vs cost, hallucination, heatmap
+    expect(plots.nth(5)).to_be_attached(timeout=30_000)
+    # bars, coverage vs context tokens, quality vs cost, hallucination, heatmap, failure taxonomy
+    assert plots.count() == 6
     expect(plots.first).to_be_visible()
     expect(plots.first.locator(".bars, .errorbars").first).to_be_attached()
     page.set_viewport_size({"width": 1400, "height": 3200})  # the app scrolls inside; show it all

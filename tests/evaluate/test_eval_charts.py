@@ -1,6 +1,8 @@
 """Evaluation figures: CI error bars, one point per method, heatmap cells, escaped text."""
 from __future__ import annotations
 
+import pytest
+
 from kgviz.evaluate.report import summarise
 from kgviz.evaluate.runner import EvalRecord
 from kgviz.viz import eval_charts
@@ -134,3 +136,20 @@ def test_a_failed_run_is_drawn_as_no_value() -> None:
     heat = eval_charts.question_heatmap(broken, ["broken"])
     assert list(heat.data[0].z[0]) == [-1.0] * 6 and list(heat.data[0].text[0]) == ["×"] * 6
     assert "failed, no score: RecordingMissError" in heat.data[0].customdata[0][0]
+
+
+def test_failure_taxonomy_bars_are_stage_shares_with_cis() -> None:
+    from kgviz.evaluate import failures as fx
+
+    rows = fx.rows_of(RECORDS)
+    fig = eval_charts.failure_taxonomy(fx.taxonomy(rows, n_boot=200))
+    # alpha is wrong on q0, q2, q4 (their funnel recorded no stage: unclassified); the other
+    # method failed once; stages no method has get no group
+    by_name = {t.name: t for t in fig.data}
+    alpha = by_name["alpha"]
+    assert list(alpha.x) == ["run failed", "unclassified"]
+    assert list(alpha.y) == [0.0, 50.0]
+    lo, hi = alpha.error_y.arrayminus[1], alpha.error_y.array[1]
+    assert 0 < lo and 0 < hi  # a real interval around 50 % from 6 runs
+    hostile = by_name["&lt;img src=x onerror=alert(1)&gt;"]
+    assert hostile.y[0] == pytest.approx(100 / 6)
