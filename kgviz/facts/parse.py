@@ -194,6 +194,15 @@ def _json_triple(item: Any, depth: int) -> ExtractedTriple | None:
 
 
 # --- lines -------------------------------------------------------------------------------------
+def _keep_or_count(acc: _Acc, t: ExtractedTriple | None, why: list[str], n: int, line: str) -> None:
+    """Keep a read fact, or count line ``n`` as malformed with the first reason it could not be read."""
+    if t is not None:
+        acc.add(t)
+        return
+    acc.malformed += 1
+    acc.warn(f"line {n}: {why[0] if why else 'could not read'}: {line[:80]!r}")
+
+
 def _parse_line(line: str, n: int, acc: _Acc) -> None:
     if _FENCE.match(line):
         return
@@ -224,23 +233,13 @@ def _parse_line(line: str, n: int, acc: _Acc) -> None:
         # was a; keeper" closes its first group after the name): semicolons outside every group
         # decide the shape, not the first "(" (which made whole replies of such lines vanish)
         why: list[str] = []
-        t = _split_triple(line, 1, why)
-        if t is not None:
-            acc.add(t)
-        else:
-            acc.malformed += 1
-            acc.warn(f"line {n}: {why[0] if why else 'could not read'}: {line[:80]!r}")
+        _keep_or_count(acc, _split_triple(line, 1, why), why, n, line)
         return
     if _fact_then_tail(line):
         # "(s; r; o); r2; o2" / "(s; r; o); in 1900": the hypernode without its outer parentheses;
         # reading the groups alone kept the fact and silently dropped what qualified it
         why = []
-        t = _parse_group(line, 1, why)
-        if t is not None:
-            acc.add(t)
-        else:
-            acc.malformed += 1
-            acc.warn(f"line {n}: {why[0] if why else 'could not read'}: {line[:80]!r}")
+        _keep_or_count(acc, _parse_group(line, 1, why), why, n, line)
         return
     extra = line.count(")") - line.count("(")
     if extra > 0 and line.startswith("(") and line.endswith(")"):
