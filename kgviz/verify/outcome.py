@@ -147,7 +147,10 @@ def judge_caution(judge: str) -> str:
     if not judge:
         return ""
     if judge == OFFLINE_JUDGE_LABEL or judge.startswith("offline"):
-        return (f"Claims are judged by the {OFFLINE_JUDGE_LABEL}: a word-overlap rule, weaker than an LLM judge, "
-                "so read \"grounded\" and hallucination marks as indicative.")
+        return (f"Claims are judged by the {OFFLINE_JUDGE_LABEL}: a sentence rule (one sentence of the evidence "
+                "must state the answer with the question's relation, linked to the names the question gives). "
+                "It is weaker than an LLM judge and strict rather than kind: it misses paraphrase and does not "
+                "check yes/no answers, so a right answer often reads \"not found\"; read \"grounded\" and "
+                "hallucination marks as indicative.")
     return (f"Claims are judged by an {judge}: small models judge generously (a 1.5B judge called wrong answers "
             "supported), so \"grounded\" may be too kind.")
