@@ -306,10 +306,10 @@ def render_comparison(comparison: cmp.Comparison, keys: dict[str, str], ctx: App
     judge = comparison.judge + (f" — {OFFLINE_LABEL}" if comparison.mode == "offline" else "")
     vu = comparison.verification_usage
     cost = f" · verification: {vu.calls} calls, {vu.total_tokens:,} tokens, ${vu.cost_usd:.4f}" if vu.calls else ""
-    answering = s['methods'] - s['failed']
-    right = f"Right: {s['right']} of {answering} answering methods · " if comparison.golds else ""
-    st.caption(md_text(f"Judge: {judge}. {right}Hallucinated: {s['hallucinated']} of {answering} "
-                       f"answering methods · abstained: {s['abstained']} · failed: {s['failed']}{cost}"))
+    ran = s['methods'] - s['failed']  # abstentions ran and count in both shares (as on Evaluate)
+    right = f"Right: {s['right']} of {ran} methods that ran · " if comparison.golds else ""
+    st.caption(md_text(f"Judge: {judge}. {right}Hallucinated: {s['hallucinated']} of {ran} "
+                       f"methods that ran · abstained: {s['abstained']} · failed: {s['failed']}{cost}"))
     caution = judge_caution(comparison.judge)
     if caution:  # the same warning as on Evaluate, wherever a verdict is shown
         st.info(md_text(caution))

@@ -140,8 +140,8 @@ def render_case_file(c: Comparison, store: Any = None, *, include_graph: bool = 
         parts.append(f"<p class='judge-caution'><b>How far to trust the verdicts:</b> {esc(caution)}</p>")
     parts.append(f"<p class='muted'>{esc(c.definition)}</p>")
     s = c.summary()
-    right = f"right: {s['right']} of {s['methods'] - s['failed']} answering methods; " if c.golds else ""
-    parts.append(f"<p>{right}Hallucinated: {s['hallucinated']} of {s['methods'] - s['failed']} answering methods; "
+    right = f"Right: {s['right']} of {s['methods'] - s['failed']} methods that ran; " if c.golds else ""
+    parts.append(f"<p>{right}Hallucinated: {s['hallucinated']} of {s['methods'] - s['failed']} methods that ran; "
                  f"abstained: {s['abstained']}; failed: {s['failed']}.</p>")
     parts.append(_table(SUMMARY_HEADERS, summary_rows(c)))
     if c.overlap:

@@ -121,7 +121,7 @@ def _facts(trace: Sequence[TraceStep], index: int) -> list[list[str]]:
         took = ", ".join(f"#{r}" for r in ranks) or "none"
         first = ranks == list(range(1, len(ranks) + 1))
         out.append(["choice", f"{who} picked {took} of {picked.get('of')} ({picked.get('ranking', '')})"
-                    + ("" if first or not ranks else "; its own score ranks the pick first (#)"
+                    + ("" if first or not ranks else "; its own score ranks the pick first (the # column)"
                        if picked.get("by") != "model" else "; a node it passed over says so")])
         if picked.get("listed_as") and picked.get("by") == "model":
             out.append(["as the model saw them", "listed as " + ", ".join(f"[{n}]" for n in picked["listed_as"])

@@ -57,7 +57,7 @@ def test_wrong_but_grounded_is_named_and_not_green() -> None:
     assert 'class="kgviz-mark mark-grounded" data-ok="True"' in section
     verdict = section.split("<div class='verdict'>", 1)[1].split("<div class='muted'>", 1)[0]
     assert "kgviz-mark" in verdict and GREEN not in verdict  # no green anywhere in its verdict
-    assert "right: 2 of 3 answering methods" in page
+    assert "Right: 2 of 3 methods that ran" in page
 
 
 def test_summary_table_has_the_verdict_and_both_marks() -> None:
