@@ -20,6 +20,7 @@ from kgviz.evaluate.batch import EvalOutcome
 from kgviz.ui import evaluate as ue
 from kgviz.ui.render import md_text
 from kgviz.ui.state import AppContext
+from kgviz.verify.outcome import KIND_LABELS
 from kgviz.viz import eval_charts
 
 K = "kgviz_eval_fx_"
@@ -64,7 +65,8 @@ def _filter_widgets(methods: Sequence[str]) -> fx.FailureFilter:
     c = st.columns(3)
     chosen = c[0].multiselect("Show methods", list(methods), key=K + "methods")
     stages = c[1].multiselect("Show stages", list(fx.STAGES), key=K + "stages")
-    outcomes = c[2].multiselect("Show outcomes", list(fx.OUTCOME_KINDS), key=K + "outcomes")
+    outcomes = c[2].multiselect("Show outcomes", list(fx.OUTCOME_KINDS), key=K + "outcomes",
+                                format_func=lambda kind: KIND_LABELS.get(kind, kind))
     c = st.columns([1, 1, 2])
     disagree = c[0].checkbox("Methods disagree", key=K + "disagree",
                              help="Questions right for some methods and wrong for others "

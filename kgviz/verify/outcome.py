@@ -104,6 +104,12 @@ _WITH_GOLD = {
 }
 
 
+# every kind's reader-facing label (filters list kinds by these)
+KIND_LABELS = {"failed": "method failed", "abstained": "abstained", "unverified": "not fully verified",
+               "hallucinated": "hallucination", "grounded": "grounded (no gold answer to check)",
+               **{kind: label for kind, label, _ in _WITH_GOLD.values()}}
+
+
 def outcome(*, failed: bool, abstained: bool, labels: Sequence[str],
             metrics: Mapping[str, float] | None = None) -> Outcome:
     """The verdict of one answer. ``labels``: its claims' judge labels; ``metrics``: em, f1, acc
