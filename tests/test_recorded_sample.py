@@ -120,16 +120,21 @@ def test_every_recorded_run_replays_exactly(replayed: Replayed) -> None:
 def test_paper_methods_parse_every_reply(replayed: Replayed) -> None:
     """The four paper methods on every recorded question: no reply the tasks could not read."""
     paper = [(row, res) for row, res in zip(RUNS, replayed.results) if row["method"] in PAPER_METHODS]
-    # issue 23's grounding check changed the graph: the kg-retriever and ket-rag runs recorded on
-    # the old one no longer replay and were pruned (sample_recorded/README.md)
-    assert paper and {row["method"] for row, _ in paper} <= set(PAPER_METHODS)
+    assert paper and {row["method"] for row, _ in paper} == set(PAPER_METHODS)
     for row, res in paper:
         method_steps = [f for f in parse_failures(res) if not f.startswith("judge: unparsed")]
+        if row["error"]:  # the answer step refused a reply (s04 kg-retriever: a context item's number)
+            assert res.run.error == row["error"] and "not an answer" in row["error"], f"{row['id']} {row['method']}"
+            continue
         assert res.run.error == "" and method_steps == [], f"{row['id']} {row['method']}"
         assert res.run.answer.strip(), f"{row['id']} {row['method']}"
-        # a judge reply is unparsed only when its reason says nothing about the claim (issue 23)
+        # a judge reply is unparsed when it could not be read or its reason says nothing about the
+        # claim (issue 23); either way the reply is kept for inspection and the reason says why
         for c in res.verdict.claims:
-            assert c.label != "unparsed" or "not about the claim" in c.reason, f"{row['id']} {row['method']}"
+            assert c.label != "unparsed" or (c.raw_output and ("not about the claim" in c.reason
+                                                               or "not a JSON object" in c.reason
+                                                               or "unknown verdict" in c.reason)), \
+                f"{row['id']} {row['method']}: {c.reason}"
 
 
 def test_judge_on_real_replies(replayed: Replayed) -> None:
@@ -140,7 +145,8 @@ def test_judge_on_real_replies(replayed: Replayed) -> None:
         assert res.verdict.judge == f"LLM judge (recorded:{replayed.llm.model})"
         assert res.verdict.claims
         unparsed += sum(c.label == "unparsed" for c in res.verdict.claims)
-        sources = [i for i in res.run.context.items if i.kind != "note"]
+        # source text only: the context's own items, then what its notes were written from (kg-infused)
+        sources = [i for i in res.run.context.items if i.kind != "note"] + list(res.run.context.sources)
         judge_calls = res.verdict.usage
         if not sources:  # nothing but the method's own note (kg-infused) or no context: no judge asked
             assert judge_calls.calls == 0 and all(c.label == "not_found" for c in res.verdict.claims)
@@ -149,7 +155,7 @@ def test_judge_on_real_replies(replayed: Replayed) -> None:
         # evidence is source text only: no verdict cites a method's own note (issue 23)
         assert all(e in {i.id for i in sources} for c in res.verdict.claims for e in c.evidence)
     # replies whose reason only repeats the prompt's reply format ("One short sentence")
-    assert unparsed == sum(lab == "unparsed" for r in RUNS for lab in r["judge"]["labels"]) == 4
+    assert unparsed == sum(lab == "unparsed" for r in RUNS for lab in r["judge"]["labels"]) == 6
 
 
 def test_runs_cover_the_sample_questions_recorded() -> None:

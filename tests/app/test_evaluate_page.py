@@ -170,7 +170,9 @@ def test_failed_runs_are_a_banner_never_numbers(app_env: Path, monkeypatch) -> N
 
 def test_recorded_sample_runs_with_the_pages_defaults(app_env: Path) -> None:
     """Home -> recorded sample -> Evaluate -> Run with every default: the recorded methods at their
-    own budgets, every run covered, none failed; a grounded wrong answer is named as such."""
+    own budgets, every run covered; the one recorded run that failed (s04 kg-retriever: the 0.5B
+    answered with a context item's number) is named in the banner and in no mean; a grounded wrong
+    answer is named as such."""
     at = new_app().run()
     radio = at.radio[0]
     radio.set_value(next(o for o in radio.options if o.startswith("recorded from"))).run()
@@ -180,14 +182,18 @@ def test_recorded_sample_runs_with_the_pages_defaults(app_env: Path) -> None:
                                                                    "ket-rag", "kg-rag", "kg-infused"}
     _button(at, "Run evaluation").click().run()
     assert not at.exception, at.exception
-    assert not texts(at, "error") and not texts(at, "warning"), texts(at, "error") + texts(at, "warning")
-    summary = at.dataframe[0].value
-    assert list(summary["n of N"]) == ["14 of 14"] * 6 and list(summary["failed"]) == [0] * 6
+    assert not texts(at, "warning"), texts(at, "warning")  # every run covered by the recording
+    errors = texts(at, "error")
+    assert len(errors) == 1 and "1 of 84 runs failed" in errors[0] and "context item" in errors[0], errors
+    summary = at.dataframe[0].value.set_index("method")
+    assert summary.loc["kg-retriever", "n of N"] == "13 of 14" and summary.loc["kg-retriever", "failed"] == 1
+    others = summary.drop("kg-retriever")
+    assert list(others["n of N"]) == ["14 of 14"] * 5 and list(others["failed"]) == [0] * 5
     assert any("judge generously" in t for t in texts(at, "info"))  # the LLM judge's caution
     at.selectbox(key="kgviz_eval_pick").set_value("s03").run()
     per_question = at.dataframe[2].value.set_index("method")  # [-1] is now the failure table
-    # the recorded kg-retriever answers "Anster Wren" (gold Tarrow), supported by its context
-    assert per_question.loc["kg-retriever", "answer"] == "Anster Wren"
+    # the recorded kg-retriever answers "Kellhaven" (gold Tarrow), supported by its context
+    assert per_question.loc["kg-retriever", "answer"] == "Kellhaven"
     assert per_question.loc["kg-retriever", "verdict"] == "grounded but wrong"
     assert per_question.loc["kg-retriever", "correct"].startswith("✗ does not match gold")
     assert per_question.loc["kg-retriever", "grounded"].startswith("✓")
