@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from kgviz.errors import EvaluationError
-from kgviz.evaluate.labels import RunLabel, agreement, label_key
+from kgviz.evaluate.labels import Agreement, Labels, agreement, label_key
 from kgviz.evaluate.runner import EvalRecord
 from kgviz.evaluate.stats import DEFAULT_N_BOOT, DEFAULT_SEED, bootstrap_ci
 from kgviz.verify.outcome import correctness, groundedness, of_record
@@ -85,6 +85,10 @@ class FailureRow:
     latency_s: float
     human_right: bool | None = None  # a person's verdict on this answer (kgviz.evaluate.labels)
     human_note: str = ""
+    human_claims_right: int = 0  # claims whose judge verdict a person called right
+    human_claims_wrong: int = 0  # ... and wrong
+    human_items_relevant: int = 0  # context items a person called relevant to the question
+    human_items_irrelevant: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -122,13 +126,29 @@ def row_of(rec: EvalRecord) -> FailureRow:
         latency_s=float(rec.latency_s))
 
 
-def rows_of(records: Iterable[EvalRecord], labels: Mapping[str, RunLabel] | None = None) -> list[FailureRow]:
-    """Rows of ``records``, with the human labels of ``labels`` (kgviz.evaluate.labels) filled in."""
+def rows_of(records: Iterable[EvalRecord], labels: Labels | None = None) -> list[FailureRow]:
+    """Rows of ``records``, with the human labels of ``labels`` (kgviz.evaluate.labels) filled in:
+    the run's own, and how many of its claims and context items were labelled which way."""
+    records = list(records)
     rows = [row_of(r) for r in records]
-    for r in rows:
-        lab = (labels or {}).get(label_key(r.qid, r.method, r.answer))
+    if not labels:
+        return rows
+    for rec, r in zip(records, rows):
+        lab = labels.run(r.question, r.method, r.answer, r.qid)
         if lab is not None:
             r.human_right, r.human_note = lab.right, lab.note
+        if r.failed:
+            continue
+        key = label_key(r.question, r.method, r.answer)
+        for c in (rec.verdict or {}).get("claims", []):
+            cl = labels.claim(key, str(c.get("text", "")))
+            if cl is not None and cl.right is not None:
+                r.human_claims_right += cl.right
+                r.human_claims_wrong += not cl.right
+        for il in labels.items_of(key).values():
+            if il.relevant is not None:
+                r.human_items_relevant += il.relevant
+                r.human_items_irrelevant += not il.relevant
     return rows
 
 
@@ -214,14 +234,16 @@ def pair_rows(rows: Sequence[FailureRow], a: str, b: str) -> list[tuple[FailureR
 
 
 def report(rows: Sequence[FailureRow], *, results: str = "", n_boot: int = DEFAULT_N_BOOT,
-           seed: int = DEFAULT_SEED) -> dict[str, Any]:
-    """The `kgviz failures --json` document."""
+           seed: int = DEFAULT_SEED, claim_agreement: Agreement | None = None) -> dict[str, Any]:
+    """The `kgviz failures --json` document (``claim_agreement``: the judge's claim verdicts vs the
+    human claim labels, kgviz.evaluate.labels.claim_pairs)."""
     return {"results": results, "n_rows": len(rows), "n_questions": len({r.qid for r in rows}),
             "stage_order": list(STAGES),
             "methods": {m: t.to_dict() for m, t in taxonomy(rows, n_boot=n_boot, seed=seed).items()},
             "disagreements": [d.to_dict() for d in disagreements(rows)],
             "human_agreement": agreement((bool(r.correct), r.human_right) for r in rows
-                                         if r.correct is not None and r.human_right is not None).to_dict()}
+                                         if r.correct is not None and r.human_right is not None).to_dict(),
+            "human_claim_agreement": (claim_agreement or agreement([])).to_dict()}
 
 
 # --- filtering -----------------------------------------------------------------------------------

@@ -140,7 +140,9 @@ def render(ctx: AppContext, outcome: EvalOutcome, methods: Sequence[str]) -> Non
     _saved_filters(ctx, current, methods)
     shown = fx.apply_filter(rows, current)
     st.caption(f"{len(shown)} of {len(rows)} runs · human labels vs the automatic 'correct' mark: "
-               + lb.agreement(lb.labelled_pairs(rows, labels)).line())
+               + lb.agreement(lb.labelled_pairs(rows, labels)).line()
+               + " · claim labels vs the judge: "
+               + lb.agreement(lb.claim_pairs(lb.record_claims(outcome.records), labels)).line("claim"))
     st.dataframe(rows_frame(shown), hide_index=True, width="stretch", key=K + "table")
     c = st.columns(2)
     c[0].download_button("Download rows (CSV)", fx.to_csv(shown), file_name="failures.csv", mime="text/csv",
@@ -153,7 +155,7 @@ def render(ctx: AppContext, outcome: EvalOutcome, methods: Sequence[str]) -> Non
 
 def _label_row(ctx: AppContext, row: fx.FailureRow) -> None:
     """A person's verdict on the picked run's answer, saved in the workspace (kgviz.evaluate.labels)."""
-    key = lb.label_key(row.qid, row.method, row.answer)
+    key = lb.label_key(row.question, row.method, row.answer)
     if st.session_state.get(K + "label_for") != key:  # another row: show its saved label
         st.session_state[K + "label_for"] = key
         st.session_state[K + "label_right"] = {True: "right", False: "wrong"}.get(row.human_right, "unlabelled")
