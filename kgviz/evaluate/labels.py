@@ -104,6 +104,11 @@ class Labels:
     def item(self, run_key: str, item_id: str) -> ItemLabel | None:
         return self.items.get(item_key(run_key, item_id))
 
+    def claims_of(self, run_key: str) -> list[ClaimLabel]:
+        """The claim labels of one run (its claims' texts are not needed to count them)."""
+        prefix = f"{run_key}|claim:"
+        return [v for k, v in self.claims.items() if k.startswith(prefix)]
+
     def items_of(self, run_key: str) -> dict[str, ItemLabel]:
         """item id -> label, for one run."""
         prefix = item_key(run_key, "")

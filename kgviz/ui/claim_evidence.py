@@ -5,7 +5,7 @@ run's answer (right / wrong), the claim's verdict (right / wrong) and context it
 irrelevant), each with a note, saved in the workspace (kgviz.evaluate.labels).
 
 The evidence comes from kgviz.verify.evidence and is drawn by kgviz.viz.claim_evidence (escaped).
-Widget keys start with ``kgviz_cmp_ev_``.
+Widget keys start with ``kgviz_cmp_ev_``, buttons with ``kgviz_cmp_to_``.
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from kgviz.viz.claim_evidence import evidence_html
 K = "kgviz_cmp_ev_"
 K_CLAIM = K + "claim"  # the picked claim: "<result index>:<claim index>"
 K_FOR = K + "for"  # the question the pick belongs to
+K_BUTTON = "kgviz_cmp_to_"  # buttons (kgviz.ui.state.NOT_ASSIGNABLE: never re-assigned)
 _VERDICTS = ("no verdict", "right", "wrong")
 _RELEVANCE = ("no verdict", "relevant", "irrelevant")
 
@@ -71,7 +72,7 @@ def _form(key: str, question: str, options: tuple[str, ...], current: bool | Non
     c = st.columns([2, 3, 1], vertical_alignment="bottom")
     verdict = c[0].radio(question, options, horizontal=True, key=key)
     text = c[1].text_input("Note", key=key + "_note")
-    if c[2].button("Save", key=key + "_save"):
+    if c[2].button("Save", key=K_BUTTON + key.removeprefix(K)):
         save({options[1]: True, options[2]: False}.get(str(verdict)), str(text))
         st.rerun()
 
@@ -88,7 +89,8 @@ def _label_forms(ctx: AppContext, result: cmp.MethodResult, claim: str, evidence
         ck = lb.claim_key(run_key, claim)
         _form(K + "claim_label", "The judge's verdict on this claim is", _VERDICTS, cl.right if cl else None,
               cl.note if cl else "", lambda v, note: lb.save_claim_label(folder, ck, lb.ClaimLabel(v, note)), ck)
-        items = {i.id: i for i in result.run.context.items}
+        # the answer step's items and the source text behind a method's notes (what the judge read)
+        items = {i.id: i for i in [*result.run.context.items, *result.run.context.sources]}
         if not items:
             return
         cited = [e for e in evidence if e in items]  # the claim's cited items first
