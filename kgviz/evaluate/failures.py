@@ -91,7 +91,11 @@ class FailureRow:
     human_items_irrelevant: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # flat fields: a shallow copy (asdict deep-copies, 10x slower on a 10,000-row export)
+        return {name: getattr(self, name) for name in COLUMNS}
+
+
+COLUMNS = tuple(f.name for f in fields(FailureRow))
 
 
 def stage_of(rec: EvalRecord, correct: bool | None, grounded: bool | None) -> str:
@@ -294,6 +298,36 @@ def apply_filter(rows: Sequence[FailureRow], f: FailureFilter) -> list[FailureRo
     return out
 
 
+def sort_rows(rows: Sequence[FailureRow], column: str, *, descending: bool = False) -> list[FailureRow]:
+    """Rows sorted by one column (stable; an empty value, None, sorts last either way)."""
+    if column not in COLUMNS:
+        raise EvaluationError(f"no column {column!r} to sort by", hint=f"one of {', '.join(COLUMNS)}")
+    present = [r for r in rows if getattr(r, column) is not None]
+    missing = [r for r in rows if getattr(r, column) is None]
+    return sorted(present, key=lambda r: getattr(r, column), reverse=descending) + missing
+
+
+@dataclass(frozen=True)
+class Page:
+    rows: list[FailureRow]
+    number: int  # 1-based, after clamping into range
+    pages: int
+    first: int  # 1-based index of the first row shown (0 when none)
+    last: int
+
+
+def page_of(rows: Sequence[FailureRow], number: int, size: int) -> Page:
+    """Page ``number`` (1-based, clamped into 1..pages) of ``size`` rows: the table draws one page,
+    so a big evaluation never sends every row to the browser."""
+    if size < 1:
+        raise EvaluationError(f"page size must be at least 1 (got {size})")
+    pages = max(1, -(-len(rows) // size))
+    number = min(max(1, int(number)), pages)
+    start = (number - 1) * size
+    shown = list(rows[start: start + size])
+    return Page(shown, number, pages, start + 1 if shown else 0, start + len(shown))
+
+
 _NAME = re.compile(r"^[\w .\-]{1,60}$")
 
 
@@ -326,7 +360,6 @@ def save_filter(folder: str | Path, name: str, f: FailureFilter) -> Path:
 
 
 # --- exports -------------------------------------------------------------------------------------
-COLUMNS = tuple(f.name for f in fields(FailureRow))
 
 
 def to_jsonl(rows: Sequence[FailureRow]) -> str:

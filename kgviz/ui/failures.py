@@ -135,22 +135,43 @@ def render(ctx: AppContext, outcome: EvalOutcome, methods: Sequence[str]) -> Non
     _examples(rows, tax)
     pair_view(rows, methods)
 
-    st.markdown("**Failure table** (click a column header to sort)")
+    st.markdown("**Failure table**")
     current = _filter_widgets(methods)
     _saved_filters(ctx, current, methods)
     shown = fx.apply_filter(rows, current)
+    page = _page(shown)
     st.caption(f"{len(shown)} of {len(rows)} runs · human labels vs the automatic 'correct' mark: "
                + lb.agreement(lb.labelled_pairs(rows, labels)).line()
                + " · claim labels vs the judge: "
                + lb.agreement(lb.claim_pairs(lb.record_claims(outcome.records), labels)).line("claim"))
-    st.dataframe(rows_frame(shown), hide_index=True, width="stretch", key=K + "table")
+    st.dataframe(rows_frame(page.rows), hide_index=True, width="stretch", key=K + "table")
+    st.caption(f"rows {page.first}–{page.last} of {len(shown)} · page {page.number} of {page.pages} "
+               "(a column header sorts this page; 'Sort by' sorts every filtered row)")
     c = st.columns(2)
     c[0].download_button("Download rows (CSV)", fx.to_csv(shown), file_name="failures.csv", mime="text/csv",
                          key="kgviz_eval_to_fx_csv")
     c[1].download_button("Download rows (JSONL)", fx.to_jsonl(shown), file_name="failures.jsonl",
                          mime="application/jsonl", key="kgviz_eval_to_fx_jsonl")
-    if shown:
-        _open_row(ctx, shown)
+    if page.rows:
+        _open_row(ctx, page.rows)
+
+
+PAGE_SIZES = (50, 100, 500)  # ours: a page the browser draws at once; downloads hold every filtered row
+UNSORTED = "(results order)"
+
+
+def _page(shown: Sequence[fx.FailureRow]) -> fx.Page:
+    """Sort every filtered row (server side), then cut the page the table draws."""
+    c = st.columns([2, 1, 1, 1], vertical_alignment="bottom")
+    column = c[0].selectbox("Sort by", [UNSORTED, *fx.COLUMNS], key=K + "sort")
+    descending = c[1].checkbox("Descending", key=K + "desc")
+    size = int(c[2].selectbox("Rows per page", PAGE_SIZES, key=K + "page_size"))
+    pages = max(1, -(-len(shown) // size))
+    if int(st.session_state.get(K + "page", 1)) > pages:  # fewer rows now (a filter): stay in range
+        st.session_state[K + "page"] = pages
+    number = c[3].number_input("Page", 1, pages, key=K + "page")
+    ordered = list(shown) if column == UNSORTED else fx.sort_rows(shown, str(column), descending=descending)
+    return fx.page_of(ordered, int(number), size)
 
 
 def _label_row(ctx: AppContext, row: fx.FailureRow) -> None:
