@@ -9,6 +9,7 @@ Widget keys start with ``kgviz_eval_fx_`` so the filter survives a visit to Trac
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Sequence
 
 import pandas as pd
@@ -120,16 +121,37 @@ def pair_view(rows: Sequence[fx.FailureRow], methods: Sequence[str]) -> None:
                      hide_index=True, width="stretch")
 
 
-def render(ctx: AppContext, outcome: EvalOutcome, methods: Sequence[str]) -> None:
+K_CACHE = "kgviz_fx_cache"  # not under kgviz_eval_: no widget's, kgviz.ui.state.keep_inputs leaves it
+
+
+def _derived(ctx: AppContext, outcome: EvalOutcome) -> tuple[lb.Labels, list[fx.FailureRow],
+                                                              dict[str, fx.MethodTaxonomy], lb.Agreement]:
+    """Rows, taxonomy and claim agreement of this evaluation, kept between reruns (every widget
+    click reruns the page: on 10,000 runs the rows and the bootstrap CIs take seconds) and made
+    again when the evaluation or the workspace's labels file changes."""
+    path = Path(ctx.db_dir) / lb.LABELS_FILE
+    stat = path.stat() if path.is_file() else None
+    sig = (str(ctx.db_dir), stat.st_mtime_ns if stat else None, stat.st_size if stat else None)
+    hit = st.session_state.get(K_CACHE)
+    if hit is not None and hit[0] is outcome and hit[1] == sig:
+        return hit[2]
     labels = lb.load_labels(ctx.db_dir)
     rows = fx.rows_of(outcome.records, labels)
+    # stages do not depend on the labels: the same evaluation keeps its taxonomy
+    tax = hit[2][2] if hit is not None and hit[0] is outcome else fx.taxonomy(rows, n_boot=outcome.summary.n_boot)
+    claims = lb.agreement(lb.claim_pairs(lb.record_claims(outcome.records), labels))
+    st.session_state[K_CACHE] = (outcome, sig, (labels, rows, tax, claims))
+    return labels, rows, tax, claims
+
+
+def render(ctx: AppContext, outcome: EvalOutcome, methods: Sequence[str]) -> None:
+    labels, rows, tax, claim_agreement = _derived(ctx, outcome)
     if not rows:
         return
     st.subheader("Failures")
     st.caption("Each run's stage is the first that applies: run failed; correct; judge disagreement (right but "
                "judged unsupported, or wrong but judged supported); abstained; else where the gold funnel lost "
                "the gold answer (extraction miss, retrieval/traversal miss, budget cut, generation error, ...).")
-    tax = fx.taxonomy(rows, n_boot=outcome.summary.n_boot)
     st.plotly_chart(eval_charts.failure_taxonomy(tax), width="stretch", key=K + "chart")
     st.dataframe(taxonomy_frame(tax), hide_index=True, width="stretch")
     _examples(rows, tax)
@@ -143,7 +165,7 @@ def render(ctx: AppContext, outcome: EvalOutcome, methods: Sequence[str]) -> Non
     st.caption(f"{len(shown)} of {len(rows)} runs · human labels vs the automatic 'correct' mark: "
                + lb.agreement(lb.labelled_pairs(rows, labels)).line()
                + " · claim labels vs the judge: "
-               + lb.agreement(lb.claim_pairs(lb.record_claims(outcome.records), labels)).line("claim"))
+               + claim_agreement.line("claim"))
     st.dataframe(rows_frame(page.rows), hide_index=True, width="stretch", key=K + "table")
     st.caption(f"rows {page.first}–{page.last} of {len(shown)} · page {page.number} of {page.pages} "
                "(a column header sorts this page; 'Sort by' sorts every filtered row)")
