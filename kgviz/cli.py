@@ -573,6 +573,10 @@ def cmd_failures(args: argparse.Namespace, settings: Settings) -> int:
     for d in doc["disagreements"]:
         print(f"{d['a']} right / {d['b']} wrong on {d['n']}: {', '.join(d['qids'][:8])}"
               + (" ..." if d["n"] > 8 else ""))
+    if args.labels:
+        print("human labels vs the correct mark: " + lb.agreement(lb.labelled_pairs(rows, labels)).line())
+        print("claim labels vs the judge: " + lb.agreement(lb.claim_pairs(lb.record_claims(records), labels))
+              .line("claim"))
     return 0
 
 

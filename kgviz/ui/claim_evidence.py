@@ -30,15 +30,39 @@ _VERDICTS = ("no verdict", "right", "wrong")
 _RELEVANCE = ("no verdict", "relevant", "irrelevant")
 
 
-def _options(comparison: cmp.Comparison) -> dict[str, str]:
-    return {f"{n}:{i}": f"{r.method} · {LABEL_TEXT.get(c.label, c.label)} · {c.text}"
-            for n, r in enumerate(comparison.results) for i, c in enumerate(r.verdict.claims)}
+def _options(comparison: cmp.Comparison, marks: list[lb.RunLabels] | None = None) -> dict[str, str]:
+    """"<result>:<claim>" -> "method · verdict · claim", with the person's label on the verdict."""
+    out = {}
+    for n, r in enumerate(comparison.results):
+        for i, c in enumerate(r.verdict.claims):
+            mine = marks[n].claims.get(c.text) if marks else None
+            said = f" · you: verdict {lb.verdict_text(mine.right)}" if mine is not None else ""
+            out[f"{n}:{i}"] = f"{r.method} · {LABEL_TEXT.get(c.label, c.label)} · {c.text}{said}"
+    return out
+
+
+def _run_labels_line(comparison: cmp.Comparison, marks: list[lb.RunLabels]) -> str:
+    said = []
+    for r, m in zip(comparison.results, marks):
+        parts = [f"answer {lb.verdict_text(m.run.right)}" + (f" ({m.run.note})" if m.run.note else "")] \
+            if m.run is not None else []
+        if m.items:
+            parts.append(f"{sum(v.relevant is True for v in m.items.values())} context items relevant, "
+                         f"{sum(v.relevant is False for v in m.items.values())} irrelevant")
+        if parts:
+            said.append(f"{r.method}: {', '.join(parts)}")
+    return "Your labels: " + " · ".join(said) if said else ""
 
 
 def pick_claim(ctx: AppContext, comparison: cmp.Comparison) -> ClaimEvidence | None:
     """The claim list to click; returns the picked claim's evidence (also drawn here) or None."""
-    options = _options(comparison)
+    labels = lb.load_labels(ctx.db_dir)
+    marks = cmp.run_labels(comparison, labels)
+    options = _options(comparison, marks)
     st.subheader("Claim → evidence")
+    line = _run_labels_line(comparison, marks)
+    if line:  # the labels saved in the workspace for these very answers (Evaluate, here, earlier sessions)
+        st.caption(md_text(line))
     if not options:
         st.caption("No method's answer has a judged claim.")
         return None
@@ -55,8 +79,7 @@ def pick_claim(ctx: AppContext, comparison: cmp.Comparison) -> ClaimEvidence | N
     result = comparison.results[n]
     claim = result.verdict.claims[i]
     ev = claim_evidence(result.run, claim, resources.store(ctx))
-    labels = lb.load_labels(ctx.db_dir)
-    mine = lb.for_run(labels, comparison.question, result.method, result.run.answer, [claim.text])
+    mine = marks[n]
     st.html(evidence_html(ev, {k: (v.relevant, v.note) for k, v in mine.items.items()}))
     _label_forms(ctx, result, claim.text, list(claim.evidence), mine)
     return ev

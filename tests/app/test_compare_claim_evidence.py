@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from kgviz import compare as cmp
 from kgviz.evaluate import labels as lb
 from kgviz.ui import claim_evidence as uce
 
@@ -79,10 +80,13 @@ def test_a_clicked_claim_shows_its_span_highlights_its_nodes_and_takes_labels(ap
     assert mine.items == {item: lb.ItemLabel(True, "")}
     assert item in next(c.evidence for c in kg_inf.verdict.claims if c.label == "contradicted")  # cited first
     assert "you: relevant" in _evidence(at)  # the cited item's label beside it
+    # the run's labels above the claims, the claim's own on its option
+    line = next(c.value.replace("\\", "") for c in at.caption if c.value.startswith("Your labels:"))
+    assert "kg-infused: answer wrong (picked the wrong person), 1 context items relevant, 0 irrelevant" in line
+    assert at.radio(key=uce.K_CLAIM).value == key
+    assert "you: verdict wrong" in uce._options(comparison, cmp.run_labels(comparison, saved))[key]
 
     # the case file carries each claim's evidence and the labels
-    from kgviz import compare as cmp
-
     case = cmp.case_file_html(comparison, None, labels=saved)
     assert "picked the wrong person" in case and "span-contradicted" in case
     assert 'class="kgviz-claim-link"' in case and 'id="kgviz-overlay"' in case

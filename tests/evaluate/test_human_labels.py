@@ -107,3 +107,5 @@ def test_claim_and_item_labels_are_counted_on_the_row_and_in_the_claim_agreement
     assert main(["failures", str(results), "--json", "--n-boot", "20", "--labels", str(tmp_path)]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["human_claim_agreement"]["n"] == 2 and doc["human_claim_agreement"]["agreement"] == 0.5
+    assert main(["failures", str(results), "--n-boot", "20", "--labels", str(tmp_path)]) == 0
+    assert "claim labels vs the judge: n = 2, agreement 50%" in capsys.readouterr().out
