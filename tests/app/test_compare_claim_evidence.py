@@ -90,3 +90,11 @@ def test_a_clicked_claim_shows_its_span_highlights_its_nodes_and_takes_labels(ap
     case = cmp.case_file_html(comparison, None, labels=saved)
     assert "picked the wrong person" in case and "span-contradicted" in case
     assert 'class="kgviz-claim-link"' in case and 'id="kgviz-overlay"' in case
+
+    # Trace shows the same run with its labels
+    button_trace = next(b for b in at.button if b.key == "kgviz_cmp_trace_kg-infused")
+    button_trace.click().run()
+    assert not at.exception, at.exception
+    said = [c.value.replace("\\", "") for c in at.caption if c.value.startswith("Your labels")]
+    assert said and "this answer wrong — picked the wrong person" in said[0], said
+    assert "wrong on 1 of its claims" in said[0]
