@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import json
 import tempfile
 from pathlib import Path
@@ -48,6 +49,8 @@ def main() -> None:
     questions = [json.loads(line) for line in (ROOT / "sample_data" / "questions.jsonl").read_text().splitlines()
                  if line.strip()]
     with tempfile.TemporaryDirectory() as tmp:
+        # offline, hashing, and a home of its own: nothing of the user's ~/.kgviz is read or written
+        os.environ.update(KGVIZ_HOME=str(Path(tmp) / "home"), KGVIZ_LLM="offline", KGVIZ_EMBEDDER="hashing")
         db, extra = Path(tmp) / "ws", args.add or Path(tmp) / "pellory_bakery.md"
         if args.add is None:
             extra.write_text(UNRELATED, encoding="utf-8")

@@ -37,7 +37,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from kgviz.errors import EvaluationError
 from kgviz.evaluate.labels import Agreement, Labels, agreement, label_key
 from kgviz.evaluate.runner import EvalRecord
-from kgviz.evaluate.stats import DEFAULT_N_BOOT, DEFAULT_SEED, bootstrap_ci
+from kgviz.evaluate.stats import DEFAULT_N_BOOT, DEFAULT_SEED, bootstrap_shares
 from kgviz.verify.outcome import correctness, groundedness, of_record
 
 CORRECT, RUN_FAILED, JUDGE, ABSTAINED, UNCLASSIFIED, NO_GOLD = (
@@ -193,14 +193,8 @@ def taxonomy(rows: Sequence[FailureRow], *, n_boot: int = DEFAULT_N_BOOT,
         mine = [r for r in rows if r.method == method]
         counts = Counter(r.stage for r in mine)
         stages = {s: counts[s] for s in FAILURE_STAGES if counts[s]}
-        shares = []
-        for s in FAILURE_STAGES:
-            if counts[s] in (0, len(mine)):  # every resample is all 0 or all 1: the bootstrap's own answer, free
-                p = counts[s] / len(mine)
-                shares.append(StageShare(s, counts[s], p, p, p))
-                continue
-            e = bootstrap_ci([float(r.stage == s) for r in mine], n_boot=n_boot, seed=seed)
-            shares.append(StageShare(s, counts[s], e.mean, e.lo, e.hi))
+        est = bootstrap_shares([r.stage for r in mine], FAILURE_STAGES, n_boot=n_boot, seed=seed)
+        shares = [StageShare(s, counts[s], est[s].mean, est[s].lo, est[s].hi) for s in FAILURE_STAGES]
         examples = {s: next(r.qid for r in mine if r.stage == s) for s in stages}
         out[method] = MethodTaxonomy(method, len(mine), sum(stages.values()), stages, shares, examples)
     return out
