@@ -4,6 +4,7 @@ the overlay, and the claim, the answer and a context item can be labelled; the l
 in a new session and go into the case file."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -90,6 +91,11 @@ def test_a_clicked_claim_shows_its_span_highlights_its_nodes_and_takes_labels(ap
     case = cmp.case_file_html(comparison, None, labels=saved)
     assert "picked the wrong person" in case and "span-contradicted" in case
     assert 'class="kgviz-claim-link"' in case and 'id="kgviz-overlay"' in case
+    doc = json.loads(cmp.case_file_json(comparison, None, labels=saved))
+    kg_json = next(r for r in doc["results"] if r["run"]["method"] == "kg-infused")
+    assert kg_json["human_labels"]["run"] == {"right": False, "note": "picked the wrong person"}
+    cited = next(e for e in kg_json["claim_evidence"] if e["label"] == "contradicted")["items"][0]
+    assert "1895" in cited["passage"][cited["span"][0]: cited["span"][1]]
 
     # Trace shows the same run with its labels
     button_trace = next(b for b in at.button if b.key == "kgviz_cmp_trace_kg-infused")
