@@ -1,7 +1,9 @@
 """Evaluate page, failure explorer: the taxonomy of where each method's answers were lost (chart
 and table with 95 % CIs), the "A right / B wrong" questions between two methods, and the failure
-table (one row per question x method) with filters, a filter saved by name in the workspace,
-CSV / JSONL downloads of the filtered rows, and a row handed to Trace or Compare.
+table (one row per question x method, one page at a time, sorted over every filtered row) with
+filters, a filter saved by name in the workspace, CSV / JSONL downloads of the filtered rows, a row
+handed to Trace or Compare, and a person's label on a row's answer with the agreements of the run
+and claim labels (kgviz.evaluate.labels).
 
 Rows, stages, filters and exports come from kgviz.evaluate.failures; this module only draws them.
 Widget keys start with ``kgviz_eval_fx_`` so the filter survives a visit to Trace and back
