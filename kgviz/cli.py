@@ -549,9 +549,11 @@ def cmd_failures(args: argparse.Namespace, settings: Settings) -> int:
     from kgviz.evaluate import failures as fx
     from kgviz.evaluate.runner import read_results
 
-    from kgviz.evaluate.labels import load_labels
+    from kgviz.evaluate import labels as lb
 
-    rows = fx.rows_of(read_results(Path(args.results)), load_labels(args.labels) if args.labels else None)
+    records = read_results(Path(args.results))
+    labels = lb.load_labels(args.labels) if args.labels else lb.Labels()
+    rows = fx.rows_of(records, labels)
     for target, text in ((args.csv, fx.to_csv), (args.jsonl, fx.to_jsonl)):
         if target:
             try:
@@ -559,7 +561,8 @@ def cmd_failures(args: argparse.Namespace, settings: Settings) -> int:
             except OSError as exc:
                 raise ConfigError(f"cannot write {target}: {exc.strerror or exc}",
                                   hint="give a file in a folder you can write to") from exc
-    doc = fx.report(rows, results=str(args.results), n_boot=args.n_boot)
+    doc = fx.report(rows, results=str(args.results), n_boot=args.n_boot,
+                    claim_agreement=lb.agreement(lb.claim_pairs(lb.record_claims(records), labels)))
     if args.json:
         print(json.dumps(doc, indent=2))
         return 0
@@ -570,6 +573,10 @@ def cmd_failures(args: argparse.Namespace, settings: Settings) -> int:
     for d in doc["disagreements"]:
         print(f"{d['a']} right / {d['b']} wrong on {d['n']}: {', '.join(d['qids'][:8])}"
               + (" ..." if d["n"] > 8 else ""))
+    if args.labels:
+        print("human labels vs the correct mark: " + lb.agreement(lb.labelled_pairs(rows, labels)).line())
+        print("claim labels vs the judge: " + lb.agreement(lb.claim_pairs(lb.record_claims(records), labels))
+              .line("claim"))
     return 0
 
 

@@ -12,8 +12,10 @@ from itertools import combinations
 from typing import Any, Mapping, Sequence
 
 from kgviz.errors import ConfigError
+from kgviz.evaluate.labels import Labels, RunLabels, for_run
 from kgviz.methods.base import MethodContext
 from kgviz.run import Run, run_methods
+from kgviz.verify.evidence import claim_evidence
 from kgviz.verify.comparison import Comparison, MethodResult, OverlapRow, overlap_matrix
 from kgviz.verify.funnel import FunnelParams, funnel_row, gold_presence
 from kgviz.verify.judge import verify_run
@@ -69,12 +71,28 @@ def compare(question: str, methods: Sequence[str], ctx: MethodContext, golds: Se
     return assess(runs, ctx, golds, funnel_params=funnel_params)
 
 
-def case_file_html(comparison: Comparison, store: Any = None, *, include_graph: bool = True) -> str:
-    """The self-contained HTML case file (inline CSS, no external reference, all text escaped)."""
-    return render_case_file(comparison, store, include_graph=include_graph)
+def run_labels(comparison: Comparison, labels: Labels) -> list[RunLabels]:
+    """Each result's human labels (kgviz.evaluate.labels): its answer, claims and context items."""
+    return [for_run(labels, comparison.question, r.method, r.run.answer, [c.text for c in r.verdict.claims])
+            for r in comparison.results]
 
 
-def case_file_json(comparison: Comparison) -> str:
+def case_file_html(comparison: Comparison, store: Any = None, *, include_graph: bool = True,
+                   labels: Labels | None = None) -> str:
+    """The self-contained HTML case file (inline CSS and script, no external reference, all text
+    escaped): each claim opens its evidence, and with ``labels`` the human labels are shown."""
+    return render_case_file(comparison, store, include_graph=include_graph,
+                            labels=run_labels(comparison, labels) if labels is not None else None)
+
+
+def case_file_json(comparison: Comparison, store: Any = None, *, labels: Labels | None = None) -> str:
+    """The comparison as JSON, each result with its claims' evidence (kgviz.verify.evidence) and,
+    with ``labels``, its human labels."""
     import json
 
-    return json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False, default=str)
+    doc = comparison.to_dict()
+    marks = run_labels(comparison, labels) if labels is not None else [None] * len(comparison.results)
+    for out, r, lab in zip(doc["results"], comparison.results, marks):
+        out["claim_evidence"] = [claim_evidence(r.run, c, store).to_dict() for c in r.verdict.claims]
+        out["human_labels"] = lab.to_dict() if lab is not None else None
+    return json.dumps(doc, indent=2, ensure_ascii=False, default=str)

@@ -35,4 +35,4 @@ with ui.error_boundary("Trace"):
     ui.provenance.mark(ctx, "trace")  # runs are cached by workspace, embedder and LLM: always current
     tui.run_error(run)
     tui.step_viewer(run, key, ctx)
-    tui.outcome(run)
+    tui.outcome(run, ctx)

@@ -97,6 +97,40 @@ def bootstrap_means(values: Sequence[float], *, n_boot: int = DEFAULT_N_BOOT, se
     return out
 
 
+def bootstrap_shares(labels: Sequence[str], categories: Sequence[str], *, n_boot: int = DEFAULT_N_BOOT,
+                     seed: int = DEFAULT_SEED, level: float = 0.95) -> dict[str, Estimate]:
+    """For each category, ``bootstrap_ci`` of the 0/1 values "this item's label is the category",
+    with the same numbers, but every category read from one set of resamples: the resample indices
+    depend only on the seed, ``n_boot`` and the number of items, never on the values, so drawing
+    them once per category (a failure taxonomy has a dozen) only repeated the same work."""
+    if not 0.0 < level < 1.0:
+        raise EvaluationError(f"CI level must be in (0, 1) (got {level})")
+    if n_boot < 1:
+        raise EvaluationError(f"n_boot must be at least 1 (got {n_boot})")
+    n = len(labels)
+    if n == 0:
+        return {c: Estimate(math.nan, math.nan, math.nan, 0, level) for c in categories}
+    k_all = len(categories)
+    code = {c: k for k, c in enumerate(categories)}
+    codes = np.array([code.get(x, k_all) for x in labels])  # k_all: none of the categories
+    rng = np.random.default_rng(seed)
+    counts = np.empty((n_boot, k_all))
+    rows = max(1, _CHUNK_CELLS // n)
+    for start in range(0, n_boot, rows):  # the same draws, in the same chunks, as bootstrap_means
+        stop = min(n_boot, start + rows)
+        drawn = codes[rng.integers(0, n, size=(stop - start, n))]
+        # one bincount for the block: resample i's category k lands in bin i * (k_all + 1) + k
+        drawn += (np.arange(stop - start) * (k_all + 1))[:, None]
+        block = np.bincount(drawn.ravel(), minlength=(stop - start) * (k_all + 1))
+        counts[start:stop] = block.reshape(stop - start, k_all + 1)[:, :k_all]
+    alpha = (1.0 - level) / 2.0
+    out = {}
+    for k, c in enumerate(categories):
+        lo, hi = np.quantile(counts[:, k] / n, [alpha, 1.0 - alpha])
+        out[c] = Estimate(float(np.count_nonzero(codes == k) / n), float(lo), float(hi), n, level)
+    return out
+
+
 def bootstrap_ci(values: Sequence[float], *, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED,
                  level: float = 0.95) -> Estimate:
     """Mean of ``values`` with a percentile-bootstrap CI at ``level``."""

@@ -8,6 +8,7 @@ it in the cache instead of asking to run it again). A non-default answer budget 
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -21,15 +22,18 @@ from kgviz.methods.base import MethodContext
 from kgviz.methods.registry import get_method, list_methods
 from kgviz.provenance import export_name
 from kgviz.run import Run
+from kgviz.ui import claim_evidence as uce
 from kgviz.ui import provenance, resources
 from kgviz.ui.provenance import made_at
 from kgviz.ui import trace as tui
 from kgviz.ui.render import OFFLINE_LABEL, graph, md_text
 from kgviz.ui.state import AppContext
+from kgviz.verify.evidence import ClaimEvidence
 from kgviz.verify.outcome import judge_caution
 from kgviz.viz.case_file import LABEL_COLOURS, LABEL_TEXT, badge_html, esc, highlight_answer
 from kgviz.viz.graph_html import graph_html
-from kgviz.viz.overlay import Overlay, build_overlay, default_methods, facet, overlay_html, overlay_positions
+from kgviz.viz.overlay import (HIGHLIGHT_BORDERS, Overlay, build_overlay, default_methods, facet, highlight, overlay_html,
+                               overlay_positions)
 
 K_COMPARISON = "kgviz_comparison"
 TRACE_PAGE = "pages/trace.py"
@@ -207,15 +211,19 @@ VIEWS = ("One graph, coloured by method", "One graph per method (same places)")
 FACETS_PER_ROW = 3
 
 
-def overlay(comparison: cmp.Comparison, ctx: AppContext, *, height: int = 560) -> None:
+def overlay(comparison: cmp.Comparison, ctx: AppContext, *, height: int = 560,
+            evidence: ClaimEvidence | None = None) -> None:
     """The evidence graph for the methods picked (a few by default: nine colours on one graph are
-    a grey blob), as one overlay or as facets that line up node for node."""
+    a grey blob), as one overlay or as facets that line up node for node. With ``evidence`` (a
+    clicked claim) the nodes its judge cited are highlighted and the claim's method is drawn."""
     ran = [r.method for r in comparison.results]
     picked_before = [m for m in st.session_state.get(K_OVERLAY_METHODS, []) if m in ran]
     # a comparison of other methods starts from the defaults; the same one keeps the user's pick
     # (re-assigned each run so it also survives a visit to another page)
     if st.session_state.get(K_OVERLAY_FOR) != ran or not picked_before:
         picked_before = default_methods(ran)
+    if evidence is not None and evidence.method not in picked_before:  # the clicked claim's evidence is drawn
+        picked_before.append(evidence.method)
     st.session_state[K_OVERLAY_METHODS] = picked_before
     st.session_state[K_OVERLAY_FOR] = ran
     c = st.columns([3, 2], vertical_alignment="bottom")
@@ -227,8 +235,15 @@ def overlay(comparison: cmp.Comparison, ctx: AppContext, *, height: int = 560) -
         st.info("Pick at least one method to draw its evidence.")
         return
     ov = build_overlay(runs, resources.store(ctx))
+    cited: list[str] = []
+    if evidence is not None:
+        ov, cited = highlight(ov, evidence.node_ids, evidence.label)
+        st.caption(md_text(f"Claim → evidence: {len(cited)} of the {len(evidence.node_ids)} nodes the judge's "
+                           f"citation stands for are on this graph, drawn large with a thick border; the rest is "
+                           f"faded.") if evidence.node_ids else "Claim → evidence: the judge cited no graph node "
+                   "for this claim.")
     if view == VIEWS[1]:
-        _facets(ov, chosen)
+        _facets(ov, chosen, cited, HIGHLIGHT_BORDERS.get(evidence.label, "#000000") if evidence else "")
     else:
         st.caption(f"{ov.graph.caption()} · {ov.shared} retrieved by more than one method (grey, darker = "
                    "shared by more; the border is the first method's colour, ×k = found by k methods)")
@@ -236,7 +251,7 @@ def overlay(comparison: cmp.Comparison, ctx: AppContext, *, height: int = 560) -
     _method_legend(ov, chosen)
 
 
-def _facets(ov: Overlay, methods: Sequence[str]) -> None:
+def _facets(ov: Overlay, methods: Sequence[str], cited: Sequence[str] = (), border: str = "") -> None:
     positions = overlay_positions(ov)
     st.caption("Each method's evidence at the same places: full colour = only this method found it; "
                "paler = other methods found it too (paler the more of them).")
@@ -244,6 +259,7 @@ def _facets(ov: Overlay, methods: Sequence[str]) -> None:
         cols = st.columns(FACETS_PER_ROW)
         for col, m in zip(cols, methods[start: start + FACETS_PER_ROW]):
             nodes, edges = facet(ov, m)
+            nodes = [replace(n, border=border, size=(n.size or 12) + 8) if n.id in cited else n for n in nodes]
             with col:
                 st.markdown(f"**{md_text(m)}** · {len(nodes)} nodes")
                 if nodes:
@@ -292,11 +308,15 @@ def funnel_table(comparison: cmp.Comparison) -> None:
 
 
 def exports(comparison: cmp.Comparison, ctx: AppContext) -> None:
+    from kgviz.evaluate.labels import load_labels
+
+    labels = load_labels(ctx.db_dir)  # the case file carries the human labels and each claim's evidence
+    store = resources.store(ctx)
     c = st.columns(2)
-    c[0].download_button("Download case file (HTML)", cmp.case_file_html(comparison, resources.store(ctx)),
+    c[0].download_button("Download case file (HTML)", cmp.case_file_html(comparison, store, labels=labels),
                          file_name=export_name("case", comparison.question, made_at(K_COMPARISON), "html"),
                          mime="text/html", key="kgviz_cmp_export_html")
-    c[1].download_button("Download JSON", cmp.case_file_json(comparison),
+    c[1].download_button("Download JSON", cmp.case_file_json(comparison, store, labels=labels),
                          file_name=export_name("comparison", comparison.question, made_at(K_COMPARISON), "json"),
                          mime="application/json", key="kgviz_cmp_export_json")
 
@@ -319,8 +339,9 @@ def render_comparison(comparison: cmp.Comparison, keys: dict[str, str], ctx: App
     picked = columns(comparison, keys)
     if picked is not None:
         open_in_trace(ctx, picked)
+    evidence = uce.pick_claim(ctx, comparison)
     st.subheader("Evidence overlay")
-    overlay(comparison, ctx)
+    overlay(comparison, ctx, evidence=evidence)
     overlap_table(comparison)
     st.subheader("Gold funnel")
     funnel_table(comparison)

@@ -1,7 +1,9 @@
 """Evaluate page, failure explorer: the taxonomy of where each method's answers were lost (chart
 and table with 95 % CIs), the "A right / B wrong" questions between two methods, and the failure
-table (one row per question x method) with filters, a filter saved by name in the workspace,
-CSV / JSONL downloads of the filtered rows, and a row handed to Trace or Compare.
+table (one row per question x method, one page at a time, sorted over every filtered row) with
+filters, a filter saved by name in the workspace, CSV / JSONL downloads of the filtered rows, a row
+handed to Trace or Compare, and a person's label on a row's answer with the agreements of the run
+and claim labels (kgviz.evaluate.labels).
 
 Rows, stages, filters and exports come from kgviz.evaluate.failures; this module only draws them.
 Widget keys start with ``kgviz_eval_fx_`` so the filter survives a visit to Trace and back
@@ -9,6 +11,7 @@ Widget keys start with ``kgviz_eval_fx_`` so the filter survives a visit to Trac
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Sequence
 
 import pandas as pd
@@ -120,40 +123,84 @@ def pair_view(rows: Sequence[fx.FailureRow], methods: Sequence[str]) -> None:
                      hide_index=True, width="stretch")
 
 
-def render(ctx: AppContext, outcome: EvalOutcome, methods: Sequence[str]) -> None:
+K_CACHE = "kgviz_fx_cache"  # not under kgviz_eval_: no widget's, kgviz.ui.state.keep_inputs leaves it
+
+
+def _derived(ctx: AppContext, outcome: EvalOutcome) -> tuple[lb.Labels, list[fx.FailureRow],
+                                                              dict[str, fx.MethodTaxonomy], lb.Agreement]:
+    """Rows, taxonomy and claim agreement of this evaluation, kept between reruns (every widget
+    click reruns the page: on 10,000 runs the rows and the bootstrap CIs take seconds) and made
+    again when the evaluation or the workspace's labels file changes."""
+    path = Path(ctx.db_dir) / lb.LABELS_FILE
+    stat = path.stat() if path.is_file() else None
+    sig = (str(ctx.db_dir), stat.st_mtime_ns if stat else None, stat.st_size if stat else None)
+    hit = st.session_state.get(K_CACHE)
+    if hit is not None and hit[0] is outcome and hit[1] == sig:
+        return hit[2]
     labels = lb.load_labels(ctx.db_dir)
     rows = fx.rows_of(outcome.records, labels)
+    # stages do not depend on the labels: the same evaluation keeps its taxonomy
+    tax = hit[2][2] if hit is not None and hit[0] is outcome else fx.taxonomy(rows, n_boot=outcome.summary.n_boot)
+    claims = lb.agreement(lb.claim_pairs(lb.record_claims(outcome.records), labels))
+    st.session_state[K_CACHE] = (outcome, sig, (labels, rows, tax, claims))
+    return labels, rows, tax, claims
+
+
+def render(ctx: AppContext, outcome: EvalOutcome, methods: Sequence[str]) -> None:
+    labels, rows, tax, claim_agreement = _derived(ctx, outcome)
     if not rows:
         return
     st.subheader("Failures")
     st.caption("Each run's stage is the first that applies: run failed; correct; judge disagreement (right but "
                "judged unsupported, or wrong but judged supported); abstained; else where the gold funnel lost "
                "the gold answer (extraction miss, retrieval/traversal miss, budget cut, generation error, ...).")
-    tax = fx.taxonomy(rows, n_boot=outcome.summary.n_boot)
     st.plotly_chart(eval_charts.failure_taxonomy(tax), width="stretch", key=K + "chart")
     st.dataframe(taxonomy_frame(tax), hide_index=True, width="stretch")
     _examples(rows, tax)
     pair_view(rows, methods)
 
-    st.markdown("**Failure table** (click a column header to sort)")
+    st.markdown("**Failure table**")
     current = _filter_widgets(methods)
     _saved_filters(ctx, current, methods)
     shown = fx.apply_filter(rows, current)
+    page = _page(shown)
     st.caption(f"{len(shown)} of {len(rows)} runs · human labels vs the automatic 'correct' mark: "
-               + lb.agreement(lb.labelled_pairs(rows, labels)).line())
-    st.dataframe(rows_frame(shown), hide_index=True, width="stretch", key=K + "table")
+               + lb.agreement(lb.labelled_pairs(rows, labels)).line()
+               + " · claim labels vs the judge: "
+               + claim_agreement.line("claim"))
+    st.dataframe(rows_frame(page.rows), hide_index=True, width="stretch", key=K + "table")
+    st.caption(f"rows {page.first}–{page.last} of {len(shown)} · page {page.number} of {page.pages} "
+               "(a column header sorts this page; 'Sort by' sorts every filtered row)")
     c = st.columns(2)
     c[0].download_button("Download rows (CSV)", fx.to_csv(shown), file_name="failures.csv", mime="text/csv",
                          key="kgviz_eval_to_fx_csv")
     c[1].download_button("Download rows (JSONL)", fx.to_jsonl(shown), file_name="failures.jsonl",
                          mime="application/jsonl", key="kgviz_eval_to_fx_jsonl")
-    if shown:
-        _open_row(ctx, shown)
+    if page.rows:
+        _open_row(ctx, page.rows)
+
+
+PAGE_SIZES = (50, 100, 500)  # ours: a page the browser draws at once; downloads hold every filtered row
+UNSORTED = "(results order)"
+
+
+def _page(shown: Sequence[fx.FailureRow]) -> fx.Page:
+    """Sort every filtered row (server side), then cut the page the table draws."""
+    c = st.columns([2, 1, 1, 1], vertical_alignment="bottom")
+    column = c[0].selectbox("Sort by", [UNSORTED, *fx.COLUMNS], key=K + "sort")
+    descending = c[1].checkbox("Descending", key=K + "desc")
+    size = int(c[2].selectbox("Rows per page", PAGE_SIZES, key=K + "page_size"))
+    pages = max(1, -(-len(shown) // size))
+    if int(st.session_state.get(K + "page", 1)) > pages:  # fewer rows now (a filter): stay in range
+        st.session_state[K + "page"] = pages
+    number = c[3].number_input("Page", 1, pages, key=K + "page")
+    ordered = list(shown) if column == UNSORTED else fx.sort_rows(shown, str(column), descending=descending)
+    return fx.page_of(ordered, int(number), size)
 
 
 def _label_row(ctx: AppContext, row: fx.FailureRow) -> None:
     """A person's verdict on the picked run's answer, saved in the workspace (kgviz.evaluate.labels)."""
-    key = lb.label_key(row.qid, row.method, row.answer)
+    key = lb.label_key(row.question, row.method, row.answer)
     if st.session_state.get(K + "label_for") != key:  # another row: show its saved label
         st.session_state[K + "label_for"] = key
         st.session_state[K + "label_right"] = {True: "right", False: "wrong"}.get(row.human_right, "unlabelled")

@@ -27,6 +27,7 @@ from kgviz.methods.registry import get_method, list_methods
 from kgviz.run import Run
 from kgviz.ui import actions, resources
 from kgviz.ui.render import OFFLINE_LABEL, md_text, plain, usage_frame
+from kgviz.evaluate import labels as lb
 from kgviz.ui.state import SAMPLE_DIR, AppContext
 from kgviz.viz import trace as vt
 from kgviz.viz import trace_player as tp
@@ -304,13 +305,24 @@ def run_error(run: Run) -> None:
         st.error(md_text(f"{run.method} failed: {run.error}") + " — the trace below is partial.")
 
 
-def outcome(run: Run) -> None:
-    """The final context, the answer and the run's total usage."""
+def _human(right: bool | None, note: str, yes: str, no: str) -> str:
+    return {True: yes, False: no}.get(right, "no verdict") + (f" — {note}" if note else "")
+
+
+def outcome(run: Run, ctx: AppContext | None = None) -> None:
+    """The final context, the answer and the run's total usage; with ``ctx``, the human labels of
+    this answer and its context items saved in the workspace (kgviz.evaluate.labels)."""
+    labels = lb.load_labels(ctx.db_dir) if ctx is not None else lb.Labels()
+    key = lb.label_key(run.question, run.method, run.answer)
+    marks = labels.items_of(key)
     st.subheader("Retrieved context")
     items = run.context.items
     if items:
         st.dataframe(pd.DataFrame([{"#": n, "kind": i.kind, "score": i.score, "tokens": i.n_tokens,
-                                    "source": plain(i.source), "text": plain(i.text)} for n, i in enumerate(items, 1)]),
+                                    "source": plain(i.source), "text": plain(i.text),
+                                    "your label": plain(_human(marks[i.id].relevant, marks[i.id].note, "relevant",
+                                                               "irrelevant")) if i.id in marks else ""}
+                                   for n, i in enumerate(items, 1)]),
                      hide_index=True, width="stretch")
         st.caption(f"{len(items)} item(s), {run.context.n_tokens:,} tokens")
     else:
@@ -328,6 +340,13 @@ def outcome(run: Run) -> None:
         st.caption(md_text(f"Answered by {run.mode}"))
     if run.answer:
         st.markdown(md_text(run.answer))
+    mine, claims = labels.run(run.question, run.method, run.answer), labels.claims_of(key)
+    if mine is not None or claims:
+        said = [f"this answer {_human(mine.right, mine.note, 'right', 'wrong')}"] if mine is not None else []
+        if claims:
+            said.append(f"the judge's verdict right on {sum(c.right is True for c in claims)} and wrong on "
+                        f"{sum(c.right is False for c in claims)} of its claims")
+        st.caption(md_text("Your labels (Compare, Evaluate): " + "; ".join(said)))
     u = run.usage
     st.markdown("**Total usage**")
     c = st.columns(5)

@@ -68,7 +68,21 @@ th { background: #f3f3f3; }
 pre { white-space: pre-wrap; font-size: 12px; background: #f7f7f7; padding: 6px; margin: 0; }
 details { margin: 6px 0; }
 iframe { width: 100%; height: 620px; border: 1px solid #ddd; }
+.claim-evidence { display: none; margin: 6px 0 12px 0; }
+.claim-evidence:target { display: block; outline: 2px solid #1565c0; padding: 6px; }
+mark.kgviz-span { padding: 0 2px; }
 """
+# a clicked claim posts its cited nodes' page keys to the overlay frame (kgviz.viz.overlay listens);
+# keys only ("n3"), never text from documents, cross into the frame
+_CLAIM_JS = """<script>
+document.addEventListener("click", function (e) {
+  var a = e.target.closest ? e.target.closest("a.kgviz-claim-link") : null;
+  var f = document.getElementById("kgviz-overlay");
+  if (!a || !f || !f.contentWindow) return;
+  var keys = (a.getAttribute("data-keys") || "").split(" ").filter(Boolean);
+  f.contentWindow.postMessage({kgvizHighlight: keys}, "*");
+});
+</script>"""
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -101,17 +115,47 @@ SUMMARY_HEADERS = ["method", "answer", "verdict", "correct", "grounded", "EM %",
                    "context tokens", "tokens", "calls", "$", "seconds"]
 
 
-def _method_section(r: MethodResult) -> str:
+def _human(right: bool | None, note: str, yes: str = "right", no: str = "wrong") -> str:
+    verdict = {True: yes, False: no}.get(right, "no verdict")
+    return f"{verdict}" + (f" — {note}" if note else "")
+
+
+def _claims_section(r: MethodResult, n: int, store: Any, labels: Any, keys_of: Any) -> str:
+    """The claims table (each claim a link: its evidence opens below and its cited nodes are
+    selected in the overlay) and one hidden evidence block per claim (kgviz.viz.claim_evidence)."""
+    from kgviz.verify.evidence import claim_evidence
+    from kgviz.viz.claim_evidence import evidence_html
+
+    v, run = r.verdict, r.run
+    rows, blocks = [], []
+    items = {i: (lab.relevant, lab.note) for i, lab in (labels.items.items() if labels else ())}
+    for i, c in enumerate(v.claims, 1):
+        ev = claim_evidence(run, c, store)
+        anchor = f"ev-{n}-{i}"
+        keys = " ".join(keys_of(ev.node_ids)) if keys_of else ""
+        lab = labels.claims.get(c.text) if labels else None
+        human = _human(lab.right, lab.note) if lab else ""
+        rows.append(f'<tr><td>{i}</td><td><a class="kgviz-claim-link" href="#{anchor}" data-keys="{esc(keys)}">'
+                    f'{esc(c.text)}</a></td><td>{esc(LABEL_TEXT.get(c.label, c.label))}</td>'
+                    f'<td>{esc(", ".join(c.evidence))}</td><td>{esc(c.reason)}</td><td>{esc(human)}</td></tr>')
+        blocks.append(f'<section class="claim-evidence" id="{anchor}">{evidence_html(ev, items)}</section>')
+    head = "".join(f"<th>{h}</th>" for h in ("#", "claim (click: its evidence)", "verdict", "evidence", "reason",
+                                            "your verdict on the judge"))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>" + "".join(blocks)
+
+
+def _method_section(r: MethodResult, n: int = 0, store: Any = None, labels: Any = None, keys_of: Any = None) -> str:
     v, run = r.verdict, r.run
     parts = [f"<h2>{esc(run.method)}</h2>", f"<div class='verdict'>{badge_html(r.outcome)}<div class='muted'>"
              f"{esc(v.judge)} · {esc(v.split)}</div></div>"]
     if run.error:
         parts.append(f"<p><b>Error:</b> {esc(run.error)}</p>")
     parts.append(f'<div class="answer">{highlight_answer(run.answer, v.claims) or "<i>(no answer)</i>"}</div>')
+    if labels is not None and labels.run is not None:
+        parts.append(f"<p class='human-label'><b>Your verdict on this answer:</b> "
+                     f"{esc(_human(labels.run.right, labels.run.note))}</p>")
     if v.claims:
-        parts.append(_table(["#", "claim", "verdict", "evidence", "reason"],
-                            [[i, c.text, LABEL_TEXT.get(c.label, c.label), ", ".join(c.evidence), c.reason]
-                             for i, c in enumerate(v.claims, 1)]))
+        parts.append(_claims_section(r, n, store, labels, keys_of))
     for e in v.errors:
         parts.append(f"<p class='muted'>{esc(e)}</p>")
     if r.funnel:
@@ -124,13 +168,19 @@ def _method_section(r: MethodResult) -> str:
     n_ours = sum(bool(s.ours) for s in run.trace)
     parts.append(f"<details><summary>Path: {len(steps)} trace steps, {n_ours} marked ours</summary>"
                  f"{_table(['#', 'kind', 'step', 'ours', 'detail'], steps)}</details>")
-    items = [[i.id, i.kind, i.source, i.text] for i in run.context.items]
+    marks = {} if labels is None else labels.items
+    items = [[i.id, i.kind, i.source, i.text,
+              _human(marks[i.id].relevant, marks[i.id].note, "relevant", "irrelevant") if i.id in marks else ""]
+             for i in run.context.items]
     parts.append(f"<details><summary>Context: {len(items)} items, {run.context.n_tokens} tokens</summary>"
-                 f"{_table(['id', 'kind', 'source', 'text'], items)}</details>")
+                 f"{_table(['id', 'kind', 'source', 'text', 'your label'], items)}</details>")
     return "\n".join(parts)
 
 
-def render_case_file(c: Comparison, store: Any = None, *, include_graph: bool = True) -> str:
+def render_case_file(c: Comparison, store: Any = None, *, include_graph: bool = True,
+                     labels: Sequence[Any] | None = None) -> str:
+    """``labels``: per result, its kgviz.evaluate.labels.RunLabels (or None), shown beside the
+    answer, its claims and its context items."""
     parts = [f"<h1>kgviz case file</h1><p><b>Question:</b> {esc(c.question)}</p>"]
     if c.golds:
         parts.append(f"<p><b>Gold answer(s):</b> {esc(' | '.join(c.golds))}</p>")
@@ -149,13 +199,18 @@ def render_case_file(c: Comparison, store: Any = None, *, include_graph: bool = 
         parts.append("<h2>Evidence overlap</h2><p class='muted'>Jaccard index of the graph nodes each pair of "
                      "methods retrieved (shared nodes in brackets).</p>")
         parts.append(_table(["", *methods], rows))
+    keys_of = None
     if include_graph:
-        from kgviz.viz.overlay import build_overlay, overlay_html
+        from kgviz.viz.overlay import build_overlay, node_keys, overlay_html
 
-        page = overlay_html(build_overlay([r.run for r in c.results], store))
-        parts.append(f'<h2>Evidence overlay</h2><iframe title="evidence overlay" sandbox="allow-scripts" '
-                     f'srcdoc="{esc(page)}"></iframe>')
-    parts.extend(_method_section(r) for r in c.results)
+        ov = build_overlay([r.run for r in c.results], store)
+        keys_of = lambda ids: node_keys(ov, ids)  # noqa: E731
+        parts.append(f'<h2>Evidence overlay</h2><p class="muted">Click a claim below: its evidence opens under '
+                     f'it and the nodes the judge cited are selected here.</p><iframe id="kgviz-overlay" '
+                     f'title="evidence overlay" sandbox="allow-scripts" srcdoc="{esc(overlay_html(ov, listen=True))}">'
+                     f'</iframe>')
+    per = list(labels) if labels is not None else [None] * len(c.results)
+    parts.extend(_method_section(r, n, store, lab, keys_of) for n, (r, lab) in enumerate(zip(c.results, per)))
     body = "\n".join(parts)
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>kgviz case file: "
-            f"{esc(c.question[:80])}</title><style>{_CSS}</style></head><body>{body}</body></html>")
+            f"{esc(c.question[:80])}</title><style>{_CSS}</style></head><body>{body}{_CLAIM_JS}</body></html>")

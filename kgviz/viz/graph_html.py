@@ -250,6 +250,14 @@ def legend_html(kinds: Iterable[str], roles: Iterable[str], role_colours: Mappin
     return f'<div class="kgviz-legend" id="kgviz-legend">{"".join(items)}</div>'
 
 
+def opaque_keys(nodes: Sequence[VizNode]) -> dict[str, str]:
+    """Node id -> the key it has in the page (ids from documents never reach the page's script)."""
+    keys: dict[str, str] = {}
+    for node in nodes:
+        keys.setdefault(node.id, f"n{len(keys)}")
+    return keys
+
+
 def graph_html(
     nodes: Sequence[VizNode],
     edges: Sequence[VizEdge],
@@ -287,12 +295,13 @@ def graph_html(
                   cdn_resources="in_line", notebook=False)
     net.options = physics_options(seed, directed=directed) if positions is None else fixed_options(directed=directed)
 
-    opaque: dict[str, str] = {}
+    opaque = opaque_keys(nodes)
+    drawn: set[str] = set()
     for node in nodes:
-        if node.id in opaque:
+        if node.id in drawn:
             continue
-        key = f"n{len(opaque)}"
-        opaque[node.id] = key
+        drawn.add(node.id)
+        key = opaque[node.id]
         colour, shape = KIND_STYLE.get(node.kind, _DEFAULT_STYLE)
         if node.role:
             colour = colours.get(node.role, colour)

@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 
 from kgviz.graph import reads
 from kgviz.run import Run
-from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph, graph_html
+from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph, graph_html, opaque_keys
 from kgviz.viz.labels import fetch_human_labels
 from kgviz.viz.layout import Position, canvas_size, force_layout
 from kgviz.viz.palette import method_colour
@@ -195,6 +195,46 @@ def facet(overlay: Overlay, method: str) -> tuple[list[VizNode], list[VizEdge]]:
     return nodes, [e for e in overlay.graph.edges if e.source in ids and e.target in ids]
 
 
-def overlay_html(overlay: Overlay, *, height: int = 560) -> str:
-    return graph_html(overlay.graph.nodes, overlay.graph.edges, height=height, role_colours=overlay.colours,
+# claim -> evidence (kgviz.verify.evidence): the cited nodes stand out, everything else fades
+HIGHLIGHT_BORDERS = {"supported": "#0d47a1", "contradicted": "#b71c1c"}
+FADED = "#eeeeee"
+
+
+def highlight(overlay: Overlay, node_ids: Sequence[str], label: str = "supported") -> tuple[Overlay, list[str]]:
+    """``overlay`` with ``node_ids`` drawn larger, with a thick border in the verdict's colour
+    (blue supported, red contradicted), and every other node faded; and the ids of
+    ``node_ids`` that are on the graph (a cited node the methods' evidence does not hold, or that
+    the cap left out, cannot be drawn)."""
+    wanted = set(node_ids)
+    border = HIGHLIGHT_BORDERS.get(label, "#000000")
+    on = [n.id for n in overlay.graph.nodes if n.id in wanted]
+    nodes = [replace(n, border=border, size=(n.size or 14) + 10, title=n.title + "\ncited by the judge")
+             if n.id in wanted else replace(n, colour=FADED, border=None) for n in overlay.graph.nodes]
+    graph = CappedGraph(nodes, overlay.graph.edges, overlay.graph.total_nodes)
+    return Overlay(graph, overlay.colours, overlay.by_node), on
+
+
+def node_keys(overlay: Overlay, node_ids: Sequence[str]) -> list[str]:
+    """The page keys (kgviz.viz.graph_html.opaque_keys) of those ``node_ids`` that are drawn."""
+    keys = opaque_keys(overlay.graph.nodes)
+    return [keys[i] for i in node_ids if i in keys]
+
+
+# the case file's overlay listens for the claim a reader clicks (the parent posts the page keys of
+# the cited nodes) and selects those nodes; keys only, never ids or text, cross the frame
+_LISTEN_JS = """<script>
+window.addEventListener("message", function (e) {
+  var d = e.data || {};
+  if (!Array.isArray(d.kgvizHighlight) || typeof network === "undefined" || !network) return;
+  var have = {}; nodes.getIds().forEach(function (k) { have[k] = 1; });
+  var keys = d.kgvizHighlight.filter(function (k) { return have[k] === 1; });
+  network.selectNodes(keys, false);
+  document.body.dataset.kgvizHighlighted = keys.join(" ");
+});
+</script>"""
+
+
+def overlay_html(overlay: Overlay, *, height: int = 560, listen: bool = False) -> str:
+    page = graph_html(overlay.graph.nodes, overlay.graph.edges, height=height, role_colours=overlay.colours,
                       directed=False)
+    return page.replace("</body>", _LISTEN_JS + "\n</body>", 1) if listen else page

@@ -307,8 +307,8 @@ def test_human_labels_change_the_agreement_and_survive_a_new_session(app_env: Pa
     assert "n = 2, agreement 50%" in agreement_caption(at)
     table = at.dataframe[-1].value.set_index("qid")
     assert table.loc[rows[second].qid, "human_note"] == f"note on {second}"
-    saved = {lb.label_key(r.qid, r.method, r.answer) for r in (rows[first], rows[second])}
-    assert set(lb.load_labels(app_env)) == saved  # in the workspace folder, beside graph.kuzu
+    saved = {lb.label_key(r.question, r.method, r.answer) for r in (rows[first], rows[second])}
+    assert set(lb.load_labels(app_env).runs) == saved  # in the workspace folder, beside graph.kuzu
 
     at = run_eval()  # a new session: the labels are read back from the workspace
     assert "n = 2, agreement 50%" in agreement_caption(at)

@@ -1,8 +1,9 @@
-"""The failure explorer in a real browser (issue 25's must-show, without claim evidence): run a
-small evaluation, filter "gold in context but wrong" for one method, save the filter by name,
-reload the page (a new session), run again (every run reused), reopen the filter, open a row in
-Trace and come back to the same filter; then label two runs and see the agreement figure count
-them. Needs /usr/bin/chromium (tests/e2e/conftest.py)."""
+"""The failure explorer in a real browser (issue 25's must-show): run a small evaluation, filter
+"gold in context but wrong" for one method, save the filter by name, reload the page (a new
+session), run again (every run reused), reopen the filter, open a row in Trace and come back to the
+same filter; then label two runs and see the agreement figure count them. And on Compare, click a
+claim and see its evidence highlighted (the passage's span, the overlay's node, the case file).
+Needs /usr/bin/chromium (tests/e2e/conftest.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,7 +16,7 @@ from kgviz.methods.registry import list_methods
 from test_evaluate_e2e import EVAL_S, _remove_methods
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Browser, Page
 
 pytestmark = pytest.mark.e2e
 IDLE = "!document.querySelector('[data-testid=\"stStatusWidgetRunningIcon\"]')"
@@ -117,3 +118,63 @@ def test_saved_failure_filter_survives_a_reload_and_a_trip_to_trace(
         expect(page.get_by_text(f"n = {option + 1}, agreement")).to_be_visible(timeout=30_000)
     # every row here is wrong automatically: "wrong" agrees, "right" does not
     expect(page.get_by_text("n = 2, agreement 50%")).to_be_visible()
+
+
+CLAIM_QUESTION = "Who was born first, Agnes Vohl or Tomas Aldric?"  # offline kg-infused: contradicted
+
+
+def test_a_clicked_claim_highlights_its_evidence_in_compare_and_in_the_case_file(
+    server: str, browser: Browser, page: Page, tmp_path: Path, load_sample: Callable[..., None],
+    save_screenshot: Callable[[Page, Path, str], Path],
+) -> None:
+    """Compare: clicking a contradicted claim shows its source passage with the contradicting span
+    marked and draws the cited node with the verdict's border on the overlay; the downloaded case
+    file does the same from disk (the claim link opens its evidence and selects the node in the
+    overlay frame)."""
+    from playwright.sync_api import expect
+
+    page.goto(server)
+    load_sample(page)
+    page.get_by_role("link", name="Compare").click()
+    expect(page.get_by_role("heading", name="Compare methods")).to_be_visible(timeout=30_000)
+    q = page.get_by_role("textbox", name="Question", exact=True)
+    q.fill(CLAIM_QUESTION)
+    q.press("Enter")
+    gold = page.get_by_label("Gold answer(s), optional (separate several with |)")
+    gold.fill("Tomas Aldric")
+    gold.press("Enter")
+    _settle(page)
+    page.get_by_role("button", name="Compare", exact=True).click()
+    expect(page.get_by_role("heading", name="Claim → evidence")).to_be_visible(timeout=240_000)
+    expect(page.locator(".kgviz-evidence")).to_have_count(0)
+
+    page.get_by_text("kg-infused · contradicted", exact=False).first.click()
+    span = page.locator(".kgviz-evidence mark.kgviz-span.span-contradicted")
+    expect(span).to_be_visible(timeout=60_000)
+    expect(span).to_contain_text("1895")
+    expect(span.locator("b.kgviz-word").first).to_be_visible()
+    expect(page.get_by_text("contradicting span marked", exact=False)).to_be_visible()
+    expect(page.get_by_text("Claim → evidence: 1 of the 1 nodes", exact=False)).to_be_visible(timeout=30_000)
+    page.locator(".kgviz-evidence").scroll_into_view_if_needed()
+    save_screenshot(page, tmp_path, "e2e_claim_evidence.png")
+    # the overlay draws the cited node with the contradicted border (#b71c1c), the rest faded
+    overlay = next(f for f in page.frames if "vis.Network" in (f.content() if f != page.main_frame else ""))
+    overlay.wait_for_function("typeof nodes !== 'undefined' && nodes.length > 0", timeout=30_000)
+    borders = overlay.evaluate("nodes.get().map(n => (n.color && n.color.border) || '')")
+    assert borders.count("#b71c1c") == 1, borders
+
+    with page.expect_download(timeout=60_000) as dl:
+        page.get_by_role("button", name="Download case file (HTML)").click()
+    case_file = tmp_path / "case.html"
+    dl.value.save_as(str(case_file))
+    doc = browser.new_context(viewport={"width": 1300, "height": 1000}).new_page()
+    doc.goto(case_file.as_uri())
+    frame = next(f for f in doc.frames if f != doc.main_frame)
+    frame.wait_for_function("typeof network !== 'undefined' && network", timeout=30_000)
+    evidence = doc.locator("section.claim-evidence").filter(has=doc.locator("mark.span-contradicted")).first
+    expect(evidence).to_be_hidden()
+    anchor = evidence.get_attribute("id")
+    doc.locator(f'a.kgviz-claim-link[href="#{anchor}"]').click()
+    expect(evidence).to_be_visible()
+    frame.wait_for_function("document.body.dataset.kgvizHighlighted", timeout=10_000)
+    assert frame.evaluate("network.getSelectedNodes().length") == 1

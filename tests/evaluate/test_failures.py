@@ -165,3 +165,16 @@ def test_shares_of_absent_or_universal_stages_equal_the_bootstrap_of_constant_va
     for stage, value in (("run failed", 1.0), ("extraction miss", 0.0)):
         e = bootstrap_ci([value] * 5, n_boot=200)
         assert (shares[stage].share, shares[stage].lo, shares[stage].hi) == (e.mean, e.lo, e.hi) == (value,) * 3
+
+
+def test_sorting_puts_empty_values_last_and_pages_clamp_into_range() -> None:
+    rows = fx.rows_of(records())
+    by_f1 = fx.sort_rows(rows, "f1", descending=True)
+    assert [r.f1 for r in by_f1][:5] == [1.0] * 4 + [0.0] and by_f1[-1].failed  # the failed run has no F1: last
+    assert fx.sort_rows(rows, "f1")[-1].failed  # last ascending too
+    with pytest.raises(EvaluationError, match="no column"):
+        fx.sort_rows(rows, "nope")
+    p = fx.page_of(rows, 3, 5)
+    assert (p.number, p.pages, p.first, p.last) == (3, 3, 11, 12) and p.rows == rows[10:]
+    assert fx.page_of(rows, 99, 5).number == 3 and fx.page_of(rows, 0, 5).rows == rows[:5]
+    assert fx.page_of([], 1, 50) == fx.Page([], 1, 1, 0, 0)

@@ -73,3 +73,16 @@ def test_sign_flip_exact_small_n() -> None:
     assert sign_flip_p_value([1, 1, 1, 1, 1]) == pytest.approx(2 / 32)
     assert sign_flip_p_value([0, 0, 0]) == 1.0
     assert sign_flip_p_value([1, -1]) == 1.0
+
+
+def test_bootstrap_shares_give_each_category_exactly_its_own_bootstrap_ci() -> None:
+    from kgviz.evaluate.stats import bootstrap_ci, bootstrap_shares
+
+    rng = np.random.default_rng(3)
+    labels = [str(x) for x in rng.choice(["a", "b", "c"], size=257, p=[0.6, 0.3, 0.1])]
+    got = bootstrap_shares(labels, ["a", "b", "c", "never"], n_boot=300, seed=11)
+    for cat in ("a", "b", "c", "never"):
+        want = bootstrap_ci([float(x == cat) for x in labels], n_boot=300, seed=11)
+        assert (got[cat].mean, got[cat].lo, got[cat].hi, got[cat].n) == (want.mean, want.lo, want.hi, want.n)
+    assert (got["never"].lo, got["never"].hi) == (0.0, 0.0)
+    assert bootstrap_shares([], ["a"])["a"].n == 0
