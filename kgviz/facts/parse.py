@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from kgviz.facts.loops import MAX_LINE_REPEATS, LoopCounter
-from kgviz.facts.triples import ExtractedTriple, ExtractionOutput, Mention, Term
+from kgviz.facts.triples import ExtractedTriple, ExtractionOutput, Mention, Term, only_function_words
 
 QUALIFIER_RELATION = "qualified by"  # ours: a qualifier with no preposition, kept whole as the object
 MAX_DEPTH = 4  # deeper nesting is almost surely a broken reply, not a fact
@@ -65,13 +65,6 @@ _BOLD = re.compile(r"\*\*|__")
 _DIGIT_PAREN = re.compile(r"\s*\([^()]*\d[^()]*\)\s*$")
 _YEAR = re.compile(r"^(?:c\.\s*)?\d{3,4}(?:s)?$")
 _DATE = re.compile(r"^(?:\d{1,2}\s+)?[A-Z][a-z]+\.?\s+(?:\d{1,2},?\s+)?\d{3,4}$|^\d{4}-\d{2}(?:-\d{2})?$")
-# a "name" made only of these words is a parsing accident ('"; and" -> "and"'), never an entity
-# ("a" is left out: test fixtures and real single-letter names use it)
-_STOPWORDS = frozenset(
-    """the and or but nor of in on at to for from by with as is are was were be it its he she
-    they them him her his their this that these those there here which who whom what none null n/a
-    unknown""".split()
-)
 # (relation, object) of a predicate phrase, or None; set for one parse_triples call
 PredicateSplit = Callable[[str], Optional[tuple[str, str]]]
 _SPLIT: contextvars.ContextVar[PredicateSplit | None] = contextvars.ContextVar("split_predicate", default=None)
@@ -392,7 +385,7 @@ def _split_triple(inner: str, depth: int, why: list[str] | None = None) -> Extra
             if sentence is None:
                 _say(why, "not a (subject; relation; object) triple")
             return sentence
-    if _is_stopword(_clean(parts[2])) and _SPLIT.get() is not None:
+    if only_function_words(_clean(parts[2])) and _SPLIT.get() is not None:
         # "(s; is 54 metres long; and)": the object is a dangling word, the relation a whole predicate
         return _two_part(parts[:2], depth, why)
     s = _term(parts[0], depth, why)
@@ -448,7 +441,7 @@ def _two_part(parts: list[str], depth: int, why: list[str] | None) -> ExtractedT
             inner = _parse_group(first[1:-1], depth + 1, why)
             if inner is not None:
                 return ExtractedTriple(inner, relation, Mention(value))
-        if _is_stopword(value):  # "((s; r; o); for)": a qualifier the model never finished; the fact stands
+        if only_function_words(value):  # "((s; r; o); for)": a qualifier the model never finished; the fact stands
             return _parse_group(first[1:-1], depth + 1, why)
         joined = _nested_split(first[1:-1], second, depth, why)
         if joined is not None:
@@ -520,14 +513,9 @@ def _term(part: str, depth: int, why: list[str] | None = None) -> Term | None:
             return _two_part(parts, depth + 1, why)
         p = inner  # "(Los Angeles)": parentheses around a plain name
     m = _mention(p)
-    if m is None and why is not None and p.strip() and _is_stopword(_clean(p)):
+    if m is None and why is not None and p.strip() and only_function_words(_clean(p)):
         _say(why, f"{_clean(p)!r} is not a name")
     return m
-
-
-def _is_stopword(text: str) -> bool:
-    words = re.findall(r"[\w/]+", text.lower())
-    return not words or all(w in _STOPWORDS for w in words)
 
 
 def _mention(text: str) -> Mention | None:
@@ -538,9 +526,9 @@ def _mention(text: str) -> Mention | None:
         t, typ = m.group(1), m.group(2).strip().lower()
     t = _clean(t)
     stripped = _DIGIT_PAREN.sub("", t).strip()
-    if stripped and not _is_stopword(stripped):
+    if stripped and not only_function_words(stripped):
         t = stripped  # "Thomas Aldrick (1889–1966)" is the entity "Thomas Aldrick"
-    if not t or len(t) > MAX_PART_CHARS or ";" in t or _is_stopword(t):
+    if not t or len(t) > MAX_PART_CHARS or ";" in t or only_function_words(t):
         return None
     return Mention(t, typ)
 

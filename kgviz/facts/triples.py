@@ -23,6 +23,7 @@ The text form has no place for the kind: a sentence fact read back from text is 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterator, Union
 
@@ -137,3 +138,19 @@ def stated_fact(text: str, kind: str | None, sentence: str | None) -> str:
 
 def render_triples(triples: list[ExtractedTriple]) -> str:
     return "\n".join(t.render() for t in triples)
+
+
+# a "name" made only of these words is a parsing accident ('"; and" -> "and"'), never an entity
+# ("a" is left out: test fixtures and real single-letter names use it)
+NON_ENTITY_WORDS = frozenset(
+    """the and or but nor of in on at to for from by with as is are was were be it its he she
+    they them him her his their this that these those there here which who whom what none null n/a
+    unknown""".split()
+)
+
+
+def only_function_words(text: str) -> bool:
+    """True for a phrase of stopwords only ("it is", "the", ""): a parsing accident, never an entity
+    or an attribute (the parser drops such a part; the offline extractor never makes one)."""
+    words = re.findall(r"[\w/]+", text.lower())
+    return not words or all(w in NON_ENTITY_WORDS for w in words)

@@ -53,7 +53,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from kgviz.facts.triples import ExtractedTriple, ExtractionOutput, Mention, Term, render_triples
+from kgviz.facts.triples import ExtractedTriple, ExtractionOutput, Mention, Term, only_function_words, render_triples
 from kgviz.offline.lexicon import (
     AUXILIARIES,
     COPULAS,
@@ -371,8 +371,8 @@ def _relation(gap: str) -> tuple[str, bool] | None:
     first = tokens[0]
     if not (is_verbish(first) or first in AUXILIARIES or first in _ADVERBS or first.endswith("ly")):
         return None  # "American film directed by": the left mention modifies a noun
-    while tokens and tokens[-1] in DETERMINERS:
-        tokens.pop()
+    while tokens and (tokens[-1] in DETERMINERS or not tokens[-1].strip(".")):
+        tokens.pop()  # a stray "." token ends no relation (the parser drops it when it reads the raw line)
     return (" ".join(tokens), False) if tokens else None
 
 
@@ -411,6 +411,8 @@ def _copulas(s: str, spans: list[Span], ctx: Context) -> list[ExtractedTriple]:
             continue  # a capitalised word right after the copula is a name, handled as a relation
         if not words or words[0] in DETERMINERS or (article is None and is_verbish(words[0])):
             continue
+        if only_function_words(" ".join(words)):
+            continue  # "Mira is a It is": no attribute (the parser would drop the object when reading the raw line)
         rest = s[sp.end + m.start(3) :].split(None, len(words))[len(words) :]
         if article not in ("a", "an") and rest and re.match(r"^(?:of|to|in|at|for|from|on|with|by)\s+(?:the\s+)?[A-Z]", rest[0]):
             continue  # "is the capital of Y", "is home to Y": the relation between names says it
