@@ -29,7 +29,7 @@ from kgviz.ui.state import AppContext
 from kgviz.verify.outcome import judge_caution
 from kgviz.viz.case_file import LABEL_COLOURS, LABEL_TEXT, badge_html, esc, highlight_answer
 from kgviz.viz.graph_html import graph_html
-from kgviz.viz.overlay import Overlay, build_overlay, default_methods, facet, overlay_html, overlay_positions
+from kgviz.viz.overlay import GOLD_MARK, Overlay, build_overlay, default_methods, facet, overlay_html, overlay_positions
 
 K_COMPARISON = "kgviz_comparison"
 TRACE_PAGE = "pages/trace.py"
@@ -226,7 +226,11 @@ def overlay(comparison: cmp.Comparison, ctx: AppContext, *, height: int = 560) -
     if not runs:
         st.info("Pick at least one method to draw its evidence.")
         return
-    ov = build_overlay(runs, resources.store(ctx))
+    ov = build_overlay(runs, resources.store(ctx), golds=comparison.golds)
+    if comparison.golds:
+        found = [n for n in ov.graph.nodes if n.label.startswith(GOLD_MARK)]
+        st.caption(f"{GOLD_MARK} = a node naming the gold answer (gold border): {len(found)} on the graph"
+                   if found else "No retrieved node names the gold answer.")
     if view == VIEWS[1]:
         _facets(ov, chosen)
     else:

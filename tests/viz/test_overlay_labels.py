@@ -44,3 +44,16 @@ def test_default_methods_are_a_few_graph_methods() -> None:
     assert default_methods(ran) == ["kg-rag", "kg-retriever", "ket-rag"]
     assert default_methods(["text-rag", "no-retrieval"]) == ["text-rag"]
     assert default_methods(["no-retrieval"]) == ["no-retrieval"]
+
+
+def test_a_node_naming_the_gold_answer_is_marked() -> None:
+    from kgviz.viz.overlay import GOLD_BORDER, GOLD_MARK, names_gold
+
+    assert names_gold("The Tidewell Line", ["tidewell line"]) and names_gold("founded in 1921.", ["1921"])
+    assert not names_gold("19210 tons", ["1921"]) and not names_gold("Tidewell", [])
+    ov = build_overlay([_run("kg-rag", ["doc:1#c0"]), _run("text-rag", ["doc:1"])], _Store(),
+                       golds=["Tidewell Line"])
+    by_id = {n.id: n for n in ov.graph.nodes}
+    assert by_id["doc:1"].label == f"{GOLD_MARK}: Tidewell Line" and by_id["doc:1"].border == GOLD_BORDER
+    plain = build_overlay([_run("text-rag", ["doc:1"])], _Store())
+    assert not plain.graph.nodes[0].label.startswith(GOLD_MARK)
