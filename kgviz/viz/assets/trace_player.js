@@ -8,8 +8,8 @@
   var GLYPH_NAME = {"✓": "chosen", "✗": "rejected", "○": "candidate", "●": "seed", "▣": "in context"};
   var SPEEDS = [0.5, 1, 2, 4];
   var KEY_ROLES = {chosen: true, seed: true, context: true};
-  var DENSE = 12;  // current nodes above which a presentation step labels only its key nodes
-  var TOP_LABELLED = 5;  // and, of its other nodes, this many of the best scored
+  var DENSE = 12;  // current nodes above which a presentation step labels only some of them
+  var DENSE_LABELS = 10;  // how many: a projector shows about this many labels apart
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -57,20 +57,20 @@
 
     function visual(i) { return D.visuals.length ? D.visuals[D.steps[i].v] : null; }
 
-    // presentation mode: which of the step's nodes carry a label (all of a small step; of a dense
-    // one its key nodes, the rejected and the best-scored others); earlier steps' labels are hidden
+    // presentation mode: which of the step's nodes carry a label: all of a small step; of a dense
+    // one at most DENSE_LABELS, its key nodes (chosen, seeds, context) first, then the rejected,
+    // then the other candidates, each group best score (biggest node) first. Earlier steps' labels
+    // are hidden.
     function labelSet(v) {
       var out = {};
       var now = v.nodes.filter(function (n) { return !dim[n[1]]; });
       if (now.length <= DENSE) { now.forEach(function (n) { out[n[0]] = true; }); return out; }
-      var rest = [];
-      now.forEach(function (n) {
-        if (KEY_ROLES[n[1]] || n[1] === "rejected") { out[n[0]] = true; } else { rest.push(n); }
-      });
-      rest.sort(function (a, b) { return b[2] - a[2] || a[0] - b[0]; });
-      rest.slice(0, TOP_LABELLED).forEach(function (n) { out[n[0]] = true; });
+      function rank(n) { return KEY_ROLES[n[1]] ? 0 : (n[1] === "rejected" ? 1 : 2); }
+      now.slice().sort(function (a, b) { return rank(a) - rank(b) || b[2] - a[2] || a[0] - b[0]; })
+        .slice(0, DENSE_LABELS).forEach(function (n) { out[n[0]] = true; });
       return out;
     }
+    function dense(v) { return v.nodes.filter(function (n) { return !dim[n[1]]; }).length > DENSE; }
 
     function drawGraph(i) {
       var v = visual(i);
@@ -91,6 +91,7 @@
         if (present) { show = labelSet(v); }
       }
       var hideRoles = quizHidden;
+      var quiet = present && v && dense(v);  // a dense step's edge labels would cover its node labels
       var nu = D.nodes.map(function (meta, k) {
         var n = shownN[k];
         if (!n) { return {id: k, hidden: true}; }
@@ -113,7 +114,7 @@
         if (!e) { return {id: k, hidden: true}; }
         var role = e[1], now = !dim[role];
         var col = now ? (D.colours[hideRoles ? "candidate" : role] || "#9a9a9a") : "#d4d4d4";
-        return {id: k, hidden: false, width: e[2], label: now && e[3] ? e[3] : " ",
+        return {id: k, hidden: false, width: e[2], label: now && e[3] && !quiet ? e[3] : " ",
                 dashes: role === "rejected" && !hideRoles, color: {color: col, highlight: "#333333", hover: "#333333"}};
       });
       nodes.update(nu);
