@@ -241,3 +241,31 @@ def test_two_methods_in_one_lesson_play_in_sync(browser: Browser, lessons: dict[
     assert page.evaluate("kgvizPlayer.step()") == 3 and page.evaluate("kgvizPlayer.playing()")
     page.click("#kp-play")
     assert [u for u in requests if u != page.url] == [], requests
+
+
+def test_predict_then_reveal_stops_at_each_decision(browser: Browser, lessons: dict[str, Path]) -> None:
+    page, _requests = _open(browser, lessons["kg-rag"])
+    decisions = page.evaluate("kgvizPlayer.panes[0].D.steps.map((s, i) => s.decision ? i + 1 : 0).filter(Boolean)")
+    assert decisions, "kg-rag recorded no decision step"
+    page.click("#kp-quiz")
+    page.evaluate("kgvizPlayer.setSpeed(4)")
+    page.click("#kp-play")  # Play waits at the first decision
+    page.wait_for_function("!kgvizPlayer.playing()", timeout=20_000)
+    assert page.evaluate("kgvizPlayer.step()") == decisions[0] and page.evaluate("kgvizPlayer.asking()")
+    assert page.locator("#kp-reveal").is_visible()
+    # the method's choice is hidden: the chosen node is drawn in the candidates' colour, the panel has no "Why"
+    state = page.evaluate("""(() => { const p = kgvizPlayer.panes[0], D = p.D;
+      const v = D.visuals[D.steps[p.step() - 1].v];
+      const chosen = v.nodes.find(n => n[1] === 'chosen'), rejected = v.nodes.find(n => n[1] === 'rejected');
+      const drawn = kgvizPlayer.network.body.data.nodes.get(chosen[0]).color.background;
+      return {drawn: drawn, candidate: D.colours.candidate, rejected: rejected ? rejected[0] : null,
+              label: rejected ? D.nodes[rejected[0]].label : ''}; })()""")
+    assert state["drawn"] == state["candidate"] and state["rejected"] is not None
+    assert "Why" not in page.locator("#kp-panel").inner_text()
+    page.evaluate(f"kgvizPlayer.panes[0].pick({state['rejected']})")  # the class picks a candidate the method rejects
+    assert "The class picked" in page.locator("#kp-panel").inner_text()
+    page.click("#kp-reveal")
+    panel = page.locator("#kp-panel").inner_text()
+    assert "Why" in panel and "the method marked it rejected" in panel, panel
+    assert not page.evaluate("kgvizPlayer.asking()")
+    page.context.close()

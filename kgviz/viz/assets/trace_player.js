@@ -54,6 +54,7 @@
 
     var cur = -1, focus = [], key = [], weight = {}, roleOf = {}, labelled = [], viewSet = false;
     var quizHidden = false;
+    var picks = {};  // step -> the node the class picked before the reveal (predict, then reveal)
 
     function visual(i) { return D.visuals.length ? D.visuals[D.steps[i].v] : null; }
 
@@ -100,12 +101,14 @@
         // n[4]: the reason a better-scored node was not taken, drawn on the node; n[5]: this step's line
         var label = n[3] && now ? meta.label + " · " + n[3] : meta.label;
         if (n[4] && now && !hideRoles) { label += " · " + n[4]; }
-        var drawn = show ? !!show[k] : true;
+        var picked = quiz.on && picks[i] === k && now;
+        if (picked) { label = "☞ " + label; }
+        var drawn = show ? !!show[k] || picked : true;
         if (drawn && now) { labelled.push(k); }
         return {id: k, hidden: false, size: n[2], label: drawn ? label : "",
                 title: tip(n[5] && now && !hideRoles ? meta.tip + "\n" + n[5] : meta.tip),
-                borderWidth: now ? 3 : 1,
-                color: {background: col, border: now ? "#333333" : "#c4c4c4",
+                borderWidth: picked ? 6 : (now ? 3 : 1),
+                color: {background: col, border: picked ? "#b8860b" : (now ? "#333333" : "#c4c4c4"),
                         highlight: {background: col, border: "#000000"}, hover: {background: col, border: "#000000"}},
                 font: {color: now ? "#111111" : "#8c8c8c"}};
       });
@@ -217,6 +220,11 @@
       if (network.getScale() < lo - 1e-9) { network.moveTo({scale: lo, animation: false}); }
     }
     network.on("resize", function () { window.setTimeout(legible, 0); });
+    // predict: while a decision step is hidden, a click on one of its nodes is the class's pick
+    network.on("click", function (params) {
+      if (!quizHidden || !params.nodes.length || dim[roleOf[params.nodes[0]]]) { return; }
+      pane.pick(params.nodes[0]);
+    });
     network.on("animationFinished", viewNote);
     network.on("zoom", viewNote);
     network.on("dragEnd", viewNote);
@@ -246,9 +254,16 @@
       panelEl.appendChild(el("div", "kp-head", p.head));
       panelEl.appendChild(el("h3", "", p.title));
       if (p.ours) { panelEl.appendChild(el("p", "kp-ours", p.ours)); }
+      var pick = picks[i];
       if (quizHidden) {
-        panelEl.appendChild(el("p", "kp-quiz", "Predict: which will the method choose? Discuss, then press Reveal."));
+        panelEl.appendChild(el("p", "kp-quiz", pick === undefined
+          ? "Predict: which will the method choose? Click a node on the graph, then press Reveal."
+          : "The class picked " + D.nodes[pick].label + ". Press Reveal to see the method's choice."));
         return;
+      }
+      if (quiz.on && pick !== undefined) {
+        var said = roleOf[pick] === "chosen" ? "the method chose it too" : "the method marked it " + (roleOf[pick] || "—");
+        panelEl.appendChild(el("p", "kp-quiz", "The class picked " + D.nodes[pick].label + ": " + said + "."));
       }
       if (p.detail) { panelEl.appendChild(el("p", "kp-detail", p.detail)); }
       if (p.note) { panelEl.appendChild(el("p", "kp-note", p.note)); }
@@ -380,6 +395,8 @@
       whole: function () { fitTo(shownIds(), false); viewNote(); },
       refollow: function () { if (focus.length && !inView(focus)) { follow(false); } },
       decision: function () { return !!D.steps[cur].decision; },
+      pick: function (k) { picks[cur] = k; drawGraph(cur); drawPanel(cur); },
+      hidden: function () { return quizHidden; },
       startView: function () {
         if (focus.length) { return; }  // the first step touches nothing: frame the first step that does
         for (var k = 1; k < N; k++) {
@@ -550,7 +567,9 @@
     algoLine: function () {
       return panes.length > 1 ? panes.map(function (p) { return p.algoLine(); }) : panes[0].algoLine();
     },
-    steps: function () { return panes.map(function (p) { return p.step(); }); }
+    steps: function () { return panes.map(function (p) { return p.step(); }); },
+    quiz: function () { return quiz.on; },
+    asking: function () { return !revealBtn.hidden; }
   };
   document.body.dataset.kgvizRun = datas.map(function (D) { return D.run || ""; }).join(" + ");
   go(0, false);
