@@ -273,7 +273,7 @@ def _method_legend(ov: Overlay, methods: Sequence[str]) -> None:
         f'<span style="margin-right:14px"><span style="display:inline-block;width:11px;height:11px;'
         f'border-radius:6px;background:{ov.colours[m]};margin-right:4px"></span>{esc(m)}: {total[m]} nodes '
         f"({own[m]} only here)</span>" for m in own)
-    st.html(f'<div class="kgviz-method-legend" style="font-size:13px">{legend}</div>')
+    st.html(f'<div class="kgviz-method-legend" style="font-size:16px">{legend}</div>')
 
 
 def overlap_table(comparison: cmp.Comparison) -> None:

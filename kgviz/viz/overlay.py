@@ -215,5 +215,11 @@ def facet(overlay: Overlay, method: str) -> tuple[list[VizNode], list[VizEdge]]:
 
 
 def overlay_html(overlay: Overlay, *, height: int = 560) -> str:
+    """The single overlay graph; its legend names every method drawn (a method whose every find is
+    shared wears no colour of its own on the graph, yet rings its shared nodes) and the shared
+    greys in use."""
+    used = {n.role for n in overlay.graph.nodes}
+    methods = list(dict.fromkeys(m for ms in overlay.by_node.values() for m in ms))
+    roles = [r for r in overlay.colours if r in methods or r in used]
     return graph_html(overlay.graph.nodes, overlay.graph.edges, height=height, role_colours=overlay.colours,
-                      directed=False)
+                      directed=False, legend_roles=roles)
