@@ -152,7 +152,7 @@ def render_case_file(c: Comparison, store: Any = None, *, include_graph: bool = 
     if include_graph:
         from kgviz.viz.overlay import build_overlay, overlay_html
 
-        page = overlay_html(build_overlay([r.run for r in c.results], store))
+        page = overlay_html(build_overlay([r.run for r in c.results], store, golds=c.golds))  # gold node marked
         parts.append(f'<h2>Evidence overlay</h2><iframe title="evidence overlay" sandbox="allow-scripts" '
                      f'srcdoc="{esc(page)}"></iframe>')
     parts.extend(_method_section(r) for r in c.results)
