@@ -220,6 +220,16 @@ def build_parser() -> argparse.ArgumentParser:
     _common(a)
     a.set_defaults(func=cmd_ask)
 
+    ls = sub.add_parser("lesson", help="write a self-contained HTML lesson (player, algorithm box, presentation "
+                        "mode; no server, no network) of one method, or two side by side, on a question")
+    ls.add_argument("question")
+    ls.add_argument("--method", action="append", required=True, metavar="M",
+                    help="a method name (see `kgviz methods`); give it twice for two methods side by side")
+    _preset_option(ls)
+    ls.add_argument("-o", "--out", required=True, type=Path, help="the HTML file to write")
+    _common(ls)
+    ls.set_defaults(func=cmd_lesson)
+
     e = sub.add_parser("eval", help="batch-evaluate methods on a QA file (bootstrap CIs, paired tests)")
     e.add_argument("questions", type=_existing_file, help="questions.jsonl: {\"id\", \"question\", \"answers\": [...]} per line")
     e.add_argument("--methods", default="all", help="comma-separated method names or 'all'")
@@ -495,6 +505,35 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     failed = [r.method for r in runs if r.error]
     if failed:
         print(f"{len(failed)} of {len(runs)} method(s) failed: {', '.join(failed)}", file=sys.stderr)
+    return _ask_status(runs)
+
+
+def cmd_lesson(args: argparse.Namespace, settings: Settings) -> int:
+    from kgviz.run import run_methods
+    from kgviz.viz.lesson import lesson_html
+    from kgviz.workspace import open_workspace
+
+    names = list(dict.fromkeys(m.strip() for m in args.method if m.strip()))
+    if not 1 <= len(names) <= 2:
+        raise ConfigError(f"a lesson shows one or two different methods, not {len(names)}",
+                          hint="give --method once, or twice with two different names")
+    _check_methods(names)  # before the workspace opens (opening creates the database)
+    if not args.out.parent.is_dir():
+        raise ConfigError(f"-o {args.out}: the folder {args.out.parent} does not exist")
+    ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder))
+    runs = run_methods(names, args.question, ws.method_context(), presets=_presets(args.preset, names))
+    page = lesson_html(runs, ws.store)
+    args.out.write_text(page, encoding="utf-8")
+    failed = [r for r in runs if r.error]
+    if args.json:
+        print(json.dumps({"out": str(args.out), "methods": names, "bytes": len(page.encode("utf-8")),
+                          "steps": {r.method: len(r.trace) for r in runs},
+                          "errors": {r.method: r.error for r in failed}}))
+    else:
+        for r in failed:  # a failed run still makes a lesson: its partial trace is what the class sees
+            print(f"note: {r.method} failed: {r.error} (the lesson shows its partial trace)", file=sys.stderr)
+        print(f"wrote {args.out} ({len(page.encode('utf-8')) // 1024} KiB): "
+              + ", ".join(f"{r.method} {len(r.trace)} steps" for r in runs))
     return _ask_status(runs)
 
 

@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from kgviz.answer import DEFAULT_BUDGET_TOKENS, answer as answer_step
 from kgviz.errors import ConfigError, KgvizError
+from kgviz.methods import algorithm_lines
 from kgviz.methods.base import Method, MethodContext, RetrievedContext, TraceStep, Tracer, params_to_dict
 from kgviz.methods.registry import get_method
 from kgviz.types import Usage
@@ -173,6 +174,7 @@ def run_method(name: str, question: str, ctx: MethodContext, params: Any = None,
     seconds = time.perf_counter() - t0
     if error and not (tracer.steps and tracer.steps[-1].kind == "error"):
         tracer.step("error", f"{name} failed", error)
+    algorithm_lines.annotate(name, tracer.steps)  # each step names its line of the paper's algorithm
     return Run(method=name, question=question, params=params_to_dict(p), context=context, answer=text,
                trace=tracer.steps, usage=tracer.usage, mode=ctx.reasoner.mode, error=error,
                seconds=seconds, retrieval_seconds=seconds if t_retrieved is None else t_retrieved,

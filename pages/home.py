@@ -15,19 +15,7 @@ with ui.error_boundary("Home page"):
         "kgviz runs in an offline mode with deterministic heuristics instead of an LLM."
     )
 
-    st.subheader("Workspace")
-    st.caption("A workspace is one database folder. Pick one in the sidebar or create a new one.")
-    st.code(str(ctx.db_dir), language=None)
-    summary = st.container()  # filled last, so it reflects a sample build made on this run
-    ui.workspace_form()
-
-    st.subheader("Providers")
-    ui.status(ctx)
-
-    st.subheader("Neural embedder")
-    with ui.error_boundary("Neural embedder"):
-        ui.models.embedder_pull(ctx)
-
+    # first, so "Load sample data" is on the first screen (1280×720) above the workspace and status
     st.subheader("Sample data")
     st.caption("A small corpus written for kgviz (fictional towns, people and institutions).")
     recording = ui.actions.sample_recording()
@@ -50,6 +38,19 @@ with ui.error_boundary("Home page"):
                 f"Sample built: {report.new_documents} new documents, {report.counts.get('Entity', 0)} entities, "
                 f"{report.counts.get('Triple', 0)} triples.{cost} Open Explore to look around."
             )
+
+    st.subheader("Workspace")
+    st.caption("A workspace is one database folder. Pick one in the sidebar or create a new one.")
+    st.code(str(ctx.db_dir), language=None)
+    summary = st.container()  # filled last, so it reflects a sample build made on this run
+    ui.workspace_form()
+
+    st.subheader("Providers")
+    ui.status(ctx)
+
+    st.subheader("Neural embedder")
+    with ui.error_boundary("Neural embedder"):
+        ui.models.embedder_pull(ctx)
 
     with summary, ui.error_boundary("Workspace"):
         ui.render.workspace_summary(ui.actions.counts(ctx) if ui.resources.database_exists(ctx) else None)

@@ -19,11 +19,13 @@ with ui.error_boundary("Trace"):
     with c[1]:
         preset = tui.preset_picker(method)
     params = tui.params_form(method, preset)
-    b = st.columns([1, 4], vertical_alignment="center")
+    b = st.columns([1, 2, 2], vertical_alignment="center")
     clicked = b[0].button("Run", type="primary", disabled=not question)
     st.session_state.setdefault(tui.K_AUTO, ctx.offline)  # a default, not value=: kept across pages
     auto = b[1].toggle("Re-run when an input changes", key=tui.K_AUTO,
                        help="Runs are cached for this session; with an LLM each new setting costs calls.")
+    with b[2]:
+        present = tui.presentation_toggle()
     if not question:
         st.info("Type a question or pick a sample question.")
         st.stop()
@@ -34,5 +36,6 @@ with ui.error_boundary("Trace"):
     key = tui.run_key(ctx, method, question, params, preset)
     ui.provenance.mark(ctx, "trace")  # runs are cached by workspace, embedder and LLM: always current
     tui.run_error(run)
-    tui.step_viewer(run, key, ctx)
+    tui.step_viewer(run, key, ctx, present=present)
+    tui.lesson_button(run, ctx)
     tui.outcome(run, ctx)

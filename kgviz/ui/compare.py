@@ -32,8 +32,8 @@ from kgviz.verify.evidence import ClaimEvidence
 from kgviz.verify.outcome import judge_caution
 from kgviz.viz.case_file import LABEL_COLOURS, LABEL_TEXT, badge_html, esc, highlight_answer
 from kgviz.viz.graph_html import graph_html
-from kgviz.viz.overlay import (HIGHLIGHT_BORDERS, Overlay, build_overlay, default_methods, facet, highlight, overlay_html,
-                               overlay_positions)
+from kgviz.viz.overlay import (GOLD_MARK, HIGHLIGHT_BORDERS, Overlay, build_overlay, default_methods, facet,
+                               highlight, overlay_html, overlay_positions)
 
 K_COMPARISON = "kgviz_comparison"
 TRACE_PAGE = "pages/trace.py"
@@ -234,7 +234,11 @@ def overlay(comparison: cmp.Comparison, ctx: AppContext, *, height: int = 560,
     if not runs:
         st.info("Pick at least one method to draw its evidence.")
         return
-    ov = build_overlay(runs, resources.store(ctx))
+    ov = build_overlay(runs, resources.store(ctx), golds=comparison.golds)
+    if comparison.golds:
+        found = [n for n in ov.graph.nodes if n.label.startswith(GOLD_MARK)]
+        st.caption(f"{GOLD_MARK} = a node naming the gold answer (gold border): {len(found)} on the graph"
+                   if found else "No retrieved node names the gold answer.")
     cited: list[str] = []
     if evidence is not None:
         ov, cited = highlight(ov, evidence.node_ids, evidence.label)
@@ -285,7 +289,7 @@ def _method_legend(ov: Overlay, methods: Sequence[str]) -> None:
         f'<span style="margin-right:14px"><span style="display:inline-block;width:11px;height:11px;'
         f'border-radius:6px;background:{ov.colours[m]};margin-right:4px"></span>{esc(m)}: {total[m]} nodes '
         f"({own[m]} only here)</span>" for m in own)
-    st.html(f'<div class="kgviz-method-legend" style="font-size:13px">{legend}</div>')
+    st.html(f'<div class="kgviz-method-legend" style="font-size:16px">{legend}</div>')
 
 
 def overlap_table(comparison: cmp.Comparison) -> None:

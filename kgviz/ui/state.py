@@ -144,7 +144,7 @@ PAGE_INPUTS = ("kgviz_trace_", "kgviz_cmp_", "kgviz_eval_")
 # buttons, download buttons and uploaders: Streamlit refuses assignments to these
 NOT_ASSIGNABLE = ("kgviz_cmp_run", "kgviz_cmp_upload", "kgviz_cmp_trace_", "kgviz_cmp_export_", "kgviz_cmp_to_",
                   "kgviz_eval_upload", "kgviz_eval_run", "kgviz_eval_to_", "kgviz_trace_prev", "kgviz_trace_next",
-                  "kgviz_trace_play")
+                  "kgviz_trace_play", "kgviz_trace_lesson")
 
 
 def keep_inputs(prefixes: tuple[str, ...] = PAGE_INPUTS, skip: tuple[str, ...] = NOT_ASSIGNABLE) -> None:

@@ -42,9 +42,15 @@ K_RUNS = "kgviz_trace_runs"  # run key -> Run
 K_FRAMES = "kgviz_trace_frames"  # (run key, the run's player page)
 K_LINKS = "kgviz_trace_links"  # run key -> TraceLinks (its facts' subject/object, from the store)
 K_STARTED = "kgviz_trace_started"  # the user has pressed Run at least once
+K_PRESENT = "kgviz_trace_present"  # presentation mode (also ?present=1 in the URL)
+K_LESSON = "kgviz_trace_lesson"  # the lesson download button
+Q_PRESENT = "present"
 NO_PRESET = "(defaults)"
 MAX_RUNS = 24  # runs kept per session; the oldest goes first
 PLAYER = tp.PlayerParams()
+# presentation mode: the player (bar, timeline, graph, panel) fits a 1280×720 projector below
+# Streamlit's header (about 60 px), so nothing needs scrolling and the controls stay visible
+PRESENT_PLAYER = tp.PlayerParams(present=True, height=640)
 SAMPLE_QUESTIONS = SAMPLE_DIR.parent / "questions.jsonl"
 
 
@@ -276,27 +282,56 @@ def _keep_links(ctx: AppContext, key: str, run: Run) -> None:
 
 
 # --- the step viewer -----------------------------------------------------------------------------
-def _player(run: Run, key: str, ctx: AppContext) -> str:
-    """The run's player page, built once per run and kept for the session."""
+def presentation_toggle() -> bool:
+    """The "Presentation mode" toggle: on when the URL says ``?present=1``; the choice is kept for
+    the session and written back into the URL, so a reload or a shared link keeps it."""
+    if K_PRESENT not in st.session_state:
+        st.session_state[K_PRESENT] = st.query_params.get(Q_PRESENT) == "1"
+    on = bool(st.toggle("Presentation mode", key=K_PRESENT,
+                        help="For a projector: labels and text at 16 px or more, the player fills the screen, "
+                             "busy steps label only their key nodes."))
+    if on and st.query_params.get(Q_PRESENT) != "1":
+        st.query_params[Q_PRESENT] = "1"
+    elif not on and Q_PRESENT in st.query_params:
+        del st.query_params[Q_PRESENT]
+    return on
+
+
+def _player(run: Run, key: str, ctx: AppContext, params: tp.PlayerParams) -> str:
+    """The run's player page, built once per run and presentation setting, kept for the session."""
     held = st.session_state.get(K_FRAMES)
-    if held is None or held[0] != key:
+    if held is None or held[0] != (key, params):
         links = st.session_state.get(K_LINKS, {}).get(key)
-        page = tp.run_page(run.trace, resources.store(ctx), method=run.method, links=links, params=PLAYER)
-        held = (key, page)
+        page = tp.run_page(run.trace, resources.store(ctx), method=run.method, links=links, params=params)
+        held = ((key, params), page)
         st.session_state[K_FRAMES] = held
     return held[1]
 
 
-def step_viewer(run: Run, key: str, ctx: AppContext) -> None:
+def step_viewer(run: Run, key: str, ctx: AppContext, *, present: bool = False) -> None:
     """The run's steps in one browser-side player (kgviz.viz.trace_player): previous / next /
-    slider / play, the graph and the step panel all live in the iframe, so stepping never reruns
-    the script, keeps zoom and pan, and the panel always matches the graph."""
+    timeline / play at a chosen speed, the graph, the paper's algorithm with the step's line lit
+    and the step panel all live in the iframe, so stepping never reruns the script, keeps zoom
+    and pan, and the panel always matches the graph. In presentation mode the player scrolls
+    itself into view and fills it."""
     if not run.trace:
         st.info("The run recorded no steps.")
         return
-    st.caption("Step with Previous / Next, the slider, Play or the arrow keys (click the graph first). "
-               "Scroll to zoom, drag to pan: the view keeps your zoom and follows each step's nodes.")
-    st.iframe(_player(run, key, ctx), height=tp.iframe_height(PLAYER))
+    params = PRESENT_PLAYER if present else PLAYER
+    if not present:
+        st.caption("Step with Previous / Next, the timeline, Play or the arrow keys (click the graph first). "
+                   "Scroll to zoom, drag to pan: the view keeps your zoom and follows each step's nodes.")
+    st.iframe(_player(run, key, ctx, params), height=tp.iframe_height(params))
+
+
+def lesson_button(run: Run, ctx: AppContext) -> None:
+    """Download this run as a lesson: one HTML file that plays offline, in presentation mode."""
+    from kgviz.viz.lesson import lesson_html
+
+    st.download_button("Download lesson (HTML)", lesson_html([run], resources.store(ctx)),
+                       file_name=f"kgviz-lesson-{run.method}.html", mime="text/html", key=K_LESSON,
+                       help="One self-contained file (player, algorithm box, steps; no server, no network) "
+                            "to open from a USB stick. For two methods side by side: kgviz lesson … --method A --method B.")
 
 
 # --- the outcome ---------------------------------------------------------------------------------

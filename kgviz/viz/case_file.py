@@ -203,7 +203,7 @@ def render_case_file(c: Comparison, store: Any = None, *, include_graph: bool = 
     if include_graph:
         from kgviz.viz.overlay import build_overlay, node_keys, overlay_html
 
-        ov = build_overlay([r.run for r in c.results], store)
+        ov = build_overlay([r.run for r in c.results], store, golds=c.golds)  # gold node marked
         keys_of = lambda ids: node_keys(ov, ids)  # noqa: E731
         parts.append(f'<h2>Evidence overlay</h2><p class="muted">Click a claim below: its evidence opens under '
                      f'it and the nodes the judge cited are selected here.</p><iframe id="kgviz-overlay" '

@@ -268,8 +268,12 @@ def graph_html(
     directed: bool = True,
     seed: int = 7,
     positions: Mapping[str, tuple[float, float]] | None = None,
+    legend_roles: Sequence[str] | None = None,
 ) -> str:
     """One offline HTML page drawing ``nodes``/``edges`` with vis-network.
+
+    ``legend_roles``: the roles the legend lists (default: those some node or edge has), so a
+    page can name every colour it stands for, even one no drawn node wears alone.
 
     Nodes with a ``role`` take ``role_colours[role]`` (default ``ROLE_COLOURS``) and a thicker
     border; others are coloured by kind. Edges whose ends are unknown are dropped. The same seed
@@ -345,7 +349,8 @@ def graph_html(
     page = page.replace("</head>", head_extra + "</head>", 1)
     if legend:
         kinds = sorted({n.kind for n in nodes})
-        roles = [r for r in colours if any(n.role == r for n in nodes) or any(e.role == r for e in edges)]
+        roles = list(legend_roles) if legend_roles is not None else [
+            r for r in colours if any(n.role == r for n in nodes) or any(e.role == r for e in edges)]
         page = page.replace("<body>", "<body>\n" + legend_html(kinds, roles, colours), 1)
     return strip_external(page)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
+from kgviz.answer_norm import normalize_answer
 from kgviz.graph import reads
 from kgviz.run import Run
 from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph, graph_html, opaque_keys
@@ -106,8 +107,22 @@ def _labels(runs: Sequence[Run], store: Any, tables: Mapping[str, str]) -> dict[
     return labels
 
 
-def build_overlay(runs: Sequence[Run], store: Any = None, *, cap: int = DEFAULT_CAP) -> Overlay:
-    """Nodes/edges for ``graph_html``; ``store`` (optional) supplies names and triple links."""
+GOLD_MARK = "★ gold"  # the label prefix of a node that names a gold answer
+GOLD_BORDER = "#d4a017"
+
+
+def names_gold(label: str, golds: Sequence[str]) -> bool:
+    """True when ``label`` is a gold answer (an entity) or states one as a whole word (a fact,
+    a chunk), compared as normalised answers are (case, punctuation, articles)."""
+    text = f" {normalize_answer(label)} "
+    return any(g and (text.strip() == g or f" {g} " in text) for g in (normalize_answer(x) for x in golds))
+
+
+def build_overlay(runs: Sequence[Run], store: Any = None, *, cap: int = DEFAULT_CAP,
+                  golds: Sequence[str] = ()) -> Overlay:
+    """Nodes/edges for ``graph_html``; ``store`` (optional) supplies names and triple links.
+    A node whose label names one of ``golds`` is marked (label "★ gold …", a gold border) so the
+    class sees which method reached the answer."""
     methods = [r.method for r in runs]
     colours = method_colours(methods)
     by_node: dict[str, list[str]] = {}
@@ -128,10 +143,14 @@ def build_overlay(runs: Sequence[Run], store: Any = None, *, cap: int = DEFAULT_
         ms = by_node[node_id]
         role = shared_role(len(ms)) if len(ms) > 1 else ms[0]
         text = labels.get(node_id, node_id)
-        nodes.append(VizNode(node_id, f"{text} ×{len(ms)}" if len(ms) > 1 else text, tables[node_id],
+        gold = bool(golds) and names_gold(text, golds)
+        label = f"{text} ×{len(ms)}" if len(ms) > 1 else text
+        nodes.append(VizNode(node_id, f"{GOLD_MARK}: {label}" if gold else label, tables[node_id],
                              role=role,  # type: ignore[arg-type]
-                             title=f"{text}\n\nid: {node_id}\nretrieved by: {', '.join(ms)}",
-                             size=14 + 4 * len(ms), border=colours[ms[0]] if len(ms) > 1 else None))
+                             title=f"{text}\n\nid: {node_id}\nretrieved by: {', '.join(ms)}"
+                                   + ("\nnames the gold answer" if gold else ""),
+                             size=14 + 4 * len(ms),
+                             border=GOLD_BORDER if gold else (colours[ms[0]] if len(ms) > 1 else None)))
     edges = _edges(runs, by_node, tables, store)
     return Overlay(cap_graph(nodes, edges, cap), colours, by_node)
 
@@ -235,6 +254,12 @@ window.addEventListener("message", function (e) {
 
 
 def overlay_html(overlay: Overlay, *, height: int = 560, listen: bool = False) -> str:
+    """The single overlay graph; its legend names every method drawn (a method whose every find is
+    shared wears no colour of its own on the graph, yet rings its shared nodes) and the shared
+    greys in use. ``listen``: the case file's frame selects the nodes of the claim a reader clicks."""
+    used = {n.role for n in overlay.graph.nodes}
+    methods = list(dict.fromkeys(m for ms in overlay.by_node.values() for m in ms))
+    roles = [r for r in overlay.colours if r in methods or r in used]
     page = graph_html(overlay.graph.nodes, overlay.graph.edges, height=height, role_colours=overlay.colours,
-                      directed=False)
+                      directed=False, legend_roles=roles)
     return page.replace("</body>", _LISTEN_JS + "\n</body>", 1) if listen else page

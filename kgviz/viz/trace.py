@@ -218,9 +218,26 @@ _CHAR_W = 8.0  # canvas units per label character at the 14 px label font (DejaV
 _LABEL_H = 22.0  # a label line below the node, and a little air
 
 
+CHOICE_MAX = 12  # a step choosing among at most this many nodes is laid out as one group (ours)
+
+
+def choice_pairs(frames: Sequence[Frame]) -> list[tuple[str, str]]:
+    """Extra pulls for the layout: in a step that chose some nodes and rejected others (at most
+    CHOICE_MAX of them), each rejected node is tied to each chosen one, so the contrast of the
+    step (what was taken, what was passed over) lands in one place and "Fit step" shows it at a
+    legible zoom instead of zooming out over the whole graph."""
+    out: list[tuple[str, str]] = []
+    for f in frames:
+        chosen = [n for n, r in f.roles.items() if r == "chosen"]
+        rejected = [n for n, r in f.roles.items() if r == "rejected"]
+        if chosen and rejected and len(chosen) + len(rejected) <= CHOICE_MAX:
+            out += [(c, r) for c in chosen for r in rejected]
+    return out
+
+
 def run_layout(frames: Sequence[Frame], *, seed: int = 7) -> dict[str, Position]:
-    """One layout for every node any frame shows, pulled together by every edge any frame draws,
-    with room for the widest label and the biggest size each node is drawn with."""
+    """One layout for every node any frame shows, pulled together by every edge any frame draws
+    and by each small choice's chosen-rejected pairs (``choice_pairs``), with room for the widest label and the biggest size each node is drawn with."""
     sizes: dict[str, tuple[float, float]] = {}
     for f in frames:
         for v in f.nodes:
@@ -229,7 +246,7 @@ def run_layout(frames: Sequence[Frame], *, seed: int = 7) -> dict[str, Position]
             h = 2 * r + _LABEL_H
             old = sizes.get(v.id, (0.0, 0.0))
             sizes[v.id] = (max(old[0], w), max(old[1], h))
-    pairs = list(dict.fromkeys((e.source, e.target) for f in frames for e in f.edges))
+    pairs = list(dict.fromkeys([(e.source, e.target) for f in frames for e in f.edges] + choice_pairs(frames)))
     width, height = canvas_size(len(sizes), height=LAYOUT_HEIGHT, footprint=sum(w * h for w, h in sizes.values()))
     return force_layout(list(sizes), pairs, width=width, height=height, seed=seed, sizes=sizes)
 

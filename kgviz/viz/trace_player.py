@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from kgviz.errors import KgvizError
-from kgviz.methods import deciding
+from kgviz.methods import algorithm_lines, deciding
 from kgviz.methods.base import TraceStep
 from kgviz.safe_text import safe_strings
 from kgviz.viz import step_panel as sp
@@ -50,12 +51,17 @@ NO_CHANGE_NOTE = "This step adds nothing to the graph: the nodes of the previous
 class PlayerParams:
     """How the player draws (all ours: chosen for a 1280×720 projector)."""
 
-    height: int = 560  # iframe height in px: controls bar + graph/panel row
+    height: int = 600  # iframe height in px: controls bar, timeline, graph/panel row
     font_px: int = 14  # node label font size in canvas units (on screen: × zoom)
     edge_font_px: int = 12
     min_label_px: float = 13.0  # the first view never zooms out below font_px × scale = this
+    # presentation mode (a projector, read from the back row): bigger labels, never under 16 px
+    present: bool = False  # start in presentation mode (the page's toggle and ?present=1 switch it too)
+    present_font_px: int = 20
+    present_edge_font_px: int = 16
+    present_min_label_px: float = 16.0
     max_scale: float = 1.6  # nor zooms in beyond this (a one-node step would fill the screen)
-    interval_ms: int = 1200  # Play: one step per interval
+    interval_ms: int = 1200  # Play at 1×: one step per interval (the speed menu divides it)
     pan_ms: int = 350  # the pan that brings a step's nodes into view (shorter than interval_ms)
 
 
@@ -151,11 +157,48 @@ def _sizes(frame: Frame, step: TraceStep) -> dict[str, float]:
     return base
 
 
+_HOP = re.compile(r"^(Hop|Round) (\d+)")
+
+
+def timeline_markers(trace: Sequence[TraceStep]) -> list[dict[str, str] | None]:
+    """Per step, the timeline's marker or None: the first seed step, the first step of each hop
+    or round, a backtrack, a step that cut something for the budget (a node's reason names the
+    budget), and the answer."""
+    out: list[dict[str, str] | None] = []
+    seen_seed = False
+    hops: set[str] = set()
+    for s in trace:
+        m = _HOP.match(s.title)
+        if s.kind == "answer":
+            mark = {"kind": "answer", "label": "answer"}
+        elif s.kind == "prune":
+            mark = {"kind": "backtrack", "label": "backtrack"}
+        elif m and m.group(0) not in hops:
+            hops.add(m.group(0))
+            mark = {"kind": "hop", "label": f"{m.group(1).lower()} {m.group(2)}"}
+        elif s.kind == "seed" and not seen_seed:
+            mark = {"kind": "seed", "label": "seed"}
+        elif any("budget" in n.reason for n in s.nodes):
+            mark = {"kind": "budget", "label": "budget cut"}
+        else:
+            mark = None
+        seen_seed = seen_seed or s.kind == "seed"
+        out.append(mark)
+    return out
+
+
+def is_decision(step: TraceStep) -> bool:
+    """A step the class can predict: it chose among candidates (some node chosen, some not)."""
+    roles = {n.role for n in step.nodes}
+    return step.kind in ("select", "score") and "chosen" in roles and bool(roles & {"rejected", "candidate"})
+
+
 def player_data(frames: Sequence[Frame], trace: Sequence[TraceStep], labels: Mapping[str, str],
-                params: PlayerParams = PlayerParams(), *, run: str = "") -> dict[str, Any]:
+                params: PlayerParams = PlayerParams(), *, run: str = "", question: str = "") -> dict[str, Any]:
     """Everything the page needs, as JSON-ready data: the union of nodes and edges (with fixed
     positions), one visual per step (node/edge roles, sizes, marks) and one panel per step.
-    ``run`` names the run (the method) on the page's body, for tests and screen readers."""
+    ``run`` names the run (the method) on the page's body, for tests and screen readers;
+    ``question``, when given, is shown above the bar (a lesson file has no page around it)."""
     if len(frames) != len(trace):
         raise KgvizError(f"{len(frames)} frames for a trace of {len(trace)} steps")
     positions = next((f.positions for f in frames if f.positions), None) or {}
@@ -165,6 +208,7 @@ def player_data(frames: Sequence[Frame], trace: Sequence[TraceStep], labels: Map
     edges: list[dict[str, Any]] = []
     badges = _badges(trace)
     weights = _edge_weights(trace)
+    markers = timeline_markers(trace)
     visuals: list[dict[str, Any]] = []
     steps: list[dict[str, Any]] = []
     for i, (frame, step) in enumerate(zip(frames, trace)):
@@ -179,7 +223,7 @@ def player_data(frames: Sequence[Frame], trace: Sequence[TraceStep], labels: Map
                               "tip": f"{labels.get(v.id) or v.label}\n{v.kind} · id {v.id}"})
         touched = bool(frame.roles or frame.edge_roles)
         if not touched and visuals:  # an evaluate / LLM step: keep the path in view
-            steps.append({"v": len(visuals) - 1,
+            steps.append({"v": len(visuals) - 1, "marker": markers[i], "decision": False,
                           "panel": sp.step_panel(trace, i, labels, note=NO_CHANGE_NOTE)})
             continue
         sizes = _sizes(frame, step)
@@ -208,14 +252,18 @@ def player_data(frames: Sequence[Frame], trace: Sequence[TraceStep], labels: Map
                 label = ""
             vedges.append([edge_index[key], role, width, _short(label, 28)])
         visuals.append({"nodes": vnodes, "edges": vedges})
-        steps.append({"v": len(visuals) - 1, "panel": sp.step_panel(trace, i, labels)})
+        steps.append({"v": len(visuals) - 1, "marker": markers[i], "decision": is_decision(step),
+                      "panel": sp.step_panel(trace, i, labels)})
     kinds = sorted({n["kind"] for n in nodes})
     return {
-        "run": run, "nodes": nodes, "edges": edges, "visuals": visuals, "steps": steps,
+        "run": run, "question": question, "nodes": nodes, "edges": edges, "visuals": visuals, "steps": steps,
         "colours": COLOURS, "legendNames": LEGEND_NAMES, "dim": list(DIM_ROLES),
         "shapes": [[SHAPE_NAMES.get(KIND_STYLE.get(k, ("", "dot"))[1], "circle"), k] for k in kinds],
         "font": params.font_px, "edgeFont": params.edge_font_px, "minLabelPx": params.min_label_px,
+        "present": params.present, "presentFont": params.present_font_px,
+        "presentEdgeFont": params.present_edge_font_px, "presentMinLabelPx": params.present_min_label_px,
         "maxScale": params.max_scale, "interval": params.interval_ms, "panMs": params.pan_ms,
+        "algo": algorithm_lines.box_data(run, trace),
     }
 
 
@@ -234,26 +282,55 @@ def _asset(name: str) -> str:
     return (_ASSETS / name).read_text(encoding="utf-8")
 
 
-def player_html(data: Mapping[str, Any], params: PlayerParams = PlayerParams()) -> str:
-    """The page: controls bar, graph (vis-network) beside the step panel, all client-side."""
+def _pane(k: int) -> str:
+    """One run's graph, legend, algorithm box and panel; the first pane's parts keep the ids the
+    tests and the single-run page have always used."""
+    sfx = "" if k == 0 else f"-{k + 1}"
+
+    def part(name: str, extra: str = "") -> str:
+        return f'<div class="kp-{name}" id="kp-{name}{sfx}"{extra}></div>'
+
+    live = ' aria-live="polite"'
+    return (f'<div class="kp-pane" id="kp-pane{sfx}"><div class="kp-graphcol">{part("legend")}'
+            f'<div class="kp-graphbox" id="kp-graphbox{sfx}">{part("graph")}{part("empty")}'
+            f'{part("view", live)}</div></div>'
+            f'<div class="kp-side">{part("algo")}{part("panel", live)}</div></div>')
+
+
+def player_html(data: Mapping[str, Any] | Sequence[Mapping[str, Any]], params: PlayerParams = PlayerParams(),
+                *, title: str = "kgviz trace", full_height: bool = False) -> str:
+    """The page: controls bar and timeline, then per run its graph (vis-network) beside its
+    algorithm box and step panel, all client-side. ``data`` is one run's ``player_data`` or a
+    list of two, shown side by side and stepped together. ``full_height``: the page fills the
+    browser window (a lesson file) rather than an iframe of ``params.height``."""
+    runs = [data] if isinstance(data, Mapping) else list(data)
+    if not 1 <= len(runs) <= 2:
+        raise KgvizError(f"the player shows one or two runs, not {len(runs)}")
+    height = "100vh" if full_height else f"{int(params.height)}px"
+    blocks = "".join(
+        f'<script type="application/json" id="kp-data{"" if k == 0 else f"-{k + 1}"}">{_json_for_script(d)}</script>'
+        for k, d in enumerate(runs))
     page = (
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>kgviz trace</title>"
+        f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(title)}</title>"
         f"<style>{_asset('trace_player.css')}</style>"
         f"<script>{vis_network_js()}</script></head>"
-        f"<body style=\"height:{int(params.height)}px\">"
-        "<div id=\"kp-bar\">"
+        f"<body class=\"{'two' if len(runs) == 2 else 'one'}\" style=\"height:{height}\">"
+        "<div id=\"kp-question\"></div><div id=\"kp-bar\">"
         "<button id=\"kp-prev\" type=\"button\" title=\"Previous step (←)\">Previous</button>"
         "<button id=\"kp-play\" type=\"button\" title=\"Play / pause (space)\">Play</button>"
         "<button id=\"kp-next\" type=\"button\" title=\"Next step (→)\">Next</button>"
-        "<input id=\"kp-slider\" type=\"range\" min=\"1\" value=\"1\" aria-label=\"Step\">"
+        "<select id=\"kp-speed\" aria-label=\"Play speed\" title=\"Play speed\"></select>"
         "<span id=\"kp-count\"></span>"
         "<button id=\"kp-fit\" type=\"button\" title=\"Zoom to this step's nodes\">Fit step</button>"
         "<button id=\"kp-all\" type=\"button\" title=\"Show every node drawn so far\">Whole graph</button>"
-        "</div><div id=\"kp-main\"><div id=\"kp-graphbox\"><div id=\"kp-graph\"></div>"
-        "<div id=\"kp-legend\"></div><div id=\"kp-empty\"></div><div id=\"kp-view\" aria-live=\"polite\"></div></div>"
-        "<div id=\"kp-panel\" aria-live=\"polite\"></div></div>"
-        f"<script type=\"application/json\" id=\"kp-data\">{_json_for_script(data)}</script>"
-        f"<script>{_asset('trace_player.js')}</script></body></html>"
+        "<button id=\"kp-quiz\" type=\"button\" aria-pressed=\"false\" "
+        "title=\"Stop at each decision: predict the method's choice, then reveal it\">Predict</button>"
+        "<button id=\"kp-reveal\" type=\"button\" hidden title=\"Show the method's choice and why\">Reveal</button>"
+        "<button id=\"kp-present\" type=\"button\" aria-pressed=\"false\" "
+        "title=\"Presentation mode: large labels and text for a projector\">Present</button>"
+        "</div><div id=\"kp-timeline\" aria-label=\"Timeline: click a step to jump there\"></div>"
+        f"<div id=\"kp-main\">{''.join(_pane(k) for k in range(len(runs)))}</div>"
+        f"{blocks}<script>{_asset('trace_player.js')}</script></body></html>"
     )
     left = EXTERNAL_REF.search(page)
     if left:
@@ -262,10 +339,10 @@ def player_html(data: Mapping[str, Any], params: PlayerParams = PlayerParams()) 
     return page
 
 
-def run_page(trace: Sequence[TraceStep], store: Any, *, method: str = "",
-             links: TraceLinks | None = None, params: PlayerParams = PlayerParams()) -> str:
-    """The whole pipeline for one run: human labels and the facts' ends from ``store`` (its
-    ``query``), one shared layout, one frame and one panel per step, the page."""
+def run_frames(trace: Sequence[TraceStep], store: Any, *, links: TraceLinks | None = None,
+               stable_layout: bool = True) -> tuple[list[Frame], dict[str, str]]:
+    """One frame per step and every node's label: human labels and the facts' ends from
+    ``store`` (its ``query``); with ``stable_layout`` one layout shared by every frame."""
     from kgviz.viz import trace as vt
     from kgviz.viz.labels import fetch_human_labels, fetch_links
 
@@ -273,10 +350,20 @@ def run_page(trace: Sequence[TraceStep], store: Any, *, method: str = "",
     names = fetch_human_labels(store, ids)
     if links is None:
         links = fetch_links(store, vt.triple_ids(trace))
-    frames = vt.build_frames(trace, triple_links=links.links, link_labels=links.labels, human_labels=names)
+    frames = vt.build_frames(trace, triple_links=links.links, link_labels=links.labels, human_labels=names,
+                             stable_layout=stable_layout)
     labels = {nid: lab for nid, (lab, _t) in vt.node_labels(trace).items()}
     labels.update({nid: lab for nid, (lab, _t) in links.labels.items() if nid not in labels})
     labels.update(names)
+    return frames, labels
+
+
+def run_page(trace: Sequence[TraceStep], store: Any, *, method: str = "",
+             links: TraceLinks | None = None, params: PlayerParams = PlayerParams()) -> str:
+    """The whole pipeline for one run: frames and labels (``run_frames``), one panel per step,
+    the algorithm box (each step's line: kgviz.methods.algorithm_lines), the page."""
+    algorithm_lines.annotate(method, trace)  # a run saved before steps named their line
+    frames, labels = run_frames(trace, store, links=links)
     return player_html(player_data(frames, trace, labels, params, run=method), params)
 
 

@@ -316,3 +316,21 @@ def test_parameters_have_readable_labels_and_name_the_paper() -> None:
             assert f"field `{spec.name}`" in text  # the raw name stays findable (CLI, presets)
     assert param_label("lam") == "Entity filter λ" and param_label("t_caps") == "What T counts"
     assert "section of the KG-Retriever paper" in param_help("lam", "λ (§3.2.2 Eq. 2)", "002")
+
+
+def test_presentation_mode_is_kept_in_the_url_and_reaches_the_player(app_env: Path) -> None:
+    from kgviz.ui.trace import K_PRESENT, PRESENT_PLAYER
+
+    at = _run(_open_trace(new_app().run()))
+    assert _player(at)["present"] is False and "present" not in at.query_params
+    assert _player(at)["algo"]["title"].startswith("Chain of Explorations")  # the algorithm box
+    at.toggle(key=K_PRESENT).set_value(True).run()
+    assert not at.exception, at.exception
+    assert at.query_params["present"] in ("1", ["1"])  # a reload or a shared link keeps it
+    data = _player(at)
+    assert data["present"] is True and data["presentMinLabelPx"] >= 16
+    assert f"height:{PRESENT_PLAYER.height}px" in _graph_page(at)  # fits 1280×720 below the header
+    lesson = [b for b in at.get("download_button") if "lesson" in b.proto.label.lower()]
+    assert len(lesson) == 1
+    at.toggle(key=K_PRESENT).set_value(False).run()
+    assert "present" not in at.query_params and _player(at)["present"] is False

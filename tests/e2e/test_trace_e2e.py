@@ -2,8 +2,8 @@
 registered method offline, and inside the player's iframe check, through the vis-network API,
 that Next keeps the zoom (network.getScale()), that the current step's labels are drawn at
 ≥ 12 px (scale × font size) and that some of its chosen nodes are in view; then Play visits every step in order with the panel in sync.
-Screenshots of each method's key step go to tmp_path (and $KGVIZ_SCREENSHOT_DIR when set: the
-README's pictures in docs/ come from there). Fixtures: tests/e2e/conftest.py."""
+Screenshots of each method's key step go to tmp_path (and $KGVIZ_SCREENSHOT_DIR when set; the
+README's pictures, in presentation mode, come from tests/e2e/test_classroom_e2e.py). Fixtures: tests/e2e/conftest.py."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -44,3 +44,25 @@ def test_default_methods_are_a_few_graph_methods() -> None:
     assert default_methods(ran) == ["kg-rag", "kg-retriever", "ket-rag"]
     assert default_methods(["text-rag", "no-retrieval"]) == ["text-rag"]
     assert default_methods(["no-retrieval"]) == ["no-retrieval"]
+
+
+def test_a_node_naming_the_gold_answer_is_marked() -> None:
+    from kgviz.viz.overlay import GOLD_BORDER, GOLD_MARK, names_gold
+
+    assert names_gold("The Tidewell Line", ["tidewell line"]) and names_gold("founded in 1921.", ["1921"])
+    assert not names_gold("19210 tons", ["1921"]) and not names_gold("Tidewell", [])
+    ov = build_overlay([_run("kg-rag", ["doc:1#c0"]), _run("text-rag", ["doc:1"])], _Store(),
+                       golds=["Tidewell Line"])
+    by_id = {n.id: n for n in ov.graph.nodes}
+    assert by_id["doc:1"].label == f"{GOLD_MARK}: Tidewell Line" and by_id["doc:1"].border == GOLD_BORDER
+    plain = build_overlay([_run("text-rag", ["doc:1"])], _Store())
+    assert not plain.graph.nodes[0].label.startswith(GOLD_MARK)
+
+
+def test_the_overlay_legend_names_every_method_even_one_with_only_shared_finds() -> None:
+    from kgviz.viz.overlay import overlay_html
+
+    ov = build_overlay([_run("kg-rag", ["doc:1#c0"]), _run("text-rag", ["doc:1#c0", "doc:1"])], _Store())
+    assert all(n.role != "kg-rag" for n in ov.graph.nodes)  # kg-rag's one find is shared
+    legend = overlay_html(ov).split('id="kgviz-legend">', 1)[1].split("</div>", 1)[0]
+    assert "kg-rag" in legend and "text-rag" in legend and "shared by 2 methods" in legend
