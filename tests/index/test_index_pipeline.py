@@ -20,7 +20,9 @@ from kgviz.reasoning import Reasoner
 
 EMB = HashingEmbedder(64)
 # small chunks so the four stories give several chunks each (overlap 0 keeps counts simple)
-SMALL = BuildParams(chunk_tokens=24, chunk_overlap=0, workers=2, batch_size=2, similar_docs_k=2)
+# ket_descriptions off: these tests count extraction calls (the skeleton's descriptions are one more call
+# per chunk, tested in test_ket_describe.py)
+SMALL = BuildParams(chunk_tokens=24, chunk_overlap=0, workers=2, batch_size=2, similar_docs_k=2, ket_descriptions=False)
 
 
 @pytest.fixture
