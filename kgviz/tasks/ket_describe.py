@@ -28,7 +28,7 @@ from kgviz.providers.base import Embedder
 from kgviz.tasks.base import Task, register
 
 OFFLINE_HEURISTIC = "no model to write descriptions offline: the skeleton keeps its source sentences"
-_LABEL = re.compile(r"^\s*\**\s*description\s*\**\s*:\s*", re.I)
+_LABEL = re.compile(r"^\s*\**\s*description\s*\**\s*:\s*\**\s*", re.I)  # "Description:", "**Description:**"
 
 
 def parse_description(raw: str) -> str:
