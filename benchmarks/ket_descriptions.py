@@ -8,7 +8,8 @@ qwen2.5-coder-1.5b, the descriptions of qwen2.5-coder-0.5b), over the documents 
 were recorded for (kgviz.replay.SAMPLE_DESCRIBED_DOCS): "before" with ``ket_descriptions`` off,
 "after" with it on. No model or network: a request the recording lacks stops the script. Printed:
 the description calls' figures, then per graph the skeleton channel's seed entities and chosen
-relationships as the context states them, with the steps' "ours" marks.
+relationships as the context states them, with the steps' "ours" marks, and the steps ket-rag's
+'paper' preset marks ours on that graph.
 """
 from __future__ import annotations
 
@@ -46,7 +47,10 @@ def skeleton(question: str, method: str, described: bool, tmp: Path) -> dict[str
         if run.error:
             raise SystemExit(f"{method} failed: {run.error}")
         steps = {s.title: s for s in run.trace}
+        paper = run_method("ket-rag", question, MethodContext(session.store, Reasoner(OfflineLLM(), session.reasoner.embedder)),
+                           preset="paper")
         return {
+            "ket_rag_paper_ours": [(s.title, s.ours) for s in paper.trace if s.ours],
             "descriptions": report.ket.get("descriptions"),
             "entities": [i.text for i in run.context.items if i.kind == "entity"],
             "relationships": [i.text for i in run.context.items if i.kind == "triple"],
@@ -83,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  [{kind[:3]}] {text[:200]}")
         for title, why in side["ours"].items():
             print(f"  ours, {title}: {why}")
+        print(f"  ket-rag, preset 'paper' (index built with the default KET preset): "
+              f"{len(side['ket_rag_paper_ours'])} steps marked ours")
+        for title, why in side["ket_rag_paper_ours"]:
+            print(f"    {title}: {why[:160]}")
     return 0
 
 
