@@ -29,7 +29,10 @@ from kgviz.methods.base import MethodContext  # noqa: E402
 from kgviz.providers.offline import OfflineLLM  # noqa: E402
 from kgviz.providers.recorded import RecordedLLM  # noqa: E402
 from kgviz.reasoning import Reasoner  # noqa: E402
-from kgviz.replay import SAMPLE_QUESTIONS, SAMPLE_RECORDING, build_sample, open_session  # noqa: E402
+from kgviz.index.pipeline import build  # noqa: E402
+from kgviz.ingest import load_paths  # noqa: E402
+from kgviz.replay import (SAMPLE_BUILD, SAMPLE_BUILD_DESCRIBED, SAMPLE_CORPUS, SAMPLE_DESCRIBED_DOCS,  # noqa: E402
+                          SAMPLE_QUESTIONS, SAMPLE_RECORDING, open_session)
 from kgviz.run import run_method  # noqa: E402
 
 # the skeleton as built (no β simulation on three documents) and the paper's cosine seeds, so the
@@ -40,7 +43,9 @@ PARAMS = {"skeleton_beta": 0.0, "entity_match": "embedding", "context_limit": 12
 def skeleton(question: str, method: str, described: bool, tmp: Path) -> dict[str, Any]:
     session = open_session(tmp / ("after" if described else "before"), RecordedLLM(SAMPLE_RECORDING))
     try:
-        report = build_sample(session, described=described)
+        # the same documents both times: the described ones, with the descriptions off or on
+        docs = load_paths([SAMPLE_CORPUS / d for d in SAMPLE_DESCRIBED_DOCS]).documents
+        report = build(docs, session.store, session.reasoner, SAMPLE_BUILD_DESCRIBED if described else SAMPLE_BUILD)
         # retrieval only reads the graph: the answer step runs offline (no recorded reply needed)
         run = run_method(method, question, MethodContext(session.store, Reasoner(OfflineLLM(), session.reasoner.embedder)),
                          PARAMS)
