@@ -322,6 +322,7 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
     from kgviz.index.pipeline import BuildParams, build, estimate_cost
     from kgviz.ingest import LoadLimits, load_paths
     from kgviz.providers.pricing import PriceTable
+    from kgviz.replay import is_sample_recording
     from kgviz.workspace import open_workspace
 
     # Options and inputs are checked before the workspace opens: opening creates the database.
@@ -334,7 +335,12 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
                                    "workers": workers}.items() if v is not None}
     if args.keep_failed:
         overrides["retry_failed"] = False
-    params = BuildParams(**overrides, **_ket_overrides(args))
+    ket = _ket_overrides(args)
+    if "ket_descriptions" not in ket and is_sample_recording(args.llm or settings.llm_spec):
+        # the bundled recording's method runs were recorded without the skeleton's descriptions, and
+        # it holds descriptions for three documents only: its build goes without them unless asked
+        ket["ket_descriptions"] = False
+    params = BuildParams(**overrides, **ket)
     limits = LoadLimits(chunk_tokens=args.chunk_tokens or settings.chunk_tokens)
     loaded = load_paths(args.paths, max_bytes=settings.max_file_bytes, limits=limits,
                         skip_near_duplicates=args.skip_near_duplicates)

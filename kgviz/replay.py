@@ -49,6 +49,13 @@ SAMPLE_DESCRIBED_DOCS = ("agnes_vohl.md", "aster_wren.md", "ossel_marine_institu
 RECORD_METHODS = ("text-rag", "no-retrieval", "kg-retriever", "ket-rag", "kg-rag", "kg-infused")
 
 
+def is_sample_recording(llm_spec: str) -> bool:
+    """``llm_spec`` replays the bundled recording (``recorded:<SAMPLE_RECORDING>``): its builds go
+    without the skeleton's descriptions by default (the app and ``kgviz build``), as SAMPLE_BUILD."""
+    kind, _, path = (llm_spec or "").partition(":")
+    return kind == "recorded" and bool(path) and Path(path).resolve() == SAMPLE_RECORDING.resolve()
+
+
 @dataclass
 class Session:
     store: GraphStore
