@@ -229,7 +229,8 @@ class _KetEngine:
         by_id = {e["id"]: e for e in seeds + skipped}
         for eid in chosen_e:
             e = by_id[eid]
-            ch.items.append(ContextItem(eid, "entity", _entity_text(e, dv), e["score"], count_tokens(_entity_text(e, dv))))
+            text = _entity_text(e, dv)
+            ch.items.append(ContextItem(eid, "entity", text, e["score"], count_tokens(text)))
         how = (f"{len(chosen_e)} entities: first the {sum(e in named for e in chosen_e)} named in the question "
                f"(entity_match '{cfg.entity_match}': {self.entity_mode}, ours), then the nearest by cosine" if self.lexical_entities
                else f"{len(chosen_e)} entities nearest the question")
