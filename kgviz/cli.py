@@ -4,6 +4,7 @@
               [--workers N] [--no-cache] [--keep-failed]
               [--no-ket] [--beta B] [--core-selection pagerank|random] [--knn-k K] [--tau T]
               [--ket-preset default|paper|code] [--keyword-max-df F] [--min-word-len N] [--[no-]adaptive-tau]
+              [--no-ket-descriptions]
   kgviz import-kg TRIPLES.tsv [--entities ENTITIES.jsonl] [--entity-filter b1|strict|none] --db DIR [--json]
   kgviz ask "QUESTION" --db DIR --method NAME|all [--llm SPEC] [--preset NAME|METHOD=NAME]... [--gold ANSWER]... [--json]
   kgviz eval QUESTIONS.jsonl --db DIR --methods a,b,...|all [--limit N] [--budget-tokens N] [--no-baselines]
@@ -130,15 +131,19 @@ def _ket_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-word-len", type=_int_at_least(1), help="shortest keyword (ours; 1 keeps every word, the paper)")
     p.add_argument("--adaptive-tau", action=argparse.BooleanOptionalAction, default=None,
                    help="halve a chunk only towards ~150-token sub-chunks (ours) or every chunk τ times (--no-adaptive-tau, the paper)")
+    p.add_argument("--ket-descriptions", action=argparse.BooleanOptionalAction, default=None,
+                   help="with an LLM, ask it to describe every skeleton entity and relationship (KET-RAG Alg. 1 line 3; "
+                        "the default; one call per item); --no-ket-descriptions keeps their source sentences (ours)")
 
 
 def _ket_overrides(args: argparse.Namespace) -> dict[str, Any]:
     given = {"core_fraction": args.beta, "core_selection": args.core_selection, "knn_k": args.knn_k,
              "subchunk_tau": args.tau, "ket_preset": args.ket_preset, "keyword_max_df": args.keyword_max_df,
-             "min_word_len": args.min_word_len, "adaptive_tau": args.adaptive_tau}
+             "min_word_len": args.min_word_len, "adaptive_tau": args.adaptive_tau,
+             "ket_descriptions": args.ket_descriptions}
     if args.no_ket:
         flags = ("--beta", "--core-selection", "--knn-k", "--tau", "--ket-preset", "--keyword-max-df",
-                 "--min-word-len", "--adaptive-tau")
+                 "--min-word-len", "--adaptive-tau", "--ket-descriptions")
         named = [flag for flag, v in zip(flags, given.values()) if v is not None]
         if named:
             raise ConfigError(f"--no-ket cannot be combined with {', '.join(named)}",
@@ -327,6 +332,7 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
     from kgviz.index.pipeline import BuildParams, build, estimate_cost
     from kgviz.ingest import LoadLimits, load_paths
     from kgviz.providers.pricing import PriceTable
+    from kgviz.replay import is_sample_recording
     from kgviz.workspace import open_workspace
 
     # Options and inputs are checked before the workspace opens: opening creates the database.
@@ -339,7 +345,12 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
                                    "workers": workers}.items() if v is not None}
     if args.keep_failed:
         overrides["retry_failed"] = False
-    params = BuildParams(**overrides, **_ket_overrides(args))
+    ket = _ket_overrides(args)
+    if "ket_descriptions" not in ket and is_sample_recording(args.llm or settings.llm_spec):
+        # the bundled recording's method runs were recorded without the skeleton's descriptions, and
+        # it holds descriptions for three documents only: its build goes without them unless asked
+        ket["ket_descriptions"] = False
+    params = BuildParams(**overrides, **ket)
     limits = LoadLimits(chunk_tokens=args.chunk_tokens or settings.chunk_tokens)
     loaded = load_paths(args.paths, max_bytes=settings.max_file_bytes, limits=limits,
                         skip_near_duplicates=args.skip_near_duplicates)

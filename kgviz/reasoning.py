@@ -46,7 +46,7 @@ def get_task(name: str) -> Task:
 
 def _load_tasks() -> None:
     # The explicit task registry: a module missing here is an ImportError, never skipped.
-    from kgviz.tasks import answer, extraction, kg_infused, kg_rag, verify  # noqa: F401
+    from kgviz.tasks import answer, extraction, kg_infused, kg_rag, ket_describe, verify  # noqa: F401
 
 
 @dataclass

@@ -6,13 +6,16 @@ sample question) into ``sample_recorded/``, and report what a replay of them giv
   export OPENAI_API_KEY=local KGVIZ_TIMEOUT_S=600
   LLM=openai-compatible:qwen2.5-coder-1.5b-instruct@http://127.0.0.1:8801/v1
   python scripts/record_real_model.py extract --llm $LLM --server "llama-server -np 1 -t 1"
+  python scripts/record_real_model.py describe --llm $LLM --server "..."   # KET Alg. 1 line 3 descriptions
   python scripts/record_real_model.py methods --llm $LLM --server "..." [--ids s01,s02] [--methods kg-rag,...]
       [--part a]    # side-by-side processes on different servers write methods.<model>.<part>.jsonl
   python scripts/record_real_model.py report        # replay only (no server): figures as JSON
   python scripts/record_real_model.py prune [--dry-run]   # drop runs that no longer replay exactly
 
 ``extract`` writes ``extraction.<model>.jsonl`` (replies) and ``build.json`` (figures: rejected
-chunks, malformed lines and their share, tokens and seconds per chunk). ``methods`` rebuilds the
+chunks, malformed lines and their share, tokens and seconds per chunk). ``describe`` records the
+KET skeleton's descriptions (Alg. 1 line 3) of the documents in ``SAMPLE_DESCRIBED_DOCS`` into
+``describe.<model>.jsonl`` and their figures into ``describe.json``. ``methods`` rebuilds the
 graph from the recorded extraction (it refuses to extract anything live), then runs each question
 with each method, question by question, appending replies to ``methods.<model>.jsonl`` and one
 line per run to ``runs.jsonl``. Both resume: recorded replies are replayed, recorded runs skipped.
@@ -47,6 +50,7 @@ from kgviz.providers.factory import make_llm
 from kgviz.providers.recorded import RecordedLLM, RecordingLLM
 from kgviz.replay import (
     BUILD_FILE,
+    DESCRIBE_FILE,
     RECORD_METHODS,
     ROOT,
     RUNS_FILE,
@@ -124,6 +128,41 @@ def cmd_extract(args: argparse.Namespace) -> int:
         out["wall_seconds_per_chunk"] = round(report.seconds_by_stage.get("extract", 0) / max(1, figures["chunks"]), 2)
         out["build_seconds"] = round(wall, 1)
     (Path(args.out) / BUILD_FILE).write_text(json.dumps(out, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(json.dumps(out, indent=2, sort_keys=True))
+    return 0
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    """The skeleton descriptions (KET Alg. 1 line 3) of the graph the recorded extraction builds:
+    ``describe.<model>.jsonl``. The extraction must replay (checked first, with no model)."""
+    db = Path(tempfile.mkdtemp(prefix="kgviz-record-"))
+    try:
+        check = open_session(db / "check", RecordedLLM(args.out))
+        try:
+            build_sample(check)
+        except RecordingMissError as exc:
+            raise SystemExit(f"the recorded extraction does not replay ({exc.user_message()}): run `extract` first")
+        finally:
+            check.close()
+        inner = live(args.llm)
+        name = f"describe.{alias(inner.model)}.jsonl"
+        rec = RecordingLLM(inner, args.out, name, header("descriptions", args.server))
+        session = open_session(db / "db", rec)
+        try:
+            t0 = time.perf_counter()
+            report = build_sample(session, workers=args.workers, described=True,
+                                  progress=lambda ev: print(f"[{ev.stage}] {ev.message}", file=sys.stderr, flush=True)
+                                  if ev.stage == "ket" else None)
+            wall = time.perf_counter() - t0
+        finally:
+            session.close()
+    finally:
+        shutil.rmtree(db, ignore_errors=True)
+    desc = report.ket.get("descriptions", {})
+    out = {"file": name, "model": inner.model, "server": args.server, "replies_recorded_now": rec.recorded,
+           "replies_replayed": rec.replayed, "wall_seconds": round(wall, 1), "descriptions": desc,
+           "counts": {k: report.counts.get(k) for k in ("Entity", "Triple", "Description")}}
+    (Path(args.out) / DESCRIBE_FILE).write_text(json.dumps(out, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(json.dumps(out, indent=2, sort_keys=True))
     return 0
 
@@ -333,14 +372,14 @@ def cmd_prune(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    for name, func in (("extract", cmd_extract), ("methods", cmd_methods)):
+    for name, func in (("extract", cmd_extract), ("describe", cmd_describe), ("methods", cmd_methods)):
         s = sub.add_parser(name)
         s.add_argument("--llm", required=True, help="the live model, e.g. openai-compatible:<model>@<url>")
         s.add_argument("--server", default="", help="how the server ran (slots, threads), for the header")
         s.add_argument("--out", type=Path, default=SAMPLE_RECORDING)
         s.set_defaults(func=func)
-        if name == "extract":
-            s.add_argument("--workers", type=int, default=1, help="concurrent extraction requests")
+        if name in ("extract", "describe"):
+            s.add_argument("--workers", type=int, default=1, help="concurrent requests")
         else:
             s.add_argument("--methods", default=",".join(RECORD_METHODS))
             s.add_argument("--questions", type=Path, default=SAMPLE_QUESTIONS)

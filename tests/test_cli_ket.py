@@ -155,3 +155,12 @@ def test_ket_paper_index_keeps_every_word_and_overrides_reach_the_index(env: Pat
     assert "regex" in seed["ours"] and "keyword_max_df" not in seed["ours"]  # the index's own rules, read back
     assert main(["build", str(SAMPLE), "--db", str(env / "x"), "--no-ket", "--ket-preset", "paper"]) == 2
     assert "--no-ket cannot be combined with --ket-preset" in capsys.readouterr().err
+
+
+def test_ket_descriptions_flag_reaches_the_build_and_conflicts_with_no_ket(env: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["build", str(SAMPLE), "--db", str(env / "x"), "--no-ket", "--ket-descriptions"]) == 2
+    assert "--no-ket cannot be combined with --ket-descriptions" in capsys.readouterr().err
+    # offline there is no model to describe anything: the flag changes nothing, and no Description is written
+    report = build_json(capsys, env / "db", "--no-ket-descriptions")
+    assert report["counts"]["Description"] == 0 and "descriptions" not in report["ket"]

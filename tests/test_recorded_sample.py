@@ -77,7 +77,7 @@ def test_every_file_names_model_date_commit_and_server() -> None:
         header, rows = read_file(f)
         assert header["model"] and header["provider"] == "openai-compatible", f
         assert header["recorded_at"][:4] == "2026" and len(header["kgviz_commit"]) >= 40, f
-        assert header["server"] and header["phase"] in ("extraction", "methods"), f
+        assert header["server"] and header["phase"] in ("extraction", "descriptions", "methods"), f
         assert rows, f"{f} holds no reply"
 
 

@@ -40,7 +40,7 @@ def count_nodes(store: GraphStore, table: str) -> int:
 
 
 _COUNT_NODES = {t: f"MATCH (n:{t}) RETURN count(n) AS n" for t in
-                ("Document", "Chunk", "Entity", "Triple", "Keyword", "SubChunk")}
+                ("Document", "Chunk", "Entity", "Triple", "Keyword", "SubChunk", "Description")}
 _COUNT_RELS = {r: f"MATCH ()-[r:{r}]->() RETURN count(r) AS n" for r in ("KNN", "HAS_KEYWORD")}
 
 
@@ -208,6 +208,12 @@ def keyword_links(store: GraphStore) -> pa.Table:
 def triple_vectors(store: GraphStore) -> pa.Table:
     """Every triple with an embedding: id, emb."""
     return store.query_arrow("MATCH (t:Triple) WHERE t.emb IS NOT NULL RETURN t.id, t.emb")
+
+
+def skeleton_descriptions(store: GraphStore) -> pa.Table:
+    """Every LLM-written skeleton description (KET Alg. 1 line 3): target, kind, text, emb."""
+    return store.query_arrow("MATCH (d:Description) WHERE d.emb IS NOT NULL "
+                             "RETURN d.target, d.kind, d.text, d.emb ORDER BY d.target")
 
 
 def chunk_texts_all(store: GraphStore) -> list[Row]:

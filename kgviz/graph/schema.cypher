@@ -34,6 +34,13 @@ CREATE NODE TABLE IF NOT EXISTS Triple(
 CREATE NODE TABLE IF NOT EXISTS Keyword(
     id STRING PRIMARY KEY, word STRING, description STRING, emb FLOAT[__DIM__]);
 
+// KET-RAG Alg. 1 line 3: an LLM-written description of a skeleton entity or relationship (kind
+// 'entity' | 'relationship'; target = its Entity or Triple id), with its own embedding. Only an
+// LLM build writes them (kgviz.index.ket_describe); a new table, so no schema version bump.
+CREATE NODE TABLE IF NOT EXISTS Description(
+    id STRING PRIMARY KEY, target STRING, kind STRING, name STRING, text STRING, chunk_ids STRING,
+    prompt_name STRING, mode STRING, emb FLOAT[__DIM__]);
+
 // Extraction provenance per chunk; its presence marks the chunk as done when a build resumes.
 CREATE NODE TABLE IF NOT EXISTS Extraction(
     chunk_id STRING PRIMARY KEY, mode STRING, prompt_name STRING, raw STRING, status STRING,

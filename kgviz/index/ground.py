@@ -49,6 +49,7 @@ from kgviz.prompts.extraction import EXTRACT_TRIPLES_EXAMPLES
 
 PROMPT_EXAMPLE = "prompt_example"
 NOT_IN_TEXT = "not_in_text"
+REPEATS_ITEM = "repeats_item"  # a description that only repeats the item it describes (check_description)
 REASONS = (PROMPT_EXAMPLE, NOT_IN_TEXT)
 
 _GLUED = re.compile(r"&|\w+(?:['’.,]\w+)*")  # the resolver's words: "12,300", "U.S", "Lunn's"
@@ -293,6 +294,57 @@ def _found_inner(t: ExtractedTriple, source: Source) -> Iterable[ExtractedTriple
                 yield term
             else:
                 yield from _found_inner(term, source)
+
+
+# --- KET skeleton descriptions (Alg. 1 line 3) -------------------------------------------------
+# a name in free text: a run of capitalised words (of/the/and/... allowed inside), or a number
+_CAP_WORD = r"[A-Z](?:[\w'’-]|\.(?=\w))*"  # "U.S" keeps its inner dot; a sentence's full stop ends it
+_DESC_NAME = re.compile(rf"{_CAP_WORD}(?:[ \t]+(?:(?:of|the|and|de|du|la|le|von|van)[ \t]+)?{_CAP_WORD})*|\d[\d,.]*\d|\d")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n)\s*[\"'(]*$")
+
+
+def description_names(text: str) -> list[str]:
+    """The names and numbers a description writes: capitalised runs and numbers. A single
+    capitalised word that opens a sentence is left out (it may be any word: "Founded in ...")."""
+    out = []
+    for m in _DESC_NAME.finditer(text):
+        name = m.group(0).rstrip(".,'’-")
+        if not name or (" " not in name and not name[0].isdigit() and _SENTENCE_START.search(text[: m.start()])):
+            continue
+        if " " not in name and name.casefold() in STOPWORDS:
+            continue
+        out.append(name)
+    return out
+
+
+def check_description(text: str, source: Source, example_lines: Sequence[str] = (), item: str = ""
+                      ) -> RejectedName | None:
+    """None when a description's names and numbers are all in its chunk (the fact check's rules,
+    ``Source.find``), else why not: ``REPEATS_ITEM`` when it only repeats the words of ``item`` (the
+    line the prompt listed), ``PROMPT_EXAMPLE`` when it repeats an example line of its prompt or
+    names an example name the chunk does not hold, else ``NOT_IN_TEXT`` with the first missing name
+    (or when it shares no content word with the chunk: a refusal, or talk about the task)."""
+    flat = " ".join(w.key for w in words(text))
+    if item and {w.key for w in words(text)} <= {w.key for w in words(item)}:
+        return RejectedName(REPEATS_ITEM, item)
+    for line in example_lines:
+        body = line.split(":", 1)[-1]
+        if flat == " ".join(w.key for w in words(body)):
+            return RejectedName(PROMPT_EXAMPLE, body.strip())
+    content = {w.key for w in words(text)} - STOPWORDS
+    if not content & {w.key for w in source._glued}:
+        return RejectedName(NOT_IN_TEXT, "no word of the text")  # a refusal, or talk about the task
+    missing = [n for n in description_names(text) if source.find(n) is None]
+    if not missing:
+        return None
+    copied = [n for n in missing if _is_example(n)]
+    return RejectedName(PROMPT_EXAMPLE, copied[0]) if copied else RejectedName(NOT_IN_TEXT, missing[0])
+
+
+@dataclass(frozen=True)
+class RejectedName:
+    reason: str  # PROMPT_EXAMPLE | NOT_IN_TEXT
+    name: str  # the name (or copied example line) that decided it
 
 
 # --- Explore: where a stored fact's names are in its sentence -------------------------------

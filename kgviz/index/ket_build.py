@@ -2,7 +2,8 @@
 
   chunk -> knn (KNN graph over old + new chunks, PageRank, core chunks; in memory) ->
   extract (core chunks only) -> resolve -> embed -> write -> doc_layer ->
-  ket (KNN edges, Chunk.pagerank/core, sub-chunks, keywords) -> index
+  ket (with an LLM: skeleton descriptions, Algorithm 1 line 3; KNN edges, Chunk.pagerank/core,
+  sub-chunks, keywords) -> index
 
 The knn stage embeds the new chunks itself (the semantic neighbours need them before extraction)
 and hands the vectors to the embed stage, so no chunk is embedded twice.
@@ -22,6 +23,7 @@ import numpy as np
 from kgviz.graph import reads
 from kgviz.index import steps
 from kgviz.index.embed import embed_texts
+from kgviz.index.ket_describe import describe_skeleton, write_descriptions
 from kgviz.index.ket import CorePlan, build_keywords, ket_info, plan_core, skeleton_cost, stored_chunks, write_core
 from kgviz.index.knn import LEXICAL, SEMANTIC
 from kgviz.index.params import BuildParams, BuildReport
@@ -42,6 +44,7 @@ class KetBuild:
         self.plan: CorePlan | None = None
         self.chunk_vectors: np.ndarray | None = None
         self.new_chunks: list[Chunk] = []
+        self.describe_report: Any = None  # kgviz.index.ket_describe.DescribeReport of this build
 
     # -- knn stage ------------------------------------------------------------------------------------
     def plan_stage(self, new_chunks: Sequence[Chunk]) -> None:
@@ -75,6 +78,25 @@ class KetBuild:
         return [c for c in chunks if c.id in self.plan.core]
 
     # -- ket stage ------------------------------------------------------------------------------------
+    def describe_stage(self, reasoner: Any, acc: Any, names: dict[str, str], titles: dict[str, str]) -> None:
+        """With an LLM: descriptions of the skeleton's entities and relationships (Algorithm 1 line
+        3, kgviz.index.ket_describe), written before the KET index so an interrupted build that
+        reaches the keyword layer has them."""
+        self.describe_report = None
+        if not self.enabled or not self.params.ket_descriptions or reasoner.is_offline:
+            return
+        rows, report = describe_skeleton(
+            reasoner, acc, self.new_chunks, names, titles, workers=self.params.workers,
+            embed_batch_size=self.params.embed_batch_size,
+            progress=lambda d, t, msg: self.emit("ket", 0, 3, f"describing the skeleton: {d} of {t} chunks"))
+        write_descriptions(self.store, rows, reasoner.mode)
+        self.report.usage_by_stage["describe"] = report.usage
+        self.describe_report = report
+        if report.failed:
+            self.report.warnings.append(
+                f"{report.failed} of {report.items} skeleton descriptions failed (those entities and relationships "
+                f"keep their source text); first: {report.failures[0][0]}: {report.failures[0][1]}")
+
     def write_stage(self) -> None:
         if not self.enabled or self.plan is None or self.ket is None:
             self.emit("ket", 1, 1, "KET-RAG off")
@@ -120,6 +142,8 @@ class KetBuild:
             # include every earlier build, and a rebuilt keyword layer replaces the old one
             "added": {k: v - before.get(k, 0) for k, v in _index_counts(store).items()},
         }
+        if self.describe_report is not None:
+            self.report.ket["descriptions"] = self.describe_report.to_dict()
         self.emit("ket", 3, 3, f"{stats.get('keywords', 'unchanged')} keywords, "
                                f"{stats.get('subchunks', 'unchanged')} sub-chunks")
 

@@ -78,6 +78,12 @@ class BuildParams:
     """Overrides the preset's KetParams.min_word_len (1 keeps every word, the paper); None = the preset's."""
     adaptive_tau: bool | None = None
     """Overrides the preset's KetParams.adaptive_tau (False: every chunk halved τ times, the paper)."""
+    ket_descriptions: bool = True
+    """With an LLM and ket_enabled: ask it for a description of every skeleton entity and
+    relationship, embedded for the skeleton channel (Algorithm 1 line 3; prompt DESCRIBE_SKELETON,
+    ours modelled on the paper; kgviz.index.ket_describe): one more call per extracted chunk.
+    Offline, or False, the skeleton keeps the source-sentence descriptions (ours). CLI
+    ``--no-ket-descriptions``."""
 
     def __post_init__(self) -> None:
         for name in ("chunk_tokens", "workers", "batch_size", "embed_batch_size", "max_triples_per_chunk"):

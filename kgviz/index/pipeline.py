@@ -15,7 +15,9 @@ Stages (``STAGES``), each reported through ``progress(ProgressEvent)``:
               and triples (text), in batches;
 * write     – bulk loads of nodes then edges (kgviz.index.graph_write);
 * doc_layer – KG-Retriever SIMILAR_DOC top-K edges (kgviz.index.doc_layer);
-* ket       – KET-RAG only: KNN edges, Chunk.pagerank/core, sub-chunks and keywords;
+* ket       – KET-RAG only: with an LLM, descriptions of the skeleton's entities and relationships
+              (Algorithm 1 line 3, kgviz.index.ket_describe); KNN edges, Chunk.pagerank/core,
+              sub-chunks and keywords;
 * index     – HNSW vector indexes (Document, Chunk, Entity, Triple) for tables large enough that
               vector search uses them (kgviz.graph.search.EXACT_MAX_ROWS), and BM25 over chunks.
 
@@ -165,6 +167,8 @@ def _build(
     with run.stage("knn"):
         ket.plan_stage([c for d in new_docs for c in chunks_by_doc[d.id]])
 
+    acc: Assembled | None = None
+    existing: dict[str, dict[str, object]] = {}
     if new_docs:
         all_chunks = [c for d in new_docs for c in chunks_by_doc[d.id]]
         with run.stage("extract"):
@@ -208,6 +212,9 @@ def _build(
         run.emit("doc_layer", 1, 1, "up to date" if n_edges is None else f"{n_edges} SIMILAR_DOC edges")
 
     with run.stage("ket"):
+        if acc is not None:
+            ket.describe_stage(reasoner, acc, {eid: str(row["name"]) for eid, row in existing.items()},
+                               {d.id: d.title for d in new_docs})
         ket.write_stage()
 
     with run.stage("index"):

@@ -231,3 +231,6 @@ def forget(store: Any) -> None:
         _VIEWS.pop(_key(store), None)
         _TRIPLES.pop(_key(store), None)
         _NAMES.pop(_key(store), None)
+    from kgviz.methods import ket_descriptions
+
+    ket_descriptions.forget(store)

@@ -6,8 +6,10 @@ keyword channel when θ < 1; ``KetRetrievalParams`` carries the resolved paramet
 keyword layer and vectors come from the in-memory views of kgviz.methods.ket_cache.
 
 Each step that departs from Algorithms 1-4 says so in ``TraceStep.ours`` (``_mark_ket``): the
-skeleton's entity and relationship texts (source sentences and triple text, where Alg. 1 line 3 has
-LLM-written descriptions), a lexical or hybrid match mode, and the keyword rules of ours the index
+skeleton's entity and relationship texts on a graph without LLM-written descriptions (source
+sentences and triple text, where Alg. 1 line 3 has descriptions; a graph built with an LLM has them,
+kgviz.index.ket_describe, and then only the items left undescribed are marked), a lexical or hybrid
+match mode, and the keyword rules of ours the index
 was built with (read back from its ``ket.params``: the regex word split always; keyword_max_df,
 min_word_len and the adaptive τ unless built with the index preset 'paper').
 """
@@ -30,6 +32,7 @@ from kgviz.methods import deciding
 from kgviz.methods.base import ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, TraceStep, mark_ours
 from kgviz.methods.budget import stop_at_first_overflow
 from kgviz.methods.ket_cache import keyword_view, named_entities, triple_cosines
+from kgviz.methods.ket_descriptions import DescriptionView, description_view
 from kgviz.methods.ket_params import KetRetrievalParams
 from kgviz.text import count_tokens
 from kgviz.vectors import rrf, unit
@@ -106,14 +109,23 @@ def _skeleton_scope(store: Any, cfg: KetRetrievalParams) -> _Skeleton:
     return _Skeleton(chunks, label, built)
 
 
-def _seed_entities(store: Any, qv: np.ndarray, cfg: KetRetrievalParams, scope: _Skeleton, named: list[str]
+def _seed_entities(store: Any, qv: np.ndarray, cfg: KetRetrievalParams, scope: _Skeleton, named: list[str],
+                   dv: DescriptionView | None = None
                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, set[str]]]:
     """(seeds best first, skipped candidates, entity -> chunks mentioning it in scope). ``named``:
-    entities the question names (entity_match lexical), taken before the nearest by cosine."""
+    entities the question names (entity_match lexical), taken before the nearest by cosine. With
+    LLM-written descriptions (``dv``, Alg. 1 line 3) an entity's cosine is its description's; an
+    entity the LLM did not describe keeps the cosine of its name and source sentences."""
     fetch = max(3 * cfg.seed_entities, 30)
     named_cos = _cosines(store, "Entity", named, qv) if named else {}
+    described = dv.nearest_entities(qv) if dv is not None else []
+    if dv is not None:
+        named_cos.update(dv.cosines(named, qv))
     while True:
         near = store.vector_search("Entity", qv, fetch)
+        if dv is not None:  # described entities by their description, the others as before
+            near = sorted(described + [(e, x) for e, x in near if dv.text(e) is None],
+                          key=lambda ex: (-ex[1], ex[0]))[:fetch]
         hits = [(e, named_cos[e]) for e in named] + [(e, x) for e, x in near if e not in named_cos]
         info = {r["id"]: r for r in reads.entities_with_chunks(store, [e for e, _ in hits])}
         chunks: dict[str, set[str]] = {}
@@ -139,8 +151,11 @@ def _end_table(node_id: str) -> str:
     return "Triple" if node_id.startswith("tri:") else "Entity"
 
 
-def _entity_text(e: dict[str, Any]) -> str:
-    desc = (e.get("description") or "").strip()
+def _entity_text(e: dict[str, Any], dv: DescriptionView | None = None) -> str:
+    """The entity as the context states it: its name and description, the LLM-written one when the
+    graph has it (Alg. 1 line 3), else its source sentences (ours)."""
+    llm = dv.text(e["id"]) if dv is not None else None
+    desc = (llm if llm is not None else e.get("description") or "").strip()
     return f"{e['name']}: {desc}" if desc else str(e["name"])
 
 
@@ -171,6 +186,8 @@ class _KetEngine:
         self.store, self.qv, self.cfg, self.tracer = store, qv, cfg, tracer
         self.question, self.keyword_mode, self.entity_mode = question, keyword_mode, entity_mode
         self._bm25: tuple[list[int], np.ndarray] | None = None
+        # the skeleton's LLM-written descriptions (Alg. 1 line 3), None on a graph without them
+        self.descriptions = description_view(store)
 
     # 'lexical' and 'hybrid' both read the question's own words (seeds); 'hybrid' then fuses the
     # BM25 ranking with the cosine one instead of ranking by BM25 alone
@@ -181,6 +198,15 @@ class _KetEngine:
     @property
     def lexical_entities(self) -> bool:
         return self.entity_mode != "embedding"
+
+    def _described(self, chosen: list[str]) -> dict[str, Any]:
+        """Trace data of a skeleton step: whose descriptions the chosen items carry. Only on a graph
+        with LLM-written descriptions, so traces of other graphs keep their keys."""
+        dv = self.descriptions
+        if dv is None:
+            return {}
+        return {"descriptions": "llm", "description_prompt": dv.info.get("prompt", ""),
+                "not_described": [x for x in chosen if dv.text(x) is None]}
 
     def question_bm25(self, view: Any) -> tuple[list[int], np.ndarray]:
         """The question's keywords (rows of ``view``, rarest first) and the BM25 of every sub-chunk
@@ -196,13 +222,15 @@ class _KetEngine:
         budget = cfg.skeleton_budget
         er_budget = int(math.floor(budget * (1.0 - cfg.text_unit_share) + _EPS))
         named = named_entities(store, self.question) if self.lexical_entities else []
-        seeds, skipped, ent_chunks = _seed_entities(store, self.qv, cfg, scope, named)
-        ranked = [(e["id"], count_tokens(_entity_text(e))) for e in seeds]
+        dv = self.descriptions
+        seeds, skipped, ent_chunks = _seed_entities(store, self.qv, cfg, scope, named, dv)
+        ranked = [(e["id"], count_tokens(_entity_text(e, dv))) for e in seeds]
         chosen_e, over_e, ch.used = stop_at_first_overflow(ranked, er_budget)
         by_id = {e["id"]: e for e in seeds + skipped}
         for eid in chosen_e:
             e = by_id[eid]
-            ch.items.append(ContextItem(eid, "entity", _entity_text(e), e["score"], count_tokens(_entity_text(e))))
+            text = _entity_text(e, dv)
+            ch.items.append(ContextItem(eid, "entity", text, e["score"], count_tokens(text)))
         how = (f"{len(chosen_e)} entities: first the {sum(e in named for e in chosen_e)} named in the question "
                f"(entity_match '{cfg.entity_match}': {self.entity_mode}, ours), then the nearest by cosine" if self.lexical_entities
                else f"{len(chosen_e)} entities nearest the question")
@@ -226,7 +254,7 @@ class _KetEngine:
             scores={e["id"]: e["score"] for e in seeds},
             data={"channel": "skeleton", "used": ch.used, "budget": budget, "entity_relationship_budget": er_budget,
                   "graph_beta": scope.graph_beta, "skeleton": scope.label, "warning": scope.warning,
-                  "match": self.entity_mode, "named": named,
+                  "match": self.entity_mode, "named": named, **self._described(chosen_e),
                   "score_name": "cosine to the question; taken in rank order: "
                                 + ("the entities the question names first, then by cosine" if named else "by cosine"),
                   "out_of_skeleton": [e["id"] for e in skipped if e["origin"] == "curated" or e["id"] not in ent_chunks]})
@@ -249,6 +277,9 @@ class _KetEngine:
         if scope.chunks is not None:
             rows = {t: r for t, r in rows.items() if t_chunks.get(t, set()) & scope.chunks}
         cos = triple_cosines(store, list(rows), self.qv)
+        dv = self.descriptions
+        if dv is not None:  # a described relationship ranks by its description's cosine (Alg. 1 line 3)
+            cos.update(dv.cosines(list(rows), self.qv))
         adj = {t: (r["s"] in seeds) + (r["o"] in seeds) for t, r in rows.items()}
         links: dict[str, set[str]] = {}  # non-seed end -> seeds it is linked to
         for t, r in rows.items():
@@ -268,6 +299,8 @@ class _KetEngine:
             cap = cfg.max_relationships_per_seed * len(seeds)
             order, capped = order[:cap], order[cap:]
         stated = {t: stated_fact(rows[t]["text"] or "", rows[t].get("kind"), rows[t].get("sentence")) for t in order}
+        if dv is not None:
+            stated = {t: f"{x}: {dv.text(t)}" if dv.text(t) else x for t, x in stated.items()}
         sized = [(t, count_tokens(stated[t])) for t in order]
         chosen, over, used = stop_at_first_overflow(sized, er_budget - ch.used)
         ch.used += used
@@ -293,7 +326,7 @@ class _KetEngine:
             scores={t: float(adj[t]) for t in shown},
             data={"channel": "skeleton", "used": ch.used, "budget": self.cfg.skeleton_budget,
                   "entity_relationship_budget": er_budget, "adjacency": {t: adj[t] for t in shown},
-                  "n_candidates": len(rows), "n_rejected": len(rejected),
+                  "n_candidates": len(rows), "n_rejected": len(rejected), **self._described(chosen),
                   "score_name": "adjacency: how many seed entities the relationship joins; ranked by it, then "
                                 "by the other end's links to seeds, then by cosine (parts)"})
         return chosen, {t: {**rows[t], "chunks": t_chunks.get(t, set())} for t in chosen}
@@ -606,9 +639,21 @@ def _keyword_index(store: Any) -> Any:
 
 # The "ours" marks of a KET trace (TraceStep.ours): where a step departs from Algorithms 1-4, and why
 OURS_ENTITY_TEXT = ("an entity is embedded from its name and source sentences, not an LLM-written description "
-                    "(Alg. 1 line 3: kgviz's extractor writes none)")
-OURS_RELATIONSHIP_TEXT = ("a relationship is its triple's text, not an LLM-written description (Alg. 1 line 3: "
-                          "kgviz's extractor writes none)")
+                    "(Alg. 1 line 3): this graph has none (built offline, or with ket_descriptions off)")
+OURS_RELATIONSHIP_TEXT = ("a relationship is its triple's text, not an LLM-written description (Alg. 1 line 3): "
+                          "this graph has none (built offline, or with ket_descriptions off)")
+
+
+def _undescribed(step: TraceStep, what: str, default: str) -> str:
+    """The skeleton step's mark for its texts: none when every chosen item carries an LLM-written
+    description, the count when some do not (their call failed, or the reply left them out or was
+    not grounded in the chunk), ``default`` on a graph without descriptions."""
+    if step.data.get("descriptions") != "llm":
+        return default
+    missing = step.data.get("not_described") or []
+    return (f"{len(missing)} chosen {what} have no LLM-written description (the model left them out, its reply "
+            "was not grounded in the chunk, or the call failed): their source text stands in (Alg. 1 line 3)"
+            if missing else "")
 OURS_TOKENIZER = "keywords are the words a regex split finds, minus stop words (the paper does not say how it tokenizes)"
 
 
@@ -638,9 +683,10 @@ def _mark_ket(steps: list[TraceStep], cfg: KetRetrievalParams, engine: "_KetEngi
     for s in steps:
         channel, title = s.data.get("channel"), s.title
         if channel == "skeleton" and s.kind == "seed":
-            mark_ours(s, OURS_ENTITY_TEXT, entity_match and entity_match + " (Alg. 2 line 1 ranks by distance only)")
+            mark_ours(s, _undescribed(s, "entities", OURS_ENTITY_TEXT),
+                      entity_match and entity_match + " (Alg. 2 line 1 ranks by distance only)")
         elif channel == "skeleton" and s.kind == "select":
-            mark_ours(s, OURS_RELATIONSHIP_TEXT)
+            mark_ours(s, _undescribed(s, "relationships", OURS_RELATIONSHIP_TEXT))
         elif channel == "skeleton" and title.endswith("text units"):
             mark_ours(s, entity_match and f"entity_match '{cfg.entity_match}': text units ranked by BM25, with chunks "
                                           "one hop out (Alg. 2 line 3 ranks by adjacency)")

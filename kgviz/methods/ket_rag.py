@@ -5,7 +5,10 @@ The context limit λ is split by θ (§4.1, §5.2):
 * skeleton channel, ⌊θ·λ⌋ tokens: KG-Retrieval (Algorithm 2, Microsoft Graph-RAG local search)
   on the KG skeleton G_s —
   line 1: S_e = the k = 10 entities nearest the query (cosine on unit vectors ranks exactly like
-          the Euclidean distance of the box);
+          the Euclidean distance of the box). An entity's vector and context text are its
+          LLM-written description (Algorithm 1 line 3) on a graph built with an LLM
+          (kgviz.index.ket_describe; a relationship's too), else its name and source sentences
+          (ours: offline there is no model to write one; the trace marks it);
   line 2: S_r = relationships (Triple nodes) ranked by adjacency to S_e — both ends in S_e first
           (§2.3 "those connecting two seed entities ranking higher"), then by how many seed
           entities the other end is linked to (as Graph-RAG's local search does), then by cosine

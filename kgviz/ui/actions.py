@@ -36,8 +36,14 @@ def load_sample(ctx: AppContext) -> LoadResult:
 
 def build_params(ctx: AppContext, **overrides: Any) -> BuildParams:
     """BuildParams from the settings (chunk size, overlap, workers) plus page overrides."""
-    base = {"chunk_tokens": ctx.settings.chunk_tokens, "chunk_overlap": ctx.settings.chunk_overlap,
-            "workers": ctx.settings.workers}
+    base: dict[str, Any] = {"chunk_tokens": ctx.settings.chunk_tokens, "chunk_overlap": ctx.settings.chunk_overlap,
+                            "workers": ctx.settings.workers}
+    from kgviz.replay import is_sample_recording
+
+    if is_sample_recording(ctx.llm_spec):
+        # the bundled recording's method runs were recorded on a graph without the skeleton's LLM
+        # descriptions, and it holds descriptions for three documents only (kgviz.replay.SAMPLE_BUILD)
+        base["ket_descriptions"] = False
     base.update({k: v for k, v in overrides.items() if v is not None})
     return BuildParams(**base)
 

@@ -20,7 +20,10 @@ from kgviz.reasoning import Reasoner
 pytestmark = pytest.mark.slow  # kills a build process mid-way and resumes it
 
 ROOT = Path(__file__).resolve().parents[2]
-PARAMS = dict(chunk_tokens=24, chunk_overlap=0, workers=1, batch_size=1, similar_docs_k=2, flush_interval_s=0.0)
+# ket_descriptions off: these tests count extraction calls (the skeleton's descriptions are one more call
+# per chunk, tested in test_ket_describe.py)
+PARAMS = dict(chunk_tokens=24, chunk_overlap=0, workers=1, batch_size=1, similar_docs_k=2, flush_interval_s=0.0,
+              ket_descriptions=False)
 
 CHILD = textwrap.dedent(
     """

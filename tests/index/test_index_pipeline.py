@@ -20,7 +20,9 @@ from kgviz.reasoning import Reasoner
 
 EMB = HashingEmbedder(64)
 # small chunks so the four stories give several chunks each (overlap 0 keeps counts simple)
-SMALL = BuildParams(chunk_tokens=24, chunk_overlap=0, workers=2, batch_size=2, similar_docs_k=2)
+# ket_descriptions off: these tests count extraction calls (the skeleton's descriptions are one more call
+# per chunk, tested in test_ket_describe.py)
+SMALL = BuildParams(chunk_tokens=24, chunk_overlap=0, workers=2, batch_size=2, similar_docs_k=2, ket_descriptions=False)
 
 
 @pytest.fixture
@@ -140,7 +142,8 @@ def test_similar_doc_is_top_k_by_cosine(open_store) -> None:
 def test_cancel_mid_build_then_resume_without_duplicates(open_store) -> None:
     store, clean_store = open_store("a"), open_store("clean")
     cancel = threading.Event()
-    params = BuildParams(chunk_tokens=24, chunk_overlap=0, workers=1, batch_size=1, similar_docs_k=2, flush_interval_s=0)
+    params = BuildParams(chunk_tokens=24, chunk_overlap=0, workers=1, batch_size=1, similar_docs_k=2, flush_interval_s=0,
+                         ket_descriptions=False)  # extraction calls are counted (see SMALL)
 
     def progress(ev: ProgressEvent) -> None:
         if ev.stage == "extract" and ev.done >= 3:
