@@ -98,8 +98,8 @@ def answer(question: str, context: RetrievedContext, reasoner: Reasoner, tracer:
         res.call.prompt_name = "NO_CONTEXT"
     nodes = [NodeRef(i.id, _KIND_TABLE[i.kind], "chosen", label=i.source, score=i.score)
              for i in cut.items if i.kind in _KIND_TABLE]
-    step: TraceStep = tracer.step("answer", "Answer", _describe(cut, no_context, res.value), llm=res.call,
-                                  nodes=nodes, data=cut.to_data())
+    step = tracer.step("answer", "Answer", _describe(cut, no_context, res.value), llm=res.call,
+                       nodes=nodes, data=cut.to_data())
     step.data["abstained"] = res.value == INSUFFICIENT
     return str(res.value)
 

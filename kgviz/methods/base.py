@@ -282,7 +282,8 @@ def check_params(params: Any, method: str) -> None:
     """Raise one ConfigError naming every field of ``params`` outside its declared choices or
     range (``param(..., choices=, min=, max=)`` or a ``Literal`` type). Called by __post_init__."""
     problems = []
-    for name, (allowed, low, high) in _limits(type(params)).items():
+    params_cls: type = type(params)
+    for name, (allowed, low, high) in _limits(params_cls).items():
         value = getattr(params, name)
         if allowed and value not in allowed:
             problems.append(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
@@ -296,7 +297,7 @@ def check_params(params: Any, method: str) -> None:
 
 
 def params_to_dict(params: Any) -> dict[str, Any]:
-    return asdict(params) if is_dataclass(params) else {}
+    return asdict(params) if is_dataclass(params) and not isinstance(params, type) else {}
 
 
 def params_doc(params_cls: type) -> dict[str, str]:

@@ -121,7 +121,8 @@ def _seed_entities(store: Any, qv: np.ndarray, cfg: KetRetrievalParams, scope: _
             mine = {c for c in r.pop("chunks") or () if c and (scope.chunks is None or c in scope.chunks)}
             if mine:
                 chunks[e] = mine
-        seeds, skipped = [], []
+        seeds: list[dict[str, Any]] = []
+        skipped: list[dict[str, Any]] = []
         for e, score in hits:
             row = info.get(e)
             if row is None:
@@ -415,7 +416,7 @@ class _KetEngine:
         for u in shown:
             n_links = float(links.get(units[u], 0))
             parts = {**({"lexical": lexical.get(u, 0.0)} if lexical else {}), "links": n_links, "cosine": cos[u]}
-            nodes.append(NodeRef(u, table, "chosen" if u in taken else "rejected", labels[u],  # type: ignore[arg-type]
+            nodes.append(NodeRef(u, table, "chosen" if u in taken else "rejected", labels[u],
                                  lexical[u] if lexical else n_links, parts))
         deciding.set_ranks(nodes, order)
         deciding.set_reasons(nodes, deciding.budget_reasons(sized, room, chosen, stop_at_first=True))

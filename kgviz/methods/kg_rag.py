@@ -87,7 +87,7 @@ from kgviz.facts.triples import SENTENCE_KIND
 from kgviz.graph import neighbourhood as nb
 from kgviz.methods import deciding
 from kgviz.methods.base import (
-    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, mark_ours, param, register,
+    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Role, Tracer, check_params, mark_ours, param, register,
 )
 from kgviz.methods.budget import SkipAndContinue
 from kgviz.task_results import KgRagChoice, KgRagDecision, KgRagPlan
@@ -413,9 +413,9 @@ class _Walk:
                     hyper.setdefault((row["side"], row["inner"], row["id"]), row)
             self._keep("Q_HYPER_AT_ENTITY", a, list(hyper.values()))
             self._keep("Q_TRIPLES_AT_ENTITY", a, self.at_entity[a])
-        for t in tris:
-            if ("Q_TRIPLES_AT_TRIPLE", t) not in self.fetched:
-                self._keep("Q_TRIPLES_AT_TRIPLE", t, self.at_triple[t])
+        for tid in tris:
+            if ("Q_TRIPLES_AT_TRIPLE", tid) not in self.fetched:
+                self._keep("Q_TRIPLES_AT_TRIPLE", tid, self.at_triple[tid])
         for name in ("Q_RELATED_OUT", "Q_RELATED_IN"):
             got = nb.neighbourhood(self.ctx.store, name, new_ents)
             for a in new_ents:
@@ -564,7 +564,7 @@ class _Walk:
         self.rejected.update(c.id for c in hop.chosen)
         kept = [t for t in [c.id for c in hop.chosen] + hop.opened if t not in self.leaf_facts] if dead_end else []
         self.leaf_facts += kept
-        role = "context" if dead_end else "rejected"
+        role: Role = "context" if dead_end else "rejected"
         nodes = [NodeRef(c.id, "Triple", role, c.fact, c.score) for c in hop.chosen if c.id in self.rows]
         nodes += [NodeRef(t, "Triple", role, self.labels.get(t, t)) for t in hop.opened]
         facts = "; ".join(c.fact for c in hop.chosen)

@@ -36,7 +36,7 @@ def load_sample(ctx: AppContext) -> LoadResult:
 
 def build_params(ctx: AppContext, **overrides: Any) -> BuildParams:
     """BuildParams from the settings (chunk size, overlap, workers) plus page overrides."""
-    base = {"chunk_tokens": ctx.settings.chunk_tokens, "chunk_overlap": ctx.settings.chunk_overlap,
+    base: dict[str, Any] = {"chunk_tokens": ctx.settings.chunk_tokens, "chunk_overlap": ctx.settings.chunk_overlap,
             "workers": ctx.settings.workers}
     base.update({k: v for k, v in overrides.items() if v is not None})
     return BuildParams(**base)

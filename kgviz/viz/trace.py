@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence, cast
+from typing import Any, Mapping, Sequence, TypeGuard, cast
 
 from kgviz.methods.base import EdgeRef, Role, TraceStep
 from kgviz.viz.graph_html import (
@@ -374,5 +374,5 @@ def llm_mode_label(mode: str, heuristic: str = "") -> str:
     return mode
 
 
-def _is_number(x: Any) -> bool:
+def _is_number(x: Any) -> TypeGuard[int | float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
