@@ -12,6 +12,7 @@ from itertools import combinations
 from typing import Any, Mapping, Sequence
 
 from kgviz.errors import ConfigError
+from kgviz.graph.protocol import GraphStore
 from kgviz.methods.base import MethodContext
 from kgviz.run import Run, run_methods
 from kgviz.verify.comparison import Comparison, MethodResult, OverlapRow, overlap_matrix
@@ -69,7 +70,7 @@ def compare(question: str, methods: Sequence[str], ctx: MethodContext, golds: Se
     return assess(runs, ctx, golds, funnel_params=funnel_params)
 
 
-def case_file_html(comparison: Comparison, store: Any = None, *, include_graph: bool = True) -> str:
+def case_file_html(comparison: Comparison, store: GraphStore | None = None, *, include_graph: bool = True) -> str:
     """The self-contained HTML case file (inline CSS, no external reference, all text escaped)."""
     return render_case_file(comparison, store, include_graph=include_graph)
 

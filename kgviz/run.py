@@ -165,7 +165,7 @@ def run_method(name: str, question: str, ctx: MethodContext, params: Any = None,
         context = method.retrieve(question, ctx, p, tracer)
         t_retrieved = time.perf_counter() - t0
         text = answer_step(question, context, ctx.reasoner, tracer, budget,
-                           no_context=bool(getattr(method, "no_context", False)), budget_from=budget_from)
+                           no_context=method.no_context, budget_from=budget_from)
     except KgvizError as exc:
         error = exc.user_message()
     except Exception as exc:  # an unexpected bug in one method must not stop the comparison

@@ -223,6 +223,9 @@ class Method(Protocol[P]):
     # own (T triples, k_p passages, a note): equal-budget evaluation (kgviz.evaluate.budget) sets
     # this field to B, and the answer step's budget B caps the others
     budget_param: ClassVar[str | None]
+    # True only for the no-retrieval baseline: the answer step asks NO_CONTEXT (the model's own
+    # memory) instead of ANSWER over a context, and the funnel and scoring read no kept context
+    no_context: ClassVar[bool]
 
     def retrieve(self, question: str, ctx: MethodContext, params: P, tracer: Tracer) -> RetrievedContext: ...
 
@@ -230,8 +233,16 @@ class Method(Protocol[P]):
 _METHODS: dict[str, Callable[[], Method[Any]]] = {}
 
 
+# the class attributes of ``Method``: a Protocol is not checked at run time, so ``register`` checks
+# them (a missing one would otherwise surface as an AttributeError in the middle of a run)
+_DECLARED = ("name", "title", "paper", "Params", "presets", "budget_param", "no_context")
+
+
 def register(cls: type) -> type:
     """Class decorator: make a method available by its ``name``."""
+    missing = [a for a in _DECLARED if not hasattr(cls, a)]
+    if missing:
+        raise TypeError(f"method class {cls.__name__} does not declare {', '.join(missing)}")
     _METHODS[cls.name] = cls  # type: ignore[attr-defined]
     return cls
 

@@ -24,6 +24,7 @@ from kgviz.embedding import is_hashing
 from kgviz.errors import MethodError
 from kgviz.graph import reads
 from kgviz.facts.triples import stated_fact
+from kgviz.graph.protocol import GraphStore
 from kgviz.index.ket import KetParams, core_ranking, ket_info, n_core
 from kgviz.index.knn import content_words
 from kgviz.methods import deciding
@@ -53,7 +54,7 @@ RRF_K = 60  # ours: the reciprocal-rank-fusion constant of the 'hybrid' match mo
 
 
 
-def _cosines(store: Any, table: str, ids: list[str], qv: np.ndarray) -> dict[str, float]:
+def _cosines(store: GraphStore, table: str, ids: list[str], qv: np.ndarray) -> dict[str, float]:
     embs = store.get_embeddings(table, ids)
     return {i: float(unit(np.asarray(embs[i], dtype=np.float32)) @ qv) if i in embs else 0.0 for i in ids}
 
@@ -74,7 +75,7 @@ class _Channel:
     used: int = 0
 
 
-def _skeleton_scope(store: Any, cfg: KetRetrievalParams) -> _Skeleton:
+def _skeleton_scope(store: GraphStore, cfg: KetRetrievalParams) -> _Skeleton:
     info = ket_info(store)
     built = float(info.get("skeleton_beta", 1.0)) if info else 1.0
     built_text = (f"the graph's KG covers β={built:g} of its chunks" if info
@@ -106,7 +107,7 @@ def _skeleton_scope(store: Any, cfg: KetRetrievalParams) -> _Skeleton:
     return _Skeleton(chunks, label, built)
 
 
-def _seed_entities(store: Any, qv: np.ndarray, cfg: KetRetrievalParams, scope: _Skeleton, named: list[str]
+def _seed_entities(store: GraphStore, qv: np.ndarray, cfg: KetRetrievalParams, scope: _Skeleton, named: list[str]
                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, set[str]]]:
     """(seeds best first, skipped candidates, entity -> chunks mentioning it in scope). ``named``:
     entities the question names (entity_match lexical), taken before the nearest by cosine."""
@@ -167,7 +168,7 @@ def _fused(bm25: dict[str, float], cos: dict[str, float]) -> dict[str, float]:
 
 
 class _KetEngine:
-    def __init__(self, store: Any, qv: np.ndarray, cfg: KetRetrievalParams, tracer: Tracer, *,
+    def __init__(self, store: GraphStore, qv: np.ndarray, cfg: KetRetrievalParams, tracer: Tracer, *,
                  question: str = "", keyword_mode: str = "embedding", entity_mode: str = "embedding") -> None:
         self.store, self.qv, self.cfg, self.tracer = store, qv, cfg, tracer
         self.question, self.keyword_mode, self.entity_mode = question, keyword_mode, entity_mode
@@ -597,7 +598,7 @@ class _KetEngine:
         return nodes
 
 
-def _keyword_index(store: Any) -> Any:
+def _keyword_index(store: GraphStore) -> Any:
     view = keyword_view(store)
     if view is None or not view.kw_ids:
         raise MethodError("this graph has no KET keyword index (no Keyword nodes)",

@@ -62,6 +62,7 @@ import numpy as np
 from kgviz.embedding import is_hashing
 from kgviz.errors import MethodError
 from kgviz.graph import reads
+from kgviz.graph.protocol import GraphStore
 from kgviz.methods import deciding
 from kgviz.methods.budget import skip_and_continue
 from kgviz.methods.base import (
@@ -184,7 +185,7 @@ class Memory:
         return {f.id for f in self.triples}
 
 
-def choose_source(store: Any, wanted: str) -> tuple[str, str]:
+def choose_source(store: GraphStore, wanted: str) -> tuple[str, str]:
     """(origin, reason). Raises MethodError when the wanted KG holds no entities."""
     n_cur = reads.count_entities(store, "curated")
     if wanted == "auto":
@@ -220,7 +221,7 @@ def passage_search_mode(p: KGInfusedParams, embedder_id: str) -> str:
     return "bm25" if is_hashing(embedder_id) else "hybrid"
 
 
-def search_chunks(store: Any, vector: np.ndarray, text: str, k: int, p: KGInfusedParams,
+def search_chunks(store: GraphStore, vector: np.ndarray, text: str, k: int, p: KGInfusedParams,
                   mode: str) -> list[tuple[str, float]]:
     """Top-k chunk ids for a query, best first, by ``mode`` (``passage_search_mode``)."""
     if mode == "dense":
@@ -258,6 +259,7 @@ class KGInfusedRAG:
     title: ClassVar[str] = "KG-Infused RAG"
     paper: ClassVar[str] = "003"
     budget_param: ClassVar[str | None] = "budget_tokens"  # 0 (default) = stops at its note, as in the paper
+    no_context: ClassVar[bool] = False
     Params: ClassVar[type] = KGInfusedParams
     presets: ClassVar[dict[str, Any]] = {
         # head -> tail only (Eq. 6, App. B) and dense passages (§4.3): nothing of ours the paper defines
@@ -285,7 +287,7 @@ class KGInfusedRAG:
                                     "expanded_query": expanded, "passage_note": note, "kg_note": kg_note})
 
     # -- 1-2: source and seeds ------------------------------------------------------------------
-    def _seed(self, store: Any, qv: np.ndarray, origin: str, why: str, p: KGInfusedParams, memory: Memory,
+    def _seed(self, store: GraphStore, qv: np.ndarray, origin: str, why: str, p: KGInfusedParams, memory: Memory,
               tracer: Tracer) -> None:
         hits = store.vector_search("Entity", qv, p.k_e, where={"origin": origin})
         if not hits:
@@ -308,7 +310,7 @@ class KGInfusedRAG:
                      + "; the paper spreads over Wikidata5M-KG, §3.3)"))
 
     # -- 3: spreading activation ----------------------------------------------------------------
-    def _spread(self, question: str, qv: np.ndarray, store: Any, embedder: Any, origin: str, p: KGInfusedParams,
+    def _spread(self, question: str, qv: np.ndarray, store: GraphStore, embedder: Any, origin: str, p: KGInfusedParams,
                 memory: Memory, tracer: Tracer) -> None:
         active = list(memory.activated)
         for rnd in range(1, p.max_rounds + 1):
@@ -370,7 +372,7 @@ class KGInfusedRAG:
                 memory.activated[e] = rnd
             active = frontier
 
-    def _candidates(self, active: list[str], rnd: int, qv: np.ndarray, store: Any, embedder: Any, origin: str,
+    def _candidates(self, active: list[str], rnd: int, qv: np.ndarray, store: GraphStore, embedder: Any, origin: str,
                     p: KGInfusedParams, memory: Memory) -> tuple[list[Fact], dict[str, dict[str, int]], int]:
         rows = [(r, False) for r in reads.related_edges(store, active, origin, incoming=False)]
         if spreads_both_ways(p, origin):
@@ -404,7 +406,7 @@ class KGInfusedRAG:
             kept.extend(fs)
         return kept, per_entity, skipped_known
 
-    def _describe(self, facts: list[Fact], qv: np.ndarray, store: Any, embedder: Any) -> None:
+    def _describe(self, facts: list[Fact], qv: np.ndarray, store: GraphStore, embedder: Any) -> None:
         """Fill each fact's stored text, provenance and cosine with the question."""
         ids = [f.id for f in facts if not f.id.startswith("rel:")]
         rows = {r["id"]: r for r in reads.triple_sources(store, ids)} if ids else {}
@@ -531,7 +533,7 @@ class KGInfusedRAG:
         return str(value)
 
     # -- 6: dual retrieval ----------------------------------------------------------------------
-    def _dual_retrieval(self, question: str, qv: np.ndarray, expanded: str, store: Any, embedder: Any,
+    def _dual_retrieval(self, question: str, qv: np.ndarray, expanded: str, store: GraphStore, embedder: Any,
                         p: KGInfusedParams, tracer: Tracer) -> tuple[list[dict[str, Any]], tuple[Hits, Hits]]:
         """The k_p passages (App. C.2), and the two rankings (question, expanded query) they came from:
         k_p deep, or deep enough to fill ``budget_tokens`` when it is set."""
@@ -593,7 +595,7 @@ class KGInfusedRAG:
 
     # -- 9: equal budget (ours) -----------------------------------------------------------------
     def _fill_budget(self, kg_note: str, passages: list[dict[str, Any]], rankings: tuple[Hits, Hits],
-                     store: Any, p: KGInfusedParams, tracer: Tracer) -> list[dict[str, Any]]:
+                     store: GraphStore, p: KGInfusedParams, tracer: Tracer) -> list[dict[str, Any]]:
         """Passages past k_p: the question's ranking, then the expanded query's, each filling half of
         the room ``budget_tokens`` leaves after the note and the k_p passages (skip-and-continue)."""
         taken = {x["id"] for x in passages}

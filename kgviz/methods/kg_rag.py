@@ -668,6 +668,7 @@ class KGRag:
     presets: ClassVar[dict[str, Any]] = {"reconstruction": KGRagParams()}
     preset_aliases: ClassVar[dict[str, str]] = {"paper": "reconstruction"}
     budget_param: ClassVar[str | None] = "max_context_tokens"
+    no_context: ClassVar[bool] = False
 
     def retrieve(self, question: str, ctx: MethodContext, params: KGRagParams,
                  tracer: Tracer) -> RetrievedContext:

@@ -46,6 +46,7 @@ from kgviz.errors import MethodError
 from kgviz.facts.triples import SENTENCE_KIND, stated_fact
 from kgviz.graph import reads
 from kgviz.graph.arrow import vectors_to_numpy
+from kgviz.graph.protocol import GraphStore
 from kgviz.methods import deciding
 from kgviz.methods.base import (ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param,
                                 register)
@@ -101,7 +102,7 @@ def _vectors(column: Any, dim: int) -> list[np.ndarray | None]:
     return [None if v is None else unit(np.asarray(v, dtype=np.float32)) for v in array.to_pylist()]
 
 
-def _rows_with_vectors(store: Any, table: Any) -> list[dict[str, Any]]:
+def _rows_with_vectors(store: GraphStore, table: Any) -> list[dict[str, Any]]:
     """Rows of an arrow table as dicts; every column ending in "emb" becomes a normalised numpy
     vector (or None)."""
     cols = {name: (_vectors(table.column(name), int(store.dim)) if name.endswith("emb")
@@ -117,6 +118,7 @@ class KGRetriever:
     Params: ClassVar[type] = KGRetrieverParams
     presets: ClassVar[dict[str, Any]] = PRESETS
     budget_param: ClassVar[str | None] = None  # stops at T items (§3.2.2); the answer step caps at B
+    no_context: ClassVar[bool] = False
 
     def retrieve(self, question: str, ctx: MethodContext, params: KGRetrieverParams, tracer: Tracer) -> RetrievedContext:
         p = params
@@ -156,7 +158,7 @@ class KGRetriever:
         return self._select_triples(store, qv, list(weights), ent, p, tracer)
 
     # -- document layer ----------------------------------------------------------------------
-    def _collaborate(self, store: Any, seeds: list[str], p: KGRetrieverParams
+    def _collaborate(self, store: GraphStore, seeds: list[str], p: KGRetrieverParams
                      ) -> tuple[dict[str, float], list[EdgeRef], dict[str, int], list[str], float]:
         # the top-N documents themselves count fully (w = 1): the paper sets w = 1 in one-hop and gives
         # the attentive w for neighbours only, so under attentive / multi-hop this is ours (traced)
@@ -214,7 +216,7 @@ class KGRetriever:
         return f"{len(weights) - n_seeds} neighbour documents (up to K={p.k_neighbours} per document); {rule}"
 
     # -- entity layer ------------------------------------------------------------------------
-    def _score_entities(self, store: Any, qv: np.ndarray, weights: dict[str, float], hop_of: dict[str, int],
+    def _score_entities(self, store: GraphStore, qv: np.ndarray, weights: dict[str, float], hop_of: dict[str, int],
                         p: KGRetrieverParams, tracer: Tracer) -> dict[str, Any]:
         rows = _rows_with_vectors(store, reads.document_entities(store, list(weights)))
         w: dict[str, float] = {}
@@ -289,7 +291,7 @@ class KGRetriever:
                         "best": best, "blocked": blocked, "message": message})
         return out
 
-    def _select_triples(self, store: Any, qv: np.ndarray, docs: list[str], ent: dict[str, Any],
+    def _select_triples(self, store: GraphStore, qv: np.ndarray, docs: list[str], ent: dict[str, Any],
                         p: KGRetrieverParams, tracer: Tracer) -> RetrievedContext:
         kept: list[str] = ent["kept"]
         kept_set = set(kept)
@@ -341,7 +343,7 @@ class KGRetriever:
         return RetrievedContext(items=items, node_ids=[i.id for i in items] + used_entities)
 
     @staticmethod
-    def _titles(store: Any, ids: list[str], into: dict[str, str]) -> None:
+    def _titles(store: GraphStore, ids: list[str], into: dict[str, str]) -> None:
         missing = [d for d in dict.fromkeys(ids) if d not in into]
         if missing:
             into.update({i: t or i for i, t in reads.document_titles(store, missing).items()})

@@ -65,6 +65,7 @@ class TextRag:
     presets: ClassVar[dict[str, Any]] = {"hybrid": TextRagParams(), "dense-only": TextRagParams(retriever="dense"),
                                          "bm25-only": TextRagParams(retriever="bm25")}
     budget_param: ClassVar[str | None] = "budget_tokens"
+    no_context: ClassVar[bool] = False
 
     def retrieve(self, question: str, ctx: MethodContext, params: TextRagParams, tracer: Tracer) -> RetrievedContext:
         return retrieve_passages(question, ctx, params, tracer)
@@ -78,6 +79,7 @@ class Bm25Baseline:
     Params: ClassVar[type] = SingleRetrieverParams
     presets: ClassVar[dict[str, Any]] = {}
     budget_param: ClassVar[str | None] = "budget_tokens"
+    no_context: ClassVar[bool] = False
     retriever: ClassVar[Retriever] = "bm25"
 
     def retrieve(self, question: str, ctx: MethodContext, params: SingleRetrieverParams,

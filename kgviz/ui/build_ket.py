@@ -21,6 +21,7 @@ import pandas as pd
 import streamlit as st
 
 from kgviz.graph import reads
+from kgviz.graph.protocol import GraphStore
 from kgviz.index.ket import core_ranking, ket_info, knn_degree_distribution, n_core, skeleton_cost
 from kgviz.index.params import BuildParams, BuildReport
 from kgviz.ui import resources
@@ -58,7 +59,7 @@ def _where(row: dict[str, Any], titles: dict[str, str]) -> str:
     return f"{title} · part {int(row['ord']) + 1}" if row.get("ord") is not None else title
 
 
-def ket_overview(store: Any, *, expected_output_ratio: float | None = None) -> KetOverview | None:
+def ket_overview(store: GraphStore, *, expected_output_ratio: float | None = None) -> KetOverview | None:
     """The KET figures of the graph in ``store``; None when it has no KET index."""
     from kgviz.methods.ket_rag import KetRagParams
 

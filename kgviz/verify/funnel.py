@@ -28,6 +28,8 @@ from kgviz.answer import DEFAULT_BUDGET_TOKENS, fit_budget
 from kgviz.answer_norm import contains
 from kgviz.claims import is_abstention
 from kgviz.errors import UnknownMethodError
+from kgviz.graph.protocol import GraphStore
+from kgviz.methods.base import Method
 from kgviz.methods.registry import get_method
 from kgviz.run import Run
 
@@ -72,7 +74,7 @@ def _any_gold(text: str, golds: Sequence[str]) -> bool:
     return any(contains(text, g) for g in golds)
 
 
-def gold_presence(store: Any, golds: Sequence[str], params: FunnelParams = FunnelParams()) -> GoldPresence:
+def gold_presence(store: GraphStore, golds: Sequence[str], params: FunnelParams = FunnelParams()) -> GoldPresence:
     """Scan chunk texts, entity names and triple texts for the gold answers (in Python, because
     SQuAD normalisation is not expressible in Cypher), then collect the nodes near them."""
     golds = [g for g in golds if g.strip()]
@@ -88,7 +90,7 @@ def gold_presence(store: Any, golds: Sequence[str], params: FunnelParams = Funne
     return p
 
 
-def _related(store: Any, p: GoldPresence, triples: list[dict[str, Any]], params: FunnelParams) -> set[str]:
+def _related(store: GraphStore, p: GoldPresence, triples: list[dict[str, Any]], params: FunnelParams) -> set[str]:
     entities = set(p.graph_entities) | {r[k] for r in triples for k in ("s", "o") if r[k]}
     if entities and params.related_hops > 0:
         entities |= reads.entities_within(store, sorted(entities), params.related_hops)
@@ -153,7 +155,8 @@ def funnel_row(run: Run, presence: GoldPresence) -> FunnelRow:
     near = bool(seeds & presence.related) if seeds else None
     graph = is_graph_method(run.method)
     row = FunnelRow(run.method, presence.in_corpus, presence.in_graph, in_context, in_kept, in_answer, near, "", "")
-    no_context = bool(getattr(_method_or_none(run.method), "no_context", False))
+    method = _method_or_none(run.method)
+    no_context = method is not None and method.no_context
     if run.error:
         row.label, row.explanation = "method failed", run.error
     elif in_answer:
@@ -179,7 +182,7 @@ def funnel_row(run: Run, presence: GoldPresence) -> FunnelRow:
     return row
 
 
-def _method_or_none(name: str) -> Any:
+def _method_or_none(name: str) -> Method | None:
     try:
         return get_method(name)
     except UnknownMethodError:

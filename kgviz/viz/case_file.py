@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any, Sequence
 
+from kgviz.graph.protocol import GraphStore
 from kgviz.safe_text import safe_text
 from kgviz.verify.comparison import Comparison, MethodResult, overlap_matrix
 from kgviz.verify.judge import ClaimVerdict
@@ -130,7 +131,7 @@ def _method_section(r: MethodResult) -> str:
     return "\n".join(parts)
 
 
-def render_case_file(c: Comparison, store: Any = None, *, include_graph: bool = True) -> str:
+def render_case_file(c: Comparison, store: GraphStore | None = None, *, include_graph: bool = True) -> str:
     parts = [f"<h1>kgviz case file</h1><p><b>Question:</b> {esc(c.question)}</p>"]
     if c.golds:
         parts.append(f"<p><b>Gold answer(s):</b> {esc(' | '.join(c.golds))}</p>")

@@ -12,6 +12,7 @@ from typing import Any
 
 from kgviz.errors import KgvizError
 from kgviz.graph import explore as reads
+from kgviz.graph.protocol import GraphStore
 from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph
 
 # a hub entity can have thousands of relations: never pull more rows than this per hop (ours)
@@ -33,7 +34,7 @@ class EntityHit:
         return f"{self.name} ({self.n_mentions} mentions{extra}){how}"
 
 
-def search_entities(store: Any, text: str, *, limit: int = 20, embedder: Any | None = None,
+def search_entities(store: GraphStore, text: str, *, limit: int = 20, embedder: Any | None = None,
                     vector_search: Any | None = None) -> list[EntityHit]:
     """Entities whose name contains ``text`` (case-insensitive), most mentioned first. With no
     name match and an embedder, fall back to vector search over entity embeddings.
@@ -77,7 +78,7 @@ class Neighbourhood:
         return f"showing {self.graph.shown_nodes} of {total} nodes within {self.hops} hop(s)"
 
 
-def neighbourhood(store: Any, entity_id: str, *, hops: int = 1, cap: int = 50) -> Neighbourhood:
+def neighbourhood(store: GraphStore, entity_id: str, *, hops: int = 1, cap: int = 50) -> Neighbourhood:
     """The entity, its RELATED neighbours up to ``hops`` (1 or 2) away, and the relations among
     them. Nodes are ranked centre first, then by hop distance, then by how connected they are in
     this neighbourhood, and the first ``cap`` are kept; the caption says how many there were."""
@@ -154,7 +155,7 @@ class EntityDetails:
     chunks: list[ChunkDetail]
 
 
-def entity_details(store: Any, entity_id: str, *, max_triples: int = 200, max_chunks: int = 20) -> EntityDetails:
+def entity_details(store: GraphStore, entity_id: str, *, max_triples: int = 200, max_chunks: int = 20) -> EntityDetails:
     """The entity row, the triples it takes part in (with their provenance sentence), and the
     chunks they came from (text plus the raw extraction output for that chunk)."""
     row = reads.entity(store, entity_id)
@@ -181,6 +182,6 @@ def entity_details(store: Any, entity_id: str, *, max_triples: int = 200, max_ch
     return EntityDetails(row, triples, chunks)
 
 
-def degrees(store: Any) -> list[int]:
+def degrees(store: GraphStore) -> list[int]:
     """Number of RELATED edges (either direction) per entity, isolated entities included."""
     return reads.related_degrees(store)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from kgviz.graph import reads
+from kgviz.graph.protocol import GraphStore
 from kgviz.run import Run
 from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph, graph_html
 from kgviz.viz.labels import fetch_human_labels
@@ -84,7 +85,7 @@ class Overlay:
         return sum(len(ms) > 1 for ms in self.by_node.values())
 
 
-def _labels(runs: Sequence[Run], store: Any, tables: Mapping[str, str]) -> dict[str, str]:
+def _labels(runs: Sequence[Run], store: GraphStore | None, tables: Mapping[str, str]) -> dict[str, str]:
     labels: dict[str, str] = {}
     for run in runs:
         for item in run.context.items:
@@ -106,7 +107,7 @@ def _labels(runs: Sequence[Run], store: Any, tables: Mapping[str, str]) -> dict[
     return labels
 
 
-def build_overlay(runs: Sequence[Run], store: Any = None, *, cap: int = DEFAULT_CAP) -> Overlay:
+def build_overlay(runs: Sequence[Run], store: GraphStore | None = None, *, cap: int = DEFAULT_CAP) -> Overlay:
     """Nodes/edges for ``graph_html``; ``store`` (optional) supplies names and triple links."""
     methods = [r.method for r in runs]
     colours = method_colours(methods)
@@ -137,7 +138,7 @@ def build_overlay(runs: Sequence[Run], store: Any = None, *, cap: int = DEFAULT_
 
 
 def _edges(runs: Sequence[Run], by_node: Mapping[str, list[str]], tables: Mapping[str, str],
-           store: Any) -> list[VizEdge]:
+           store: GraphStore | None) -> list[VizEdge]:
     seen: dict[tuple[str, str], VizEdge] = {}
     for run in runs:
         for step in run.trace:

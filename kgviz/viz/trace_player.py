@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from kgviz.errors import KgvizError
+from kgviz.graph.protocol import GraphStore
 from kgviz.methods import deciding
 from kgviz.methods.base import TraceStep
 from kgviz.safe_text import safe_strings
@@ -262,7 +263,7 @@ def player_html(data: Mapping[str, Any], params: PlayerParams = PlayerParams()) 
     return page
 
 
-def run_page(trace: Sequence[TraceStep], store: Any, *, method: str = "",
+def run_page(trace: Sequence[TraceStep], store: GraphStore, *, method: str = "",
              links: TraceLinks | None = None, params: PlayerParams = PlayerParams()) -> str:
     """The whole pipeline for one run: human labels and the facts' ends from ``store`` (its
     ``query``), one shared layout, one frame and one panel per step, the page."""
