@@ -251,13 +251,17 @@ def registered() -> dict[str, Callable[[], Method[Any]]]:
     return dict(_METHODS)
 
 
-def param(default: Any, doc: str, *, choices: Sequence[str] | None = None, min: float | None = None,
-          max: float | None = None) -> Any:
-    """A Params field with its documentation (paper section, or "ours" where a paper is silent) and
-    the values it accepts: ``choices`` (for a str field typed ``Literal[...]`` the Literal is the
-    source and ``choices`` may be left out) and an inclusive ``min`` / ``max``. ``check_params``
-    enforces them; ``param_choices`` / ``param_range`` read them back (for forms and docs)."""
+def param(default: Any, doc: str, *, label: str = "", choices: Sequence[str] | None = None,
+          min: float | None = None, max: float | None = None) -> Any:
+    """A Params field with its documentation (paper section, or "ours" where a paper is silent),
+    its reader-facing ``label`` (forms show it; the raw field name stays what the CLI, presets and
+    a run's JSON use) and the values it accepts: ``choices`` (for a str field typed ``Literal[...]``
+    the Literal is the source and ``choices`` may be left out) and an inclusive ``min`` / ``max``.
+    ``check_params`` enforces them; ``param_choices`` / ``param_range`` / ``param_label`` read them
+    back (for forms and docs)."""
     meta: dict[str, Any] = {"doc": doc}
+    if label:
+        meta["label"] = label
     if choices is not None:
         meta["choices"] = tuple(choices)
     if min is not None:
@@ -282,6 +286,14 @@ def _limits(params_cls: type) -> dict[str, tuple[tuple[str, ...], float | None, 
 def param_choices(params_cls: type, name: str) -> tuple[str, ...]:
     """The allowed values of a choice field: its ``Literal[...]`` type, else ``choices=``; () if free."""
     return _limits(params_cls)[name][0]
+
+
+def param_label(params_cls: type, name: str) -> str:
+    """The field's declared ``label``, else its name with spaces for underscores, capitalised."""
+    f = next((f for f in fields(params_cls) if f.name == name), None)
+    if f is None:
+        raise KeyError(f"{params_cls.__name__} has no field {name!r}")
+    return str(f.metadata.get("label", "")) or name.replace("_", " ").capitalize()
 
 
 def param_range(params_cls: type, name: str) -> tuple[float | None, float | None]:
