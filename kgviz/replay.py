@@ -16,6 +16,7 @@ from typing import Any, Callable
 from kgviz.compare import MethodResult, assess
 from kgviz.evaluate.qa import QAItem
 from kgviz.graph import reads
+from kgviz.graph.rows import ExtractionSummaryRow
 from kgviz.graph.store import GraphStore
 from kgviz.index.params import BuildParams, BuildReport, ProgressEvent
 from kgviz.ingest import load_paths
@@ -73,7 +74,7 @@ def build_sample(session: Session, workers: int = 1,
                  progress=progress)
 
 
-def extraction_rows(store: GraphStore) -> list[dict[str, Any]]:
+def extraction_rows(store: GraphStore) -> list[ExtractionSummaryRow]:
     return reads.extraction_summaries(store)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from kgviz.errors import MethodError
 from kgviz.graph import reads
 from kgviz.facts.triples import stated_fact
 from kgviz.graph.protocol import GraphStore
+from kgviz.graph.rows import TripleAtEntityRow
 from kgviz.index.ket import KetParams, core_ranking, ket_info, n_core
 from kgviz.index.knn import content_words
 from kgviz.methods import deciding
@@ -119,7 +120,7 @@ def _seed_entities(store: GraphStore, qv: np.ndarray, cfg: KetRetrievalParams, s
         info = {r["id"]: r for r in reads.entities_with_chunks(store, [e for e, _ in hits])}
         chunks: dict[str, set[str]] = {}
         for e, r in info.items():
-            mine = {c for c in r.pop("chunks") or () if c and (scope.chunks is None or c in scope.chunks)}
+            mine = {c for c in r["chunks"] or () if c and (scope.chunks is None or c in scope.chunks)}
             if mine:
                 chunks[e] = mine
         seeds: list[dict[str, Any]] = []
@@ -128,7 +129,7 @@ def _seed_entities(store: GraphStore, qv: np.ndarray, cfg: KetRetrievalParams, s
             row = info.get(e)
             if row is None:
                 continue
-            ent = {**row, "score": score}
+            ent = {**{k: v for k, v in row.items() if k != "chunks"}, "score": score}  # chunks: kept above
             in_scope = row["origin"] != "curated" and (scope.chunks is None or e in chunks)
             (seeds if in_scope and len(seeds) < cfg.seed_entities else skipped).append(ent)
         if len(seeds) >= cfg.seed_entities or len(near) < fetch:
@@ -246,8 +247,8 @@ class _KetEngine:
         store, cfg = self.store, self.cfg
         rows = {r["id"]: r for r in reads.triples_at_entities(store, sorted(seeds)) if r["origin"] != "curated"}
         t_chunks: dict[str, set[str]] = {}
-        for r in reads.triple_chunks(store, list(rows)):
-            t_chunks.setdefault(r["tid"], set()).add(r["cid"])
+        for link in reads.triple_chunks(store, list(rows)):
+            t_chunks.setdefault(link["tid"], set()).add(link["cid"])
         if scope.chunks is not None:
             rows = {t: r for t, r in rows.items() if t_chunks.get(t, set()) & scope.chunks}
         cos = triple_cosines(store, list(rows), self.qv)
@@ -279,7 +280,8 @@ class _KetEngine:
         rejected = over + capped
         shown = chosen + rejected[:SHOWN_REJECTED]
         both = sum(1 for t in chosen if adj[t] == 2)
-        ends = {rows[t][k]: rows[t][k + "name"] or rows[t][k] for t in shown for k in ("s", "o")}
+        ends = {end: name or end for t in shown
+                for end, name in ((rows[t]["s"], rows[t]["sname"]), (rows[t]["o"], rows[t]["oname"]))}
         self.tracer.step(
             "select", "Skeleton channel: relationships",
             f"{len(rows)} relationships touch the seed entities; {len(chosen)} chosen ({both} join two seeds), "
@@ -301,7 +303,7 @@ class _KetEngine:
         return chosen, {t: {**rows[t], "chunks": t_chunks.get(t, set())} for t in chosen}
 
     def _ranked_relationships(self, shown: list[str], chosen: list[str], ranking: list[str],
-                              rows: dict[str, dict[str, Any]], keys: dict[str, tuple[float, ...]],
+                              rows: Mapping[str, TripleAtEntityRow], keys: dict[str, tuple[float, ...]],
                               sized: list[tuple[str, int]], room: int, capped: list[str]) -> list[NodeRef]:
         """The relationships' nodes with their deciding score (adjacency), its tie-breakers as
         parts (``keys``: the ranking key, negated), their place in the ranking and why each

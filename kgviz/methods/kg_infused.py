@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Mapping
 
 import numpy as np
 
@@ -304,7 +304,7 @@ class KGInfusedRAG:
         if not hits:
             raise MethodError(f"no {origin} entity has an embedding to match the question against",
                               hint="rebuild the index (entities need embeddings)")
-        info = {r["id"]: r for r in reads.entities(store, [e for e, _ in hits])}
+        info: dict[str, Mapping[str, Any]] = {r["id"]: r for r in reads.entities(store, [e for e, _ in hits])}
         for eid, _ in hits:
             memory.activated[eid] = 0
             memory.names[eid] = str((info.get(eid) or {}).get("name") or eid)
@@ -564,7 +564,7 @@ class KGInfusedRAG:
                         search_chunks(store, ev, expanded, depth, p, mode))
         split = dual_retrieve(q_hits, q2_hits, p.k_p)
         merged = split["question"] + split["expanded"]
-        info = {r["id"]: r for r in reads.chunks(store, merged + split["duplicates"] + split["unused"])} if merged else {}
+        info: dict[str, Mapping[str, Any]] = {r["id"]: r for r in reads.chunks(store, merged + split["duplicates"] + split["unused"])} if merged else {}
         scores = {c: float(s) for c, s in q2_hits}
         scores.update({c: float(s) for c, s in q_hits})
 

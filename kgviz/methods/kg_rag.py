@@ -78,13 +78,14 @@ Presets: only "reconstruction" (the defaults; "paper" is accepted as its old nam
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
 from kgviz.errors import MethodError
 from kgviz.facts.triples import SENTENCE_KIND
 from kgviz.graph import neighbourhood as nb
+from kgviz.graph.rows import NeighbourRow
 from kgviz.methods import deciding
 from kgviz.methods.base import (
     ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Role, Tracer, check_params, mark_ours, param, register,
@@ -164,7 +165,7 @@ class Hop:
     opened: list[str] = field(default_factory=list)  # triple hypernodes the hop landed on
 
 
-def _fact_text(row: dict[str, Any]) -> str:
+def _fact_text(row: NeighbourRow) -> str:
     text = str(row.get("text") or "").strip()
     return text or " ".join(str(row.get(k) or "") for k in ("subject", "relation", "object")).strip()
 
@@ -176,8 +177,8 @@ class _Walk:
         self.q, self.ctx, self.p, self.tr = question, ctx, p, tracer
         self.tables: dict[str, str] = {}  # node id -> "Entity" | "Triple"
         self.labels: dict[str, str] = {}
-        self.rows: dict[str, dict[str, Any]] = {}  # triple id -> row
-        self.synthetic: dict[str, dict[str, Any]] = {}  # rel:... id -> row-like dict (no Triple node)
+        self.rows: dict[str, NeighbourRow] = {}  # triple id -> row
+        self.synthetic: dict[str, NeighbourRow] = {}  # rel:... id -> row-like dict (no Triple node)
         self.seed_nodes: list[str] = []
         self.planned_seeds: list[str] = []  # seeds that are the best hit of a planned entity
         self.seed_scores: dict[str, float] = {}
@@ -189,9 +190,9 @@ class _Walk:
         self.plan_detail = ""
         self.qv = self.pv = np.zeros(0, dtype=np.float32)  # question / plan vectors, set by seed_step
         self.embs: dict[str, np.ndarray | None] = {}  # triple id -> stored Triple.emb (None: has none)
-        self.fetched: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (query, anchor) -> its rows
-        self.at_entity: dict[str, list[dict[str, Any]]] = {}  # entity -> all triples at it
-        self.at_triple: dict[str, list[dict[str, Any]]] = {}  # triple -> all triples at it
+        self.fetched: dict[tuple[str, str], list[NeighbourRow]] = {}  # (query, anchor) -> its rows
+        self.at_entity: dict[str, list[NeighbourRow]] = {}  # entity -> all triples at it
+        self.at_triple: dict[str, list[NeighbourRow]] = {}  # triple -> all triples at it
         self.curated: set[str] = set()  # ids of curated nodes / rel: facts seen (see use_curated)
         self.curated_in_graph = False  # set by seed_step
 
@@ -214,7 +215,7 @@ class _Walk:
                 self.tables[row["id"]] = "Entity"
                 self.labels[row["id"]] = str(row.get("name") or row["id"])
 
-    def _remember_triple(self, row: dict[str, Any]) -> None:
+    def _remember_triple(self, row: NeighbourRow) -> None:
         if row.get("origin") == CURATED:  # its ends are learnt with their own rows (_resolve)
             self.curated.add(row["id"])
         self.rows[row["id"]] = row
@@ -332,15 +333,15 @@ class _Walk:
         got = self._neighbourhood(ents, tris)
         at_ent, hyper, at_tri = got["Q_TRIPLES_AT_ENTITY"], got["Q_HYPER_AT_ENTITY"], got["Q_TRIPLES_AT_TRIPLE"]
         rel_out, rel_in = got["Q_RELATED_OUT"], got["Q_RELATED_IN"]
-        triple_hits: list[tuple[str, str, dict[str, Any]]] = []  # (anchor, anchor's side, row)
-        related: list[dict[str, Any]] = []
+        triple_hits: list[tuple[str, str, NeighbourRow]] = []  # (anchor, anchor's side, row)
+        related: list[NeighbourRow] = []
         for a in anchors:  # the per-anchor order of the hits decides which anchor a candidate keeps
             if self.tables[a] == "Entity":
                 triple_hits += [(a, r["side"], r) for r in at_ent.get(a, [])]
                 # the inner triple is what the walk passes through to reach the hypernode
                 triple_hits += [(r["inner"], r["side"], r) for r in hyper.get(a, [])]
                 related += rel_out.get(a, [])
-                related += [dict(r, _in=True) for r in rel_in.get(a, [])]
+                related += [{**r, "_in": True} for r in rel_in.get(a, [])]
             else:
                 triple_hits += [(a, r["side"], r) for r in at_tri.get(a, [])]
         n_curated = 0
@@ -403,7 +404,7 @@ class _Walk:
                                        "Q_RELATED_IN", "Q_TRIPLES_AT_TRIPLE"]})
         return out
 
-    def _neighbourhood(self, ents: list[str], tris: list[str]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    def _neighbourhood(self, ents: list[str], tris: list[str]) -> dict[str, dict[str, list[NeighbourRow]]]:
         """{query name: {anchor: its first ``fetch_limit`` rows, in the query's order}}, each
         anchor fetched once per run. The hypernodes one level up from an entity (the rows of
         ``Q_HYPER_AT_ENTITY``) are the triples *at* the triples at the entity, so they are put
@@ -414,10 +415,11 @@ class _Walk:
         self.at_triple.update(nb.neighbourhood(
             self.ctx.store, "Q_TRIPLES_AT_TRIPLE", [t for t in dict.fromkeys(tris + inner) if t not in self.at_triple]))
         for a in new_ents:
-            hyper: dict[tuple[str, str, str], dict[str, Any]] = {}  # DISTINCT, as the query was
+            hyper: dict[tuple[str, str, str], NeighbourRow] = {}  # DISTINCT, as the query was
             for i in self.at_entity[a]:
                 for t in self.at_triple[i["id"]]:
-                    row = {"side": t["side"], "inner": i["id"], **{k: v for k, v in t.items() if k != "side"}}
+                    row = cast(NeighbourRow, {"side": t["side"], "inner": i["id"],
+                                              **{k: v for k, v in t.items() if k != "side"}})
                     hyper.setdefault((row["side"], row["inner"], row["id"]), row)
             self._keep("Q_HYPER_AT_ENTITY", a, list(hyper.values()))
             self._keep("Q_TRIPLES_AT_ENTITY", a, self.at_entity[a])
@@ -431,12 +433,12 @@ class _Walk:
         return {name: {a: self.fetched[(name, a)] for a in (tris if name == "Q_TRIPLES_AT_TRIPLE" else ents)}
                 for name in nb.ORDER}
 
-    def _keep(self, name: str, anchor: str, rows: list[dict[str, Any]]) -> None:
+    def _keep(self, name: str, anchor: str, rows: list[NeighbourRow]) -> None:
         """What the per-anchor ``ORDER BY ... LIMIT fetch_limit`` query returned."""
         ordered = sorted(rows, key=lambda r: nb.sort_key(r, nb.ORDER[name]))
         self.fetched[(name, anchor)] = ordered[:max(self.p.fetch_limit, 0)]
 
-    def _cand_from_row(self, row: dict[str, Any], anchor: str, other: str) -> Candidate:
+    def _cand_from_row(self, row: NeighbourRow, anchor: str, other: str) -> Candidate:
         return Candidate(row["id"], _fact_text(row), str(row.get("relation") or ""),
                          str(row.get("subject_id") or ""), str(row.get("object_id") or ""), anchor, other)
 

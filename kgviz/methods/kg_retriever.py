@@ -178,13 +178,15 @@ class KGRetriever:
             if not frontier:
                 break
             by_src: dict[str, list[tuple[str, float, float]]] = {}  # src -> (dst, edge weight, doc cosine)
+            out_edges: list[tuple[str, str, float | None, float]]  # (src, dst, edge weight, doc cosine)
             if one_hop:
-                rows = reads.similar_documents(store, frontier)
+                out_edges = [(r["src"], r["dst"], r["weight"], 1.0) for r in reads.similar_documents(store, frontier)]
             else:
-                rows = _rows_with_vectors(store, reads.similar_documents(store, frontier, vectors=True))
-            for r in rows:
-                doc_cos = 1.0 if one_hop else (cosine_unit(r["src_emb"], r["emb"]) if r["emb"] is not None else 0.0)
-                by_src.setdefault(r["src"], []).append((r["dst"], float(r["weight"] or 0.0), doc_cos))
+                out_edges = [(r["src"], r["dst"], r["weight"],
+                              cosine_unit(r["src_emb"], r["emb"]) if r["emb"] is not None else 0.0)
+                             for r in _rows_with_vectors(store, reads.similar_documents(store, frontier, vectors=True))]
+            for src, dst, weight, doc_cos in out_edges:
+                by_src.setdefault(src, []).append((dst, float(weight or 0.0), doc_cos))
             before = dict(weights)  # weights of this hop's sources, unaffected by this hop's updates
             nxt: list[str] = []
             ranked_of = {src: sorted(by_src.get(src, []), key=lambda x: (-x[1], x[0])) for src in frontier}

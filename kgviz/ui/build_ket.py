@@ -15,7 +15,7 @@ the top-⌈b·n⌉ chunks by PageRank, b = KetRagParams().skeleton_beta (0.8, §
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 import streamlit as st
@@ -53,7 +53,7 @@ def _excerpt(text: str) -> str:
     return flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1].rstrip() + "…"
 
 
-def _where(row: dict[str, Any], titles: dict[str, str]) -> str:
+def _where(row: Mapping[str, Any], titles: dict[str, str]) -> str:
     """"Title · part 2": the chunk named by its document and position, not by its hash id."""
     title = titles.get(str(row.get("doc")), str(row.get("doc") or row["id"]))
     return f"{title} · part {int(row['ord']) + 1}" if row.get("ord") is not None else title

@@ -29,6 +29,7 @@ from kgviz.answer_norm import contains
 from kgviz.claims import is_abstention
 from kgviz.errors import UnknownMethodError
 from kgviz.graph.protocol import GraphStore
+from kgviz.graph.rows import TripleFactRow
 from kgviz.methods.base import Method
 from kgviz.methods.registry import get_method
 from kgviz.run import Run
@@ -90,7 +91,7 @@ def gold_presence(store: GraphStore, golds: Sequence[str], params: FunnelParams 
     return p
 
 
-def _related(store: GraphStore, p: GoldPresence, triples: list[dict[str, Any]], params: FunnelParams) -> set[str]:
+def _related(store: GraphStore, p: GoldPresence, triples: list[TripleFactRow], params: FunnelParams) -> set[str]:
     entities = set(p.graph_entities) | {r[k] for r in triples for k in ("s", "o") if r[k]}
     if entities and params.related_hops > 0:
         entities |= reads.entities_within(store, sorted(entities), params.related_hops)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from kgviz.errors import KgvizError
 from kgviz.graph import explore as reads
 from kgviz.graph.protocol import GraphStore
+from kgviz.graph.rows import EntityDetailRow, EntityTripleRow, ExtractionRecordRow
 from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph
 
 # a hub entity can have thousands of relations: never pull more rows than this per hop (ours)
@@ -107,7 +108,7 @@ def neighbourhood(store: GraphStore, entity_id: str, *, hops: int = 1, cap: int 
         degree[s] += 1
         degree[d] += 1
     order = sorted(distance, key=lambda n: (distance[n], -degree[n], n))
-    info = {r["id"]: r for r in reads.entity_infos(store, order[:cap])} if order else {}
+    info: dict[str, Mapping[str, Any]] = {r["id"]: r for r in reads.entity_infos(store, order[:cap])} if order else {}
     nodes = [_entity_node(nid, info.get(nid), distance[nid], nid == entity_id) for nid in order]
     merged: dict[tuple[str, str], list[str]] = defaultdict(list)
     for (s, d, rel) in edges:
@@ -120,7 +121,7 @@ def neighbourhood(store: GraphStore, entity_id: str, *, hops: int = 1, cap: int 
     return Neighbourhood(entity_id, capped, hops, truncated, names)
 
 
-def _entity_node(nid: str, row: dict[str, Any] | None, dist: int, is_centre: bool) -> VizNode:
+def _entity_node(nid: str, row: Mapping[str, Any] | None, dist: int, is_centre: bool) -> VizNode:
     row = row or {}
     name = row.get("name") or nid
     lines = [name]
@@ -145,13 +146,13 @@ class ChunkDetail:
     id: str
     doc_title: str
     text: str
-    extraction: dict[str, Any] | None  # the Extraction row (raw output, mode, status ...)
+    extraction: ExtractionRecordRow | None  # the Extraction row (raw output, mode, status ...)
 
 
 @dataclass(frozen=True)
 class EntityDetails:
-    entity: dict[str, Any]
-    triples: list[dict[str, Any]]
+    entity: EntityDetailRow
+    triples: list[EntityTripleRow]
     chunks: list[ChunkDetail]
 
 
@@ -163,7 +164,7 @@ def entity_details(store: GraphStore, entity_id: str, *, max_triples: int = 200,
         raise KgvizError(f"no entity with id {entity_id!r} in this workspace",
                          hint="Search again: the workspace may have been rebuilt.")
     triples = reads.triples_of_entity(store, entity_id, max_triples)
-    chunk_ids = list(dict.fromkeys(t["chunk_id"] for t in triples if t.get("chunk_id")))
+    chunk_ids = list(dict.fromkeys(c for t in triples if (c := t["chunk_id"])))
     if len(chunk_ids) < max_chunks:
         for cid in reads.chunks_mentioning_entity(store, entity_id, max_chunks):
             if cid not in chunk_ids:
