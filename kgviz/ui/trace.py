@@ -173,10 +173,16 @@ def _param_widget(spec: ParamSpec, value: Any, key: str, paper: str = "") -> Any
 
 
 # --- runs ----------------------------------------------------------------------------------------
-def run_key(ctx: AppContext, method: str, question: str, params: dict[str, Any], preset: str) -> str:
-    """Everything that changes a run's result; the API key is deliberately not part of it."""
-    return json.dumps([str(Path(ctx.db_dir).resolve()), ctx.embedder_spec, ctx.llm_spec, method, question,
-                       preset, params], sort_keys=True, default=str)
+def run_key(ctx: AppContext, method: str, question: str, params: dict[str, Any], preset: str, *,
+            budget_tokens: int | None = None) -> str:
+    """Everything that changes a run's result; the API key is deliberately not part of it. An
+    explicit answer budget (the Compare page's) is its own element, never a key among the params;
+    without one the key is the Trace page's, so the two pages share runs."""
+    parts: list[Any] = [str(Path(ctx.db_dir).resolve()), ctx.embedder_spec, ctx.llm_spec, method, question,
+                        preset, params]
+    if budget_tokens is not None:
+        parts.append({"answer_budget_tokens": int(budget_tokens)})
+    return json.dumps(parts, sort_keys=True, default=str)
 
 
 def cached_run(key: str) -> Run | None:

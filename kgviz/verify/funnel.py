@@ -130,13 +130,10 @@ def seed_node_ids(run: Run) -> set[str]:
 
 
 def kept_text(run: Run) -> str:
-    """The context text the answer step actually saw, recomputed with the recorded budget (the
-    budget rule in kgviz.answer is deterministic)."""
-    budget = DEFAULT_BUDGET_TOKENS
-    for s in run.trace:
-        if s.kind == "answer" and "budget_tokens" in s.data:
-            budget = int(s.data["budget_tokens"])
-    return "\n".join(i.text for i in fit_budget(run.context.items, budget).items)
+    """The context text the answer step saw (``run.answer_cut``). A run without one (built by
+    hand, or whose answer step failed) is read at the default budget (kgviz.answer's rule)."""
+    cut = run.answer_cut or fit_budget(run.context.items, DEFAULT_BUDGET_TOKENS)
+    return "\n".join(i.text for i in cut.items)
 
 
 def is_graph_method(name: str) -> bool:
