@@ -8,7 +8,7 @@ declared in ``kgviz.graph.rows`` (TypedDicts: typed for the checker, plain dicts
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence, cast
+from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -17,7 +17,7 @@ from kgviz.graph.protocol import GraphStore
 from kgviz.graph.rows import (
     ChunkDocRow, ChunkLabelRow, ChunkOverviewRow, ChunkRankRow, ChunkRow, ChunkTextRow, CoreChunkRow, DocumentRow,
     EntityChunksRow, EntityNameRow, EntityRow, ExtractionSummaryRow, RelatedEdgeRow, SimilarDocRow, TripleAtEntityRow,
-    TripleChunkRow, TripleEndRow, TripleFactRow, TripleLinkRow, TripleSourceRow,
+    TripleChunkRow, TripleEndRow, TripleFactRow, TripleLinkRow, TripleSourceRow, typed,
 )
 
 
@@ -59,15 +59,13 @@ def count_rels(store: GraphStore, rel: str) -> int:
 # --- chunks and documents --------------------------------------------------------------------------
 def chunks(store: GraphStore, ids: Sequence[str]) -> list[ChunkRow]:
     """Chunks by id with their document's title: id, text, ord, title (any order)."""
-    rows = rows_by_ids(store, "(d:Document)-[:HAS_CHUNK]->(c:Chunk)", "c.id",
-                   "c.id AS id, c.text AS text, c.ord AS ord, d.title AS title", ids)
-    return cast("list[ChunkRow]", rows)
+    return typed(ChunkRow, rows_by_ids(store, "(d:Document)-[:HAS_CHUNK]->(c:Chunk)", "c.id",
+                   "c.id AS id, c.text AS text, c.ord AS ord, d.title AS title", ids))
 
 
 def chunk_labels(store: GraphStore) -> list[ChunkLabelRow]:
     """Every chunk: id, ord, title."""
-    rows = store.query("MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id, c.ord AS ord, d.title AS title")
-    return cast("list[ChunkLabelRow]", rows)
+    return typed(ChunkLabelRow, store.query("MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id, c.ord AS ord, d.title AS title"))
 
 
 def chunk_texts(store: GraphStore, ids: Sequence[str]) -> dict[str, str]:
@@ -82,14 +80,12 @@ def all_chunk_ids(store: GraphStore) -> list[str]:
 
 def all_chunks(store: GraphStore) -> list[ChunkDocRow]:
     """Every chunk: id, doc, text, sorted by id."""
-    rows = store.query("MATCH (c:Chunk) RETURN c.id AS id, c.doc_id AS doc, c.text AS text ORDER BY c.id")
-    return cast("list[ChunkDocRow]", rows)
+    return typed(ChunkDocRow, store.query("MATCH (c:Chunk) RETURN c.id AS id, c.doc_id AS doc, c.text AS text ORDER BY c.id"))
 
 
 def chunk_ranks(store: GraphStore) -> list[ChunkRankRow]:
     """Every chunk's KET PageRank: id, pr (None before the KET index is built)."""
-    rows = store.query("MATCH (c:Chunk) RETURN c.id AS id, c.pagerank AS pr")
-    return cast("list[ChunkRankRow]", rows)
+    return typed(ChunkRankRow, store.query("MATCH (c:Chunk) RETURN c.id AS id, c.pagerank AS pr"))
 
 
 def all_document_ids(store: GraphStore) -> list[str]:
@@ -108,9 +104,8 @@ def similar_documents(store: GraphStore, ids: Sequence[str], *,
     scans the whole vector column in Kùzu 0.11.3, ~50 ms on 6k rows, a traversal reads only the
     matched rows)."""
     if not vectors:
-        rows = rows_by_ids(store, "(a:Document)-[r:SIMILAR_DOC]->(b:Document)", "a.id",
-                           "a.id AS src, b.id AS dst, r.weight AS weight", ids)
-        return cast("list[SimilarDocRow]", rows)
+        return typed(SimilarDocRow, rows_by_ids(store, "(a:Document)-[r:SIMILAR_DOC]->(b:Document)", "a.id",
+                           "a.id AS src, b.id AS dst, r.weight AS weight", ids))
     return _arrow_by_ids(store, "(a:Document)-[r:SIMILAR_DOC]->(b:Document)", "a.id",
                          "a.id AS src, b.id AS dst, r.weight AS weight, a.emb AS src_emb, b.emb AS emb", ids)
 
@@ -148,8 +143,7 @@ def count_entities(store: GraphStore, origin: str) -> int:
 
 def entities(store: GraphStore, ids: Sequence[str]) -> list[EntityRow]:
     """Entities by id: id, name, description."""
-    rows = rows_by_ids(store, "(e:Entity)", "e.id", "e.id AS id, e.name AS name, e.description AS description", ids)
-    return cast("list[EntityRow]", rows)
+    return typed(EntityRow, rows_by_ids(store, "(e:Entity)", "e.id", "e.id AS id, e.name AS name, e.description AS description", ids))
 
 
 def entities_with_chunks(store: GraphStore, ids: Sequence[str]) -> list[EntityChunksRow]:
@@ -158,7 +152,7 @@ def entities_with_chunks(store: GraphStore, ids: Sequence[str]) -> list[EntityCh
     rest = ("OPTIONAL MATCH (c:Chunk)-[:MENTIONS]->(e) RETURN e.id AS id, e.name AS name, "
             "e.description AS description, e.origin AS origin, collect(c.id) AS chunks")
     for cypher, batch in id_list_statements("(e:Entity)", "e.id", rest, list(ids)):
-        out += cast("list[EntityChunksRow]", store.query(cypher, {"ids": batch}))
+        out += typed(EntityChunksRow, store.query(cypher, {"ids": batch}))
     return out
 
 
@@ -169,35 +163,30 @@ def related_edges(store: GraphStore, ids: Sequence[str], origin: str, *, incomin
     returns = ("a.id AS src, a.name AS src_name, r.relation AS relation, r.triple_id AS triple_id, "
                "b.id AS dst, b.name AS dst_name")
     if incoming:
-        rows = rows_by_ids(store, "(a:Entity)-[r:RELATED]->(b:Entity)", "b.id", returns, ids, {"origin": origin},
-                       where="a.origin = $origin", order="b.id, r.triple_id, a.id")
-        return cast("list[RelatedEdgeRow]", rows)
-    rows = rows_by_ids(store, "(a:Entity)-[r:RELATED]->(b:Entity)", "a.id", returns, ids, {"origin": origin},
-                   where="b.origin = $origin", order="a.id, r.triple_id, b.id")
-    return cast("list[RelatedEdgeRow]", rows)
+        return typed(RelatedEdgeRow, rows_by_ids(store, "(a:Entity)-[r:RELATED]->(b:Entity)", "b.id", returns, ids, {"origin": origin},
+                       where="a.origin = $origin", order="b.id, r.triple_id, a.id"))
+    return typed(RelatedEdgeRow, rows_by_ids(store, "(a:Entity)-[r:RELATED]->(b:Entity)", "a.id", returns, ids, {"origin": origin},
+                   where="b.origin = $origin", order="a.id, r.triple_id, b.id"))
 
 
 def triple_sources(store: GraphStore, ids: Sequence[str]) -> list[TripleSourceRow]:
     """Triples by id: id, text, sentence, chunk_id."""
-    rows = rows_by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.text AS text, t.sentence AS sentence, "
-                   "t.chunk_id AS chunk_id", ids)
-    return cast("list[TripleSourceRow]", rows)
+    return typed(TripleSourceRow, rows_by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.text AS text, t.sentence AS sentence, "
+                   "t.chunk_id AS chunk_id", ids))
 
 
 def triples_at_entities(store: GraphStore, ids: Sequence[str]) -> list[TripleAtEntityRow]:
     """Distinct triples with one of the entities as subject or object: id, text, s, o, sname,
     oname, relation, origin, chunk_id, kind, sentence (the first provenance)."""
-    rows = rows_by_ids(store, "(t:Triple)-[:SUBJ|:OBJ]->(e:Entity)", "e.id",
+    return typed(TripleAtEntityRow, rows_by_ids(store, "(t:Triple)-[:SUBJ|:OBJ]->(e:Entity)", "e.id",
                        "DISTINCT t.id AS id, t.text AS text, t.subject_id AS s, t.object_id AS o, t.subject AS sname, "
                        "t.object AS oname, t.relation AS relation, t.origin AS origin, t.chunk_id AS chunk_id, "
-                       "t.kind AS kind, t.sentence AS sentence", ids)
-    return cast("list[TripleAtEntityRow]", rows)
+                       "t.kind AS kind, t.sentence AS sentence", ids))
 
 
 def triple_chunks(store: GraphStore, ids: Sequence[str]) -> list[TripleChunkRow]:
     """FROM_CHUNK links of triples: tid, cid."""
-    rows = rows_by_ids(store, "(t:Triple)-[:FROM_CHUNK]->(c:Chunk)", "t.id", "t.id AS tid, c.id AS cid", ids)
-    return cast("list[TripleChunkRow]", rows)
+    return typed(TripleChunkRow, rows_by_ids(store, "(t:Triple)-[:FROM_CHUNK]->(c:Chunk)", "t.id", "t.id AS tid, c.id AS cid", ids))
 
 
 def subchunk_texts(store: GraphStore, ids: Sequence[str]) -> dict[str, str]:
@@ -230,21 +219,18 @@ def triple_vectors(store: GraphStore) -> pa.Table:
 
 def chunk_texts_all(store: GraphStore) -> list[ChunkTextRow]:
     """Every chunk: id, text."""
-    rows = store.query("MATCH (c:Chunk) RETURN c.id AS id, c.text AS text")
-    return cast("list[ChunkTextRow]", rows)
+    return typed(ChunkTextRow, store.query("MATCH (c:Chunk) RETURN c.id AS id, c.text AS text"))
 
 
 def entity_names_all(store: GraphStore) -> list[EntityNameRow]:
     """Every entity: id, name, aliases."""
-    rows = store.query("MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.aliases AS aliases")
-    return cast("list[EntityNameRow]", rows)
+    return typed(EntityNameRow, store.query("MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.aliases AS aliases"))
 
 
 def triple_facts_all(store: GraphStore) -> list[TripleFactRow]:
     """Every triple: id, text, s (subject id), o (object id), c (chunk id)."""
-    rows = store.query("MATCH (t:Triple) RETURN t.id AS id, t.text AS text, "
-                       "t.subject_id AS s, t.object_id AS o, t.chunk_id AS c")
-    return cast("list[TripleFactRow]", rows)
+    return typed(TripleFactRow, store.query("MATCH (t:Triple) RETURN t.id AS id, t.text AS text, "
+                       "t.subject_id AS s, t.object_id AS o, t.chunk_id AS c"))
 
 
 def entities_within(store: GraphStore, ids: Sequence[str], hops: int) -> set[str]:
@@ -292,9 +278,8 @@ def knn_degrees(store: GraphStore) -> dict[str, tuple[int, int]]:
 
 def core_chunk_rows(store: GraphStore, limit: int) -> list[CoreChunkRow]:
     """The core chunks by PageRank, best first (ties by id): id, pr, text."""
-    rows = store.query("MATCH (c:Chunk) WHERE c.core = true RETURN c.id AS id, c.pagerank AS pr, c.text AS text "
-                       "ORDER BY c.pagerank DESC, c.id LIMIT $n", {"n": int(limit)})
-    return cast("list[CoreChunkRow]", rows)
+    return typed(CoreChunkRow, store.query("MATCH (c:Chunk) WHERE c.core = true RETURN c.id AS id, c.pagerank AS pr, "
+                                           "c.text AS text ORDER BY c.pagerank DESC, c.id LIMIT $n", {"n": int(limit)}))
 
 
 def ket_index_counts(store: GraphStore) -> dict[str, int]:
@@ -311,16 +296,14 @@ LABELLED_TABLES = frozenset(_LABEL_COLUMN)  # the tables ``node_labels`` can lab
 def chunk_overview(store: GraphStore) -> list[ChunkOverviewRow]:
     """Every chunk for the Build page's KET panel: id, text, n (tokens), pr, core, and where it sits
     (doc: its document's id, ord: its position there) so the page can name it as a person would."""
-    rows = store.query("MATCH (c:Chunk) RETURN c.id AS id, c.text AS text, c.n_tokens AS n, c.pagerank AS pr, "
-                       "c.core AS core, c.doc_id AS doc, c.ord AS ord")
-    return cast("list[ChunkOverviewRow]", rows)
+    return typed(ChunkOverviewRow, store.query("MATCH (c:Chunk) RETURN c.id AS id, c.text AS text, c.n_tokens AS n, c.pagerank AS pr, "
+                       "c.core AS core, c.doc_id AS doc, c.ord AS ord"))
 
 
 def triple_links(store: GraphStore, ids: Sequence[str]) -> list[TripleLinkRow]:
     """Subject and object of the triples ``ids``: id, s, o, s_name, o_name."""
-    rows = rows_by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.subject_id AS s, t.object_id AS o, "
-                   "t.subject AS s_name, t.object AS o_name", ids)
-    return cast("list[TripleLinkRow]", rows)
+    return typed(TripleLinkRow, rows_by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.subject_id AS s, t.object_id AS o, "
+                   "t.subject AS s_name, t.object AS o_name", ids))
 
 
 def triple_labels(store: GraphStore, ids: Sequence[str]) -> dict[str, str | None]:
@@ -339,15 +322,13 @@ def node_labels(store: GraphStore, table: str, ids: Sequence[str]) -> dict[str, 
 
 def triple_ends(store: GraphStore, ids: Sequence[str]) -> list[TripleEndRow]:
     """Subject, object and chunk of the triples ``ids``: id, s, o, c."""
-    rows = rows_by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.subject_id AS s, t.object_id AS o, t.chunk_id AS c",
-                   ids)
-    return cast("list[TripleEndRow]", rows)
+    return typed(TripleEndRow, rows_by_ids(store, "(t:Triple)", "t.id",
+                                           "t.id AS id, t.subject_id AS s, t.object_id AS o, t.chunk_id AS c", ids))
 
 
 def documents_for_labels(store: GraphStore, ids: Sequence[str]) -> list[DocumentRow]:
     """Documents by id with what a human label needs: id, title, text (the first heading)."""
-    rows = rows_by_ids(store, "(d:Document)", "d.id", "d.id AS id, d.title AS title, d.text AS text", ids)
-    return cast("list[DocumentRow]", rows)
+    return typed(DocumentRow, rows_by_ids(store, "(d:Document)", "d.id", "d.id AS id, d.title AS title, d.text AS text", ids))
 
 
 def chunk_label_texts(store: GraphStore, table: str, ids: Sequence[str]) -> dict[str, str | None]:
@@ -360,7 +341,6 @@ def chunk_label_texts(store: GraphStore, table: str, ids: Sequence[str]) -> dict
 def extraction_summaries(store: GraphStore) -> list[ExtractionSummaryRow]:
     """Every chunk's stored extraction outcome (chunk_id, raw, status, n_malformed, input_tokens,
     output_tokens), by chunk id: the figures of a build (kgviz.replay)."""
-    rows = store.query("MATCH (x:Extraction) RETURN x.chunk_id AS chunk_id, x.raw AS raw, x.status AS status, "
+    return typed(ExtractionSummaryRow, store.query("MATCH (x:Extraction) RETURN x.chunk_id AS chunk_id, x.raw AS raw, x.status AS status, "
                        "x.n_malformed AS n_malformed, x.input_tokens AS input_tokens, "
-                       "x.output_tokens AS output_tokens ORDER BY x.chunk_id")
-    return cast("list[ExtractionSummaryRow]", rows)
+                       "x.output_tokens AS output_tokens ORDER BY x.chunk_id"))

@@ -7,7 +7,15 @@ columns where the rows are used. A column that may be NULL in the graph is typed
 """
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar, cast
+
+R = TypeVar("R")
+
+
+def typed(row: type[R], records: list[dict[str, Any]]) -> list[R]:
+    """``records`` (a statement's result) declared as rows of ``row``, the TypedDict naming the
+    statement's columns: for the type checker only, nothing is converted or checked at run time."""
+    return cast("list[R]", records)
 
 
 # --- chunks and documents --------------------------------------------------------------------------

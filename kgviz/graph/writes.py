@@ -6,12 +6,12 @@ its statements under the caller's locks (callers group them under ``store.write_
 """
 from __future__ import annotations
 
-from typing import Any, Sequence, cast
+from typing import Any, Sequence
 
 from kgviz.graph.batching import batches, id_list_statements
 from kgviz.graph.protocol import GraphStore
 from kgviz.graph.reads import rows_by_ids
-from kgviz.graph.rows import TripleProvenanceRow
+from kgviz.graph.rows import TripleProvenanceRow, typed
 
 Row = dict[str, Any]  # the build's own bookkeeping rows (Extraction, entity details, ranks): not typed yet
 # rows of one ``UNWIND $rows`` update statement
@@ -35,9 +35,8 @@ def triple_ids_of_documents(store: GraphStore, doc_ids: Sequence[str]) -> list[s
 
 def triple_provenance(store: GraphStore, triple_ids: Sequence[str]) -> list[TripleProvenanceRow]:
     """Every FROM_CHUNK edge of the triples: id (triple), chunk, doc, sentence."""
-    rows = rows_by_ids(store, "(t:Triple)-[f:FROM_CHUNK]->(c:Chunk)", "t.id",
-                       "t.id AS id, c.id AS chunk, c.doc_id AS doc, f.sentence AS sentence", triple_ids)
-    return cast("list[TripleProvenanceRow]", rows)
+    return typed(TripleProvenanceRow, rows_by_ids(store, "(t:Triple)-[f:FROM_CHUNK]->(c:Chunk)", "t.id",
+                       "t.id AS id, c.id AS chunk, c.doc_id AS doc, f.sentence AS sentence", triple_ids))
 
 
 def delete_documents(store: GraphStore, doc_ids: Sequence[str]) -> None:

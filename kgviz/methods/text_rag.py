@@ -35,12 +35,11 @@ MAX_POOL = 4096  # ours: the doubling stops here whatever the budget (a bound on
 
 @dataclass(frozen=True)
 class TextRagParams:
-    top_k: int = param(20, min=1, doc=D_TOP_K, label="Candidates shown per hop")
-    retriever: Retriever = param("hybrid", "'hybrid' (vector + BM25 by reciprocal rank fusion), 'bm25' (Kùzu FTS "
-                                           "only) or 'dense' (vector search only) (ours)", label="Retriever")
-    rrf_k: int = param(60, min=0, doc="RRF constant k in 1/(k + rank) (ours; the usual value from the RRF literature)",
-                       label="Rank-fusion constant (RRF k)")
-    budget_tokens: int = param(1000, min=1, doc=D_BUDGET, label="Context budget (tokens)")
+    top_k: int = param(20, label="Candidates shown per hop", min=1, doc=D_TOP_K)
+    retriever: Retriever = param("hybrid", label="Retriever", doc="'hybrid' (vector + BM25 by reciprocal rank fusion), 'bm25' (Kùzu FTS "
+                                           "only) or 'dense' (vector search only) (ours)")
+    rrf_k: int = param(60, label="Rank-fusion constant (RRF k)", min=0, doc="RRF constant k in 1/(k + rank) (ours; the usual value from the RRF literature)")
+    budget_tokens: int = param(1000, label="Context budget (tokens)", min=1, doc=D_BUDGET)
 
     def __post_init__(self) -> None:
         check_params(self, "text-rag")
@@ -50,8 +49,8 @@ class TextRagParams:
 class SingleRetrieverParams:
     """The single-retriever baselines (``bm25``, ``dense``): text-rag with its retriever fixed."""
 
-    top_k: int = param(20, min=1, doc=D_TOP_K, label="Candidates shown per hop")
-    budget_tokens: int = param(1000, min=1, doc=D_BUDGET, label="Context budget (tokens)")
+    top_k: int = param(20, label="Candidates shown per hop", min=1, doc=D_TOP_K)
+    budget_tokens: int = param(1000, label="Context budget (tokens)", min=1, doc=D_BUDGET)
 
     def __post_init__(self) -> None:
         check_params(self, "bm25/dense baseline")

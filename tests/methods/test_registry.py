@@ -1,7 +1,7 @@
 """The method registry: every class declares the Method protocol's class attributes."""
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
@@ -10,14 +10,9 @@ from kgviz.methods.registry import get_method, list_methods
 
 
 def test_register_refuses_a_class_missing_a_declared_attribute() -> None:
-    class NoFlag:
-        name: ClassVar[str] = "test-no-flag"
-        title: ClassVar[str] = "t"
-        paper: ClassVar[str] = "test"
-        Params: ClassVar[type] = object
-        presets: ClassVar[dict[str, Any]] = {}
-        budget_param: ClassVar[str | None] = None
-
+    declared: dict[str, Any] = {"name": "test-no-flag", "title": "t", "paper": "test", "Params": object,
+                                "presets": {}, "budget_param": None}  # every Method attribute but no_context
+    NoFlag = type("NoFlag", (), declared)
     with pytest.raises(TypeError, match="NoFlag does not declare no_context"):
         base.register(NoFlag)
     assert "test-no-flag" not in base.registered()
