@@ -83,9 +83,14 @@ class TraceStep:
     # why this step departs from the method's paper, in one line ("" = the step is the paper's):
     # a choice of ours, a reconstruction, or a paper step the graph or settings cannot follow
     ours: str = ""
+    # the typed step record the step narrates, serialised (type, algorithm line, fields; e.g.
+    # kgviz.methods.ket_records); {} for a step written without one
+    record: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        if not d["record"]:  # absent unless set: traces of steps without a record stay as they were
+            del d["record"]
         d["nodes"] = [n.to_dict() for n in self.nodes]
         d["llm"] = self.llm.to_dict() if self.llm else None
         d["usage"] = self.usage.to_dict()

@@ -295,7 +295,7 @@ def frame_iframe_height(height: int = 520) -> int:
 
 # --- per-step extras shown beside the graph ------------------------------------------------------
 CONTEXT_SHARE = "context"  # a channel budget's default kind: its share of the answer's context
-POOL = "pool"  # the keyword channel's candidate pool (kgviz.methods.ket_channels.POOL)
+POOL = "pool"  # the keyword channel's candidate pool (kgviz.methods.ket_narrator.POOL)
 
 
 @dataclass(frozen=True)
