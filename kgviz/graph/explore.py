@@ -30,9 +30,10 @@ def entity_summaries(store: GraphStore, ids: Sequence[str]) -> list[EntitySummar
 
 def related_at(store: GraphStore, ids: Sequence[str], limit: int) -> list[RelatedAtRow]:
     """RELATED edges with either end in ``ids`` (at most ``limit``): src, dst, rel, tid."""
-    return typed(RelatedAtRow, store.query("MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.id IN $ids OR b.id IN $ids "
-                       "RETURN a.id AS src, b.id AS dst, r.relation AS rel, r.triple_id AS tid LIMIT $lim",
-                       {"ids": list(ids), "lim": int(limit)}))
+    return typed(RelatedAtRow, store.query(
+        "MATCH (a:Entity)-[r:RELATED]->(b:Entity) WHERE a.id IN $ids OR b.id IN $ids "
+        "RETURN a.id AS src, b.id AS dst, r.relation AS rel, r.triple_id AS tid LIMIT $lim",
+        {"ids": list(ids), "lim": int(limit)}))
 
 
 def entity_infos(store: GraphStore, ids: Sequence[str]) -> list[EntityInfoRow]:
@@ -62,8 +63,9 @@ def triples_of_entity(store: GraphStore, entity_id: str, limit: int) -> list[Ent
 
 def chunks_with_documents(store: GraphStore, ids: Sequence[str]) -> list[ChunkDocumentRow]:
     """id, text, doc_id, title (None when the document is missing) of the chunks ``ids``."""
-    return typed(ChunkDocumentRow, store.query("MATCH (c:Chunk) WHERE c.id IN $ids OPTIONAL MATCH (d:Document) WHERE d.id = c.doc_id "
-                       "RETURN c.id AS id, c.text AS text, c.doc_id AS doc_id, d.title AS title", {"ids": list(ids)}))
+    return typed(ChunkDocumentRow, store.query(
+        "MATCH (c:Chunk) WHERE c.id IN $ids OPTIONAL MATCH (d:Document) WHERE d.id = c.doc_id "
+        "RETURN c.id AS id, c.text AS text, c.doc_id AS doc_id, d.title AS title", {"ids": list(ids)}))
 
 
 def extraction_records(store: GraphStore, chunk_ids: Sequence[str]) -> list[ExtractionRecordRow]:

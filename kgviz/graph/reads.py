@@ -65,7 +65,8 @@ def chunks(store: GraphStore, ids: Sequence[str]) -> list[ChunkRow]:
 
 def chunk_labels(store: GraphStore) -> list[ChunkLabelRow]:
     """Every chunk: id, ord, title."""
-    return typed(ChunkLabelRow, store.query("MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id, c.ord AS ord, d.title AS title"))
+    return typed(ChunkLabelRow, store.query(
+        "MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id, c.ord AS ord, d.title AS title"))
 
 
 def chunk_texts(store: GraphStore, ids: Sequence[str]) -> dict[str, str]:
@@ -80,7 +81,8 @@ def all_chunk_ids(store: GraphStore) -> list[str]:
 
 def all_chunks(store: GraphStore) -> list[ChunkDocRow]:
     """Every chunk: id, doc, text, sorted by id."""
-    return typed(ChunkDocRow, store.query("MATCH (c:Chunk) RETURN c.id AS id, c.doc_id AS doc, c.text AS text ORDER BY c.id"))
+    return typed(ChunkDocRow, store.query(
+        "MATCH (c:Chunk) RETURN c.id AS id, c.doc_id AS doc, c.text AS text ORDER BY c.id"))
 
 
 def chunk_ranks(store: GraphStore) -> list[ChunkRankRow]:
@@ -143,7 +145,8 @@ def count_entities(store: GraphStore, origin: str) -> int:
 
 def entities(store: GraphStore, ids: Sequence[str]) -> list[EntityRow]:
     """Entities by id: id, name, description."""
-    return typed(EntityRow, rows_by_ids(store, "(e:Entity)", "e.id", "e.id AS id, e.name AS name, e.description AS description", ids))
+    return typed(EntityRow, rows_by_ids(
+        store, "(e:Entity)", "e.id", "e.id AS id, e.name AS name, e.description AS description", ids))
 
 
 def entities_with_chunks(store: GraphStore, ids: Sequence[str]) -> list[EntityChunksRow]:
@@ -163,16 +166,19 @@ def related_edges(store: GraphStore, ids: Sequence[str], origin: str, *, incomin
     returns = ("a.id AS src, a.name AS src_name, r.relation AS relation, r.triple_id AS triple_id, "
                "b.id AS dst, b.name AS dst_name")
     if incoming:
-        return typed(RelatedEdgeRow, rows_by_ids(store, "(a:Entity)-[r:RELATED]->(b:Entity)", "b.id", returns, ids, {"origin": origin},
-                       where="a.origin = $origin", order="b.id, r.triple_id, a.id"))
-    return typed(RelatedEdgeRow, rows_by_ids(store, "(a:Entity)-[r:RELATED]->(b:Entity)", "a.id", returns, ids, {"origin": origin},
-                   where="b.origin = $origin", order="a.id, r.triple_id, b.id"))
+        return typed(RelatedEdgeRow, rows_by_ids(
+            store, "(a:Entity)-[r:RELATED]->(b:Entity)", "b.id", returns, ids, {"origin": origin},
+            where="a.origin = $origin", order="b.id, r.triple_id, a.id"))
+    return typed(RelatedEdgeRow, rows_by_ids(
+        store, "(a:Entity)-[r:RELATED]->(b:Entity)", "a.id", returns, ids, {"origin": origin},
+        where="b.origin = $origin", order="a.id, r.triple_id, b.id"))
 
 
 def triple_sources(store: GraphStore, ids: Sequence[str]) -> list[TripleSourceRow]:
     """Triples by id: id, text, sentence, chunk_id."""
-    return typed(TripleSourceRow, rows_by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.text AS text, t.sentence AS sentence, "
-                   "t.chunk_id AS chunk_id", ids))
+    return typed(TripleSourceRow, rows_by_ids(
+        store, "(t:Triple)", "t.id", "t.id AS id, t.text AS text, t.sentence AS sentence, "
+        "t.chunk_id AS chunk_id", ids))
 
 
 def triples_at_entities(store: GraphStore, ids: Sequence[str]) -> list[TripleAtEntityRow]:
@@ -186,7 +192,8 @@ def triples_at_entities(store: GraphStore, ids: Sequence[str]) -> list[TripleAtE
 
 def triple_chunks(store: GraphStore, ids: Sequence[str]) -> list[TripleChunkRow]:
     """FROM_CHUNK links of triples: tid, cid."""
-    return typed(TripleChunkRow, rows_by_ids(store, "(t:Triple)-[:FROM_CHUNK]->(c:Chunk)", "t.id", "t.id AS tid, c.id AS cid", ids))
+    return typed(TripleChunkRow, rows_by_ids(
+        store, "(t:Triple)-[:FROM_CHUNK]->(c:Chunk)", "t.id", "t.id AS tid, c.id AS cid", ids))
 
 
 def subchunk_texts(store: GraphStore, ids: Sequence[str]) -> dict[str, str]:
@@ -296,14 +303,16 @@ LABELLED_TABLES = frozenset(_LABEL_COLUMN)  # the tables ``node_labels`` can lab
 def chunk_overview(store: GraphStore) -> list[ChunkOverviewRow]:
     """Every chunk for the Build page's KET panel: id, text, n (tokens), pr, core, and where it sits
     (doc: its document's id, ord: its position there) so the page can name it as a person would."""
-    return typed(ChunkOverviewRow, store.query("MATCH (c:Chunk) RETURN c.id AS id, c.text AS text, c.n_tokens AS n, c.pagerank AS pr, "
-                       "c.core AS core, c.doc_id AS doc, c.ord AS ord"))
+    return typed(ChunkOverviewRow, store.query(
+        "MATCH (c:Chunk) RETURN c.id AS id, c.text AS text, c.n_tokens AS n, c.pagerank AS pr, "
+        "c.core AS core, c.doc_id AS doc, c.ord AS ord"))
 
 
 def triple_links(store: GraphStore, ids: Sequence[str]) -> list[TripleLinkRow]:
     """Subject and object of the triples ``ids``: id, s, o, s_name, o_name."""
-    return typed(TripleLinkRow, rows_by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.subject_id AS s, t.object_id AS o, "
-                   "t.subject AS s_name, t.object AS o_name", ids))
+    return typed(TripleLinkRow, rows_by_ids(
+        store, "(t:Triple)", "t.id", "t.id AS id, t.subject_id AS s, t.object_id AS o, "
+        "t.subject AS s_name, t.object AS o_name", ids))
 
 
 def triple_labels(store: GraphStore, ids: Sequence[str]) -> dict[str, str | None]:
@@ -328,7 +337,8 @@ def triple_ends(store: GraphStore, ids: Sequence[str]) -> list[TripleEndRow]:
 
 def documents_for_labels(store: GraphStore, ids: Sequence[str]) -> list[DocumentRow]:
     """Documents by id with what a human label needs: id, title, text (the first heading)."""
-    return typed(DocumentRow, rows_by_ids(store, "(d:Document)", "d.id", "d.id AS id, d.title AS title, d.text AS text", ids))
+    return typed(DocumentRow, rows_by_ids(
+        store, "(d:Document)", "d.id", "d.id AS id, d.title AS title, d.text AS text", ids))
 
 
 def chunk_label_texts(store: GraphStore, table: str, ids: Sequence[str]) -> dict[str, str | None]:
@@ -341,6 +351,7 @@ def chunk_label_texts(store: GraphStore, table: str, ids: Sequence[str]) -> dict
 def extraction_summaries(store: GraphStore) -> list[ExtractionSummaryRow]:
     """Every chunk's stored extraction outcome (chunk_id, raw, status, n_malformed, input_tokens,
     output_tokens), by chunk id: the figures of a build (kgviz.replay)."""
-    return typed(ExtractionSummaryRow, store.query("MATCH (x:Extraction) RETURN x.chunk_id AS chunk_id, x.raw AS raw, x.status AS status, "
-                       "x.n_malformed AS n_malformed, x.input_tokens AS input_tokens, "
-                       "x.output_tokens AS output_tokens ORDER BY x.chunk_id"))
+    return typed(ExtractionSummaryRow, store.query(
+        "MATCH (x:Extraction) RETURN x.chunk_id AS chunk_id, x.raw AS raw, x.status AS status, "
+        "x.n_malformed AS n_malformed, x.input_tokens AS input_tokens, "
+        "x.output_tokens AS output_tokens ORDER BY x.chunk_id"))

@@ -84,48 +84,64 @@ Direction = Literal["out", "both", "auto"]
 
 @dataclass(frozen=True)
 class KGInfusedParams:
-    kg_source: KgSource = param("auto", label="Knowledge graph used", doc="'curated' | 'corpus' | 'auto' (curated when a KG is imported). The paper "
-                                   "uses the curated Wikidata5M-KG (§3.3); spreading over the corpus graph is ours")
-    k_e: int = param(3, label="Seed entities (kₑ)", min=1, doc="seed entities: top-k_e by similarity to entity descriptions (§3.4 Eq. 4; "
-                        "k_e = 3, §4.3.1)")
-    max_rounds: int = param(2, label="Activation rounds", min=1, doc="most spreading-activation rounds (§3.4). 2 = the main results (Table 1, "
-                               "'w/ 2-Round'; §5.4: one or two rounds are efficient and effective); the "
-                               "paper sweeps up to 6 (§4.3.1); the authors' run script uses 3")
-    max_triples_per_entity: int = param(50, label="Facts per entity", min=1, doc="MAX_TRIPLES_PER_ENTITY (§4.3.1, no value given); 50 as in "
+    kg_source: KgSource = param("auto", label="Knowledge graph used",
+                                doc="'curated' | 'corpus' | 'auto' (curated when a KG is imported). The paper "
+                                    "uses the curated Wikidata5M-KG (§3.3); spreading over the corpus graph is ours")
+    k_e: int = param(3, label="Seed entities (kₑ)", min=1,
+                     doc="seed entities: top-k_e by similarity to entity descriptions (§3.4 Eq. 4; "
+                         "k_e = 3, §4.3.1)")
+    max_rounds: int = param(2, label="Activation rounds", min=1,
+                            doc="most spreading-activation rounds (§3.4). 2 = the main results (Table 1, "
+                                "'w/ 2-Round'; §5.4: one or two rounds are efficient and effective); the "
+                                "paper sweeps up to 6 (§4.3.1); the authors' run script uses 3")
+    max_triples_per_entity: int = param(50, label="Facts per entity", min=1,
+                                        doc="MAX_TRIPLES_PER_ENTITY (§4.3.1, no value given); 50 as in "
                                             "the authors' code (N_MAX_TRIPLES_EACH_ENTITY)")
-    max_entities_per_round: int = param(10, label="Entities per round", min=1, doc="MAX_ENTITIES_PER_ROUND (§4.3.1, no value given); 10 as in "
+    max_entities_per_round: int = param(10, label="Entities per round", min=1,
+                                        doc="MAX_ENTITIES_PER_ROUND (§4.3.1, no value given); 10 as in "
                                             "the authors' code (N_MAX_ENTITY_SINGLE_ROUND)")
-    triple_cap: TripleCap = param("similarity", label="Which facts survive the cap", doc="which triples survive the per-entity cap: 'similarity' keeps "
-                                          "those closest to the question (ours; the paper is silent), "
-                                          "'random' samples (authors' code)")
-    direction: Direction = param("auto", label="Activation direction", doc="edges activation spreads along: 'out' (the paper: head entity to tail, "
-                                   "Eq. 6 / App. B), 'both' (ours: also edges that end at an active entity, "
-                                   "moving to their head), 'auto' (ours: 'out' over a curated KG, 'both' over "
-                                   "the corpus graph, whose edge direction follows sentence voice: 'X founded "
-                                   "Y' vs 'Y was founded by X'); preset 'paper': 'out'")
-    k_p: int = param(6, label="Passages (kₚ)", min=2, doc="passages: k_p/2 for the question + k_p/2 new ones for the expanded query "
-                        "(§4.3.1 k_p = 6; de-duplication as in App. C.2)")
-    passage_search: PassageSearch = param("auto", label="Passage search", doc="'auto' (ours, default): 'bm25' with the offline hashing embedder, "
-                                          "whose cosines rank passages well below BM25, 'hybrid' with a "
-                                          "neural one | 'hybrid' (ours: dense + BM25 by reciprocal rank "
-                                          "fusion, as the text-rag baseline) | 'dense' (the paper: Contriever "
-                                          "inner product, §4.3; presets 'paper' and 'code') | 'bm25' (ours)")
-    rrf_k: int = param(60, label="Rank-fusion constant (RRF k)", min=0, doc="RRF constant for passage_search='hybrid' (ours)")
-    context_passages: bool = param(False, label="Also pass passages and facts to the answer", doc="also give the answer step the merged passages and selected "
-                                          "triples after the note (ours; the paper's generator sees only "
-                                          "the KG-augmented note, Eq. 11)")
-    budget_tokens: int = param(0, label="Context budget (tokens)", min=0, doc="context budget B in tokens (ours; `--budget-tokens B` of an "
-                                 "equal-budget evaluation sets it). 0 = the paper: k_p passages, and the answer "
-                                 "step sees the KG-augmented note only. B > 0: the note is built as in the paper, "
-                                 "then the dual retrieval goes on past k_p — the question's and the expanded "
-                                 "query's rankings each fill half of what B leaves after the note and the k_p "
-                                 "passages (App. C.2's even split, counted in tokens; new passages only) — and "
-                                 "the answer step sees the note followed by every passage")
-    offline_top_m: int = param(5, label="Offline: facts kept per round", min=1, doc="offline triple selection: at most this many triples per round (ours)")
-    offline_min_score: float = param(0.1, label="Offline: minimum fact score", doc="offline triple selection: minimum score to select a triple (ours; "
-                                          "on 2Wiki with its curated KG 0.1 keeps 70% of the evidence triples)")
-    offline_note_sentences: int = param(6, label="Offline: sentences per note", min=1, doc="offline passage note: sentences kept (ours)")
-    seed: int = param(42, label="Random seed", doc="random seed for triple_cap='random' (the authors' code seeds with 42)")
+    triple_cap: TripleCap = param("similarity", label="Which facts survive the cap",
+                                  doc="which triples survive the per-entity cap: 'similarity' keeps "
+                                      "those closest to the question (ours; the paper is silent), "
+                                      "'random' samples (authors' code)")
+    direction: Direction = param("auto", label="Activation direction",
+                                 doc="edges activation spreads along: 'out' (the paper: head entity to tail, "
+                                     "Eq. 6 / App. B), 'both' (ours: also edges that end at an active entity, "
+                                     "moving to their head), 'auto' (ours: 'out' over a curated KG, 'both' over "
+                                     "the corpus graph, whose edge direction follows sentence voice: 'X founded "
+                                     "Y' vs 'Y was founded by X'); preset 'paper': 'out'")
+    k_p: int = param(6, label="Passages (kₚ)", min=2,
+                     doc="passages: k_p/2 for the question + k_p/2 new ones for the expanded query "
+                         "(§4.3.1 k_p = 6; de-duplication as in App. C.2)")
+    passage_search: PassageSearch = param("auto", label="Passage search",
+                                          doc="'auto' (ours, default): 'bm25' with the offline hashing embedder, "
+                                              "whose cosines rank passages well below BM25, 'hybrid' with a "
+                                              "neural one | 'hybrid' (ours: dense + BM25 by reciprocal rank "
+                                              "fusion, as the text-rag baseline) | 'dense' (the paper: Contriever "
+                                              "inner product, §4.3; presets 'paper' and 'code') | 'bm25' (ours)")
+    rrf_k: int = param(60, label="Rank-fusion constant (RRF k)", min=0,
+                       doc="RRF constant for passage_search='hybrid' (ours)")
+    context_passages: bool = param(False, label="Also pass passages and facts to the answer",
+                                   doc="also give the answer step the merged passages and selected "
+                                       "triples after the note (ours; the paper's generator sees only "
+                                       "the KG-augmented note, Eq. 11)")
+    budget_tokens: int = param(0, label="Context budget (tokens)", min=0,
+                               doc="context budget B in tokens (ours; `--budget-tokens B` of an "
+                                   "equal-budget evaluation sets it). 0 = the paper: k_p passages, and the answer "
+                                   "step sees the KG-augmented note only. B > 0: the note is built as in the paper, "
+                                   "then the dual retrieval goes on past k_p — the question's and the expanded "
+                                   "query's rankings each fill half of what B leaves after the note and the k_p "
+                                   "passages (App. C.2's even split, counted in tokens; new passages only) — and "
+                                   "the answer step sees the note followed by every passage")
+    offline_top_m: int = param(5, label="Offline: facts kept per round", min=1,
+                               doc="offline triple selection: at most this many triples per round (ours)")
+    offline_min_score: float = param(0.1, label="Offline: minimum fact score",
+                                     doc="offline triple selection: minimum score to select a triple (ours; "
+                                         "on 2Wiki with its curated KG 0.1 keeps 70% of the evidence triples)")
+    offline_note_sentences: int = param(6, label="Offline: sentences per note", min=1,
+                                        doc="offline passage note: sentences kept (ours)")
+    seed: int = param(42, label="Random seed",
+                      doc="random seed for triple_cap='random' (the authors' code seeds with 42)")
 
     def __post_init__(self) -> None:
         check_params(self, "kg-infused")  # k_p >= 2: half for the question, half for the expanded query

@@ -102,30 +102,41 @@ CURATED_SOURCE = "curated KG"  # ContextItem.source of a curated fact (it has no
 
 @dataclass(frozen=True)
 class KGRagParams:
-    max_hops: int = param(5, label="Maximum hops", min=1, doc="hop limit; paper 001 (summary, Open Question 4) says CoE takes 4-5 steps on "
-                             "average: we cap at the upper end (the cap itself is ours)")
+    max_hops: int = param(5, label="Maximum hops", min=1,
+                          doc="hop limit; paper 001 (summary, Open Question 4) says CoE takes 4-5 steps on "
+                              "average: we cap at the upper end (the cap itself is ours)")
     top_k: int = param(5, label="Candidates shown per hop", min=1, doc="candidates shown to the LLM per hop (ours)")
-    start_nodes: int = param(5, label="Start nodes", min=1, doc="start nodes taken from the vector search (paper: vector similarity finds "
-                                "start nodes; the number is ours: 5 rather than 3 since issue 12, measured offline at a "
-                                "3k budget: gold-in-context 35.5 -> 37.5 % on HotpotQA, 13 -> 17 % on MuSiQue, 35.6 -> "
-                                "37.3 % on 2Wiki)")
-    seed_pool: int = param(10, label="Search hits per start-node lookup", min=1, doc="hits fetched per vector search when looking for start nodes (ours)")
-    entity_match_min: float = param(0.5, label="Entity match threshold (cosine)", min=-1.0, max=1.0, doc="a planned entity's best Entity hit is taken as a start node first only "
-                                         "at this cosine or above (ours)")
-    width: int = param(1, label="Paths followed per hop", min=1, doc="candidates followed per hop; 1 = a single chain, as the name CoE suggests (ours)")
-    allow_backtrack: bool = param(True, label="Allow backtracking", doc="let the evaluator pop a wrong hop and try the next-best candidate (ours)")
+    start_nodes: int = param(5, label="Start nodes", min=1,
+                             doc="start nodes taken from the vector search (paper: vector similarity finds "
+                                 "start nodes; the number is ours: 5 rather than 3 since issue 12, measured offline at a "
+                                 "3k budget: gold-in-context 35.5 -> 37.5 % on HotpotQA, 13 -> 17 % on MuSiQue, 35.6 -> "
+                                 "37.3 % on 2Wiki)")
+    seed_pool: int = param(10, label="Search hits per start-node lookup", min=1,
+                           doc="hits fetched per vector search when looking for start nodes (ours)")
+    entity_match_min: float = param(0.5, label="Entity match threshold (cosine)", min=-1.0, max=1.0,
+                                    doc="a planned entity's best Entity hit is taken as a start node first only "
+                                        "at this cosine or above (ours)")
+    width: int = param(1, label="Paths followed per hop", min=1,
+                       doc="candidates followed per hop; 1 = a single chain, as the name CoE suggests (ours)")
+    allow_backtrack: bool = param(True, label="Allow backtracking",
+                                  doc="let the evaluator pop a wrong hop and try the next-best candidate (ours)")
     max_backtracks: int = param(2, label="Maximum backtracks", min=0, doc="most backtracks per question (ours)")
-    include_sentences: bool = param(False, label="Add source sentences", doc="add each path fact's provenance sentence to the context (ours; "
-                                           "off by default: the paper grounds answers in the retrieved facts). A "
-                                           "sentence fact (kind 'sentence', the offline extractor's fallback) always "
-                                           "brings its sentence: its relation only says the two were named together")
-    max_context_tokens: int = param(2000, label="Context budget (tokens)", min=1, doc="token budget of the context; facts past it are dropped (ours)")
-    fetch_limit: int = param(100, label="Neighbours fetched per node", doc="rows per neighbourhood query per anchor, bounds hub nodes (ours)")
-    plan_weight: float = param(0.5, label="Weight of the plan vs the question", min=0.0, max=1.0, doc="weight of similarity to the plan text vs the question when ranking (ours)")
-    use_curated: bool = param(False, label="Walk the curated KG too (labelled)", doc="also walk the imported curated KG (kgviz import-kg), its facts labelled "
-                                     "'[curated]' in the trace (ours). Off by default: paper 001 walks the KG built "
-                                     "from the documents, and a curated KG built for the evaluation questions is an "
-                                     "oracle the other methods do not read")
+    include_sentences: bool = param(False, label="Add source sentences",
+                                    doc="add each path fact's provenance sentence to the context (ours; "
+                                        "off by default: the paper grounds answers in the retrieved facts). A "
+                                        "sentence fact (kind 'sentence', the offline extractor's fallback) always "
+                                        "brings its sentence: its relation only says the two were named together")
+    max_context_tokens: int = param(2000, label="Context budget (tokens)", min=1,
+                                    doc="token budget of the context; facts past it are dropped (ours)")
+    fetch_limit: int = param(100, label="Neighbours fetched per node",
+                             doc="rows per neighbourhood query per anchor, bounds hub nodes (ours)")
+    plan_weight: float = param(0.5, label="Weight of the plan vs the question", min=0.0, max=1.0,
+                               doc="weight of similarity to the plan text vs the question when ranking (ours)")
+    use_curated: bool = param(False, label="Walk the curated KG too (labelled)",
+                              doc="also walk the imported curated KG (kgviz import-kg), its facts labelled "
+                                  "'[curated]' in the trace (ours). Off by default: paper 001 walks the KG built "
+                                  "from the documents, and a curated KG built for the evaluation questions is an "
+                                  "oracle the other methods do not read")
 
     def __post_init__(self) -> None:
         check_params(self, "kg-rag")

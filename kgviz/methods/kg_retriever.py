@@ -61,26 +61,34 @@ NEAR_MISSES = 3  # ours: documents ranked just below N, shown as rejected so a m
 
 @dataclass(frozen=True)
 class KGRetrieverParams:
-    top_n: int = param(3, label="Documents retrieved (N)", min=1, doc="N: documents retrieved by similarity to the query (§3.2.2 Document-level "
-                          "Retrieval; §4.1 gives N=3 for MuSiQue, 2Wiki and both CRUD-QA sets — the HotpotQA "
-                          "value is cut from our copy of the paper, which keeps only its T=20, λ=0.1)")
-    k_neighbours: int = param(3, label="Document-layer neighbours (K)", min=0, doc="K: document-layer neighbours used per document, most similar first "
-                                 "(§3.2.1 Eq. 1; §4.1 gives K=3 for MuSiQue and 2Wiki — the HotpotQA value "
-                                 "is cut from our copy of the paper). At most the K the index was built with")
-    strategy: Strategy = param("one-hop", label="Document-layer strategy", doc="document-layer collaboration (§3.2.2): 'one-hop' (w = 1), 'attentive' "
-                                     "(w = cosine of the two documents) or 'multi-hop' (weights multiplied "
-                                     "along the path)")
-    hops: int = param(2, label="Hops (multi-hop strategy)", min=1, doc="hops of the multi-hop strategy (§4.2 (4) reports 2-hop collaboration)")
-    lam: float = param(0.1, label="Entity filter λ", doc="λ: an entity is kept when w·cos(entity, query) > λ (§3.2.2 Eq. 2; λ=0.1 for "
-                            "HotpotQA, §4.1); read on the scale lam_mode names")
-    lam_mode: LamMode = param("relative", label="Scale of λ (relative: the embedder's own)", doc="'absolute': Eq. 2 on raw cosines (the paper, calibrated for RoBERTa, whose "
-                                          "cosines crowd near 1; preset 'paper'). 'relative' (ours, default): document "
-                                          "cosines divided by the best first-hop neighbour's, entity cosines by the best "
-                                          "candidate's, so λ is a share of the best score on any embedder's scale")
-    max_t: int = param(20, label="Items retrieved (T)", min=1, doc="T: at most T items retrieved (§3.2.2; T=20 for HotpotQA, §4.1)")
-    t_caps: Literal["triples", "entities"] = param("triples", label="What T counts", doc="what T caps: 'triples' (§3.2.2 'maximum of retrieved triples') or "
-                                   "'entities' (§4.1 'max retrieved entity count', as in the public code: "
-                                   "the top-T entities and all their triples)")
+    top_n: int = param(3, label="Documents retrieved (N)", min=1,
+                       doc="N: documents retrieved by similarity to the query (§3.2.2 Document-level "
+                           "Retrieval; §4.1 gives N=3 for MuSiQue, 2Wiki and both CRUD-QA sets — the HotpotQA "
+                           "value is cut from our copy of the paper, which keeps only its T=20, λ=0.1)")
+    k_neighbours: int = param(3, label="Document-layer neighbours (K)", min=0,
+                              doc="K: document-layer neighbours used per document, most similar first "
+                                  "(§3.2.1 Eq. 1; §4.1 gives K=3 for MuSiQue and 2Wiki — the HotpotQA value "
+                                  "is cut from our copy of the paper). At most the K the index was built with")
+    strategy: Strategy = param("one-hop", label="Document-layer strategy",
+                               doc="document-layer collaboration (§3.2.2): 'one-hop' (w = 1), 'attentive' "
+                                   "(w = cosine of the two documents) or 'multi-hop' (weights multiplied "
+                                   "along the path)")
+    hops: int = param(2, label="Hops (multi-hop strategy)", min=1,
+                      doc="hops of the multi-hop strategy (§4.2 (4) reports 2-hop collaboration)")
+    lam: float = param(0.1, label="Entity filter λ",
+                       doc="λ: an entity is kept when w·cos(entity, query) > λ (§3.2.2 Eq. 2; λ=0.1 for "
+                           "HotpotQA, §4.1); read on the scale lam_mode names")
+    lam_mode: LamMode = param("relative", label="Scale of λ (relative: the embedder's own)",
+                              doc="'absolute': Eq. 2 on raw cosines (the paper, calibrated for RoBERTa, whose "
+                                  "cosines crowd near 1; preset 'paper'). 'relative' (ours, default): document "
+                                  "cosines divided by the best first-hop neighbour's, entity cosines by the best "
+                                  "candidate's, so λ is a share of the best score on any embedder's scale")
+    max_t: int = param(20, label="Items retrieved (T)", min=1,
+                       doc="T: at most T items retrieved (§3.2.2; T=20 for HotpotQA, §4.1)")
+    t_caps: Literal["triples", "entities"] = param("triples", label="What T counts",
+                                                   doc="what T caps: 'triples' (§3.2.2 'maximum of retrieved triples') or "
+                                                       "'entities' (§4.1 'max retrieved entity count', as in the public code: "
+                                                       "the top-T entities and all their triples)")
 
     def __post_init__(self) -> None:
         check_params(self, "kg-retriever")

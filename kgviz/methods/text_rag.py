@@ -36,9 +36,11 @@ MAX_POOL = 4096  # ours: the doubling stops here whatever the budget (a bound on
 @dataclass(frozen=True)
 class TextRagParams:
     top_k: int = param(20, label="Candidates shown per hop", min=1, doc=D_TOP_K)
-    retriever: Retriever = param("hybrid", label="Retriever", doc="'hybrid' (vector + BM25 by reciprocal rank fusion), 'bm25' (Kùzu FTS "
-                                           "only) or 'dense' (vector search only) (ours)")
-    rrf_k: int = param(60, label="Rank-fusion constant (RRF k)", min=0, doc="RRF constant k in 1/(k + rank) (ours; the usual value from the RRF literature)")
+    retriever: Retriever = param("hybrid", label="Retriever",
+                                 doc="'hybrid' (vector + BM25 by reciprocal rank fusion), 'bm25' (Kùzu FTS "
+                                     "only) or 'dense' (vector search only) (ours)")
+    rrf_k: int = param(60, label="Rank-fusion constant (RRF k)", min=0,
+                       doc="RRF constant k in 1/(k + rank) (ours; the usual value from the RRF literature)")
     budget_tokens: int = param(1000, label="Context budget (tokens)", min=1, doc=D_BUDGET)
 
     def __post_init__(self) -> None:
