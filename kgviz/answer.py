@@ -11,8 +11,8 @@ so a method's context reaches the answer unchanged.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Mapping, NamedTuple
 
 from kgviz.methods.base import ContextItem, NodeRef, RetrievedContext, TraceStep, Tracer
 from kgviz.methods.budget import cut_at_first_overflow
@@ -29,18 +29,47 @@ _KIND_TABLE = {"chunk": "Chunk", "subchunk": "SubChunk", "triple": "Triple", "en
                "document": "Document", "keyword": "Keyword"}
 
 
+# the budget rule, as a Run's answer cut names it (the module docstring says it in full)
+CUT_POLICY = f"first overflow cut to the room left (at least {MIN_CUT_TOKENS} tokens), later items dropped"
+
+
+class Budget(NamedTuple):
+    """The answer step's context budget for one run, resolved once by ``kgviz.run.answer_budget``:
+    ``tokens``, and ``source`` "explicit" (given for every method), "param:<name>" (the method's
+    own context budget) or "default" (DEFAULT_BUDGET_TOKENS)."""
+
+    tokens: int
+    source: str
+
+
 @dataclass
 class BudgetCut:
+    """What the answer step kept of a context: ``items`` (the last one possibly cut short),
+    ``used_tokens`` of ``budget_tokens``, the ids cut short and dropped, and the rule applied.
+    ``kgviz.run.Run.answer_cut`` keeps it, so nothing re-derives it from the trace."""
+
     items: list[ContextItem]
     budget_tokens: int
     used_tokens: int = 0
     truncated: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     budget_from: str = ""  # "explicit" | "param:<name>" | "default" (kgviz.run.answer_budget)
+    policy: str = CUT_POLICY
 
     def to_data(self) -> dict[str, Any]:
+        """The answer step's trace data (ids only; the kept texts are in ``to_dict``)."""
         return {"budget_tokens": self.budget_tokens, "budget_from": self.budget_from, "used_tokens": self.used_tokens,
                 "kept": [i.id for i in self.items], "truncated": self.truncated, "dropped": self.dropped}
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "BudgetCut":
+        return cls(items=[ContextItem(**i) for i in d.get("items", [])], budget_tokens=int(d["budget_tokens"]),
+                   used_tokens=int(d.get("used_tokens", 0)), truncated=list(d.get("truncated", [])),
+                   dropped=list(d.get("dropped", [])), budget_from=str(d.get("budget_from", "")),
+                   policy=str(d.get("policy", CUT_POLICY)))
 
 
 def truncate_tokens(text: str, max_tokens: int) -> str:
@@ -73,10 +102,16 @@ def answer(question: str, context: RetrievedContext, reasoner: Reasoner, tracer:
     offline that always abstains, because heuristics have no memory. ``budget_from`` says where
     ``budget_tokens`` came from ("explicit", "param:<name>", "default"; see kgviz.run), for the trace.
     """
-    budget = DEFAULT_BUDGET_TOKENS if budget_tokens is None else int(budget_tokens)
-    budget_from = budget_from or ("default" if budget_tokens is None else "explicit")
-    cut = fit_budget([] if no_context else context.items, budget)
-    cut.budget_from = budget_from
+    budget = Budget(DEFAULT_BUDGET_TOKENS if budget_tokens is None else int(budget_tokens),
+                    budget_from or ("default" if budget_tokens is None else "explicit"))
+    return answer_with_cut(question, context, reasoner, tracer, budget, no_context=no_context)[0]
+
+
+def answer_with_cut(question: str, context: RetrievedContext, reasoner: Reasoner, tracer: Tracer, budget: Budget, *,
+                    no_context: bool = False) -> tuple[str, BudgetCut]:
+    """``answer``, with the run's resolved ``budget``, returning the answer and what the step kept."""
+    cut = fit_budget([] if no_context else context.items, budget.tokens)
+    cut.budget_from = budget.source
     if not no_context and not cut.items:
         # nothing retrieved: real models asked over "(no context)" invent an answer rather than
         # abstain, so the step abstains by rule and asks no model (ours)
@@ -84,7 +119,7 @@ def answer(question: str, context: RetrievedContext, reasoner: Reasoner, tracer:
                            data=cut.to_data())
         step.data["abstained"] = True
         step.data["rule"] = "empty context"
-        return INSUFFICIENT
+        return INSUFFICIENT, cut
     rendered = RetrievedContext(items=cut.items).render()
     inputs: dict[str, Any] = {"question": question, "context": rendered,
                               "passages": [i.text for i in cut.items], "no_context": no_context}
@@ -98,10 +133,10 @@ def answer(question: str, context: RetrievedContext, reasoner: Reasoner, tracer:
         res.call.prompt_name = "NO_CONTEXT"
     nodes = [NodeRef(i.id, _KIND_TABLE[i.kind], "chosen", label=i.source, score=i.score)
              for i in cut.items if i.kind in _KIND_TABLE]
-    step: TraceStep = tracer.step("answer", "Answer", _describe(cut, no_context, res.value), llm=res.call,
-                                  nodes=nodes, data=cut.to_data())
+    step = tracer.step("answer", "Answer", _describe(cut, no_context, res.value), llm=res.call,
+                       nodes=nodes, data=cut.to_data())
     step.data["abstained"] = res.value == INSUFFICIENT
-    return str(res.value)
+    return str(res.value), cut
 
 
 def _describe(cut: BudgetCut, no_context: bool, value: Any) -> str:

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from kgviz.errors import ConfigError
 from kgviz.evaluate.labels import Labels, RunLabels, for_run
+from kgviz.graph.protocol import GraphStore
 from kgviz.methods.base import MethodContext
 from kgviz.run import Run, run_methods
 from kgviz.verify.evidence import claim_evidence
@@ -77,7 +78,7 @@ def run_labels(comparison: Comparison, labels: Labels) -> list[RunLabels]:
             for r in comparison.results]
 
 
-def case_file_html(comparison: Comparison, store: Any = None, *, include_graph: bool = True,
+def case_file_html(comparison: Comparison, store: GraphStore | None = None, *, include_graph: bool = True,
                    labels: Labels | None = None) -> str:
     """The self-contained HTML case file (inline CSS and script, no external reference, all text
     escaped): each claim opens its evidence, and with ``labels`` the human labels are shown."""
@@ -85,7 +86,7 @@ def case_file_html(comparison: Comparison, store: Any = None, *, include_graph: 
                             labels=run_labels(comparison, labels) if labels is not None else None)
 
 
-def case_file_json(comparison: Comparison, store: Any = None, *, labels: Labels | None = None) -> str:
+def case_file_json(comparison: Comparison, store: GraphStore | None = None, *, labels: Labels | None = None) -> str:
     """The comparison as JSON, each result with its claims' evidence (kgviz.verify.evidence) and,
     with ``labels``, its human labels."""
     import json

@@ -16,6 +16,7 @@ from typing import Any, Callable
 from kgviz.compare import MethodResult, assess
 from kgviz.evaluate.qa import QAItem
 from kgviz.graph import reads
+from kgviz.graph.rows import ExtractionSummaryRow
 from kgviz.graph.store import GraphStore
 from kgviz.index.params import BuildParams, BuildReport, ProgressEvent
 from kgviz.ingest import load_paths
@@ -91,7 +92,7 @@ def build_sample(session: Session, workers: int = 1,
                  progress=progress)
 
 
-def extraction_rows(store: GraphStore) -> list[dict[str, Any]]:
+def extraction_rows(store: GraphStore) -> list[ExtractionSummaryRow]:
     return reads.extraction_summaries(store)
 
 
@@ -138,13 +139,13 @@ def run_and_judge(method: str, item: QAItem, ctx: MethodContext) -> MethodResult
 def run_row(item: QAItem, result: MethodResult) -> dict[str, Any]:
     """The runs.jsonl line of one recorded run."""
     run, verdict = result.run, result.verdict
-    llm_steps = [s for s in run.trace if s.llm is not None]
+    calls = [s.llm for s in run.trace if s.llm is not None]
     return {
         "id": item.id, "question": item.question, "golds": list(item.answers), "method": run.method,
         "mode": run.mode, "answer": run.answer, "error": run.error,
         "acc": result.metrics.acc if result.metrics else None,
         "coverage": result.metrics.coverage if result.metrics else None,
-        "llm_steps": [s.llm.task for s in llm_steps],
+        "llm_steps": [c.task for c in calls],
         "judge": {"labels": [c.label for c in verdict.claims], "abstained": verdict.abstained,
                   "hallucinated": verdict.hallucinated, "split": verdict.split},
         "parse_failures": parse_failures(result),
@@ -158,11 +159,11 @@ def replay_difference(row: dict[str, Any], result: MethodResult, model: str) -> 
     """Why a replayed run differs from its runs.jsonl line ("" when it replays exactly): the checks
     of tests/test_recorded_sample.py, plus the recorded usage (tokens and calls)."""
     run, verdict = result.run, result.verdict
-    llm_steps = [s for s in run.trace if s.llm is not None]
+    calls = [s.llm for s in run.trace if s.llm is not None]
     checks: list[tuple[str, Any, Any]] = [
         ("answer", run.answer, row["answer"]),
         ("error", run.error, row["error"]),
-        ("LLM steps", [s.llm.task for s in llm_steps], row["llm_steps"]),
+        ("LLM steps", [c.task for c in calls], row["llm_steps"]),
         ("parse failures", parse_failures(result), row["parse_failures"]),
         ("judge disagreements", judge_disagreements(result), row["judge_disagreements"]),
         ("judge labels", [c.label for c in verdict.claims], row["judge"]["labels"]),
@@ -173,7 +174,7 @@ def replay_difference(row: dict[str, Any], result: MethodResult, model: str) -> 
     for what, now, then in checks:
         if now != then:
             return f"{what} differ: replay {str(now)[:80]!r}, recorded {str(then)[:80]!r}"
-    wrong_mode = [s.llm.task for s in llm_steps if s.llm.mode != f"recorded:{model}"]
+    wrong_mode = [c.task for c in calls if c.mode != f"recorded:{model}"]
     return f"steps not from the recording: {wrong_mode}" if wrong_mode else ""
 
 

@@ -10,8 +10,10 @@ text-rag's ``budget_tokens``). The answer step uses that budget unchanged, so th
 asks for is the context the answer sees (KET's 'paper' preset, λ = 12,000, used to lose its keyword
 channel to a fixed 4,000-token answer cut, undoing the θ split). An explicit ``budget_tokens``
 (``kgviz ask/eval --budget-tokens``, the Compare page) overrides it for every method; a method
-without a budget param gets ``kgviz.answer.DEFAULT_BUDGET_TOKENS``. The answer step's trace names
-which of the three applied.
+without a budget param gets ``kgviz.answer.DEFAULT_BUDGET_TOKENS``. ``answer_budget`` resolves the
+request's budget once into a ``Budget`` (tokens and which of the three applied); the answer step
+uses it, and the ``Run`` keeps it with the step's cut (``answer_cut``: what was kept, the tokens
+used, the rule), so the funnel and the evaluation read them instead of re-deriving them.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from kgviz.answer import DEFAULT_BUDGET_TOKENS, answer as answer_step
+from kgviz.answer import DEFAULT_BUDGET_TOKENS, Budget, BudgetCut, answer_with_cut
 from kgviz.errors import ConfigError, KgvizError
 from kgviz.methods import algorithm_lines
 from kgviz.methods.base import Method, MethodContext, RetrievedContext, TraceStep, Tracer, params_to_dict
@@ -42,6 +44,8 @@ class Run:
     seconds: float = 0.0  # retrieval + answer, wall clock
     retrieval_seconds: float = 0.0  # retrieval only (no answer step)
     preset: str = ""
+    budget: Budget | None = None  # the answer step's budget, resolved once (answer_budget)
+    answer_cut: BudgetCut | None = None  # what the answer step kept; None when it did not run to the end
 
     @property
     def ok(self) -> bool:
@@ -53,6 +57,8 @@ class Run:
             "preset": self.preset, "context": self.context.to_dict(), "answer": self.answer,
             "trace": [s.to_dict() for s in self.trace], "usage": self.usage.to_dict(), "mode": self.mode,
             "error": self.error, "seconds": self.seconds, "retrieval_seconds": self.retrieval_seconds,
+            "budget": None if self.budget is None else self.budget._asdict(),
+            "answer_cut": None if self.answer_cut is None else self.answer_cut.to_dict(),
         }
 
     @classmethod
@@ -63,6 +69,8 @@ class Run:
             trace=[TraceStep.from_dict(s) for s in d.get("trace", [])], usage=Usage.from_dict(d.get("usage", {})),
             mode=d.get("mode", ""), error=d.get("error", ""), seconds=float(d.get("seconds", 0.0)),
             retrieval_seconds=float(d.get("retrieval_seconds", 0.0)), preset=d.get("preset", ""),
+            budget=Budget(int(d["budget"]["tokens"]), str(d["budget"]["source"])) if d.get("budget") else None,
+            answer_cut=BudgetCut.from_dict(d["answer_cut"]) if d.get("answer_cut") else None,
         )
 
 
@@ -135,15 +143,15 @@ def context_budget(method: Method, params: Any) -> tuple[int, str] | None:
     return (value, name) if value > 0 else None
 
 
-def answer_budget(method: Method, params: Any, budget_tokens: int | None) -> tuple[int, str]:
-    """(tokens, where they come from) for the answer step: an explicit ``budget_tokens`` wins, else
-    the method's own context budget, else DEFAULT_BUDGET_TOKENS."""
+def answer_budget(method: Method, params: Any, budget_tokens: int | None) -> Budget:
+    """The answer step's budget: an explicit ``budget_tokens`` wins, else the method's own context
+    budget, else DEFAULT_BUDGET_TOKENS (``source`` says which)."""
     if budget_tokens is not None:
-        return int(budget_tokens), "explicit"
+        return Budget(int(budget_tokens), "explicit")
     own = context_budget(method, params)
     if own is not None:
-        return own[0], f"param:{own[1]}"
-    return DEFAULT_BUDGET_TOKENS, "default"
+        return Budget(own[0], f"param:{own[1]}")
+    return Budget(DEFAULT_BUDGET_TOKENS, "default")
 
 
 def run_method(name: str, question: str, ctx: MethodContext, params: Any = None, *,
@@ -155,9 +163,10 @@ def run_method(name: str, question: str, ctx: MethodContext, params: Any = None,
         raise ConfigError("the question is empty")
     method = get_method(name)
     p = resolve_params(method, params, preset)
-    budget, budget_from = answer_budget(method, p, budget_tokens)
+    budget = answer_budget(method, p, budget_tokens)
     tracer = Tracer(ctx.reasoner)
     context = RetrievedContext()
+    cut: BudgetCut | None = None
     text = ""
     error = ""
     t0 = time.perf_counter()
@@ -165,8 +174,7 @@ def run_method(name: str, question: str, ctx: MethodContext, params: Any = None,
     try:
         context = method.retrieve(question, ctx, p, tracer)
         t_retrieved = time.perf_counter() - t0
-        text = answer_step(question, context, ctx.reasoner, tracer, budget,
-                           no_context=bool(getattr(method, "no_context", False)), budget_from=budget_from)
+        text, cut = answer_with_cut(question, context, ctx.reasoner, tracer, budget, no_context=method.no_context)
     except KgvizError as exc:
         error = exc.user_message()
     except Exception as exc:  # an unexpected bug in one method must not stop the comparison
@@ -178,7 +186,7 @@ def run_method(name: str, question: str, ctx: MethodContext, params: Any = None,
     return Run(method=name, question=question, params=params_to_dict(p), context=context, answer=text,
                trace=tracer.steps, usage=tracer.usage, mode=ctx.reasoner.mode, error=error,
                seconds=seconds, retrieval_seconds=seconds if t_retrieved is None else t_retrieved,
-               preset=preset_name(method, preset))
+               preset=preset_name(method, preset), budget=budget, answer_cut=cut)
 
 
 def run_methods(names: Sequence[str], question: str, ctx: MethodContext,

@@ -230,7 +230,7 @@ def claim_pairs(claims: Iterable[tuple[str, str, str]], labels: Labels) -> list[
 
 def record_claims(records: Iterable[Any]) -> list[tuple[str, str, str]]:
     """(run key, claim text, judge label) of every claim of evaluation records (their verdict dicts)."""
-    out = []
+    out: list[tuple[str, str, str]] = []
     for rec in records:
         if getattr(rec, "error", ""):
             continue
@@ -265,4 +265,4 @@ def for_run(labels: Labels, question: str, method: str, answer: str, claims: Ite
 
 
 def verdict_text(right: bool | None, yes: str = "right", no: str = "wrong") -> str:
-    return {True: yes, False: no}.get(right, "no verdict")
+    return "no verdict" if right is None else (yes if right else no)

@@ -58,7 +58,7 @@ def parse_questions(text: str, source: str = "questions") -> list[QAItem]:
             continue
         try:
             obj = json.loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             problems.append(f"line {n}: invalid JSON ({exc.msg})")
             continue
         item, why = _check(obj)

@@ -175,11 +175,8 @@ class _Appender:
 
 # --- running -------------------------------------------------------------------------------------
 def answered_tokens(run: Run) -> int:
-    """Tokens of context the answer step used (its trace records them), else what was retrieved."""
-    for s in reversed(run.trace):
-        if s.kind == "answer" and "used_tokens" in s.data:
-            return int(s.data["used_tokens"])
-    return run.context.n_tokens
+    """Tokens of context the answer step used (``run.answer_cut``), else what was retrieved."""
+    return run.answer_cut.used_tokens if run.answer_cut is not None else run.context.n_tokens
 
 
 def _record(item: QAItem, run: Run, scored: Scored, phash: str, budget_tokens: int | None) -> EvalRecord:

@@ -39,7 +39,7 @@ Scorer = Callable[[Run, QAItem, MethodContext, "int | None"], Scored]
 
 def answered_text(run: Run) -> str:
     """The context text the answer step kept ("" for a no-context method or a failed retrieval)."""
-    if bool(getattr(get_method(run.method), "no_context", False)):
+    if get_method(run.method).no_context:
         return ""
     return kept_text(run)
 

@@ -73,14 +73,14 @@ def _num(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else round(float(x), 6)
 
 
-def _as_array(values: Sequence[float]) -> np.ndarray:
+def _as_array(values: Sequence[float] | np.ndarray) -> np.ndarray:
     arr = np.asarray(values, dtype=float).ravel()
     if arr.size and not np.all(np.isfinite(arr)):
         raise EvaluationError("statistics need finite numbers (a per-question value is NaN or infinite)")
     return arr
 
 
-def bootstrap_means(values: Sequence[float], *, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED) -> np.ndarray:
+def bootstrap_means(values: Sequence[float] | np.ndarray, *, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED) -> np.ndarray:
     """``n_boot`` means of resamples (with replacement) of ``values``."""
     arr = _as_array(values)
     if n_boot < 1:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from kgviz.errors import GraphStoreError
 
-Rows = Sequence[Mapping[str, Any]] | pd.DataFrame | pa.Table
+Rows: TypeAlias = Sequence[Mapping[str, Any]] | pd.DataFrame | pa.Table
 
 _SCALAR_TYPES: dict[str, pa.DataType] = {
     "STRING": pa.string(),

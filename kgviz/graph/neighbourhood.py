@@ -13,13 +13,12 @@ runs follows ``kgviz.graph.batching``.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence, cast
 
 from kgviz.errors import MethodError
 from kgviz.graph import batching
 from kgviz.graph.protocol import GraphStore
-
-Row = dict[str, Any]
+from kgviz.graph.rows import NeighbourRow
 
 _TRIPLE_COLS = (
     "t.id AS id, t.subject AS subject, t.relation AS relation, t.object AS object, "
@@ -76,34 +75,35 @@ QUERIES: tuple[str, ...] = (
 )
 
 
-def sort_key(row: Row, cols: tuple[str, ...]) -> tuple[tuple[bool, bytes], ...]:
-    return tuple((row[c] is None, str(row[c] or "").encode()) for c in cols)
+def sort_key(row: NeighbourRow, cols: tuple[str, ...]) -> tuple[tuple[bool, bytes], ...]:
+    values: Mapping[str, object] = row  # ``cols`` names columns the row's query returns (ORDER)
+    return tuple((values[c] is None, str(values[c] or "").encode()) for c in cols)
 
 
-def _query(store: GraphStore, cypher: str, params: dict[str, Any]) -> list[Row]:
+def _query(store: GraphStore, cypher: str, params: dict[str, Any]) -> list[NeighbourRow]:
     if cypher not in QUERIES:  # guards future edits: kg-rag runs these fixed queries only
         raise MethodError("kg-rag tried to run a query outside its fixed set")
-    return store.query(cypher, params)
+    return cast("list[NeighbourRow]", store.query(cypher, params))
 
 
-def _id_list(store: GraphStore, forms: tuple[str, str], ids: list[str], *, vectors: bool = False) -> list[Row]:
-    rows: list[Row] = []
+def _id_list(store: GraphStore, forms: tuple[str, str], ids: list[str], *, vectors: bool = False) -> list[NeighbourRow]:
+    rows: list[NeighbourRow] = []
     for batch in batching.batches(ids):
         rows += _query(store, forms[batching.use_unwind(len(batch), vectors=vectors)], {"ids": batch})
     return rows
 
 
-def neighbourhood(store: GraphStore, name: str, anchors: Sequence[str]) -> dict[str, list[Row]]:
+def neighbourhood(store: GraphStore, name: str, anchors: Sequence[str]) -> dict[str, list[NeighbourRow]]:
     """{anchor: every row of neighbourhood query ``name`` at it} (rows without the anchor column,
     unordered; every anchor present, with [] when it has none)."""
-    out: dict[str, list[Row]] = {a: [] for a in anchors}
+    out: dict[str, list[NeighbourRow]] = {a: [] for a in anchors}
     if anchors:
         for row in _id_list(store, NEIGHBOURHOOD[name], list(anchors)):
             out[row.pop("anchor")].append(row)
     return out
 
 
-def nodes_by_id(store: GraphStore, ids: Sequence[str]) -> list[Row]:
+def nodes_by_id(store: GraphStore, ids: Sequence[str]) -> list[NeighbourRow]:
     """Rows for node ids of either table: ``tbl`` ("Triple" or "Entity") plus the triple columns
     (a Triple) or id and name (an Entity). Ids of neither table are left out."""
     todo = list(ids)
@@ -114,7 +114,7 @@ def nodes_by_id(store: GraphStore, ids: Sequence[str]) -> list[Row]:
     return rows + [r for i in todo if i not in found for r in _query(store, Q_ENTITY_BY_PK, {"id": i})]
 
 
-def triple_vectors(store: GraphStore, ids: Sequence[str]) -> list[Row]:
+def triple_vectors(store: GraphStore, ids: Sequence[str]) -> list[NeighbourRow]:
     """id, emb of the triples among ``ids`` that have an embedding."""
     todo = list(ids)
     if len(todo) > batching.PK_LOOKUP_MAX:

@@ -3,7 +3,8 @@
 Every statement here is fixed text with $params; id lists follow the one batching policy of
 ``kgviz.graph.batching`` (IN up to IN_LIST_MAX ids, UNWIND beyond, ID_BATCH ids a statement).
 Rows come back as dicts keyed by the column aliases named in each docstring: the methods record
-them into traces as they are, so a dataclass would only be unpacked again.
+them into traces as they are, so a dataclass would only be unpacked again. Their shapes are
+declared in ``kgviz.graph.rows`` (TypedDicts: typed for the checker, plain dicts at run time).
 """
 from __future__ import annotations
 
@@ -13,16 +14,21 @@ import pyarrow as pa
 
 from kgviz.graph.batching import id_list_statements
 from kgviz.graph.protocol import GraphStore
-
-Row = dict[str, Any]
+from kgviz.graph.rows import (
+    ChunkDocRow, ChunkLabelRow, ChunkOverviewRow, ChunkRankRow, ChunkRow, ChunkTextRow, CoreChunkRow, DocumentRow,
+    EntityChunksRow, EntityNameRow, EntityRow, ExtractionSummaryRow, RelatedEdgeRow, SimilarDocRow, TripleAtEntityRow,
+    TripleChunkRow, TripleEndRow, TripleFactRow, TripleLinkRow, TripleSourceRow, typed,
+)
 
 
 def rows_by_ids(store: GraphStore, match: str, key: str, returns: str, ids: Sequence[str],
-                params: Mapping[str, Any] | None = None, *, where: str = "", order: str = "") -> list[Row]:
+                params: Mapping[str, Any] | None = None, *, where: str = "",
+                order: str = "") -> list[dict[str, Any]]:
     """Rows of ``MATCH match`` whose ``key`` is one of ``ids``, in statements of the batching
     policy (for the functions of kgviz/graph: ``match``, ``key``, ``returns``, ``where`` are their
-    fixed text). ``where`` adds conditions (with $params of ``params``); ``order`` sorts each batch."""
-    out: list[Row] = []
+    fixed text). ``where`` adds conditions (with $params of ``params``); ``order`` sorts each batch.
+    The store's raw records: each named read below declares its row shape (kgviz.graph.rows)."""
+    out: list[dict[str, Any]] = []
     for cypher, batch in id_list_statements(match, key, _rest(returns, where, order), list(ids)):
         out += store.query(cypher, {**(params or {}), "ids": batch})
     return out
@@ -51,15 +57,16 @@ def count_rels(store: GraphStore, rel: str) -> int:
 
 
 # --- chunks and documents --------------------------------------------------------------------------
-def chunks(store: GraphStore, ids: Sequence[str]) -> list[Row]:
+def chunks(store: GraphStore, ids: Sequence[str]) -> list[ChunkRow]:
     """Chunks by id with their document's title: id, text, ord, title (any order)."""
-    return rows_by_ids(store, "(d:Document)-[:HAS_CHUNK]->(c:Chunk)", "c.id",
-                   "c.id AS id, c.text AS text, c.ord AS ord, d.title AS title", ids)
+    return typed(ChunkRow, rows_by_ids(store, "(d:Document)-[:HAS_CHUNK]->(c:Chunk)", "c.id",
+                   "c.id AS id, c.text AS text, c.ord AS ord, d.title AS title", ids))
 
 
-def chunk_labels(store: GraphStore) -> list[Row]:
+def chunk_labels(store: GraphStore) -> list[ChunkLabelRow]:
     """Every chunk: id, ord, title."""
-    return store.query("MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id, c.ord AS ord, d.title AS title")
+    return typed(ChunkLabelRow, store.query(
+        "MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id, c.ord AS ord, d.title AS title"))
 
 
 def chunk_texts(store: GraphStore, ids: Sequence[str]) -> dict[str, str]:
@@ -72,14 +79,15 @@ def all_chunk_ids(store: GraphStore) -> list[str]:
     return [r["id"] for r in store.query("MATCH (c:Chunk) RETURN c.id AS id ORDER BY c.id")]
 
 
-def all_chunks(store: GraphStore) -> list[Row]:
+def all_chunks(store: GraphStore) -> list[ChunkDocRow]:
     """Every chunk: id, doc, text, sorted by id."""
-    return store.query("MATCH (c:Chunk) RETURN c.id AS id, c.doc_id AS doc, c.text AS text ORDER BY c.id")
+    return typed(ChunkDocRow, store.query(
+        "MATCH (c:Chunk) RETURN c.id AS id, c.doc_id AS doc, c.text AS text ORDER BY c.id"))
 
 
-def chunk_ranks(store: GraphStore) -> list[Row]:
+def chunk_ranks(store: GraphStore) -> list[ChunkRankRow]:
     """Every chunk's KET PageRank: id, pr (None before the KET index is built)."""
-    return store.query("MATCH (c:Chunk) RETURN c.id AS id, c.pagerank AS pr")
+    return typed(ChunkRankRow, store.query("MATCH (c:Chunk) RETURN c.id AS id, c.pagerank AS pr"))
 
 
 def all_document_ids(store: GraphStore) -> list[str]:
@@ -91,14 +99,15 @@ def document_titles(store: GraphStore, ids: Sequence[str]) -> dict[str, str | No
     return {r["id"]: r["title"] for r in rows_by_ids(store, "(d:Document)", "d.id", "d.id AS id, d.title AS title", ids)}
 
 
-def similar_documents(store: GraphStore, ids: Sequence[str], *, vectors: bool = False) -> list[Row] | pa.Table:
+def similar_documents(store: GraphStore, ids: Sequence[str], *,
+                      vectors: bool = False) -> list[SimilarDocRow] | pa.Table:
     """SIMILAR_DOC edges out of ``ids``: src, dst, weight as dicts; with ``vectors`` an arrow
     table with src_emb and emb too (vectors are read inside the traversal: a lookup by id list
     scans the whole vector column in Kùzu 0.11.3, ~50 ms on 6k rows, a traversal reads only the
     matched rows)."""
     if not vectors:
-        return rows_by_ids(store, "(a:Document)-[r:SIMILAR_DOC]->(b:Document)", "a.id",
-                       "a.id AS src, b.id AS dst, r.weight AS weight", ids)
+        return typed(SimilarDocRow, rows_by_ids(store, "(a:Document)-[r:SIMILAR_DOC]->(b:Document)", "a.id",
+                           "a.id AS src, b.id AS dst, r.weight AS weight", ids))
     return _arrow_by_ids(store, "(a:Document)-[r:SIMILAR_DOC]->(b:Document)", "a.id",
                          "a.id AS src, b.id AS dst, r.weight AS weight, a.emb AS src_emb, b.emb AS emb", ids)
 
@@ -134,52 +143,57 @@ def count_entities(store: GraphStore, origin: str) -> int:
     return int(store.query("MATCH (e:Entity) WHERE e.origin = $origin RETURN count(e) AS n", {"origin": origin})[0]["n"])
 
 
-def entities(store: GraphStore, ids: Sequence[str]) -> list[Row]:
+def entities(store: GraphStore, ids: Sequence[str]) -> list[EntityRow]:
     """Entities by id: id, name, description."""
-    return rows_by_ids(store, "(e:Entity)", "e.id", "e.id AS id, e.name AS name, e.description AS description", ids)
+    return typed(EntityRow, rows_by_ids(
+        store, "(e:Entity)", "e.id", "e.id AS id, e.name AS name, e.description AS description", ids))
 
 
-def entities_with_chunks(store: GraphStore, ids: Sequence[str]) -> list[Row]:
+def entities_with_chunks(store: GraphStore, ids: Sequence[str]) -> list[EntityChunksRow]:
     """Entities by id with the chunks that mention them: id, name, description, origin, chunks."""
-    out: list[Row] = []
+    out: list[EntityChunksRow] = []
     rest = ("OPTIONAL MATCH (c:Chunk)-[:MENTIONS]->(e) RETURN e.id AS id, e.name AS name, "
             "e.description AS description, e.origin AS origin, collect(c.id) AS chunks")
     for cypher, batch in id_list_statements("(e:Entity)", "e.id", rest, list(ids)):
-        out += store.query(cypher, {"ids": batch})
+        out += typed(EntityChunksRow, store.query(cypher, {"ids": batch}))
     return out
 
 
-def related_edges(store: GraphStore, ids: Sequence[str], origin: str, *, incoming: bool) -> list[Row]:
+def related_edges(store: GraphStore, ids: Sequence[str], origin: str, *, incoming: bool) -> list[RelatedEdgeRow]:
     """RELATED edges at ``ids`` whose other end has ``origin``: src, src_name, relation,
     triple_id, dst, dst_name; outgoing (the id is the head) or incoming (the id is the tail),
     ordered by (anchor, triple_id, other end)."""
     returns = ("a.id AS src, a.name AS src_name, r.relation AS relation, r.triple_id AS triple_id, "
                "b.id AS dst, b.name AS dst_name")
     if incoming:
-        return rows_by_ids(store, "(a:Entity)-[r:RELATED]->(b:Entity)", "b.id", returns, ids, {"origin": origin},
-                       where="a.origin = $origin", order="b.id, r.triple_id, a.id")
-    return rows_by_ids(store, "(a:Entity)-[r:RELATED]->(b:Entity)", "a.id", returns, ids, {"origin": origin},
-                   where="b.origin = $origin", order="a.id, r.triple_id, b.id")
+        return typed(RelatedEdgeRow, rows_by_ids(
+            store, "(a:Entity)-[r:RELATED]->(b:Entity)", "b.id", returns, ids, {"origin": origin},
+            where="a.origin = $origin", order="b.id, r.triple_id, a.id"))
+    return typed(RelatedEdgeRow, rows_by_ids(
+        store, "(a:Entity)-[r:RELATED]->(b:Entity)", "a.id", returns, ids, {"origin": origin},
+        where="b.origin = $origin", order="a.id, r.triple_id, b.id"))
 
 
-def triple_sources(store: GraphStore, ids: Sequence[str]) -> list[Row]:
+def triple_sources(store: GraphStore, ids: Sequence[str]) -> list[TripleSourceRow]:
     """Triples by id: id, text, sentence, chunk_id."""
-    return rows_by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.text AS text, t.sentence AS sentence, "
-                   "t.chunk_id AS chunk_id", ids)
+    return typed(TripleSourceRow, rows_by_ids(
+        store, "(t:Triple)", "t.id", "t.id AS id, t.text AS text, t.sentence AS sentence, "
+        "t.chunk_id AS chunk_id", ids))
 
 
-def triples_at_entities(store: GraphStore, ids: Sequence[str]) -> list[Row]:
+def triples_at_entities(store: GraphStore, ids: Sequence[str]) -> list[TripleAtEntityRow]:
     """Distinct triples with one of the entities as subject or object: id, text, s, o, sname,
     oname, relation, origin, chunk_id, kind, sentence (the first provenance)."""
-    return rows_by_ids(store, "(t:Triple)-[:SUBJ|:OBJ]->(e:Entity)", "e.id",
+    return typed(TripleAtEntityRow, rows_by_ids(store, "(t:Triple)-[:SUBJ|:OBJ]->(e:Entity)", "e.id",
                        "DISTINCT t.id AS id, t.text AS text, t.subject_id AS s, t.object_id AS o, t.subject AS sname, "
                        "t.object AS oname, t.relation AS relation, t.origin AS origin, t.chunk_id AS chunk_id, "
-                       "t.kind AS kind, t.sentence AS sentence", ids)
+                       "t.kind AS kind, t.sentence AS sentence", ids))
 
 
-def triple_chunks(store: GraphStore, ids: Sequence[str]) -> list[Row]:
+def triple_chunks(store: GraphStore, ids: Sequence[str]) -> list[TripleChunkRow]:
     """FROM_CHUNK links of triples: tid, cid."""
-    return rows_by_ids(store, "(t:Triple)-[:FROM_CHUNK]->(c:Chunk)", "t.id", "t.id AS tid, c.id AS cid", ids)
+    return typed(TripleChunkRow, rows_by_ids(
+        store, "(t:Triple)-[:FROM_CHUNK]->(c:Chunk)", "t.id", "t.id AS tid, c.id AS cid", ids))
 
 
 def subchunk_texts(store: GraphStore, ids: Sequence[str]) -> dict[str, str]:
@@ -216,20 +230,20 @@ def skeleton_descriptions(store: GraphStore) -> pa.Table:
                              "RETURN d.target, d.kind, d.text, d.emb ORDER BY d.target")
 
 
-def chunk_texts_all(store: GraphStore) -> list[Row]:
+def chunk_texts_all(store: GraphStore) -> list[ChunkTextRow]:
     """Every chunk: id, text."""
-    return store.query("MATCH (c:Chunk) RETURN c.id AS id, c.text AS text")
+    return typed(ChunkTextRow, store.query("MATCH (c:Chunk) RETURN c.id AS id, c.text AS text"))
 
 
-def entity_names_all(store: GraphStore) -> list[Row]:
+def entity_names_all(store: GraphStore) -> list[EntityNameRow]:
     """Every entity: id, name, aliases."""
-    return store.query("MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.aliases AS aliases")
+    return typed(EntityNameRow, store.query("MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.aliases AS aliases"))
 
 
-def triple_facts_all(store: GraphStore) -> list[Row]:
+def triple_facts_all(store: GraphStore) -> list[TripleFactRow]:
     """Every triple: id, text, s (subject id), o (object id), c (chunk id)."""
-    return store.query("MATCH (t:Triple) RETURN t.id AS id, t.text AS text, "
-                       "t.subject_id AS s, t.object_id AS o, t.chunk_id AS c")
+    return typed(TripleFactRow, store.query("MATCH (t:Triple) RETURN t.id AS id, t.text AS text, "
+                       "t.subject_id AS s, t.object_id AS o, t.chunk_id AS c"))
 
 
 def entities_within(store: GraphStore, ids: Sequence[str], hops: int) -> set[str]:
@@ -275,10 +289,10 @@ def knn_degrees(store: GraphStore) -> dict[str, tuple[int, int]]:
     return {c: (d, inc.get(c, 0)) for c, d in out.items()}
 
 
-def core_chunk_rows(store: GraphStore, limit: int) -> list[Row]:
+def core_chunk_rows(store: GraphStore, limit: int) -> list[CoreChunkRow]:
     """The core chunks by PageRank, best first (ties by id): id, pr, text."""
-    return store.query("MATCH (c:Chunk) WHERE c.core = true RETURN c.id AS id, c.pagerank AS pr, c.text AS text "
-                       "ORDER BY c.pagerank DESC, c.id LIMIT $n", {"n": int(limit)})
+    return typed(CoreChunkRow, store.query("MATCH (c:Chunk) WHERE c.core = true RETURN c.id AS id, c.pagerank AS pr, "
+                                           "c.text AS text ORDER BY c.pagerank DESC, c.id LIMIT $n", {"n": int(limit)}))
 
 
 def ket_index_counts(store: GraphStore) -> dict[str, int]:
@@ -292,17 +306,19 @@ _LABEL_COLUMN = {"Entity": "name", "Triple": "text", "Document": "title", "Chunk
 LABELLED_TABLES = frozenset(_LABEL_COLUMN)  # the tables ``node_labels`` can label
 
 
-def chunk_overview(store: GraphStore) -> list[Row]:
+def chunk_overview(store: GraphStore) -> list[ChunkOverviewRow]:
     """Every chunk for the Build page's KET panel: id, text, n (tokens), pr, core, and where it sits
     (doc: its document's id, ord: its position there) so the page can name it as a person would."""
-    return store.query("MATCH (c:Chunk) RETURN c.id AS id, c.text AS text, c.n_tokens AS n, c.pagerank AS pr, "
-                       "c.core AS core, c.doc_id AS doc, c.ord AS ord")
+    return typed(ChunkOverviewRow, store.query(
+        "MATCH (c:Chunk) RETURN c.id AS id, c.text AS text, c.n_tokens AS n, c.pagerank AS pr, "
+        "c.core AS core, c.doc_id AS doc, c.ord AS ord"))
 
 
-def triple_links(store: GraphStore, ids: Sequence[str]) -> list[Row]:
+def triple_links(store: GraphStore, ids: Sequence[str]) -> list[TripleLinkRow]:
     """Subject and object of the triples ``ids``: id, s, o, s_name, o_name."""
-    return rows_by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.subject_id AS s, t.object_id AS o, "
-                   "t.subject AS s_name, t.object AS o_name", ids)
+    return typed(TripleLinkRow, rows_by_ids(
+        store, "(t:Triple)", "t.id", "t.id AS id, t.subject_id AS s, t.object_id AS o, "
+        "t.subject AS s_name, t.object AS o_name", ids))
 
 
 def triple_labels(store: GraphStore, ids: Sequence[str]) -> dict[str, str | None]:
@@ -319,15 +335,16 @@ def node_labels(store: GraphStore, table: str, ids: Sequence[str]) -> dict[str, 
     return {r["id"]: r["label"] for r in rows}
 
 
-def triple_ends(store: GraphStore, ids: Sequence[str]) -> list[Row]:
+def triple_ends(store: GraphStore, ids: Sequence[str]) -> list[TripleEndRow]:
     """Subject, object and chunk of the triples ``ids``: id, s, o, c."""
-    return rows_by_ids(store, "(t:Triple)", "t.id", "t.id AS id, t.subject_id AS s, t.object_id AS o, t.chunk_id AS c",
-                   ids)
+    return typed(TripleEndRow, rows_by_ids(store, "(t:Triple)", "t.id",
+                                           "t.id AS id, t.subject_id AS s, t.object_id AS o, t.chunk_id AS c", ids))
 
 
-def documents_for_labels(store: GraphStore, ids: Sequence[str]) -> list[Row]:
+def documents_for_labels(store: GraphStore, ids: Sequence[str]) -> list[DocumentRow]:
     """Documents by id with what a human label needs: id, title, text (the first heading)."""
-    return rows_by_ids(store, "(d:Document)", "d.id", "d.id AS id, d.title AS title, d.text AS text", ids)
+    return typed(DocumentRow, rows_by_ids(
+        store, "(d:Document)", "d.id", "d.id AS id, d.title AS title, d.text AS text", ids))
 
 
 def chunk_label_texts(store: GraphStore, table: str, ids: Sequence[str]) -> dict[str, str | None]:
@@ -337,9 +354,10 @@ def chunk_label_texts(store: GraphStore, table: str, ids: Sequence[str]) -> dict
     return {r["id"]: r["text"] for r in rows_by_ids(store, f"(c:{table})", "c.id", "c.id AS id, c.text AS text", ids)}
 
 
-def extraction_summaries(store: GraphStore) -> list[Row]:
+def extraction_summaries(store: GraphStore) -> list[ExtractionSummaryRow]:
     """Every chunk's stored extraction outcome (chunk_id, raw, status, n_malformed, input_tokens,
     output_tokens), by chunk id: the figures of a build (kgviz.replay)."""
-    return store.query("MATCH (x:Extraction) RETURN x.chunk_id AS chunk_id, x.raw AS raw, x.status AS status, "
-                       "x.n_malformed AS n_malformed, x.input_tokens AS input_tokens, "
-                       "x.output_tokens AS output_tokens ORDER BY x.chunk_id")
+    return typed(ExtractionSummaryRow, store.query(
+        "MATCH (x:Extraction) RETURN x.chunk_id AS chunk_id, x.raw AS raw, x.status AS status, "
+        "x.n_malformed AS n_malformed, x.input_tokens AS input_tokens, "
+        "x.output_tokens AS output_tokens ORDER BY x.chunk_id"))

@@ -11,8 +11,9 @@ from typing import Any, Sequence
 from kgviz.graph.batching import batches, id_list_statements
 from kgviz.graph.protocol import GraphStore
 from kgviz.graph.reads import rows_by_ids
+from kgviz.graph.rows import TripleProvenanceRow, typed
 
-Row = dict[str, Any]
+Row = dict[str, Any]  # the build's own bookkeeping rows (Extraction, entity details, ranks): not typed yet
 # rows of one ``UNWIND $rows`` update statement
 UPDATE_BATCH = 20_000
 
@@ -32,10 +33,10 @@ def triple_ids_of_documents(store: GraphStore, doc_ids: Sequence[str]) -> list[s
     return [r["id"] for r in rows_by_ids(store, "(t:Triple)", "t.doc_id", "t.id AS id", doc_ids)]
 
 
-def triple_provenance(store: GraphStore, triple_ids: Sequence[str]) -> list[Row]:
+def triple_provenance(store: GraphStore, triple_ids: Sequence[str]) -> list[TripleProvenanceRow]:
     """Every FROM_CHUNK edge of the triples: id (triple), chunk, doc, sentence."""
-    return rows_by_ids(store, "(t:Triple)-[f:FROM_CHUNK]->(c:Chunk)", "t.id",
-                       "t.id AS id, c.id AS chunk, c.doc_id AS doc, f.sentence AS sentence", triple_ids)
+    return typed(TripleProvenanceRow, rows_by_ids(store, "(t:Triple)-[f:FROM_CHUNK]->(c:Chunk)", "t.id",
+                       "t.id AS id, c.id AS chunk, c.doc_id AS doc, f.sentence AS sentence", triple_ids))
 
 
 def delete_documents(store: GraphStore, doc_ids: Sequence[str]) -> None:
@@ -49,7 +50,7 @@ def delete_documents(store: GraphStore, doc_ids: Sequence[str]) -> None:
     touched = set(triple_ids_of_documents(store, doc_ids))
     touched |= {r["id"] for r in rows_by_ids(store, "(t:Triple)-[:FROM_CHUNK]->(c:Chunk)", "c.id", "t.id AS id",
                                              chunk_ids)}
-    remaining: dict[str, Row] = {}
+    remaining: dict[str, TripleProvenanceRow] = {}
     for r in sorted(triple_provenance(store, sorted(touched)), key=lambda r: (r["id"], r["chunk"])):
         if r["doc"] not in gone_docs:
             remaining.setdefault(r["id"], r)

@@ -15,6 +15,7 @@ every document that states it. Entities are shared across documents (rule 1 of r
 """
 from __future__ import annotations
 
+import builtins
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -44,7 +45,7 @@ class TripleRow:
     object: str = ""
     text: str = ""
 
-    def to_row(self) -> dict[str, object]:
+    def to_row(self) -> dict[str, builtins.object]:  # builtins: `object` is a field here
         return {
             "id": self.id, "subject": self.subject, "relation": self.relation, "object": self.object,
             "subject_id": self.subject_id, "object_id": self.object_id, "text": self.text,
@@ -105,8 +106,8 @@ class _RT:
     """A triple with both ends resolved: (kind, id-or-None, payload) per end."""
 
     triple: ExtractedTriple
-    subject: tuple[str, str, object]
-    object: tuple[str, str, object]
+    subject: tuple[str, str, _RT | tuple[Mention, str]]
+    object: tuple[str, str, _RT | tuple[Mention, str]]
 
 
 def assemble(
@@ -141,7 +142,7 @@ def assemble(
     return acc
 
 
-def _resolve_end(term: object, aliases: dict[str, str]) -> tuple[str, str, object] | None:
+def _resolve_end(term: object, aliases: dict[str, str]) -> tuple[str, str, _RT | tuple[Mention, str]] | None:
     if isinstance(term, ExtractedTriple):
         inner = _resolve(term, aliases)
         return None if inner is None else ("triple", "", inner)
@@ -169,7 +170,8 @@ def _register(rt: _RT, acc: Assembled, doc_id: str, chunk_id: str, sentence: str
             assert isinstance(payload, _RT)
             ids.append(_register(payload, acc, doc_id, chunk_id, sentence))
         else:
-            mention, key = payload  # type: ignore[misc]
+            assert not isinstance(payload, _RT)
+            mention, key = payload
             agg = acc.entities.get(eid)
             if agg is None:
                 agg = acc.entities[eid] = EntityAgg(eid, eid[len("ent:") :])

@@ -28,7 +28,7 @@ def top_k_neighbours(emb: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     kk = min(k, n - 1)
     if kk <= 0:
         return np.zeros((n, 0), dtype=np.int64), np.zeros((n, 0), dtype=np.float32)
-    x = np.asarray(emb, dtype=np.float32)
+    x: np.ndarray = np.asarray(emb, dtype=np.float32)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     x = x / np.where(norms == 0, 1.0, norms)
     idx = np.zeros((n, kk), dtype=np.int64)

@@ -76,7 +76,7 @@ def write_nodes_and_edges(
     *,
     documents: list[dict[str, Any]],
     chunks: list[dict[str, Any]],
-    has_chunk: list[dict[str, str]],
+    has_chunk: list[dict[str, object]],
     new_entities: list[dict[str, Any]],
     acc: Assembled,
     triples: list[dict[str, Any]],

@@ -38,6 +38,7 @@ import numpy as np
 
 from kgviz.errors import BuildError, ConfigError
 from kgviz.graph import reads, writes
+from kgviz.graph.protocol import GraphStore
 from kgviz.index.ket_keywords import KeywordLayer, KeywordRules, build_keyword_layer
 from kgviz.index.knn import LEXICAL, SEMANTIC, KnnGraph, build_knn, pagerank
 from kgviz.providers.base import Embedder
@@ -192,7 +193,7 @@ def plan_core(chunk_ids: Sequence[str], texts: Sequence[str], emb: np.ndarray, p
     return CorePlan(ids, knn, pr, ranking, core, params, time.perf_counter() - t0)
 
 
-def write_core(store: Any, plan: CorePlan, *, skeleton_beta: float) -> None:
+def write_core(store: GraphStore, plan: CorePlan, *, skeleton_beta: float) -> None:
     """Replace the KNN edges, set Chunk.pagerank/core for every planned chunk, record Meta.
     ``skeleton_beta``: the fraction of chunks the stored KG was extracted from (β when the build
     extracted core chunks only, 1 when it extracted every chunk)."""
@@ -216,7 +217,7 @@ def keyword_signature(chunk_ids: Sequence[str], rules: KeywordRules) -> str:
     return h.hexdigest()[:32]
 
 
-def write_keyword_layer(store: Any, layer: KeywordLayer, signature: str) -> None:
+def write_keyword_layer(store: GraphStore, layer: KeywordLayer, signature: str) -> None:
     """Replace the sub-chunks and the keyword layer whole: keywords depend on every sub-chunk (a
     new document changes descriptions, embeddings and the frequency limit), and a changed τ
     changes every sub-chunk."""
@@ -244,7 +245,7 @@ class KetReport:
         return asdict(self)
 
 
-def stored_chunks(store: Any) -> tuple[list[str], list[str], list[str], np.ndarray]:
+def stored_chunks(store: GraphStore) -> tuple[list[str], list[str], list[str], np.ndarray]:
     """(ids, doc ids, texts, embeddings) of every stored chunk, in id order."""
     rows = reads.all_chunks(store)
     ids = [r["id"] for r in rows]
@@ -258,7 +259,7 @@ def stored_chunks(store: Any) -> tuple[list[str], list[str], list[str], np.ndarr
     return ids, [r["doc"] for r in rows], [r["text"] for r in rows], emb
 
 
-def build_keywords(store: Any, embedder: Embedder, params: KetParams, chunk_tokens: int, *,
+def build_keywords(store: GraphStore, embedder: Embedder, params: KetParams, chunk_tokens: int, *,
                    ids: Sequence[str], docs: Sequence[str], texts: Sequence[str],
                    batch_size: int = 256, progress: Progress | None = None, force: bool = False
                    ) -> tuple[dict[str, int], bool]:
@@ -278,7 +279,7 @@ def build_keywords(store: Any, embedder: Embedder, params: KetParams, chunk_toke
     return layer.stats(), True
 
 
-def build_ket_index(store: Any, embedder: Embedder, params: KetParams = KetParams(), *, chunk_tokens: int = 300,
+def build_ket_index(store: GraphStore, embedder: Embedder, params: KetParams = KetParams(), *, chunk_tokens: int = 300,
                     skeleton_beta: float = 1.0, progress: Progress | None = None, force: bool = False) -> KetReport:
     """KNN + PageRank + core marks + sub-chunks + keywords over the chunks already in ``store``.
     ``skeleton_beta``: the fraction of chunks the stored KG was extracted from (1 = full KG)."""
@@ -286,7 +287,7 @@ def build_ket_index(store: Any, embedder: Embedder, params: KetParams = KetParam
         return _build_ket_index(store, embedder, params, chunk_tokens, skeleton_beta, progress, force)
 
 
-def _build_ket_index(store: Any, embedder: Embedder, params: KetParams, chunk_tokens: int, skeleton_beta: float,
+def _build_ket_index(store: GraphStore, embedder: Embedder, params: KetParams, chunk_tokens: int, skeleton_beta: float,
                      progress: Progress | None, force: bool) -> KetReport:
     report = KetReport()
     t0 = time.perf_counter()
@@ -378,7 +379,7 @@ def skeleton_cost(chunks: Sequence[tuple[str, str, int]], core: set[str], beta: 
 
 
 # --- read side (Build page, methods) -----------------------------------------------------------------
-def ket_info(store: Any) -> dict[str, Any]:
+def ket_info(store: GraphStore) -> dict[str, Any]:
     """What the stored KET index was built with; {} when the graph has none."""
     meta = reads.meta_with_prefix(store, "ket.")
     if META_PARAMS not in meta:
@@ -388,7 +389,7 @@ def ket_info(store: Any) -> dict[str, Any]:
             "n_chunks": int(meta.get(META_N_CHUNKS) or 0), "n_core": int(meta.get(META_N_CORE) or 0)}
 
 
-def knn_degree_distribution(store: Any) -> dict[int, int]:
+def knn_degree_distribution(store: GraphStore) -> dict[int, int]:
     """{degree: number of chunks} over the KNN graph, degree = in + out KNN edges (the quantity
     of paper Fig. 2; every chunk's out-degree is at most K). Chunks with no edge count at 0."""
     hist: dict[int, int] = {}
@@ -397,7 +398,7 @@ def knn_degree_distribution(store: Any) -> dict[int, int]:
     return dict(sorted(hist.items()))
 
 
-def core_chunks(store: Any, limit: int = 20) -> list[tuple[str, float, str]]:
+def core_chunks(store: GraphStore, limit: int = 20) -> list[tuple[str, float, str]]:
     """The core chunks by PageRank, best first: (chunk id, PageRank, text excerpt)."""
     rows = reads.core_chunk_rows(store, limit)
     out = []

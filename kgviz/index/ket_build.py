@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from kgviz.graph import reads
+from kgviz.graph.protocol import GraphStore
 from kgviz.index import steps
 from kgviz.index.embed import embed_texts
 from kgviz.index.ket_describe import describe_skeleton, write_descriptions
@@ -32,12 +33,12 @@ from kgviz.types import Chunk, Usage
 Emit = Callable[[str, int, int, str], None]  # (stage, done, total, message)
 
 
-def _index_counts(store: Any) -> dict[str, int]:
+def _index_counts(store: GraphStore) -> dict[str, int]:
     return reads.ket_index_counts(store)
 
 
 class KetBuild:
-    def __init__(self, store: Any, embedder: Any, params: BuildParams, report: BuildReport, emit: Emit) -> None:
+    def __init__(self, store: GraphStore, embedder: Any, params: BuildParams, report: BuildReport, emit: Emit) -> None:
         self.store, self.embedder, self.params, self.report, self.emit = store, embedder, params, report, emit
         self.enabled = params.ket_enabled
         self.ket = params.ket_params() if self.enabled else None

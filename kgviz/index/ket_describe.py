@@ -44,6 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 
+from kgviz.graph.protocol import GraphStore
 from kgviz.errors import AuthenticationError, ConfigError, LLMOutputError, MissingKeyError, ProviderError
 from kgviz.index.assemble import Assembled
 from kgviz.index.embed import embed_texts, entity_text
@@ -217,7 +218,7 @@ def _joined(parts: list[str]) -> str:
     return " ".join(out)[:MAX_DESCRIPTION_CHARS]
 
 
-def write_descriptions(store: Any, rows: list[dict[str, Any]], mode: str) -> int:
+def write_descriptions(store: GraphStore, rows: list[dict[str, Any]], mode: str) -> int:
     """Insert the rows (a target described before keeps its row) and record, in Meta, that this
     graph's skeleton has LLM-written descriptions. Returns the rows inserted."""
     if not rows:

@@ -92,8 +92,8 @@ def build_keyword_layer(chunks: Sequence[tuple[str, str, str]], embedder: Embedd
     sentence_index: dict[str, int] = {}
     rows: list[int] = []
     cols: list[int] = []
-    for i, sc in enumerate(layer.subchunks):
-        for s in split_sentences(sc["text"]):
+    for i, sub in enumerate(layer.subchunks):
+        for s in split_sentences(sub["text"]):
             j = sentence_index.setdefault(s, len(sentence_index))
             rows.append(i)
             cols.append(j)

@@ -110,7 +110,7 @@ class BuildParams:
 
         from kgviz.index.ket import KET_PRESETS
 
-        overrides = {k: v for k, v in (("keyword_max_df", self.keyword_max_df), ("min_word_len", self.min_word_len),
+        overrides: dict[str, Any] = {k: v for k, v in (("keyword_max_df", self.keyword_max_df), ("min_word_len", self.min_word_len),
                                        ("adaptive_tau", self.adaptive_tau)) if v is not None}
         return replace(KET_PRESETS[self.ket_preset], k=self.knn_k, beta=self.core_fraction,
                        selection=self.core_selection, tau=None if self.subchunk_tau < 0 else self.subchunk_tau,

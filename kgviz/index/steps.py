@@ -15,6 +15,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from kgviz.graph.protocol import GraphStore
+
 MARK_PREFIX = "build.writing."
 
 # what each step writes, as the repair is reported ("repaired the keyword layer ...")
@@ -33,7 +35,7 @@ def label(step: str) -> str:
 
 
 @contextmanager
-def marked(store: Any, step: str) -> Iterator[bool]:
+def marked(store: GraphStore, step: str) -> Iterator[bool]:
     """Hold the step's mark while the block writes; yields whether an earlier build left the
     mark set (it was killed, or failed, inside this step)."""
     key = MARK_PREFIX + step

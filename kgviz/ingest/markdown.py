@@ -102,8 +102,8 @@ def _convert(lines: list[str]) -> str:
     for line in lines:
         m = _FENCE_RE.match(line)
         if fence:
-            closes = m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)
-            if closes and not line[m.end() :].strip():
+            closes = m is not None and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)
+            if m is not None and closes and not line[m.end() :].strip():
                 fence = ""
                 out.append("")
             else:

@@ -83,9 +83,14 @@ class TraceStep:
     # why this step departs from the method's paper, in one line ("" = the step is the paper's):
     # a choice of ours, a reconstruction, or a paper step the graph or settings cannot follow
     ours: str = ""
+    # the typed step record the step narrates, serialised (type, algorithm line, fields; e.g.
+    # kgviz.methods.ket_records); {} for a step written without one
+    record: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        if not d["record"]:  # absent unless set: traces of steps without a record stay as they were
+            del d["record"]
         d["nodes"] = [n.to_dict() for n in self.nodes]
         d["llm"] = self.llm.to_dict() if self.llm else None
         d["usage"] = self.usage.to_dict()
@@ -223,6 +228,9 @@ class Method(Protocol[P]):
     # own (T triples, k_p passages, a note): equal-budget evaluation (kgviz.evaluate.budget) sets
     # this field to B, and the answer step's budget B caps the others
     budget_param: ClassVar[str | None]
+    # True only for the no-retrieval baseline: the answer step asks NO_CONTEXT (the model's own
+    # memory) instead of ANSWER over a context, and the funnel and scoring read no kept context
+    no_context: ClassVar[bool]
 
     def retrieve(self, question: str, ctx: MethodContext, params: P, tracer: Tracer) -> RetrievedContext: ...
 
@@ -230,8 +238,16 @@ class Method(Protocol[P]):
 _METHODS: dict[str, Callable[[], Method[Any]]] = {}
 
 
+# the class attributes of ``Method``: a Protocol is not checked at run time, so ``register`` checks
+# them (a missing one would otherwise surface as an AttributeError in the middle of a run)
+_DECLARED = ("name", "title", "paper", "Params", "presets", "budget_param", "no_context")
+
+
 def register(cls: type) -> type:
     """Class decorator: make a method available by its ``name``."""
+    missing = [a for a in _DECLARED if not hasattr(cls, a)]
+    if missing:
+        raise TypeError(f"method class {cls.__name__} does not declare {', '.join(missing)}")
     _METHODS[cls.name] = cls  # type: ignore[attr-defined]
     return cls
 
@@ -240,13 +256,17 @@ def registered() -> dict[str, Callable[[], Method[Any]]]:
     return dict(_METHODS)
 
 
-def param(default: Any, doc: str, *, choices: Sequence[str] | None = None, min: float | None = None,
-          max: float | None = None) -> Any:
-    """A Params field with its documentation (paper section, or "ours" where a paper is silent) and
-    the values it accepts: ``choices`` (for a str field typed ``Literal[...]`` the Literal is the
-    source and ``choices`` may be left out) and an inclusive ``min`` / ``max``. ``check_params``
-    enforces them; ``param_choices`` / ``param_range`` read them back (for forms and docs)."""
+def param(default: Any, doc: str, *, label: str = "", choices: Sequence[str] | None = None,
+          min: float | None = None, max: float | None = None) -> Any:
+    """A Params field with its documentation (paper section, or "ours" where a paper is silent),
+    its reader-facing ``label`` (forms show it; the raw field name stays what the CLI, presets and
+    a run's JSON use) and the values it accepts: ``choices`` (for a str field typed ``Literal[...]``
+    the Literal is the source and ``choices`` may be left out) and an inclusive ``min`` / ``max``.
+    ``check_params`` enforces them; ``param_choices`` / ``param_range`` / ``param_label`` read them
+    back (for forms and docs)."""
     meta: dict[str, Any] = {"doc": doc}
+    if label:
+        meta["label"] = label
     if choices is not None:
         meta["choices"] = tuple(choices)
     if min is not None:
@@ -273,6 +293,14 @@ def param_choices(params_cls: type, name: str) -> tuple[str, ...]:
     return _limits(params_cls)[name][0]
 
 
+def param_label(params_cls: type, name: str) -> str:
+    """The field's declared ``label``, else its name with spaces for underscores, capitalised."""
+    f = next((f for f in fields(params_cls) if f.name == name), None)
+    if f is None:
+        raise KeyError(f"{params_cls.__name__} has no field {name!r}")
+    return str(f.metadata.get("label", "")) or name.replace("_", " ").capitalize()
+
+
 def param_range(params_cls: type, name: str) -> tuple[float | None, float | None]:
     """(min, max) declared for a numeric field; None where unbounded."""
     return _limits(params_cls)[name][1:]
@@ -282,7 +310,8 @@ def check_params(params: Any, method: str) -> None:
     """Raise one ConfigError naming every field of ``params`` outside its declared choices or
     range (``param(..., choices=, min=, max=)`` or a ``Literal`` type). Called by __post_init__."""
     problems = []
-    for name, (allowed, low, high) in _limits(type(params)).items():
+    params_cls: type = type(params)
+    for name, (allowed, low, high) in _limits(params_cls).items():
         value = getattr(params, name)
         if allowed and value not in allowed:
             problems.append(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
@@ -296,7 +325,7 @@ def check_params(params: Any, method: str) -> None:
 
 
 def params_to_dict(params: Any) -> dict[str, Any]:
-    return asdict(params) if is_dataclass(params) else {}
+    return asdict(params) if is_dataclass(params) and not isinstance(params, type) else {}
 
 
 def params_doc(params_cls: type) -> dict[str, str]:

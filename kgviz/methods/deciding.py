@@ -83,7 +83,8 @@ def chooser_pick(ranked_ids: Sequence[str], chosen: Sequence[str], *, by: str, r
 
 def pick_line(picked: Mapping[str, object]) -> str:
     """"the chooser picked #3 of 5 (numbered by similarity)" — "#1 of 5" when it took the first."""
-    ranks = [int(r) for r in picked.get("ranks", []) or []]  # type: ignore[union-attr]
+    given = picked.get("ranks") or []
+    ranks = [int(r) for r in given] if isinstance(given, (list, tuple)) else []
     if not ranks:
         return f"the chooser took none of the {picked.get('of')} candidates"
     places = ", ".join(f"#{r}" for r in ranks)

@@ -25,6 +25,7 @@ import scipy.sparse as sp
 
 from kgviz.graph import reads
 from kgviz.graph.arrow import vectors_to_numpy
+from kgviz.graph.protocol import GraphStore
 from kgviz.index.ket import META_KEYWORD_SIGNATURE
 from kgviz.offline.stopwords import ENGLISH as STOPWORDS
 from kgviz.vectors import unit_rows
@@ -40,7 +41,7 @@ TRIPLE_MATRIX_MAX = 200_000  # ours: up to here all triple vectors are held (~60
 TRIPLE_MEMO_MAX = 500_000  # ours: vectors remembered per graph before the memo starts over
 
 
-def _key(store: Any) -> str:
+def _key(store: GraphStore) -> str:
     """A workspace re-created at the same path may use another embedder: key on both."""
     return f"{store.path}|{store.embedder_id}|{store.dim}"
 
@@ -129,7 +130,7 @@ class KeywordView:
         return self.kw_sub.indices[self.kw_sub.indptr[kw] : self.kw_sub.indptr[kw + 1]]
 
 
-def _load(store: Any, signature: str) -> KeywordView:
+def _load(store: GraphStore, signature: str) -> KeywordView:
     dim = int(store.dim)
     kw = reads.keyword_vectors(store)
     kw_ids = kw.column(0).to_pylist()
@@ -152,7 +153,7 @@ def _load(store: Any, signature: str) -> KeywordView:
         chunk_label={r["id"]: f"{r['title']} · c{r['ord']}" for r in chunks})
 
 
-def keyword_view(store: Any) -> KeywordView | None:
+def keyword_view(store: GraphStore) -> KeywordView | None:
     """The graph's keyword layer in memory, or None when the graph has none."""
     signature = store.get_meta(META_KEYWORD_SIGNATURE)
     if signature is None:
@@ -166,7 +167,7 @@ def keyword_view(store: Any) -> KeywordView | None:
         return view
 
 
-def triple_cosines(store: Any, ids: list[str], qv: np.ndarray) -> dict[str, float]:
+def triple_cosines(store: GraphStore, ids: list[str], qv: np.ndarray) -> dict[str, float]:
     """cos(triple, query) for the ids (0 for a triple without a vector). Up to TRIPLE_MATRIX_MAX
     triples, every triple vector is loaded once (one scan is ~10x cheaper than fetching a few
     hundred by id per question); above that, vectors are fetched by id and remembered."""
@@ -194,7 +195,7 @@ def _name_key(text: str) -> str:
     return " ".join(_NAME_WORD.findall(text.lower()))
 
 
-def named_entities(store: Any, question: str) -> list[str]:
+def named_entities(store: GraphStore, question: str) -> list[str]:
     """Entities whose name (or alias) the question spells out, longest names first, then left to
     right; a name inside a longer one already found is not looked up again, nor is a lone stopword.
     The name index (normalised name -> entity ids) is built once per graph and rebuilt when the
@@ -225,7 +226,7 @@ def named_entities(store: Any, question: str) -> list[str]:
     return found
 
 
-def forget(store: Any) -> None:
+def forget(store: GraphStore) -> None:
     """Drop the views of ``store`` (tests; a workspace being deleted)."""
     with _LOCK:
         _VIEWS.pop(_key(store), None)

@@ -5,6 +5,10 @@ its variants (kgviz.methods.ket_rag, which documents the method and its paramete
 keyword channel when θ < 1; ``KetRetrievalParams`` carries the resolved parameters of any variant. The
 keyword layer and vectors come from the in-memory views of kgviz.methods.ket_cache.
 
+The keyword channel is algorithm plus narrator: ``_keyword_pool`` and ``_keyword_fill`` return the
+step records of Algorithm 4 lines 2-4 (kgviz.methods.ket_records) and kgviz.methods.ket_narrator
+turns them into the steps the player shows. The skeleton channel still writes its steps inline.
+
 Each step that departs from Algorithms 1-4 says so in ``TraceStep.ours`` (``_mark_ket``): the
 skeleton's entity and relationship texts on a graph without LLM-written descriptions (source
 sentences and triple text, where Alg. 1 line 3 has descriptions; a graph built with an LLM has them,
@@ -18,7 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -26,6 +30,8 @@ from kgviz.embedding import is_hashing
 from kgviz.errors import MethodError
 from kgviz.graph import reads
 from kgviz.facts.triples import stated_fact
+from kgviz.graph.protocol import GraphStore
+from kgviz.graph.rows import TripleAtEntityRow
 from kgviz.index.ket import KetParams, core_ranking, ket_info, n_core
 from kgviz.index.knn import content_words
 from kgviz.methods import deciding
@@ -33,30 +39,24 @@ from kgviz.methods.base import ContextItem, EdgeRef, MethodContext, NodeRef, Ret
 from kgviz.methods.budget import stop_at_first_overflow
 from kgviz.methods.ket_cache import keyword_view, named_entities, triple_cosines
 from kgviz.methods.ket_descriptions import DescriptionView, description_view
+from kgviz.methods.ket_narrator import (
+    RRF_K, SHOWN_REJECTED, KeywordVoice, narrate_fill, narrate_pool, narrate_ranking,
+)
 from kgviz.methods.ket_params import KetRetrievalParams
+from kgviz.methods.ket_records import KeywordFill, KeywordPool, KeywordRanking, SeedKeyword
 from kgviz.text import count_tokens
 from kgviz.vectors import rrf, unit
 
-SHOWN_REJECTED = 25  # ours: rejected candidates listed per step (the data counts them all)
-# ours: seed keywords drawn in the keyword channel's seed step, most similar first. On a small corpus
-# the pool may seed every keyword (hundreds): drawing them all hides the graph; data["seeded_total"]
-# counts them all, and retrieval uses them all
-SHOWN_SEED_KEYWORDS = 25
 # ours: in the text-unit step, links drawn from each chunk that gave a chosen text unit to the
 # entities / relationships it is linked to (chosen relationships first, then seeds, then the other
 # ends reached one hop out). Drawing every link (a hundred on the sample) hid the chosen units;
 # data["links"] keeps them all
 SHOWN_LINKS_PER_CHUNK = 2
 _EPS = 1e-9
-# data["budget_of"] of the keyword channel's first two steps: their used/budget is the candidate pool
-# (2·(1-θ)·λ tokens of sub-chunks gathered to be ranked), not the channel's share of the context
-# ((1-θ)·λ, every other channel step): the viewer shows the two as two bars
-POOL = "pool"
-RRF_K = 60  # ours: the reciprocal-rank-fusion constant of the 'hybrid' match mode (text-rag's default)
 
 
 
-def _cosines(store: Any, table: str, ids: list[str], qv: np.ndarray) -> dict[str, float]:
+def _cosines(store: GraphStore, table: str, ids: list[str], qv: np.ndarray) -> dict[str, float]:
     embs = store.get_embeddings(table, ids)
     return {i: float(unit(np.asarray(embs[i], dtype=np.float32)) @ qv) if i in embs else 0.0 for i in ids}
 
@@ -77,7 +77,7 @@ class _Channel:
     used: int = 0
 
 
-def _skeleton_scope(store: Any, cfg: KetRetrievalParams) -> _Skeleton:
+def _skeleton_scope(store: GraphStore, cfg: KetRetrievalParams) -> _Skeleton:
     info = ket_info(store)
     built = float(info.get("skeleton_beta", 1.0)) if info else 1.0
     built_text = (f"the graph's KG covers β={built:g} of its chunks" if info
@@ -109,7 +109,7 @@ def _skeleton_scope(store: Any, cfg: KetRetrievalParams) -> _Skeleton:
     return _Skeleton(chunks, label, built)
 
 
-def _seed_entities(store: Any, qv: np.ndarray, cfg: KetRetrievalParams, scope: _Skeleton, named: list[str],
+def _seed_entities(store: GraphStore, qv: np.ndarray, cfg: KetRetrievalParams, scope: _Skeleton, named: list[str],
                    dv: DescriptionView | None = None
                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, set[str]]]:
     """(seeds best first, skipped candidates, entity -> chunks mentioning it in scope). ``named``:
@@ -130,15 +130,16 @@ def _seed_entities(store: Any, qv: np.ndarray, cfg: KetRetrievalParams, scope: _
         info = {r["id"]: r for r in reads.entities_with_chunks(store, [e for e, _ in hits])}
         chunks: dict[str, set[str]] = {}
         for e, r in info.items():
-            mine = {c for c in r.pop("chunks") or () if c and (scope.chunks is None or c in scope.chunks)}
+            mine = {c for c in r["chunks"] or () if c and (scope.chunks is None or c in scope.chunks)}
             if mine:
                 chunks[e] = mine
-        seeds, skipped = [], []
+        seeds: list[dict[str, Any]] = []
+        skipped: list[dict[str, Any]] = []
         for e, score in hits:
             row = info.get(e)
             if row is None:
                 continue
-            ent = {**row, "score": score}
+            ent = {**{k: v for k, v in row.items() if k != "chunks"}, "score": score}  # chunks: kept above
             in_scope = row["origin"] != "curated" and (scope.chunks is None or e in chunks)
             (seeds if in_scope and len(seeds) < cfg.seed_entities else skipped).append(ent)
         if len(seeds) >= cfg.seed_entities or len(near) < fetch:
@@ -181,7 +182,7 @@ def _fused(bm25: dict[str, float], cos: dict[str, float]) -> dict[str, float]:
 
 
 class _KetEngine:
-    def __init__(self, store: Any, qv: np.ndarray, cfg: KetRetrievalParams, tracer: Tracer, *,
+    def __init__(self, store: GraphStore, qv: np.ndarray, cfg: KetRetrievalParams, tracer: Tracer, *,
                  question: str = "", keyword_mode: str = "embedding", entity_mode: str = "embedding") -> None:
         self.store, self.qv, self.cfg, self.tracer = store, qv, cfg, tracer
         self.question, self.keyword_mode, self.entity_mode = question, keyword_mode, entity_mode
@@ -272,8 +273,8 @@ class _KetEngine:
         store, cfg = self.store, self.cfg
         rows = {r["id"]: r for r in reads.triples_at_entities(store, sorted(seeds)) if r["origin"] != "curated"}
         t_chunks: dict[str, set[str]] = {}
-        for r in reads.triple_chunks(store, list(rows)):
-            t_chunks.setdefault(r["tid"], set()).add(r["cid"])
+        for link in reads.triple_chunks(store, list(rows)):
+            t_chunks.setdefault(link["tid"], set()).add(link["cid"])
         if scope.chunks is not None:
             rows = {t: r for t, r in rows.items() if t_chunks.get(t, set()) & scope.chunks}
         cos = triple_cosines(store, list(rows), self.qv)
@@ -310,7 +311,8 @@ class _KetEngine:
         rejected = over + capped
         shown = chosen + rejected[:SHOWN_REJECTED]
         both = sum(1 for t in chosen if adj[t] == 2)
-        ends = {rows[t][k]: rows[t][k + "name"] or rows[t][k] for t in shown for k in ("s", "o")}
+        ends = {end: name or end for t in shown
+                for end, name in ((rows[t]["s"], rows[t]["sname"]), (rows[t]["o"], rows[t]["oname"]))}
         self.tracer.step(
             "select", "Skeleton channel: relationships",
             f"{len(rows)} relationships touch the seed entities; {len(chosen)} chosen ({both} join two seeds), "
@@ -332,7 +334,7 @@ class _KetEngine:
         return chosen, {t: {**rows[t], "chunks": t_chunks.get(t, set())} for t in chosen}
 
     def _ranked_relationships(self, shown: list[str], chosen: list[str], ranking: list[str],
-                              rows: dict[str, dict[str, Any]], keys: dict[str, tuple[float, ...]],
+                              rows: Mapping[str, TripleAtEntityRow], keys: dict[str, tuple[float, ...]],
                               sized: list[tuple[str, int]], room: int, capped: list[str]) -> list[NodeRef]:
         """The relationships' nodes with their deciding score (adjacency), its tie-breakers as
         parts (``keys``: the ranking key, negated), their place in the ranking and why each
@@ -448,7 +450,7 @@ class _KetEngine:
         for u in shown:
             n_links = float(links.get(units[u], 0))
             parts = {**({"lexical": lexical.get(u, 0.0)} if lexical else {}), "links": n_links, "cosine": cos[u]}
-            nodes.append(NodeRef(u, table, "chosen" if u in taken else "rejected", labels[u],  # type: ignore[arg-type]
+            nodes.append(NodeRef(u, table, "chosen" if u in taken else "rejected", labels[u],
                                  lexical[u] if lexical else n_links, parts))
         deciding.set_ranks(nodes, order)
         deciding.set_reasons(nodes, deciding.budget_reasons(sized, room, chosen, stop_at_first=True))
@@ -487,10 +489,22 @@ class _KetEngine:
 
     # -- keyword channel (Algorithm 4 lines 2-4) ----------------------------------------------------
     def keyword(self, skip: set[str]) -> _Channel:
-        cfg, store, ch = self.cfg, self.store, _Channel()
-        budget = cfg.keyword_budget
-        pool_budget = int(math.floor(cfg.pool_factor * budget + _EPS))
-        view = _keyword_index(store)
+        """Algorithm 4 lines 2-4 as three step records, each narrated by kgviz.methods.ket_narrator."""
+        view = _keyword_index(self.store)
+        voice = KeywordVoice(self.lexical, self.keyword_mode, self.cfg.keyword_match)
+        pool, ranking = self._keyword_pool(view)
+        label = {sid: view.label(sid) for sid in ranking.ranked}
+        narrate_pool(self.tracer, pool, voice)
+        narrate_ranking(self.tracer, ranking, pool, voice, label)
+        ch, fill = self._keyword_fill(view, pool, ranking, skip)
+        narrate_fill(self.tracer, fill, ranking, pool, voice, label)
+        return ch
+
+    def _keyword_pool(self, view: Any) -> tuple[KeywordPool, KeywordRanking]:
+        """Alg. 4 line 2 (seed keywords until their sub-chunks hold the pool budget) and line 3
+        (rank the pool's sub-chunks), sharing the sub-chunk cosines."""
+        cfg = self.cfg
+        pool_budget = int(math.floor(cfg.pool_factor * cfg.keyword_budget + _EPS))
         kw_sims = view.kw_matrix @ self.qv
         order = view.keyword_order(kw_sims)
         lexical: np.ndarray | None = None  # BM25 of every sub-chunk, when matching lexically
@@ -508,11 +522,10 @@ class _KetEngine:
             return np.asarray([sub_sims[r] for r in rows.tolist()])
         pool: dict[int, int] = {}  # sub-chunk row -> tokens, in the order added
         via: dict[int, list[int]] = {}  # sub-chunk row -> seed keyword rows that brought it
-        pool_tokens, n_seeds, full = 0, 0, False
+        pool_tokens, full = 0, False
         seen: list[int] = []
         for kw in order:
             seen.append(kw)
-            n_seeds += 1
             nbrs = view.neighbours(kw)
             if cfg.pool_mode == "code":  # best sub-chunks first; rows are in id order for ties
                 nbrs = nbrs[np.lexsort((nbrs, -sims_of(nbrs)))]
@@ -528,31 +541,16 @@ class _KetEngine:
                 pool_tokens += n
             if full or pool_tokens >= pool_budget:
                 break
-        seeds = [(k, float(kw_sims[k])) for k in seen]
-        near = [(k, float(kw_sims[k])) for _, k in zip(range(3), order)]  # the next ones, not needed
-        # drawn: the seeds in the order they were taken (lexical: the question's own first), else most similar first
-        shown = (seeds if self.lexical else sorted(seeds, key=lambda kx: (-kx[1], view.kw_ids[kx[0]])))[:SHOWN_SEED_KEYWORDS]
-        shown_ids = {view.kw_ids[k] for k, _ in shown}
-        which = "first" if self.lexical else "most similar"
-        listed = (f"showing the {len(shown)} {which} of {len(seeds)} seeded keywords" if len(shown) < len(seeds)
-                  else f"showing all {len(seeds)} seeded keywords")
-        how = (f"the question's own {len(asked)} keyword(s) rarest first, then the rest by cosine (keyword_match "
-               f"'{cfg.keyword_match}': {self.keyword_mode}, ours)" if self.lexical else "keywords by cosine to the question")
-        self.tracer.step(
-            "seed", "Keyword channel: seed keywords",
-            f"{len(seeds)} seeds: {how}, until their sub-chunks hold "
-            f"{pool_budget} tokens (2·(1-θ)·λ); pool: {len(pool)} sub-chunks, {pool_tokens} tokens"
-            + (" (pool_mode 'code': stopped at the first sub-chunk that overflowed)" if cfg.pool_mode == "code" else "")
-            + f"; {listed}",
-            nodes=self._seed_keywords(view, shown, near, seeds, pool_budget),
-            scores={view.kw_ids[k]: x for k, x in shown},
-            data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget, "budget_of": POOL,
-                  "pool_mode": cfg.pool_mode,
-                  "seeded_total": len(seeds), "seeded_shown": len(shown), "match": self.keyword_mode,
-                  "question_keywords": [view.kw_words[k] for k in asked],
-                  "score_name": "cosine to the question; seeds are taken in rank order "
-                                + ("(the question's own keywords first)" if self.lexical else "(by cosine)")})
+
+        def keyword(k: int) -> SeedKeyword:
+            return SeedKeyword(view.kw_ids[k], view.kw_words[k], float(kw_sims[k]))
         ids = {row: view.sub_ids[row] for row in pool}
+        seeds = KeywordPool(
+            seeds=tuple(keyword(k) for k in seen),
+            next_keywords=tuple(keyword(k) for _, k in zip(range(3), order)),  # the next ones, not needed
+            asked=tuple(view.kw_words[k] for k in asked), pool=tuple((ids[row], n) for row, n in pool.items()),
+            via={ids[row]: tuple(view.kw_ids[k] for k in ks) for row, ks in via.items()},
+            tokens=pool_tokens, budget=pool_budget, pool_mode=cfg.pool_mode)
         rows = np.asarray(list(pool), dtype=np.int64)
         cos = {ids[row]: float(x) for row, x in zip(rows.tolist(), sims_of(rows).tolist())}
         # the ranking score: cosine (the paper), BM25 with cosine breaking ties (lexical), or both
@@ -561,75 +559,27 @@ class _KetEngine:
         if self.keyword_mode == "hybrid":
             score = _fused(score, cos)
         ranked = sorted(cos, key=lambda sid: (-score[sid], -cos[sid], sid))
-        label = {sid: view.label(sid) for sid in ranked}
-        kws = {ids[row]: [view.kw_ids[k] for k in ks] for row, ks in via.items()}
-        self.tracer.step(
-            "score", "Keyword channel: candidate sub-chunks",
-            f"{len(pool)} sub-chunks next to the seed keywords, scored by "
-            + ((f"BM25 over the question's keywords fused with cosine (reciprocal rank, k={RRF_K})"
-                if self.keyword_mode == "hybrid" else "BM25 over the question's keywords (cosine breaks ties)")
-               if self.lexical else "cosine to the question"),
-            # the seed keywords are drawn for their HAS_KEYWORD edges, unscored: their cosine (the seed
-            # step's number) is on another scale than the sub-chunks' score this step ranks by
-            nodes=[NodeRef(sid, "SubChunk", "candidate", label.get(sid, sid), score[sid],
-                           {"lexical": float(lexical[view.sub_index[sid]]), "cosine": cos[sid]} if lexical is not None
-                           else {}, rank) for rank, sid in enumerate(ranked, 1)]
-            + [NodeRef(view.kw_ids[k], "Keyword", "seed", view.kw_words[k]) for k, _ in shown],
-            # only the seed step's shown keywords: an edge to an undrawn keyword would pull it in unlabelled
-            edges=[EdgeRef(sid, k, "HAS_KEYWORD", "candidate") for sid in ranked for k in kws[sid] if k in shown_ids],
-            scores=dict(score),
-            data={"channel": "keyword", "used": pool_tokens, "budget": pool_budget, "budget_of": POOL,
-                  **({"cosines": dict(cos)} if self.lexical else {}),
-                  "score_name": ("BM25 over the question's keywords fused with cosine (reciprocal rank)"
-                                 if self.keyword_mode == "hybrid" else "BM25 over the question's keywords, cosine "
-                                 "breaking ties") if self.lexical else "cosine to the question"})
-        tokens = {view.sub_ids[row]: n for row, n in pool.items()}
-        fresh = [sid for sid in ranked if sid not in skip]
+        bm25 = None if lexical is None else {sid: float(lexical[view.sub_index[sid]]) for sid in ranked}
+        return seeds, KeywordRanking(tuple(ranked), score, cos, bm25)
+
+    def _keyword_fill(self, view: Any, pool: KeywordPool, ranking: KeywordRanking,
+                      skip: set[str]) -> tuple[_Channel, KeywordFill]:
+        """Alg. 4 line 4: the best-ranked sub-chunks not in the skeleton channel, while they fit."""
+        ch, budget = _Channel(), self.cfg.keyword_budget
+        tokens = dict(pool.pool)
+        fresh = [sid for sid in ranking.ranked if sid not in skip]
         chosen, over, _ = stop_at_first_overflow([(sid, tokens[sid]) for sid in fresh], budget)
-        texts = reads.subchunk_texts(store, chosen)
+        texts = reads.subchunk_texts(self.store, chosen)
         kept, late, ch.used = stop_at_first_overflow([(sid, count_tokens(texts.get(sid, ""))) for sid in chosen], budget)
         chosen, over = kept, late + over  # stored counts are count_tokens of the same text: a no-op guard
         for sid in chosen:
-            ch.items.append(ContextItem(sid, "subchunk", texts[sid], score[sid], count_tokens(texts[sid]),
+            ch.items.append(ContextItem(sid, "subchunk", texts[sid], ranking.score[sid], count_tokens(texts[sid]),
                                         source=view.title(view.sub_chunk[view.sub_index[sid]])))
-        dup = [sid for sid in ranked if sid in skip]
-        self.tracer.step(
-            "context", "Keyword channel: chosen sub-chunks",
-            f"{len(chosen)} best-scored sub-chunks fit {budget} tokens ((1-θ)·λ); {len(over)} did not fit"
-            + (f"; {len(dup)} already in the skeleton channel" if dup else ""),
-            nodes=self._fill_nodes(chosen, over[:SHOWN_REJECTED], fresh, label, score, tokens, budget),
-            edges=[EdgeRef(sid, k, "HAS_KEYWORD", "chosen") for sid in chosen for k in kws[sid] if k in shown_ids],
-            scores={sid: score[sid] for sid in chosen},
-            data={"channel": "keyword", "used": ch.used, "budget": budget, "items": chosen,
-                  "already_in_skeleton": dup})
-        return ch
+        dup = tuple(sid for sid in ranking.ranked if sid in skip)
+        return ch, KeywordFill(tuple(chosen), tuple(over), tuple(fresh), dup, tokens, ch.used, budget)
 
 
-    @staticmethod
-    def _seed_keywords(view: Any, shown: list[tuple[int, float]], near: list[tuple[int, float]],
-                       seeds: list[tuple[int, float]], pool_budget: int) -> list[NodeRef]:
-        """Seed keywords in the order taken (rank) and the next ones, not needed (reason)."""
-        nodes = ([NodeRef(view.kw_ids[k], "Keyword", "seed", view.kw_words[k], x) for k, x in shown]
-                 + [NodeRef(view.kw_ids[k], "Keyword", "rejected", view.kw_words[k], x) for k, x in near])
-        deciding.set_ranks(nodes, [view.kw_ids[k] for k, _ in seeds + near])
-        deciding.set_reasons(nodes, {view.kw_ids[k]: f"not needed: the pool reached {pool_budget} tokens first"
-                                     for k, _ in near})
-        return nodes
-
-    @staticmethod
-    def _fill_nodes(chosen: list[str], over: list[str], ranked: list[str], label: dict[str, str],
-                    score: dict[str, float], tokens: dict[str, int], budget: int) -> list[NodeRef]:
-        """The keyword channel's fill: chosen and rejected sub-chunks, their place in the ranking and
-        why each rejected one did not fit (stop-at-first-overflow)."""
-        nodes = ([NodeRef(sid, "SubChunk", "chosen", label.get(sid, sid), score[sid]) for sid in chosen]
-                 + [NodeRef(sid, "SubChunk", "rejected", label.get(sid, sid), score[sid]) for sid in over])
-        deciding.set_ranks(nodes, ranked)
-        deciding.set_reasons(nodes, deciding.budget_reasons([(s, tokens[s]) for s in ranked], budget, chosen,
-                                                            stop_at_first=True))
-        return nodes
-
-
-def _keyword_index(store: Any) -> Any:
+def _keyword_index(store: GraphStore) -> Any:
     view = keyword_view(store)
     if view is None or not view.kw_ids:
         raise MethodError("this graph has no KET keyword index (no Keyword nodes)",

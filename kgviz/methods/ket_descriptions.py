@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from kgviz.graph.protocol import GraphStore
 from kgviz.graph import reads
 from kgviz.graph.arrow import vectors_to_numpy
 from kgviz.index.ket_describe import META_DESCRIPTIONS
@@ -55,11 +56,11 @@ class DescriptionView:
         return sorted(((self.targets[i], float(x)) for i, x in zip(idx, sims)), key=lambda tx: (-tx[1], tx[0]))
 
 
-def _key(store: Any) -> str:
+def _key(store: GraphStore) -> str:
     return f"{store.path}|{store.embedder_id}|{store.dim}"
 
 
-def description_view(store: Any) -> DescriptionView | None:
+def description_view(store: GraphStore) -> DescriptionView | None:
     """The graph's skeleton descriptions, or None when it has none (see the module docstring)."""
     meta = store.get_meta(META_DESCRIPTIONS)
     if not meta:
@@ -80,6 +81,6 @@ def description_view(store: Any) -> DescriptionView | None:
     return view
 
 
-def forget(store: Any) -> None:
+def forget(store: GraphStore) -> None:
     with _LOCK:
         _VIEWS.pop(_key(store), None)

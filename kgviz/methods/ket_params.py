@@ -60,33 +60,33 @@ D_SEL = "ranking used when skeleton_beta > 0: 'pagerank' (KET-RAG-P) or 'random'
 # Keyword-only: a variant's fields come in MRO order, which no caller should have to remember.
 @dataclass(frozen=True, kw_only=True)
 class _LimitFields:
-    context_limit: int = param(4000, D_LIMIT, min=1)
+    context_limit: int = param(4000, label="Context limit λ (tokens)", doc=D_LIMIT, min=1)
 
 
 @dataclass(frozen=True, kw_only=True)
 class _ThetaFields:
-    theta: float = param(0.4, D_THETA, min=0.0, max=1.0)
+    theta: float = param(0.4, label="Skeleton share θ", doc=D_THETA, min=0.0, max=1.0)
 
 
 @dataclass(frozen=True, kw_only=True)
 class _SkeletonFields:
-    seed_entities: int = param(10, D_SEEDS, min=1)
-    text_unit_share: float = param(0.5, D_SHARE, min=0.0, max=1.0)
-    max_relationships_per_seed: int = param(0, D_RELCAP, min=0)
-    entity_match: MatchMode = param("auto", D_EMATCH)
+    seed_entities: int = param(10, label="Seed entities (k)", doc=D_SEEDS, min=1)
+    text_unit_share: float = param(0.5, label="Text share of the skeleton channel", doc=D_SHARE, min=0.0, max=1.0)
+    max_relationships_per_seed: int = param(0, label="Relationships per seed", doc=D_RELCAP, min=0)
+    entity_match: MatchMode = param("auto", label="Seed entity matching", doc=D_EMATCH)
 
 
 @dataclass(frozen=True, kw_only=True)
 class _KeywordFields:
-    pool_factor: float = param(2.0, D_POOL, min=1.0)
-    pool_mode: PoolMode = param("paper", D_POOLMODE)
-    keyword_match: MatchMode = param("auto", D_MATCH)
+    pool_factor: float = param(2.0, label="Keyword pool size (× budget)", doc=D_POOL, min=1.0)
+    pool_mode: PoolMode = param("paper", label="Keyword pool mode", doc=D_POOLMODE)
+    keyword_match: MatchMode = param("auto", label="Keyword matching", doc=D_MATCH)
 
 
 @dataclass(frozen=True, kw_only=True)
 class _SimulationFields:
-    skeleton_beta: float = param(0.8, D_SKEL, min=0.0, max=1.0)
-    core_selection: CoreSelection = param("pagerank", D_SEL)
+    skeleton_beta: float = param(0.8, label="Skeleton β", doc=D_SKEL, min=0.0, max=1.0)
+    core_selection: CoreSelection = param("pagerank", label="Core chunk ranking", doc=D_SEL)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -68,6 +68,7 @@ from kgviz.methods.ket_params import (AnyKetParams, KetFullParams, KetRagParams,
 class _Base:
     paper: ClassVar[str] = "004"
     budget_param: ClassVar[str | None] = "context_limit"  # λ, split θ : 1-θ between the channels
+    no_context: ClassVar[bool] = False
 
     def retrieve(self, question: str, ctx: MethodContext, params: AnyKetParams, tracer: Tracer) -> RetrievedContext:
         return retrieve_ket(question, ctx, params.resolve(), tracer)

@@ -55,13 +55,14 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Mapping
 
 import numpy as np
 
 from kgviz.embedding import is_hashing
 from kgviz.errors import MethodError
 from kgviz.graph import reads
+from kgviz.graph.protocol import GraphStore
 from kgviz.methods import deciding
 from kgviz.methods.budget import skip_and_continue
 from kgviz.methods.base import (
@@ -83,48 +84,64 @@ Direction = Literal["out", "both", "auto"]
 
 @dataclass(frozen=True)
 class KGInfusedParams:
-    kg_source: KgSource = param("auto", "'curated' | 'corpus' | 'auto' (curated when a KG is imported). The paper "
-                                   "uses the curated Wikidata5M-KG (§3.3); spreading over the corpus graph is ours")
-    k_e: int = param(3, min=1, doc="seed entities: top-k_e by similarity to entity descriptions (§3.4 Eq. 4; "
-                        "k_e = 3, §4.3.1)")
-    max_rounds: int = param(2, min=1, doc="most spreading-activation rounds (§3.4). 2 = the main results (Table 1, "
-                               "'w/ 2-Round'; §5.4: one or two rounds are efficient and effective); the "
-                               "paper sweeps up to 6 (§4.3.1); the authors' run script uses 3")
-    max_triples_per_entity: int = param(50, min=1, doc="MAX_TRIPLES_PER_ENTITY (§4.3.1, no value given); 50 as in "
+    kg_source: KgSource = param("auto", label="Knowledge graph used",
+                                doc="'curated' | 'corpus' | 'auto' (curated when a KG is imported). The paper "
+                                    "uses the curated Wikidata5M-KG (§3.3); spreading over the corpus graph is ours")
+    k_e: int = param(3, label="Seed entities (kₑ)", min=1,
+                     doc="seed entities: top-k_e by similarity to entity descriptions (§3.4 Eq. 4; "
+                         "k_e = 3, §4.3.1)")
+    max_rounds: int = param(2, label="Activation rounds", min=1,
+                            doc="most spreading-activation rounds (§3.4). 2 = the main results (Table 1, "
+                                "'w/ 2-Round'; §5.4: one or two rounds are efficient and effective); the "
+                                "paper sweeps up to 6 (§4.3.1); the authors' run script uses 3")
+    max_triples_per_entity: int = param(50, label="Facts per entity", min=1,
+                                        doc="MAX_TRIPLES_PER_ENTITY (§4.3.1, no value given); 50 as in "
                                             "the authors' code (N_MAX_TRIPLES_EACH_ENTITY)")
-    max_entities_per_round: int = param(10, min=1, doc="MAX_ENTITIES_PER_ROUND (§4.3.1, no value given); 10 as in "
+    max_entities_per_round: int = param(10, label="Entities per round", min=1,
+                                        doc="MAX_ENTITIES_PER_ROUND (§4.3.1, no value given); 10 as in "
                                             "the authors' code (N_MAX_ENTITY_SINGLE_ROUND)")
-    triple_cap: TripleCap = param("similarity", "which triples survive the per-entity cap: 'similarity' keeps "
-                                          "those closest to the question (ours; the paper is silent), "
-                                          "'random' samples (authors' code)")
-    direction: Direction = param("auto", "edges activation spreads along: 'out' (the paper: head entity to tail, "
-                                   "Eq. 6 / App. B), 'both' (ours: also edges that end at an active entity, "
-                                   "moving to their head), 'auto' (ours: 'out' over a curated KG, 'both' over "
-                                   "the corpus graph, whose edge direction follows sentence voice: 'X founded "
-                                   "Y' vs 'Y was founded by X'); preset 'paper': 'out'")
-    k_p: int = param(6, min=2, doc="passages: k_p/2 for the question + k_p/2 new ones for the expanded query "
-                        "(§4.3.1 k_p = 6; de-duplication as in App. C.2)")
-    passage_search: PassageSearch = param("auto", "'auto' (ours, default): 'bm25' with the offline hashing embedder, "
-                                          "whose cosines rank passages well below BM25, 'hybrid' with a "
-                                          "neural one | 'hybrid' (ours: dense + BM25 by reciprocal rank "
-                                          "fusion, as the text-rag baseline) | 'dense' (the paper: Contriever "
-                                          "inner product, §4.3; presets 'paper' and 'code') | 'bm25' (ours)")
-    rrf_k: int = param(60, min=0, doc="RRF constant for passage_search='hybrid' (ours)")
-    context_passages: bool = param(False, "also give the answer step the merged passages and selected "
-                                          "triples after the note (ours; the paper's generator sees only "
-                                          "the KG-augmented note, Eq. 11)")
-    budget_tokens: int = param(0, min=0, doc="context budget B in tokens (ours; `--budget-tokens B` of an "
-                                 "equal-budget evaluation sets it). 0 = the paper: k_p passages, and the answer "
-                                 "step sees the KG-augmented note only. B > 0: the note is built as in the paper, "
-                                 "then the dual retrieval goes on past k_p — the question's and the expanded "
-                                 "query's rankings each fill half of what B leaves after the note and the k_p "
-                                 "passages (App. C.2's even split, counted in tokens; new passages only) — and "
-                                 "the answer step sees the note followed by every passage")
-    offline_top_m: int = param(5, min=1, doc="offline triple selection: at most this many triples per round (ours)")
-    offline_min_score: float = param(0.1, "offline triple selection: minimum score to select a triple (ours; "
-                                          "on 2Wiki with its curated KG 0.1 keeps 70% of the evidence triples)")
-    offline_note_sentences: int = param(6, min=1, doc="offline passage note: sentences kept (ours)")
-    seed: int = param(42, "random seed for triple_cap='random' (the authors' code seeds with 42)")
+    triple_cap: TripleCap = param("similarity", label="Which facts survive the cap",
+                                  doc="which triples survive the per-entity cap: 'similarity' keeps "
+                                      "those closest to the question (ours; the paper is silent), "
+                                      "'random' samples (authors' code)")
+    direction: Direction = param("auto", label="Activation direction",
+                                 doc="edges activation spreads along: 'out' (the paper: head entity to tail, "
+                                     "Eq. 6 / App. B), 'both' (ours: also edges that end at an active entity, "
+                                     "moving to their head), 'auto' (ours: 'out' over a curated KG, 'both' over "
+                                     "the corpus graph, whose edge direction follows sentence voice: 'X founded "
+                                     "Y' vs 'Y was founded by X'); preset 'paper': 'out'")
+    k_p: int = param(6, label="Passages (kₚ)", min=2,
+                     doc="passages: k_p/2 for the question + k_p/2 new ones for the expanded query "
+                         "(§4.3.1 k_p = 6; de-duplication as in App. C.2)")
+    passage_search: PassageSearch = param("auto", label="Passage search",
+                                          doc="'auto' (ours, default): 'bm25' with the offline hashing embedder, "
+                                              "whose cosines rank passages well below BM25, 'hybrid' with a "
+                                              "neural one | 'hybrid' (ours: dense + BM25 by reciprocal rank "
+                                              "fusion, as the text-rag baseline) | 'dense' (the paper: Contriever "
+                                              "inner product, §4.3; presets 'paper' and 'code') | 'bm25' (ours)")
+    rrf_k: int = param(60, label="Rank-fusion constant (RRF k)", min=0,
+                       doc="RRF constant for passage_search='hybrid' (ours)")
+    context_passages: bool = param(False, label="Also pass passages and facts to the answer",
+                                   doc="also give the answer step the merged passages and selected "
+                                       "triples after the note (ours; the paper's generator sees only "
+                                       "the KG-augmented note, Eq. 11)")
+    budget_tokens: int = param(0, label="Context budget (tokens)", min=0,
+                               doc="context budget B in tokens (ours; `--budget-tokens B` of an "
+                                   "equal-budget evaluation sets it). 0 = the paper: k_p passages, and the answer "
+                                   "step sees the KG-augmented note only. B > 0: the note is built as in the paper, "
+                                   "then the dual retrieval goes on past k_p — the question's and the expanded "
+                                   "query's rankings each fill half of what B leaves after the note and the k_p "
+                                   "passages (App. C.2's even split, counted in tokens; new passages only) — and "
+                                   "the answer step sees the note followed by every passage")
+    offline_top_m: int = param(5, label="Offline: facts kept per round", min=1,
+                               doc="offline triple selection: at most this many triples per round (ours)")
+    offline_min_score: float = param(0.1, label="Offline: minimum fact score",
+                                     doc="offline triple selection: minimum score to select a triple (ours; "
+                                         "on 2Wiki with its curated KG 0.1 keeps 70% of the evidence triples)")
+    offline_note_sentences: int = param(6, label="Offline: sentences per note", min=1,
+                                        doc="offline passage note: sentences kept (ours)")
+    seed: int = param(42, label="Random seed",
+                      doc="random seed for triple_cap='random' (the authors' code seeds with 42)")
 
     def __post_init__(self) -> None:
         check_params(self, "kg-infused")  # k_p >= 2: half for the question, half for the expanded query
@@ -184,7 +201,7 @@ class Memory:
         return {f.id for f in self.triples}
 
 
-def choose_source(store: Any, wanted: str) -> tuple[str, str]:
+def choose_source(store: GraphStore, wanted: str) -> tuple[str, str]:
     """(origin, reason). Raises MethodError when the wanted KG holds no entities."""
     n_cur = reads.count_entities(store, "curated")
     if wanted == "auto":
@@ -220,7 +237,7 @@ def passage_search_mode(p: KGInfusedParams, embedder_id: str) -> str:
     return "bm25" if is_hashing(embedder_id) else "hybrid"
 
 
-def search_chunks(store: Any, vector: np.ndarray, text: str, k: int, p: KGInfusedParams,
+def search_chunks(store: GraphStore, vector: np.ndarray, text: str, k: int, p: KGInfusedParams,
                   mode: str) -> list[tuple[str, float]]:
     """Top-k chunk ids for a query, best first, by ``mode`` (``passage_search_mode``)."""
     if mode == "dense":
@@ -258,6 +275,7 @@ class KGInfusedRAG:
     title: ClassVar[str] = "KG-Infused RAG"
     paper: ClassVar[str] = "003"
     budget_param: ClassVar[str | None] = "budget_tokens"  # 0 (default) = stops at its note, as in the paper
+    no_context: ClassVar[bool] = False
     Params: ClassVar[type] = KGInfusedParams
     presets: ClassVar[dict[str, Any]] = {
         # head -> tail only (Eq. 6, App. B) and dense passages (§4.3): nothing of ours the paper defines
@@ -285,13 +303,13 @@ class KGInfusedRAG:
                                     "expanded_query": expanded, "passage_note": note, "kg_note": kg_note})
 
     # -- 1-2: source and seeds ------------------------------------------------------------------
-    def _seed(self, store: Any, qv: np.ndarray, origin: str, why: str, p: KGInfusedParams, memory: Memory,
+    def _seed(self, store: GraphStore, qv: np.ndarray, origin: str, why: str, p: KGInfusedParams, memory: Memory,
               tracer: Tracer) -> None:
         hits = store.vector_search("Entity", qv, p.k_e, where={"origin": origin})
         if not hits:
             raise MethodError(f"no {origin} entity has an embedding to match the question against",
                               hint="rebuild the index (entities need embeddings)")
-        info = {r["id"]: r for r in reads.entities(store, [e for e, _ in hits])}
+        info: dict[str, Mapping[str, Any]] = {r["id"]: r for r in reads.entities(store, [e for e, _ in hits])}
         for eid, _ in hits:
             memory.activated[eid] = 0
             memory.names[eid] = str((info.get(eid) or {}).get("name") or eid)
@@ -308,7 +326,7 @@ class KGInfusedRAG:
                      + "; the paper spreads over Wikidata5M-KG, §3.3)"))
 
     # -- 3: spreading activation ----------------------------------------------------------------
-    def _spread(self, question: str, qv: np.ndarray, store: Any, embedder: Any, origin: str, p: KGInfusedParams,
+    def _spread(self, question: str, qv: np.ndarray, store: GraphStore, embedder: Any, origin: str, p: KGInfusedParams,
                 memory: Memory, tracer: Tracer) -> None:
         active = list(memory.activated)
         for rnd in range(1, p.max_rounds + 1):
@@ -370,7 +388,7 @@ class KGInfusedRAG:
                 memory.activated[e] = rnd
             active = frontier
 
-    def _candidates(self, active: list[str], rnd: int, qv: np.ndarray, store: Any, embedder: Any, origin: str,
+    def _candidates(self, active: list[str], rnd: int, qv: np.ndarray, store: GraphStore, embedder: Any, origin: str,
                     p: KGInfusedParams, memory: Memory) -> tuple[list[Fact], dict[str, dict[str, int]], int]:
         rows = [(r, False) for r in reads.related_edges(store, active, origin, incoming=False)]
         if spreads_both_ways(p, origin):
@@ -404,7 +422,7 @@ class KGInfusedRAG:
             kept.extend(fs)
         return kept, per_entity, skipped_known
 
-    def _describe(self, facts: list[Fact], qv: np.ndarray, store: Any, embedder: Any) -> None:
+    def _describe(self, facts: list[Fact], qv: np.ndarray, store: GraphStore, embedder: Any) -> None:
         """Fill each fact's stored text, provenance and cosine with the question."""
         ids = [f.id for f in facts if not f.id.startswith("rel:")]
         rows = {r["id"]: r for r in reads.triple_sources(store, ids)} if ids else {}
@@ -531,7 +549,7 @@ class KGInfusedRAG:
         return str(value)
 
     # -- 6: dual retrieval ----------------------------------------------------------------------
-    def _dual_retrieval(self, question: str, qv: np.ndarray, expanded: str, store: Any, embedder: Any,
+    def _dual_retrieval(self, question: str, qv: np.ndarray, expanded: str, store: GraphStore, embedder: Any,
                         p: KGInfusedParams, tracer: Tracer) -> tuple[list[dict[str, Any]], tuple[Hits, Hits]]:
         """The k_p passages (App. C.2), and the two rankings (question, expanded query) they came from:
         k_p deep, or deep enough to fill ``budget_tokens`` when it is set."""
@@ -551,7 +569,7 @@ class KGInfusedRAG:
                         search_chunks(store, ev, expanded, depth, p, mode))
         split = dual_retrieve(q_hits, q2_hits, p.k_p)
         merged = split["question"] + split["expanded"]
-        info = {r["id"]: r for r in reads.chunks(store, merged + split["duplicates"] + split["unused"])} if merged else {}
+        info: dict[str, Mapping[str, Any]] = {r["id"]: r for r in reads.chunks(store, merged + split["duplicates"] + split["unused"])} if merged else {}
         scores = {c: float(s) for c, s in q2_hits}
         scores.update({c: float(s) for c, s in q_hits})
 
@@ -593,7 +611,7 @@ class KGInfusedRAG:
 
     # -- 9: equal budget (ours) -----------------------------------------------------------------
     def _fill_budget(self, kg_note: str, passages: list[dict[str, Any]], rankings: tuple[Hits, Hits],
-                     store: Any, p: KGInfusedParams, tracer: Tracer) -> list[dict[str, Any]]:
+                     store: GraphStore, p: KGInfusedParams, tracer: Tracer) -> list[dict[str, Any]]:
         """Passages past k_p: the question's ranking, then the expanded query's, each filling half of
         the room ``budget_tokens`` leaves after the note and the k_p passages (skip-and-continue)."""
         taken = {x["id"] for x in passages}

@@ -78,16 +78,17 @@ Presets: only "reconstruction" (the defaults; "paper" is accepted as its old nam
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
 from kgviz.errors import MethodError
 from kgviz.facts.triples import SENTENCE_KIND
 from kgviz.graph import neighbourhood as nb
+from kgviz.graph.rows import NeighbourRow
 from kgviz.methods import deciding
 from kgviz.methods.base import (
-    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, mark_ours, param, register,
+    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Role, Tracer, check_params, mark_ours, param, register,
 )
 from kgviz.methods.budget import SkipAndContinue
 from kgviz.task_results import KgRagChoice, KgRagDecision, KgRagPlan
@@ -101,30 +102,41 @@ CURATED_SOURCE = "curated KG"  # ContextItem.source of a curated fact (it has no
 
 @dataclass(frozen=True)
 class KGRagParams:
-    max_hops: int = param(5, min=1, doc="hop limit; paper 001 (summary, Open Question 4) says CoE takes 4-5 steps on "
-                             "average: we cap at the upper end (the cap itself is ours)")
-    top_k: int = param(5, min=1, doc="candidates shown to the LLM per hop (ours)")
-    start_nodes: int = param(5, min=1, doc="start nodes taken from the vector search (paper: vector similarity finds "
-                                "start nodes; the number is ours: 5 rather than 3 since issue 12, measured offline at a "
-                                "3k budget: gold-in-context 35.5 -> 37.5 % on HotpotQA, 13 -> 17 % on MuSiQue, 35.6 -> "
-                                "37.3 % on 2Wiki)")
-    seed_pool: int = param(10, min=1, doc="hits fetched per vector search when looking for start nodes (ours)")
-    entity_match_min: float = param(0.5, min=-1.0, max=1.0, doc="a planned entity's best Entity hit is taken as a start node first only "
-                                         "at this cosine or above (ours)")
-    width: int = param(1, min=1, doc="candidates followed per hop; 1 = a single chain, as the name CoE suggests (ours)")
-    allow_backtrack: bool = param(True, "let the evaluator pop a wrong hop and try the next-best candidate (ours)")
-    max_backtracks: int = param(2, min=0, doc="most backtracks per question (ours)")
-    include_sentences: bool = param(False, "add each path fact's provenance sentence to the context (ours; "
-                                           "off by default: the paper grounds answers in the retrieved facts). A "
-                                           "sentence fact (kind 'sentence', the offline extractor's fallback) always "
-                                           "brings its sentence: its relation only says the two were named together")
-    max_context_tokens: int = param(2000, min=1, doc="token budget of the context; facts past it are dropped (ours)")
-    fetch_limit: int = param(100, "rows per neighbourhood query per anchor, bounds hub nodes (ours)")
-    plan_weight: float = param(0.5, min=0.0, max=1.0, doc="weight of similarity to the plan text vs the question when ranking (ours)")
-    use_curated: bool = param(False, "also walk the imported curated KG (kgviz import-kg), its facts labelled "
-                                     "'[curated]' in the trace (ours). Off by default: paper 001 walks the KG built "
-                                     "from the documents, and a curated KG built for the evaluation questions is an "
-                                     "oracle the other methods do not read")
+    max_hops: int = param(5, label="Maximum hops", min=1,
+                          doc="hop limit; paper 001 (summary, Open Question 4) says CoE takes 4-5 steps on "
+                              "average: we cap at the upper end (the cap itself is ours)")
+    top_k: int = param(5, label="Candidates shown per hop", min=1, doc="candidates shown to the LLM per hop (ours)")
+    start_nodes: int = param(5, label="Start nodes", min=1,
+                             doc="start nodes taken from the vector search (paper: vector similarity finds "
+                                 "start nodes; the number is ours: 5 rather than 3 since issue 12, measured offline at a "
+                                 "3k budget: gold-in-context 35.5 -> 37.5 % on HotpotQA, 13 -> 17 % on MuSiQue, 35.6 -> "
+                                 "37.3 % on 2Wiki)")
+    seed_pool: int = param(10, label="Search hits per start-node lookup", min=1,
+                           doc="hits fetched per vector search when looking for start nodes (ours)")
+    entity_match_min: float = param(0.5, label="Entity match threshold (cosine)", min=-1.0, max=1.0,
+                                    doc="a planned entity's best Entity hit is taken as a start node first only "
+                                        "at this cosine or above (ours)")
+    width: int = param(1, label="Paths followed per hop", min=1,
+                       doc="candidates followed per hop; 1 = a single chain, as the name CoE suggests (ours)")
+    allow_backtrack: bool = param(True, label="Allow backtracking",
+                                  doc="let the evaluator pop a wrong hop and try the next-best candidate (ours)")
+    max_backtracks: int = param(2, label="Maximum backtracks", min=0, doc="most backtracks per question (ours)")
+    include_sentences: bool = param(False, label="Add source sentences",
+                                    doc="add each path fact's provenance sentence to the context (ours; "
+                                        "off by default: the paper grounds answers in the retrieved facts). A "
+                                        "sentence fact (kind 'sentence', the offline extractor's fallback) always "
+                                        "brings its sentence: its relation only says the two were named together")
+    max_context_tokens: int = param(2000, label="Context budget (tokens)", min=1,
+                                    doc="token budget of the context; facts past it are dropped (ours)")
+    fetch_limit: int = param(100, label="Neighbours fetched per node",
+                             doc="rows per neighbourhood query per anchor, bounds hub nodes (ours)")
+    plan_weight: float = param(0.5, label="Weight of the plan vs the question", min=0.0, max=1.0,
+                               doc="weight of similarity to the plan text vs the question when ranking (ours)")
+    use_curated: bool = param(False, label="Walk the curated KG too (labelled)",
+                              doc="also walk the imported curated KG (kgviz import-kg), its facts labelled "
+                                  "'[curated]' in the trace (ours). Off by default: paper 001 walks the KG built "
+                                  "from the documents, and a curated KG built for the evaluation questions is an "
+                                  "oracle the other methods do not read")
 
     def __post_init__(self) -> None:
         check_params(self, "kg-rag")
@@ -156,7 +168,7 @@ class Hop:
     opened: list[str] = field(default_factory=list)  # triple hypernodes the hop landed on
 
 
-def _fact_text(row: dict[str, Any]) -> str:
+def _fact_text(row: NeighbourRow) -> str:
     text = str(row.get("text") or "").strip()
     return text or " ".join(str(row.get(k) or "") for k in ("subject", "relation", "object")).strip()
 
@@ -168,8 +180,8 @@ class _Walk:
         self.q, self.ctx, self.p, self.tr = question, ctx, p, tracer
         self.tables: dict[str, str] = {}  # node id -> "Entity" | "Triple"
         self.labels: dict[str, str] = {}
-        self.rows: dict[str, dict[str, Any]] = {}  # triple id -> row
-        self.synthetic: dict[str, dict[str, Any]] = {}  # rel:... id -> row-like dict (no Triple node)
+        self.rows: dict[str, NeighbourRow] = {}  # triple id -> row
+        self.synthetic: dict[str, NeighbourRow] = {}  # rel:... id -> row-like dict (no Triple node)
         self.seed_nodes: list[str] = []
         self.planned_seeds: list[str] = []  # seeds that are the best hit of a planned entity
         self.seed_scores: dict[str, float] = {}
@@ -181,9 +193,9 @@ class _Walk:
         self.plan_detail = ""
         self.qv = self.pv = np.zeros(0, dtype=np.float32)  # question / plan vectors, set by seed_step
         self.embs: dict[str, np.ndarray | None] = {}  # triple id -> stored Triple.emb (None: has none)
-        self.fetched: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (query, anchor) -> its rows
-        self.at_entity: dict[str, list[dict[str, Any]]] = {}  # entity -> all triples at it
-        self.at_triple: dict[str, list[dict[str, Any]]] = {}  # triple -> all triples at it
+        self.fetched: dict[tuple[str, str], list[NeighbourRow]] = {}  # (query, anchor) -> its rows
+        self.at_entity: dict[str, list[NeighbourRow]] = {}  # entity -> all triples at it
+        self.at_triple: dict[str, list[NeighbourRow]] = {}  # triple -> all triples at it
         self.curated: set[str] = set()  # ids of curated nodes / rel: facts seen (see use_curated)
         self.curated_in_graph = False  # set by seed_step
 
@@ -206,7 +218,7 @@ class _Walk:
                 self.tables[row["id"]] = "Entity"
                 self.labels[row["id"]] = str(row.get("name") or row["id"])
 
-    def _remember_triple(self, row: dict[str, Any]) -> None:
+    def _remember_triple(self, row: NeighbourRow) -> None:
         if row.get("origin") == CURATED:  # its ends are learnt with their own rows (_resolve)
             self.curated.add(row["id"])
         self.rows[row["id"]] = row
@@ -324,15 +336,15 @@ class _Walk:
         got = self._neighbourhood(ents, tris)
         at_ent, hyper, at_tri = got["Q_TRIPLES_AT_ENTITY"], got["Q_HYPER_AT_ENTITY"], got["Q_TRIPLES_AT_TRIPLE"]
         rel_out, rel_in = got["Q_RELATED_OUT"], got["Q_RELATED_IN"]
-        triple_hits: list[tuple[str, str, dict[str, Any]]] = []  # (anchor, anchor's side, row)
-        related: list[dict[str, Any]] = []
+        triple_hits: list[tuple[str, str, NeighbourRow]] = []  # (anchor, anchor's side, row)
+        related: list[NeighbourRow] = []
         for a in anchors:  # the per-anchor order of the hits decides which anchor a candidate keeps
             if self.tables[a] == "Entity":
                 triple_hits += [(a, r["side"], r) for r in at_ent.get(a, [])]
                 # the inner triple is what the walk passes through to reach the hypernode
                 triple_hits += [(r["inner"], r["side"], r) for r in hyper.get(a, [])]
                 related += rel_out.get(a, [])
-                related += [dict(r, _in=True) for r in rel_in.get(a, [])]
+                related += [{**r, "_in": True} for r in rel_in.get(a, [])]
             else:
                 triple_hits += [(a, r["side"], r) for r in at_tri.get(a, [])]
         n_curated = 0
@@ -395,7 +407,7 @@ class _Walk:
                                        "Q_RELATED_IN", "Q_TRIPLES_AT_TRIPLE"]})
         return out
 
-    def _neighbourhood(self, ents: list[str], tris: list[str]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    def _neighbourhood(self, ents: list[str], tris: list[str]) -> dict[str, dict[str, list[NeighbourRow]]]:
         """{query name: {anchor: its first ``fetch_limit`` rows, in the query's order}}, each
         anchor fetched once per run. The hypernodes one level up from an entity (the rows of
         ``Q_HYPER_AT_ENTITY``) are the triples *at* the triples at the entity, so they are put
@@ -406,16 +418,17 @@ class _Walk:
         self.at_triple.update(nb.neighbourhood(
             self.ctx.store, "Q_TRIPLES_AT_TRIPLE", [t for t in dict.fromkeys(tris + inner) if t not in self.at_triple]))
         for a in new_ents:
-            hyper: dict[tuple[str, str, str], dict[str, Any]] = {}  # DISTINCT, as the query was
+            hyper: dict[tuple[str, str, str], NeighbourRow] = {}  # DISTINCT, as the query was
             for i in self.at_entity[a]:
                 for t in self.at_triple[i["id"]]:
-                    row = {"side": t["side"], "inner": i["id"], **{k: v for k, v in t.items() if k != "side"}}
+                    row = cast(NeighbourRow, {"side": t["side"], "inner": i["id"],
+                                              **{k: v for k, v in t.items() if k != "side"}})
                     hyper.setdefault((row["side"], row["inner"], row["id"]), row)
             self._keep("Q_HYPER_AT_ENTITY", a, list(hyper.values()))
             self._keep("Q_TRIPLES_AT_ENTITY", a, self.at_entity[a])
-        for t in tris:
-            if ("Q_TRIPLES_AT_TRIPLE", t) not in self.fetched:
-                self._keep("Q_TRIPLES_AT_TRIPLE", t, self.at_triple[t])
+        for tid in tris:
+            if ("Q_TRIPLES_AT_TRIPLE", tid) not in self.fetched:
+                self._keep("Q_TRIPLES_AT_TRIPLE", tid, self.at_triple[tid])
         for name in ("Q_RELATED_OUT", "Q_RELATED_IN"):
             got = nb.neighbourhood(self.ctx.store, name, new_ents)
             for a in new_ents:
@@ -423,12 +436,12 @@ class _Walk:
         return {name: {a: self.fetched[(name, a)] for a in (tris if name == "Q_TRIPLES_AT_TRIPLE" else ents)}
                 for name in nb.ORDER}
 
-    def _keep(self, name: str, anchor: str, rows: list[dict[str, Any]]) -> None:
+    def _keep(self, name: str, anchor: str, rows: list[NeighbourRow]) -> None:
         """What the per-anchor ``ORDER BY ... LIMIT fetch_limit`` query returned."""
         ordered = sorted(rows, key=lambda r: nb.sort_key(r, nb.ORDER[name]))
         self.fetched[(name, anchor)] = ordered[:max(self.p.fetch_limit, 0)]
 
-    def _cand_from_row(self, row: dict[str, Any], anchor: str, other: str) -> Candidate:
+    def _cand_from_row(self, row: NeighbourRow, anchor: str, other: str) -> Candidate:
         return Candidate(row["id"], _fact_text(row), str(row.get("relation") or ""),
                          str(row.get("subject_id") or ""), str(row.get("object_id") or ""), anchor, other)
 
@@ -564,7 +577,7 @@ class _Walk:
         self.rejected.update(c.id for c in hop.chosen)
         kept = [t for t in [c.id for c in hop.chosen] + hop.opened if t not in self.leaf_facts] if dead_end else []
         self.leaf_facts += kept
-        role = "context" if dead_end else "rejected"
+        role: Role = "context" if dead_end else "rejected"
         nodes = [NodeRef(c.id, "Triple", role, c.fact, c.score) for c in hop.chosen if c.id in self.rows]
         nodes += [NodeRef(t, "Triple", role, self.labels.get(t, t)) for t in hop.opened]
         facts = "; ".join(c.fact for c in hop.chosen)
@@ -668,6 +681,7 @@ class KGRag:
     presets: ClassVar[dict[str, Any]] = {"reconstruction": KGRagParams()}
     preset_aliases: ClassVar[dict[str, str]] = {"paper": "reconstruction"}
     budget_param: ClassVar[str | None] = "max_context_tokens"
+    no_context: ClassVar[bool] = False
 
     def retrieve(self, question: str, ctx: MethodContext, params: KGRagParams,
                  tracer: Tracer) -> RetrievedContext:

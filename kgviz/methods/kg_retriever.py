@@ -46,6 +46,7 @@ from kgviz.errors import MethodError
 from kgviz.facts.triples import SENTENCE_KIND, stated_fact
 from kgviz.graph import reads
 from kgviz.graph.arrow import vectors_to_numpy
+from kgviz.graph.protocol import GraphStore
 from kgviz.methods import deciding
 from kgviz.methods.base import (ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param,
                                 register)
@@ -60,26 +61,34 @@ NEAR_MISSES = 3  # ours: documents ranked just below N, shown as rejected so a m
 
 @dataclass(frozen=True)
 class KGRetrieverParams:
-    top_n: int = param(3, min=1, doc="N: documents retrieved by similarity to the query (§3.2.2 Document-level "
-                          "Retrieval; §4.1 gives N=3 for MuSiQue, 2Wiki and both CRUD-QA sets — the HotpotQA "
-                          "value is cut from our copy of the paper, which keeps only its T=20, λ=0.1)")
-    k_neighbours: int = param(3, min=0, doc="K: document-layer neighbours used per document, most similar first "
-                                 "(§3.2.1 Eq. 1; §4.1 gives K=3 for MuSiQue and 2Wiki — the HotpotQA value "
-                                 "is cut from our copy of the paper). At most the K the index was built with")
-    strategy: Strategy = param("one-hop", "document-layer collaboration (§3.2.2): 'one-hop' (w = 1), 'attentive' "
-                                     "(w = cosine of the two documents) or 'multi-hop' (weights multiplied "
-                                     "along the path)")
-    hops: int = param(2, min=1, doc="hops of the multi-hop strategy (§4.2 (4) reports 2-hop collaboration)")
-    lam: float = param(0.1, "λ: an entity is kept when w·cos(entity, query) > λ (§3.2.2 Eq. 2; λ=0.1 for "
-                            "HotpotQA, §4.1); read on the scale lam_mode names")
-    lam_mode: LamMode = param("relative", "'absolute': Eq. 2 on raw cosines (the paper, calibrated for RoBERTa, whose "
-                                          "cosines crowd near 1; preset 'paper'). 'relative' (ours, default): document "
-                                          "cosines divided by the best first-hop neighbour's, entity cosines by the best "
-                                          "candidate's, so λ is a share of the best score on any embedder's scale")
-    max_t: int = param(20, min=1, doc="T: at most T items retrieved (§3.2.2; T=20 for HotpotQA, §4.1)")
-    t_caps: Literal["triples", "entities"] = param("triples", "what T caps: 'triples' (§3.2.2 'maximum of retrieved triples') or "
-                                   "'entities' (§4.1 'max retrieved entity count', as in the public code: "
-                                   "the top-T entities and all their triples)")
+    top_n: int = param(3, label="Documents retrieved (N)", min=1,
+                       doc="N: documents retrieved by similarity to the query (§3.2.2 Document-level "
+                           "Retrieval; §4.1 gives N=3 for MuSiQue, 2Wiki and both CRUD-QA sets — the HotpotQA "
+                           "value is cut from our copy of the paper, which keeps only its T=20, λ=0.1)")
+    k_neighbours: int = param(3, label="Document-layer neighbours (K)", min=0,
+                              doc="K: document-layer neighbours used per document, most similar first "
+                                  "(§3.2.1 Eq. 1; §4.1 gives K=3 for MuSiQue and 2Wiki — the HotpotQA value "
+                                  "is cut from our copy of the paper). At most the K the index was built with")
+    strategy: Strategy = param("one-hop", label="Document-layer strategy",
+                               doc="document-layer collaboration (§3.2.2): 'one-hop' (w = 1), 'attentive' "
+                                   "(w = cosine of the two documents) or 'multi-hop' (weights multiplied "
+                                   "along the path)")
+    hops: int = param(2, label="Hops (multi-hop strategy)", min=1,
+                      doc="hops of the multi-hop strategy (§4.2 (4) reports 2-hop collaboration)")
+    lam: float = param(0.1, label="Entity filter λ",
+                       doc="λ: an entity is kept when w·cos(entity, query) > λ (§3.2.2 Eq. 2; λ=0.1 for "
+                           "HotpotQA, §4.1); read on the scale lam_mode names")
+    lam_mode: LamMode = param("relative", label="Scale of λ (relative: the embedder's own)",
+                              doc="'absolute': Eq. 2 on raw cosines (the paper, calibrated for RoBERTa, whose "
+                                  "cosines crowd near 1; preset 'paper'). 'relative' (ours, default): document "
+                                  "cosines divided by the best first-hop neighbour's, entity cosines by the best "
+                                  "candidate's, so λ is a share of the best score on any embedder's scale")
+    max_t: int = param(20, label="Items retrieved (T)", min=1,
+                       doc="T: at most T items retrieved (§3.2.2; T=20 for HotpotQA, §4.1)")
+    t_caps: Literal["triples", "entities"] = param("triples", label="What T counts",
+                                                   doc="what T caps: 'triples' (§3.2.2 'maximum of retrieved triples') or "
+                                                       "'entities' (§4.1 'max retrieved entity count', as in the public code: "
+                                                       "the top-T entities and all their triples)")
 
     def __post_init__(self) -> None:
         check_params(self, "kg-retriever")
@@ -101,7 +110,7 @@ def _vectors(column: Any, dim: int) -> list[np.ndarray | None]:
     return [None if v is None else unit(np.asarray(v, dtype=np.float32)) for v in array.to_pylist()]
 
 
-def _rows_with_vectors(store: Any, table: Any) -> list[dict[str, Any]]:
+def _rows_with_vectors(store: GraphStore, table: Any) -> list[dict[str, Any]]:
     """Rows of an arrow table as dicts; every column ending in "emb" becomes a normalised numpy
     vector (or None)."""
     cols = {name: (_vectors(table.column(name), int(store.dim)) if name.endswith("emb")
@@ -117,6 +126,7 @@ class KGRetriever:
     Params: ClassVar[type] = KGRetrieverParams
     presets: ClassVar[dict[str, Any]] = PRESETS
     budget_param: ClassVar[str | None] = None  # stops at T items (§3.2.2); the answer step caps at B
+    no_context: ClassVar[bool] = False
 
     def retrieve(self, question: str, ctx: MethodContext, params: KGRetrieverParams, tracer: Tracer) -> RetrievedContext:
         p = params
@@ -156,7 +166,7 @@ class KGRetriever:
         return self._select_triples(store, qv, list(weights), ent, p, tracer)
 
     # -- document layer ----------------------------------------------------------------------
-    def _collaborate(self, store: Any, seeds: list[str], p: KGRetrieverParams
+    def _collaborate(self, store: GraphStore, seeds: list[str], p: KGRetrieverParams
                      ) -> tuple[dict[str, float], list[EdgeRef], dict[str, int], list[str], float]:
         # the top-N documents themselves count fully (w = 1): the paper sets w = 1 in one-hop and gives
         # the attentive w for neighbours only, so under attentive / multi-hop this is ours (traced)
@@ -171,13 +181,15 @@ class KGRetriever:
             if not frontier:
                 break
             by_src: dict[str, list[tuple[str, float, float]]] = {}  # src -> (dst, edge weight, doc cosine)
+            out_edges: list[tuple[str, str, float | None, float]]  # (src, dst, edge weight, doc cosine)
             if one_hop:
-                rows = reads.similar_documents(store, frontier)
+                out_edges = [(r["src"], r["dst"], r["weight"], 1.0) for r in reads.similar_documents(store, frontier)]
             else:
-                rows = _rows_with_vectors(store, reads.similar_documents(store, frontier, vectors=True))
-            for r in rows:
-                doc_cos = 1.0 if one_hop else (cosine_unit(r["src_emb"], r["emb"]) if r["emb"] is not None else 0.0)
-                by_src.setdefault(r["src"], []).append((r["dst"], float(r["weight"] or 0.0), doc_cos))
+                out_edges = [(r["src"], r["dst"], r["weight"],
+                              cosine_unit(r["src_emb"], r["emb"]) if r["emb"] is not None else 0.0)
+                             for r in _rows_with_vectors(store, reads.similar_documents(store, frontier, vectors=True))]
+            for src, dst, weight, doc_cos in out_edges:
+                by_src.setdefault(src, []).append((dst, float(weight or 0.0), doc_cos))
             before = dict(weights)  # weights of this hop's sources, unaffected by this hop's updates
             nxt: list[str] = []
             ranked_of = {src: sorted(by_src.get(src, []), key=lambda x: (-x[1], x[0])) for src in frontier}
@@ -214,7 +226,7 @@ class KGRetriever:
         return f"{len(weights) - n_seeds} neighbour documents (up to K={p.k_neighbours} per document); {rule}"
 
     # -- entity layer ------------------------------------------------------------------------
-    def _score_entities(self, store: Any, qv: np.ndarray, weights: dict[str, float], hop_of: dict[str, int],
+    def _score_entities(self, store: GraphStore, qv: np.ndarray, weights: dict[str, float], hop_of: dict[str, int],
                         p: KGRetrieverParams, tracer: Tracer) -> dict[str, Any]:
         rows = _rows_with_vectors(store, reads.document_entities(store, list(weights)))
         w: dict[str, float] = {}
@@ -289,7 +301,7 @@ class KGRetriever:
                         "best": best, "blocked": blocked, "message": message})
         return out
 
-    def _select_triples(self, store: Any, qv: np.ndarray, docs: list[str], ent: dict[str, Any],
+    def _select_triples(self, store: GraphStore, qv: np.ndarray, docs: list[str], ent: dict[str, Any],
                         p: KGRetrieverParams, tracer: Tracer) -> RetrievedContext:
         kept: list[str] = ent["kept"]
         kept_set = set(kept)
@@ -341,7 +353,7 @@ class KGRetriever:
         return RetrievedContext(items=items, node_ids=[i.id for i in items] + used_entities)
 
     @staticmethod
-    def _titles(store: Any, ids: list[str], into: dict[str, str]) -> None:
+    def _titles(store: GraphStore, ids: list[str], into: dict[str, str]) -> None:
         missing = [d for d in dict.fromkeys(ids) if d not in into]
         if missing:
             into.update({i: t or i for i, t in reads.document_titles(store, missing).items()})

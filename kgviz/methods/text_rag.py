@@ -35,11 +35,13 @@ MAX_POOL = 4096  # ours: the doubling stops here whatever the budget (a bound on
 
 @dataclass(frozen=True)
 class TextRagParams:
-    top_k: int = param(20, min=1, doc=D_TOP_K)
-    retriever: Retriever = param("hybrid", "'hybrid' (vector + BM25 by reciprocal rank fusion), 'bm25' (Kùzu FTS "
-                                           "only) or 'dense' (vector search only) (ours)")
-    rrf_k: int = param(60, min=0, doc="RRF constant k in 1/(k + rank) (ours; the usual value from the RRF literature)")
-    budget_tokens: int = param(1000, min=1, doc=D_BUDGET)
+    top_k: int = param(20, label="Candidates shown per hop", min=1, doc=D_TOP_K)
+    retriever: Retriever = param("hybrid", label="Retriever",
+                                 doc="'hybrid' (vector + BM25 by reciprocal rank fusion), 'bm25' (Kùzu FTS "
+                                     "only) or 'dense' (vector search only) (ours)")
+    rrf_k: int = param(60, label="Rank-fusion constant (RRF k)", min=0,
+                       doc="RRF constant k in 1/(k + rank) (ours; the usual value from the RRF literature)")
+    budget_tokens: int = param(1000, label="Context budget (tokens)", min=1, doc=D_BUDGET)
 
     def __post_init__(self) -> None:
         check_params(self, "text-rag")
@@ -49,8 +51,8 @@ class TextRagParams:
 class SingleRetrieverParams:
     """The single-retriever baselines (``bm25``, ``dense``): text-rag with its retriever fixed."""
 
-    top_k: int = param(20, min=1, doc=D_TOP_K)
-    budget_tokens: int = param(1000, min=1, doc=D_BUDGET)
+    top_k: int = param(20, label="Candidates shown per hop", min=1, doc=D_TOP_K)
+    budget_tokens: int = param(1000, label="Context budget (tokens)", min=1, doc=D_BUDGET)
 
     def __post_init__(self) -> None:
         check_params(self, "bm25/dense baseline")
@@ -65,6 +67,7 @@ class TextRag:
     presets: ClassVar[dict[str, Any]] = {"hybrid": TextRagParams(), "dense-only": TextRagParams(retriever="dense"),
                                          "bm25-only": TextRagParams(retriever="bm25")}
     budget_param: ClassVar[str | None] = "budget_tokens"
+    no_context: ClassVar[bool] = False
 
     def retrieve(self, question: str, ctx: MethodContext, params: TextRagParams, tracer: Tracer) -> RetrievedContext:
         return retrieve_passages(question, ctx, params, tracer)
@@ -78,6 +81,7 @@ class Bm25Baseline:
     Params: ClassVar[type] = SingleRetrieverParams
     presets: ClassVar[dict[str, Any]] = {}
     budget_param: ClassVar[str | None] = "budget_tokens"
+    no_context: ClassVar[bool] = False
     retriever: ClassVar[Retriever] = "bm25"
 
     def retrieve(self, question: str, ctx: MethodContext, params: SingleRetrieverParams,

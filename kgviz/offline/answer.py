@@ -301,7 +301,8 @@ def extractive_answer(question: str, passages: list[str], embedder: Embedder, *,
                 return f[0], f"extractive ({f[1]}) from evidence [{sents[i][0] + 1}]; best {where}"
     # numbers and dates belong to the sentence that matched the question's predicate
     use = 1 if qtype in ("number", "date") else 2
-    found = [(i, f) for i in order[:3] if (f := _typed_span(qtype, sents[i][use], question, atype))]
+    found = [(i, f) for i in order[:3]
+             if (f := _typed_span(qtype, sents[i][1] if use == 1 else sents[i][2], question, atype))]
     if found:  # the best sentence may lack a span of the wanted type; its runners-up may not
         i, (span, rule, _) = next(((i, f) for i, f in found if f[2]), found[0])
         return span, f"extractive ({rule}) from evidence [{sents[i][0] + 1}]; best {where}"

@@ -180,7 +180,7 @@ def _subject_of_he_she(text: str, start: int, span: str) -> bool:
         return False
     rest = text[start + len(span):]
     m = re.search(r"[.!?]\s+(\w+)", rest)
-    return bool(m) and m.group(1) in ("He", "She", "His", "Her")
+    return m is not None and m.group(1) in ("He", "She", "His", "Her")
 
 
 def names_noun(span: str, text: str, start: int, noun: str) -> bool:

@@ -113,8 +113,7 @@ def checkables(text: str) -> list[Checkable]:
     for m in _NUMBER_RE.finditer(text):
         value = m.group().rstrip(",")
         out.append(Checkable(value, "year" if _YEAR_RE.fullmatch(value) else "number"))
-    seen: set[tuple[str, str]] = set()
-    return [c for c in out if not ((c.text, c.kind) in seen or seen.add((c.text, c.kind)))]
+    return list(dict.fromkeys(out))  # each (text, kind) once, first place kept
 
 
 def _words(text: str) -> set[str]:
@@ -200,7 +199,7 @@ def question_relation(question: str, focus: str) -> Relation:
     # birth": birth, as kgviz.offline.qtype reads "place of birth" as a place)
     nouns = main_words[1:] if main_words[:1] and main_words[0] in _TYPE_NOUNS and len(main_words) > 1 else main_words
     head = (verbs[0],) if verbs else (how,) if how and how not in excluded else tuple(nouns[:1])
-    return Relation(head, frozenset(nouns if not verbs else main_words) or all_words)
+    return Relation(head, frozenset(nouns if not verbs else main_words) or frozenset(all_words))
 
 
 def claim_relation(claim: str, checks: Sequence[Checkable]) -> Relation:

@@ -94,7 +94,7 @@ class Sentence:
         self.words = _TOKEN_RE.findall(self.text)
         self.folded = [fold(w) for w in self.words]
         self.padded = " " + " ".join(f for f in self.folded if f) + " "
-        self.stems = {}
+        self.stems: dict[str, str] = {}  # a stem -> the first word written with it
         for w, f in zip(self.words, self.folded):
             for part in f.split():
                 self.stems.setdefault(stem(part), w)
@@ -282,7 +282,8 @@ def _as_written(s: Sentence, phrase: str) -> str:
     """``phrase`` as it is written in ``s`` (the same words, its spelling and case)."""
     target = fold(phrase).split()
     for i in range(len(s.folded)):
-        got, j = [], i
+        got: list[str] = []
+        j = i
         while j < len(s.folded) and len(got) < len(target):
             got += s.folded[j].split()
             j += 1

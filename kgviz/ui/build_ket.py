@@ -15,12 +15,13 @@ the top-⌈b·n⌉ chunks by PageRank, b = KetRagParams().skeleton_beta (0.8, §
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 import streamlit as st
 
 from kgviz.graph import reads
+from kgviz.graph.protocol import GraphStore
 from kgviz.index.ket import core_ranking, ket_info, knn_degree_distribution, n_core, skeleton_cost
 from kgviz.index.params import BuildParams, BuildReport
 from kgviz.ui import resources
@@ -52,13 +53,13 @@ def _excerpt(text: str) -> str:
     return flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1].rstrip() + "…"
 
 
-def _where(row: dict[str, Any], titles: dict[str, str]) -> str:
+def _where(row: Mapping[str, Any], titles: dict[str, str]) -> str:
     """"Title · part 2": the chunk named by its document and position, not by its hash id."""
     title = titles.get(str(row.get("doc")), str(row.get("doc") or row["id"]))
     return f"{title} · part {int(row['ord']) + 1}" if row.get("ord") is not None else title
 
 
-def ket_overview(store: Any, *, expected_output_ratio: float | None = None) -> KetOverview | None:
+def ket_overview(store: GraphStore, *, expected_output_ratio: float | None = None) -> KetOverview | None:
     """The KET figures of the graph in ``store``; None when it has no KET index."""
     from kgviz.methods.ket_rag import KetRagParams
 

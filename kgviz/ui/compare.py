@@ -40,7 +40,6 @@ TRACE_PAGE = "pages/trace.py"
 SAMPLE_QUESTIONS = Path(__file__).resolve().parents[2] / "sample_data" / "questions.jsonl"
 COLUMNS_PER_ROW = 3  # ours: wider columns keep answers readable; more methods wrap to a new row
 SHOWN_EVIDENCE = 3  # ours: evidence ids listed per claim; the export and the Trace page have them all
-_BUDGET_KEY = "__answer_budget_tokens"  # marks a non-default budget inside the shared run key
 
 
 def trace_form_defaults(method: str) -> dict[str, Any]:
@@ -62,10 +61,8 @@ def trace_form_defaults(method: str) -> dict[str, Any]:
 
 def run_key(ctx: AppContext, method: str, question: str, budget_tokens: int | None = None) -> str:
     """The Trace page's key for this method with default parameters (plus a non-default budget)."""
-    params = trace_form_defaults(method)
-    if budget_tokens is not None and budget_tokens != DEFAULT_BUDGET_TOKENS:
-        params[_BUDGET_KEY] = int(budget_tokens)
-    return tui.run_key(ctx, method, question.strip(), params, "")
+    budget = None if budget_tokens in (None, DEFAULT_BUDGET_TOKENS) else budget_tokens
+    return tui.run_key(ctx, method, question.strip(), trace_form_defaults(method), "", budget_tokens=budget)
 
 
 def cached_run(key: str) -> Run | None:

@@ -65,7 +65,7 @@ def _open_saved(folder: str, methods: Sequence[str]) -> None:
 
 
 def _filter_widgets(methods: Sequence[str]) -> fx.FailureFilter:
-    c = st.columns(3)
+    c = list(st.columns(3))
     chosen = c[0].multiselect("Show methods", list(methods), key=K + "methods")
     stages = c[1].multiselect("Show stages", list(fx.STAGES), key=K + "stages")
     outcomes = c[2].multiselect("Show outcomes", list(fx.OUTCOME_KINDS), key=K + "outcomes",
@@ -203,7 +203,8 @@ def _label_row(ctx: AppContext, row: fx.FailureRow) -> None:
     key = lb.label_key(row.question, row.method, row.answer)
     if st.session_state.get(K + "label_for") != key:  # another row: show its saved label
         st.session_state[K + "label_for"] = key
-        st.session_state[K + "label_right"] = {True: "right", False: "wrong"}.get(row.human_right, "unlabelled")
+        st.session_state[K + "label_right"] = ("unlabelled" if row.human_right is None
+                                               else "right" if row.human_right else "wrong")
         st.session_state[K + "label_note"] = row.human_note
     c = st.columns([2, 3, 1], vertical_alignment="bottom")
     verdict = c[0].radio("Your verdict on this answer", ["unlabelled", "right", "wrong"], horizontal=True,

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 import streamlit as st
 
+from kgviz.graph.store import GraphStore
 from kgviz.index.params import WAIT_STAGE, BuildParams, BuildReport, ProgressEvent
 from kgviz.reasoning import Reasoner
 from kgviz.types import Document, Usage
@@ -35,7 +36,7 @@ def _fmt_usage(u: Usage | None) -> str:
     return f" · {u.calls} calls, {u.total_tokens:,} tokens, ${u.cost_usd:.4f}"
 
 
-def run_build(documents: Sequence[Document], store: Any, reasoner: Reasoner, params: BuildParams, *,
+def run_build(documents: Sequence[Document], store: GraphStore, reasoner: Reasoner, params: BuildParams, *,
               label: str = "Building the graph") -> BuildReport:
     """Build with progress; returns the BuildReport, re-raises the build's error."""
     from kgviz.index.pipeline import build  # lazy: keeps page imports light

@@ -24,8 +24,12 @@ def embedder_pull(ctx: AppContext) -> None:
     if not st.button("Fetch a neural embedder", disabled=where is not None, key="kgviz_pull_model"):
         return
     bar = st.progress(0.0, text="starting")
+
+    def show(f: float, text: str) -> None:
+        bar.progress(min(max(f, 0.0), 1.0), text=md_text(text))
+
     try:
-        result = model_pull.pull(models, progress=lambda f, text: bar.progress(min(max(f, 0.0), 1.0), text=md_text(text)))
+        result = model_pull.pull(models, progress=show)
     except KgvizError as exc:
         st.error(md_text(f"No neural embedder fetched: {exc.user_message()}"))
         return

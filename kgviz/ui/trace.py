@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ import pandas as pd
 import streamlit as st
 
 from kgviz import run as runner  # looked up at call time, so tests can count run_method calls
-from kgviz.methods.base import MethodContext
+from kgviz.methods.base import MethodContext, param_choices, param_label
 from kgviz.methods.registry import get_method, list_methods
 from kgviz.run import Run
 from kgviz.ui import actions, resources
@@ -86,51 +85,26 @@ class ParamSpec:
     default: Any
     doc: str
     choices: tuple[str, ...] = ()
-
-
-_QUOTED = re.compile(r"'([\w.-]+)'")
-
-
-def str_choices(doc: str, default: str, declared: Any = None) -> tuple[str, ...]:
-    """Allowed values of a str field: declared ones (Literal / metadata["choices"]) when given,
-    else the single quoted words of its doc string ("'paper' ... or 'code'"), leaving out words
-    that follow "preset(s)" (those name presets, not values). Always contains the default."""
-    if declared:
-        found = [str(c) for c in declared]
-    else:
-        found = []
-        after_preset = False
-        last_end = 0
-        for m in _QUOTED.finditer(doc):
-            between = doc[last_end:m.start()]
-            after_preset = bool(re.search(r"presets?\s*$", between)) or (
-                after_preset and re.fullmatch(r"\s*(,|and|or)\s*", between) is not None)
-            last_end = m.end()
-            if not after_preset:
-                found.append(m.group(1))
-    if default not in found:
-        found.insert(0, default)
-    return tuple(dict.fromkeys(found))
+    label: str = ""  # the field's declared label (kgviz.methods.base.param_label)
 
 
 def param_specs(params_cls: type) -> list[ParamSpec]:
-    """One widget description per field of a method's Params dataclass, in field order."""
-    hints = typing.get_type_hints(params_cls)
+    """One widget description per field of a method's Params dataclass, in field order: the kind
+    of widget from the field's type; label, doc and choices as the field declares them."""
     specs: list[ParamSpec] = []
     for f in dataclasses.fields(params_cls):
         default = f.default if f.default is not dataclasses.MISSING else None
-        doc = str(f.metadata.get("doc", ""))
-        hint = hints.get(f.name)
-        literal = typing.get_args(hint) if typing.get_origin(hint) is typing.Literal else ()
+        doc, label = str(f.metadata.get("doc", "")), param_label(params_cls, f.name)
         if isinstance(default, bool):
-            specs.append(ParamSpec(f.name, "bool", default, doc))
+            specs.append(ParamSpec(f.name, "bool", default, doc, label=label))
         elif isinstance(default, int):
-            specs.append(ParamSpec(f.name, "int", default, doc))
+            specs.append(ParamSpec(f.name, "int", default, doc, label=label))
         elif isinstance(default, float):
-            specs.append(ParamSpec(f.name, "float", default, doc))
+            specs.append(ParamSpec(f.name, "float", default, doc, label=label))
         elif isinstance(default, str):
-            choices = str_choices(doc, default, literal or f.metadata.get("choices"))
-            specs.append(ParamSpec(f.name, "choice" if len(choices) > 1 else "text", default, doc, choices))
+            declared = param_choices(params_cls, f.name)
+            choices = declared if default in declared else (default, *declared)
+            specs.append(ParamSpec(f.name, "choice" if len(choices) > 1 else "text", default, doc, choices, label))
         # other field types (tuples, nested dataclasses) keep the preset's value: no widget
     return specs
 
@@ -167,37 +141,9 @@ def params_form(method_name: str, preset: str) -> dict[str, Any]:
     return values
 
 
-# reader-facing names of the Params fields (the raw name stays in the help text, for the CLI and
-# the presets); a field missing here is shown with its name's underscores as spaces
-PARAM_LABELS: dict[str, str] = {
-    "max_hops": "Maximum hops", "top_k": "Candidates shown per hop", "start_nodes": "Start nodes",
-    "seed_pool": "Search hits per start-node lookup", "entity_match_min": "Entity match threshold (cosine)",
-    "width": "Paths followed per hop", "allow_backtrack": "Allow backtracking", "max_backtracks": "Maximum backtracks",
-    "include_sentences": "Add source sentences", "max_context_tokens": "Context budget (tokens)",
-    "fetch_limit": "Neighbours fetched per node", "plan_weight": "Weight of the plan vs the question",
-    "top_n": "Documents retrieved (N)", "k_neighbours": "Document-layer neighbours (K)",
-    "strategy": "Document-layer strategy", "hops": "Hops (multi-hop strategy)", "lam": "Entity filter λ",
-    "lam_mode": "Scale of λ (relative: the embedder's own)", "use_curated": "Walk the curated KG too (labelled)",
-    "max_t": "Items retrieved (T)", "t_caps": "What T counts", "kg_source": "Knowledge graph used",
-    "k_e": "Seed entities (kₑ)", "max_rounds": "Activation rounds", "max_triples_per_entity": "Facts per entity",
-    "max_entities_per_round": "Entities per round", "triple_cap": "Which facts survive the cap",
-    "direction": "Activation direction", "k_p": "Passages (kₚ)", "passage_search": "Passage search",
-    "rrf_k": "Rank-fusion constant (RRF k)", "context_passages": "Also pass passages and facts to the answer",
-    "offline_top_m": "Offline: facts kept per round", "offline_min_score": "Offline: minimum fact score",
-    "offline_note_sentences": "Offline: sentences per note", "seed": "Random seed",
-    "context_limit": "Context limit λ (tokens)", "theta": "Skeleton share θ", "seed_entities": "Seed entities (k)",
-    "text_unit_share": "Text share of the skeleton channel", "max_relationships_per_seed": "Relationships per seed",
-    "pool_factor": "Keyword pool size (× budget)", "pool_mode": "Keyword pool mode", "skeleton_beta": "Skeleton β",
-    "core_selection": "Core chunk ranking", "hybrid": "Hybrid with BM25", "budget_tokens": "Context budget (tokens)",
-    "keyword_match": "Keyword matching", "entity_match": "Seed entity matching",
-}
 PAPER_NAMES = {"001": "the KG-RAG paper", "002": "the KG-Retriever paper", "003": "the KG-Infused RAG paper",
                "004": "the KET-RAG paper"}
 _PAPER_REF = re.compile(r"\bpaper (00[1-4])\b")
-
-
-def param_label(name: str) -> str:
-    return PARAM_LABELS.get(name) or name.replace("_", " ").capitalize()
 
 
 def param_help(name: str, doc: str, paper: str = "") -> str:
@@ -212,7 +158,7 @@ def param_help(name: str, doc: str, paper: str = "") -> str:
 def _param_widget(spec: ParamSpec, value: Any, key: str, paper: str = "") -> Any:
     # the starting value goes into session state, not value=: with value= as well, Streamlit warns
     # and a value kept across a page visit (keep_inputs) would fight the default
-    label, help_ = md_text(param_label(spec.name)), param_help(spec.name, spec.doc, paper)
+    label, help_ = md_text(spec.label or spec.name), param_help(spec.name, spec.doc, paper)
     if spec.kind == "bool":
         st.session_state.setdefault(key, bool(value))
         return bool(st.checkbox(label, key=key, help=help_))
@@ -234,10 +180,16 @@ def _param_widget(spec: ParamSpec, value: Any, key: str, paper: str = "") -> Any
 
 
 # --- runs ----------------------------------------------------------------------------------------
-def run_key(ctx: AppContext, method: str, question: str, params: dict[str, Any], preset: str) -> str:
-    """Everything that changes a run's result; the API key is deliberately not part of it."""
-    return json.dumps([str(Path(ctx.db_dir).resolve()), ctx.embedder_spec, ctx.llm_spec, method, question,
-                       preset, params], sort_keys=True, default=str)
+def run_key(ctx: AppContext, method: str, question: str, params: dict[str, Any], preset: str, *,
+            budget_tokens: int | None = None) -> str:
+    """Everything that changes a run's result; the API key is deliberately not part of it. An
+    explicit answer budget (the Compare page's) is its own element, never a key among the params;
+    without one the key is the Trace page's, so the two pages share runs."""
+    parts: list[Any] = [str(Path(ctx.db_dir).resolve()), ctx.embedder_spec, ctx.llm_spec, method, question,
+                        preset, params]
+    if budget_tokens is not None:
+        parts.append({"answer_budget_tokens": int(budget_tokens)})
+    return json.dumps(parts, sort_keys=True, default=str)
 
 
 def cached_run(key: str) -> Run | None:
@@ -341,7 +293,7 @@ def run_error(run: Run) -> None:
 
 
 def _human(right: bool | None, note: str, yes: str, no: str) -> str:
-    return {True: yes, False: no}.get(right, "no verdict") + (f" — {note}" if note else "")
+    return ("no verdict" if right is None else (yes if right else no)) + (f" — {note}" if note else "")
 
 
 def outcome(run: Run, ctx: AppContext | None = None) -> None:

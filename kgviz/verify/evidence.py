@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from kgviz.graph.protocol import GraphStore
 from kgviz.graph import reads
 from kgviz.methods.base import ContextItem
 from kgviz.run import Run
@@ -105,7 +106,7 @@ def _is_chunk_id(text: str) -> bool:
     return "#c" in text and " " not in text
 
 
-def _chunks_of(cited: Sequence[ContextItem], store: Any) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+def _chunks_of(cited: Sequence[ContextItem], store: GraphStore | None) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     """(item id -> the chunk it came from, chunk id -> text, triple id -> its source sentence)."""
     if store is None:
         return {}, {}, {}
@@ -116,7 +117,7 @@ def _chunks_of(cited: Sequence[ContextItem], store: Any) -> tuple[dict[str, str]
         if i.kind == "subchunk" and ".s" in i.id:
             chunk_of[i.id] = i.id.rsplit(".s", 1)[0]
         elif i.kind in ("triple", "sentence", "entity"):
-            row = rows.get(node_of(i)) or {}
+            row: dict[str, Any] = dict(rows.get(node_of(i)) or {})
             cid = row.get("chunk_id") or (i.source if _is_chunk_id(i.source) else "")
             if cid:
                 chunk_of[i.id] = cid
@@ -125,7 +126,7 @@ def _chunks_of(cited: Sequence[ContextItem], store: Any) -> tuple[dict[str, str]
     return chunk_of, texts, sentences
 
 
-def claim_evidence(run: Run, claim: ClaimVerdict, store: Any = None) -> ClaimEvidence:
+def claim_evidence(run: Run, claim: ClaimVerdict, store: GraphStore | None = None) -> ClaimEvidence:
     """The cited items of ``claim`` (a verdict on ``run``'s answer) with their passages and spans.
 
     The span marked in a passage, the first that is found: the judge's quote in the source chunk;

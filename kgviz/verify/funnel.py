@@ -28,6 +28,9 @@ from kgviz.answer import DEFAULT_BUDGET_TOKENS, fit_budget
 from kgviz.answer_norm import contains
 from kgviz.claims import is_abstention
 from kgviz.errors import UnknownMethodError
+from kgviz.graph.protocol import GraphStore
+from kgviz.graph.rows import TripleFactRow
+from kgviz.methods.base import Method
 from kgviz.methods.registry import get_method
 from kgviz.run import Run
 
@@ -72,7 +75,7 @@ def _any_gold(text: str, golds: Sequence[str]) -> bool:
     return any(contains(text, g) for g in golds)
 
 
-def gold_presence(store: Any, golds: Sequence[str], params: FunnelParams = FunnelParams()) -> GoldPresence:
+def gold_presence(store: GraphStore, golds: Sequence[str], params: FunnelParams = FunnelParams()) -> GoldPresence:
     """Scan chunk texts, entity names and triple texts for the gold answers (in Python, because
     SQuAD normalisation is not expressible in Cypher), then collect the nodes near them."""
     golds = [g for g in golds if g.strip()]
@@ -88,7 +91,7 @@ def gold_presence(store: Any, golds: Sequence[str], params: FunnelParams = Funne
     return p
 
 
-def _related(store: Any, p: GoldPresence, triples: list[dict[str, Any]], params: FunnelParams) -> set[str]:
+def _related(store: GraphStore, p: GoldPresence, triples: list[TripleFactRow], params: FunnelParams) -> set[str]:
     entities = set(p.graph_entities) | {r[k] for r in triples for k in ("s", "o") if r[k]}
     if entities and params.related_hops > 0:
         entities |= reads.entities_within(store, sorted(entities), params.related_hops)
@@ -127,13 +130,10 @@ def seed_node_ids(run: Run) -> set[str]:
 
 
 def kept_text(run: Run) -> str:
-    """The context text the answer step actually saw, recomputed with the recorded budget (the
-    budget rule in kgviz.answer is deterministic)."""
-    budget = DEFAULT_BUDGET_TOKENS
-    for s in run.trace:
-        if s.kind == "answer" and "budget_tokens" in s.data:
-            budget = int(s.data["budget_tokens"])
-    return "\n".join(i.text for i in fit_budget(run.context.items, budget).items)
+    """The context text the answer step saw (``run.answer_cut``). A run without one (built by
+    hand, or whose answer step failed) is read at the default budget (kgviz.answer's rule)."""
+    cut = run.answer_cut or fit_budget(run.context.items, DEFAULT_BUDGET_TOKENS)
+    return "\n".join(i.text for i in cut.items)
 
 
 def is_graph_method(name: str) -> bool:
@@ -153,7 +153,8 @@ def funnel_row(run: Run, presence: GoldPresence) -> FunnelRow:
     near = bool(seeds & presence.related) if seeds else None
     graph = is_graph_method(run.method)
     row = FunnelRow(run.method, presence.in_corpus, presence.in_graph, in_context, in_kept, in_answer, near, "", "")
-    no_context = bool(getattr(_method_or_none(run.method), "no_context", False))
+    method = _method_or_none(run.method)
+    no_context = method is not None and method.no_context
     if run.error:
         row.label, row.explanation = "method failed", run.error
     elif in_answer:
@@ -179,7 +180,7 @@ def funnel_row(run: Run, presence: GoldPresence) -> FunnelRow:
     return row
 
 
-def _method_or_none(name: str) -> Any:
+def _method_or_none(name: str) -> Method | None:
     try:
         return get_method(name)
     except UnknownMethodError:

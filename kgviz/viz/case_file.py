@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any, Sequence
 
+from kgviz.graph.protocol import GraphStore
 from kgviz.safe_text import safe_text
 from kgviz.verify.comparison import Comparison, MethodResult, overlap_matrix
 from kgviz.verify.judge import ClaimVerdict
@@ -116,11 +117,11 @@ SUMMARY_HEADERS = ["method", "answer", "verdict", "correct", "grounded", "EM %",
 
 
 def _human(right: bool | None, note: str, yes: str = "right", no: str = "wrong") -> str:
-    verdict = {True: yes, False: no}.get(right, "no verdict")
+    verdict = "no verdict" if right is None else (yes if right else no)
     return f"{verdict}" + (f" — {note}" if note else "")
 
 
-def _claims_section(r: MethodResult, n: int, store: Any, labels: Any, keys_of: Any) -> str:
+def _claims_section(r: MethodResult, n: int, store: GraphStore | None, labels: Any, keys_of: Any) -> str:
     """The claims table (each claim a link: its evidence opens below and its cited nodes are
     selected in the overlay) and one hidden evidence block per claim (kgviz.viz.claim_evidence)."""
     from kgviz.verify.evidence import claim_evidence
@@ -144,7 +145,7 @@ def _claims_section(r: MethodResult, n: int, store: Any, labels: Any, keys_of: A
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>" + "".join(blocks)
 
 
-def _method_section(r: MethodResult, n: int = 0, store: Any = None, labels: Any = None, keys_of: Any = None) -> str:
+def _method_section(r: MethodResult, n: int = 0, store: GraphStore | None = None, labels: Any = None, keys_of: Any = None) -> str:
     v, run = r.verdict, r.run
     parts = [f"<h2>{esc(run.method)}</h2>", f"<div class='verdict'>{badge_html(r.outcome)}<div class='muted'>"
              f"{esc(v.judge)} · {esc(v.split)}</div></div>"]
@@ -177,7 +178,7 @@ def _method_section(r: MethodResult, n: int = 0, store: Any = None, labels: Any 
     return "\n".join(parts)
 
 
-def render_case_file(c: Comparison, store: Any = None, *, include_graph: bool = True,
+def render_case_file(c: Comparison, store: GraphStore | None = None, *, include_graph: bool = True,
                      labels: Sequence[Any] | None = None) -> str:
     """``labels``: per result, its kgviz.evaluate.labels.RunLabels (or None), shown beside the
     answer, its claims and its context items."""

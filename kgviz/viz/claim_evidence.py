@@ -58,7 +58,7 @@ def evidence_html(ev: ClaimEvidence, item_labels: Mapping[str, tuple[bool | None
         lab = (item_labels or {}).get(item.id)
         mark = ""
         if lab is not None:
-            verdict = {True: "relevant", False: "irrelevant"}.get(lab[0], "no verdict")
+            verdict = "no verdict" if lab[0] is None else ("relevant" if lab[0] else "irrelevant")
             mark = f' · <span class="kgviz-item-label">you: {esc(verdict)}{" — " + esc(lab[1]) if lab[1] else ""}</span>'
         where = "" if item.passage_id == item.id else f" · passage: {esc(item.passage_id)}"
         span = f" · {esc(span_name(ev.label))} marked" if item.span else ""

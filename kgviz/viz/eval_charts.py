@@ -170,7 +170,9 @@ def question_heatmap(records: Sequence[EvalRecord], methods: Sequence[str], *, m
     hover: list[list[str]] = []
     marks: list[list[str]] = []  # "×" on a failed run's cell: a category, not a score
     for m in methods:
-        row, tips, cells = [], [], []
+        row: list[float | None] = []
+        tips: list[str] = []
+        cells: list[str] = []
         for q in qids:
             r = by.get((m, q))
             if r is None:

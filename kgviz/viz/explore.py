@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from kgviz.errors import KgvizError
 from kgviz.graph import explore as reads
+from kgviz.graph.protocol import GraphStore
+from kgviz.graph.rows import EntityDetailRow, EntityTripleRow, ExtractionRecordRow
 from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph
 
 # a hub entity can have thousands of relations: never pull more rows than this per hop (ours)
@@ -33,7 +35,7 @@ class EntityHit:
         return f"{self.name} ({self.n_mentions} mentions{extra}){how}"
 
 
-def search_entities(store: Any, text: str, *, limit: int = 20, embedder: Any | None = None,
+def search_entities(store: GraphStore, text: str, *, limit: int = 20, embedder: Any | None = None,
                     vector_search: Any | None = None) -> list[EntityHit]:
     """Entities whose name contains ``text`` (case-insensitive), most mentioned first. With no
     name match and an embedder, fall back to vector search over entity embeddings.
@@ -77,7 +79,7 @@ class Neighbourhood:
         return f"showing {self.graph.shown_nodes} of {total} nodes within {self.hops} hop(s)"
 
 
-def neighbourhood(store: Any, entity_id: str, *, hops: int = 1, cap: int = 50) -> Neighbourhood:
+def neighbourhood(store: GraphStore, entity_id: str, *, hops: int = 1, cap: int = 50) -> Neighbourhood:
     """The entity, its RELATED neighbours up to ``hops`` (1 or 2) away, and the relations among
     them. Nodes are ranked centre first, then by hop distance, then by how connected they are in
     this neighbourhood, and the first ``cap`` are kept; the caption says how many there were."""
@@ -106,7 +108,7 @@ def neighbourhood(store: Any, entity_id: str, *, hops: int = 1, cap: int = 50) -
         degree[s] += 1
         degree[d] += 1
     order = sorted(distance, key=lambda n: (distance[n], -degree[n], n))
-    info = {r["id"]: r for r in reads.entity_infos(store, order[:cap])} if order else {}
+    info: dict[str, Mapping[str, Any]] = {r["id"]: r for r in reads.entity_infos(store, order[:cap])} if order else {}
     nodes = [_entity_node(nid, info.get(nid), distance[nid], nid == entity_id) for nid in order]
     merged: dict[tuple[str, str], list[str]] = defaultdict(list)
     for (s, d, rel) in edges:
@@ -119,7 +121,7 @@ def neighbourhood(store: Any, entity_id: str, *, hops: int = 1, cap: int = 50) -
     return Neighbourhood(entity_id, capped, hops, truncated, names)
 
 
-def _entity_node(nid: str, row: dict[str, Any] | None, dist: int, is_centre: bool) -> VizNode:
+def _entity_node(nid: str, row: Mapping[str, Any] | None, dist: int, is_centre: bool) -> VizNode:
     row = row or {}
     name = row.get("name") or nid
     lines = [name]
@@ -144,17 +146,17 @@ class ChunkDetail:
     id: str
     doc_title: str
     text: str
-    extraction: dict[str, Any] | None  # the Extraction row (raw output, mode, status ...)
+    extraction: ExtractionRecordRow | None  # the Extraction row (raw output, mode, status ...)
 
 
 @dataclass(frozen=True)
 class EntityDetails:
-    entity: dict[str, Any]
-    triples: list[dict[str, Any]]
+    entity: EntityDetailRow
+    triples: list[EntityTripleRow]
     chunks: list[ChunkDetail]
 
 
-def entity_details(store: Any, entity_id: str, *, max_triples: int = 200, max_chunks: int = 20) -> EntityDetails:
+def entity_details(store: GraphStore, entity_id: str, *, max_triples: int = 200, max_chunks: int = 20) -> EntityDetails:
     """The entity row, the triples it takes part in (with their provenance sentence), and the
     chunks they came from (text plus the raw extraction output for that chunk)."""
     row = reads.entity(store, entity_id)
@@ -162,7 +164,7 @@ def entity_details(store: Any, entity_id: str, *, max_triples: int = 200, max_ch
         raise KgvizError(f"no entity with id {entity_id!r} in this workspace",
                          hint="Search again: the workspace may have been rebuilt.")
     triples = reads.triples_of_entity(store, entity_id, max_triples)
-    chunk_ids = list(dict.fromkeys(t["chunk_id"] for t in triples if t.get("chunk_id")))
+    chunk_ids = list(dict.fromkeys(c for t in triples if (c := t["chunk_id"])))
     if len(chunk_ids) < max_chunks:
         for cid in reads.chunks_mentioning_entity(store, entity_id, max_chunks):
             if cid not in chunk_ids:
@@ -181,6 +183,6 @@ def entity_details(store: Any, entity_id: str, *, max_triples: int = 200, max_ch
     return EntityDetails(row, triples, chunks)
 
 
-def degrees(store: Any) -> list[int]:
+def degrees(store: GraphStore) -> list[int]:
     """Number of RELATED edges (either direction) per entity, isolated entities included."""
     return reads.related_degrees(store)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from kgviz.graph import reads
+from kgviz.graph.protocol import GraphStore
 
 FIRST_WORDS = 4  # words of a chunk's text after its document title (ours: fits one label line)
 _STEM = re.compile(r"^[\w.-]+$")  # no spaces: a file stem or an id, not a title a person wrote
@@ -61,7 +62,7 @@ def _doc_of(node_id: str) -> str:
     return node_id.split("#", 1)[0]
 
 
-def fetch_human_labels(store: Any, ids: Iterable[str]) -> dict[str, str]:
+def fetch_human_labels(store: GraphStore, ids: Iterable[str]) -> dict[str, str]:
     """Human labels for the Document, Chunk and SubChunk ids among ``ids`` (others are left
     out: entities and facts already carry readable names)."""
     wanted = sorted({i for i in ids if isinstance(i, str) and i.startswith("doc:")})
@@ -90,7 +91,7 @@ class TraceLinks:
     labels: dict[str, tuple[str, str]]  # end id -> (label, table)
 
 
-def fetch_links(store: Any, ids: list[str]) -> TraceLinks:
+def fetch_links(store: GraphStore, ids: list[str]) -> TraceLinks:
     """Subject and object of the facts ``ids`` with their labels, in two reads: the facts, then
     which of their ends are facts themselves (a hypernode) rather than entities."""
     if not ids:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Sequence
 
+from kgviz.graph.protocol import GraphStore
 from kgviz.errors import ConfigError
 from kgviz.methods import algorithm_lines
 from kgviz.run import Run
@@ -17,7 +18,7 @@ from kgviz.viz import trace_player as tp
 LESSON_PARAMS = tp.PlayerParams(present=True)
 
 
-def lesson_html(runs: Sequence[Run], store: Any, params: tp.PlayerParams = LESSON_PARAMS) -> str:
+def lesson_html(runs: Sequence[Run], store: GraphStore, params: tp.PlayerParams = LESSON_PARAMS) -> str:
     """The lesson page of ``runs`` (one or two runs of the same question)."""
     if not 1 <= len(runs) <= 2:
         raise ConfigError(f"a lesson shows one or two methods, not {len(runs)}")

@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 
 from kgviz.answer_norm import normalize_answer
 from kgviz.graph import reads
+from kgviz.graph.protocol import GraphStore
 from kgviz.run import Run
 from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph, graph_html, opaque_keys
 from kgviz.viz.labels import fetch_human_labels
@@ -85,7 +86,7 @@ class Overlay:
         return sum(len(ms) > 1 for ms in self.by_node.values())
 
 
-def _labels(runs: Sequence[Run], store: Any, tables: Mapping[str, str]) -> dict[str, str]:
+def _labels(runs: Sequence[Run], store: GraphStore | None, tables: Mapping[str, str]) -> dict[str, str]:
     labels: dict[str, str] = {}
     for run in runs:
         for item in run.context.items:
@@ -118,7 +119,7 @@ def names_gold(label: str, golds: Sequence[str]) -> bool:
     return any(g and (text.strip() == g or f" {g} " in text) for g in (normalize_answer(x) for x in golds))
 
 
-def build_overlay(runs: Sequence[Run], store: Any = None, *, cap: int = DEFAULT_CAP,
+def build_overlay(runs: Sequence[Run], store: GraphStore | None = None, *, cap: int = DEFAULT_CAP,
                   golds: Sequence[str] = ()) -> Overlay:
     """Nodes/edges for ``graph_html``; ``store`` (optional) supplies names and triple links.
     A node whose label names one of ``golds`` is marked (label "★ gold …", a gold border) so the
@@ -156,7 +157,7 @@ def build_overlay(runs: Sequence[Run], store: Any = None, *, cap: int = DEFAULT_
 
 
 def _edges(runs: Sequence[Run], by_node: Mapping[str, list[str]], tables: Mapping[str, str],
-           store: Any) -> list[VizEdge]:
+           store: GraphStore | None) -> list[VizEdge]:
     seen: dict[tuple[str, str], VizEdge] = {}
     for run in runs:
         for step in run.trace:

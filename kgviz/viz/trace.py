@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence, cast
+from typing import Any, Mapping, Sequence, TypeGuard, cast
 
 from kgviz.methods.base import EdgeRef, Role, TraceStep
 from kgviz.viz.graph_html import (
@@ -312,7 +312,7 @@ def frame_iframe_height(height: int = 520) -> int:
 
 # --- per-step extras shown beside the graph ------------------------------------------------------
 CONTEXT_SHARE = "context"  # a channel budget's default kind: its share of the answer's context
-POOL = "pool"  # the keyword channel's candidate pool (kgviz.methods.ket_channels.POOL)
+POOL = "pool"  # the keyword channel's candidate pool (kgviz.methods.ket_narrator.POOL)
 
 
 @dataclass(frozen=True)
@@ -391,5 +391,5 @@ def llm_mode_label(mode: str, heuristic: str = "") -> str:
     return mode
 
 
-def _is_number(x: Any) -> bool:
+def _is_number(x: Any) -> TypeGuard[int | float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from kgviz.errors import KgvizError
+from kgviz.graph.protocol import GraphStore
 from kgviz.methods import algorithm_lines, deciding
 from kgviz.methods.base import TraceStep
 from kgviz.safe_text import safe_strings
@@ -339,7 +340,7 @@ def player_html(data: Mapping[str, Any] | Sequence[Mapping[str, Any]], params: P
     return page
 
 
-def run_frames(trace: Sequence[TraceStep], store: Any, *, links: TraceLinks | None = None,
+def run_frames(trace: Sequence[TraceStep], store: GraphStore, *, links: TraceLinks | None = None,
                stable_layout: bool = True) -> tuple[list[Frame], dict[str, str]]:
     """One frame per step and every node's label: human labels and the facts' ends from
     ``store`` (its ``query``); with ``stable_layout`` one layout shared by every frame."""
@@ -358,7 +359,7 @@ def run_frames(trace: Sequence[TraceStep], store: Any, *, links: TraceLinks | No
     return frames, labels
 
 
-def run_page(trace: Sequence[TraceStep], store: Any, *, method: str = "",
+def run_page(trace: Sequence[TraceStep], store: GraphStore, *, method: str = "",
              links: TraceLinks | None = None, params: PlayerParams = PlayerParams()) -> str:
     """The whole pipeline for one run: frames and labels (``run_frames``), one panel per step,
     the algorithm box (each step's line: kgviz.methods.algorithm_lines), the page."""

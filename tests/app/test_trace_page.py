@@ -3,11 +3,12 @@ sample, step through its trace, re-run only on a changed input, and show failure
 partial trace. Fixtures: tests/app/conftest.py (``app_env``)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -16,7 +17,7 @@ import kgviz.run
 from kgviz.errors import MethodError
 from kgviz.methods import base as methods_base
 from kgviz.methods.base import EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, param
-from kgviz.ui.trace import K_PRESET, NO_PRESET, param_specs, str_choices
+from kgviz.ui.trace import K_PRESET, NO_PRESET, param_specs
 from tests.support.methods import StandInMethod
 from test_app_pages import OFFLINE, new_app, texts
 
@@ -147,7 +148,7 @@ HOSTILE = "**bold** [link](https://tracker.example/x) <img src=x>"
 
 @dataclass(frozen=True)
 class _ModeParams:
-    mode: str = param("a", "'a' or 'b' (test)")
+    mode: str = param("a", "'a' or 'b' (test)", choices=("a", "b"), label="Mode of the test")
 
 
 class _Broken(StandInMethod):
@@ -224,14 +225,17 @@ def test_empty_workspace_says_what_to_do(app_env: Path) -> None:
 
 
 # --- the parameter form, without a page ------------------------------------------------------------
-def test_str_choices_from_docs_literals_and_metadata() -> None:
-    assert str_choices("'paper': all sub-chunks; 'code': best first", "paper") == ("paper", "code")
-    doc = "'hybrid' (ours) | 'dense' (the paper; presets 'paper' and 'code') | 'bm25' (ours)"
-    assert str_choices(doc, "hybrid") == ("hybrid", "dense", "bm25")
-    assert str_choices("what T caps: 'triples' (§3 'maximum of retrieved triples') or 'entities'",
-                       "triples") == ("triples", "entities")
-    assert str_choices("free text", "x") == ("x",)
-    assert str_choices("ignored 'y'", "x", declared=("x", "z")) == ("x", "z")
+def test_param_specs_take_choices_and_labels_from_the_declaration_not_the_doc() -> None:
+    @dataclass(frozen=True)
+    class P:
+        pick: Literal["x", "y"] = param("x", "'x', 'y' or 'q' (the doc names a value the type does not)")
+        listed: str = param("m", "free", choices=("n", "m"), label="A listed field")
+        free: str = param("t", "quoted 'u' and 'v' are prose here")
+
+    specs = {s.name: s for s in param_specs(P)}
+    assert (specs["pick"].kind, specs["pick"].choices, specs["pick"].label) == ("choice", ("x", "y"), "Pick")
+    assert (specs["listed"].choices, specs["listed"].label) == (("n", "m"), "A listed field")
+    assert (specs["free"].kind, specs["free"].choices) == ("text", ("t",))
 
 
 def test_param_specs_cover_every_registered_method() -> None:
@@ -304,17 +308,24 @@ def test_the_workspace_lives_in_the_url(app_env: Path) -> None:
 
 def test_parameters_have_readable_labels_and_name_the_paper() -> None:
     from kgviz.methods.registry import get_method, list_methods
-    from kgviz.ui.trace import param_help, param_label
+    from kgviz.methods.base import param_label
+    from kgviz.ui.trace import param_help
 
     for name in list_methods():
         method = get_method(name)
         for spec in param_specs(method.Params):
-            label = param_label(spec.name)
+            label = param_label(method.Params, spec.name)
+            assert spec.label == label
+            declared = {f.name: f.metadata.get("label") for f in dataclasses.fields(method.Params)}
+            assert declared[spec.name] == label, (name, spec.name)  # each real field declares its label
             assert "_" not in label and label[0].isupper(), (name, spec.name, label)
             text = param_help(spec.name, spec.doc, str(method.paper))
             assert not re.search(r"\bpaper 00\d", text), text
             assert f"field `{spec.name}`" in text  # the raw name stays findable (CLI, presets)
-    assert param_label("lam") == "Entity filter λ" and param_label("t_caps") == "What T counts"
+    from kgviz.methods.kg_retriever import KGRetrieverParams
+
+    assert param_label(KGRetrieverParams, "lam") == "Entity filter λ"
+    assert param_label(KGRetrieverParams, "t_caps") == "What T counts"
     assert "section of the KG-Retriever paper" in param_help("lam", "λ (§3.2.2 Eq. 2)", "002")
 
 

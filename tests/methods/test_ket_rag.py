@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from kgviz.errors import ConfigError, MethodError
 from kgviz.index.ket import KetParams, build_ket_index, core_ranking, n_core
 from kgviz.methods.base import MethodContext, RetrievedContext, TraceStep, Tracer, registered
-from kgviz.methods import ket_channels
-from kgviz.methods.ket_channels import SHOWN_SEED_KEYWORDS
+from kgviz.methods import ket_narrator
+from kgviz.methods.ket_narrator import SHOWN_SEED_KEYWORDS
 from kgviz.methods.ket_rag import KetFull, KetRag, KetRagParams, KeywordRag, KeywordRagParams, SkeletonRag
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.reasoning import Reasoner
@@ -104,7 +104,7 @@ def test_keyword_seed_step_lists_the_most_similar_few_and_counts_all(ket_kg: Fix
     assert {n.id for n in score.nodes if n.table == "Keyword"} == ids
     # what is retrieved does not depend on how many keywords are drawn
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ket_channels, "SHOWN_SEED_KEYWORDS", 3)
+        mp.setattr(ket_narrator, "SHOWN_SEED_KEYWORDS", 3)
         again, steps3 = retrieve(ket_kg, KetRag(), p)
     assert [i.id for i in again.items] == [i.id for i in out.items]
     assert len([n for n in steps3[0].nodes if n.role == "seed"]) == 3 and steps3[0].data["seeded_total"] == total

@@ -12,3 +12,5 @@ class StandInMethod:
     paper: ClassVar[str] = "test"
     Params: ClassVar[type]
     presets: ClassVar[dict[str, Any]] = {}
+    budget_param: ClassVar[str | None] = None
+    no_context: ClassVar[bool] = False

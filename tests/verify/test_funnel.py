@@ -10,6 +10,7 @@ from typing import Sequence
 
 from tests.support.fixture_graph import FixtureGraph
 
+from kgviz.answer import fit_budget
 from kgviz.methods.base import ContextItem, NodeRef, RetrievedContext, TraceStep
 from kgviz.run import Run
 from kgviz.types import Usage
@@ -19,10 +20,10 @@ from kgviz.verify.funnel import FunnelParams, funnel_row, gold_presence, kept_te
 def run(method: str, answer: str, items: Sequence[tuple[str, str]] = (), *, seeds: Sequence[str] = (),
         budget: int | None = None, error: str = "") -> Run:
     trace = [TraceStep(0, "seed", "seeds", nodes=[NodeRef(s, "Entity", "seed") for s in seeds])]
-    if budget is not None:
-        trace.append(TraceStep(1, "answer", "Answer", data={"budget_tokens": budget}))
     ctx = RetrievedContext(items=[ContextItem(i, "chunk", t) for i, t in items])
-    return Run(method, "q?", {}, ctx, answer, trace, Usage(), "offline", error=error)
+    # what the answer step would have kept under ``budget`` (None: no answer step recorded)
+    cut = None if budget is None else fit_budget(ctx.items, budget)
+    return Run(method, "q?", {}, ctx, answer, trace, Usage(), "offline", error=error, answer_cut=cut)
 
 
 def test_gold_presence_scans_corpus_and_graph(kg: FixtureGraph) -> None:
