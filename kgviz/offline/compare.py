@@ -153,8 +153,11 @@ def _words_of(sent: Sentence, span: str) -> tuple[str, ...]:
 
 # --- dates ------------------------------------------------------------------------------------
 _PAREN_RE = re.compile(r"\s*\(([^()]*)\)")
-_DEFINITION_RE = re.compile(r"[?!\"'\u201d]*\s*(?:\([^()]*\)\s*)?,?\s*(?:is|was|are|were)\s+(?:an?\s+|the\s+)?"
-                            r"(?:[\w\-]+\s+){0,2}?(1\d{3}|20\d{2})\b")
+# "X is a 1965 film", "X is a lost 1920 film", "X is 1993 Telugu film" (not "X is based on 1948")
+_DEFINITION_RE = re.compile(r"[?!\"'\u201d]*\s*(?:\([^()]*\)\s*)?,?\s*(?:is|was|are|were)\s+"
+                            r"(?:(?:an?|the)\s+(?:[\w\-]+\s+){0,2}?)?(1\d{3}|20\d{2})\b")
+# "Eedara Veera Venkata Satyanarayana (10 June 1956 – 21 January 2011), better known as E. V. V. Satyanarayana"
+_KNOWN_AS_RE = re.compile(r"^[^()]{1,80}?(\([^()]*\)).*\b(?:known|credited|born) as\s+$")
 _RANGE_SPLIT = re.compile(r"\s*[\u2013\u2014]\s*|\s+-\s+|(?<=\d)\s*-\s*(?=\w)|\s+to\s+")
 
 
@@ -194,6 +197,12 @@ def read_dates(sent: Sentence, entity: str, kind: str) -> list[Reading]:
             if got:
                 out.append(Reading(entity, got.lo, got.hi, got.shown, sent,
                                    _words_of(sent, text[a:b]) + _words_of(sent, got.shown), exact + 2))
+        known = _KNOWN_AS_RE.match(text[:a]) if kind in ("birth", "death") and not paren else None
+        if known:  # the opening name's parenthesis belongs to the name it is "known as"
+            got = _paren_dates(known.group(1)[1:-1]).get(kind)
+            if got:
+                out.append(Reading(entity, got.lo, got.hi, got.shown, sent,
+                                   _words_of(sent, text[a:b]) + _words_of(sent, got.shown), exact + 1))
         if kind == "date":
             m = _DEFINITION_RE.match(rest)
             if m:

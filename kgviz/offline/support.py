@@ -35,7 +35,8 @@ from kgviz.offline.stopwords import CLAIM_STOPWORDS as _STOP
 from kgviz.text import sentence_spans
 
 _TOKEN_RE = re.compile(r"[^\W_][\w'\u2019\-\.]*[^\W_]|[^\W_]")
-_NAME_RE = re.compile(r"[A-Z][\w'\u2019\-\.]*(?:\s+(?:of|the|de|von|van|la|le|du|del|der)?\s*[A-Z][\w'\u2019\-\.]*)*")
+# a name may join its capitalised words with up to two small words: "The Jewel of the Nile"
+_NAME_RE = re.compile(r"[A-Z][\w'\u2019\-\.]*(?:\s+(?:(?:of|the|de|von|van|la|le|du|del|der)\s+){0,2}[A-Z][\w'\u2019\-\.]*)*")
 _START_STOP = frozenset("The A An It He She They This That These Those His Her Its Their In On At By For From "
                         "After Before During Yes No As When While Although However Since Following What Which "
                         "Who Whom Whose Where Why How Is Are Was Were Did Do Does".split())
