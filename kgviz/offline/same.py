@@ -31,12 +31,14 @@ _QUESTION_RE = re.compile(
     r"(?i:(?:films?|songs?|albums?|books?|novels?)\s+)?(?P<a>.+?)\s+and\s+"
     r"(?i:(?:directors?|composers?|authors?|writers?|producers?|creators?|founders?)\s+of\s+)?"
     r"(?i:(?:films?|songs?|albums?|books?|novels?)\s+)?(?P<b>.+?)\s+(?i:both\s+)?(?i:(?:films?|songs?|albums?)\s+)?"
-    r"(?i:have|share|from|located|of|are|were|both|the\s+same|come|originate)\b")
+    # lowercase on purpose: "Of" and "Come" are words of a title ("Bank Of England", "I Come With The Rain")
+    r"(?:have|share|from|located|of|are|were|both|the\s+same)\b")
 _ATTRIBUTE_RE = re.compile(r"\bsame\s+(country|nationality|citizenship)\b", re.IGNORECASE)
 _HOLDER_WORD_RE = re.compile(r"\b(director|composer|author|writer|producer|creator|founder)s?\b", re.IGNORECASE)
 _COPULA_RE = re.compile(r"\s*(?:\([^()]*\)\s*)?,?\s*(?:is|was|are|were)\b")
+# where the definition's noun phrase ends ("... film directed by", "... who"); "Vietnamese-born" goes on
 _CLAUSE_END_RE = re.compile(r"\b(?:directed|written|produced|starring|featuring|by|who|whose|which|that|based|"
-                            r"known|best|born|and\s+starring)\b")
+                            r"known|best|and\s+starring)\b|(?<!-)(?<!- )\bborn\b")
 _WORD_RE = re.compile(r"[A-Za-z][\w\.]*")
 _NOT_NATIONALITY = re.compile(r"^\s*-?\s*(?:born|language|based|speaking|descent)\b", re.IGNORECASE)
 
