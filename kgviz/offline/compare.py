@@ -12,9 +12,13 @@ What is read, from the sentences that name an entity:
   after it in a sentence about X, "born on 5 May 1930", "died in 1987", "released in 1958",
   "founded in 1850" (a sentence with "He", "It" ... speaks of its passage's first name). A date
   keeps its precision: "1930" is the whole year, so 1930 against "12 May 1930" decides nothing.
-* what is compared (``compared``): "older/younger" and "born" -> birth, "died" -> death, "lived
+* numbers (``read_measure``): a population ("a population of 12,500", "2.1 million inhabitants"),
+  a length or height with its unit, in metres ("1,250 km long", "800 miles long").
+* what is compared (``asked``): "older/younger" and "born" -> birth, "died" -> death, "lived
   longer" -> life span (death minus birth), "more <role>s" -> how many names follow "<role verb>
-  by", anything else -> the entity's own date (release, publication, founding).
+  by", "population" / "more populous" -> population, "longer/shorter" -> length, "taller/higher"
+  -> height, other time words ("first", "earlier", "more recently") -> the entity's own date
+  (release, publication, founding). "Larger" or "bigger" alone names no measure: no verdict.
 * a holder ("Which film whose director is younger, A or B?"): the names after "directed by" in a
   sentence about the option, then the holder's value from a sentence about the holder.
 
@@ -44,8 +48,18 @@ _DATE_RE = re.compile(
     rf"|(?P<m3>{_MON})\s+(?P<y3>\d{{4}})"
     r"|(?P<y4>1\d{3}|20\d{2}))\b", re.IGNORECASE)
 _ARTICLES = frozenset("the a an".split())
-_SMALLER = frozenset("first earlier earliest older oldest before sooner fewer less least".split())
-_LARGER = frozenset("later latest last younger youngest after newer recent recently longer more greater".split())
+_SMALLER = frozenset("first earlier earliest older oldest before sooner fewer less least shorter smaller lower".split())
+_LARGER = frozenset("later latest last younger youngest after newer recent recently longer more greater taller "
+                    "higher larger bigger populous".split())
+_TIME_WORDS = frozenset("first earlier earliest older oldest before sooner later latest last younger youngest after "
+                        "newer recent recently".split())
+# a measure the question compares: its cue words in a sentence, and the units it is read in (to metres)
+_UNITS = {"km": 1000.0, "kilometre": 1000.0, "kilometer": 1000.0, "mi": 1609.344, "mile": 1609.344, "m": 1.0,
+          "metre": 1.0, "meter": 1.0, "ft": 0.3048, "feet": 0.3048, "foot": 0.3048}
+_MEASURE_RE = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(km|kilomet(?:re|er)s?|mi|miles?|m|met(?:re|er)s?|ft|feet|foot)\b")
+_POPULATION_RE = re.compile(r"\b(?:population|inhabitants|residents)\b")
+_POPULATION_NUM_RE = re.compile(r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(\s+million)?")
+MEASURES = {"length": r"long|length|lengths", "height": r"tall|height|high|elevation"}
 _AGE = frozenset("older oldest younger youngest".split())
 # the verbs that date an entity of its own ("released in 1958"), and birth / death
 _DATE_VERBS = (r"released|premiered|published|founded|established|formed|opened|launched|aired|issued|"
@@ -135,7 +149,11 @@ def locate(text: str, name: str) -> list[tuple[int, int, int]]:
     flat = [(i, w) for i, (_, _, ws) in enumerate(toks) for w in ws]
     out = []
     for k in range(len(flat) - len(want) + 1):
-        if [w for _, w in flat[k:k + len(want)]] != want or (k and flat[k - 1][0] == flat[k][0]):
+        got = [w for _, w in flat[k:k + len(want)]]
+        # a possessive also names its owner: "Kellhaven's population" holds "Kellhaven"
+        owner = got[:-1] + [got[-1][:-1]] if got and got[-1].endswith("s") and re.search(
+            r"['\u2019]s$", text[toks[flat[k + len(want) - 1][0]][0]: toks[flat[k + len(want) - 1][0]][1]]) else got
+        if want not in (got, owner) or (k and flat[k - 1][0] == flat[k][0]):
             continue
         a, b = toks[flat[k][0]][0], toks[flat[k + len(want) - 1][0]][1]
         if re.match(r"[ \t]+[A-Z]", text[b:]) or re.search(r"(?<![.!?:;,(\"\u201c])\s(?!(?:The|A|An)\s)[A-Z][\w'\u2019]*\s+$", text[:a]):
@@ -260,6 +278,38 @@ def _count(sent: Sentence, entity: str, verb: str) -> list[Reading]:
     return out
 
 
+def read_measure(sent: Sentence, entity: str, kind: str) -> list[Reading]:
+    """A population ("a population of 12,500", "2.1 million inhabitants") or a length / height in
+    metres ("1,250 km long", "a height of 830 m") in a sentence about ``entity`` that has the cue word."""
+    spots = locate(sent.text, entity)
+    if not (spots or mentions(sent, entity)):
+        return []
+    exact = max((e for *_, e in spots), default=0)
+    text = sent.text
+    if kind == "population":
+        cue = _POPULATION_RE.search(text)
+        if not cue:
+            return []
+        near = text[max(0, cue.start() - 40): cue.end() + 40]
+        for m in _POPULATION_NUM_RE.finditer(near):
+            digits = m.group(1).replace(",", "")
+            if re.fullmatch(r"1\d{3}|20\d{2}", digits) and not m.group(2):
+                continue  # a year ("at the 2006 census"), not a count
+            v = float(digits) * (1e6 if m.group(2) else 1)
+            return [Reading(entity, v, v, m.group().strip(), sent, (cue.group(),) + tuple(m.group().split()), exact)]
+        return []
+    cue = re.search(rf"\b(?:{MEASURES[kind]})\b", text)
+    if not cue:
+        return []
+    got = [m for m in _MEASURE_RE.finditer(text)]
+    if not got:
+        return []
+    m = min(got, key=lambda x: abs(x.start() - cue.start()))  # the measure nearest its cue word
+    unit = m.group(2).lower().rstrip("s") if m.group(2).lower() not in ("feet",) else "feet"
+    v = float(m.group(1).replace(",", "")) * _UNITS[unit]
+    return [Reading(entity, v, v, m.group(), sent, (cue.group(),) + tuple(m.group().split()), exact)]
+
+
 def holders(sent: Sentence, option: str, verb: str) -> list[str]:
     """The names after "<verb> by" in a sentence about ``option`` ("directed by Pál Gábor")."""
     out = []
@@ -285,7 +335,7 @@ def direction(question: str) -> tuple[str, str]:
 class Asked:
     way: str  # smaller | larger
     word: str  # the comparative word as written in the question
-    kind: str  # birth | death | lifespan | date | count
+    kind: str  # birth | death | lifespan | date | count | population | length | height
     holder: str  # "director" when the options' holders are compared, else ""
     verb: str  # the verb that names the holder or the counted role ("directed")
 
@@ -307,9 +357,19 @@ def asked(question: str) -> Asked | None:
             return Asked(way, word, "count", "", HOLDER_VERBS[role])
         if role != "recently":
             return None
+        word = "recently"
+    lived = re.search(r"\blived? longer\b|\blonger life", low)
+    if re.search(r"\bpopulation\b|\bpopulous\b", low):
+        return Asked(way, word, "population", "", "")
+    if word not in _TIME_WORDS and not lived:
+        if word in ("longer", "shorter") or re.search(r"\blength\b", low):
+            return Asked(way, word, "length", "", "")
+        if word in ("taller", "higher") or re.search(r"\bheight\b|\belevation\b", low):
+            return Asked(way, word, "height", "", "")
+        return None  # "larger", "bigger": of what? no measure it can read, so no verdict
     if word in _AGE or re.search(r"\bborn\b", low):
         kind = "birth"
-    elif re.search(r"\blived? longer\b|\blonger life", low):
+    elif lived:
         kind = "lifespan"
     elif re.search(r"\bdied?\b|\bdeath\b", low):
         kind = "death"
@@ -334,6 +394,8 @@ def _readings(sents: Sequence[Sentence], entity: str, kind: str, verb: str, avoi
             out += _lifespans(s, entity)
         elif kind == "count":
             out += _count(s, entity, verb)
+        elif kind in ("population", "length", "height"):
+            out += read_measure(s, entity, kind)
         else:
             out += read_dates(s, entity, kind)
     return out
@@ -383,7 +445,8 @@ def value_of(option: str, other: str, ask: Asked, sents: Sequence[Sentence]) -> 
 
 
 def _what(ask: Asked) -> str:
-    return {"birth": "birth date", "death": "death date", "lifespan": "life span",
+    return {"birth": "birth date", "death": "death date", "lifespan": "life span", "population": "population",
+            "length": "length", "height": "height",
             "count": f"number of names after '{ask.verb} by'"}.get(ask.kind, "date")
 
 

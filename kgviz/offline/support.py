@@ -34,6 +34,7 @@ from kgviz.offline.stem import stem
 from kgviz.offline.stopwords import CLAIM_STOPWORDS as _STOP
 from kgviz.text import sentence_spans
 
+_POSSESSIVE_RE = re.compile(r"['\u2019]s$")
 _TOKEN_RE = re.compile(r"[^\W_][\w'\u2019\-\.]*[^\W_]|[^\W_]")
 # a name may join its capitalised words with up to two small words: "The Jewel of the Nile"
 _NAME_RE = re.compile(r"[A-Z][\w'\u2019\-\.]*(?:\s+(?:(?:of|the|de|von|van|la|le|du|del|der)\s+){0,2}[A-Z][\w'\u2019\-\.]*)*")
@@ -85,6 +86,8 @@ class Sentence:
         self.words = _TOKEN_RE.findall(self.text)
         self.folded = [fold(w) for w in self.words]
         self.padded = " " + " ".join(f for f in self.folded if f) + " "
+        # a possessive also names its owner: "Kellhaven's population" holds "Kellhaven"
+        self.owners = " " + " ".join(f for f in (fold(_POSSESSIVE_RE.sub("", w)) for w in self.words) if f) + " "
         self.stems = {}
         for w, f in zip(self.words, self.folded):
             for part in f.split():
@@ -92,7 +95,7 @@ class Sentence:
 
     def has(self, phrase: str) -> bool:
         p = fold(phrase)
-        return bool(p) and f" {p} " in self.padded
+        return bool(p) and (f" {p} " in self.padded or f" {p} " in self.owners)
 
     def word_for(self, stem_: str) -> str:
         """The word of this sentence, as written, whose stem is ``stem_`` ("" when none)."""

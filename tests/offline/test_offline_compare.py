@@ -143,3 +143,30 @@ def test_what_the_question_compares() -> None:
     assert asked("Which film was released more recently, A or B?").way == "larger"
     assert asked("Which film has more directors, A or B?").kind == "count"
     assert asked("Which river is wider, A or B?") is None  # no comparative it can read: no verdict
+
+
+RIVERS = [("a", "The Orrin River is 1,250 km long and flows into the sea."),
+          ("b", "The Vell River is a river in Lessary, 800 miles long.")]
+
+
+@pytest.mark.parametrize("answer, label", [("Vell River", "supported"), ("Orrin River", "contradicted")])
+def test_lengths_are_compared_in_one_unit(answer: str, label: str) -> None:
+    # 800 miles is about 1,287 km: the larger number is not the longer river
+    res = _judge("Which river is longer, Orrin River or Vell River?", answer, RIVERS)
+    assert res.label == label and "800 miles" in res.reason and "1,250 km" in res.reason
+    _quotes_whole_words(res, RIVERS)
+
+
+def test_population_is_read_next_to_its_cue_word_and_a_census_year_is_not_one() -> None:
+    items = [("a", "Tarrow is a town with a population of 12,500."),
+             ("b", "At the 2006 census, Kellhaven's population was 2.1 million.")]
+    q = "Which town has a larger population, Tarrow or Kellhaven?"
+    res = _judge(q, "Kellhaven", items)
+    assert res.label == "supported" and "2.1 million" in res.reason and "2006" not in res.matched
+    assert _judge(q, "Tarrow", items).label == "contradicted"
+
+
+def test_larger_alone_names_no_measure_so_no_verdict() -> None:
+    items = [("a", "Tarrow is a town with a population of 12,500."), ("b", "Kellhaven has 2.1 million inhabitants.")]
+    res = _judge("Which town is larger, Tarrow or Kellhaven?", "Kellhaven", items)
+    assert res.label == "not_found"
