@@ -23,7 +23,8 @@ that decide the question (a diagnostic from the set's own annotations, never rea
 * 2WikiMultihopQA (``evidences``: (head, relation, tail) triples): every triple has a context item
   that names its head and holds its tail: a date's year, a country in any of its forms
   (``kgviz.offline.countries``: "American" for "United States"), else the tail's words;
-* MuSiQue (``question_decomposition``): every hop's answer is in the context.
+* MuSiQue (``question_decomposition``): every hop's answer is in one context item with the names
+  that hop's own question gives.
 
 A right answer whose deciding facts are missing was right by chance (a pick between two options,
 "yes" or "no"); no judge that reads only the context can support it. Figures are printed, never
@@ -55,7 +56,7 @@ from kgviz.evaluate.judge_check import JudgedRun, judge_check  # noqa: E402
 from kgviz.methods.registry import list_methods  # noqa: E402
 from kgviz.offline.countries import MAX_FORM_WORDS, country_of  # noqa: E402
 from kgviz.offline.qtype import answer_type  # noqa: E402
-from kgviz.offline.support import fold  # noqa: E402
+from kgviz.offline.support import fold, names  # noqa: E402
 from kgviz.run import Run, run_method  # noqa: E402
 from kgviz.verify.judge import SOURCE_KINDS  # noqa: E402
 from kgviz.verify.metrics import exact_match, f1_score  # noqa: E402
@@ -223,8 +224,14 @@ def facts_present(question: dict[str, Any], texts: list[str]) -> bool | None:
         return all(any(_has(f, head) and _tail_in(t, f, tail) for t, f in folded)
                    for head, _, tail in question["evidences"])
     if question.get("question_decomposition"):
-        whole = " " + " ".join(f for _, f in folded) + " "
-        return all(f" {fold(h['answer'])} " in whole for h in question["question_decomposition"])
+        # each hop's fact: its answer in one item with the names its own question gives ("Who produced
+        # The Jewel of the Nile?" -> Michael Douglas next to "Jewel of the Nile"); "#1" stands for an
+        # earlier hop's answer, already checked there
+        for hop in question["question_decomposition"]:
+            asks = [n for n in names(re.sub(r"#\d+", " ", hop["question"])) if fold(n)]
+            if not any(_has(f, hop["answer"]) and all(_has(f, n) for n in asks) for _, f in folded):
+                return False
+        return True
     return None
 
 
