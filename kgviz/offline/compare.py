@@ -170,9 +170,9 @@ def _words_of(sent: Sentence, span: str) -> tuple[str, ...]:
 
 
 # --- dates ------------------------------------------------------------------------------------
-_PAREN_RE = re.compile(r"\s*\(([^()]*)\)")
+_PAREN_RE = re.compile(r"\.?\s*\(([^()]*)\)")  # (the dot of a name's "Jr." may follow it)
 # "X is a 1965 film", "X is a lost 1920 film", "X is 1993 Telugu film" (not "X is based on 1948")
-_DEFINITION_RE = re.compile(r"[?!\"'\u201d]*\s*(?:\([^()]*\)\s*)?,?\s*(?:is|was|are|were)\s+"
+_DEFINITION_RE = re.compile(r"[.?!\"'\u201d]*\s*(?:\([^()]*\)\s*)?,?\s*(?:is|was|are|were)\s+"
                             r"(?:(?:an?|the)\s+(?:[\w\-]+\s+){0,2}?)?(1\d{3}|20\d{2})\b")
 # "Eedara Veera Venkata Satyanarayana (10 June 1956 – 21 January 2011), better known as E. V. V. Satyanarayana"
 _KNOWN_AS_RE = re.compile(r"^[^()]{1,80}?(\([^()]*\)).*\b(?:known|credited|born) as\s+$")
@@ -261,6 +261,23 @@ def _lifespans(sent: Sentence, entity: str) -> list[Reading]:
     return out
 
 
+_SUFFIX_RE = re.compile(r"^(?:Jr|Sr|II|III|IV)\.?$")
+
+
+def split_names(listed: str) -> list[str]:
+    """"A, B and C" -> [A, B, C]; a suffix stays with its name ("George Nicholls, Jr." is one)."""
+    out: list[str] = []
+    for n in re.split(r"\s*,\s*(?:and\s+)?|\s+and\s+", listed):
+        n = n.strip()
+        if not n:
+            continue
+        if out and _SUFFIX_RE.match(n):
+            out[-1] = f"{out[-1]}, {n}"
+        else:
+            out.append(n)
+    return out
+
+
 def _count(sent: Sentence, entity: str, verb: str) -> list[Reading]:
     """How many names follow "<verb> by" in a sentence about ``entity`` ("directed by A and B")."""
     if not (locate(sent.text, entity) or mentions(sent, entity)):
@@ -270,7 +287,7 @@ def _count(sent: Sentence, entity: str, verb: str) -> list[Reading]:
         lst = _NAME_LIST_RE.match(sent.text, m.end())
         if not lst:
             continue
-        names = [n for n in re.split(r"\s*,\s*(?:and\s+)?|\s+and\s+", lst.group("list")) if n]
+        names = split_names(lst.group("list"))
         exact = max((e for *_, e in locate(sent.text, entity)), default=0)
         out.append(Reading(entity, len(names), len(names), f"{len(names)} name(s)", sent,
                            (m.group(),) + tuple(w for n in names for w in _words_of(sent, n)), exact))
@@ -316,7 +333,7 @@ def holders(sent: Sentence, option: str, verb: str) -> list[str]:
     for m in re.finditer(rf"\b{verb}\s+by\b", sent.text):
         lst = _NAME_LIST_RE.match(sent.text, m.end())
         if lst:
-            out += [n.strip(" .") for n in re.split(r"\s*,\s*(?:and\s+)?|\s+and\s+", lst.group("list")) if n.strip()]
+            out += [n.rstrip(" ") for n in split_names(lst.group("list"))]
     return out
 
 
@@ -421,18 +438,31 @@ class Value:
     via: tuple[Sentence, str] | None = None  # (sentence naming the holder, the holder's name)
 
 
+def about(sents: Sequence[Sentence], entity: str, other: str) -> list[tuple[Sentence, int]]:
+    """The sentences about ``entity`` and not ``other``, with how exactly they name it: written in
+    the sentence (see ``locate``), or 0 for a sentence that refers back to one that names it ("It
+    was directed by Y." after "X is a 1935 film.")."""
+    out = []
+    for s in sents:
+        if locate(s.text, other):
+            continue
+        spots = locate(s.text, entity)
+        if spots:
+            out.append((s, max(e for *_, e in spots)))
+        elif s.refers_back and mentions(s, entity) and not any(locate(r.text, other) for r in s.referents):
+            out.append((s, 0))
+    return out
+
+
 def value_of(option: str, other: str, ask: Asked, sents: Sequence[Sentence]) -> tuple[Value | None, str]:
     """The option's value (or its holder's), or (None, why)."""
     if not ask.holder:
         got, why = best(_readings(sents, option, ask.kind, ask.verb, other))
         return (Value(got) if got else None), why
     links = []
-    for s in sents:
-        spots = locate(s.text, option)
-        if not spots or locate(s.text, other):
-            continue
+    for s, exact in about(sents, option, other):
         for h in holders(s, option, ask.verb):
-            links.append((max(e for *_, e in spots), s, h))
+            links.append((exact, s, h))
     if not links:
         return None, f"missing: no sentence says who the {ask.holder} of '{option}' is"
     top = max(e for e, _, _ in links)

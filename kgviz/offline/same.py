@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from kgviz.answer_norm import normalize_answer
-from kgviz.offline.compare import HOLDER_VERBS, holders, locate
+from kgviz.offline.compare import HOLDER_VERBS, about, holders, locate
 from kgviz.offline.countries import MAX_FORM_WORDS, country_of
 from kgviz.offline.support import Sentence, Support
 
@@ -35,7 +35,7 @@ _QUESTION_RE = re.compile(
     r"(?:have|share|from|located|of|are|were|both|the\s+same)\b")
 _ATTRIBUTE_RE = re.compile(r"\bsame\s+(country|nationality|citizenship)\b", re.IGNORECASE)
 _HOLDER_WORD_RE = re.compile(r"\b(director|composer|author|writer|producer|creator|founder)s?\b", re.IGNORECASE)
-_COPULA_RE = re.compile(r"\s*(?:\([^()]*\)\s*)?,?\s*(?:is|was|are|were)\b")
+_COPULA_RE = re.compile(r"\.?\s*(?:\([^()]*\)\s*)?,?\s*(?:is|was|are|were)\b")
 # where the definition's noun phrase ends ("... film directed by", "... who"); "Vietnamese-born" goes on
 _CLAUSE_END_RE = re.compile(r"\b(?:directed|written|produced|starring|featuring|by|who|whose|which|that|based|"
                             r"known|best|and\s+starring)\b|(?<!-)(?<!- )\bborn\b")
@@ -116,8 +116,7 @@ def _of(entity: str, other: str, holder: str, sents: Sequence[Sentence]) -> tupl
         got, why = _best([c for s in sents if not locate(s.text, other) for c in countries_in(s, entity)])
         return got, why, ()
     verb = HOLDER_VERBS.get(holder, "")
-    links = [(s, h) for s in sents if locate(s.text, entity) and not locate(s.text, other)
-             for h in holders(s, entity, verb)]
+    links = [(s, h) for s, _ in about(sents, entity, other) for h in holders(s, entity, verb)]
     names = list(dict.fromkeys(h for _, h in links))
     if not names:
         return None, f"missing: no sentence says who the {holder} of '{entity}' is", ()

@@ -170,3 +170,15 @@ def test_larger_alone_names_no_measure_so_no_verdict() -> None:
     items = [("a", "Tarrow is a town with a population of 12,500."), ("b", "Kellhaven has 2.1 million inhabitants.")]
     res = _judge("Which town is larger, Tarrow or Kellhaven?", "Kellhaven", items)
     assert res.label == "not_found"
+
+
+def test_a_name_suffix_stays_with_its_name_and_it_was_directed_by_links_the_holder() -> None:
+    items = [("a", "Chatterbox is a 1936 American comedy film. It was directed by George Nicholls, Jr."),
+             ("b", "George Nicholls, Jr. (August 3, 1897 – July 13, 1939) was an American film director."),
+             ("c", "Swept from the Sea is a 1997 drama film directed by Beeban Kidron."),
+             ("d", "Beeban Kidron (born 2 May 1961) is a British film director.")]
+    q = "Which film has the director born earlier, Chatterbox or Swept From The Sea?"
+    res = _judge(q, "Chatterbox", items)
+    assert res.label == "supported", res.reason
+    assert "It was directed by George Nicholls, Jr." in res.reason
+    assert _judge(q, "Swept From The Sea", items).label == "contradicted"

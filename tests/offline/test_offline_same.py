@@ -86,3 +86,13 @@ def test_the_question_is_parsed_into_its_two_entities_and_holder() -> None:
 def test_other_yes_no_questions_are_not_checked() -> None:
     res = _judge("Are Agnes Vohl and Tomas Aldric from the same town?", "no", [("a", "Agnes Vohl was born in Tarrow.")])
     assert res.label == "not_found" and "yes/no" in res.reason
+
+
+def test_a_holder_named_in_a_sentence_that_refers_back() -> None:
+    items = [("a", "Chatterbox is a 1936 comedy film. It was directed by George Nicholls, Jr."),
+             ("b", "George Nicholls, Jr. (1897 – 1939) was an American film director."),
+             ("c", "Swept from the Sea is a 1997 drama film directed by Beeban Kidron."),
+             ("d", "Beeban Kidron (born 2 May 1961) is a British film director.")]
+    q = "Do both films Chatterbox (1936 Film) and Swept From The Sea have the directors that share the same nationality?"
+    assert _judge(q, "no", items).label == "supported"
+    assert _judge(q, "yes", items).label == "contradicted"
