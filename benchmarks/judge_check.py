@@ -17,13 +17,25 @@ on the very same saved runs.
 Held-out part: questions whose position in the file is a multiple of ``--holdout-every`` (0, 3,
 6, ...) form the held-out part, reported on its own beside the rest and the whole set; the
 judge was developed on the rest of each set only. The rates are also split by what the question
-asks (two named options, yes/no, an open answer). Figures are printed, never asserted on.
+asks (two named options, yes/no, an open answer), and by whether the run's context holds the facts
+that decide the question (a diagnostic from the set's own annotations, never read by the judge):
+
+* 2WikiMultihopQA (``evidences``: (head, relation, tail) triples): every triple has a context item
+  that names its head and holds its tail: a date's year, a country in any of its forms
+  (``kgviz.offline.countries``: "American" for "United States"), else the tail's words;
+* MuSiQue (``question_decomposition``): every hop's answer is in one context item with the names
+  that hop's own question gives.
+
+A right answer whose deciding facts are missing was right by chance (a pick between two options,
+"yes" or "no"); no judge that reads only the context can support it. Figures are printed, never
+asserted on.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -42,8 +54,11 @@ from kgviz.evaluate import load_questions  # noqa: E402
 from kgviz.evaluate.budget import equal_budget_overrides, with_baselines  # noqa: E402
 from kgviz.evaluate.judge_check import JudgedRun, judge_check  # noqa: E402
 from kgviz.methods.registry import list_methods  # noqa: E402
+from kgviz.offline.countries import MAX_FORM_WORDS, country_of  # noqa: E402
 from kgviz.offline.qtype import answer_type  # noqa: E402
+from kgviz.offline.support import fold, names  # noqa: E402
 from kgviz.run import Run, run_method  # noqa: E402
+from kgviz.verify.judge import SOURCE_KINDS  # noqa: E402
 from kgviz.verify.metrics import exact_match, f1_score  # noqa: E402
 from kgviz.workspace import open_workspace  # noqa: E402
 
@@ -146,12 +161,25 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="kgviz_judge_base_") as tmp:
         before = judge_with(baseline_tree(args.baseline_ref, Path(tmp)), runs, Path(tmp) / "before.jsonl")
         after = judge_with(ROOT, runs, Path(tmp) / "after.jsonl")
+    gold = {}
+    for line in (folder / "questions.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            q = json.loads(line)
+            gold[q["id"]] = q
+    for s in saved:
+        ctx = s["run"]["context"]  # the source text the judge reads (kgviz.verify.judge.context_items)
+        s["facts_present"] = facts_present(gold.get(s["qid"], {}), [
+            i["text"] for i in ctx["items"] + ctx.get("sources", []) if i.get("kind") in SOURCE_KINDS])
     k = max(1, args.holdout_every)
     parts = {"all": lambda s: True, "development": lambda s: s["position"] % k != 0,
              "held_out": lambda s: s["position"] % k == 0,
              # by what the question asks: two named options, yes/no, or an open answer
              "choice_questions": lambda s: _kind(s) == "choice", "yes_no_questions": lambda s: _kind(s) == "yesno",
-             "open_questions": lambda s: _kind(s) == "open"}
+             "open_questions": lambda s: _kind(s) == "open",
+             # diagnostic: the context holds the facts that decide the question (module docstring)
+             "facts_in_context": lambda s: s["facts_present"] is True,
+             "facts_missing": lambda s: s["facts_present"] is False,
+             "facts_in_context_held_out": lambda s: s["facts_present"] is True and s["position"] % k == 0}
     doc = {"dataset": folder.name, "budget_tokens": args.budget_tokens, "runs": len(saved),
            "baseline_ref": args.baseline_ref,
            "parts": {name: {"before": rates(saved, before, p), "after": rates(saved, after, p)}
@@ -163,9 +191,48 @@ def main(argv: list[str] | None = None) -> int:
           f"before = {args.baseline_ref}'s judge, after = this checkout's")
     for name, d in doc["parts"].items():
         b, a = d["before"], d["after"]
-        print(f"  {name:<16} right judged supported {_pct(b['right'])} -> {_pct(a['right'])}   "
+        print(f"  {name:<25} right judged supported {_pct(b['right'])} -> {_pct(a['right'])}   "
               f"wrong judged supported {_pct(b['wrong'])} -> {_pct(a['wrong'])}")
     return 0
+
+
+def _has(folded_text: str, phrase: str) -> bool:
+    p = fold(re.sub(r"\s*\([^)]*\)\s*$", "", phrase))
+    return bool(p) and f" {p} " in f" {folded_text} "
+
+
+def _countries(text: str) -> set[str]:
+    words = re.findall(r"[A-Z][\w.]*", text)
+    return {c for n in range(1, MAX_FORM_WORDS + 1) for k in range(len(words) - n + 1)
+            if (c := country_of(" ".join(words[k:k + n])))}
+
+
+def _tail_in(text: str, folded_text: str, tail: str) -> bool:
+    years = re.findall(r"\b\d{3,4}\b", tail)
+    if years:
+        return f" {years[-1]} " in f" {folded_text} "
+    if country_of(tail):
+        return country_of(tail) in _countries(text)
+    return _has(folded_text, tail)
+
+
+def facts_present(question: dict[str, Any], texts: list[str]) -> bool | None:
+    """Whether ``texts`` (a run's context) hold the facts that decide ``question`` (module docstring);
+    None when the set has no such annotation."""
+    folded = [(t, fold(t)) for t in texts]
+    if question.get("evidences"):
+        return all(any(_has(f, head) and _tail_in(t, f, tail) for t, f in folded)
+                   for head, _, tail in question["evidences"])
+    if question.get("question_decomposition"):
+        # each hop's fact: its answer in one item with the names its own question gives ("Who produced
+        # The Jewel of the Nile?" -> Michael Douglas next to "Jewel of the Nile"); "#1" stands for an
+        # earlier hop's answer, already checked there
+        for hop in question["question_decomposition"]:
+            asks = [n for n in names(re.sub(r"#\d+", " ", hop["question"])) if fold(n)]
+            if not any(_has(f, hop["answer"]) and all(_has(f, n) for n in asks) for _, f in folded):
+                return False
+        return True
+    return None
 
 
 def _kind(saved: dict[str, Any]) -> str:

@@ -20,8 +20,11 @@ For one claim and one method's retrieved context:
    a short chain of sentences that share a name, the chain stating the rest of the question's
    relation words. Restating the question is therefore not support: "Mira Tesk" sits next to
    "bridge", "said" and "unsafe", but no sentence ties it to "designed". A choice question
-   ("..., A or B?") is judged by comparing the two options' dates or numbers; a yes/no answer is
-   not checked.
+   ("..., A or B?") is judged by reading both options' values (dates, life spans, counts, also
+   through a holder such as "the director of A") and comparing them (``kgviz.offline.compare``);
+   a yes/no answer to "Are A and B from the same country?" by reading both countries
+   (``kgviz.offline.same``); other yes/no answers are not checked. A missing fact leaves the
+   claim not_found.
 3. A full claim needs one sentence (with the sentence before it when it refers back with a
    pronoun) holding its names and numbers, its own first verb ("The bridge was designed by X" is
    not supported by "X said the bridge was unsafe") and ``min_overlap`` of its content words.
@@ -31,8 +34,8 @@ For one claim and one method's retrieved context:
 Every verdict that rests on a sentence quotes it verbatim (``CheckResult.quote``) with the words of
 it that matched, as written there (``CheckResult.matched``); the reason says the same.
 
-It cannot see paraphrase ("built" for "designed"), comparisons or reasoning across items; an
-LLM judge can.
+It cannot see paraphrase ("built" for "designed"), comparisons other than the ones above, or
+reasoning across items; an LLM judge can.
 """
 from __future__ import annotations
 
@@ -46,15 +49,9 @@ from kgviz.offline.answer_types import type_mismatch
 from kgviz.offline.qtype import answer_type
 from kgviz.offline.stem import IRREGULAR_STEMS, stem
 from kgviz.offline.stopwords import CLAIM_STOPWORDS as _STOP
-from kgviz.offline.support import (
-    Sentence,
-    Support,
-    SupportParams,
-    anchors_of,
-    compare_options,
-    sentences,
-    support_short,
-)
+from kgviz.offline.compare import compare_options
+from kgviz.offline.same import compare_same
+from kgviz.offline.support import Sentence, Support, SupportParams, anchors_of, sentences, support_short
 
 OFFLINE_JUDGE_LABEL = "offline check (weaker)"
 WRONG_TYPE_REASON = "wrong answer type"  # how a type-mismatch reason opens (shown on the Compare page)
@@ -244,12 +241,11 @@ def _result(sup: Support) -> CheckResult:
 
 def _short(focus: str, question: str, sents: Sequence[Sentence], params: OfflineCheckParams) -> CheckResult:
     if normalize_answer(focus) in ("yes", "no"):
-        return CheckResult("not_found", (), f"a yes/no answer asserts a comparison of facts the offline check "
-                                            f"cannot read: '{focus}' is not checked")
+        return _result(compare_same(focus, question, sents))
     asked = answer_type(question)
-    relation = question_relation(question, focus)
     if asked.options:
-        return _result(compare_options(focus, asked.options, question, sorted(relation.words), sents))
+        return _result(compare_options(focus, asked.options, question, sents))
+    relation = question_relation(question, focus)
     anchors = anchors_of(question)
     head = relation.head if params.require_relation else ()
     return _result(support_short(focus, anchors, head, sorted(relation.words), sents, params.support))

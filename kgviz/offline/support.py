@@ -16,13 +16,8 @@ A short answer A to a question Q is *supported* by the evidence when
 A wrong extractive answer usually fails 2 or 3: its sentence states the asked relation about
 someone else ("Ventholm" where a different person was born), so it is not tied to Q's names.
 
-A question with two named options ("Who was born first, A or B?") is judged by comparison
-instead: each option's date (or number) is read from a sentence that names it and states the
-compared relation (for age, the birth date: the first date after the name, or with "born"),
-through one bridge at most, and the answer must be the option the comparative word picks
-("first", "earlier", "older" -> the smaller value; "later", "younger" -> the larger). When a value
-is missing the claim is not_found; the wrong option is contradicted. Yes/no answers are not checked
-(not_found): they assert a comparison of facts this check cannot read.
+Questions with two named options and yes/no questions comparing two entities are judged by the
+readers in ``kgviz.offline.compare`` and ``kgviz.offline.same`` instead.
 
 Every decision keeps the sentence it rests on verbatim (``quote``) and the words of it that matched
 (``matched``), as they are written in that sentence.
@@ -39,8 +34,10 @@ from kgviz.offline.stem import stem
 from kgviz.offline.stopwords import CLAIM_STOPWORDS as _STOP
 from kgviz.text import sentence_spans
 
+_POSSESSIVE_RE = re.compile(r"['\u2019]s$")
 _TOKEN_RE = re.compile(r"[^\W_][\w'\u2019\-\.]*[^\W_]|[^\W_]")
-_NAME_RE = re.compile(r"[A-Z][\w'\u2019\-\.]*(?:\s+(?:of|the|de|von|van|la|le|du|del|der)?\s*[A-Z][\w'\u2019\-\.]*)*")
+# a name may join its capitalised words with up to two small words: "The Jewel of the Nile"
+_NAME_RE = re.compile(r"[A-Z][\w'\u2019\-\.]*(?:\s+(?:(?:of|the|de|von|van|la|le|du|del|der)\s+){0,2}[A-Z][\w'\u2019\-\.]*)*")
 _START_STOP = frozenset("The A An It He She They This That These Those His Her Its Their In On At By For From "
                         "After Before During Yes No As When While Although However Since Following What Which "
                         "Who Whom Whose Where Why How Is Are Was Were Did Do Does".split())
@@ -49,11 +46,6 @@ _REFERRING_OPENERS = frozenset("The This These Its His Her Their".split())
 _NEGATION = frozenset("not never no nor neither nt cannot".split())
 _YEAR_RE = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _NUM_RE = re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")
-# comparative words: the option with the smaller value wins for these, the larger for _LARGER
-_SMALLER = frozenset("first earlier earliest older oldest before sooner shorter smaller fewer less lower least".split())
-_LARGER = frozenset("later latest last younger youngest after newer recent recently longer bigger larger more "
-                    "higher taller most greater".split())
-_AGE = frozenset("older oldest younger youngest".split())  # compared by birth date
 
 
 @dataclass(frozen=True)
@@ -94,6 +86,8 @@ class Sentence:
         self.words = _TOKEN_RE.findall(self.text)
         self.folded = [fold(w) for w in self.words]
         self.padded = " " + " ".join(f for f in self.folded if f) + " "
+        # a possessive also names its owner: "Kellhaven's population" holds "Kellhaven"
+        self.owners = " " + " ".join(f for f in (fold(_POSSESSIVE_RE.sub("", w)) for w in self.words) if f) + " "
         self.stems: dict[str, str] = {}  # a stem -> the first word written with it
         for w, f in zip(self.words, self.folded):
             for part in f.split():
@@ -101,7 +95,7 @@ class Sentence:
 
     def has(self, phrase: str) -> bool:
         p = fold(phrase)
-        return bool(p) and f" {p} " in self.padded
+        return bool(p) and (f" {p} " in self.padded or f" {p} " in self.owners)
 
     def word_for(self, stem_: str) -> str:
         """The word of this sentence, as written, whose stem is ``stem_`` ("" when none)."""
@@ -381,132 +375,3 @@ def _bridges(s: Sentence) -> list[str]:
     if s.pronoun and s.prev is not None:  # "He ..." continues what the sentence before named
         out += names(s.prev.text)
     return list(dict.fromkeys(out))
-
-
-# --- choice questions ----------------------------------------------------------------------------
-_HOLDER_RE = re.compile(r"\bwhose (\w+)|\bthe (\w+) (?:who|born|died|that)\b", re.IGNORECASE)
-
-
-def direction(question: str) -> tuple[str, str]:
-    """("smaller" | "larger" | "", the comparative word) of a choice question."""
-    for w in re.findall(r"[a-z]+", question.lower()):
-        if w in _SMALLER:
-            return "smaller", w
-        if w in _LARGER:
-            return "larger", w
-    return "", ""
-
-
-def compared(question: str, word: str) -> str:
-    """What is compared: "birth" (age, "born"), "death" ("died"), "lifespan" ("lived longer"),
-    else "date" (released, founded ...)."""
-    low = question.lower()
-    if word in _AGE or re.search(r"\bborn\b", low):
-        return "birth"
-    if re.search(r"\blived? longer\b|\blonger life", low):
-        return "lifespan"
-    if re.search(r"\bdied?\b|\bdeath\b", low):
-        return "death"
-    return "date"
-
-
-def _years_after(s: Sentence, name: str) -> list[str]:
-    """Years in ``s`` right after its mention of ``name`` when ``s`` defines it ("X (1903 – 1980)
-    was ...", "X is a 2002 film"): the dates a definition opens with."""
-    shown = _as_written(s, name)
-    i = s.text.find(shown)
-    if i < 0:
-        return []
-    rest = s.text[i + len(shown): i + len(shown) + 90]
-    if not re.match(r"\s*(?:\(|is\b|was\b|are\b|were\b)", rest):
-        return []
-    return _YEAR_RE.findall(rest)
-
-
-def _read(s: Sentence, name: str, kind: str, rel_stems: Sequence[str]) -> tuple[float, str] | None:
-    """(value, as written) of ``kind`` for ``name`` in ``s``."""
-    ys = _years_after(s, name)
-    if kind == "lifespan":
-        return (float(ys[1]) - float(ys[0]), f"{ys[0]}–{ys[1]}") if len(ys) >= 2 else None
-    if kind == "birth" and ys:
-        return float(ys[0]), ys[0]
-    if kind == "death" and len(ys) >= 2:
-        return float(ys[1]), ys[1]
-    verb = {"birth": [stem("born")], "death": [stem("died")]}.get(kind, list(rel_stems))
-    if any(s.word_for(v) for v in verb):
-        m = _YEAR_RE.search(s.text)
-        if m:
-            return float(m.group()), m.group()
-    if kind == "date" and ys:
-        return float(ys[0]), ys[0]
-    return None
-
-
-def _value(option: str, other: str, kind: str, holder: str, rel_stems: Sequence[str],
-           sents: Sequence[Sentence]) -> tuple[float, Sentence, str, str] | None:
-    """(value, sentence, value as written, whose) for ``option``: read from a sentence naming it
-    (and not the other option), or, when the question compares a ``holder`` of it ("whose
-    director"), from a sentence naming the holder that a sentence about the option names."""
-    direct = [s for s in sents if mentions(s, option) and not mentions(s, other)]
-    if not holder:
-        for s in direct:
-            got = _read(s, option, kind, rel_stems)
-            if got:
-                return got[0], s, got[1], option
-        return None
-    for s in direct:  # "X is a film directed by Y." -> "Y (1885 – 1981) was ..."
-        word = s.word_for(stem(holder))
-        if not word:
-            continue
-        at = s.text.find(word)
-        # the holder is the name nearest after the holder's word ("directed by Y"), then the others
-        order = sorted(names(s.text), key=lambda n: (s.text.find(n) < at, abs(s.text.find(n) - at)))
-        for b in order:
-            if fold(b) in (fold(option), fold(other)) or fold(option) in fold(b):
-                continue
-            for t in sents:
-                if t is s or mentions(t, other) or not mentions(t, b, back=False):
-                    continue
-                got = _read(t, b, kind, rel_stems)
-                if got:
-                    return got[0], t, got[1], b
-    return None
-
-
-def compare_options(answer: str, options: Sequence[str], question: str, relation: Sequence[str],
-                    sents: Sequence[Sentence]) -> Support:
-    """The comparison rule of the module docstring."""
-    # a title's disambiguation is not part of the name a text uses: "Love In A Fallen City (Film)"
-    options = [re.sub(r"\s*\([^)]*\)\s*$", "", o).strip() or o for o in options]
-    chosen = [o for o in options if fold(o) == fold(answer) or fold(answer) in fold(o) or fold(o) in fold(answer)]
-    if len(chosen) != 1:
-        return Support("not_found", f"'{answer}' is not one of the question's options ({' or '.join(options)})")
-    way, word = direction(question)
-    if not way:
-        return Support("not_found", "the offline check cannot tell which option the question's comparison picks")
-    kind = compared(question, word)
-    m = _HOLDER_RE.search(question)
-    holder = (m.group(1) or m.group(2)) if m else ""
-    rel = [stem(w) for w in relation if w and w != word and w != holder]
-    values = {}
-    for o in options:
-        got = _value(o, next(x for x in options if x != o), kind, holder, rel, sents)
-        if got is None:
-            what = {"birth": "birth date", "death": "death date", "lifespan": "life span"}.get(kind, "date")
-            of = f"the {holder} of '{o}'" if holder else f"'{o}'"
-            return Support("not_found", f"no sentence of the evidence states the {what} of {of}, so the comparison "
-                                        "cannot be checked")
-        values[o] = got
-    mine, other = chosen[0], next(o for o in options if o != chosen[0])
-    (va, sa, wa, ha), (vb, sb, wb, hb) = values[mine], values[other]
-    if va == vb:
-        return Support("not_found", f"both options have the value {wa}: the comparison cannot be decided")
-    wins = va < vb if way == "smaller" else va > vb  # "older": the smaller birth year; "younger": the larger
-    if kind == "lifespan":
-        wins = va > vb if word in _LARGER else va < vb
-    label = "supported" if wins else "contradicted"
-    reason = (f"\"{sa.text}\" ({sa.item}) gives {ha} {wa}; \"{sb.text}\" ({sb.item}) gives {hb} {wb}: "
-              f"'{word}' picks {mine if wins else other}")
-    shown = [_as_written(sa, ha)] if sa.has(ha) else []
-    matched = tuple(dict.fromkeys(shown + [w for w in re.split(r"–", wa) if w]))
-    return Support(label, reason, sa.text, matched, sa.item, ((sb.item, sb.text),))

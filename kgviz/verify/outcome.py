@@ -155,8 +155,10 @@ def judge_caution(judge: str) -> str:
     if judge == OFFLINE_JUDGE_LABEL or judge.startswith("offline"):
         return (f"Claims are judged by the {OFFLINE_JUDGE_LABEL}: a sentence rule (one sentence of the evidence "
                 "must state the answer with the question's relation, linked to the names the question gives). "
-                "It is weaker than an LLM judge and strict rather than kind: it misses paraphrase and does not "
-                "check yes/no answers, so a right answer often reads \"not found\"; read \"grounded\" and "
-                "hallucination marks as indicative.")
+                "Between two named options it compares their dates or counts, and a yes/no answer only when the "
+                "question compares two countries. It is weaker than an LLM judge and strict rather than kind: it "
+                "misses paraphrase and says \"not found\" whenever a deciding fact is missing from the context, "
+                "so a right answer often reads \"not found\"; read \"grounded\" and hallucination marks as "
+                "indicative.")
     return (f"Claims are judged by an {judge}: small models judge generously (a 1.5B judge called wrong answers "
             "supported), so \"grounded\" may be too kind.")
