@@ -143,6 +143,12 @@ def _eval_rate(db: Path, work: Path) -> dict[str, Any]:
     return {"runs": runs, "seconds": round(seconds, 1), "runs_per_min": round(60 * runs / seconds, 1)}
 
 
+def _partial(row: dict[str, Any]) -> None:
+    """What is measured so far, on stderr (one JSON line per phase): a run stopped part way still
+    leaves its figures."""
+    print(json.dumps({"partial": row}), file=sys.stderr, flush=True)
+
+
 def measure_one(n: int, twin: bool) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -165,13 +171,17 @@ def measure_one(n: int, twin: bool) -> dict[str, Any]:
             "counts": {k: v for k, v in report.counts.items() if k in ("Document", "Chunk", "Entity", "Triple")},
         }
         row["db_mb"] = _dir_mb(work / "a")
+        row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        _partial(row)
         lat = measure(ctx, questions, list_methods())
         row["retrieval_p50_ms"] = {m: r.get("p50_ms") for m, r in lat.items()}
         row["retrieval_p95_ms"] = {m: r.get("p95_ms") for m, r in lat.items()}
         row["retrieval_errors"] = {m: r["first_error"] for m, r in lat.items() if r.get("errors")}
+        _partial(row)
         traces = _traces(ctx, questions[:5]) if twin else None
         ctx.store.close()
         row["eval"] = _eval_rate(work / "a", work)
+        _partial(row)
         if twin:
             ctx2, _, build2_s = _build(corpus_file, work / "b")
             row["build2_s"] = round(build2_s, 1)
@@ -221,9 +231,9 @@ def main() -> int:
     for n in args.passages or SIZES:
         cmd = [sys.executable, __file__, "--one", str(n)] + (["--no-twin"] if args.no_twin else [])
         load_before = os.getloadavg()
-        out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
         if out.returncode != 0:
-            raise SystemExit(f"size {n} failed:\n{out.stderr[-2000:]}")
+            raise SystemExit(f"size {n} failed (exit status {out.returncode}; its stderr is above)")
         row = json.loads(out.stdout.strip().splitlines()[-1])
         row["load_avg_1m"] = [round(load_before[0], 1), round(os.getloadavg()[0], 1)]  # before, after
         sizes.append(row)
