@@ -46,7 +46,6 @@ MAX_ROUNDS = 3  # ours: batches one build submits (the first + two for what fail
 @dataclass
 class _Request:
     key: str
-    messages: list[Message]
     body: dict[str, Any]
 
 
@@ -150,7 +149,7 @@ def batch_reasoner(
                         messages=messages, max_tokens=task.max_tokens, json_schema=task.json_schema)
         if key not in requests and (llm.refresh or llm.cache.get(key) is None):
             body = llm.inner.request_body(messages, task.system, task.max_tokens, task.json_schema)
-            requests[key] = _Request(key, messages, body)
+            requests[key] = _Request(key, body)
     collected = Collected()
     if requests:
         _collect(store, llm, client, requests, task.json_schema is not None, params, progress, cancel,
@@ -190,9 +189,9 @@ def _collect(store: GraphStore, llm: CachedLLM, client: Any, requests: dict[str,
     rounds = 0
     while (todo := sorted(unread())) and rounds < MAX_ROUNDS:
         rounds += 1
-        self_id = client.submit([BatchRequest(k, requests[k].body) for k in todo])
-        record = journal.add(self_id, llm_id, todo)
-        report(f"batch {self_id} submitted: {len(todo)} requests (round {rounds} of at most {MAX_ROUNDS})")
+        batch_id = client.submit([BatchRequest(k, requests[k].body) for k in todo])
+        record = journal.add(batch_id, llm_id, todo)  # at once: a build stopped from here on resumes it
+        report(f"batch {batch_id} submitted: {len(todo)} requests (round {rounds} of at most {MAX_ROUNDS})")
         _wait_and_read(client, record, journal, llm, want_json, params, cancel, report, collected)
     unread()
 
