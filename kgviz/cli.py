@@ -158,6 +158,8 @@ def _print_estimate(est: Any) -> None:
     total = est.total_chunks or est.chunks
     print(f"model: {est.model}\nchunks extracted: {est.chunks:,} of {total:,} (β={est.beta:g})\n"
           f"LLM calls: {est.calls:,}\ntokens in / out: {est.input_tokens:,} / {est.output_tokens:,}\ncost: {cost}")
+    if est.batch_usd is not None:
+        print(f"cost with --batch (the provider's batch API, replies within 24 h): ${est.batch_usd:.4f}")
     if est.local:
         from kgviz.index.estimate import describe_time
         print(f"time: {describe_time(est)}")
@@ -196,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bypass the LLM cache: ask the model for every chunk and store nothing")
     b.add_argument("--keep-failed", action="store_true",
                    help="do not retry chunks that failed in an earlier build (by default they are re-asked)")
+    b.add_argument("--batch", action="store_true",
+                   help="extract through the provider's batch API (openai: and anthropic: models): half the price, "
+                        "replies within 24 h; a stopped build resumes its batch when run again")
     b.add_argument("--estimate", action="store_true", help="print the cost estimate and stop")
     b.add_argument("--calibrate", action="store_true",
                    help="with --estimate and a local model: time a few short calls first, so the estimate has measured tokens/s")
@@ -350,6 +355,8 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
         # the bundled recording's method runs were recorded without the skeleton's descriptions, and
         # it holds descriptions for three documents only: its build goes without them unless asked
         ket["ket_descriptions"] = False
+    if args.batch:
+        overrides["batch"] = True
     params = BuildParams(**overrides, **ket)
     limits = LoadLimits(chunk_tokens=args.chunk_tokens or settings.chunk_tokens)
     loaded = load_paths(args.paths, max_bytes=settings.max_file_bytes, limits=limits,

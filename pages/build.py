@@ -30,11 +30,16 @@ with ui.error_boundary("Build page"):
         refresh = False if ctx.offline else st.checkbox(
             "Ask the model again (ignore cached replies)",
             help="Replies are cached only when they parsed; tick this to re-ask even those.")
+        batch = False if ctx.offline else st.checkbox(
+            "Batch API", key="kgviz_build_batch",
+            help="Extract through the provider's batch API (OpenAI and Anthropic models): half the price, replies "
+                 "within 24 hours. Progress shows the batch as submitted / in progress / done; a build stopped "
+                 "meanwhile resumes the same batch when run again, never paying twice.")
 
     loaded = None
     with ui.error_boundary("Build"):
         params = ui.actions.build_params(ctx, chunk_tokens=int(chunk), chunk_overlap=int(overlap),
-                                         workers=int(workers), similar_docs_k=int(similar_k), **ket)
+                                         workers=int(workers), similar_docs_k=int(similar_k), batch=batch, **ket)
         if source == "Sample corpus":
             loaded = ui.actions.load_sample(ctx)
         elif files:

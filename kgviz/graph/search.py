@@ -20,13 +20,16 @@ no kuzu and talks to the database through the store's statement and catalog help
 from __future__ import annotations
 
 import itertools
+import os
 import re
+from pathlib import Path
 from contextlib import AbstractContextManager
 from typing import Any, Iterator, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from kgviz.errors import GraphStoreError
+from kgviz.graph import vector_file
 from kgviz.graph.arrow import vectors_to_numpy
 
 
@@ -38,12 +41,14 @@ HNSW_EFS = 200
 # A filtered search is exact (numpy over the matching rows) unless more rows than this match and
 # they are at least this share of the embedded rows; only then is Kùzu's filtered HNSW used.
 EXACT_FILTER_MAX_ROWS = 5000
-# Every search of a table holding at most this many embedded rows is exact (50k x 768 float32 =
-# 150 MB), unfiltered ones on a cached, L2-normalised matrix reloaded after any write: Kùzu's HNSW
+# Every search of a table holding at most this many embedded rows is exact, unfiltered ones on a
+# memory-mapped matrix of unit rows kept in the workspace (kgviz.graph.vector_file): Kùzu's HNSW
 # index is approximate and its graph differs from build to build (measured: the same 6k vectors
 # indexed twice, even on one thread, gave different top-10s for 11 of 50 queries), so traces would
-# not repeat across builds or machines. Larger tables use the index as described above.
-EXACT_MAX_ROWS = 50_000
+# not repeat across builds or machines. No bound by default (issue 29: exact at any size; a
+# 100k x 384 matrix is 150 MB of file, paged in by the OS). HNSW is opt-in: KGVIZ_HNSW_ABOVE_ROWS=N
+# makes tables of more than N rows use the index as described above (approximate, build-dependent).
+EXACT_MAX_ROWS: float = float(os.environ.get("KGVIZ_HNSW_ABOVE_ROWS") or "inf")
 FILTERED_HNSW_MIN_SHARE = 0.05
 # A where-filter value is written into a projected-graph filter string only if it matches this;
 # any other value is searched exactly instead (never spliced into Cypher).
@@ -73,6 +78,7 @@ class SearchHost(Protocol):
     (private helpers: search is the store's own code, split out only to keep modules short)."""
 
     _handle: Any
+    path: Any  # the workspace folder (vector files live there)
 
     def query(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]: ...
     def query_arrow(self, cypher: str, params: Mapping[str, Any] | None = None) -> Any: ...
@@ -166,7 +172,9 @@ def vector_search(
             raise GraphStoreError(f"vector_search where: {prop}=None is not a supported filter.")
     cached = _exact_matrix(store, table)
     if cached is not None:  # small enough to rank exactly (and repeatably)
-        return _rank(*cached, query, k) if not conditions else _exact_search(store, table, query, k, conditions)
+        if not conditions:
+            return _rank(*cached, query, k)
+        return _filtered_rank(store, table, cached, query, k, conditions)
     if not has_vector_index(store, table):
         return _exact_search(store, table, query, k, conditions)
     if not conditions:
@@ -232,9 +240,11 @@ def _exact_search(
     return _rank(ids, _normalised(vectors_to_numpy(result.column(1), query.size)), query, k)
 
 
-def _exact_matrix(store: SearchHost, table: str) -> tuple[list[str], np.ndarray] | None:
-    """(ids, row-normalised embeddings) of ``table``'s embedded rows, cached on the database
-    handle until its next write; None when the table has more than EXACT_MAX_ROWS of them."""
+def _exact_matrix(store: SearchHost, table: str) -> tuple[Any, np.ndarray] | None:
+    """(ids, unit rows) of ``table``'s embedded rows, memory-mapped from the workspace's vector
+    files (kgviz.graph.vector_file; written here when missing or stale) and kept on the database
+    handle until its next write; None when the table has more than EXACT_MAX_ROWS of them (only
+    when HNSW was opted into). A workspace folder that cannot be written ranks in memory."""
     handle = store._handle
     with handle.matrix_lock:
         generation = handle.generation  # read first: a write during the load forces a reload
@@ -242,14 +252,52 @@ def _exact_matrix(store: SearchHost, table: str) -> tuple[list[str], np.ndarray]
         if cached is not None and cached[0] == generation:
             return cached[1]
         pk = store._pk(table)
-        n = int(store.query(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN count(n) AS n")[0]["n"])
+        ids = sorted(store.query_arrow(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN n.{pk}").column(0).to_pylist())
         value = None
-        if n <= EXACT_MAX_ROWS:
-            result = store.query_arrow(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN n.{pk}, n.emb")
-            value = (result.column(0).to_pylist(),
-                     _normalised(vectors_to_numpy(result.column(1), store._embedding_dim(table))))
+        if len(ids) <= EXACT_MAX_ROWS:
+            dim = store._embedding_dim(table)
+            workspace = Path(store.path)
+            value = vector_file.load(workspace, table, vector_file.ids_digest(ids), dim)
+            if value is None:
+                result = store.query_arrow(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN n.{pk}, n.emb")
+                rows = _normalised(vectors_to_numpy(result.column(1), dim))
+                try:
+                    value = vector_file.write(workspace, table, result.column(0).to_pylist(), rows)
+                except OSError:
+                    value = (result.column(0).to_pylist(), rows)
         handle.matrices[table] = (generation, value)
         return value
+
+
+def prepare_exact_search(store: SearchHost, table: str) -> int | None:
+    """Write (or check) ``table``'s memory-mapped vector files now, so the first search does not
+    pay for it; the number of rows searched exactly, None when the table is left to HNSW."""
+    cached = _exact_matrix(store, table)
+    return None if cached is None else len(cached[0])
+
+
+def _filtered_rank(store: SearchHost, table: str, cached: tuple[Any, np.ndarray], query: np.ndarray, k: int,
+                   conditions: list[tuple[str, Any, str]]) -> list[tuple[str, float]]:
+    """Exact top k among the rows that match ``conditions``: the matching rows' positions in the
+    memory-mapped matrix (its ids are sorted: binary search) are kept on the handle until its next
+    write, and every row is scored in place (no copy of the matching rows: at 75k entities that
+    copy was ~200 MB per search), then the ranking is cut to those positions."""
+    ids, matrix = cached
+    if not isinstance(ids, np.ndarray):  # ranked in memory (workspace not writable): read the rows
+        return _exact_search(store, table, query, k, conditions)
+    handle = store._handle
+    key = f"{table}|where|{sorted((p, repr(v)) for p, v, _ in conditions)}"
+    with handle.matrix_lock:
+        generation = handle.generation
+        found = handle.matrices.get(key)
+        if found is None or found[0] != generation:
+            params = {f"w{i}": value for i, (_, value, _) in enumerate(conditions)}
+            filters = "".join(f" AND n.{prop} = $w{i}" for i, (prop, _, _) in enumerate(conditions))
+            wanted = store.query_arrow(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL{filters} "
+                                       f"RETURN n.{store._pk(table)}", params).column(0).to_pylist()
+            pos = np.sort(np.searchsorted(ids, np.array(wanted, dtype=str))) if wanted else np.zeros(0, np.int64)
+            found = handle.matrices[key] = (generation, pos)
+    return _rank(ids, matrix, query, k, rows=found[1])
 
 
 def _normalised(matrix: np.ndarray) -> np.ndarray:
@@ -257,19 +305,20 @@ def _normalised(matrix: np.ndarray) -> np.ndarray:
     return matrix / np.where(norms == 0, 1.0, norms)
 
 
-def _rank(ids: list[str], normalised: np.ndarray, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+def _rank(ids: Any, normalised: np.ndarray, query: np.ndarray, k: int,
+          rows: np.ndarray | None = None) -> list[tuple[str, float]]:
     """Top k of ``ids`` by cosine with ``query``, ties broken by id (scores compared at
-    TIE_DIGITS decimals)."""
-    if not ids:
+    TIE_DIGITS decimals); only the positions ``rows`` (sorted) when given."""
+    if len(ids) == 0 or (rows is not None and len(rows) == 0):
         return []
     scores = (normalised @ query) / (np.linalg.norm(query) or 1.0)
     rounded = np.round(scores.astype(np.float64), TIE_DIGITS)
-    pool = np.arange(len(ids))
-    if k < len(ids):  # only rows at least as good as the k-th (ties included) can make the cut
-        kth = np.partition(rounded, len(ids) - k)[len(ids) - k]
-        pool = np.flatnonzero(rounded >= kth)
+    pool = np.arange(len(ids)) if rows is None else rows
+    if k < len(pool):  # only rows at least as good as the k-th (ties included) can make the cut
+        kth = np.partition(rounded[pool], len(pool) - k)[len(pool) - k]
+        pool = pool[rounded[pool] >= kth]
     order = sorted(pool.tolist(), key=lambda i: (-rounded[i], ids[i]))
-    return [(ids[i], float(scores[i])) for i in order[:k]]
+    return [(str(ids[i]), float(scores[i])) for i in order[:k]]
 
 
 def fts_index_of(store: SearchHost, table: str) -> tuple[str, list[str]] | None:

@@ -27,6 +27,7 @@ from kgviz.index.params import BuildParams, CostEstimate
 from kgviz.ingest import chunk_document
 from kgviz.prompts.extraction import EXTRACT_TRIPLES_MAX_OUTPUT_TOKENS, EXTRACT_TRIPLES_SYSTEM, render_extract_triples
 from kgviz.providers.base import LLM
+from kgviz.providers.batch_api import BATCH_PRICE_FACTOR, BATCH_PROVIDERS
 from kgviz.providers.factory import is_loopback, parse_llm_spec
 from kgviz.providers.pricing import PriceTable
 from kgviz.providers.speed import LocalSpeed, calibrate, load_speed
@@ -78,6 +79,8 @@ def estimate_cost(
     params = params or BuildParams()
     provider, model, offline, base_url = _provider_model(llm)
     est = _estimate(documents, params, provider, model, offline, prices)
+    if not offline and provider in BATCH_PROVIDERS and est.price_known:
+        est = replace(est, batch_usd=BATCH_PRICE_FACTOR * est.usd)
     if offline or not is_local(provider, base_url):
         return est
     return _with_time(est, load_speed(cache_dir, provider, model, base_url), params.workers)

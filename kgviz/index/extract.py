@@ -201,6 +201,10 @@ def run_extraction(
         res.add(c.id, checked(out, c, title, row.get("mode") == OFFLINE_MODE, res.offline_unfound))
     total = len(chunks)
     progress(res.reused, total, f"{res.reused} chunks already extracted", res.usage)
+    if todo and params.batch:  # replies from the provider's batch endpoint
+        from kgviz.index.batch_extract import batch_reasoner
+
+        reasoner = batch_reasoner(store, reasoner, list(todo), params, progress, cancel, titles, res.reused)
     if todo:
         _run_pool(store, reasoner, todo, params, res, total, progress, cancel, titles)
     return res

@@ -84,13 +84,19 @@ class BuildParams:
     ours modelled on the paper; kgviz.index.ket_describe): one more call per extracted chunk.
     Offline, or False, the skeleton keeps the source-sentence descriptions (ours). CLI
     ``--no-ket-descriptions``."""
+    batch: bool = False
+    """Send the extraction through the provider's batch endpoint (OpenAI Batch API, Anthropic
+    Message Batches; kgviz.index.batch_extract): half the price, replies within 24 h, a stopped
+    build resumes the same batch. Only for openai: and anthropic: models."""
+    batch_poll_s: float = 30.0
+    """Least seconds between two status calls while a batch runs (ours; kgviz.providers.batch_api.wait_seconds)."""
 
     def __post_init__(self) -> None:
         for name in ("chunk_tokens", "workers", "batch_size", "embed_batch_size", "max_triples_per_chunk"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"BuildParams.{name} must be at least 1 (got {getattr(self, name)})")
-        if self.expected_output_ratio < 0 or self.flush_interval_s < 0:
-            raise ConfigError("BuildParams.expected_output_ratio and flush_interval_s must be >= 0")
+        if self.expected_output_ratio < 0 or self.flush_interval_s < 0 or self.batch_poll_s < 0:
+            raise ConfigError("BuildParams.expected_output_ratio, flush_interval_s and batch_poll_s must be >= 0")
         if self.similar_docs_k < 0 or self.chunk_overlap < 0 or self.description_max_sentences < 0:
             raise ConfigError("BuildParams: similar_docs_k, chunk_overlap and description_max_sentences must be >= 0")
         if not 0.0 < self.core_fraction <= 1.0 or self.core_selection not in ("pagerank", "random"):
@@ -154,6 +160,9 @@ class CostEstimate:
     # two calls timed both rates (kgviz.providers.speed.LocalSpeed.call_seconds_range)
     seconds_low: float | None = None
     seconds_high: float | None = None
+    # the same extraction through the provider's batch endpoint (BuildParams.batch; OpenAI and
+    # Anthropic bill it at half price); None where there is none (offline, local, other servers)
+    batch_usd: float | None = None
     time_source: str = ""  # where the time comes from, or why it is unknown
 
     def to_dict(self) -> dict[str, Any]:

@@ -18,8 +18,9 @@ Stages (``STAGES``), each reported through ``progress(ProgressEvent)``:
 * ket       – KET-RAG only: with an LLM, descriptions of the skeleton's entities and relationships
               (Algorithm 1 line 3, kgviz.index.ket_describe); KNN edges, Chunk.pagerank/core,
               sub-chunks and keywords;
-* index     – HNSW vector indexes (Document, Chunk, Entity, Triple) for tables large enough that
-              vector search uses them (kgviz.graph.search.EXACT_MAX_ROWS), and BM25 over chunks.
+* index     – the exact vector search's memory-mapped matrices (kgviz.graph.vector_file) for
+              Document, Chunk, Entity and Triple — HNSW indexes instead only where opted into
+              (kgviz.graph.search.EXACT_MAX_ROWS) — and BM25 over chunks.
 
 Vectors are computed before their rows are inserted because Kùzu cannot SET a column that a
 vector index uses (and dropping the index does not help in 0.11.3: the SET still fails, and it
@@ -220,18 +221,18 @@ def _build(
     with run.stage("index"):
         sizes = store.counts()
         for i, table in enumerate(VECTOR_TABLES):
-            # vector_search ranks tables of up to EXACT_MAX_ROWS rows exactly (repeatable traces)
-            # and never reads their HNSW index, so building one is pure cost (issue 12: with
-            # sentence facts it was most of the HotpotQA build); a later build that grows the
-            # table past the bound creates it, and an existing index keeps following inserts
+            # vector_search ranks tables of up to EXACT_MAX_ROWS rows exactly (repeatable traces;
+            # no bound unless HNSW is opted into, issue 29) and never reads their HNSW index, so
+            # building one is pure cost (issue 12: with sentence facts it was most of the HotpotQA
+            # build); past an opted-in bound it is created, and an existing one follows inserts
             if sizes.get(table, 0) > EXACT_MAX_ROWS or store.has_vector_index(table):
                 with steps.marked(store, f"vector_index:{table}") as interrupted:
                     done = store.ensure_vector_index(table)
                 if interrupted and done == search.CREATED:
                     steps.record_repair(report, f"vector_index:{table}")
                 note = f"vector index on {table}"
-            else:
-                note = f"{table}: {sizes.get(table, 0)} rows, searched exactly (no HNSW index below {EXACT_MAX_ROWS})"
+            else:  # the exact search's memory-mapped matrix, written now rather than at the first question
+                note = f"{table}: {search.prepare_exact_search(store, table)} embedded rows, searched exactly"
             run.emit("index", i + 1, len(VECTOR_TABLES) + 1, note)
         with steps.marked(store, "fts_index") as interrupted:
             done = store.ensure_fts_index("Chunk")

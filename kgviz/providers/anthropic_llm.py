@@ -83,6 +83,19 @@ class AnthropicLLM(LLMBase):
 
     def _complete(self, messages: Sequence[Message], system: str | None, max_tokens: int,
                   json_schema: dict[str, Any] | None) -> Completion:
+        kwargs = self.request_body(messages, system, max_tokens, json_schema)
+        t0 = time.perf_counter()
+        try:
+            reply = self._client.messages.create(**kwargs)
+        except (self._sdk.APIError, json.JSONDecodeError) as exc:
+            raise map_sdk_error(exc, self._sdk, self._ctx) from exc
+        latency = time.perf_counter() - t0
+        return self.read_reply(reply, latency, json_schema is not None)
+
+    def request_body(self, messages: Sequence[Message], system: str | None, max_tokens: int,
+                     json_schema: dict[str, Any] | None) -> dict[str, Any]:
+        """The Messages API request for one call: what ``_complete`` sends, and the ``params`` of
+        a Message Batches request (kgviz.providers.batch_api)."""
         kwargs: dict[str, Any] = {
             "model": self.model,
             "max_tokens": max_tokens,
@@ -95,16 +108,10 @@ class AnthropicLLM(LLMBase):
                 kwargs["output_config"] = {"format": {"type": "json_schema", "schema": closed_objects(json_schema)}}
         if system_parts:
             kwargs["system"] = "\n\n".join(system_parts)
+        return kwargs
 
-        t0 = time.perf_counter()
-        try:
-            reply = self._client.messages.create(**kwargs)
-        except (self._sdk.APIError, json.JSONDecodeError) as exc:
-            raise map_sdk_error(exc, self._sdk, self._ctx) from exc
-        latency = time.perf_counter() - t0
-        return self._read(reply, latency, json_schema is not None)
-
-    def _read(self, reply: Any, latency: float, want_json: bool) -> Completion:
+    def read_reply(self, reply: Any, latency: float, want_json: bool) -> Completion:
+        """One Messages API reply (an SDK Message, or a batch result's message) as a Completion."""
         wrong = not_an_object(self._ctx, reply)
         if wrong is not None:
             raise wrong

@@ -131,6 +131,23 @@ class CompletionCache:
         text, reply_model, tin, tout, latency, raw = row
         return text, reply_model, Usage(input_tokens=tin, output_tokens=tout, calls=1, latency_s=latency), json.loads(raw)
 
+    def unjudged(self, key: str) -> tuple[str, str, Usage, dict[str, Any]] | None:
+        """A reply stored pending and never rejected: it reached us but no task has read it yet (a
+        batch reply collected by a build that was then stopped; kgviz.index.batch_extract)."""
+        try:
+            with self._lock:
+                row = self._conn.execute(
+                    "SELECT text, reply_model, input_tokens, output_tokens, latency_s, raw FROM completions "
+                    "WHERE key = ? AND accepted = 0 AND rejection = ''",
+                    (key,),
+                ).fetchone()
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from exc
+        if row is None:
+            return None
+        text, reply_model, tin, tout, latency, raw = row
+        return text, reply_model, Usage(input_tokens=tin, output_tokens=tout, calls=1, latency_s=latency), json.loads(raw)
+
     def put(self, key: str, provider: str, model: str, completion: Completion, *, accepted: bool = True) -> None:
         """Store a reply. A pending (``accepted=False``) row never replaces an accepted one: a
         refreshed call whose new reply fails must not cost the good answer already on disk."""

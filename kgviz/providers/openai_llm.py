@@ -96,6 +96,14 @@ class OpenAIResponsesLLM(_OpenAIBase):
 
     def _complete(self, messages: Sequence[Message], system: str | None, max_tokens: int,
                   json_schema: dict[str, Any] | None) -> Completion:
+        kwargs = self.request_body(messages, system, max_tokens, json_schema)
+        reply, latency = self._call(self._client.responses.create, kwargs)
+        return self.read_reply(reply, latency, max_tokens, json_schema is not None)
+
+    def request_body(self, messages: Sequence[Message], system: str | None, max_tokens: int,
+                     json_schema: dict[str, Any] | None) -> dict[str, Any]:
+        """The Responses API request for one call: what ``_complete`` sends, and what a batch
+        request line carries as its body (kgviz.providers.batch_api)."""
         kwargs: dict[str, Any] = {
             "model": self.model,
             "input": [{"role": m.role, "content": m.content} for m in messages],
@@ -109,8 +117,14 @@ class OpenAIResponsesLLM(_OpenAIBase):
             kwargs["text"] = {
                 "format": {"type": "json_schema", "name": SCHEMA_NAME, "schema": json_schema, "strict": False}
             }
-        reply, latency = self._call(self._client.responses.create, kwargs)
+        return kwargs
 
+    def read_reply(self, reply: Any, latency: float, max_tokens: int, want_json: bool) -> Completion:
+        """One Responses API reply (an SDK object, or the JSON body of a batch result line) as a
+        Completion; a reply with no usable text raises as an interactive one does."""
+        wrong = not_an_object(self._ctx, reply)
+        if wrong is not None:
+            raise wrong
         output = _get(reply, "output")
         if not isinstance(output, list):
             raise malformed(self._ctx, "no output items")
@@ -142,7 +156,7 @@ class OpenAIResponsesLLM(_OpenAIBase):
         text = "".join(texts) if texts else " ".join(refusals)
         if not text.strip():
             raise no_text(self._ctx, f"status {status}")
-        return self._completion(text, tokens, latency, _get(reply, "model"), raw, json_schema is not None)
+        return self._completion(text, tokens, latency, _get(reply, "model"), raw, want_json)
 
 
 class OpenAIChatLLM(_OpenAIBase):

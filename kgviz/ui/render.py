@@ -140,6 +140,9 @@ def cost_estimate(est: CostEstimate) -> None:
                        f"{md_text(est.time_source)}. Cached chunks take no time.")
     else:
         st.caption(f"Model: {md_text(est.model)}. An estimate from approximate token counts; cached calls cost nothing.")
+        if est.batch_usd is not None:
+            st.caption(f"Through the provider's batch API (option **Batch API** above): ${est.batch_usd:.4f}, half the "
+                       "interactive price, replies within 24 hours.")
         if not est.price_known:
             st.warning(f"{md_text(est.model)} is not in the price table, so its cost cannot be estimated. "
                        "Add its price to the table to see dollars.")

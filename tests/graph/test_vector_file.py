@@ -1,0 +1,115 @@
+"""Exact vector search at 100k+ rows (issue 29): a memory-mapped matrix in the workspace
+(kgviz.graph.vector_file), exact top-k with ties broken by id, so a trace does not depend on the
+build (Kùzu's HNSW gave different top-10s for 40 of 50 queries on two builds of the same vectors)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kgviz.graph.search as search_module
+from kgviz.graph import vector_file
+from kgviz.graph.store import GraphStore
+
+DIM = 16
+
+
+def vectors(n: int, seed: int) -> np.ndarray:
+    """Random unit vectors, a tenth of them exact copies of another row (ties the cut must settle)."""
+    rng = np.random.default_rng(seed)
+    emb = rng.normal(size=(n, DIM)).astype(np.float32)
+    copies = rng.choice(n, size=n // 10, replace=False)
+    emb[copies] = emb[rng.choice(n, size=n // 10)]
+    return emb / np.linalg.norm(emb, axis=1, keepdims=True)
+
+
+def load(store: GraphStore, emb: np.ndarray, order: np.ndarray) -> None:
+    rows = [{"id": f"e{i:06d}", "name": f"e{i}", "origin": "corpus" if i % 3 else "kg", "emb": emb[i]} for i in order]
+    for start in range(0, len(rows), 20_000):
+        store.bulk_load_nodes("Entity", rows[start:start + 20_000])
+
+
+def brute_force(emb: np.ndarray, q: np.ndarray, k: int, keep: np.ndarray | None = None) -> list[str]:
+    scores = np.round((emb @ q).astype(np.float64), search_module.TIE_DIGITS)
+    rows = np.arange(len(emb)) if keep is None else np.flatnonzero(keep)
+    ranked = sorted(rows.tolist(), key=lambda i: (-scores[i], i))  # ids e000000.. sort like their row numbers
+    return [f"e{i:06d}" for i in ranked[:k]]
+
+
+@pytest.mark.slow
+def test_two_builds_of_100k_rows_give_identical_exact_top10s(tmp_path: Path) -> None:
+    n = 100_000
+    emb = vectors(n, seed=5)
+    rng = np.random.default_rng(6)
+    stores = []
+    try:
+        for name, order in (("a", np.arange(n)), ("b", rng.permutation(n))):  # rows inserted in other orders
+            store = GraphStore.open(tmp_path / name, embedder_id="test-16", dim=DIM)
+            stores.append(store)
+            load(store, emb, order)
+            assert search_module.prepare_exact_search(store, "Entity") == n
+        queries = [emb[i] for i in rng.choice(n, 25)] + [v / np.linalg.norm(v) for v in rng.normal(size=(25, DIM))]
+        for q in queries:
+            q = q.astype(np.float32)
+            a = stores[0].vector_search("Entity", q, 10)
+            assert a == stores[1].vector_search("Entity", q, 10)
+            assert [i for i, _ in a] == brute_force(emb, q, 10)
+        keep = np.arange(n) % 3 == 0  # a filter: kg-origin rows only
+        for q in queries[:10]:
+            q = q.astype(np.float32)
+            a = stores[0].vector_search("Entity", q, 10, where={"origin": "kg"})
+            assert a == stores[1].vector_search("Entity", q, 10, where={"origin": "kg"})
+            assert [i for i, _ in a] == brute_force(emb, q, 10, keep)
+        cached = stores[0]._handle.matrices["Entity"][1]
+        assert isinstance(cached[1], np.memmap) and cached[1].shape == (n, DIM)  # searched in place, not copied
+        files = [sorted((tmp_path / s / vector_file.VECTOR_DIR).iterdir()) for s in ("a", "b")]
+        assert [p.read_bytes() for p in files[0]] == [p.read_bytes() for p in files[1]]  # build-independent files
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_the_vector_file_survives_a_restart_and_is_rewritten_when_the_table_changes(tmp_path: Path) -> None:
+    emb = vectors(500, seed=8)
+    store = GraphStore.open(tmp_path / "ws", embedder_id="test-16", dim=DIM)
+    try:
+        load(store, emb, np.arange(500))
+        first = store.vector_search("Entity", emb[7], 5)
+        meta = tmp_path / "ws" / vector_file.VECTOR_DIR / "Entity.json"
+        written = meta.stat().st_mtime_ns
+    finally:
+        store.close()
+    store = GraphStore.open(tmp_path / "ws")
+    try:
+        assert store.vector_search("Entity", emb[7], 5) == first
+        assert meta.stat().st_mtime_ns == written  # read back, not written again
+        planted = np.zeros(DIM, dtype=np.float32)
+        planted[0] = 1.0
+        store.bulk_load_nodes("Entity", [{"id": "planted", "name": "planted", "origin": "corpus", "emb": planted}])
+    finally:
+        store.close()
+    store = GraphStore.open(tmp_path / "ws")
+    try:
+        assert store.vector_search("Entity", planted, 1)[0][0] == "planted"  # the stale file was not used
+        assert '"n": 501' in meta.read_text()
+    finally:
+        store.close()
+
+
+def test_hnsw_stays_an_opt_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past an opted-in bound the HNSW index answers (approximate); by default nothing is bounded."""
+    assert search_module.EXACT_MAX_ROWS == float("inf")
+    emb = vectors(300, seed=9)
+    store = GraphStore.open(tmp_path / "ws", embedder_id="test-16", dim=DIM)
+    try:
+        load(store, emb, np.arange(300))
+        store.ensure_vector_index("Entity")
+        monkeypatch.setattr(search_module, "EXACT_MAX_ROWS", 100)
+        called = []
+        real = search_module._index_search
+        monkeypatch.setattr(search_module, "_index_search", lambda *a: called.append(1) or real(*a))
+        assert len(store.vector_search("Entity", emb[3], 5)) == 5 and called
+        assert search_module.prepare_exact_search(store, "Entity") is None
+    finally:
+        store.close()
