@@ -181,10 +181,15 @@ function kgvizFixedLabels(network, nodes, px) {
     return nodes.get().filter(function (n) { return typeof n.label === "string" && n.label.trim(); });
   }
   window.kgvizOverlay = {
-    // on-screen px of the smallest drawn node label: zoom x the font each labelled node is drawn at
+    // on-screen px of the smallest label drawn in view: zoom x the height vis-network measured
+    // for the label when it last drew it (one line: the font size it used); 0 when none is in view
     labelPx: function () {
-      var s = network.getScale(), px = labelled().map(function (n) {
-        return s * network.body.nodes[n.id].options.font.size; });
+      var s = network.getScale(), box = network.body.container.getBoundingClientRect(), px = [];
+      labelled().forEach(function (n) {
+        var node = network.body.nodes[n.id], at = network.canvasToDOM({x: node.x, y: node.y});
+        var h = node.labelModule && node.labelModule.size ? node.labelModule.size.height : 0;
+        if (h > 0 && at.x >= 0 && at.y >= 0 && at.x <= box.width && at.y <= box.height) { px.push(s * h); }
+      });
       return px.length ? Math.min.apply(null, px) : 0;
     },
     labelled: function () { return labelled().length; },

@@ -66,6 +66,12 @@ def test_overlay_key_labels_are_legible_in_the_app_and_the_case_file(
     three = _measure(frame)
     assert three["labelled"] > 0 and three["px"] >= MIN_LABEL_PX, three
     assert three["labelled"] < three["total"], three  # the rest stay unlabelled
+    frame.evaluate("() => network.moveTo({scale: network.getScale() * 2.5})")  # a teacher zooms in
+    frame.wait_for_timeout(500)
+    zoomed = _measure(frame)
+    assert MIN_LABEL_PX <= zoomed["px"] <= 1.2 * three["px"], (zoomed, three)  # the same size on screen
+    frame.evaluate("() => network.moveTo({scale: network.getScale() / 2.5})")
+    frame.wait_for_timeout(500)
     save_screenshot(page, tmp_path, "e2e_overlay_1280.png")
 
     with page.expect_download(timeout=60_000) as dl:
