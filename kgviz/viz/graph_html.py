@@ -172,10 +172,19 @@ function kgvizFixedLabels(network, nodes, px) {
   // labels at ``px`` screen pixels whatever the zoom: the font (canvas units) follows the scale,
   // so a whole-graph view of 100+ nodes keeps its key nodes readable (quiet nodes carry no label)
   var applied = 0;
+  // vis-network clamps a label over scaling.label.maxVisible (30 px) by rewriting that node's font,
+  // which then goes stale at the next zoom: this function alone sizes labels here
+  network.setOptions({nodes: {scaling: {label: {maxVisible: 1e6, drawThreshold: 1}}}});
   function font() { return px / Math.max(network.getScale(), 1e-3); }
-  network.on("beforeDrawing", function () {
-    var f = font();
-    if (Math.abs(f - applied) > 1e-6 * f) { applied = f; network.setOptions({nodes: {font: {size: f}}}); }
+  // checked after each frame and applied outside it: setOptions redraws at once, and a redraw
+  // nested in a draw stacks the view transform twice (a zoomed-in picture with huge labels)
+  var pending = false;
+  network.on("afterDrawing", function () {
+    if (pending || Math.abs(font() - applied) <= 1e-6 * font()) { return; }
+    pending = true;
+    setTimeout(function () {
+      pending = false; applied = font(); network.setOptions({nodes: {font: {size: applied}}});
+    }, 0);
   });
   function labelled() {
     return nodes.get().filter(function (n) { return typeof n.label === "string" && n.label.trim(); });
