@@ -46,7 +46,7 @@ with ui.error_boundary("Home page"):
     ui.workspace_form()
 
     st.subheader("Providers")
-    ui.status(ctx)
+    ui.status(ctx, notices=False)  # the sidebar already warns about an embedder fallback
 
     st.subheader("Neural embedder")
     with ui.error_boundary("Neural embedder"):

@@ -247,7 +247,8 @@ def overlay(comparison: cmp.Comparison, ctx: AppContext, *, height: int = 560,
         _facets(ov, chosen, cited, HIGHLIGHT_BORDERS.get(evidence.label, "#000000") if evidence else "")
     else:
         st.caption(f"{ov.graph.caption()} · {ov.shared} retrieved by more than one method (grey, darker = "
-                   "shared by more; the border is the first method's colour, ×k = found by k methods)")
+                   "shared by more; the border is the first method's colour, ×k = found by k methods); labelled: the gold "
+                   "answer, each method's top evidence and the most shared nodes (hover a node for its text)")
         graph(overlay_html(ov, height=height), height=height)
     _method_legend(ov, chosen)
 

@@ -128,8 +128,10 @@ def render_sidebar() -> AppContext:
     return ctx
 
 
-def status(ctx: AppContext) -> None:
-    """Which LLM and embedder this session uses; problems are shown, never hidden."""
+def status(ctx: AppContext, *, notices: bool = True) -> None:
+    """Which LLM and embedder this session uses; problems are shown, never hidden. An embedder
+    fallback is one short warning with its full reason folded below it; ``notices=False`` (Home,
+    under the sidebar that already says it) leaves the warning out and names the fallback only."""
     if ctx.offline:
         st.info(f"Mode: {OFFLINE_LABEL}")
     else:
@@ -141,9 +143,12 @@ def status(ctx: AppContext) -> None:
     try:
         emb, notice = resources.embedder(ctx)
         became = "auto → " if ctx.embedder_spec == "auto" else ""  # what auto resolved to, visibly
-        st.caption(md_text(f"Embedder: {became}{emb.id} ({emb.dim} dims)"))
-        if notice:
-            st.warning(md_text(notice))
+        fallback = " (a fallback: see the sidebar)" if notice and not notices else ""
+        st.caption(md_text(f"Embedder: {became}{emb.id} ({emb.dim} dims){fallback}"))
+        if notice and notices:
+            st.warning(md_text(f"{emb.id} is a fallback: no neural embedder loaded."))
+            with st.expander("Why, and how to use one"):
+                st.caption(md_text(notice))
     except KgvizError as exc:
         st.warning(md_text(f"Embedder {ctx.embedder_spec}: {exc.user_message()}"))
 

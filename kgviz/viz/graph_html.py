@@ -58,6 +58,7 @@ class VizNode:
     size: float | None = None  # vis-network size; None = by kind
     colour: str | None = None  # explicit fill colour: overrides kind and role (Compare facets)
     border: str | None = None  # explicit border colour (Compare: the first method of a shared node)
+    quiet: bool = False  # label kept for the tooltip and a selection, not drawn (a crowded overview)
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,47 @@ function kgvizPrepare(ds) {
   });
   ds.update(out);
 }
+function kgvizFixedLabels(network, nodes, px) {
+  // labels at ``px`` screen pixels whatever the zoom: the font (canvas units) follows the scale,
+  // so a whole-graph view of 100+ nodes keeps its key nodes readable (quiet nodes carry no label)
+  var applied = 0;
+  // vis-network clamps a label over scaling.label.maxVisible (30 px) by rewriting that node's font,
+  // which then goes stale at the next zoom: this function alone sizes labels here
+  network.setOptions({nodes: {scaling: {label: {maxVisible: 1e6, drawThreshold: 1}}}});
+  function font() { return px / Math.max(network.getScale(), 1e-3); }
+  // checked after each frame and applied outside it: setOptions redraws at once, and a redraw
+  // nested in a draw stacks the view transform twice (a zoomed-in picture with huge labels)
+  var pending = false;
+  network.on("afterDrawing", function () {
+    if (pending || Math.abs(font() - applied) <= 1e-6 * font()) { return; }
+    pending = true;
+    setTimeout(function () {
+      pending = false; applied = font(); network.setOptions({nodes: {font: {size: applied}}});
+    }, 0);
+  });
+  function labelled() {
+    return nodes.get().filter(function (n) { return typeof n.label === "string" && n.label.trim(); });
+  }
+  window.kgvizOverlay = {
+    // on-screen px of the smallest label drawn in view: zoom x the height vis-network measured
+    // for the label when it last drew it (one line: the font size it used); 0 when none is in view
+    labelPx: function () {
+      var s = network.getScale(), box = network.body.container.getBoundingClientRect(), px = [];
+      labelled().forEach(function (n) {
+        var node = network.body.nodes[n.id], at = network.canvasToDOM({x: node.x, y: node.y});
+        var h = node.labelModule && node.labelModule.size ? node.labelModule.size.height : 0;
+        if (h > 0 && at.x >= 0 && at.y >= 0 && at.x <= box.width && at.y <= box.height) { px.push(s * h); }
+      });
+      return px.length ? Math.min.apply(null, px) : 0;
+    },
+    labelled: function () { return labelled().length; },
+    // show the label of ``keys`` (a claim's cited nodes) even where the overview keeps it quiet
+    reveal: function (keys) {
+      nodes.update(keys.map(function (k) { var n = nodes.get(k);
+        return {id: k, label: n && typeof n.kgviz_full === "string" ? kgvizText(n.kgviz_full) : n.label}; }));
+    }
+  };
+}
 function kgvizView(network, container, box) {
   // show the whole layout box, whatever this page draws of it: pages that share positions then
   // also share the view, so a node stays at the same spot on screen from page to page
@@ -189,6 +231,7 @@ _NETWORK_PATCHED = (
     '                  network.once("stabilizationIterationsDone", function () {'
     " network.setOptions({physics: false}); document.body.dataset.kgvizStable = '1'; });"
 )
+_FIXED_LABELS = "\n                  kgvizFixedLabels(network, nodes, {px:.1f});"
 _VIEW_PAD = (145.0, 45.0)  # room around the layout box for labels (wide) and node radius (ours)
 
 
@@ -269,6 +312,7 @@ def graph_html(
     seed: int = 7,
     positions: Mapping[str, tuple[float, float]] | None = None,
     legend_roles: Sequence[str] | None = None,
+    label_px: float | None = None,
 ) -> str:
     """One offline HTML page drawing ``nodes``/``edges`` with vis-network.
 
@@ -316,15 +360,16 @@ def graph_html(
             "highlight": {"background": colour, "border": "#000000"}}
         size = node.size if node.size is not None else (18 if node.kind == "Entity" else 12)
         place = {} if positions is None else {"x": float(positions[node.id][0]), "y": float(positions[node.id][1])}
+        extra = {"kgviz_full": _esc(_short(node.label))} if node.quiet else {}
         net.add_node(
             key,
-            label=_esc(_short(node.label)) or " ",
+            label=" " if node.quiet else (_esc(_short(node.label)) or " "),
             shape=shape,
             color=fill,
             size=size,
             borderWidth=4 if node.border else (3 if node.role else 1),
             kgviz_tip=_esc(node.title or node.label),
-            **place,
+            **place, **extra,
         )
     for edge in edges:
         if edge.source not in opaque or edge.target not in opaque:
@@ -344,7 +389,12 @@ def graph_html(
     if page.count(_NETWORK_LINE) != 1:
         raise KgvizError("unexpected pyvis template: cannot find where the network is created",
                          hint="kgviz expects pyvis 0.3.2")
-    page = page.replace(_NETWORK_LINE, _NETWORK_PATCHED if positions is None else _view_patch(_view_box(positions)))
+    patch = _NETWORK_PATCHED if positions is None else _view_patch(_view_box(positions))
+    if label_px is not None:
+        if not (math.isfinite(label_px) and label_px > 0):
+            raise KgvizError(f"label_px must be a positive number of pixels (got {label_px!r})")
+        patch += _FIXED_LABELS.format(px=float(label_px))
+    page = page.replace(_NETWORK_LINE, patch)
     head_extra = _STYLE + "<script>" + _PREPARE_JS + "</script>\n"
     page = page.replace("</head>", head_extra + "</head>", 1)
     if legend:

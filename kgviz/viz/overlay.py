@@ -75,6 +75,11 @@ def method_colours(methods: Sequence[str]) -> dict[str, str]:
     return colours
 
 
+LABEL_PX = 15.0  # on-screen size of the key nodes' labels at any zoom (a projector at 1280×720)
+TOP_PER_METHOD = 2  # each method's first evidence items (its ranking) are labelled
+MAX_LABELS = 18  # beyond this many labels a whole-graph view is a tangle again
+
+
 @dataclass
 class Overlay:
     graph: CappedGraph
@@ -135,25 +140,47 @@ def build_overlay(runs: Sequence[Run], store: GraphStore | None = None, *, cap: 
                 by_node[node_id].append(run.method)
             tables.setdefault(node_id, table)
     labels = _labels(runs, store, tables)
+    ranked = {run.method: list(evidence_nodes(run)) for run in runs}
     if store is not None:  # documents by title, chunks by title + first words (not ids or raw text)
         labels.update(fetch_human_labels(store, list(by_node)))
     # shared evidence first, so the cap never hides the overlap the view is about
     order = sorted(by_node, key=lambda i: (-len(by_node[i]), methods.index(by_node[i][0]), i))
+    golden = {i for i in order if golds and names_gold(labels.get(i, i), golds)}
+    keys = key_nodes(order, by_node, ranked, golden)
     nodes: list[VizNode] = []
     for node_id in order:
         ms = by_node[node_id]
         role = shared_role(len(ms)) if len(ms) > 1 else ms[0]
         text = labels.get(node_id, node_id)
-        gold = bool(golds) and names_gold(text, golds)
+        gold = node_id in golden
         label = f"{text} ×{len(ms)}" if len(ms) > 1 else text
         nodes.append(VizNode(node_id, f"{GOLD_MARK}: {label}" if gold else label, tables[node_id],
                              role=role,  # type: ignore[arg-type]
                              title=f"{text}\n\nid: {node_id}\nretrieved by: {', '.join(ms)}"
                                    + ("\nnames the gold answer" if gold else ""),
                              size=14 + 4 * len(ms),
-                             border=GOLD_BORDER if gold else (colours[ms[0]] if len(ms) > 1 else None)))
+                             border=GOLD_BORDER if gold else (colours[ms[0]] if len(ms) > 1 else None),
+                             quiet=node_id not in keys))
     edges = _edges(runs, by_node, tables, store)
     return Overlay(cap_graph(nodes, edges, cap), colours, by_node)
+
+
+def key_nodes(order: Sequence[str], by_node: Mapping[str, Sequence[str]], ranked: Mapping[str, Sequence[str]],
+              golden: Sequence[str] | set[str], *, top: int = TOP_PER_METHOD, limit: int = MAX_LABELS) -> set[str]:
+    """The nodes whose labels a whole-graph overlay draws, at most ``limit``, by priority: those
+    naming the gold answer; each method's first ``top`` evidence items, its ranking (in turns, so
+    every method gets its first before any gets its second; more than ``top`` each when few
+    methods share the ``limit``); then the ones found by the most methods (at least two; ``order``
+    puts them first). A graph of at most ``limit // 2`` nodes labels them all. A claim's cited
+    nodes are added by ``highlight``."""
+    if len(order) <= limit // 2:  # a small graph reads with every label
+        return set(order)
+    picked: list[str] = [i for i in order if i in golden]
+    top = max(top, limit // 2 // max(1, len(ranked)))  # one or two methods: more of each ranking
+    for rank in range(top):
+        picked += [ids[rank] for ids in ranked.values() if rank < len(ids)]
+    picked += [i for i in order if len(by_node[i]) > 1]
+    return set(list(dict.fromkeys(i for i in picked if i in by_node))[:limit])
 
 
 def _edges(runs: Sequence[Run], by_node: Mapping[str, list[str]], tables: Mapping[str, str],
@@ -210,7 +237,8 @@ def facet(overlay: Overlay, method: str) -> tuple[list[VizNode], list[VizEdge]]:
         others = [m for m in ms if m != method]
         tint = base if k == 1 else _tint(base, 0.35 + 0.45 * (k - 2) / max(1, n_methods - 2))
         tip = v.title + ("\nonly this method found it" if k == 1 else f"\nalso found by: {', '.join(others)}")
-        nodes.append(replace(v, colour=tint, border=None, title=tip, role=None, size=18 if k == 1 else 12))
+        nodes.append(replace(v, colour=tint, border=None, title=tip, role=None, size=18 if k == 1 else 12,
+                             quiet=False))  # a facet is one method's few nodes: all labelled
     ids = {n.id for n in nodes}
     return nodes, [e for e in overlay.graph.edges if e.source in ids and e.target in ids]
 
@@ -228,7 +256,7 @@ def highlight(overlay: Overlay, node_ids: Sequence[str], label: str = "supported
     wanted = set(node_ids)
     border = HIGHLIGHT_BORDERS.get(label, "#000000")
     on = [n.id for n in overlay.graph.nodes if n.id in wanted]
-    nodes = [replace(n, border=border, size=(n.size or 14) + 10, title=n.title + "\ncited by the judge")
+    nodes = [replace(n, border=border, size=(n.size or 14) + 10, title=n.title + "\ncited by the judge", quiet=False)
              if n.id in wanted else replace(n, colour=FADED, border=None) for n in overlay.graph.nodes]
     graph = CappedGraph(nodes, overlay.graph.edges, overlay.graph.total_nodes)
     return Overlay(graph, overlay.colours, overlay.by_node), on
@@ -249,6 +277,7 @@ window.addEventListener("message", function (e) {
   var have = {}; nodes.getIds().forEach(function (k) { have[k] = 1; });
   var keys = d.kgvizHighlight.filter(function (k) { return have[k] === 1; });
   network.selectNodes(keys, false);
+  if (window.kgvizOverlay) { window.kgvizOverlay.reveal(keys); }  // cited nodes show their labels
   document.body.dataset.kgvizHighlighted = keys.join(" ");
 });
 </script>"""
@@ -257,10 +286,11 @@ window.addEventListener("message", function (e) {
 def overlay_html(overlay: Overlay, *, height: int = 560, listen: bool = False) -> str:
     """The single overlay graph; its legend names every method drawn (a method whose every find is
     shared wears no colour of its own on the graph, yet rings its shared nodes) and the shared
-    greys in use. ``listen``: the case file's frame selects the nodes of the claim a reader clicks."""
+    greys in use. Key nodes (``key_nodes``) are labelled at ``LABEL_PX`` on screen at any zoom, the
+    rest only in their tooltips. ``listen``: the case file's frame selects the nodes of the claim a reader clicks."""
     used = {n.role for n in overlay.graph.nodes}
     methods = list(dict.fromkeys(m for ms in overlay.by_node.values() for m in ms))
     roles = [r for r in overlay.colours if r in methods or r in used]
     page = graph_html(overlay.graph.nodes, overlay.graph.edges, height=height, role_colours=overlay.colours,
-                      directed=False, legend_roles=roles)
+                      directed=False, legend_roles=roles, label_px=LABEL_PX)
     return page.replace("</body>", _LISTEN_JS + "\n</body>", 1) if listen else page

@@ -204,7 +204,9 @@ def test_embedder_fallback_notice_is_visible(app_env: Path, tmp_path: Path) -> N
     at.text_input(key="kgviz_embedder").set_value(spec).run()
     assert not at.exception, at.exception
     warnings = texts(at, "warning")
-    assert any("Using the offline hashing embedder" in w and "no-such-model" in w for w in warnings)
+    assert any("is a fallback: no neural embedder loaded" in w for w in warnings), warnings  # short
+    why = [str(c.value) for e in at.sidebar.expander for c in e.caption]  # the full reason, folded below it
+    assert any("Using the offline hashing embedder" in w and "no-such-model" in w for w in why), why
 
 
 def test_hostile_file_name_is_shown_as_text(app_env: Path) -> None:

@@ -24,8 +24,13 @@ def test_auto_without_a_model_shows_hashing_and_why(app_env: Path, tmp_path: Pat
     at = _run(monkeypatch, tmp_path)
     assert any("Embedder: auto → hashing-768" in str(c.value) for c in at.sidebar.caption)
     warnings = [str(w.value) for w in at.sidebar.warning]
+    assert len(warnings) == 1 and "is a fallback: no neural embedder loaded" in warnings[0], warnings  # short
+    why = [str(c.value) for e in at.sidebar.expander for c in e.caption]  # the reason, folded
     assert any("hashing embedder" in w and "found no local model" in w and "KGVIZ\\_EMBEDDER\\_DIR" in w
-               for w in warnings), warnings
+               for w in why), why
+    # Home does not repeat it: the warning is shown once
+    assert not [w for w in at.main.warning if "embedder" in str(w.value).lower()]
+    assert any("a fallback: see the sidebar" in str(c.value) for c in at.main.caption)
 
 
 def test_auto_on_a_built_workspace_uses_the_embedder_it_was_built_with(app_env: Path, tmp_path: Path,

@@ -135,3 +135,17 @@ def test_strip_external_removes_links_and_fails_on_leftovers() -> None:
     assert EXTERNAL_REF.search(strip_external(page)) is None
     with pytest.raises(KgvizError):
         strip_external('<img src="https://tracker.example/p.gif">')
+
+
+def test_label_px_fixes_screen_size_and_quiet_nodes_draw_no_label() -> None:
+    import pytest as _pytest
+
+    from kgviz.errors import KgvizError as _Err
+    from kgviz.viz.graph_html import VizNode as _Node, graph_html as _page
+
+    page = _page([_Node("a", "Alpha"), _Node("b", "Beta", quiet=True)], [], label_px=16)
+    assert "kgvizFixedLabels(network, nodes, 16.0)" in page
+    assert '"label": "Alpha"' in page and '"label": "Beta"' not in page and '"kgviz_full": "Beta"' in page
+    assert not re.search(r"kgvizFixedLabels\(network, nodes, \d", _page([_Node("a", "Alpha")], []))  # no call
+    with _pytest.raises(_Err):
+        _page([_Node("a", "Alpha")], [], label_px=0)

@@ -66,3 +66,35 @@ def test_the_overlay_legend_names_every_method_even_one_with_only_shared_finds()
     assert all(n.role != "kg-rag" for n in ov.graph.nodes)  # kg-rag's one find is shared
     legend = overlay_html(ov).split('id="kgviz-legend">', 1)[1].split("</div>", 1)[0]
     assert "kg-rag" in legend and "text-rag" in legend and "shared by 2 methods" in legend
+
+
+def test_key_nodes_are_gold_then_each_methods_top_then_the_most_shared() -> None:
+    from kgviz.viz.overlay import key_nodes
+
+    by_node = {"s": ["a", "b"], **{f"a{i}": ["a"] for i in range(10)}, **{f"b{i}": ["b"] for i in range(10)}}
+    order = ["s", *(f"a{i}" for i in range(10)), *(f"b{i}" for i in range(10))]
+    ranked = {"a": [f"a{i}" for i in range(10)], "b": [f"b{i}" for i in range(10)]}
+    keys = key_nodes(order, by_node, ranked, {"b9"}, top=1, limit=6)
+    # gold first, then in turns each method's ranking (limit // 2 // 2 methods = 1 each), then shared
+    assert keys == {"b9", "a0", "b0", "s"}
+    assert len(key_nodes(order, by_node, ranked, set(), top=5, limit=4)) == 4  # never above the limit
+    small = {"x": ["a"], "y": ["a"]}
+    assert key_nodes(["x", "y"], small, {"a": ["x"]}, set(), top=1, limit=6) == {"x", "y"}  # few: all
+
+
+def test_only_key_nodes_draw_labels_and_a_cited_node_is_labelled() -> None:
+    from kgviz.viz.overlay import MAX_LABELS, highlight, overlay_html
+
+    ids = [f"doc:{i}" for i in range(40)]
+    ov = build_overlay([_run("kg-rag", ids), _run("text-rag", ids[:3] + ids[39:])])
+    quiet = {n.id for n in ov.graph.nodes if n.quiet}
+    loud = {n.id for n in ov.graph.nodes} - quiet
+    assert len(loud) <= MAX_LABELS and {"doc:0", "doc:1", "doc:2", "doc:39"} <= loud  # shared + top
+    assert "doc:30" in quiet
+    lit, on = highlight(ov, ["doc:30"])
+    assert on == ["doc:30"] and not next(n for n in lit.graph.nodes if n.id == "doc:30").quiet
+    page = overlay_html(ov, listen=True)
+    assert "kgvizFixedLabels(network, nodes, 15.0)" in page and "kgvizOverlay.reveal(keys)" in page
+    assert page.count('"kgviz_full"') == len(quiet)  # a quiet node keeps its label for a reveal
+    # a facet is one method's nodes: every one labelled
+    assert not any(n.quiet for n in facet(ov, "kg-rag")[0])
