@@ -35,7 +35,7 @@ import sqlite3
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from kgviz.errors import ProviderError
 from kgviz.prompts.calibration import CALIBRATION_MAX_TOKENS, render_calibration
@@ -299,10 +299,12 @@ def load_speed(cache_dir: Path | None, provider: str, model: str, base_url: str 
 
 
 # --- calibration -----------------------------------------------------------------------------
-def calibrate(llm: Any, cache_dir: Path, *, workers: int) -> LocalSpeed | None:
-    """Time calls alone until two agree within AGREE (at most MAX_ROUNDS) and, with 2+ workers,
-    two at once; append them to ``SPEED_FILE`` (the latest run counts) and return the speed they
-    show. ``llm`` must be uncached (a cached reply measures the disk)."""
+def calibrate(llm: Any, cache_dir: Path, *, workers: int,
+              more: Callable[[float], list[TimedCall]] | None = None) -> LocalSpeed | None:
+    """Time calls alone until two agree within AGREE (at most MAX_ROUNDS), then the calls of
+    ``more`` (given the run's id: the extraction's own calls on the corpus, alone too) and, with
+    2+ workers, two at once; append them to ``SPEED_FILE`` (the latest run counts) and return the
+    speed they show. ``llm`` must be uncached (a cached reply measures the disk)."""
     from concurrent.futures import ThreadPoolExecutor
 
     run = time.time()
@@ -311,6 +313,8 @@ def calibrate(llm: Any, cache_dir: Path, *, workers: int) -> LocalSpeed | None:
         calls.append(_timed(llm, i))
         if agreeing(calls):
             break
+    if more is not None:
+        calls += more(run)
     if workers >= 2:
         with ThreadPoolExecutor(2) as pool:
             calls += list(pool.map(lambda i: _timed(llm, i), (MAX_ROUNDS, MAX_ROUNDS + 1)))
