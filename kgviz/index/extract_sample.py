@@ -29,6 +29,7 @@ from typing import Any, Sequence
 from kgviz.ingest import chunk_document
 from kgviz.index.params import BuildParams
 from kgviz.prompts.extraction import EXTRACT_TRIPLES_MAX_OUTPUT_TOKENS, EXTRACT_TRIPLES_SYSTEM, render_extract_triples
+from kgviz.providers.speed import processed_prompt_tokens
 from kgviz.text import count_tokens
 from kgviz.types import Chunk, Document, Message
 
@@ -90,12 +91,9 @@ def sample_extraction(llm: Any, documents: Sequence[Document], params: BuildPara
         prompt = render_extract_triples(chunk.text)
         c = llm.complete([Message("user", prompt)], system=EXTRACT_TRIPLES_SYSTEM,
                          max_tokens=EXTRACT_TRIPLES_MAX_OUTPUT_TOKENS)
-        timings = c.raw.get("timings") if isinstance(c.raw.get("timings"), dict) else {}
-        processed = timings.get("prompt_n")
         prompt_s = c.raw.get("prompt_s")
         calls.append(SampleCall(
-            chunk.n_tokens, system_tokens + count_tokens(prompt), c.usage.input_tokens,
-            int(processed) if isinstance(processed, int) and 0 < processed <= c.usage.input_tokens else c.usage.input_tokens,
+            chunk.n_tokens, system_tokens + count_tokens(prompt), c.usage.input_tokens, processed_prompt_tokens(c),
             c.usage.output_tokens, c.latency_s, time.time(),
             float(prompt_s) if isinstance(prompt_s, (int, float)) else None))
     path = Path(cache_dir) / SAMPLE_FILE
