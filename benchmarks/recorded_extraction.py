@@ -4,6 +4,7 @@ Prints JSON: per parser, non-blank reply lines, malformed lines and their share,
 
   python benchmarks/recorded_extraction.py --baseline /work/main
   python benchmarks/recorded_extraction.py --baseline /work/main --ground   # + grounding (replays the build)
+  python benchmarks/recorded_extraction.py --baseline DIR --replies sample_recorded/paragraphs/extraction.<model>.paragraphs.jsonl
 
 ``--baseline DIR`` loads ``DIR/kgviz/facts/parse.py`` as a module of its own (it imports this
 checkout's ``kgviz.facts.triples``: the data types are compatible). ``--ground`` also builds the
@@ -70,10 +71,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--baseline", type=Path, help="another checkout whose parser gives the 'before' figure")
     ap.add_argument("--ground", action="store_true", help="also replay the build and report the grounding check")
+    ap.add_argument("--replies", type=Path, default=REPLIES,
+                    help="another recording's replies (parser figures only), e.g. "
+                         "sample_recorded/paragraphs/extraction.qwen2.5-coder-1.5b-instruct.paragraphs.jsonl")
     args = ap.parse_args()
-    _, rows = read_file(REPLIES)
+    _, rows = read_file(args.replies)
     replies = [str(r["text"]) for r in rows]
-    out: dict[str, Any] = {"replies": len(replies), "file": REPLIES.name}
+    out: dict[str, Any] = {"replies": len(replies), "file": args.replies.name}
     if args.baseline:
         out["before"] = {"checkout": str(args.baseline), **figures(_load_parser(args.baseline), replies)}
     out["after"] = {"checkout": str(ROOT), **figures(parse_triples, replies)}

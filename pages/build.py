@@ -50,9 +50,10 @@ with ui.error_boundary("Build page"):
                 st.write(f"{len(loaded.documents)} document(s) ready.")
                 est = ui.actions.estimate(ctx, loaded.documents, params)
                 if est.local and st.button("Calibrate", help="Time a few short calls to the local model "
-                                           "(one alone, two at once with 2+ workers) for the time estimate."):
+                                           "(alone, and two at once with 2+ workers) and its extraction of "
+                                           "two chunks of these documents, for the time estimate."):
                     with st.spinner("Timing the local model…"):
-                        ui.actions.calibrate(ctx, params)
+                        ui.actions.calibrate(ctx, params, loaded.documents)
                     est = ui.actions.estimate(ctx, loaded.documents, params)
                 ui.render.cost_estimate(est)
                 if ui.provenance.run_wanted(st.button("Build", type="primary"), ui.actions.K_LAST_REPORT):

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Record a live local model's extraction of four sample documents (issue 23's 0.5B run) into
-``sample_recorded/grounding/``, so the grounding figures replay without a server.
+``sample_recorded/grounding/``, or of other documents (``--docs``, ``--out``, ``--tag``: the 1.5B's
+replies on short real-world paragraphs in ``sample_recorded/paragraphs/``), so the grounding
+figures replay without a server.
 
   bash ../shared/tools/local_llm.sh serve qwen-0.5b 8801
   export OPENAI_API_KEY=local KGVIZ_TIMEOUT_S=900
@@ -43,19 +45,24 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--llm", required=True)
     ap.add_argument("--server", required=True, help="how the server ran (recorded in the header)")
+    ap.add_argument("--docs", nargs="+", type=Path, default=[ROOT / "sample_data" / "corpus" / n for n in FOUR],
+                    help="documents to extract (default: the four sample documents)")
+    ap.add_argument("--out", type=Path, default=OUT, help="folder of the recording (default: %(default)s)")
+    ap.add_argument("--tag", default="four", help="the file is extraction.<model>.<tag>.jsonl")
     args = ap.parse_args()
     from scripts.record_real_model import kgviz_commit  # the same header fields as the sample's
 
     inner = make_llm(args.llm, Settings.from_env(), use_cache=False)
-    name = f"extraction.{inner.model}.four.jsonl"
+    name = f"extraction.{inner.model}.{args.tag}.jsonl"
+    names = [d.name for d in args.docs]
     header = {"kgviz_recording": 1, "provider": inner.provider, "model": inner.model,
               "base_url": getattr(inner, "base_url", None), "phase": "extraction",
               "recorded_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
               "kgviz_commit": kgviz_commit(), "server": args.server, "embedder": "hashing",
-              "note": f"issue 23: the extraction of {', '.join(FOUR)} with --workers 1"}
-    OUT.mkdir(parents=True, exist_ok=True)
-    rec = RecordingLLM(inner, OUT, name, header)
-    loaded = load_paths([ROOT / "sample_data" / "corpus" / n for n in FOUR])
+              "note": f"issue 23: the extraction of {', '.join(names)} with --workers 1"}
+    args.out.mkdir(parents=True, exist_ok=True)
+    rec = RecordingLLM(inner, args.out, name, header)
+    loaded = load_paths(args.docs)
     db = Path(tempfile.mkdtemp(prefix="kgviz-record-"))
     session = open_session(db / "db", rec)
     try:

@@ -22,6 +22,7 @@ from typing import Sequence
 
 from kgviz.config import Settings, resolve_llm_spec
 from kgviz.errors import ConfigError, ProviderError
+from kgviz.index.extract_sample import ExtractionShape, load_sample, sample_extraction, shape
 from kgviz.index.ket import n_core
 from kgviz.index.params import BuildParams, CostEstimate
 from kgviz.ingest import chunk_document
@@ -51,16 +52,30 @@ def is_local(provider: str, base_url: str | None) -> bool:
     return provider == "openai-compatible" and is_loopback(base_url)
 
 
-def _with_time(est: CostEstimate, speed: LocalSpeed | None, workers: int) -> CostEstimate:
-    full = est.full and _with_time(est.full, speed, workers)
+def processed_prompt_tokens(est: CostEstimate, sample: ExtractionShape | None) -> float:
+    """The prompt tokens the server will process for ``est``, in its own tokens: kgviz's count
+    scaled by the measured ratio, less the part of each call after the first that the server's
+    prompt cache skips (both measured by the sample calls; without them, kgviz's count)."""
+    if sample is None or est.calls <= 0:
+        return float(est.input_tokens)
+    tokens = est.input_tokens * sample.token_scale
+    reused = min(float(sample.reused_tokens), tokens / est.calls)  # never more than a call's prompt
+    return tokens - (est.calls - 1) * reused
+
+
+def _with_time(est: CostEstimate, speed: LocalSpeed | None, workers: int,
+               sample: ExtractionShape | None = None) -> CostEstimate:
+    full = est.full and _with_time(est.full, speed, workers, sample)
     if speed is None:
         return replace(est, local=True, usd=0.0, price_known=True, time_source=UNKNOWN_TIME, full=full)
     par = speed.effective_parallelism(workers)
-    seconds = speed.call_seconds(est.input_tokens, est.output_tokens) / par
-    span = speed.call_seconds_range(est.input_tokens, est.output_tokens)
+    prompt = processed_prompt_tokens(est, sample)
+    seconds = speed.call_seconds(prompt, est.output_tokens) / par
+    span = speed.call_seconds_range(prompt, est.output_tokens)
     low, high = (span[0] / par, span[1] / par) if span is not None else (None, None)
+    source = speed.describe(workers) + (f"; {sample.describe()}" if sample is not None else "")
     return replace(est, local=True, usd=0.0, price_known=True, seconds=seconds, seconds_low=low, seconds_high=high,
-                   time_source=speed.describe(workers), full=full)
+                   time_source=source, full=full)
 
 
 def estimate_cost(
@@ -83,7 +98,11 @@ def estimate_cost(
         est = replace(est, batch_usd=BATCH_PRICE_FACTOR * est.usd)
     if offline or not is_local(provider, base_url):
         return est
-    return _with_time(est, load_speed(cache_dir, provider, model, base_url), params.workers)
+    sample = shape(load_sample(cache_dir, provider, model, base_url))
+    if sample is not None:  # the model's own output length on this corpus, measured
+        est = _estimate(documents, replace(params, expected_output_ratio=sample.output_ratio), provider, model,
+                        offline, prices)
+    return _with_time(est, load_speed(cache_dir, provider, model, base_url), params.workers, sample)
 
 
 def _estimate(
@@ -118,16 +137,28 @@ def _estimate(
                         beta=beta, total_chunks=n, full=full, llm_input_tokens=si, llm_output_tokens=so)
 
 
-def calibrate_spec(spec: str, settings: Settings, *, workers: int) -> LocalSpeed:
+def calibrate_spec(spec: str, settings: Settings, *, workers: int, documents: Sequence[Document] = (),
+                   params: BuildParams | None = None) -> LocalSpeed:
     """Time a few short calls to the local model ``spec`` (uncached) and keep them, so the next
-    estimate has measured rates. Only for local models: a hosted API is priced, not timed."""
+    estimate has measured rates; with ``documents``, also the extraction itself on a few of their
+    chunks (``kgviz.index.extract_sample``: the model's output length, the server's token count
+    and prompt reuse). Only for local models: a hosted API is priced, not timed."""
     from kgviz.providers.factory import make_llm
+    from kgviz.providers.speed import TimedCall
 
     kind, model, base_url = parse_llm_spec(resolve_llm_spec(spec))
     if not is_local(kind, base_url):
         raise ConfigError(f"calibration times a local model; {kind}:{model} is not one",
                           hint="use an openai-compatible:<model>@http://127.0.0.1:<port>/v1 spec (llama.cpp, Ollama)")
-    speed = calibrate(make_llm(spec, settings, use_cache=False), settings.cache_dir, workers=workers)
+    llm = make_llm(spec, settings, use_cache=False)
+
+    def on_corpus(run: float) -> list[TimedCall]:
+        calls = sample_extraction(llm, documents, params or BuildParams(), settings.cache_dir, run=run)
+        # timed calls of the build's own shape: the prompt tokens are those the server processed
+        return [TimedCall(c.processed_tokens, c.output_tokens, c.seconds, c.end, c.prompt_s, source="calibration")
+                for c in calls]
+
+    speed = calibrate(llm, settings.cache_dir, workers=workers, more=on_corpus if documents else None)
     if speed is None:
         raise ProviderError(f"the calibration calls to {kind}:{model} did not show a speed (no tokens or no time)",
                             hint="check that the server reports token usage, then calibrate again")

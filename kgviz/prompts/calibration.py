@@ -1,8 +1,9 @@
 """The calibration prompt (kgviz.providers.speed.calibrate): a short, fixed request whose only
 purpose is to time a local model's prompt processing and generation.
 
-Each call starts with its own request number so a server's prompt cache (llama.cpp reuses the
-longest common prefix) cannot skip the prompt of the second and third call; the passage gives
+Each call starts with its own request id (the calibration run's time and the call's number) so a
+server's prompt cache (llama.cpp reuses the longest common prefix) cannot skip the prompt of a
+later call, nor of the same call in a later calibration; the passage gives
 the prompt a realistic length (~150 tokens). The model is asked to retell the passage at length:
 prose has no repeated lines (the loop guard never cuts it) and a small model keeps writing it
 (issue 23: asked to count to 100, one per line, qwen2.5-coder-0.5b wrote at most 21 tokens; an
@@ -30,5 +31,5 @@ CALIBRATION_TEMPLATE = (
 )
 
 
-def render_calibration(index: int) -> str:
-    return CALIBRATION_TEMPLATE.format(index=index, passage=CALIBRATION_PASSAGE)
+def render_calibration(request: int | str) -> str:
+    return CALIBRATION_TEMPLATE.format(index=request, passage=CALIBRATION_PASSAGE)

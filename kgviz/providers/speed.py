@@ -35,7 +35,7 @@ import sqlite3
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from kgviz.errors import ProviderError
 from kgviz.prompts.calibration import CALIBRATION_MAX_TOKENS, render_calibration
@@ -299,21 +299,25 @@ def load_speed(cache_dir: Path | None, provider: str, model: str, base_url: str 
 
 
 # --- calibration -----------------------------------------------------------------------------
-def calibrate(llm: Any, cache_dir: Path, *, workers: int) -> LocalSpeed | None:
-    """Time calls alone until two agree within AGREE (at most MAX_ROUNDS) and, with 2+ workers,
-    two at once; append them to ``SPEED_FILE`` (the latest run counts) and return the speed they
-    show. ``llm`` must be uncached (a cached reply measures the disk)."""
+def calibrate(llm: Any, cache_dir: Path, *, workers: int,
+              more: Callable[[float], list[TimedCall]] | None = None) -> LocalSpeed | None:
+    """Time calls alone until two agree within AGREE (at most MAX_ROUNDS), then the calls of
+    ``more`` (given the run's id: the extraction's own calls on the corpus, alone too) and, with
+    2+ workers, two at once; append them to ``SPEED_FILE`` (the latest run counts) and return the
+    speed they show. ``llm`` must be uncached (a cached reply measures the disk)."""
     from concurrent.futures import ThreadPoolExecutor
 
     run = time.time()
     calls: list[TimedCall] = []
     for i in range(MAX_ROUNDS):
-        calls.append(_timed(llm, i))
+        calls.append(_timed(llm, f"{run:.0f}-{i}"))
         if agreeing(calls):
             break
+    if more is not None:
+        calls += more(run)
     if workers >= 2:
         with ThreadPoolExecutor(2) as pool:
-            calls += list(pool.map(lambda i: _timed(llm, i), (MAX_ROUNDS, MAX_ROUNDS + 1)))
+            calls += list(pool.map(lambda i: _timed(llm, f"{run:.0f}-{i}"), (MAX_ROUNDS, MAX_ROUNDS + 1)))
     path = Path(cache_dir) / SPEED_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as f:
@@ -331,8 +335,20 @@ def calibrate(llm: Any, cache_dir: Path, *, workers: int) -> LocalSpeed | None:
     return measure(calibration_calls(cache_dir, llm.provider, llm.model, getattr(llm, "base_url", None)))
 
 
-def _timed(llm: Any, index: int) -> TimedCall:
-    c = llm.complete([Message("user", render_calibration(index))], max_tokens=CALIBRATION_MAX_TOKENS)
-    prompt_s = c.raw.get("prompt_s")
-    return TimedCall(c.usage.input_tokens, c.usage.output_tokens, c.latency_s, time.time(),
-                     float(prompt_s) if isinstance(prompt_s, (int, float)) else None, source="calibration")
+def _timed(llm: Any, request: str) -> TimedCall:
+    c = llm.complete([Message("user", render_calibration(request))], max_tokens=CALIBRATION_MAX_TOKENS)
+    return TimedCall(processed_prompt_tokens(c), c.usage.output_tokens, c.latency_s, time.time(),
+                     _number(c.raw.get("prompt_s")), source="calibration")
+
+
+def processed_prompt_tokens(c: Any) -> int:
+    """The prompt tokens the server processed for completion ``c``: llama.cpp's ``timings.prompt_n``
+    when it says (a prompt it kept from an earlier call is not processed again: a second
+    calibration with the same request took 0.9 s for "147 tokens", 1 processed), else all."""
+    timings = c.raw.get("timings")
+    n = timings.get("prompt_n") if isinstance(timings, dict) else None
+    return n if isinstance(n, int) and 0 < n <= c.usage.input_tokens else c.usage.input_tokens
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) else None

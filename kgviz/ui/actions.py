@@ -59,11 +59,12 @@ def estimate(ctx: AppContext, documents: Sequence[Document], params: BuildParams
     return estimate_cost(list(documents), params, ctx.llm_spec, resources.prices(ctx), cache_dir=ctx.settings.cache_dir)
 
 
-def calibrate(ctx: AppContext, params: BuildParams) -> None:
-    """Time a few short calls to the session's local model (the Build page's Calibrate button)."""
+def calibrate(ctx: AppContext, params: BuildParams, documents: Sequence[Document] = ()) -> None:
+    """Time a few short calls to the session's local model and its extraction of a few chunks of
+    ``documents`` (the Build page's Calibrate button)."""
     from kgviz.index.estimate import calibrate_spec
 
-    calibrate_spec(ctx.llm_spec, ctx.settings, workers=params.workers)
+    calibrate_spec(ctx.llm_spec, ctx.settings, workers=params.workers, documents=documents, params=params)
 
 
 def build(ctx: AppContext, documents: Sequence[Document], params: BuildParams, *,

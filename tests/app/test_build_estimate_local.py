@@ -8,6 +8,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from tests.support.fake_server import FakeServer, Recorded, Reply, chat_stream
 
+from kgviz.prompts.extraction import EXTRACT_TRIPLES_SYSTEM
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -30,9 +32,13 @@ def test_build_page_calibrates_a_local_model_and_shows_the_time(app_env: Path, m
         assert server.requests == []  # estimating sends nothing
         next(b for b in at.button if b.label == "Calibrate").click().run()
         assert not at.exception, at.exception
-        n = len(server.requests)  # KGVIZ_WORKERS=2: calls alone until two agree (2 to 4), two at once
-        assert 4 <= n <= 6
+        # KGVIZ_WORKERS=2: calls alone until two agree (2 to 4), the extraction of two chunks of the
+        # sample, then two at once
+        n = len(server.requests)
+        assert 6 <= n <= 8
+        assert sum(r.json["messages"][0]["content"] == EXTRACT_TRIPLES_SYSTEM for r in server.requests) == 2
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["estimated time"].startswith("~")
     captions = [str(c.value).replace("\\", "") for c in at.caption]  # md_text escapes markdown characters
-    assert any(f"measured on {n - 2} call(s) (calibration)" in c and ", between ~" in c for c in captions), captions
+    assert any(f"measured on {n - 2} call(s) (calibration)" in c and ", between ~" in c
+               and "2 extraction call(s) on the corpus" in c for c in captions), captions

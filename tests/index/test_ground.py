@@ -57,6 +57,31 @@ def test_alias_rules_surname_and_acronyms_both_ways() -> None:
     assert src.find("Kellhaven Marine Institute").how == "acronym"  # the chunk says "KMI"
 
 
+@pytest.mark.xfail(strict=True, reason="known weakness (issue 23): the surname rule accepts a misspelt first name; "
+                   "the fix (commit 13b5594, reverted) changes the recorded sample's graph, whose method runs must "
+                   "be recorded again first (tests/test_recorded_sample.py: 24 replies missed)")
+def test_a_misspelt_first_name_is_not_found_through_the_surname_rule() -> None:
+    src = Source(TEXT)  # "founded in 1921 by Agnes Vohl. Vohl led the Institute ..."
+    assert src.find("Ange Vohl") is None  # the text's own first name is Agnes
+    assert src.find("Karl Vohl") is None
+    assert src.find("Agnes Maria Vohl") is None  # a given name of the model's own
+    assert src.find("Agnes Vohl").how == "text"
+
+
+@pytest.mark.parametrize("text, name", [
+    ("Lunn's bridge over the Tarrow crosses the river.", "Edda Lunn"),  # the surname alone
+    ("The bridge was built by E. Lunn in 1821.", "Edda Lunn"),  # an initial in the text
+    ("The bridge was built by Edda Lunn in 1821. Lunn trained apprentices.", "E. Lunn"),  # ... in the name
+    ("The bridge was built by Edda Maria Lunn in 1821.", "Edda Lunn"),  # a middle name the model left out
+    ("Dr Lunn built the bridge in 1821.", "Edda Lunn"),  # an honorific is no given name
+    ("In 1821 the bridge opened. Then Lunn built forty more.", "Edda Lunn"),  # nor a stopword
+    ("The bridge opened in 1821. Lunn built forty more.", "Edda Lunn"),  # nor a word across a stop
+])
+def test_real_aliases_stay_found_through_the_surname_rule(text: str, name: str) -> None:
+    m = Source(text).find(name)
+    assert m is not None and m.how == "surname"
+
+
 def test_a_descriptive_phrase_is_found_when_its_words_are_in_one_sentence() -> None:
     src = Source(TEXT)
     m = src.find("the logs the KMI archive holds")

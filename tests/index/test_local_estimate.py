@@ -13,7 +13,9 @@ from kgviz.cli import main
 from kgviz.config import Settings
 from kgviz.errors import ConfigError
 from kgviz.index.estimate import UNKNOWN_TIME, calibrate_spec, estimate_cost
+from kgviz.index.extract_sample import SAMPLE_CHUNKS
 from kgviz.index.params import BuildParams
+from kgviz.prompts.extraction import EXTRACT_TRIPLES_SYSTEM
 from kgviz.providers.factory import make_llm
 from kgviz.providers.speed import MAX_ROUNDS, SPEED_FILE
 from kgviz.types import Message
@@ -107,7 +109,9 @@ def test_the_cli_calibrates_and_prints_the_time(tmp_path: Path, monkeypatch: pyt
         assert main([*argv, "--calibrate"]) == 0
         out = capsys.readouterr().out
         n = len(server.requests)
-        assert 2 <= n <= MAX_ROUNDS  # one worker: calls alone until two agree, no parallel pair
+        # one worker: calls alone until two agree, no parallel pair; then the extraction of two chunks
+        assert 2 + SAMPLE_CHUNKS <= n <= MAX_ROUNDS + SAMPLE_CHUNKS
+        assert [r.json["messages"][0]["content"] == EXTRACT_TRIPLES_SYSTEM for r in server.requests[-2:]] == [True] * 2
     assert "cost: $0 (local model)" in out
     assert "time: ~" in out and f"(measured on {n} call(s) (calibration)" in out and ", between ~" in out
     assert main(["build", str(sample), "--db", str(tmp_path / "db"), "--calibrate"]) == 2

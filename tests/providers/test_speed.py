@@ -9,6 +9,7 @@ import pytest
 from kgviz.providers.cache import CompletionCache, CACHE_FILE
 import kgviz.providers.speed as speed_module
 from kgviz.errors import ProviderError
+from kgviz.prompts.calibration import render_calibration
 from kgviz.providers.speed import MAX_ROUNDS, TimedCall, calibrate, history_calls, measure
 from kgviz.types import Completion, Usage
 
@@ -157,3 +158,31 @@ def test_calibration_calls_that_write_too_little_are_refused(tmp_path: Path, tim
     with pytest.raises(ProviderError, match="wrote at most 2 tokens; timing generation needs 64"):
         calibrate(llm, tmp_path, workers=1)
     assert len(llm.prompts) == MAX_ROUNDS
+
+
+class CachingLLM(TimedLLM):
+    """A llama.cpp-like server that keeps the prompts it has seen: a prompt asked again is not
+    processed again (``timings.prompt_n`` = 1 and a near-zero time to the first token)."""
+
+    def complete(self, messages, max_tokens: int = 0):  # noqa: ANN001, ANN201
+        prompt = messages[-1].content
+        seen = prompt in self.prompts
+        c = super().complete(messages, max_tokens)
+        processed = 1 if seen else c.usage.input_tokens
+        p = processed / self.shapes[len(self.prompts) - 1][0]
+        c.raw.update({"prompt_s": p, "timings": {"prompt_n": processed}})
+        return c
+
+
+def test_a_second_calibration_asks_new_prompts_and_counts_the_tokens_processed(tmp_path: Path, timed) -> None:  # noqa: ANN001
+    llm = timed([(40.0, 8.0, 96)] * 4)
+    calibrate(llm, tmp_path, workers=1)
+    llm.clock[0] += 60.0  # the next calibration, a minute later
+    speed = calibrate(llm, tmp_path, workers=1)
+    assert len(set(llm.prompts)) == 4  # no prompt repeated: the server's prompt cache cannot skip one
+    assert speed is not None and speed.prompt_tps == pytest.approx(40.0)
+    # a server that says it processed one token of a prompt it kept: the call counts that one
+    cached = CachingLLM([(40.0, 8.0, 96)] * 3)
+    cached.prompts.append(render_calibration("x"))  # as if asked before
+    c = speed_module._timed(cached, "x")
+    assert c.input_tokens == 1 and c.prompt_s == pytest.approx(1 / 40.0)
