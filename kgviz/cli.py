@@ -338,7 +338,7 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
     from kgviz.index.pipeline import BuildParams, build, estimate_cost
     from kgviz.ingest import LoadLimits, load_paths
     from kgviz.providers.pricing import PriceTable
-    from kgviz.replay import is_sample_recording
+    from kgviz.replay import builds_without_descriptions
     from kgviz.workspace import open_workspace
 
     # Options and inputs are checked before the workspace opens: opening creates the database.
@@ -352,9 +352,9 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
     if args.keep_failed:
         overrides["retry_failed"] = False
     ket = _ket_overrides(args)
-    if "ket_descriptions" not in ket and is_sample_recording(args.llm or settings.llm_spec):
-        # the bundled recording's method runs were recorded without the skeleton's descriptions, and
-        # it holds descriptions for three documents only: its build goes without them unless asked
+    if "ket_descriptions" not in ket and builds_without_descriptions(args.llm or settings.llm_spec):
+        # a recording without description replies (or the bundled one, whose method runs were
+        # recorded without them) builds without them unless asked: kgviz.replay.builds_without_descriptions
         ket["ket_descriptions"] = False
     if args.batch:
         overrides["batch"] = True

@@ -9,6 +9,8 @@ embedder (``SAMPLE_EMBEDDER``), the questions, the methods' default params and e
 """
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -48,6 +50,32 @@ SAMPLE_BUILD_DESCRIBED = BuildParams(chunk_tokens=300, chunk_overlap=30, ket_des
 SAMPLE_DESCRIBED_DOCS = ("agnes_vohl.md", "aster_wren.md", "ossel_marine_institute.md")
 # cheap retrieval first, so a recording cut short by time still covers whole questions
 RECORD_METHODS = ("text-rag", "no-retrieval", "kg-retriever", "ket-rag", "kg-rag", "kg-infused")
+
+
+def builds_without_descriptions(llm_spec: str) -> bool:
+    """``llm_spec`` replays a recording whose builds go without the skeleton's LLM descriptions by
+    default (the app and ``kgviz build``; ``--ket-descriptions`` asks for them): the bundled sample
+    (as SAMPLE_BUILD), and any recording with no file of the "descriptions" phase (one made before
+    that prompt existed would otherwise stop at its first description prompt)."""
+    kind, _, path = (llm_spec or "").partition(":")
+    if kind != "recorded" or not path:
+        return False
+    if is_sample_recording(llm_spec):
+        return True
+    where = Path(path)
+    files = [where] if where.is_file() else sorted(where.glob("*.jsonl")) if where.is_dir() else []
+    return not any(_phase(f) == "descriptions" for f in files)
+
+
+def _phase(path: Path) -> str:
+    """The ``phase`` named in a recording file's header line ("" when it has none or is unreadable:
+    the recorded provider reports a bad file when it loads it)."""
+    try:
+        with path.open("rb") as fh:
+            head = json.loads(fh.readline(1_000_000).decode("utf-8"))
+    except (OSError, ValueError):
+        return ""
+    return str(head.get("phase", "")) if isinstance(head, dict) else ""
 
 
 def is_sample_recording(llm_spec: str) -> bool:

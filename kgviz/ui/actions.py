@@ -38,11 +38,11 @@ def build_params(ctx: AppContext, **overrides: Any) -> BuildParams:
     """BuildParams from the settings (chunk size, overlap, workers) plus page overrides."""
     base: dict[str, Any] = {"chunk_tokens": ctx.settings.chunk_tokens, "chunk_overlap": ctx.settings.chunk_overlap,
                             "workers": ctx.settings.workers}
-    from kgviz.replay import is_sample_recording
+    from kgviz.replay import builds_without_descriptions
 
-    if is_sample_recording(ctx.llm_spec):
-        # the bundled recording's method runs were recorded on a graph without the skeleton's LLM
-        # descriptions, and it holds descriptions for three documents only (kgviz.replay.SAMPLE_BUILD)
+    if builds_without_descriptions(ctx.llm_spec):
+        # a recording without description replies (or the bundled one, whose method runs were
+        # recorded on a graph without them): kgviz.replay.builds_without_descriptions
         base["ket_descriptions"] = False
     base.update({k: v for k, v in overrides.items() if v is not None})
     return BuildParams(**base)

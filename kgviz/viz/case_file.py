@@ -6,7 +6,6 @@ the offline pyvis page inside an ``iframe srcdoc``), so it opens from disk witho
 """
 from __future__ import annotations
 
-import html
 from typing import Any, Sequence
 
 from kgviz.graph.protocol import GraphStore
@@ -14,17 +13,7 @@ from kgviz.safe_text import safe_text
 from kgviz.verify.comparison import Comparison, MethodResult, overlap_matrix
 from kgviz.verify.judge import ClaimVerdict
 from kgviz.verify.outcome import Outcome, judge_caution
-
-# a supported claim is pale blue, not green: supported by its context is not right (kgviz.verify.outcome
-# keeps green for an answer both right and grounded)
-LABEL_COLOURS = {"supported": "#d3e5f5", "contradicted": "#ffcdd2", "not_found": "#e0e0e0", "unparsed": "#fff3cd"}
-LABEL_TEXT = {"supported": "supported", "contradicted": "contradicted", "not_found": "not found in context",
-              "unparsed": "judge reply unparsed"}
-
-
-def esc(value: object) -> str:
-    return html.escape(safe_text(value), quote=True)
-
+from kgviz.viz.verdict_style import LABEL_COLOURS, LABEL_TEXT, esc
 
 def highlight_answer(answer: str, claims: Sequence[ClaimVerdict]) -> str:
     """The answer with each located claim in a span coloured by its verdict. Claims that overlap

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from kgviz.verify.evidence import CitedItem, ClaimEvidence
-from kgviz.viz.case_file import LABEL_COLOURS, LABEL_TEXT, esc
+from kgviz.viz.verdict_style import LABEL_COLOURS, LABEL_TEXT, esc
 
 SPAN_COLOURS = {"contradicted": "#ef9a9a", "supported": "#fff59d"}  # marked span fill
 SPAN_TEXT = {"contradicted": "contradicting span", "supported": "supporting span"}

@@ -12,7 +12,7 @@ from kgviz.errors import EmbedderMismatchError, GraphStoreError, SchemaVersionEr
 from kgviz.graph.store import DB_FILENAME, SCHEMA_VERSION, GraphStore
 
 DIM = 8
-NODE_TABLES = {"Meta", "Document", "Chunk", "SubChunk", "Entity", "Triple", "Keyword", "Extraction"}
+NODE_TABLES = {"Meta", "Document", "Chunk", "SubChunk", "Entity", "Triple", "Keyword", "Extraction", "Description"}
 REL_TABLES = {"HAS_CHUNK", "SUB_CHUNK_OF", "MENTIONS", "SUBJ", "OBJ", "FROM_CHUNK", "RELATED",
               "SIMILAR_DOC", "KNN", "HAS_KEYWORD"}
 
