@@ -100,11 +100,13 @@ def run_comparison(ctx: AppContext, question: str, methods: Sequence[str], golds
     keys = {m: run_key(ctx, m, question, budget) for m in methods}
     cached = {m: run for m, k in keys.items() if (run := cached_run(k)) is not None}
     live = st.empty()
-    with live.container():
-        on_result = live_cards(list(methods), cached)
-        comparison = cmp.compare(question, list(methods), method_context(ctx), golds, cached=cached,
-                                 budget_tokens=budget, on_result=on_result)
-    live.empty()  # the full comparison is drawn below, from the session state
+    try:
+        with live.container():
+            on_result = live_cards(list(methods), cached)
+            comparison = cmp.compare(question, list(methods), method_context(ctx), golds, cached=cached,
+                                     budget_tokens=budget, on_result=on_result)
+    finally:  # the full comparison is drawn below, from the session state (or the error, by the page)
+        live.empty()
     cache: dict[str, Run] = st.session_state.setdefault(tui.K_RUNS, {})
     for r in comparison.results:
         if not r.run.error:  # a failed run is retried next time rather than cached
