@@ -14,20 +14,37 @@ without a budget param gets ``kgviz.answer.DEFAULT_BUDGET_TOKENS``. ``answer_bud
 request's budget once into a ``Budget`` (tokens and which of the three applied); the answer step
 uses it, and the ``Run`` keeps it with the step's cut (``answer_cut``: what was kept, the tokens
 used, the rule), so the funnel and the evaluation read them instead of re-deriving them.
+
+Several methods on one question (``run_methods``, ``iter_runs``) run in a thread pool: each run
+has its own Tracer, the store hands every thread its own Kùzu connection and the usage ledger is
+locked, so they share the MethodContext (as batch evaluation does). They also share read-only
+work through ``shared_work``: an embedding asked for by several methods (the question's, above
+all) is computed once per call. A run's result never depends on the others or on the order they
+finish in: a test compares concurrent and sequential runs field by field.
 """
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence, TypeVar
+
+import numpy as np
 
 from kgviz.answer import DEFAULT_BUDGET_TOKENS, Budget, BudgetCut, answer_with_cut
 from kgviz.errors import ConfigError, KgvizError
 from kgviz.methods import algorithm_lines
 from kgviz.methods.base import Method, MethodContext, RetrievedContext, TraceStep, Tracer, params_to_dict
 from kgviz.methods.registry import get_method
+from kgviz.reasoning import Reasoner
 from kgviz.types import Usage
+
+# Methods run at once by run_methods / iter_runs (ours). Offline, most of a method is Python
+# holding the GIL, so more threads mostly interleave; Kùzu queries, numpy and provider calls
+# release it, and with a remote LLM the runs wait on the network side by side.
+RUN_WORKERS = 4
 
 
 @dataclass
@@ -189,18 +206,108 @@ def run_method(name: str, question: str, ctx: MethodContext, params: Any = None,
                preset=preset_name(method, preset), budget=budget, answer_cut=cut)
 
 
-def run_methods(names: Sequence[str], question: str, ctx: MethodContext,
-                params: Mapping[str, Any] | None = None, *, presets: Mapping[str, str] | None = None,
-                budget_tokens: int | None = None) -> list[Run]:
-    """``run_method`` for each name in order. ``params`` / ``presets`` map method name -> value.
-    Every name and parameter is validated before the first method runs."""
-    params = params or {}
-    presets = presets or {}
+class SharedEmbedder:
+    """An embedder that remembers what it embedded for the runs of one call, so the question's
+    vector (embedded by kg-infused, kg-retriever, KET, text-rag, the offline answerer, ...) is
+    computed once. Keyed on the whole list of texts: a text embedded inside another batch is not
+    reused, since a neural embedder's vector can depend on its batch (padding). Hands out
+    copies, so a method that changes its array in place cannot change another's."""
+
+    MAX_ENTRIES = 256  # ours: a comparison embeds a few dozen distinct batches; cap the rest
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.id = inner.id
+        self.dim = inner.dim
+        self._memo: dict[tuple[str, ...], np.ndarray] = {}
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    def __repr__(self) -> str:
+        return f"SharedEmbedder({self.inner!r})"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        key = tuple(texts)
+        with self._lock:
+            found = self._memo.get(key)
+            if found is not None:
+                self.hits += 1
+                return found.copy()
+        vectors = np.asarray(self.inner.embed(texts))
+        with self._lock:
+            if len(self._memo) < self.MAX_ENTRIES:
+                self._memo[key] = vectors.copy()
+        return vectors
+
+
+def shared_work(ctx: MethodContext) -> MethodContext:
+    """``ctx`` with an embedder shared by the runs of one call (SharedEmbedder); the store, LLM,
+    ledger and prices are the same objects. A context that already shares is returned as is."""
+    r = ctx.reasoner
+    if isinstance(r.embedder, SharedEmbedder):
+        return ctx
+    return MethodContext(ctx.store, Reasoner(r.llm, SharedEmbedder(r.embedder), ledger=r.ledger, prices=r.prices))
+
+
+def validate_names(names: Sequence[str], params: Mapping[str, Any], presets: Mapping[str, str]) -> None:
+    """Every method, preset and parameter exists (a ConfigError naming the first that does not)."""
     for n in list(params) + list(presets):
         if n not in names:
             raise ConfigError(f"params or preset given for {n!r}, which is not among the methods run: "
                               f"{', '.join(names)}")
     for n in names:  # fail fast on typos before spending any LLM calls
         resolve_params(get_method(n), params.get(n), presets.get(n))
-    return [run_method(n, question, ctx, params.get(n), preset=presets.get(n), budget_tokens=budget_tokens)
-            for n in names]
+
+
+def iter_runs(names: Sequence[str], question: str, ctx: MethodContext,
+              params: Mapping[str, Any] | None = None, *, presets: Mapping[str, str] | None = None,
+              budget_tokens: int | None = None, workers: int = RUN_WORKERS) -> Iterator[tuple[int, Run]]:
+    """(position in ``names``, Run) for each method, in the order they finish; ``workers`` at a
+    time (1: one after another, in order). Everything is validated before the first method runs.
+    A failing method yields its failed Run like any other; leaving the loop early cancels the
+    runs not yet started (those already running finish in the background)."""
+    params = params or {}
+    presets = presets or {}
+    validate_names(names, params, presets)
+    if not question.strip():
+        raise ConfigError("the question is empty")
+    ctx = shared_work(ctx)
+
+    def one(i: int) -> Run:
+        n = names[i]
+        return run_method(n, question, ctx, params.get(n), preset=presets.get(n), budget_tokens=budget_tokens)
+
+    yield from as_finished(one, len(names), workers)
+
+
+T = TypeVar("T")
+
+
+def as_finished(work: Callable[[int], T], count: int, workers: int = RUN_WORKERS) -> Iterator[tuple[int, T]]:
+    """(i, work(i)) for i in range(count), in the order they finish, ``workers`` threads at a time
+    (1: in order, in the calling thread). An exception from ``work`` is raised here, in the
+    caller's thread. Leaving the loop early cancels the work not yet started."""
+    if workers <= 1 or count <= 1:
+        for i in range(count):
+            yield i, work(i)
+        return
+    pool = ThreadPoolExecutor(max_workers=min(workers, count), thread_name_prefix="kgviz-run")
+    try:
+        futures: dict[Future[T], int] = {pool.submit(work, i): i for i in range(count)}
+        for fut in as_completed(futures):
+            yield futures[fut], fut.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def run_methods(names: Sequence[str], question: str, ctx: MethodContext,
+                params: Mapping[str, Any] | None = None, *, presets: Mapping[str, str] | None = None,
+                budget_tokens: int | None = None, workers: int = RUN_WORKERS) -> list[Run]:
+    """``run_method`` for each name, ``workers`` at a time (``iter_runs``); the runs are returned
+    in the order of ``names``. ``params`` / ``presets`` map method name -> value. Every name and
+    parameter is validated before the first method runs."""
+    runs: list[Run | None] = [None] * len(names)
+    for i, run in iter_runs(names, question, ctx, params, presets=presets, budget_tokens=budget_tokens,
+                            workers=workers):
+        runs[i] = run
+    return [r for r in runs if r is not None]

@@ -66,17 +66,17 @@ def test_overlap_matrix_is_symmetric(comparison: cmp.Comparison) -> None:
 
 def test_cached_runs_are_reused_not_rerun(kg: FixtureGraph, comparison: cmp.Comparison,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    ran: list[list[str]] = []
-    real = cmp.run_methods
+    ran: list[str] = []
+    real = cmp.run_method
 
-    def spy(names, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202 - passthrough
-        ran.append(list(names))
-        return real(names, *a, **kw)
+    def spy(name, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202 - passthrough
+        ran.append(name)
+        return real(name, *a, **kw)
 
-    monkeypatch.setattr(cmp, "run_methods", spy)
+    monkeypatch.setattr(cmp, "run_method", spy)
     cached = {r.method: r.run for r in comparison.results if r.method != "kg-rag"}
     again = cmp.compare(QUESTION, METHODS, kg.ctx, cached=cached)
-    assert ran == [["kg-rag"]]
+    assert ran == ["kg-rag"]
     assert again.results[1].run is cached["kg-retriever"]
     assert again.results[0].metrics is None and again.presence is None  # no gold this time
     with pytest.raises(ConfigError):

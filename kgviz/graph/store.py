@@ -145,6 +145,8 @@ class _Handle:
         self.generation = 0
         self.matrix_lock = threading.Lock()
         self.matrices: dict[str, tuple[int, Any]] = {}
+        self.derived_lock = threading.Lock()
+        self.derived: dict[str, tuple[int, Any]] = {}  # GraphStore.derived
         self.indexes_checked = False  # GraphStore._drop_broken_indexes ran on this Database
 
     @contextmanager
@@ -512,6 +514,22 @@ class GraphStore:
     def _pk(self, table: str) -> str:
         self._node_table(table)
         return self._catalog().primary_keys[table]
+
+    def derived(self, key: str, load: Callable[[GraphStore], Any]) -> Any:
+        """``load(self)``, computed once per state of the database and shared by every store and
+        thread of this process (each browser session of the app): kept on the Database handle
+        until the next write statement, and gone with the handle. For read-only views of the
+        graph that are slow to make (e.g. every text normalised for a search). A write during
+        the load makes the next call load again."""
+        handle = self._handle
+        with handle.derived_lock:  # one load at a time: a second asker waits for the first
+            generation = handle.generation
+            found = handle.derived.get(key)
+            if found is not None and found[0] == generation:
+                return found[1]
+            value = load(self)
+            handle.derived[key] = (generation, value)
+            return value
 
     # -- queries and writes ------------------------------------------------------------------------
     def query(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -5,6 +5,10 @@ Runs share the Trace page's session cache (``kgviz.ui.trace.K_RUNS``, keyed by
 ``kgviz.ui.trace.run_key``) with the parameters the Trace form starts from, so a method already
 traced is not re-run here, and "Open in Trace" shows exactly the run compared here (Trace finds
 it in the cache instead of asking to run it again). A non-default answer budget gets its own key.
+
+While a comparison runs, each method's card is drawn as soon as that method is run and verified
+(``live_cards``), in the place it will keep; when all are done the live cards make way for the
+full comparison (cards with their "Open in Trace" buttons, overlay, funnel, export).
 """
 from __future__ import annotations
 
@@ -96,9 +100,14 @@ def run_comparison(ctx: AppContext, question: str, methods: Sequence[str], golds
     budget = None if budget_tokens in (None, DEFAULT_BUDGET_TOKENS) else int(budget_tokens)
     keys = {m: run_key(ctx, m, question, budget) for m in methods}
     cached = {m: run for m, k in keys.items() if (run := cached_run(k)) is not None}
-    with st.spinner(f"Running {len(methods) - len(cached)} method(s), reusing {len(cached)}; then verifying…"):
-        comparison = cmp.compare(question, list(methods), method_context(ctx), golds, cached=cached,
-                                 budget_tokens=budget)
+    live = st.empty()
+    try:
+        with live.container():
+            on_result = live_cards(list(methods), cached)
+            comparison = cmp.compare(question, list(methods), method_context(ctx), golds, cached=cached,
+                                     budget_tokens=budget, on_result=on_result)
+    finally:  # the full comparison is drawn below, from the session state (or the error, by the page)
+        live.empty()
     cache: dict[str, Run] = st.session_state.setdefault(tui.K_RUNS, {})
     for r in comparison.results:
         if not r.run.error:  # a failed run is retried next time rather than cached
@@ -108,6 +117,39 @@ def run_comparison(ctx: AppContext, question: str, methods: Sequence[str], golds
         cache.pop(next(iter(cache)))
     provenance.keep(K_COMPARISON, (comparison, keys if budget is None else {}), ctx)
     return comparison
+
+
+def live_cards(methods: list[str], cached: dict[str, Run]) -> cmp.OnResult:
+    """A card per method, each saying it is running, in the grid the comparison will use; returns
+    the callback that draws a finished method's card in its place (no buttons: the full
+    comparison that follows has them)."""
+    status = st.empty()
+    total = len(methods)
+    done: list[str] = []
+
+    def say() -> None:
+        pending = [m for m in methods if m not in done]
+        status.caption(md_text(f"{len(done)} of {total} methods done (reusing {len(cached)} runs already "
+                               f"made); running: {', '.join(pending) or 'none'}; each card is verified as it "
+                               "finishes."))
+
+    say()
+    slots = []
+    for start in range(0, total, COLUMNS_PER_ROW):
+        for col, m in zip(st.columns(COLUMNS_PER_ROW, border=True), methods[start: start + COLUMNS_PER_ROW]):
+            slot = col.empty()
+            with slot.container():
+                st.subheader(m)
+                st.caption("running…")
+            slots.append(slot)
+
+    def on_result(i: int, result: cmp.MethodResult) -> None:
+        with slots[i].container():
+            method_column(result, "")
+        done.append(methods[i])
+        say()
+
+    return on_result
 
 
 def open_in_trace(ctx: AppContext, run: Run) -> None:

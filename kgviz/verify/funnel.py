@@ -25,7 +25,7 @@ from typing import Any, Iterable, Sequence
 
 from kgviz.graph import reads
 from kgviz.answer import DEFAULT_BUDGET_TOKENS, fit_budget
-from kgviz.answer_norm import contains
+from kgviz.answer_norm import contains, normalize_answer
 from kgviz.claims import is_abstention
 from kgviz.errors import UnknownMethodError
 from kgviz.graph.protocol import GraphStore
@@ -75,17 +75,50 @@ def _any_gold(text: str, golds: Sequence[str]) -> bool:
     return any(contains(text, g) for g in golds)
 
 
+@dataclass
+class NormalisedGraph:
+    """Every chunk text, entity name (with aliases) and triple text, SQuAD-normalised and padded
+    with a space each side, as ``kgviz.answer_norm.contains`` compares them. Normalising ~50k
+    texts is most of a gold scan (seconds on HotpotQA), so it is done once per state of the graph
+    and shared by every question and session (``GraphStore.derived``)."""
+
+    chunks: list[tuple[str, str]]  # (id, padded normalised text)
+    entities: list[tuple[str, str]]
+    triples: list[tuple[TripleFactRow, str]]  # (row of reads.triple_facts_all, padded text)
+
+
+def _pad(text: str) -> str:
+    return f" {normalize_answer(text)} "
+
+
+def _normalised_graph(store: GraphStore) -> NormalisedGraph:
+    return NormalisedGraph(
+        [(r["id"], _pad(r["text"] or "")) for r in reads.chunk_texts_all(store)],
+        [(r["id"], _pad(f"{r['name'] or ''} | {(r['aliases'] or '').replace('|', ' | ')}"))
+         for r in reads.entity_names_all(store)],
+        [(r, _pad(r["text"] or "")) for r in reads.triple_facts_all(store)])
+
+
+def _graph_texts(store: GraphStore) -> NormalisedGraph:
+    derived = getattr(store, "derived", None)
+    return derived("funnel.normalised_texts", _normalised_graph) if derived else _normalised_graph(store)
+
+
 def gold_presence(store: GraphStore, golds: Sequence[str], params: FunnelParams = FunnelParams()) -> GoldPresence:
-    """Scan chunk texts, entity names and triple texts for the gold answers (in Python, because
-    SQuAD normalisation is not expressible in Cypher), then collect the nodes near them."""
+    """Find the gold answers in chunk texts, entity names and triple texts (in Python, because
+    SQuAD normalisation is not expressible in Cypher; on texts normalised once per graph state,
+    the same whole-token test as ``contains``), then collect the nodes near them."""
     golds = [g for g in golds if g.strip()]
     p = GoldPresence(golds)
-    p.corpus_chunks = [r["id"] for r in reads.chunk_texts_all(store)
-                       if _any_gold(r["text"] or "", golds)]
-    p.graph_entities = [r["id"] for r in reads.entity_names_all(store)
-        if _any_gold(f"{r['name'] or ''} | {(r['aliases'] or '').replace('|', ' | ')}", golds)]
-    triples = [r for r in reads.triple_facts_all(store)
-               if _any_gold(r["text"] or "", golds)]
+    needles = [f" {n} " for n in (normalize_answer(g) for g in golds) if n]
+
+    def hit(padded: str) -> bool:
+        return any(n in padded for n in needles)
+
+    texts = _graph_texts(store)
+    p.corpus_chunks = [i for i, t in texts.chunks if hit(t)]
+    p.graph_entities = [i for i, t in texts.entities if hit(t)]
+    triples = [r for r, t in texts.triples if hit(t)]
     p.graph_triples = [r["id"] for r in triples]
     p.related = _related(store, p, triples, params)
     return p

@@ -1,6 +1,6 @@
 """Compare end to end in a real browser: `streamlit run app.py` (temp KGVIZ_HOME, offline), Debian
 chromium via Playwright. Load the sample, compare every method on a sample question, see one
-column per method and the evidence overlay drawn, download the HTML case file and open it from
+column per method (the cards drawn one by one as the methods finish, each with its verdict) and the evidence overlay drawn, download the HTML case file and open it from
 disk with every network request blocked and recorded (there must be none).
 
 Needs /usr/bin/chromium; skipped otherwise, unless KGVIZ_REQUIRE_BROWSER=1 (then it fails).
@@ -43,10 +43,27 @@ def test_compare_all_methods_overlay_and_offline_case_file(
     page.get_by_test_id("stRadioGroup").get_by_text("Sample questions").click()
     compare = page.get_by_role("button", name="Compare", exact=True)
     expect(compare).to_be_enabled(timeout=30_000)
+    # every progress line the page draws while the methods run ("k of n methods done ...")
+    page.evaluate("""() => {
+        window.kgvizProgress = [];
+        new MutationObserver(() => {
+            for (const el of document.querySelectorAll('[data-testid="stCaptionContainer"]')) {
+                const t = el.textContent;
+                if (/ of \\d+ methods done/.test(t) && !window.kgvizProgress.includes(t)) window.kgvizProgress.push(t);
+            }
+        }).observe(document.body, {childList: true, subtree: true, characterData: true});
+    }""")
     compare.click()
     for m in methods:  # one column per method, headed by its name
         expect(page.get_by_role("heading", name=m, exact=True)).to_be_visible(timeout=WORK_S * 1000)
-    expect(page.locator(".kgviz-verdict")).to_have_count(len(methods), timeout=30_000)
+    expect(page.locator(".kgviz-verdict")).to_have_count(len(methods), timeout=WORK_S * 1000)
+    expect(page.get_by_role("heading", name="Evidence overlay")).to_be_visible(timeout=WORK_S * 1000)
+    # the cards came one by one: the page said so while some methods were done and others running
+    progress = page.evaluate("window.kgvizProgress")
+    done = sorted({int(t.split(" of ")[0].split()[-1]) for t in progress})
+    assert done and done[0] == 0, progress
+    assert any(0 < k < len(methods) for k in done), progress
+    assert len(done) > 2, progress
     expect(page.get_by_text("Hallucination = an answer").first).to_be_visible()
 
     page.screenshot(path=str(tmp_path / "e2e_compare_columns.png"))

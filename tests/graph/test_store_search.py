@@ -254,3 +254,29 @@ def test_the_cached_matrix_follows_writes(store: GraphStore) -> None:
     store.bulk_load_nodes("Entity", [{"id": "planted", "name": "planted", "origin": "corpus", "emb": q}])
     again = store.vector_search("Entity", q, 3)
     assert again[0][0] == "planted" and again[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_filtered_search_on_the_cached_matrix_equals_a_fresh_read(store: GraphStore) -> None:
+    """A filtered exact search picks its rows from the cached matrix (grouped by the filter's
+    values once per database state) and returns exactly what reading the matching rows gives."""
+    load_entities(store, 300, seed=21, prefix="c", origin="corpus")
+    load_entities(store, 60, seed=22, prefix="k", origin="curated")
+    rng = np.random.default_rng(23)
+    for _ in range(5):
+        q = np.asarray(unit(rng.normal(size=DIM)), dtype=np.float32)
+        for origin in ("corpus", "curated"):
+            cond = [("origin", origin, "STRING")]
+            hits = store.vector_search("Entity", q, 7, where={"origin": origin})
+            assert hits == search_module._exact_search(store, "Entity", q, 7, cond)
+            assert all(h[0].startswith({"corpus": "c", "curated": "k"}[origin]) for h in hits)
+
+
+def test_the_filtered_rows_follow_writes(store: GraphStore) -> None:
+    load_entities(store, 50, seed=24, prefix="k", origin="curated")
+    q = unit(np.eye(DIM)[3])
+    before = store.vector_search("Entity", q, 3, where={"origin": "curated"})
+    assert "planted" not in [h[0] for h in before]
+    store.bulk_load_nodes("Entity", [{"id": "planted", "name": "planted", "origin": "curated", "emb": q}])
+    after = store.vector_search("Entity", q, 3, where={"origin": "curated"})
+    assert after[0][0] == "planted"
+    assert store.vector_search("Entity", q, 3, where={"origin": "corpus"}) == []

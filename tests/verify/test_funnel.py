@@ -93,3 +93,20 @@ def test_baseline_and_failed_runs(kg: FixtureGraph) -> None:
     assert funnel_row(run("no-retrieval", "insufficient information"), p).label == "no retrieval"
     failed = funnel_row(run("kg-rag", "", error="index missing"), p)
     assert failed.label == "method failed" and failed.explanation == "index missing"
+
+
+def test_gold_presence_on_texts_normalised_once_equals_a_scan_with_contains(kg: FixtureGraph) -> None:
+    """The graph's texts are normalised once per database state; what is found is what
+    ``contains`` finds text by text (whole tokens, SQuAD normalisation, aliases)."""
+    from kgviz.answer_norm import contains
+    from kgviz.graph import reads
+
+    for golds in (["portugal"], ["400,000"], ["The Tagus", "Marta Ruiz"], ["Madrid"], ["  ", "ruiz"]):
+        p = gold_presence(kg.store, golds)
+        g = [x for x in golds if x.strip()]
+        hit = lambda text: any(contains(text, x) for x in g)  # noqa: E731
+        assert p.corpus_chunks == [r["id"] for r in reads.chunk_texts_all(kg.store) if hit(r["text"] or "")]
+        assert p.graph_entities == [r["id"] for r in reads.entity_names_all(kg.store)
+                                    if hit(f"{r['name'] or ''} | {(r['aliases'] or '').replace('|', ' | ')}")]
+        assert p.graph_triples == [r["id"] for r in reads.triple_facts_all(kg.store) if hit(r["text"] or "")]
+    assert gold_presence(kg.store, ["portugal"]).graph_triples  # something is found at all
