@@ -117,28 +117,20 @@ class CompletionCache:
         )
 
     def get(self, key: str) -> tuple[str, str, Usage, dict[str, Any]] | None:
-        try:
-            with self._lock:
-                row = self._conn.execute(
-                    "SELECT text, reply_model, input_tokens, output_tokens, latency_s, raw FROM completions "
-                    "WHERE key = ? AND accepted = 1",
-                    (key,),
-                ).fetchone()
-        except sqlite3.Error as exc:
-            raise self._failed(exc) from exc
-        if row is None:
-            return None
-        text, reply_model, tin, tout, latency, raw = row
-        return text, reply_model, Usage(input_tokens=tin, output_tokens=tout, calls=1, latency_s=latency), json.loads(raw)
+        return self._reply(key, "accepted = 1")
 
     def unjudged(self, key: str) -> tuple[str, str, Usage, dict[str, Any]] | None:
         """A reply stored pending and never rejected: it reached us but no task has read it yet (a
         batch reply collected by a build that was then stopped; kgviz.index.batch_extract)."""
+        return self._reply(key, "accepted = 0 AND rejection = ''")
+
+    def _reply(self, key: str, state: str) -> tuple[str, str, Usage, dict[str, Any]] | None:
+        """The stored reply for ``key`` in ``state`` (a fixed SQL condition of this class, never input)."""
         try:
             with self._lock:
                 row = self._conn.execute(
                     "SELECT text, reply_model, input_tokens, output_tokens, latency_s, raw FROM completions "
-                    "WHERE key = ? AND accepted = 0 AND rejection = ''",
+                    f"WHERE key = ? AND {state}",
                     (key,),
                 ).fetchone()
         except sqlite3.Error as exc:
