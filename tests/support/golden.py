@@ -151,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     sets = [("sample", SAMPLE_FILE, sample_runs)]
     if not args.no_hotpot and HOTPOT_DIR.exists():
         sets.append(("hotpotqa", HOTPOT_FILE, hotpot_runs))
+    elif not args.no_hotpot:  # a worktree or clone away from shared/: say so, never skip in silence
+        print(f"hotpotqa: skipped, no data at {HOTPOT_DIR} (set KGVIZ_DATA to the shared data folder)")
     changed = 0
     with tempfile.TemporaryDirectory() as tmp:
         for name, path, make in sets:
