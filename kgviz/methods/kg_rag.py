@@ -487,8 +487,8 @@ class _Walk:
         shown = [by_id[i] for i in ranking.ranked[: self.p.top_k]]
         visited = self.visited()
         facts = [self.g.labels[t] for t in self.path_facts()]
-        view = [{"n": i, "id": c.id, "fact": c.fact, "score": ranking.score[c.id], "target_visited": c.target in visited}
-                for i, c in enumerate(shown, 1)]
+        view = [{"n": i, "id": c.id, "fact": c.fact, "score": ranking.score[c.id],
+                 "target_visited": c.target in visited} for i, c in enumerate(shown, 1)]
         res, s = self.tr.reason("kgrag_choose", title=choose_title(hood.hop), kind="select",
                                 question=self.q, plan=self.plan, path_facts=facts, candidates=view,
                                 width=self.p.width)
