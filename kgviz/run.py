@@ -174,7 +174,7 @@ def answer_budget(method: Method, params: Any, budget_tokens: int | None) -> Bud
     return Budget(DEFAULT_BUDGET_TOKENS, "default")
 
 
-def equal_budget_params(method: Method, params: Any, resolved: Any, tokens: int) -> Any:
+def equal_budget_params(method: Method, params: object, resolved: Any, tokens: int) -> Any:
     """``resolved`` (the method's Params from ``params`` and its preset) with its ``budget_param``
     reading ``tokens``; unchanged for a method that stops on its own. An override in ``params``
     naming the budget field with another value contradicts the equal budget: ConfigError rather
@@ -188,7 +188,7 @@ def equal_budget_params(method: Method, params: Any, resolved: Any, tokens: int)
     return dataclasses.replace(resolved, **{name: tokens})
 
 
-def resolve_run(method: Method, params: Any = None, preset: str | None = None, budget_tokens: int | None = None,
+def resolve_run(method: Method, params: object = None, preset: str | None = None, budget_tokens: int | None = None,
                 *, equal_budget: bool = False) -> tuple[Any, Budget]:
     """A run request resolved once: the method's Params and the answer step's Budget. With
     ``equal_budget`` (the equal-budget evaluation) ``budget_tokens`` is the method's own context

@@ -36,7 +36,7 @@ from kgviz.index.ket import KetParams, core_ranking, ket_info, n_core
 from kgviz.index.knn import content_words
 from kgviz.methods.base import ContextItem, MethodContext, RetrievedContext, Tracer, TraceStep, mark_ours
 from kgviz.methods.budget import stop_at_first_overflow
-from kgviz.methods.ket_cache import keyword_view, named_entities, triple_cosines
+from kgviz.methods.ket_cache import KeywordView, keyword_view, named_entities, triple_cosines
 from kgviz.methods.ket_descriptions import DescriptionView, description_view
 from kgviz.methods.ket_narrator import (
     RRF_K, KeywordVoice, SkeletonVoice, end_table, narrate_fill, narrate_nothing, narrate_pool, narrate_ranking,
@@ -212,7 +212,7 @@ class _KetEngine:
         dv = self.descriptions
         return () if dv is None else tuple(x for x in chosen if dv.text(x) is None)
 
-    def question_bm25(self, view: Any) -> tuple[list[int], np.ndarray]:
+    def question_bm25(self, view: KeywordView) -> tuple[list[int], np.ndarray]:
         """The question's keywords (rows of ``view``, rarest first) and the BM25 of every sub-chunk
         over them: computed once per run, since both channels rank by it in lexical mode."""
         if self._bm25 is None:
@@ -424,7 +424,7 @@ class _KetEngine:
         narrate_fill(self.tracer, fill, ranking, pool, voice, label)
         return ch
 
-    def _keyword_pool(self, view: Any) -> tuple[KeywordPool, KeywordRanking]:
+    def _keyword_pool(self, view: KeywordView) -> tuple[KeywordPool, KeywordRanking]:
         """Alg. 4 line 2 (seed keywords until their sub-chunks hold the pool budget) and line 3
         (rank the pool's sub-chunks), sharing the sub-chunk cosines."""
         cfg = self.cfg
@@ -457,7 +457,7 @@ class _KetEngine:
             tokens=pool_tokens, budget=pool_budget, pool_mode=cfg.pool_mode)
         return seeds, self._rank_pool(view, ids, sims_of, lexical)
 
-    def _fill_pool(self, view: Any, order: Iterator[int], pool_budget: int, sims_of: Callable[[np.ndarray], np.ndarray]
+    def _fill_pool(self, view: KeywordView, order: Iterator[int], pool_budget: int, sims_of: Callable[[np.ndarray], np.ndarray]
                    ) -> tuple[list[int], dict[int, int], dict[int, list[int]], int]:
         """Alg. 4 line 2's loop: keywords taken from ``order`` (left just past the last one taken)
         until their sub-chunks hold ``pool_budget`` tokens. Returns the keyword rows taken, the pool
@@ -487,7 +487,7 @@ class _KetEngine:
                 break
         return seen, pool, via, pool_tokens
 
-    def _rank_pool(self, view: Any, ids: dict[int, str], sims_of: Callable[[np.ndarray], np.ndarray],
+    def _rank_pool(self, view: KeywordView, ids: dict[int, str], sims_of: Callable[[np.ndarray], np.ndarray],
                    lexical: np.ndarray | None) -> KeywordRanking:
         """Alg. 4 line 3: the pool's sub-chunks (``ids``: row -> id, in the order added) ranked by
         cosine (the paper), BM25 with cosine breaking ties (lexical), or both rankings fused by
@@ -501,7 +501,7 @@ class _KetEngine:
         bm25 = None if lexical is None else {sid: float(lexical[view.sub_index[sid]]) for sid in ranked}
         return KeywordRanking(tuple(ranked), score, cos, bm25)
 
-    def _keyword_fill(self, view: Any, pool: KeywordPool, ranking: KeywordRanking,
+    def _keyword_fill(self, view: KeywordView, pool: KeywordPool, ranking: KeywordRanking,
                       skip: set[str]) -> tuple[_Channel, KeywordFill]:
         """Alg. 4 line 4: the best-ranked sub-chunks not in the skeleton channel, while they fit."""
         ch, budget = _Channel(), self.cfg.keyword_budget
@@ -518,7 +518,7 @@ class _KetEngine:
         return ch, KeywordFill(tuple(chosen), tuple(over), tuple(fresh), dup, tokens, ch.used, budget)
 
 
-def _keyword_index(store: GraphStore) -> Any:
+def _keyword_index(store: GraphStore) -> KeywordView:
     view = keyword_view(store)
     if view is None or not view.kw_ids:
         raise MethodError("this graph has no KET keyword index (no Keyword nodes)",
