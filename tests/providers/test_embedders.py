@@ -5,7 +5,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -150,30 +152,69 @@ class _LengthModel:
 
     def __init__(self) -> None:
         self.batches: list[list[str]] = []
+        self._lock = threading.Lock()
 
     def embed(self, texts: list[str], batch_size: int):  # noqa: ANN201 - mirrors fastembed's generator
         for start in range(0, len(texts), batch_size):
             batch = texts[start:start + batch_size]
-            self.batches.append(batch)
+            with self._lock:
+                self.batches.append(batch)
             for t in batch:
                 row = np.zeros(8, dtype=np.float32)
                 row[0], row[1] = len(t), 1.0
                 yield row
 
 
-def test_fastembed_batches_similar_lengths_and_returns_rows_in_the_callers_order() -> None:
-    import threading
-
+def _scripted_embedder(workers: int, batch_size: int, batch_tokens: int) -> tuple[Any, _LengthModel]:
     from kgviz.providers.embedders import FastEmbedEmbedder
 
     emb = object.__new__(FastEmbedEmbedder)  # the batching logic alone, no model files
-    emb.model, emb.dim, emb.batch_size, emb._lock = "scripted", 8, 2, threading.Lock()
+    emb.model, emb.dim, emb.workers, emb._lock, emb._pool = "scripted", 8, workers, threading.Lock(), None
+    emb.batch_size, emb.batch_tokens = batch_size, batch_tokens
+    emb._token_lengths = lambda texts: [len(t) for t in texts]  # one token per character
     emb._model = fake = _LengthModel()
+    return emb, fake
+
+
+def test_plan_batches_sorts_by_length_and_caps_texts_and_padded_tokens() -> None:
+    from kgviz.providers.embedders import plan_batches
+
+    lengths = [9, 1, 5, 2, 7, 2, 30]
+    # at most 3 texts and 10 padded tokens (texts x the longest): [1, 2, 2] = 6, + 5 would be 20
+    assert plan_batches(lengths, max_tokens=10, max_texts=3) == [[1, 3, 5], [2], [4], [0], [6]]
+    # a roomy budget: only the count cuts; equal lengths keep the input order (3 before 5)
+    assert plan_batches(lengths, max_tokens=1000, max_texts=3) == [[1, 3, 5], [2, 4, 0], [6]]
+    assert plan_batches(lengths, max_tokens=1000, max_texts=100) == [[1, 3, 5, 2, 4, 0, 6]]
+    assert plan_batches([], 10, 3) == []
+    with pytest.raises(ValueError, match="positive"):
+        plan_batches([1], 0, 3)
+
+
+def test_fastembed_batches_by_length_and_returns_rows_in_the_callers_order() -> None:
+    emb, fake = _scripted_embedder(workers=1, batch_size=2, batch_tokens=100)
     texts = ["a" * 9, "b", "c" * 5, "d" * 2, "e" * 7]
     m = emb.embed(texts)
     assert fake.batches == [["b", "dd"], ["ccccc", "eeeeeee"], ["aaaaaaaaa"]]
     expected = l2_normalise(np.array([[len(t), 1] + [0] * 6 for t in texts], dtype=np.float64))
     assert np.allclose(m, expected)
+
+
+def test_fastembed_embeds_each_distinct_text_once() -> None:
+    emb, fake = _scripted_embedder(workers=1, batch_size=8, batch_tokens=1000)
+    texts = ["bb", "a", "bb", "ccc", "a", "bb"]
+    m = emb.embed(texts)
+    assert sorted(t for batch in fake.batches for t in batch) == ["a", "bb", "ccc"]
+    assert [round(float(r[0] / r[1])) for r in m] == [len(t) for t in texts]  # every row its own text's
+    assert emb.embed([]).shape == (0, 8)
+
+
+def test_fastembed_workers_give_the_same_rows_as_one() -> None:
+    texts = [chr(97 + i % 26) * (1 + (i * 37) % 50) + str(i) for i in range(200)]
+    one, _ = _scripted_embedder(workers=1, batch_size=8, batch_tokens=120)
+    two, fake = _scripted_embedder(workers=3, batch_size=8, batch_tokens=120)
+    assert np.array_equal(one.embed(texts), two.embed(texts))
+    assert len(fake.batches) > 3 and all(len(b) * max(map(len, b)) <= 120 or len(b) == 1 for b in fake.batches)
+    assert two._pool is not None  # the workers ran the batches
 
 
 def test_a_local_directory_gets_autos_load_budget(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
