@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from kgviz.methods import deciding
-from kgviz.methods.base import EdgeRef, NodeRef, Tracer, TraceStep
+from kgviz.methods.base import EdgeRef, NodeRef, Tracer, TraceStep, record_data
 from kgviz.methods.ket_records import (
     KeywordFill, KeywordPool, KeywordRanking, RankedUnit, SeedKeyword, SkeletonEmpty, SkeletonRelationships,
-    SkeletonSeeds, SkeletonTextUnits, record_data,
+    SkeletonSeeds, SkeletonTextUnits,
 )
 
 SHOWN_REJECTED = 25  # ours: rejected candidates listed per step (the data counts them all)

@@ -8,9 +8,8 @@ player shows. A record names its line (``LINE``) and is kept, as ``record_data``
 """
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
-from typing import Any, ClassVar, Mapping
+from dataclasses import dataclass
+from typing import ClassVar, Mapping
 
 
 @dataclass(frozen=True)
@@ -176,11 +175,3 @@ class SkeletonEmpty:
     LINE: ClassVar[str] = "Alg. 2 line 3"
     used: int
     budget: int
-
-
-def record_data(record: Any) -> dict[str, Any]:
-    """A record as trace data: its type, the algorithm line and its fields, in the shape JSON reads
-    back (tuples as lists), so that a step equals itself after a trace's round trip."""
-    data: dict[str, Any] = json.loads(json.dumps({"type": type(record).__name__, "line": record.LINE,
-                                                  **asdict(record)}))
-    return data

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from kgviz.methods import deciding
-from kgviz.methods.base import EdgeRef, NodeRef, Role, Tracer, TraceStep, mark_ours
+from kgviz.methods.base import EdgeRef, NodeRef, Role, Tracer, TraceStep, mark_ours, record_data
 from kgviz.methods.kg_infused_records import (
     BudgetFill, AnswerInput, DualRetrieval, Fact, Frontier, KgNote, Passage, PassageNote, QueryExpansion,
-    RoundCandidates, SeedEntities, SubgraphSummary, TripleSelection, record_data,
+    RoundCandidates, SeedEntities, SubgraphSummary, TripleSelection, 
 )
 
 SUMMARY_TITLE = "Subgraph summary (Table 14)"

@@ -12,7 +12,7 @@ Passage texts stay out: the store and the answer step's context hold them.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Mapping
 
 StopRule = Literal["", "no_triple", "no_new_entity", "max_rounds"]
@@ -266,17 +266,3 @@ class AnswerInput:
     rounds: int
     context_passages: bool
     budget_tokens: int
-
-
-def record_data(record: Any) -> dict[str, Any]:
-    """A record as trace data: its type, the paper line and its fields, in JSON's shapes (tuples as
-    lists), so a step equals itself read back from a saved trace."""
-    return {"type": type(record).__name__, "line": record.LINE, **_json_shaped(asdict(record))}
-
-
-def _json_shaped(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _json_shaped(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_shaped(v) for v in value]
-    return value

@@ -12,12 +12,11 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from kgviz.methods import deciding
-from kgviz.methods.base import EdgeRef, NodeRef, Role, Tracer, TraceStep, mark_ours
+from kgviz.methods.base import EdgeRef, NodeRef, Role, Tracer, TraceStep, mark_ours, record_data
 from kgviz.methods.kg_rag_records import (
     Candidate, Choice, ExplorationPlan, Neighbourhood, PathContext, Ranking, StartNodes, StepBack, Verdict,
 )
 # one serialisation for every method's records (type, algorithm line, fields)
-from kgviz.methods.ket_records import record_data
 from kgviz.task_results import KgRagPlan
 
 CURATED_TAG = "[curated] "  # ours: the trace label prefix of a curated node

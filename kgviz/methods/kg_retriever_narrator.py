@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from kgviz.methods import deciding
-from kgviz.methods.base import EdgeRef, NodeRef, Role, Tracer, TraceStep
+from kgviz.methods.base import EdgeRef, NodeRef, Role, Tracer, TraceStep, record_data
 from kgviz.methods.kg_retriever_records import (
-    Collaboration, EntityFilter, HopReach, TopDocuments, TripleContext, TripleSelection, record_data,
+    Collaboration, EntityFilter, HopReach, TopDocuments, TripleContext, TripleSelection, 
 )
 
 _RULES = {"one-hop": "w = 1 for every neighbour",

@@ -8,9 +8,8 @@ numbers that decided and the settings that bounded them, in their own types, bes
 """
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
-from typing import Any, ClassVar, Mapping
+from dataclasses import dataclass
+from typing import ClassVar, Mapping
 
 
 @dataclass(frozen=True)
@@ -149,11 +148,3 @@ class TripleContext:
     items: tuple[str, ...]
     tokens: int
     sentence_facts: int
-
-
-def record_data(record: Any) -> dict[str, Any]:
-    """A record as trace data: its type, the algorithm line and its fields, in the shape JSON reads
-    back (tuples as lists), so that a step equals itself after a trace's round trip."""
-    data: dict[str, Any] = json.loads(json.dumps({"type": type(record).__name__, "line": record.LINE,
-                                                  **asdict(record)}))
-    return data
