@@ -26,6 +26,7 @@ import asyncio
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import socket
@@ -136,8 +137,14 @@ async def trace_once(page: Any, url: str, item: dict[str, Any], method: str) -> 
     box = page.get_by_role("combobox", name="Method")
     await box.click()
     await page.keyboard.type(f"— {method}")
-    await page.keyboard.press("Enter")
+    # click the option itself: Enter picks whatever the list highlights, which under load can still be
+    # an earlier match of the typed prefix ("— kg-r" -> kg-rag for kg-retriever), and the player then
+    # never shows the method waited for (a 600 s timeout, as four Trace pages had)
+    await page.get_by_role("option", name=re.compile(rf"— {re.escape(method)}$")).click(timeout=STEP_S * 1000)
     await idle(page)
+    shown = await box.input_value(timeout=STEP_S * 1000)  # the picker's input holds the chosen label
+    if not shown.endswith(f"— {method}"):
+        raise RuntimeError(f"Trace: the method picker shows {shown!r}, not {method}")
     q = page.get_by_role("textbox", name="Question", exact=True)
     await q.fill(item["question"])
     await q.press("Enter")

@@ -19,6 +19,7 @@ no kuzu and talks to the database through the store's statement and catalog help
 """
 from __future__ import annotations
 
+import heapq
 import itertools
 import os
 import re
@@ -318,8 +319,13 @@ def _rank(ids: Any, normalised: np.ndarray, query: np.ndarray, k: int,
     if k < len(pool):  # only rows at least as good as the k-th (ties included) can make the cut
         kth = np.partition(rounded[pool], len(pool) - k)[len(pool) - k]
         pool = pool[rounded[pool] >= kth]
-    order = sorted(pool.tolist(), key=lambda i: (-rounded[i], ids[i]))
-    return [(str(ids[i]), float(scores[i])) for i in order[:k]]
+    # the sort key reads plain Python values: indexing numpy per comparison was most of a search
+    # when many rows tie with the k-th (hashing vectors: thousands of exact zeros)
+    at = pool.tolist()
+    neg = (-rounded[pool]).tolist()
+    names = [ids[i] for i in at]
+    order = heapq.nsmallest(k, range(len(at)), key=lambda j: (neg[j], names[j]))
+    return [(str(names[j]), float(scores[at[j]])) for j in order]
 
 
 def fts_index_of(store: SearchHost, table: str) -> tuple[str, list[str]] | None:

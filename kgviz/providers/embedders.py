@@ -40,6 +40,10 @@ _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)  # "Curie's" -> "curie", "s": the 
 STOPWORD_WEIGHT = 0.2  # ours: stopwords keep a little signal ("to be or not to be")
 MIXED_BIGRAM_WEIGHT = 0.6  # ours: "president of" says less than "united states"
 _FEATURE_CACHE_MAX = 200_000  # remembered feature slots (~40 MB) before starting over
+# Remembered vectors (a row depends on its text alone): a comparison embeds the same evidence
+# sentences for every method's answer step, and later questions meet the same passages again.
+_ROW_CACHE_MAX = 8_192  # rows of 768 float32 = ~25 MB, then starting over
+_ROW_CACHE_BATCH = 1_024  # larger batches (a build embedding whole tables once) bypass the cache
 
 
 class HashingEmbedder:
@@ -51,6 +55,7 @@ class HashingEmbedder:
         self.dim = int(dim)
         self.id = f"hashing-{self.dim}"
         self._features: dict[str, tuple[int, float]] = {}
+        self._rows: dict[str, np.ndarray] = {}
 
     def __repr__(self) -> str:
         return f"HashingEmbedder(dim={self.dim})"
@@ -86,6 +91,20 @@ class HashingEmbedder:
         return w
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 0 or len(texts) > _ROW_CACHE_BATCH:
+            return self._embed(texts)
+        known = self._rows  # shared by threads: read once per text, so a clear elsewhere loses nothing here
+        rows = {t: v for t in dict.fromkeys(texts) if (v := known.get(t)) is not None}
+        missing = [t for t in dict.fromkeys(texts) if t not in rows]
+        if missing:
+            fresh = dict(zip(missing, self._embed(missing)))
+            if len(known) + len(fresh) > _ROW_CACHE_MAX:
+                known.clear()  # only a speed-up: losing it changes no vector
+            known.update(fresh)
+            rows.update(fresh)
+        return np.stack([rows[t] for t in texts])
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
         rows: list[int] = []
         cols: list[int] = []
         vals: list[float] = []

@@ -352,15 +352,25 @@ def funnel_table(comparison: cmp.Comparison) -> None:
 
 
 def exports(comparison: cmp.Comparison, ctx: AppContext) -> None:
+    """Download buttons whose files are made when clicked (Streamlit calls ``data`` then, in its
+    own thread): a case file with its graph costs about as much as the rest of the page, and
+    making both files on every rerun kept each session's script busy for nothing (issue 28.6).
+    The human labels are read at the click, so a label saved after the comparison is in the file."""
     from kgviz.evaluate.labels import load_labels
 
-    labels = load_labels(ctx.db_dir)  # the case file carries the human labels and each claim's evidence
-    store = resources.store(ctx)
+    store = resources.store(ctx)  # resolved here: the callables run outside the script
+
+    def html() -> str:
+        return cmp.case_file_html(comparison, store, labels=load_labels(ctx.db_dir))
+
+    def json() -> str:
+        return cmp.case_file_json(comparison, store, labels=load_labels(ctx.db_dir))
+
     c = st.columns(2)
-    c[0].download_button("Download case file (HTML)", cmp.case_file_html(comparison, store, labels=labels),
+    c[0].download_button("Download case file (HTML)", html,
                          file_name=export_name("case", comparison.question, made_at(K_COMPARISON), "html"),
                          mime="text/html", key="kgviz_cmp_export_html")
-    c[1].download_button("Download JSON", cmp.case_file_json(comparison, store, labels=labels),
+    c[1].download_button("Download JSON", json,
                          file_name=export_name("comparison", comparison.question, made_at(K_COMPARISON), "json"),
                          mime="application/json", key="kgviz_cmp_export_json")
 

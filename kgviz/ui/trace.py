@@ -277,10 +277,13 @@ def step_viewer(run: Run, key: str, ctx: AppContext, *, present: bool = False) -
 
 
 def lesson_button(run: Run, ctx: AppContext) -> None:
-    """Download this run as a lesson: one HTML file that plays offline, in presentation mode."""
+    """Download this run as a lesson: one HTML file that plays offline, in presentation mode. The
+    file is made when the button is clicked (Streamlit calls ``data`` then), not on every rerun
+    of the page: it inlines the player and the graph, as costly as the page's own player."""
     from kgviz.viz.lesson import lesson_html
 
-    st.download_button("Download lesson (HTML)", lesson_html([run], resources.store(ctx)),
+    store = resources.store(ctx)  # resolved here: the callable runs outside the script
+    st.download_button("Download lesson (HTML)", lambda: lesson_html([run], store),
                        file_name=f"kgviz-lesson-{run.method}.html", mime="text/html", key=K_LESSON,
                        help="One self-contained file (player, algorithm box, steps; no server, no network) "
                             "to open from a USB stick. For two methods side by side: kgviz lesson … --method A --method B.")

@@ -52,6 +52,36 @@ def test_hashing_stopwords_count_less_than_content_words() -> None:
     assert q @ content > q @ stop
 
 
+def test_hashing_remembered_rows_equal_fresh_ones_bit_for_bit() -> None:
+    """A row depends on its text alone, so the embedder remembers rows: a text embedded again,
+    alone or in another batch, in another order or twice in one batch, gets the very vector a
+    fresh embedder computes, and a caller changing the returned array changes nothing kept."""
+    texts = [*SAMPLES, "Agnes Vohl founded the Ossel Marine Institute.", "Kellhaven lies on the Tarrow."]
+    fresh = HashingEmbedder().embed(texts)
+    emb = HashingEmbedder()
+    first = emb.embed(texts[:3])
+    first[:] = 0.0  # the caller's copy
+    again = emb.embed(list(reversed(texts)) + [texts[1]])
+    assert again.dtype == np.float32 and again.shape == (len(texts) + 1, 768)
+    assert np.array_equal(again[: len(texts)], fresh[::-1]) and np.array_equal(again[-1], fresh[1])
+    assert np.array_equal(emb.embed(texts[:3]), fresh[:3])
+
+
+def test_hashing_forgetting_rows_changes_no_vector(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past its bound the remembered rows are dropped (and big batches, a build's, skip them):
+    the vectors stay those of a fresh embedder."""
+    from kgviz.providers import embedders
+
+    monkeypatch.setattr(embedders, "_ROW_CACHE_MAX", 4)
+    monkeypatch.setattr(embedders, "_ROW_CACHE_BATCH", 3)
+    texts = [f"text number {i} about Curie" for i in range(6)]
+    fresh = dict(zip(texts, HashingEmbedder()._embed(texts)))  # computed, never remembered
+    emb = HashingEmbedder()
+    for batch in (texts[:2], texts[2:4], texts[1:4], texts, texts[3:], texts[:2]):
+        assert np.array_equal(emb.embed(batch), np.stack([fresh[t] for t in batch]))
+        assert len(emb._rows) <= 4
+
+
 def test_hashing_dim_is_in_the_id_and_the_spec() -> None:
     emb, notice = make_embedder("hashing:1024")
     assert (emb.id, emb.dim, notice) == ("hashing-1024", 1024, None)
