@@ -246,7 +246,7 @@ def _exact_matrix(store: SearchHost, table: str) -> tuple[Any, np.ndarray] | Non
     files (kgviz.graph.vector_file; written here when missing or stale) and kept on the database
     handle until its next write; None when the table has more than EXACT_MAX_ROWS of them (only
     when HNSW was opted into). A workspace folder that cannot be written ranks in memory.
-    The files' "same" flags (unit row == stored vector) are kept beside, under ``<table>|same``."""
+    The stored vectors' index (vector_file.load_same) is kept beside, under ``<table>|same``."""
     handle = store._handle
     with handle.matrix_lock:
         generation = handle.generation  # read first: a write during the load forces a reload
@@ -276,12 +276,12 @@ def _exact_matrix(store: SearchHost, table: str) -> tuple[Any, np.ndarray] | Non
 
 
 def stored_vectors(store: SearchHost, table: str, ids: Sequence[str]) -> tuple[dict[str, np.ndarray], list[str]]:
-    """({id: vector} read from ``table``'s vector file, the ids left for the caller to read from
-    Kùzu). A row comes from the file only when its unit row is bit for bit the vector Kùzu holds
-    (vector_file's "same" flags; true of embedders that return unit rows): reading vectors by an
-    id list in Kùzu 0.11.3 scans the whole vector column (issue 29: ~1 s a read at 143k 768-d
-    triples), the file is a binary search and a row copy. Every id is left to Kùzu when the table
-    is not searched exactly (HNSW opted into) or its files carry no flags."""
+    """({id: vector} read from ``table``'s vector files, the ids left for the caller to read from
+    Kùzu: ids not in the files). The files hold each vector as Kùzu stores it, bit for bit (the
+    unit row where it is that vector, else a copy: vector_file.load_same); reading vectors by an
+    id list in Kùzu 0.11.3 scans the whole vector column (issue 29), the files are a binary
+    search and a row copy. Every id is left to Kùzu when the table is not searched exactly (HNSW
+    opted into) or its files are from a kgviz that did not write the copies."""
     found: dict[str, np.ndarray] = {}
     if not len(ids) or _exact_matrix(store, table) is None:
         return found, list(ids)
@@ -289,16 +289,17 @@ def stored_vectors(store: SearchHost, table: str, ids: Sequence[str]) -> tuple[d
         cached, flags = store._handle.matrices.get(table), store._handle.matrices.get(f"{table}|same")
     if cached is None or flags is None or cached[0] != flags[0] or flags[1] is None:
         return found, list(ids)
-    (file_ids, matrix), same = cached[1], flags[1]
+    (file_ids, matrix), (same, stored) = cached[1], flags[1]
     wanted = np.array(list(ids), dtype=str)
     pos = np.minimum(np.searchsorted(file_ids, wanted), max(len(file_ids) - 1, 0))
-    hit = (file_ids[pos] == wanted) & same[pos] if len(file_ids) else np.zeros(len(wanted), dtype=bool)
+    hit = file_ids[pos] == wanted if len(file_ids) else np.zeros(len(wanted), dtype=bool)
     rest = []
     for i, p, h in zip(ids, pos.tolist(), hit.tolist()):
-        if h:
-            found[i] = np.array(matrix[p], dtype=np.float32)
-        else:
+        if not h:
             rest.append(i)
+            continue
+        alt = int(same[p])
+        found[i] = np.array(matrix[p] if alt < 0 else stored[alt], dtype=np.float32)
     return found, rest
 
 

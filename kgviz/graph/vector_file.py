@@ -4,9 +4,11 @@ restart (issue 29; the 50,000-row cached matrix it replaces was read out of Kùz
 
 Files, per table, under ``<workspace>/vectors/``: ``<table>.ids.npy`` (ids, sorted, fixed-width
 unicode: loads without pickle), ``<table>.emb.npy`` (float32 rows of length 1, same order),
-``<table>.same.npy`` (per row: True when its unit row is bit for bit the vector Kùzu stores, as
-with embedders that return unit rows, so a read of stored vectors by id can take it from here
-instead of scanning Kùzu's vector column: ``kgviz.graph.search.stored_vectors``) and
+``<table>.same.npy`` and ``<table>.stored.npy`` (the vectors as Kùzu stores them, so a read of
+stored vectors by id takes them from here instead of scanning Kùzu's vector column,
+``kgviz.graph.search.stored_vectors``: per row -1 when its unit row is that vector bit for bit —
+about 80% of hashing rows, whose vectors are unit rows already — else the row of the stored
+file that holds it) and
 ``<table>.json`` (row count, dimension and the sha256 of the sorted ids). The sorted order makes
 the files a function of the table's content alone, whatever order Kùzu returns rows in, so two
 builds of one corpus write identical files. A file is used only while its id digest equals the
@@ -45,6 +47,10 @@ def _same_path(workspace: Path, table: str) -> Path:
     return Path(workspace) / VECTOR_DIR / f"{table}.same.npy"
 
 
+def _stored_path(workspace: Path, table: str) -> Path:
+    return Path(workspace) / VECTOR_DIR / f"{table}.stored.npy"
+
+
 def load(workspace: Path, table: str, digest: str, dim: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(ids, memory-mapped unit rows) when the stored files describe exactly these ids; else None."""
     ids_path, emb_path, meta_path = _paths(workspace, table)
@@ -61,18 +67,21 @@ def load(workspace: Path, table: str, digest: str, dim: int) -> tuple[np.ndarray
     return ids, emb
 
 
-def load_same(workspace: Path, table: str, digest: str, n: int) -> np.ndarray | None:
-    """The per-row "unit row equals the stored vector" flags of the files ``load`` accepted for
-    ``digest``; None when they are missing (files of an older kgviz) or do not fit."""
+def load_same(workspace: Path, table: str, digest: str, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(per row: -1 or its row in the stored file, the stored file memory-mapped) of the files
+    ``load`` accepted for ``digest``; None when they are missing (an older kgviz) or do not fit."""
     _, _, meta_path = _paths(workspace, table)
     try:
         meta = json.loads(meta_path.read_text("utf-8"))
-        if meta.get("digest") != digest or not meta.get("same"):
+        if meta.get("digest") != digest or meta.get("same") != 2:
             return None
         same = np.load(_same_path(workspace, table), allow_pickle=False)
+        stored = np.load(_stored_path(workspace, table), mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError):
         return None
-    return same if same.dtype == np.bool_ and same.shape == (n,) else None
+    if same.dtype != np.int64 or same.shape != (n,) or stored.dtype != np.float32 or stored.ndim != 2:
+        return None
+    return same, stored
 
 
 def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray,
@@ -80,7 +89,7 @@ def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray,
     """Store ``ids`` and their unit rows sorted by id; returns (sorted ids, memory-mapped rows).
     ``rows`` are the unit rows, or, with ``normalise``, the vectors as Kùzu holds them: each
     block of them is normalised here, and the per-row flags "unit row == stored vector" are
-    stored too (``load_same``). Rows are sorted, normalised and written WRITE_BLOCK at a time, so
+    stored too, with the rows where they differ (``load_same``). Rows are sorted, normalised and written WRITE_BLOCK at a time, so
     no whole-table copy is made (issue 29: each copy of 143k 768-d triple vectors was 440 MB of
     peak RSS). OSError when the workspace folder cannot be written (the caller ranks in memory)."""
     order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
@@ -90,24 +99,32 @@ def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray,
     ids_path, emb_path, meta_path = _paths(workspace, table)
     ids_path.parent.mkdir(parents=True, exist_ok=True)
     suffix = f".tmp{os.getpid()}"
-    same = np.zeros(n, dtype=np.bool_)
+    same = np.full(n, -1, dtype=np.int64)
+    differing: list[np.ndarray] = []
+    n_diff = 0
     with open(str(emb_path) + suffix, "wb") as f:  # np.save's format, written a block at a time
         np.lib.format.write_array_header_1_0(
             f, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False, "shape": (n, dim)})
         for b0 in range(0, n, WRITE_BLOCK):
             block = np.ascontiguousarray(rows[order[b0:b0 + WRITE_BLOCK]], dtype=np.float32)
             unit = block if normalise is None else np.ascontiguousarray(normalise(block), dtype=np.float32)
-            same[b0:b0 + len(block)] = np.all(unit == block, axis=1)
+            if normalise is not None:
+                other = np.flatnonzero(~np.all(unit == block, axis=1))
+                same[b0 + other] = n_diff + np.arange(other.size)
+                n_diff += other.size
+                differing.append(block[other])
             f.write(unit.tobytes())
     os.replace(str(emb_path) + suffix, emb_path)
     files: list[tuple[Path, np.ndarray]] = [(ids_path, id_array)]
     if normalise is not None:
         files.append((_same_path(workspace, table), same))
+        files.append((_stored_path(workspace, table),
+                      np.concatenate(differing) if differing else np.zeros((0, dim), dtype=np.float32)))
     for path, value in files:
         with open(str(path) + suffix, "wb") as f:
             np.save(f, value, allow_pickle=False)
         os.replace(str(path) + suffix, path)
-    meta = {"n": n, "dim": dim, "digest": ids_digest(sorted_ids), "same": normalise is not None}
+    meta = {"n": n, "dim": dim, "digest": ids_digest(sorted_ids), "same": 2 if normalise is not None else 0}
     Path(str(meta_path) + suffix).write_text(json.dumps(meta), "utf-8")
     os.replace(str(meta_path) + suffix, meta_path)  # last: the files above are whole before it names them
     return id_array, np.load(emb_path, mmap_mode="r", allow_pickle=False)
