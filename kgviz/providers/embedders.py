@@ -61,10 +61,17 @@ class HashingEmbedder:
         return f"HashingEmbedder(dim={self.dim})"
 
     def _slot(self, feature: str) -> tuple[int, float]:
+        """(column, sign) of a feature: blake2b of its UTF-8 bytes."""
+        h = int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
+        return h % self.dim, 1.0 if h >> 63 else -1.0
+
+    def _signed_slot(self, feature: str) -> tuple[int, float]:
+        """(column, sign x stopword factor) of a feature, remembered: a feature's term frequency
+        only scales this, so the hash and the stopword test run once per distinct feature."""
         hit = self._features.get(feature)
         if hit is None:
-            h = int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
-            hit = (h % self.dim, 1.0 if h >> 63 else -1.0)
+            col, sign = self._slot(feature)
+            hit = (col, sign * self._weight(feature, 1))
             if len(self._features) >= _FEATURE_CACHE_MAX:
                 self._features.clear()  # only a speed-up: losing it changes no vector
             self._features[feature] = hit
@@ -73,7 +80,7 @@ class HashingEmbedder:
     def features(self, text: str) -> Counter[str]:
         words = _WORD_RE.findall(text.lower())
         counts: Counter[str] = Counter(words)
-        counts.update(f"{a} {b}" for a, b in zip(words, words[1:]))
+        counts.update(map(" ".join, zip(words, words[1:])))
         return counts
 
     @staticmethod
@@ -105,18 +112,25 @@ class HashingEmbedder:
         return np.stack([rows[t] for t in texts])
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        rows: list[int] = []
-        cols: list[int] = []
+        # value = sign x weight(feature, tf) = (1 + log tf) x (sign x factor): multiplying by
+        # the sign (+-1) is exact, so this is bit for bit the product the weight and sign give
+        # separately; the features of a row are summed in the same order (np.bincount adds its
+        # weights in input order, as np.add.at did), so the vectors are unchanged (issue 29:
+        # the hashing embedder was a third of an offline build)
+        dim = self.dim
+        flat: list[int] = []
         vals: list[float] = []
+        signed_slot = self._signed_slot
+        log = math.log
         for r, text in enumerate(texts):
+            base = r * dim
             for feature, tf in self.features(text).items():
-                col, sign = self._slot(feature)
-                rows.append(r)
-                cols.append(col)
-                vals.append(sign * self._weight(feature, tf))
-        out = np.zeros((len(texts), self.dim), dtype=np.float64)
-        if rows:
-            np.add.at(out, (np.asarray(rows), np.asarray(cols)), np.asarray(vals))
+                col, signed = signed_slot(feature)
+                flat.append(base + col)
+                vals.append(signed if tf == 1 else (1.0 + log(tf)) * signed)
+        n = len(texts)
+        out = np.bincount(np.asarray(flat, dtype=np.int64), weights=np.asarray(vals, dtype=np.float64),
+                          minlength=n * dim).reshape(n, dim) if flat else np.zeros((n, dim), dtype=np.float64)
         return l2_normalise(out)
 
 

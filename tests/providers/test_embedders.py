@@ -265,3 +265,45 @@ def test_a_local_directory_gets_autos_load_budget(monkeypatch: pytest.MonkeyPatc
     factory.make_embedder("fastembed:some/model")
     factory.make_embedder("fastembed:some/model", load_timeout_s=1.5)
     assert seen == [AUTO_LOAD_TIMEOUT_S, DEFAULT_LOAD_TIMEOUT_S, 1.5]
+
+
+def _reference_hashing(texts: list[str], dim: int) -> np.ndarray:
+    """The hashing embedder as first written (one blake2b, weight and np.add.at per feature),
+    kept here so the faster embed (issue 29) is pinned to the same vectors bit for bit."""
+    import math
+    import re
+    from collections import Counter
+
+    from kgviz.offline.stopwords import ENGLISH
+
+    out = np.zeros((len(texts), dim), dtype=np.float64)
+    rows, cols, vals = [], [], []
+    for r, text in enumerate(texts):
+        words = re.findall(r"[^\W_]+", text.lower())
+        counts: Counter[str] = Counter(words)
+        counts.update(f"{a} {b}" for a, b in zip(words, words[1:]))
+        for feature, tf in counts.items():
+            h = int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
+            w = 1.0 + math.log(tf)
+            if " " in feature:
+                a, b = feature.split(" ", 1)
+                stops = (a in ENGLISH) + (b in ENGLISH)
+                w *= 0.2 if stops == 2 else 0.6 if stops == 1 else 1.0
+            elif feature in ENGLISH:
+                w *= 0.2
+            rows.append(r)
+            cols.append(h % dim)
+            vals.append((1.0 if h >> 63 else -1.0) * w)
+    if rows:
+        np.add.at(out, (np.asarray(rows), np.asarray(cols)), np.asarray(vals))
+    return l2_normalise(out)
+
+
+def test_hashing_vectors_equal_the_reference_algorithm_bit_for_bit() -> None:
+    texts = ["The Orrin Bridge's designer, Edda Lunn, was born in 1881.", "", "of the of the of the",
+             "to be or not to be, that is the question", "Curie Curie Curie curie's", "x y x y x y z",
+             "Ünïcode naïve café — 12,300 metres"] + [f"word{i % 7} and word{i % 5} of text {i}" for i in range(40)]
+    for dim in (16, 768):
+        emb = HashingEmbedder(dim)
+        got = np.concatenate([emb.embed(texts[:5]), emb.embed(texts[5:])])  # the cache warm for the second call
+        assert got.tobytes() == _reference_hashing(texts, dim).tobytes()
