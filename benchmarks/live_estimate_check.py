@@ -27,7 +27,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import replace
 from pathlib import Path
 
@@ -43,6 +42,7 @@ from kgviz.ingest import load_paths  # noqa: E402
 from kgviz.providers.factory import make_llm, parse_llm_spec  # noqa: E402
 from kgviz.providers.speed import SPEED_FILE, TimedCall, measure  # noqa: E402
 from kgviz.replay import open_session  # noqa: E402
+from tests.support.http_wait import wait_healthy  # noqa: E402
 
 FOUR = ("agnes_vohl.md", "aster_wren.md", "edda_lunn.txt", "kellhaven.md")
 
@@ -103,16 +103,8 @@ def one_round(spec: str, docs: list, params: BuildParams) -> dict:
 def _restart(cmd: str, spec: str, timeout_s: float = 300) -> None:
     subprocess.run(cmd, shell=True, check=True, stdout=subprocess.DEVNULL)
     base = spec.split("@", 1)[1].rsplit("/v1", 1)[0]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=5) as reply:
-                if reply.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(1)
-    raise SystemExit(f"the server at {base} did not come back within {timeout_s:.0f} s after: {cmd}")
+    if wait_healthy(base + "/health", timeout_s, pause_s=1) != "ok":
+        raise SystemExit(f"the server at {base} did not come back within {timeout_s:.0f} s after: {cmd}")
 
 
 def main() -> int:

@@ -34,7 +34,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kgviz.methods.registry import list_methods  # noqa: E402
+from tests.support.http_wait import wait_healthy  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 LAUNCH_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu"]
@@ -67,17 +67,12 @@ def start_server(src: Path, db: Path, home: Path, log: Path) -> tuple[subprocess
          "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
          "--server.fileWatcherType", "none"], cwd=src, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server in {src} exited: {log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc, url
-        except OSError:
-            time.sleep(0.5)
-    raise RuntimeError(f"server in {src} did not come up")
+    state = wait_healthy(f"{url}/_stcore/health", 120, exited=lambda: proc.poll() is not None, pause_s=0.5)
+    if state == "exited":
+        raise RuntimeError(f"server in {src} exited: {log.read_text()[-2000:]}")
+    if state != "ok":
+        raise RuntimeError(f"server in {src} did not come up")
+    return proc, url
 
 
 def which_kgviz(src: Path) -> str:
