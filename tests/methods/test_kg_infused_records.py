@@ -9,7 +9,7 @@ from tests.methods.test_kg_infused import ScriptedLLM, emb, film_store, picker, 
 
 from kgviz.methods import algorithm_lines
 from kgviz.methods import kg_infused_records as R
-from kgviz.methods.base import Tracer, TraceStep
+from kgviz.methods.base import Tracer, TraceStep, record_data
 from kgviz.methods.kg_infused_narrator import narrate_frontier
 from kgviz.providers.offline import OfflineLLM
 
@@ -131,4 +131,4 @@ def test_the_narrator_words_a_stop_from_the_record_alone() -> None:
                                                              ("e:2", "rejected", "Vienna")]
     assert "1 dropped by max_entities_per_round=1" in step.detail
     assert "1 of the selected triples' next entities are heads" in step.ours
-    assert step.record == R.record_data(rec) and step.record["line"] == R.Frontier.LINE
+    assert step.record == record_data(rec) and step.record["line"] == R.Frontier.LINE
