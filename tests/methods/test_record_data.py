@@ -61,3 +61,21 @@ def test_a_value_json_cannot_hold_still_fails() -> None:
     with pytest.raises(TypeError, match="set is not JSON serializable"):
         record_data(Bad({"a"}))
 
+
+
+def test_a_steps_dict_holds_a_copy_of_its_record_in_the_former_shape() -> None:
+    from kgviz.methods.base import NodeRef, TraceStep
+
+    a = Candidate("e1", 0.5, {"cos": 0.5})
+    rec = Ranking("r", (a,), {1: [a]}, [], {}, best=a)
+    step = TraceStep(3, "score", "rank", nodes=[NodeRef("e1", "Entity", "chosen", score=0.5)],
+                     scores={"e1": 0.5}, record=record_data(rec))
+    d = step.to_dict()
+    want = asdict(step)  # the former to_dict: asdict, then the nodes, llm and usage as their own dicts
+    want.update(nodes=[n.to_dict() for n in step.nodes], llm=None, usage=step.usage.to_dict())
+    assert json.dumps(d) == json.dumps(want)  # same keys in the same order, same values
+    d["record"]["candidates"][0]["id"] = "changed"
+    assert step.record["candidates"][0]["id"] == "e1"  # the dict's record is a copy
+    bare = TraceStep(0, "seed", "seeds").to_dict()
+    assert "record" not in bare and list(bare)[-1] == "ours"
+    assert TraceStep.from_dict(d | {"record": step.record}) == step
