@@ -3,6 +3,7 @@ statement prepared afresh, whatever the types of the values; a write starts them
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import kuzu
 import pytest
@@ -28,7 +29,7 @@ def prepares(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     made: list[str] = []
     real = kuzu.PreparedStatement
 
-    def counting(conn: kuzu.Connection, query: str, *rest: object) -> kuzu.PreparedStatement:
+    def counting(conn: kuzu.Connection, query: str, *rest: Any) -> kuzu.PreparedStatement:
         made.append(query)
         return real(conn, query, *rest)
 
@@ -44,7 +45,8 @@ def fresh(store: GraphStore, cypher: str, params: dict) -> list[dict]:
     """The rows of ``cypher`` from a connection of its own, prepared by kuzu itself."""
     conn = kuzu.Connection(store._handle.db)
     try:
-        return list(conn.execute(cypher, params).rows_as_dict().get_all())
+        result: Any = conn.execute(cypher, params)
+        return list(result.rows_as_dict().get_all())
     finally:
         conn.close()
 

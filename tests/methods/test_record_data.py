@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -36,7 +36,7 @@ class Ranking:
     score64: float = 0.0
 
 
-def former(record: object) -> dict:
+def former(record: Any) -> dict:
     return json.loads(json.dumps({"type": type(record).__name__, "line": record.LINE, **asdict(record)}))
 
 
