@@ -63,7 +63,7 @@ def _cosines(store: GraphStore, table: str, ids: list[str], qv: np.ndarray) -> d
 class _Skeleton:
     """Which chunks the skeleton may use: None = every chunk (the KG as built)."""
 
-    chunks: set[str] | None
+    chunks: frozenset[str] | None
     label: str
     graph_beta: float
     warning: str = ""
@@ -114,7 +114,7 @@ def _skeleton_scope(store: GraphStore, cfg: KetRetrievalParams) -> _Skeleton:
                               partial(_simulated_core, beta=cfg.skeleton_beta, selection=cfg.core_selection, seed=seed))
     label = (f"simulated β={cfg.skeleton_beta:g} skeleton ({cfg.core_selection}: {len(chunks)} of {n} chunks; "
              f"{built_text})")
-    return _Skeleton(set(chunks), label, built)
+    return _Skeleton(chunks, label, built)
 
 
 def _simulated_core(store: GraphStore, *, beta: float, selection: str, seed: int) -> tuple[frozenset[str], int]:
