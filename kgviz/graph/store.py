@@ -847,6 +847,11 @@ class GraphStore:
         Kùzu); see ``kgviz.graph.search.stored_vectors``."""
         return search.stored_vectors(self, table, ids)
 
+    def unit_vectors(self, table: str, ids: Sequence[str]) -> dict[str, np.ndarray] | None:
+        """{id: unit row} from the exact search's memory-mapped matrix, None when ``table`` has
+        none; see ``kgviz.graph.search.unit_vectors``."""
+        return search.unit_vectors(self, table, ids)
+
     def ensure_fts_index(self, table: str = "Chunk", columns: Sequence[str] = ("text",)) -> str:
         """BM25 index over ``columns`` of ``table``; idempotent, and it repairs what an interrupted
         creation left (see kgviz.graph.search.FTS_NAME_ATTEMPTS). Returns search.PRESENT, CREATED
