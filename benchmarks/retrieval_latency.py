@@ -104,14 +104,19 @@ def measure(ctx: Any, questions: list[str], names: list[str]) -> dict[str, Any]:
     return out
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def graph_args(description: str, n: int, n_help: str) -> argparse.Namespace:
+    """The options of a benchmark over one graph and its questions (this one and statements.py)."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--corpus", default="fixture", help="fixture | sample | hotpotqa | 2wikimultihopqa | PATH.jsonl")
     p.add_argument("--questions", help="questions.jsonl for a corpus given as a path")
     p.add_argument("--db", help="workspace directory to build into / reuse (default: a temp dir)")
-    p.add_argument("--n", type=int, default=50, help="questions timed")
+    p.add_argument("--n", type=int, default=n, help=n_help)
     p.add_argument("--methods", help="comma-separated names (default: every registered method)")
-    args = p.parse_args()
+    return p.parse_args()
+
+
+def main() -> int:
+    args = graph_args(__doc__.split("\n\n")[0], 50, "questions timed")
     sys.path.insert(0, str(ROOT))
     from kgviz.methods.registry import list_methods
 

@@ -14,7 +14,6 @@ question and its largest $ids list.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -88,16 +87,10 @@ def measure(ctx: Any, questions: list[str], names: list[str]) -> dict[str, Any]:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--corpus", default="fixture", help="fixture | sample | hotpotqa | 2wikimultihopqa | PATH.jsonl")
-    p.add_argument("--questions", help="questions.jsonl for a corpus given as a path")
-    p.add_argument("--db", help="workspace directory to build into / reuse (default: a temp dir)")
-    p.add_argument("--n", type=int, default=20, help="questions counted")
-    p.add_argument("--methods", help="comma-separated names (default: every registered method)")
-    args = p.parse_args()
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from retrieval_latency import _open_graph  # noqa: E402  (benchmarks/retrieval_latency.py)
+    from retrieval_latency import _open_graph, graph_args  # noqa: E402  (benchmarks/retrieval_latency.py)
+    args = graph_args(__doc__.split("\n\n")[0], 20, "questions counted")
 
     from kgviz.methods.registry import list_methods
 
