@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kgviz.config import Settings  # noqa: E402
-from kgviz.index.estimate import calibrate_spec, estimate_cost  # noqa: E402
+from kgviz.index.estimate import calibrate_spec, estimate_cost, extraction_part  # noqa: E402
 from kgviz.index.extract_sample import SAMPLE_FILE  # noqa: E402
 from kgviz.index.params import BuildParams  # noqa: E402
 from kgviz.index.pipeline import build  # noqa: E402
@@ -56,7 +56,7 @@ def _before(home: Path, docs: list, params: BuildParams, spec: str) -> float | N
     speed = measure(short)
     if speed is None:
         return None
-    tokens = estimate_cost(docs, params, spec)  # no cache dir: tokens only, ratio from BuildParams
+    tokens = extraction_part(estimate_cost(docs, params, spec))  # no cache dir: tokens only, ratio from BuildParams
     return speed.call_seconds(tokens.input_tokens, tokens.output_tokens)
 
 
@@ -68,7 +68,9 @@ def one_round(spec: str, docs: list, params: BuildParams) -> dict:
         t0 = time.monotonic()
         calibrate_spec(spec, settings, workers=params.workers, documents=docs, params=params)
         calibration_s = time.monotonic() - t0
-        est = estimate_cost(docs, params, spec, cache_dir=settings.cache_dir)
+        # the extraction's share: the estimate also counts the skeleton's description calls,
+        # which the build makes after its "extract" stage
+        est = extraction_part(estimate_cost(docs, params, spec, cache_dir=settings.cache_dir))
         before = _before(home, docs, params, spec)
         load1 = os.getloadavg()[0]
         session = open_session(home / "db", make_llm(spec, settings, use_cache=False))

@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kgviz.index.estimate import estimate_cost  # noqa: E402
+from kgviz.index.estimate import estimate_cost, extraction_part  # noqa: E402
 from kgviz.ingest import load_paths  # noqa: E402
 from kgviz.providers.speed import TimedCall, measure  # noqa: E402
 from kgviz.replay import BUILD_FILE, SAMPLE_BUILD, SAMPLE_CORPUS, SAMPLE_RECORDING  # noqa: E402
@@ -42,7 +42,8 @@ def main() -> int:
     from dataclasses import replace
 
     spec = f"openai-compatible:{header['model']}@{header.get('base_url') or 'http://127.0.0.1:8080/v1'}"
-    est = estimate_cost(docs, replace(SAMPLE_BUILD, workers=workers), spec)  # tokens only: no cache dir
+    # tokens only (no cache dir); the extraction's share, as the recorded calls are extraction calls
+    est = extraction_part(estimate_cost(docs, replace(SAMPLE_BUILD, workers=workers), spec))
     seconds = speed.call_seconds(est.input_tokens, est.output_tokens) / speed.effective_parallelism(workers)
     recorded_tokens = (sum(r["input_tokens"] for r in rows), sum(r["output_tokens"] for r in rows))
     seconds_recorded_tokens = speed.call_seconds(*recorded_tokens) / speed.effective_parallelism(workers)

@@ -158,6 +158,12 @@ def _print_estimate(est: Any) -> None:
     total = est.total_chunks or est.chunks
     print(f"model: {est.model}\nchunks extracted: {est.chunks:,} of {total:,} (β={est.beta:g})\n"
           f"LLM calls: {est.calls:,}\ntokens in / out: {est.input_tokens:,} / {est.output_tokens:,}\ncost: {cost}")
+    if est.descriptions is not None:  # counted in the figures above
+        d = est.descriptions
+        dcost = "" if d.offline or d.local else f", ${d.usd:.4f}" if d.price_known else ", price unknown"
+        print("  of which KET skeleton descriptions (Alg. 1 line 3, --no-ket-descriptions to skip): "
+              + ("none sent offline; with an LLM: " if d.offline else f"{d.calls:,} calls, ")
+              + f"tokens in / out {d.llm_input_tokens:,} / {d.llm_output_tokens:,}{dcost}")
     if est.batch_usd is not None:
         print(f"cost with --batch (the provider's batch API, replies within 24 h): ${est.batch_usd:.4f}")
     if est.local:
@@ -353,8 +359,8 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
         overrides["retry_failed"] = False
     ket = _ket_overrides(args)
     if "ket_descriptions" not in ket and builds_without_descriptions(args.llm or settings.llm_spec):
-        # a recording without description replies (or the bundled one, whose method runs were
-        # recorded without them) builds without them unless asked: kgviz.replay.builds_without_descriptions
+        # a recording without description replies builds without them unless asked:
+        # kgviz.replay.builds_without_descriptions
         ket["ket_descriptions"] = False
     if args.batch:
         overrides["batch"] = True

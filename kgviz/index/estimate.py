@@ -13,7 +13,13 @@ generation rate, divided by the parallel speed-up, all measured (``kgviz.provide
 calibration the user ran, else this workspace's earlier calls to the model). Never a made-up
 rate: without a measurement the time is None and ``time_source`` says how to measure it. The
 estimate also carries the range the measured calls allow (``seconds_low`` .. ``seconds_high``:
-the fastest and the slowest call's rates), and ``time_source`` says whether two calls agreed."""
+the fastest and the slowest call's rates), and ``time_source`` says whether two calls agreed.
+
+With an LLM and the KET skeleton's descriptions on (``BuildParams.ket_descriptions``, Alg. 1 line
+3), the build makes one more call per entity and relationship of each extracted chunk
+(``kgviz.index.estimate_describe``): the figures above count them too (tokens, calls, $, seconds),
+and ``CostEstimate.descriptions`` holds their share. They go through the interactive API, also in
+a batch build."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -22,6 +28,7 @@ from typing import Sequence
 
 from kgviz.config import Settings, resolve_llm_spec
 from kgviz.errors import ConfigError, ProviderError
+from kgviz.index.estimate_describe import describe_estimate, processed_describe_tokens
 from kgviz.index.extract_sample import ExtractionShape, load_sample, sample_extraction, shape
 from kgviz.index.ket import n_core
 from kgviz.index.params import BuildParams, CostEstimate
@@ -33,7 +40,7 @@ from kgviz.providers.factory import is_loopback, parse_llm_spec
 from kgviz.providers.pricing import PriceTable
 from kgviz.providers.speed import LocalSpeed, calibrate, load_speed
 from kgviz.text import count_tokens
-from kgviz.types import Document
+from kgviz.types import Chunk, Document
 
 
 UNKNOWN_TIME = ("unknown until measured: run `kgviz build --estimate --calibrate` (or press Calibrate on the "
@@ -94,25 +101,112 @@ def estimate_cost(
     params = params or BuildParams()
     provider, model, offline, base_url = _provider_model(llm)
     est = _estimate(documents, params, provider, model, offline, prices)
+    desc = _descriptions(documents, params, provider, model, offline, prices)
     if not offline and provider in BATCH_PROVIDERS and est.price_known:
         est = replace(est, batch_usd=BATCH_PRICE_FACTOR * est.usd)
     if offline or not is_local(provider, base_url):
-        return est
+        return with_descriptions(est, desc)
     sample = shape(load_sample(cache_dir, provider, model, base_url))
     if sample is not None:  # the model's own output length on this corpus, measured
         est = _estimate(documents, replace(params, expected_output_ratio=sample.output_ratio), provider, model,
                         offline, prices)
-    return _with_time(est, load_speed(cache_dir, provider, model, base_url), params.workers, sample)
+    speed = load_speed(cache_dir, provider, model, base_url)
+    est = _with_time(est, speed, params.workers, sample)
+    if desc is not None:
+        desc = _describe_time(desc, _chunks(documents, params), speed, params.workers, sample)
+    return with_descriptions(est, desc)
+
+
+def _chunks(documents: Sequence[Document], params: BuildParams) -> list[Chunk]:
+    return [c for d in {d.id: d for d in documents}.values()
+            for c in chunk_document(d, chunk_tokens=params.chunk_tokens, overlap=params.chunk_overlap)]
+
+
+def _descriptions(documents: Sequence[Document], params: BuildParams, provider: str, model: str, offline: bool,
+                  prices: PriceTable | None) -> CostEstimate | None:
+    """The skeleton's description calls (KET Alg. 1 line 3), or None when the build makes none.
+    With β < 1 only the core chunks are described: the full figure scaled by ⌈β·n⌉/n, as the
+    extraction's (the mean chunk), the β = 1 figure in ``full``."""
+    if not (params.ket_enabled and params.ket_descriptions):
+        return None
+    chunks = _chunks(documents, params)
+    full = describe_estimate(chunks, provider, model, offline, prices)
+    n = len(chunks)
+    k = n_core(n, params.core_fraction)
+    if k == n or n == 0:
+        return full
+    f = k / n
+    return replace(full, chunks=k, input_tokens=round(full.input_tokens * f), output_tokens=round(full.output_tokens * f),
+                   usd=full.usd * f, calls=round(full.calls * f), llm_input_tokens=round(full.llm_input_tokens * f),
+                   llm_output_tokens=round(full.llm_output_tokens * f), beta=params.core_fraction, full=full)
+
+
+def _describe_time(desc: CostEstimate, chunks: Sequence[Chunk], speed: LocalSpeed | None, workers: int,
+                   sample: ExtractionShape | None) -> CostEstimate:
+    """The description calls' time from the measured rates: their prompts as the server processes
+    them (a chunk's prefix once where it caches prompts), their output tokens."""
+    full = desc.full and _describe_time(desc.full, chunks, speed, workers, sample)
+    if speed is None:
+        return replace(desc, local=True, usd=0.0, price_known=True, time_source=UNKNOWN_TIME, full=full)
+    share = desc.calls / desc.full.calls if desc.full is not None and desc.full.calls else 1.0
+    prompt = processed_describe_tokens(chunks, sample) * share
+    par = speed.effective_parallelism(workers)
+    span = speed.call_seconds_range(prompt, desc.output_tokens)
+    low, high = (span[0] / par, span[1] / par) if span is not None else (None, None)
+    return replace(desc, local=True, usd=0.0, price_known=True, seconds=speed.call_seconds(prompt, desc.output_tokens) / par,
+                   seconds_low=low, seconds_high=high, time_source=speed.describe(workers), full=full)
+
+
+def _plus(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a + b
+
+
+def with_descriptions(est: CostEstimate, desc: CostEstimate | None) -> CostEstimate:
+    """``est`` (the extraction) with the description calls counted in its figures and kept in
+    ``descriptions``; ``est`` unchanged when there are none."""
+    if desc is None:
+        return est
+    full = est.full
+    if full is not None:
+        full = with_descriptions(full, desc.full or desc)
+    seconds = _plus(est.seconds, desc.seconds)
+    source = est.time_source
+    if seconds is not None and desc.calls:
+        source += f"; with {desc.calls:,} skeleton description calls (KET Alg. 1 line 3, ~{format_duration(desc.seconds or 0)})"
+    return replace(
+        est, input_tokens=est.input_tokens + desc.input_tokens, output_tokens=est.output_tokens + desc.output_tokens,
+        usd=est.usd + desc.usd, calls=est.calls + desc.calls, price_known=est.price_known and desc.price_known,
+        llm_input_tokens=est.llm_input_tokens + desc.llm_input_tokens,
+        llm_output_tokens=est.llm_output_tokens + desc.llm_output_tokens,
+        seconds=seconds, seconds_low=_plus(est.seconds_low, desc.seconds_low),
+        seconds_high=_plus(est.seconds_high, desc.seconds_high),
+        batch_usd=None if est.batch_usd is None else est.batch_usd + desc.usd,  # descriptions: interactive calls
+        time_source=source, full=full, descriptions=desc)
+
+
+def extraction_part(est: CostEstimate) -> CostEstimate:
+    """The extraction's share of ``est`` (without the description calls): what the build's
+    "extract" stage is measured against."""
+    d = est.descriptions
+    if d is None:
+        return est
+    return replace(est, input_tokens=est.input_tokens - d.input_tokens, output_tokens=est.output_tokens - d.output_tokens,
+                   usd=est.usd - d.usd, calls=est.calls - d.calls,
+                   llm_input_tokens=est.llm_input_tokens - d.llm_input_tokens,
+                   llm_output_tokens=est.llm_output_tokens - d.llm_output_tokens,
+                   seconds=None if est.seconds is None or d.seconds is None else est.seconds - d.seconds,
+                   seconds_low=None if est.seconds_low is None or d.seconds_low is None else est.seconds_low - d.seconds_low,
+                   seconds_high=None if est.seconds_high is None or d.seconds_high is None
+                   else est.seconds_high - d.seconds_high,
+                   batch_usd=None if est.batch_usd is None else est.batch_usd - d.usd,
+                   full=est.full and extraction_part(est.full), descriptions=None)
 
 
 def _estimate(
     documents: Sequence[Document], params: BuildParams, provider: str, model: str, offline: bool,
     prices: PriceTable | None,
 ) -> CostEstimate:
-    chunks = [
-        c for d in {d.id: d for d in documents}.values()
-        for c in chunk_document(d, chunk_tokens=params.chunk_tokens, overlap=params.chunk_overlap)
-    ]
+    chunks = _chunks(documents, params)
     n = len(chunks)
     k = n_core(n, params.core_fraction) if params.ket_enabled else n
     beta = params.core_fraction if params.ket_enabled else 1.0

@@ -164,6 +164,9 @@ class CostEstimate:
     # Anthropic bill it at half price); None where there is none (offline, local, other servers)
     batch_usd: float | None = None
     time_source: str = ""  # where the time comes from, or why it is unknown
+    # the KET skeleton's description calls (Alg. 1 line 3; kgviz.index.estimate_describe), counted
+    # in the figures above; None when the build makes none (ket_descriptions or ket_enabled off)
+    descriptions: "CostEstimate | None" = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

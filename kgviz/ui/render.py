@@ -118,6 +118,13 @@ def cost_estimate(est: CostEstimate) -> None:
     else:
         cost = f"${est.usd:.4f}"
     cols[3].metric("estimated cost", cost)
+    if est.descriptions is not None:  # counted in the figures above
+        d = est.descriptions
+        st.caption(f"Of these, the KET skeleton's descriptions (Alg. 1 line 3, one call per entity and relationship "
+                   f"of an extracted chunk): " + ("" if d.offline else f"about {d.calls:,} calls, ")
+                   + f"{d.llm_input_tokens:,} / {d.llm_output_tokens:,} tokens"
+                   + (" if built with an LLM" if d.offline else "") + ". `kgviz build --no-ket-descriptions` "
+                   "builds without them.")
     if est.full is not None:  # KET-RAG skeleton: only the core chunks are extracted
         full = est.full
         full_cost = "$0" if est.offline else (f"${full.usd:.4f}" if full.price_known else "price unknown")
