@@ -29,9 +29,10 @@ from kgviz.providers.pricing import PriceTable
 from kgviz.text import count_tokens
 from kgviz.types import Chunk
 
-# ours, measured on the recorded sample (sample_recorded/describe.json: qwen2.5-coder-0.5b's
-# description calls on the graph of qwen2.5-coder-1.5b's extraction of the 15 sample chunks)
-ITEMS_PER_CHUNK_TOKEN = 0.0733  # items asked per chunk token (kgviz's count)
+# ours, measured on the recorded sample: the graph qwen2.5-coder-1.5b's extraction builds asks 263
+# items of its 15 chunks (2,826 chunk tokens, at most 12 + 12 a chunk), and qwen2.5-coder-0.5b's 54
+# recorded description replies (sample_recorded/describe.*.jsonl) average 51.3 output tokens
+ITEMS_PER_CHUNK_TOKEN = 0.0931  # items asked per chunk token (kgviz's count)
 EXPECTED_OUTPUT_TOKENS = 51  # mean output tokens of a description call
 # what a prompt names as its item: a two-word name, a short triple (ours: typical of the sample)
 TYPICAL_ITEMS = (("entity", "Edda Lunn"), ("relationship", "Edda Lunn | designed | the Orrin Bridge"))
