@@ -108,3 +108,23 @@ def test_a_server_that_reuses_prompts_processes_each_chunk_once() -> None:
     assert processed_describe_tokens(chunks, cached) < processed_describe_tokens(chunks, uncached)
     assert processed_describe_tokens(chunks, replace(uncached, token_scale=2.0)) == pytest.approx(
         2 * processed_describe_tokens(chunks, uncached))
+
+
+def test_the_cli_estimate_names_the_description_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from kgviz.cli import main
+
+    monkeypatch.setenv("KGVIZ_HOME", str(tmp_path / "home"))
+    doc = tmp_path / "edda.txt"
+    doc.write_text(" ".join(d.text for d in corpus()), encoding="utf-8")
+    spec = "anthropic:claude-haiku-4-5"
+    assert main(["build", str(doc), "--estimate", "--llm", spec, "--json"]) == 0
+    est = json.loads(capsys.readouterr().out)
+    assert est["descriptions"]["calls"] > 0 and est["calls"] == est["chunks"] + est["descriptions"]["calls"]
+    assert main(["build", str(doc), "--estimate", "--llm", spec]) == 0
+    text = capsys.readouterr().out
+    assert f"of which KET skeleton descriptions (Alg. 1 line 3, --no-ket-descriptions to skip): " \
+           f"{est['descriptions']['calls']:,} calls" in text
+    assert main(["build", str(doc), "--estimate", "--llm", spec, "--no-ket-descriptions", "--json"]) == 0
+    off = json.loads(capsys.readouterr().out)
+    assert off["descriptions"] is None and off["calls"] == off["chunks"]
