@@ -123,7 +123,9 @@ def test_estimate_needs_no_key_and_creates_nothing(env: Path, capsys: pytest.Cap
     assert main(["build", str(SAMPLE), "--db", str(db), "--llm", spec, "--estimate", "--json"]) == 0
     est = json.loads(capsys.readouterr().out)
     assert est["model"] == model and not est["offline"]
-    assert est["calls"] == est["chunks"] > 0 and est["input_tokens"] > 0 and est["usd"] > 0
+    # one extraction call per chunk, plus the KET skeleton's description calls (on by default)
+    assert est["chunks"] > 0 and est["calls"] == est["chunks"] + est["descriptions"]["calls"]
+    assert est["input_tokens"] > 0 and est["usd"] > 0
     assert not db.exists() and not (env / "home").exists()
 
 

@@ -148,8 +148,11 @@ def cost_estimate(est: CostEstimate) -> None:
     else:
         st.caption(f"Model: {md_text(est.model)}. An estimate from approximate token counts; cached calls cost nothing.")
         if est.batch_usd is not None:
-            st.caption(f"Through the provider's batch API (option **Batch API** above): ${est.batch_usd:.4f}, half the "
-                       "interactive price, replies within 24 hours.")
+            # the skeleton's description calls are interactive calls, also in a batch build
+            desc = ("" if est.descriptions is None else
+                    f"; the KET skeleton's description calls stay interactive (${est.descriptions.usd:.4f} of it)")
+            st.caption(f"Through the provider's batch API (option **Batch API** above): ${est.batch_usd:.4f}, the "
+                       f"extraction at half the interactive price{desc}, replies within 24 hours.")
         if not est.price_known:
             st.warning(f"{md_text(est.model)} is not in the price table, so its cost cannot be estimated. "
                        "Add its price to the table to see dollars.")

@@ -65,7 +65,8 @@ def reply_for(rec: Recorded) -> Reply:
 
 def test_calibration_on_the_corpus_drives_the_estimate(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path / "home", db_dir=tmp_path / "db", timeout_s=10, max_retries=0)
-    params = BuildParams(workers=1, chunk_tokens=24, chunk_overlap=0)
+    # the extraction's estimate (the skeleton's description calls: tests/index/test_estimate_describe.py)
+    params = BuildParams(workers=1, chunk_tokens=24, chunk_overlap=0, ket_descriptions=False)
     docs = corpus()
     SEEN.clear()
     with FakeServer() as server:
