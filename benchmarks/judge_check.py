@@ -51,7 +51,7 @@ from multihop import build_or_reuse, dataset_dir  # noqa: E402
 
 from kgviz.config import Settings  # noqa: E402
 from kgviz.evaluate import load_questions  # noqa: E402
-from kgviz.evaluate.budget import equal_budget_overrides, with_baselines  # noqa: E402
+from kgviz.evaluate.budget import with_baselines  # noqa: E402
 from kgviz.evaluate.judge_check import JudgedRun, judge_check  # noqa: E402
 from kgviz.methods.registry import list_methods  # noqa: E402
 from kgviz.offline.countries import MAX_FORM_WORDS, country_of  # noqa: E402
@@ -106,7 +106,7 @@ def save_runs(folder: Path, keep: Path, budget: int, limit: int | None) -> Path:
         ctx = ws.method_context()
         with path.open("a", encoding="utf-8") as f:
             for k, (n, item, m) in enumerate(todo, 1):
-                run = run_method(m, item.question, ctx, equal_budget_overrides(m, None, budget), budget_tokens=budget)
+                run = run_method(m, item.question, ctx, budget_tokens=budget, equal_budget=True)
                 d = run.to_dict()
                 d.pop("trace", None)  # the judge reads the answer and the context items only
                 f.write(json.dumps({"qid": item.id, "position": n, "method": m, "answers": list(item.answers),

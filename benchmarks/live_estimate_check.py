@@ -3,6 +3,7 @@
 calibration (short calls until two agree, then the extraction of two chunks of the documents),
 the estimate, then the build of the same documents with the same model (uncached, --workers 1),
 its extraction stage timed. The calibration and the build run back to back, under the same load.
+With ``--restart CMD`` each round starts from a freshly started server (see the option's help).
 
 Printed per round, from the same calibration calls (before -> after in one run):
 
@@ -22,6 +23,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +42,7 @@ from kgviz.ingest import load_paths  # noqa: E402
 from kgviz.providers.factory import make_llm, parse_llm_spec  # noqa: E402
 from kgviz.providers.speed import SPEED_FILE, TimedCall, measure  # noqa: E402
 from kgviz.replay import open_session  # noqa: E402
+from tests.support.http_wait import wait_healthy  # noqa: E402
 
 FOUR = ("agnes_vohl.md", "aster_wren.md", "edda_lunn.txt", "kellhaven.md")
 
@@ -79,6 +82,7 @@ def one_round(spec: str, docs: list, params: BuildParams) -> dict:
         finally:
             session.close()
         measured = report.seconds_by_stage.get("extract")
+        used = report.usage_by_stage.get("extract")
         err = (lambda e: None if e is None or not measured else round(100 * (e - measured) / measured, 1))
         return {
             "load_avg_1m": [round(load0, 1), round(load1, 1), round(os.getloadavg()[0], 1)],
@@ -88,6 +92,7 @@ def one_round(spec: str, docs: list, params: BuildParams) -> dict:
             "measured_s": measured and round(measured, 1),
             "before_error_pct": err(before), "after_error_pct": err(est.seconds),
             "estimated_output_tokens": est.output_tokens,
+            "measured_output_tokens": used.output_tokens if used else None,
             "build_calls": report.extracted_chunks + report.failed_chunks, "failed_chunks": report.failed_chunks,
             "time_source": est.time_source,
         }
@@ -95,10 +100,21 @@ def one_round(spec: str, docs: list, params: BuildParams) -> dict:
         shutil.rmtree(home, ignore_errors=True)
 
 
+def _restart(cmd: str, spec: str, timeout_s: float = 300) -> None:
+    subprocess.run(cmd, shell=True, check=True, stdout=subprocess.DEVNULL)
+    base = spec.split("@", 1)[1].rsplit("/v1", 1)[0]
+    if wait_healthy(base + "/health", timeout_s, pause_s=1) != "ok":
+        raise SystemExit(f"the server at {base} did not come back within {timeout_s:.0f} s after: {cmd}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--llm", required=True, help="a local openai-compatible spec")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--restart", metavar="CMD",
+                    help="a shell command run before every round that restarts the server (the round then waits "
+                         "for its /health), so every round starts from the same server state: llama-server keeps "
+                         "earlier prompts in a host-memory cache (--cache-ram, 8 GiB by default)")
     ap.add_argument("--docs", nargs="+", type=Path, default=[ROOT / "sample_data" / "corpus" / n for n in FOUR])
     args = ap.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "local")
@@ -106,6 +122,8 @@ def main() -> int:
     params = BuildParams(workers=1)
     _, model, _ = parse_llm_spec(args.llm)
     for i in range(args.rounds):
+        if args.restart:
+            _restart(args.restart, args.llm)
         row = {"model": model, "round": i + 1, **one_round(args.llm, docs, params)}
         print(json.dumps(row), flush=True)
     return 0

@@ -26,6 +26,7 @@ import asyncio
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import socket
@@ -33,7 +34,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kgviz.methods.registry import list_methods  # noqa: E402
+from tests.support.http_wait import wait_healthy  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 LAUNCH_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu"]
@@ -66,17 +67,12 @@ def start_server(src: Path, db: Path, home: Path, log: Path) -> tuple[subprocess
          "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
          "--server.fileWatcherType", "none"], cwd=src, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server in {src} exited: {log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc, url
-        except OSError:
-            time.sleep(0.5)
-    raise RuntimeError(f"server in {src} did not come up")
+    state = wait_healthy(f"{url}/_stcore/health", 120, exited=lambda: proc.poll() is not None, pause_s=0.5)
+    if state == "exited":
+        raise RuntimeError(f"server in {src} exited: {log.read_text()[-2000:]}")
+    if state != "ok":
+        raise RuntimeError(f"server in {src} did not come up")
+    return proc, url
 
 
 def which_kgviz(src: Path) -> str:
@@ -136,8 +132,14 @@ async def trace_once(page: Any, url: str, item: dict[str, Any], method: str) -> 
     box = page.get_by_role("combobox", name="Method")
     await box.click()
     await page.keyboard.type(f"— {method}")
-    await page.keyboard.press("Enter")
+    # click the option itself: Enter picks whatever the list highlights, which under load can still be
+    # an earlier match of the typed prefix ("— kg-r" -> kg-rag for kg-retriever), and the player then
+    # never shows the method waited for (a 600 s timeout, as four Trace pages had)
+    await page.get_by_role("option", name=re.compile(rf"— {re.escape(method)}$")).click(timeout=STEP_S * 1000)
     await idle(page)
+    shown = await box.input_value(timeout=STEP_S * 1000)  # the picker's input holds the chosen label
+    if not shown.endswith(f"— {method}"):
+        raise RuntimeError(f"Trace: the method picker shows {shown!r}, not {method}")
     q = page.get_by_role("textbox", name="Question", exact=True)
     await q.fill(item["question"])
     await q.press("Enter")

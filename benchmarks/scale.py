@@ -148,7 +148,7 @@ def _partial(row: dict[str, Any]) -> None:
     print(json.dumps({"partial": row}), file=sys.stderr, flush=True)
 
 
-def measure_one(n: int, twin: bool) -> dict[str, Any]:
+def measure_one(n: int, twin: bool, with_eval: bool = True, dump: str | None = None) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from retrieval_latency import measure  # noqa: E402  (benchmarks/retrieval_latency.py)
@@ -177,10 +177,14 @@ def measure_one(n: int, twin: bool) -> dict[str, Any]:
         row["retrieval_p95_ms"] = {m: r.get("p95_ms") for m, r in lat.items()}
         row["retrieval_errors"] = {m: r["first_error"] for m, r in lat.items() if r.get("errors")}
         _partial(row)
-        traces = _traces(ctx, questions[:5]) if twin else None
+        traces = _traces(ctx, questions[:5]) if twin or dump else None
+        if dump:  # to compare two checkouts' graphs: the same canonical traces (benchmarks/scale.py --dump-traces)
+            Path(dump).mkdir(parents=True, exist_ok=True)
+            (Path(dump) / f"traces_{n}.json").write_text(json.dumps(traces, sort_keys=True, indent=1), "utf-8")
         ctx.store.close()
-        row["eval"] = _eval_rate(work / "a", work)
-        _partial(row)
+        if with_eval:
+            row["eval"] = _eval_rate(work / "a", work)
+            _partial(row)
         if twin:
             ctx2, _, build2_s = _build(corpus_file, work / "b")
             row["build2_s"] = round(build2_s, 1)
@@ -206,7 +210,7 @@ def _table(sizes: list[dict[str, Any]]) -> str:
         worst = max(p50, key=p50.get) if p50 else "-"
         worst_txt = f"{worst} {p50[worst]:.0f} ms" if p50 else "-"
         lines.append(f"{r['passages']:>9,} {r['build_s']:>8.1f} {per:>10.2f} {growth:>7} {r['peak_rss_mb']:>8.0f} "
-                     f"{r['db_mb']:>7.0f} {worst_txt:>22} {r['eval'].get('runs_per_min', 'err')!s:>13} "
+                     f"{r['db_mb']:>7.0f} {worst_txt:>22} {r.get('eval', {}).get('runs_per_min', '-')!s:>13} "
                      f"{r.get('identical_traces', '-')!s:>9}")
         lines.append("          stages: " + ", ".join(f"{k} {v:.1f}" for k, v in r["stage_s"].items()))
         lines.append("          p50/p95 ms: " + ", ".join(f"{m} {r['retrieval_p50_ms'][m]}/{r['retrieval_p95_ms'][m]}"
@@ -219,16 +223,20 @@ def main() -> int:
     ap.add_argument("--passages", type=int, action="append", help="a size (repeatable; default 10k, 30k, 100k)")
     ap.add_argument("--json", action="store_true", help="print one JSON document")
     ap.add_argument("--no-twin", action="store_true", help="skip the second build (identical_traces not measured)")
+    ap.add_argument("--no-eval", action="store_true", help="skip the kgviz eval throughput (not measured)")
+    ap.add_argument("--dump-traces", metavar="DIR", help="write each size's canonical traces (5 questions x every "
+                    "method) to DIR/traces_<n>.json, to compare the graphs two checkouts build")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # the child process measuring one size
     args = ap.parse_args()
     if not (DATA / CORPORA[0] / "corpus.jsonl").exists():
         raise SystemExit(f"the shared corpora are not at {DATA} (set KGVIZ_DATA)")
     if args.one:
-        print(json.dumps(measure_one(args.one, not args.no_twin)))
+        print(json.dumps(measure_one(args.one, not args.no_twin, not args.no_eval, args.dump_traces)))
         return 0
     sizes = []
     for n in args.passages or SIZES:
-        cmd = [sys.executable, __file__, "--one", str(n)] + (["--no-twin"] if args.no_twin else [])
+        cmd = [sys.executable, __file__, "--one", str(n)] + (["--no-twin"] if args.no_twin else []) \
+            + (["--no-eval"] if args.no_eval else []) + (["--dump-traces", args.dump_traces] if args.dump_traces else [])
         load_before = os.getloadavg()
         out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
         if out.returncode != 0:

@@ -229,7 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     a = sub.add_parser("ask", help="run retrieval methods on a question and answer it")
     a.add_argument("question")
-    a.add_argument("--method", default="all", help="method name or 'all' (see `kgviz methods`)")
+    a.add_argument("--method", action="append", metavar="M",
+                   help="method name, comma-separated names or 'all' (see `kgviz methods`); repeatable, the "
+                        "methods of every --method are run (default: all)")
     a.add_argument("--budget-tokens", type=_int_at_least(1), default=None, help="context budget for the shared answer step")
     _preset_option(a)
     a.add_argument("--gold", action="append", default=[], metavar="ANSWER",
@@ -489,7 +491,8 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     from kgviz.run import run_methods
     from kgviz.workspace import open_workspace
 
-    names = list_methods() if args.method == "all" else [m.strip() for m in args.method.split(",") if m.strip()]
+    given = [m.strip() for arg in (args.method or ["all"]) for m in arg.split(",") if m.strip()]
+    names = list_methods() if "all" in given else list(dict.fromkeys(given))
     _check_methods(names)  # before the workspace opens (opening creates the database)
     ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder))
     mctx = ws.method_context()

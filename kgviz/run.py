@@ -9,9 +9,12 @@ One budget per run. A method whose context is filled under a token budget names 
 text-rag's ``budget_tokens``). The answer step uses that budget unchanged, so the context a preset
 asks for is the context the answer sees (KET's 'paper' preset, λ = 12,000, used to lose its keyword
 channel to a fixed 4,000-token answer cut, undoing the θ split). An explicit ``budget_tokens``
-(``kgviz ask/eval --budget-tokens``, the Compare page) overrides it for every method; a method
-without a budget param gets ``kgviz.answer.DEFAULT_BUDGET_TOKENS``. ``answer_budget`` resolves the
-request's budget once into a ``Budget`` (tokens and which of the three applied); the answer step
+(``kgviz ask --budget-tokens``, the Compare page) overrides it for every method; a method
+without a budget param gets ``kgviz.answer.DEFAULT_BUDGET_TOKENS``. The equal-budget evaluation
+(``kgviz eval --budget-tokens``) asks for more with ``equal_budget``: the budget is each method's
+own context budget too (its ``budget_param`` field reads it), so the caller never writes it into
+params. ``resolve_run`` resolves a request once into the Params and a ``Budget`` (tokens and which
+of the three applied); the answer step
 uses it, and the ``Run`` keeps it with the step's cut (``answer_cut``: what was kept, the tokens
 used, the rule), so the funnel and the evaluation read them instead of re-deriving them.
 
@@ -171,16 +174,43 @@ def answer_budget(method: Method, params: Any, budget_tokens: int | None) -> Bud
     return Budget(DEFAULT_BUDGET_TOKENS, "default")
 
 
+def equal_budget_params(method: Method, params: object, resolved: Any, tokens: int) -> Any:
+    """``resolved`` (the method's Params from ``params`` and its preset) with its ``budget_param``
+    reading ``tokens``; unchanged for a method that stops on its own. An override in ``params``
+    naming the budget field with another value contradicts the equal budget: ConfigError rather
+    than one method silently measured at another size."""
+    name = getattr(method, "budget_param", None)
+    if name is None:
+        return resolved
+    if isinstance(params, Mapping) and name in params and str(params[name]) != str(tokens):
+        raise ConfigError(f"{method.name}.{name}={params[name]} contradicts the equal context budget {tokens}",
+                          hint=f"drop the {name} override, or run without --budget-tokens")
+    return dataclasses.replace(resolved, **{name: tokens})
+
+
+def resolve_run(method: Method, params: object = None, preset: str | None = None, budget_tokens: int | None = None,
+                *, equal_budget: bool = False) -> tuple[Any, Budget]:
+    """A run request resolved once: the method's Params and the answer step's Budget. With
+    ``equal_budget`` (the equal-budget evaluation) ``budget_tokens`` is the method's own context
+    budget too (``equal_budget_params``); otherwise it caps the answer step only (module doc)."""
+    p = resolve_params(method, params, preset)
+    if equal_budget:
+        if budget_tokens is None:
+            raise ConfigError("an equal context budget needs its number of tokens")
+        p = equal_budget_params(method, params, p, budget_tokens)
+    return p, answer_budget(method, p, budget_tokens)
+
+
 def run_method(name: str, question: str, ctx: MethodContext, params: Any = None, *,
-               preset: str | None = None, budget_tokens: int | None = None) -> Run:
+               preset: str | None = None, budget_tokens: int | None = None, equal_budget: bool = False) -> Run:
     """Retrieve with ``name`` and answer with the shared answer step. Never raises for a failure
     inside the method or the answer step: the Run carries the error and the partial trace.
-    ``budget_tokens`` None: the answer step uses the method's own context budget (module doc)."""
+    ``budget_tokens`` None: the answer step uses the method's own context budget; ``equal_budget``:
+    ``budget_tokens`` is the method's context budget as well (``resolve_run``, module doc)."""
     if not question.strip():
         raise ConfigError("the question is empty")
     method = get_method(name)
-    p = resolve_params(method, params, preset)
-    budget = answer_budget(method, p, budget_tokens)
+    p, budget = resolve_run(method, params, preset, budget_tokens, equal_budget=equal_budget)
     tracer = Tracer(ctx.reasoner)
     context = RetrievedContext()
     cut: BudgetCut | None = None

@@ -85,6 +85,15 @@ def test_unknown_method_and_bad_spec_exit_2(built_db, env, capsys):
     assert "error:" in capsys.readouterr().err
 
 
+def test_ask_method_repeated_runs_every_named_method(built_db, env, capsys):
+    q = "In which town was the founder of the Ossel Marine Institute born?"
+    args = ["ask", q, "--db", str(built_db), "--json", "--method", "no-retrieval", "--method", "text-rag,no-retrieval"]
+    assert main(args) == 0
+    assert [r["method"] for r in json.loads(capsys.readouterr().out)] == ["no-retrieval", "text-rag"]
+    assert main(["ask", q, "--db", str(built_db), "--method", "text-rag", "--method", "nope"]) == 2
+    assert "unknown method" in capsys.readouterr().err
+
+
 def test_missing_key_names_the_variable(built_db, env, capsys):
     assert main(["ask", "q?", "--db", str(built_db), "--llm", "anthropic:claude-haiku-4-5"]) == 2
     assert "ANTHROPIC_API_KEY" in capsys.readouterr().err

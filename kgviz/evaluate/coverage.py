@@ -119,7 +119,7 @@ def check_recording(todo: Sequence[tuple[QAItem, str]], ctx: MethodContext, llm:
         reasoner = Reasoner(probe, ctx.reasoner.embedder, prices=ctx.reasoner.prices)
         pctx = MethodContext(ctx.store, reasoner)
         run = run_method(name, item.question, pctx, params.get(name), preset=presets.get(name),
-                         budget_tokens=budget_tokens)
+                         budget_tokens=budget_tokens, equal_budget=budget_tokens is not None)
         miss = run.error if probe.misses else ""
         if not probe.misses and not run.error:
             try:

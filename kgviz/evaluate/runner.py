@@ -1,8 +1,10 @@
 """Batch evaluation: chosen methods over a QA file on a built graph, one record per
 (question, method), appended to ``results.jsonl`` as each finishes.
 
-Equal budget: with ``budget_tokens`` B every method's context-budget param is set to B and the
-answer step's budget is B (kgviz.evaluate.budget); each record keeps the tokens the answer step
+Equal budget: with ``budget_tokens`` B each run is asked for B as its equal budget
+(``run_method(..., equal_budget=True)``; kgviz.run.resolve_run sets the method's context-budget
+param to B and the answer step's budget to B, kgviz.evaluate.budget); the params given here are
+passed on as they are. Each record keeps the tokens the answer step
 saw (``context_tokens``) and the tokens the method retrieved (``retrieved_tokens``).
 
 Resume: a record's key is (question id, method, params hash); the hash covers the method's
@@ -36,13 +38,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from kgviz.errors import ConfigError, EvaluationError
-from kgviz.evaluate.budget import budget_param, equal_budget_overrides
+from kgviz.evaluate.budget import budget_param
 from kgviz.evaluate.coverage import NotRecordedError, RecordingCoverage, check_recording, recorded_llm
 from kgviz.evaluate.qa import QAItem
 from kgviz.evaluate.scoring import Scored, Scorer, VerifyScorer
 from kgviz.methods.base import MethodContext, params_to_dict
 from kgviz.methods.registry import get_method
-from kgviz.run import Run, resolve_params, run_method
+from kgviz.run import Run, resolve_run, run_method
 
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -210,8 +212,8 @@ def evaluate(
     """Run every method on every item, scoring each run; see the module docstring.
 
     ``params`` / ``presets`` map method name -> overrides / preset name, as in ``run_methods``;
-    with ``budget_tokens`` each method's budget param is set to it (an override saying otherwise
-    is a ConfigError).
+    with ``budget_tokens`` each run is asked for it as its equal budget: the method's budget param
+    reads it (an override saying otherwise is a ConfigError) and so does the answer step's.
     With ``out_dir`` the records go to ``out_dir/results.jsonl`` and a re-run resumes.
     ``not_recorded`` ("stop" or "skip"): what to do, with recorded replies, about runs the
     recording does not cover (module docstring)."""
@@ -231,11 +233,12 @@ def evaluate(
     if not_recorded not in ("stop", "skip"):
         raise ConfigError(f"not_recorded must be 'stop' or 'skip' (got {not_recorded!r})")
     presets = dict(presets or {})
-    params = {name: equal_budget_overrides(name, (params or {}).get(name), budget_tokens) for name in methods}
+    params = dict(params or {})
+    equal = budget_tokens is not None
     scorer = scorer or VerifyScorer()
     hashes: dict[str, str] = {}
     for name in methods:  # validates names and params before anything runs
-        p = resolve_params(get_method(name), params.get(name), presets.get(name))
+        p, _ = resolve_run(get_method(name), params.get(name), presets.get(name), budget_tokens, equal_budget=equal)
         hashes[name] = params_hash(name, params_to_dict(p), presets.get(name, ""), budget_tokens, ctx.reasoner.mode)
 
     path = Path(out_dir) / RESULTS_FILE if out_dir is not None else None
@@ -265,7 +268,8 @@ def evaluate(
 
     def one(item: QAItem, name: str) -> EvalRecord:
         run = replayed.get((item.id, name)) or run_method(name, item.question, ctx, params.get(name),
-                                                          preset=presets.get(name), budget_tokens=budget_tokens)
+                                                          preset=presets.get(name), budget_tokens=budget_tokens,
+                                                          equal_budget=equal)
         return _record(item, run, scorer(run, item, ctx, budget_tokens), hashes[name], budget_tokens)
 
     appender = _Appender(path) if path is not None else None

@@ -533,11 +533,20 @@ def _mention(text: str) -> Mention | None:
     return Mention(t, typ)
 
 
+# a part that ends in an abbreviation keeps its full stop ("Tottenham Hotspur L.F.C.", "Washington,
+# D.C.", "B."): the offline extractor writes such names, and its raw text must read back as it was
+_ABBREVIATION_END = re.compile(r"(?:^|\s)(?:(?:[A-Za-z]\.)+|Jr\.|Sr\.|Inc\.|Co\.|Ltd\.|Corp\.|Bros\.|St\.|Mt\.)$")
+
+
 def _clean(text: str) -> str:
     t = " ".join(text.split())
     while len(t) >= 2 and t[0] in _QUOTES and t[-1] in _QUOTES:
         t = t[1:-1].strip()
-    return t.strip(" ,.").strip()
+    t = t.lstrip(" ,.")
+    kept = t.rstrip(" ,.")
+    if t[len(kept):].startswith(".") and _ABBREVIATION_END.search(kept + "."):
+        kept += "."
+    return kept.strip()
 
 
 def _make(s: Term | None, rel: str, o: Term | None) -> ExtractedTriple | None:

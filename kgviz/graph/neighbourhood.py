@@ -115,10 +115,16 @@ def nodes_by_id(store: GraphStore, ids: Sequence[str]) -> list[NeighbourRow]:
 
 
 def triple_vectors(store: GraphStore, ids: Sequence[str]) -> list[NeighbourRow]:
-    """id, emb of the triples among ``ids`` that have an embedding."""
+    """id, emb of the triples among ``ids`` that have an embedding. Longer lists are read from
+    the exact search's vector file where it holds the stored vector bit for bit
+    (``kgviz.graph.search.stored_vectors``: Kùzu's id-list read scans the whole vector column)."""
     todo = list(ids)
     if len(todo) > batching.PK_LOOKUP_MAX:
-        return _id_list(store, Q_TRIPLE_EMB_BY_ID, todo, vectors=True)
+        found, todo = store.stored_vectors("Triple", todo)
+        rows = [cast(NeighbourRow, {"id": i, "emb": v}) for i, v in found.items()]
+        if len(todo) > batching.PK_LOOKUP_MAX:
+            return rows + _id_list(store, Q_TRIPLE_EMB_BY_ID, todo, vectors=True)
+        return rows + [r for i in todo for r in _query(store, Q_TRIPLE_EMB_BY_PK, {"id": i})]
     return [r for i in todo for r in _query(store, Q_TRIPLE_EMB_BY_PK, {"id": i})]
 
 

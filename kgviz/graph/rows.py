@@ -283,3 +283,41 @@ class NeighbourRow(TypedDict, total=False):
     inner: str
     _in: bool  # kg-rag marks an incoming RELATED row
     emb: Any  # a list of floats (Kùzu FLOAT[n])
+
+
+# --- the build's bookkeeping (kgviz.graph.writes) ----------------------------------------------------
+class ExtractionRow(TypedDict):
+    """``writes.extractions``: what the build stored for a chunk's extraction."""
+
+    chunk_id: str
+    mode: str
+    raw: str | None
+    status: str
+    error: str | None
+
+
+class EntityMergeRow(TypedDict):
+    """``writes.entity_details``: an entity as the resolver merges new mentions into it."""
+
+    id: str
+    name: str
+    type: str | None
+    description: str | None
+    aliases: str | None  # "|"-joined
+
+
+class EntityDetailUpdate(TypedDict):
+    """A row of ``writes.set_entity_details``."""
+
+    id: str
+    description: str
+    aliases: str  # "|"-joined
+    type: str
+
+
+class ChunkRankUpdate(TypedDict):
+    """A row of ``writes.set_chunk_ranks``: PageRank and core membership (KET-RAG Alg. 3)."""
+
+    id: str
+    pr: float
+    core: bool

@@ -19,6 +19,7 @@ no kuzu and talks to the database through the store's statement and catalog help
 """
 from __future__ import annotations
 
+import heapq
 import itertools
 import os
 import re
@@ -245,7 +246,8 @@ def _exact_matrix(store: SearchHost, table: str) -> tuple[Any, np.ndarray] | Non
     """(ids, unit rows) of ``table``'s embedded rows, memory-mapped from the workspace's vector
     files (kgviz.graph.vector_file; written here when missing or stale) and kept on the database
     handle until its next write; None when the table has more than EXACT_MAX_ROWS of them (only
-    when HNSW was opted into). A workspace folder that cannot be written ranks in memory."""
+    when HNSW was opted into). A workspace folder that cannot be written ranks in memory.
+    The stored vectors' index (vector_file.load_same) is kept beside, under ``<table>|same``."""
     handle = store._handle
     with handle.matrix_lock:
         generation = handle.generation  # read first: a write during the load forces a reload
@@ -254,20 +256,52 @@ def _exact_matrix(store: SearchHost, table: str) -> tuple[Any, np.ndarray] | Non
             return cached[1]
         pk = store._pk(table)
         ids = sorted(store.query_arrow(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN n.{pk}").column(0).to_pylist())
-        value = None
+        value = same = None
         if len(ids) <= EXACT_MAX_ROWS:
             dim = store._embedding_dim(table)
             workspace = Path(store.path)
-            value = vector_file.load(workspace, table, vector_file.ids_digest(ids), dim)
+            digest = vector_file.ids_digest(ids)
+            value = vector_file.load(workspace, table, digest, dim)
             if value is None:
                 result = store.query_arrow(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN n.{pk}, n.emb")
-                rows = _normalised(vectors_to_numpy(result.column(1), dim))
+                stored = vectors_to_numpy(result.column(1), dim)
                 try:
-                    value = vector_file.write(workspace, table, result.column(0).to_pylist(), rows)
+                    value = vector_file.write(workspace, table, result.column(0).to_pylist(), stored, _normalised)
                 except OSError:
-                    value = (result.column(0).to_pylist(), rows)
+                    value = (result.column(0).to_pylist(), _normalised(stored))
+            if isinstance(value[0], np.ndarray):
+                same = vector_file.load_same(workspace, table, digest, len(value[0]))
         handle.matrices[table] = (generation, value)
+        handle.matrices[f"{table}|same"] = (generation, same)
         return value
+
+
+def stored_vectors(store: SearchHost, table: str, ids: Sequence[str]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """({id: vector} read from ``table``'s vector files, the ids left for the caller to read from
+    Kùzu: ids not in the files). The files hold each vector as Kùzu stores it, bit for bit (the
+    unit row where it is that vector, else a copy: vector_file.load_same); reading vectors by an
+    id list in Kùzu 0.11.3 scans the whole vector column (issue 29), the files are a binary
+    search and a row copy. Every id is left to Kùzu when the table is not searched exactly (HNSW
+    opted into) or its files are from a kgviz that did not write the copies."""
+    found: dict[str, np.ndarray] = {}
+    if not len(ids) or _exact_matrix(store, table) is None:
+        return found, list(ids)
+    with store._handle.matrix_lock:  # the matrix and its flags of one generation
+        cached, flags = store._handle.matrices.get(table), store._handle.matrices.get(f"{table}|same")
+    if cached is None or flags is None or cached[0] != flags[0] or flags[1] is None:
+        return found, list(ids)
+    (file_ids, matrix), (same, stored) = cached[1], flags[1]
+    wanted = np.array(list(ids), dtype=str)
+    pos = np.minimum(np.searchsorted(file_ids, wanted), max(len(file_ids) - 1, 0))
+    hit = file_ids[pos] == wanted if len(file_ids) else np.zeros(len(wanted), dtype=bool)
+    rest = []
+    for i, p, h in zip(ids, pos.tolist(), hit.tolist()):
+        if not h:
+            rest.append(i)
+            continue
+        alt = int(same[p])
+        found[i] = np.array(matrix[p] if alt < 0 else stored[alt], dtype=np.float32)
+    return found, rest
 
 
 def prepare_exact_search(store: SearchHost, table: str) -> int | None:
@@ -318,8 +352,13 @@ def _rank(ids: Any, normalised: np.ndarray, query: np.ndarray, k: int,
     if k < len(pool):  # only rows at least as good as the k-th (ties included) can make the cut
         kth = np.partition(rounded[pool], len(pool) - k)[len(pool) - k]
         pool = pool[rounded[pool] >= kth]
-    order = sorted(pool.tolist(), key=lambda i: (-rounded[i], ids[i]))
-    return [(str(ids[i]), float(scores[i])) for i in order[:k]]
+    # the sort key reads plain Python values: indexing numpy per comparison was most of a search
+    # when many rows tie with the k-th (hashing vectors: thousands of exact zeros)
+    at = pool.tolist()
+    neg = (-rounded[pool]).tolist()
+    names = [ids[i] for i in at]
+    order = heapq.nsmallest(k, range(len(at)), key=lambda j: (neg[j], names[j]))
+    return [(str(names[j]), float(scores[at[j]])) for j in order]
 
 
 def fts_index_of(store: SearchHost, table: str) -> tuple[str, list[str]] | None:

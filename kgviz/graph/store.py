@@ -780,6 +780,9 @@ class GraphStore:
                 if rows:
                     out[node_id] = np.asarray(rows[0]["emb"], dtype=np.float32)
             return out
+        # from the exact search's vector file where it holds the stored vector bit for bit: a
+        # read by id list scans Kùzu's whole vector column (issue 29)
+        out, unique = self.stored_vectors(table, unique)
         for result in self._by_id_list(f"(n:{table})", f"n.{pk}", f"n.{pk}, n.emb", unique, "n.emb IS NOT NULL",
                                        vectors=True):
             matrix = vectors_to_numpy(result.column(1), dim)
@@ -800,6 +803,11 @@ class GraphStore:
         """Nearest rows of ``table`` by cosine similarity: [(id, similarity)], best first (see
         ``kgviz.graph.search.vector_search``)."""
         return search.vector_search(self, table, vector, k, where=where)
+
+    def stored_vectors(self, table: str, ids: Sequence[str]) -> tuple[dict[str, np.ndarray], list[str]]:
+        """({id: stored vector} read from the exact search's vector file, ids left to read from
+        Kùzu); see ``kgviz.graph.search.stored_vectors``."""
+        return search.stored_vectors(self, table, ids)
 
     def ensure_fts_index(self, table: str = "Chunk", columns: Sequence[str] = ("text",)) -> str:
         """BM25 index over ``columns`` of ``table``; idempotent, and it repairs what an interrupted

@@ -3,7 +3,12 @@ memory-mapped, so an exact top-k over 100,000+ rows needs no copy in RAM and no 
 restart (issue 29; the 50,000-row cached matrix it replaces was read out of Kùzu per process).
 
 Files, per table, under ``<workspace>/vectors/``: ``<table>.ids.npy`` (ids, sorted, fixed-width
-unicode: loads without pickle), ``<table>.emb.npy`` (float32 rows of length 1, same order) and
+unicode: loads without pickle), ``<table>.emb.npy`` (float32 rows of length 1, same order),
+``<table>.same.npy`` and ``<table>.stored.npy`` (the vectors as Kùzu stores them, so a read of
+stored vectors by id takes them from here instead of scanning Kùzu's vector column,
+``kgviz.graph.search.stored_vectors``: per row -1 when its unit row is that vector bit for bit —
+about 80% of hashing rows, whose vectors are unit rows already — else the row of the stored
+file that holds it) and
 ``<table>.json`` (row count, dimension and the sha256 of the sorted ids). The sorted order makes
 the files a function of the table's content alone, whatever order Kùzu returns rows in, so two
 builds of one corpus write identical files. A file is used only while its id digest equals the
@@ -17,10 +22,12 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 VECTOR_DIR = "vectors"
+WRITE_BLOCK = 8192  # rows sorted, normalised and written at a time
 
 
 def ids_digest(sorted_ids: list[str]) -> str:
@@ -34,6 +41,14 @@ def ids_digest(sorted_ids: list[str]) -> str:
 def _paths(workspace: Path, table: str) -> tuple[Path, Path, Path]:
     d = Path(workspace) / VECTOR_DIR
     return d / f"{table}.ids.npy", d / f"{table}.emb.npy", d / f"{table}.json"
+
+
+def _same_path(workspace: Path, table: str) -> Path:
+    return Path(workspace) / VECTOR_DIR / f"{table}.same.npy"
+
+
+def _stored_path(workspace: Path, table: str) -> Path:
+    return Path(workspace) / VECTOR_DIR / f"{table}.stored.npy"
 
 
 def load(workspace: Path, table: str, digest: str, dim: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -52,22 +67,64 @@ def load(workspace: Path, table: str, digest: str, dim: int) -> tuple[np.ndarray
     return ids, emb
 
 
-def write(workspace: Path, table: str, ids: list[str], unit_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def load_same(workspace: Path, table: str, digest: str, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(per row: -1 or its row in the stored file, the stored file memory-mapped) of the files
+    ``load`` accepted for ``digest``; None when they are missing (an older kgviz) or do not fit."""
+    _, _, meta_path = _paths(workspace, table)
+    try:
+        meta = json.loads(meta_path.read_text("utf-8"))
+        if meta.get("digest") != digest or meta.get("same") != 2:
+            return None
+        same = np.load(_same_path(workspace, table), allow_pickle=False)
+        stored = np.load(_stored_path(workspace, table), mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    if same.dtype != np.int64 or same.shape != (n,) or stored.dtype != np.float32 or stored.ndim != 2:
+        return None
+    return same, stored
+
+
+def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray,
+          normalise: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Store ``ids`` and their unit rows sorted by id; returns (sorted ids, memory-mapped rows).
-    OSError when the workspace folder cannot be written (the caller ranks in memory then)."""
-    order = sorted(range(len(ids)), key=ids.__getitem__)
-    sorted_ids = [ids[i] for i in order]
+    ``rows`` are the unit rows, or, with ``normalise``, the vectors as Kùzu holds them: each
+    block of them is normalised here, and the per-row flags "unit row == stored vector" are
+    stored too, with the rows where they differ (``load_same``). Rows are sorted, normalised and written WRITE_BLOCK at a time, so
+    no whole-table copy is made (issue 29: each copy of 143k 768-d triple vectors was 440 MB of
+    peak RSS). OSError when the workspace folder cannot be written (the caller ranks in memory)."""
+    order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
+    sorted_ids = [ids[i] for i in order.tolist()]
     id_array = np.array(sorted_ids, dtype=str) if sorted_ids else np.zeros(0, dtype="<U1")
-    matrix = np.ascontiguousarray(unit_rows[order], dtype=np.float32)
+    n, dim = len(sorted_ids), int(rows.shape[1]) if rows.ndim == 2 else 0
     ids_path, emb_path, meta_path = _paths(workspace, table)
     ids_path.parent.mkdir(parents=True, exist_ok=True)
     suffix = f".tmp{os.getpid()}"
-    for path, value in ((ids_path, id_array), (emb_path, matrix)):
+    same = np.full(n, -1, dtype=np.int64)
+    differing: list[np.ndarray] = []
+    n_diff = 0
+    with open(str(emb_path) + suffix, "wb") as f:  # np.save's format, written a block at a time
+        np.lib.format.write_array_header_1_0(
+            f, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False, "shape": (n, dim)})
+        for b0 in range(0, n, WRITE_BLOCK):
+            block = np.ascontiguousarray(rows[order[b0:b0 + WRITE_BLOCK]], dtype=np.float32)
+            unit = block if normalise is None else np.ascontiguousarray(normalise(block), dtype=np.float32)
+            if normalise is not None:
+                other = np.flatnonzero(~np.all(unit == block, axis=1))
+                same[b0 + other] = n_diff + np.arange(other.size)
+                n_diff += other.size
+                differing.append(block[other])
+            f.write(unit.tobytes())
+    os.replace(str(emb_path) + suffix, emb_path)
+    files: list[tuple[Path, np.ndarray]] = [(ids_path, id_array)]
+    if normalise is not None:
+        files.append((_same_path(workspace, table), same))
+        files.append((_stored_path(workspace, table),
+                      np.concatenate(differing) if differing else np.zeros((0, dim), dtype=np.float32)))
+    for path, value in files:
         with open(str(path) + suffix, "wb") as f:
             np.save(f, value, allow_pickle=False)
         os.replace(str(path) + suffix, path)
-    meta = {"n": len(sorted_ids), "dim": int(matrix.shape[1]) if matrix.ndim == 2 else 0,
-            "digest": ids_digest(sorted_ids)}
+    meta = {"n": n, "dim": dim, "digest": ids_digest(sorted_ids), "same": 2 if normalise is not None else 0}
     Path(str(meta_path) + suffix).write_text(json.dumps(meta), "utf-8")
     os.replace(str(meta_path) + suffix, meta_path)  # last: the files above are whole before it names them
     return id_array, np.load(emb_path, mmap_mode="r", allow_pickle=False)

@@ -6,22 +6,23 @@ its statements under the caller's locks (callers group them under ``store.write_
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
 from kgviz.graph.batching import batches, id_list_statements
 from kgviz.graph.protocol import GraphStore
 from kgviz.graph.reads import rows_by_ids
-from kgviz.graph.rows import TripleProvenanceRow, typed
+from kgviz.graph.rows import (
+    ChunkRankUpdate, EntityDetailUpdate, EntityMergeRow, ExtractionRow, TripleProvenanceRow, typed,
+)
 
-Row = dict[str, Any]  # the build's own bookkeeping rows (Extraction, entity details, ranks): not typed yet
 # rows of one update statement
 UPDATE_BATCH = 20_000
 _TYPES = {str: pa.string(), float: pa.float64(), bool: pa.bool_(), int: pa.int64()}
 
 
-def _update(store: GraphStore, statement: str, rows: Sequence[Row], columns: dict[str, type],
+def _update(store: GraphStore, statement: str, rows: Sequence[Mapping[str, Any]], columns: dict[str, type],
             params: dict[str, Any] | None = None) -> None:
     """Run ``LOAD FROM $rows <statement>`` over ``rows`` given as an arrow table whose columns are
     named ``r_<key>``. Not ``UNWIND $rows``: Kùzu 0.11.3 matched a list parameter's rows in time
@@ -102,11 +103,11 @@ def failed_extraction_chunks(store: GraphStore, offline_mode: str) -> list[str]:
     return [r["id"] for r in rows]
 
 
-def extractions(store: GraphStore, chunk_ids: Sequence[str]) -> dict[str, Row]:
+def extractions(store: GraphStore, chunk_ids: Sequence[str]) -> dict[str, ExtractionRow]:
     """{chunk id: Extraction row (chunk_id, mode, raw, status, error)}."""
     rows = rows_by_ids(store, "(x:Extraction)", "x.chunk_id", "x.chunk_id AS chunk_id, x.mode AS mode, "
                    "x.raw AS raw, x.status AS status, x.error AS error", chunk_ids)
-    return {r["chunk_id"]: r for r in rows}
+    return {r["chunk_id"]: r for r in typed(ExtractionRow, rows)}
 
 
 def delete_extractions(store: GraphStore, chunk_ids: Sequence[str]) -> None:
@@ -114,14 +115,14 @@ def delete_extractions(store: GraphStore, chunk_ids: Sequence[str]) -> None:
 
 
 # --- entities ---------------------------------------------------------------------------------------
-def entity_details(store: GraphStore, ids: Sequence[str]) -> dict[str, Row]:
+def entity_details(store: GraphStore, ids: Sequence[str]) -> dict[str, EntityMergeRow]:
     """{entity id: id, name, type, description, aliases} of the ids that exist."""
     rows = rows_by_ids(store, "(e:Entity)", "e.id", "e.id AS id, e.name AS name, e.type AS type, "
                    "e.description AS description, e.aliases AS aliases", ids)
-    return {r["id"]: r for r in rows}
+    return {r["id"]: r for r in typed(EntityMergeRow, rows)}
 
 
-def set_entity_details(store: GraphStore, rows: Sequence[Row]) -> None:
+def set_entity_details(store: GraphStore, rows: Sequence[EntityDetailUpdate]) -> None:
     """rows: id, description, aliases, type."""
     _update(store, "MATCH (e:Entity {id: r_id}) SET e.description = r_description, e.aliases = r_aliases, "
                    "e.type = r_type", rows, {"id": str, "description": str, "aliases": str, "type": str})
@@ -144,7 +145,7 @@ def delete_knn(store: GraphStore) -> None:
     store.execute("MATCH (:Chunk)-[r:KNN]->(:Chunk) DELETE r")
 
 
-def set_chunk_ranks(store: GraphStore, rows: Sequence[Row]) -> None:
+def set_chunk_ranks(store: GraphStore, rows: Sequence[ChunkRankUpdate]) -> None:
     """rows: id, pr (PageRank), core (bool)."""
     _update(store, "MATCH (c:Chunk {id: r_id}) SET c.pagerank = r_pr, c.core = r_core", rows,
             {"id": str, "pr": float, "core": bool})

@@ -71,15 +71,20 @@ def processed_prompt_tokens(est: CostEstimate, sample: ExtractionShape | None) -
 
 
 def _with_time(est: CostEstimate, speed: LocalSpeed | None, workers: int,
-               sample: ExtractionShape | None = None) -> CostEstimate:
+               sample: ExtractionShape | None = None,
+               output_span: tuple[int, int] | None = None) -> CostEstimate:
+    """``output_span``: the fewest and most output tokens the sample calls' per-call ratios allow
+    (the range then spans both the rates and the output length)."""
     full = est.full and _with_time(est.full, speed, workers, sample)
     if speed is None:
         return replace(est, local=True, usd=0.0, price_known=True, time_source=UNKNOWN_TIME, full=full)
     par = speed.effective_parallelism(workers)
     prompt = processed_prompt_tokens(est, sample)
     seconds = speed.call_seconds(prompt, est.output_tokens) / par
-    span = speed.call_seconds_range(prompt, est.output_tokens)
-    low, high = (span[0] / par, span[1] / par) if span is not None else (None, None)
+    out_low, out_high = output_span or (est.output_tokens, est.output_tokens)
+    fast = speed.call_seconds_range(prompt, min(out_low, est.output_tokens))
+    slow = speed.call_seconds_range(prompt, max(out_high, est.output_tokens))
+    low, high = (fast[0] / par, slow[1] / par) if fast is not None and slow is not None else (None, None)
     source = speed.describe(workers) + (f"; {sample.describe()}" if sample is not None else "")
     return replace(est, local=True, usd=0.0, price_known=True, seconds=seconds, seconds_low=low, seconds_high=high,
                    time_source=source, full=full)
@@ -107,11 +112,15 @@ def estimate_cost(
     if offline or not is_local(provider, base_url):
         return with_descriptions(est, desc)
     sample = shape(load_sample(cache_dir, provider, model, base_url))
+    span = None
     if sample is not None:  # the model's own output length on this corpus, measured
-        est = _estimate(documents, replace(params, expected_output_ratio=sample.output_ratio), provider, model,
-                        offline, prices)
+        def at(ratio: float) -> CostEstimate:
+            return _estimate(documents, replace(params, expected_output_ratio=ratio), provider, model, offline, prices)
+        est = at(sample.output_ratio)
+        if sample.output_ratio_high > sample.output_ratio_low > 0:
+            span = (at(sample.output_ratio_low).output_tokens, at(sample.output_ratio_high).output_tokens)
     speed = load_speed(cache_dir, provider, model, base_url)
-    est = _with_time(est, speed, params.workers, sample)
+    est = _with_time(est, speed, params.workers, sample, span)
     if desc is not None:
         desc = _describe_time(desc, _chunks(documents, params), speed, params.workers, sample)
     return with_descriptions(est, desc)

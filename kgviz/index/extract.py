@@ -27,7 +27,7 @@ import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from kgviz.errors import (
     AuthenticationError,
@@ -41,6 +41,7 @@ from kgviz.facts.parse import parse_triples
 from kgviz.facts.triples import ExtractionOutput
 from kgviz.index.ground import PROMPT_EXAMPLE, ground_output
 from kgviz.graph import writes
+from kgviz.graph.rows import ExtractionRow
 from kgviz.graph.store import GraphStore
 from kgviz.offline.extract import HEURISTIC_NAME, extract_offline
 from kgviz.offline.lexicon import split_predicate
@@ -151,11 +152,11 @@ def _row(chunk_id: str, mode: str, run: _Run, status: str) -> dict[str, object]:
     }
 
 
-def stored_extractions(store: GraphStore, chunk_ids: Sequence[str]) -> dict[str, dict[str, object]]:
+def stored_extractions(store: GraphStore, chunk_ids: Sequence[str]) -> dict[str, ExtractionRow]:
     return writes.extractions(store, chunk_ids)
 
 
-def _failed_row(row: dict[str, object]) -> bool:
+def _failed_row(row: Mapping[str, object]) -> bool:
     """A failed row, or an LLM row whose stored reply is empty (kgviz before issue 15 recorded an
     empty reply as "ok, 0 triples"; it is a failure and is asked again)."""
     if row.get("status") == "failed":
@@ -163,7 +164,7 @@ def _failed_row(row: dict[str, object]) -> bool:
     return row.get("mode") != OFFLINE_MODE and not str(row.get("raw") or "").strip()
 
 
-def rederive(chunk: Chunk, row: dict[str, object], max_triples: int, title: str = "") -> ExtractionOutput:
+def rederive(chunk: Chunk, row: Mapping[str, object], max_triples: int, title: str = "") -> ExtractionOutput:
     """Triples of an already-extracted chunk, without calling any model."""
     if row.get("mode") == OFFLINE_MODE:
         return extract_offline(chunk.text, max_triples, title)

@@ -9,13 +9,14 @@ bulk COPY (or one UNWIND statement), never a row-at-a-time loop.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from kgviz.graph import writes
 from kgviz.graph.batching import batches
 from kgviz.graph.protocol import GraphStore
+from kgviz.graph.rows import EntityDetailUpdate, EntityMergeRow
 from kgviz.index.assemble import Assembled
 from kgviz.index.doc_layer import SIGNATURE_KEY
 from kgviz.index.ket import META_KEYWORD_SIGNATURE
@@ -102,11 +103,11 @@ def write_nodes_and_edges(
 
 
 def update_existing_entities(
-    store: GraphStore, acc: Assembled, existing: dict[str, dict[str, Any]], max_sentences: int
+    store: GraphStore, acc: Assembled, existing: Mapping[str, EntityMergeRow], max_sentences: int
 ) -> None:
     """Merge this batch's descriptions and surface forms into entities already in the graph.
     Their vectors are not recomputed (Kùzu cannot SET an indexed vector; see pipeline docs)."""
-    rows = []
+    rows: list[EntityDetailUpdate] = []
     for eid, old in existing.items():
         agg = acc.entities[eid]
         aliases = [a for a in (old.get("aliases") or "").split("|") if a]

@@ -39,6 +39,7 @@ import numpy as np
 from kgviz.errors import BuildError, ConfigError
 from kgviz.graph import reads, writes
 from kgviz.graph.protocol import GraphStore
+from kgviz.graph.rows import ChunkRankUpdate
 from kgviz.index.ket_keywords import KeywordLayer, KeywordRules, build_keyword_layer
 from kgviz.index.knn import LEXICAL, SEMANTIC, KnnGraph, build_knn, pagerank
 from kgviz.providers.base import Embedder
@@ -200,7 +201,8 @@ def write_core(store: GraphStore, plan: CorePlan, *, skeleton_beta: float) -> No
     with store.write_lock():
         writes.delete_knn(store)
         store.bulk_load_rels("KNN", plan.knn.rows(plan.ids), from_table="Chunk", to_table="Chunk")
-        rows = [{"id": c, "pr": float(p), "core": c in plan.core} for c, p in zip(plan.ids, plan.pagerank.tolist())]
+        rows: list[ChunkRankUpdate] = [{"id": c, "pr": float(p), "core": c in plan.core}
+                                       for c, p in zip(plan.ids, plan.pagerank.tolist())]
         writes.set_chunk_ranks(store, rows)
         store.set_meta(META_PARAMS, json.dumps(asdict(plan.params), sort_keys=True))
         store.set_meta(META_BETA, plan.params.beta)

@@ -85,6 +85,11 @@ def top_k_per_row(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, n
     if kk <= 0 or b == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, np.zeros(0)
+    if kk == 1:  # K = 2 (the default): argmax is the first maximum, i.e. the lower column of equals
+        c = np.argmax(scores, axis=1)
+        v = scores[np.arange(b), c]
+        r = np.flatnonzero(np.isfinite(v))
+        return r, c[r], v[r]
     kth = np.partition(scores, n - kk, axis=1)[:, n - kk]  # k-th largest value of each row
     r, c = np.nonzero((scores >= kth[:, None]) & np.isfinite(scores))
     v = scores[r, c]

@@ -47,12 +47,13 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from kgviz.errors import BuildCancelled, EmbedderMismatchError
 from kgviz.graph import search, writes
+from kgviz.graph.rows import EntityMergeRow
 from kgviz.graph.search import EXACT_MAX_ROWS
 from kgviz.graph.store import GraphStore
 from kgviz.index import graph_write as gw
@@ -169,7 +170,7 @@ def _build(
         ket.plan_stage([c for d in new_docs for c in chunks_by_doc[d.id]])
 
     acc: Assembled | None = None
-    existing: dict[str, dict[str, object]] = {}
+    existing: dict[str, EntityMergeRow] = {}
     if new_docs:
         all_chunks = [c for d in new_docs for c in chunks_by_doc[d.id]]
         with run.stage("extract"):
@@ -290,7 +291,7 @@ def _embed_stage(
     docs: list[Document],
     chunks: list[Chunk],
     acc: Assembled,
-    existing: dict[str, dict[str, object]],
+    existing: Mapping[str, object],
     params: BuildParams,
     chunk_vectors: np.ndarray | None = None,
     stored_triples: set[str] | frozenset[str] = frozenset(),

@@ -129,14 +129,22 @@ class EntityAgg:
     types: Counter[str] = field(default_factory=Counter)
     sentences: list[str] = field(default_factory=list)
     chunks: set[str] = field(default_factory=set)
+    # the sentences as a set, for the duplicate test: a list test made a frequent entity ("1990",
+    # "american": thousands of sentences at 10k passages) quadratic in its mentions (issue 29)
+    _seen: set[str] = field(default_factory=set, repr=False, compare=False)
 
     def add(self, surface: str, key: str, type_: str, sentence: str, chunk_id: str) -> None:
         (self.forms if key == self.key else self.alias_forms)[surface] += 1
         if type_:
             self.types[type_] += 1
-        if sentence and sentence not in self.sentences:
-            self.sentences.append(sentence)
+        self.add_sentence(sentence)
         self.chunks.add(chunk_id)
+
+    def add_sentence(self, sentence: str) -> None:
+        """Append ``sentence`` unless it is empty or already here (first occurrence order)."""
+        if sentence and sentence not in self._seen:
+            self._seen.add(sentence)
+            self.sentences.append(sentence)
 
     @property
     def name(self) -> str:
@@ -174,8 +182,7 @@ def merge_descriptions(old: str, new_sentences: list[str], max_sentences: int, m
     """Existing description + new sentences, duplicates dropped, capped (rule 4)."""
     agg = EntityAgg("", "")
     for s in split_sentences(old) + new_sentences:
-        if s and s not in agg.sentences:
-            agg.sentences.append(s)
+        agg.add_sentence(s)
     return agg.description(max_sentences, max_chars)
 
 

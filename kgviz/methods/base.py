@@ -8,6 +8,7 @@ methods differ only in what they retrieve. Every method records ``TraceStep``s t
 from __future__ import annotations
 
 import functools
+import json
 import time
 import typing
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
@@ -65,6 +66,15 @@ class EdgeRef:
     rel: str
     role: Role = "candidate"
     score: float | None = None
+
+
+def record_data(record: Any) -> dict[str, Any]:
+    """A typed step record as ``TraceStep.record``: its type, the algorithm line it names (``LINE``)
+    and its fields, in the shapes JSON reads back (tuples as lists, keys as strings), so a step
+    equals itself after a saved trace's round trip."""
+    data: dict[str, Any] = json.loads(json.dumps({"type": type(record).__name__, "line": record.LINE,
+                                                  **asdict(record)}))
+    return data
 
 
 @dataclass

@@ -5,9 +5,10 @@ its variants (kgviz.methods.ket_rag, which documents the method and its paramete
 keyword channel when θ < 1; ``KetRetrievalParams`` carries the resolved parameters of any variant. The
 keyword layer and vectors come from the in-memory views of kgviz.methods.ket_cache.
 
-The keyword channel is algorithm plus narrator: ``_keyword_pool`` and ``_keyword_fill`` return the
-step records of Algorithm 4 lines 2-4 (kgviz.methods.ket_records) and kgviz.methods.ket_narrator
-turns them into the steps the player shows. The skeleton channel still writes its steps inline.
+Both channels are algorithm plus narrator: the skeleton channel's ``_seeds``, ``_relationships`` and
+``_text_units`` return the step records of Algorithm 2 lines 1-3, the keyword channel's
+``_keyword_pool`` and ``_keyword_fill`` those of Algorithm 4 lines 2-4 (kgviz.methods.ket_records),
+and kgviz.methods.ket_narrator turns them into the steps the player shows.
 
 Each step that departs from Algorithms 1-4 says so in ``TraceStep.ours`` (``_mark_ket``): the
 skeleton's entity and relationship texts on a graph without LLM-written descriptions (source
@@ -22,7 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -31,29 +32,25 @@ from kgviz.errors import MethodError
 from kgviz.graph import reads
 from kgviz.facts.triples import stated_fact
 from kgviz.graph.protocol import GraphStore
-from kgviz.graph.rows import TripleAtEntityRow
 from kgviz.index.ket import KetParams, core_ranking, ket_info, n_core
 from kgviz.index.knn import content_words
-from kgviz.methods import deciding
-from kgviz.methods.base import ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, TraceStep, mark_ours
+from kgviz.methods.base import ContextItem, MethodContext, RetrievedContext, Tracer, TraceStep, mark_ours
 from kgviz.methods.budget import stop_at_first_overflow
-from kgviz.methods.ket_cache import keyword_view, named_entities, triple_cosines
+from kgviz.methods.ket_cache import KeywordView, keyword_view, named_entities, triple_cosines
 from kgviz.methods.ket_descriptions import DescriptionView, description_view
 from kgviz.methods.ket_narrator import (
-    RRF_K, SHOWN_REJECTED, KeywordVoice, narrate_fill, narrate_pool, narrate_ranking,
+    RRF_K, KeywordVoice, SkeletonVoice, end_table, narrate_fill, narrate_nothing, narrate_pool, narrate_ranking,
+    narrate_relationships, narrate_seeds, narrate_text_units, shown_chunks,
 )
 from kgviz.methods.ket_params import KetRetrievalParams
-from kgviz.methods.ket_records import KeywordFill, KeywordPool, KeywordRanking, SeedKeyword
+from kgviz.methods.ket_records import (
+    KeywordFill, KeywordPool, KeywordRanking, RankedRelationship, RankedUnit, SeedEntity, SeedKeyword, SkeletonEmpty,
+    SkeletonRelationships, SkeletonSeeds, SkeletonTextUnits,
+)
 from kgviz.text import count_tokens
 from kgviz.vectors import rrf, unit
 
-# ours: in the text-unit step, links drawn from each chunk that gave a chosen text unit to the
-# entities / relationships it is linked to (chosen relationships first, then seeds, then the other
-# ends reached one hop out). Drawing every link (a hundred on the sample) hid the chosen units;
-# data["links"] keeps them all
-SHOWN_LINKS_PER_CHUNK = 2
 _EPS = 1e-9
-
 
 
 def _cosines(store: GraphStore, table: str, ids: list[str], qv: np.ndarray) -> dict[str, float]:
@@ -69,6 +66,21 @@ class _Skeleton:
     label: str
     graph_beta: float
     warning: str = ""
+
+
+@dataclass(frozen=True)
+class _Units:
+    """The text units Alg. 2 line 3 ranks: each unit's chunk, stored tokens, cosine to the question
+    and lexical score (empty unless matching lexically), the linked chunks' titles, and the chunks'
+    texts when the units are chunks (None: sub-chunks, whose texts are read once chosen)."""
+
+    table: str  # SubChunk | Chunk
+    chunk_of: dict[str, str]
+    tokens: dict[str, int]
+    cos: dict[str, float]
+    lexical: dict[str, float]
+    title: dict[str, str]
+    chunk_text: dict[str, str] | None
 
 
 @dataclass
@@ -147,11 +159,6 @@ def _seed_entities(store: GraphStore, qv: np.ndarray, cfg: KetRetrievalParams, s
         fetch *= 4
 
 
-def _end_table(node_id: str) -> str:
-    """A triple's subject or object is an Entity, or a Triple when it is a hypernode (ids "tri:")."""
-    return "Triple" if node_id.startswith("tri:") else "Entity"
-
-
 def _entity_text(e: dict[str, Any], dv: DescriptionView | None = None) -> str:
     """The entity as the context states it: its name and description, the LLM-written one when the
     graph has it (Alg. 1 line 3), else its source sentences (ours)."""
@@ -200,16 +207,12 @@ class _KetEngine:
     def lexical_entities(self) -> bool:
         return self.entity_mode != "embedding"
 
-    def _described(self, chosen: list[str]) -> dict[str, Any]:
-        """Trace data of a skeleton step: whose descriptions the chosen items carry. Only on a graph
-        with LLM-written descriptions, so traces of other graphs keep their keys."""
+    def _not_described(self, chosen: Sequence[str]) -> tuple[str, ...]:
+        """The chosen items without an LLM-written description (none on a graph without them)."""
         dv = self.descriptions
-        if dv is None:
-            return {}
-        return {"descriptions": "llm", "description_prompt": dv.info.get("prompt", ""),
-                "not_described": [x for x in chosen if dv.text(x) is None]}
+        return () if dv is None else tuple(x for x in chosen if dv.text(x) is None)
 
-    def question_bm25(self, view: Any) -> tuple[list[int], np.ndarray]:
+    def question_bm25(self, view: KeywordView) -> tuple[list[int], np.ndarray]:
         """The question's keywords (rows of ``view``, rarest first) and the BM25 of every sub-chunk
         over them: computed once per run, since both channels rank by it in lexical mode."""
         if self._bm25 is None:
@@ -219,269 +222,190 @@ class _KetEngine:
 
     # -- skeleton channel (Algorithm 2 on G_s) ------------------------------------------------------
     def skeleton(self, scope: _Skeleton) -> _Channel:
-        cfg, store, ch = self.cfg, self.store, _Channel()
-        budget = cfg.skeleton_budget
-        er_budget = int(math.floor(budget * (1.0 - cfg.text_unit_share) + _EPS))
-        named = named_entities(store, self.question) if self.lexical_entities else []
+        """Algorithm 2 lines 1-3 on the skeleton as three step records, each narrated by
+        kgviz.methods.ket_narrator."""
         dv = self.descriptions
-        seeds, skipped, ent_chunks = _seed_entities(store, self.qv, cfg, scope, named, dv)
-        ranked = [(e["id"], count_tokens(_entity_text(e, dv))) for e in seeds]
-        chosen_e, over_e, ch.used = stop_at_first_overflow(ranked, er_budget)
-        by_id = {e["id"]: e for e in seeds + skipped}
-        for eid in chosen_e:
-            e = by_id[eid]
-            text = _entity_text(e, dv)
-            ch.items.append(ContextItem(eid, "entity", text, e["score"], count_tokens(text)))
-        how = (f"{len(chosen_e)} entities: first the {sum(e in named for e in chosen_e)} named in the question "
-               f"(entity_match '{cfg.entity_match}': {self.entity_mode}, ours), then the nearest by cosine" if self.lexical_entities
-               else f"{len(chosen_e)} entities nearest the question")
-        detail = (f"{how} (k={cfg.seed_entities}); {scope.label}."
-                  + (f" {scope.warning}." if scope.warning else "")
-                  + (f" {len(over_e)} did not fit the entity+relationship half ({er_budget} tokens)." if over_e else ""))
-        nodes = ([NodeRef(e, "Entity", "seed", by_id[e]["name"], by_id[e]["score"]) for e in chosen_e]
-                 + [NodeRef(e, "Entity", "rejected", by_id[e]["name"], by_id[e]["score"]) for e in over_e]
-                 + [NodeRef(e["id"], "Entity", "rejected", e["name"], e["score"]) for e in skipped[:SHOWN_REJECTED]])
-        deciding.set_ranks(nodes, [e for e, _ in ranked])
-        deciding.set_reasons(nodes, {
-            **{e["id"]: ("a curated KG entity: the skeleton is the corpus KG" if e["origin"] == "curated"
-                         else "outside the skeleton: no chunk of it mentions the entity" if e["id"] not in ent_chunks
-                         else f"k={cfg.seed_entities} seeds already taken"
-                         + (" (named entities first)" if named else ""))
-               for e in skipped},
-            **deciding.budget_reasons(ranked, er_budget, chosen_e, stop_at_first=True)})
-        self.tracer.step(
-            "seed", "Skeleton channel: seed entities", detail,
-            nodes=nodes,
-            scores={e["id"]: e["score"] for e in seeds},
-            data={"channel": "skeleton", "used": ch.used, "budget": budget, "entity_relationship_budget": er_budget,
-                  "graph_beta": scope.graph_beta, "skeleton": scope.label, "warning": scope.warning,
-                  "match": self.entity_mode, "named": named, **self._described(chosen_e),
-                  "score_name": "cosine to the question; taken in rank order: "
-                                + ("the entities the question names first, then by cosine" if named else "by cosine"),
-                  "out_of_skeleton": [e["id"] for e in skipped if e["origin"] == "curated" or e["id"] not in ent_chunks]})
-        if not chosen_e:
-            self.tracer.step("context", "Skeleton channel: nothing to retrieve",
-                             "no entity of the skeleton matched (or none fits the budget)",
-                             data={"channel": "skeleton", "used": ch.used, "budget": budget})
+        voice = SkeletonVoice(self.lexical_entities, self.entity_mode, self.cfg.entity_match, scope.label,
+                              scope.graph_beta, scope.warning, None if dv is None else dv.info.get("prompt", ""))
+        ch = _Channel()
+        seeds, ent_chunks = self._seeds(scope, ch)
+        narrate_seeds(self.tracer, seeds, voice)
+        if not seeds.chosen:
+            narrate_nothing(self.tracer, SkeletonEmpty(ch.used, self.cfg.skeleton_budget))
             return ch
-        chosen_r, rel_rows = self._relationships(set(chosen_e), er_budget, ch, scope)
-        self._text_units(chosen_e, chosen_r, rel_rows, ent_chunks, budget, ch, scope)
+        rels, rel_chunks = self._relationships(seeds, ch, scope)
+        narrate_relationships(self.tracer, rels, voice)
+        units, titles = self._text_units(seeds, rels, rel_chunks, ent_chunks, ch, scope)
+        narrate_text_units(self.tracer, units, rels, voice, titles,
+                           self._link_labels({c: units.linked.get(c, ()) for c in shown_chunks(units)}, rels))
         return ch
 
-    def _relationships(self, seeds: set[str], er_budget: int, ch: _Channel, scope: _Skeleton
-                       ) -> tuple[list[str], dict[str, dict[str, Any]]]:
-        store, cfg = self.store, self.cfg
-        rows = {r["id"]: r for r in reads.triples_at_entities(store, sorted(seeds)) if r["origin"] != "curated"}
+    def _seeds(self, scope: _Skeleton, ch: _Channel) -> tuple[SkeletonSeeds, dict[str, set[str]]]:
+        """Alg. 2 line 1: the seed entities, then their texts while they fit the entity+relationship
+        half. Also each entity's chunks in the skeleton."""
+        cfg, dv = self.cfg, self.descriptions
+        er_budget = int(math.floor(cfg.skeleton_budget * (1.0 - cfg.text_unit_share) + _EPS))
+        named = named_entities(self.store, self.question) if self.lexical_entities else []
+        seeds, skipped, ent_chunks = _seed_entities(self.store, self.qv, cfg, scope, named, dv)
+        sized = [(e["id"], count_tokens(_entity_text(e, dv))) for e in seeds]
+        chosen, over, ch.used = stop_at_first_overflow(sized, er_budget)
+        by_id = {e["id"]: e for e in seeds + skipped}
+        for eid in chosen:
+            text = _entity_text(by_id[eid], dv)
+            ch.items.append(ContextItem(eid, "entity", text, by_id[eid]["score"], count_tokens(text)))
+
+        def seed(e: dict[str, Any]) -> SeedEntity:
+            return SeedEntity(e["id"], e["name"], e["score"], e["origin"], e["id"] in ent_chunks)
+        return SkeletonSeeds(cfg.seed_entities, tuple(seed(e) for e in seeds), tuple(seed(e) for e in skipped),
+                             tuple(named), tuple(sized), tuple(chosen), tuple(over), ch.used, cfg.skeleton_budget,
+                             er_budget, self._not_described(chosen)), ent_chunks
+
+    def _relationships(self, seeds: SkeletonSeeds, ch: _Channel, scope: _Skeleton
+                       ) -> tuple[SkeletonRelationships, dict[str, set[str]]]:
+        """Alg. 2 line 2: the seeds' relationships in the skeleton ranked by adjacency to the seeds,
+        then the other end's links to seeds, then cosine; taken while they fit the rest of the
+        entity+relationship half. Also each chosen relationship's chunks."""
+        store, cfg, dv = self.store, self.cfg, self.descriptions
+        seed_set = set(seeds.chosen)
+        rows = {r["id"]: r for r in reads.triples_at_entities(store, sorted(seed_set)) if r["origin"] != "curated"}
         t_chunks: dict[str, set[str]] = {}
         for link in reads.triple_chunks(store, list(rows)):
             t_chunks.setdefault(link["tid"], set()).add(link["cid"])
         if scope.chunks is not None:
             rows = {t: r for t, r in rows.items() if t_chunks.get(t, set()) & scope.chunks}
         cos = triple_cosines(store, list(rows), self.qv)
-        dv = self.descriptions
         if dv is not None:  # a described relationship ranks by its description's cosine (Alg. 1 line 3)
             cos.update(dv.cosines(list(rows), self.qv))
-        adj = {t: (r["s"] in seeds) + (r["o"] in seeds) for t, r in rows.items()}
+        adj = {t: (r["s"] in seed_set) + (r["o"] in seed_set) for t, r in rows.items()}
         links: dict[str, set[str]] = {}  # non-seed end -> seeds it is linked to
         for t, r in rows.items():
             for end, other in ((r["s"], r["o"]), (r["o"], r["s"])):
-                if other in seeds and end not in seeds:
+                if other in seed_set and end not in seed_set:
                     links.setdefault(end, set()).add(other)
-
-        def key(t: str) -> tuple[float, ...]:
-            r = rows[t]
-            other = r["o"] if r["s"] in seeds else r["s"]
-            return (-adj[t], -(len(links.get(other, ())) if adj[t] == 1 else 2), -cos[t])
-
-        order = sorted(rows, key=lambda t: (key(t), t))
-        ranking = list(order)
-        capped: list[str] = []
+        other_links = {t: len(links.get(r["o"] if r["s"] in seed_set else r["s"], ())) if adj[t] == 1 else 2
+                       for t, r in rows.items()}
+        order = sorted(rows, key=lambda t: ((-adj[t], -other_links[t], -cos[t]), t))
+        kept, capped = order, []
         if cfg.max_relationships_per_seed > 0:
-            cap = cfg.max_relationships_per_seed * len(seeds)
-            order, capped = order[:cap], order[cap:]
-        stated = {t: stated_fact(rows[t]["text"] or "", rows[t].get("kind"), rows[t].get("sentence")) for t in order}
+            cap = cfg.max_relationships_per_seed * len(seed_set)
+            kept, capped = order[:cap], order[cap:]
+        stated = {t: stated_fact(rows[t]["text"] or "", rows[t].get("kind"), rows[t].get("sentence")) for t in kept}
         if dv is not None:
             stated = {t: f"{x}: {dv.text(t)}" if dv.text(t) else x for t, x in stated.items()}
-        sized = [(t, count_tokens(stated[t])) for t in order]
-        chosen, over, used = stop_at_first_overflow(sized, er_budget - ch.used)
+        tokens = {t: count_tokens(stated[t]) for t in kept}
+        room = seeds.entity_relationship_budget - ch.used
+        chosen, over, used = stop_at_first_overflow([(t, tokens[t]) for t in kept], room)
         ch.used += used
         for t in chosen:
-            ch.items.append(ContextItem(t, "triple", stated[t], cos[t], count_tokens(stated[t]),
-                                        source=rows[t]["chunk_id"] or ""))
-        rejected = over + capped
-        shown = chosen + rejected[:SHOWN_REJECTED]
-        both = sum(1 for t in chosen if adj[t] == 2)
-        ends = {end: name or end for t in shown
-                for end, name in ((rows[t]["s"], rows[t]["sname"]), (rows[t]["o"], rows[t]["oname"]))}
-        self.tracer.step(
-            "select", "Skeleton channel: relationships",
-            f"{len(rows)} relationships touch the seed entities; {len(chosen)} chosen ({both} join two seeds), "
-            f"ranked by adjacency to the seeds, then links of the other end to seeds, then cosine to the question; "
-            f"{len(rejected)} rejected (over the {er_budget}-token entity+relationship half"
-            + (f" or past the cap of {cfg.max_relationships_per_seed} per seed" if capped else "") + ")",
-            nodes=self._ranked_relationships(shown, chosen, ranking, rows, {t: key(t) for t in shown}, sized,
-                                             er_budget - (ch.used - used), capped)
-            + [NodeRef(x, _end_table(x), "candidate", label) for x, label in sorted(ends.items())
-               if x not in seeds and x not in shown],
-            edges=[EdgeRef(rows[t]["s"], rows[t]["o"], rows[t]["relation"] or "RELATED",
-                           "chosen" if t in chosen else "rejected", cos[t]) for t in shown],
-            scores={t: float(adj[t]) for t in shown},
-            data={"channel": "skeleton", "used": ch.used, "budget": self.cfg.skeleton_budget,
-                  "entity_relationship_budget": er_budget, "adjacency": {t: adj[t] for t in shown},
-                  "n_candidates": len(rows), "n_rejected": len(rejected), **self._described(chosen),
-                  "score_name": "adjacency: how many seed entities the relationship joins; ranked by it, then "
-                                "by the other end's links to seeds, then by cosine (parts)"})
-        return chosen, {t: {**rows[t], "chunks": t_chunks.get(t, set())} for t in chosen}
+            ch.items.append(ContextItem(t, "triple", stated[t], cos[t], tokens[t], source=rows[t]["chunk_id"] or ""))
+        ranked = tuple(RankedRelationship(t, r["text"] or "", r["s"], r["o"], r["sname"] or "", r["oname"] or "",
+                                          r["relation"] or "", adj[t], other_links[t], cos[t], tokens.get(t))
+                       for t, r in ((t, rows[t]) for t in order))
+        record = SkeletonRelationships(tuple(seeds.chosen), ranked, tuple(chosen), tuple(over), tuple(capped),
+                                       cfg.max_relationships_per_seed, room, ch.used, cfg.skeleton_budget,
+                                       seeds.entity_relationship_budget, self._not_described(chosen))
+        return record, {t: t_chunks.get(t, set()) for t in chosen}
 
-    def _ranked_relationships(self, shown: list[str], chosen: list[str], ranking: list[str],
-                              rows: Mapping[str, TripleAtEntityRow], keys: dict[str, tuple[float, ...]],
-                              sized: list[tuple[str, int]], room: int, capped: list[str]) -> list[NodeRef]:
-        """The relationships' nodes with their deciding score (adjacency), its tie-breakers as
-        parts (``keys``: the ranking key, negated), their place in the ranking and why each
-        rejected one was left out."""
-        taken = set(chosen)
-        nodes = [NodeRef(t, "Triple", "chosen" if t in taken else "rejected", rows[t]["text"] or t, float(-keys[t][0]),
-                         {"adjacency": float(-keys[t][0]), "other end's links": float(-keys[t][1]),
-                          "cosine": float(-keys[t][2])})
-                 for t in shown]
-        deciding.set_ranks(nodes, ranking)
-        reasons = deciding.budget_reasons(sized, room, chosen, stop_at_first=True)
-        reasons.update({t: f"past the cap of {self.cfg.max_relationships_per_seed} per seed" for t in capped})
-        deciding.set_reasons(nodes, reasons)
-        return nodes
-
-    def _text_units(self, seeds: list[str], rels: list[str], rel_rows: dict[str, dict[str, Any]],
-                    ent_chunks: dict[str, set[str]], budget: int, ch: _Channel, scope: _Skeleton) -> None:
-        store = self.store
-        linked: dict[str, set[str]] = {}  # chunk -> the S_e ∪ S_r elements linked to it
-        for e in seeds:
-            for c in ent_chunks.get(e, ()):
-                linked.setdefault(c, set()).add(e)
-        for t in rels:
-            for c in rel_rows[t]["chunks"]:
-                if scope.chunks is None or c in scope.chunks:
-                    linked.setdefault(c, set()).add(t)
-        hop = self._one_hop_out(seeds, rels, rel_rows, linked, scope) if self.lexical_entities else 0
-        view = keyword_view(store)
-        rows = [i for c in sorted(linked) for i in view.by_chunk.get(c, [])] if view is not None else []
-        chunk_rows = {} if rows else {r["id"]: r for r in reads.chunks(store, sorted(linked))}
-        units: dict[str, str] = {}  # unit id -> its chunk
-        if rows:
-            assert view is not None
-            sims = view.sub_matrix[rows] @ self.qv
-            units = {view.sub_ids[i]: view.sub_chunk[i] for i in rows}
-            tokens = {view.sub_ids[i]: int(view.sub_tokens[i]) for i in rows}
-            cos = {view.sub_ids[i]: float(x) for i, x in zip(rows, sims.tolist())}
-            table, kind = "SubChunk", "subchunk"
-        else:  # no sub-chunks in this graph: the chunks themselves are the text units
-            units = {c: c for c in chunk_rows}
-            tokens = {c: count_tokens(r["text"] or "") for c, r in chunk_rows.items()}
-            cos = _cosines(store, "Chunk", list(units), self.qv)
-            table, kind = "Chunk", "chunk"
-        lexical: dict[str, float] = {}  # BM25 over the question's keywords (lexical: the first key)
-        if self.lexical_entities and rows and view is not None:
-            bm = self.question_bm25(view)[1]
-            lexical = {view.sub_ids[i]: round(float(bm[i]), 6) for i in rows}
-            if self.entity_mode == "hybrid":
-                lexical = _fused(lexical, cos)
+    def _text_units(self, seeds: SkeletonSeeds, rels: SkeletonRelationships, rel_chunks: dict[str, set[str]],
+                    ent_chunks: dict[str, set[str]], ch: _Channel, scope: _Skeleton
+                    ) -> tuple[SkeletonTextUnits, dict[str, str]]:
+        """Alg. 2 line 3: the text units of the chunks linked to S_e ∪ S_r, ranked by how many of
+        them their chunk is linked to (BM25 first when matching lexically), then cosine; taken while
+        they fit the rest of θ·λ. Also each linked chunk's title."""
+        linked, hop = self._linked_chunks(seeds, rels, rel_chunks, ent_chunks, scope)
+        pool = self._unit_pool(linked)
+        units, lexical, cos, tokens = pool.chunk_of, pool.lexical, pool.cos, pool.tokens
         order = sorted(units, key=lambda u: (-lexical.get(u, 0.0), -len(linked.get(units[u], ())), -cos[u], u))
-        text_room = budget - ch.used
-        chosen, over, _ = stop_at_first_overflow([(u, tokens[u]) for u in order], text_room)
-        texts = (reads.subchunk_texts(store, chosen) if table == "SubChunk"
-                 else {c: chunk_rows[c]["text"] or "" for c in chosen})
-        kept, late, used = stop_at_first_overflow([(u, count_tokens(texts.get(u, ""))) for u in chosen], text_room)
+        room = self.cfg.skeleton_budget - ch.used
+        chosen, over, _ = stop_at_first_overflow([(u, tokens[u]) for u in order], room)
+        texts = (reads.subchunk_texts(self.store, chosen) if pool.chunk_text is None
+                 else {c: pool.chunk_text[c] for c in chosen})
+        kept, late, used = stop_at_first_overflow([(u, count_tokens(texts.get(u, ""))) for u in chosen], room)
         chosen, over = kept, late + over  # the stored counts are count_tokens of the same text: a no-op guard
         ch.used += used
-        title = ({c: view.title(c) for c in linked} if rows and view is not None
-                 else {c: r["title"] for c, r in chunk_rows.items()})
+        kind = "subchunk" if pool.table == "SubChunk" else "chunk"
         for u in chosen:
-            ch.items.append(ContextItem(u, kind, texts[u], cos[u], count_tokens(texts[u]), source=title.get(units[u], "")))
-        shown = chosen + over[:SHOWN_REJECTED]
-        chunks_shown = sorted({units[u] for u in shown})
-        used_chunks = {units[u] for u in chosen}
-        seed_set = set(seeds)
+            ch.items.append(ContextItem(u, kind, texts[u], cos[u], count_tokens(texts[u]),
+                                        source=pool.title.get(units[u], "")))
+        relationships, seed_set = set(rels.chosen), set(seeds.chosen)
 
-        def link_rank(x: str) -> tuple[int, str]:
-            return (0 if x in rel_rows else 1 if x in seed_set else 2, x)
-        drawn = {c: sorted(linked.get(c, ()), key=link_rank)[:SHOWN_LINKS_PER_CHUNK] for c in chunks_shown
-                 if c in used_chunks}
-        edges = [EdgeRef(x, c, "FROM_CHUNK", "chosen") if x in rel_rows else EdgeRef(c, x, "MENTIONS", "chosen")
-                 for c, xs in drawn.items() for x in xs]
-        if table == "SubChunk":
-            edges += [EdgeRef(u, units[u], "SUB_CHUNK_OF", "chosen" if u in chosen else "rejected") for u in shown]
-        self.tracer.step(
-            "context", "Skeleton channel: text units",
-            f"{len(linked)} chunks linked to the chosen entities and relationships"
-            + (f" (with {hop} that mention the other end of a chosen relationship: one hop out, entity_match "
-               f"'{self.cfg.entity_match}': {self.entity_mode}, ours)" if self.lexical_entities else "")
-            + f"; {len(units)} {'sub-chunks' if table == 'SubChunk' else 'chunks (the graph has no sub-chunks)'} ranked by "
-            + ((f"BM25 over the question's keywords fused with cosine (reciprocal rank, k={RRF_K}), then "
-                if self.entity_mode == "hybrid" else "BM25 over the question's keywords, then ") if lexical else "")
-            + f"how many of them their chunk is linked to, then cosine; {len(chosen)} fit the remaining {text_room} tokens. "
-            f"Skeleton channel total: {ch.used} of {budget} tokens",
-            nodes=self._ranked_units(shown, chosen, order, units,
-                                     {u: f"{title.get(units[u], '')} · {u.rsplit('#', 1)[-1]}" for u in shown}, table,
-                                     lexical, {c: len(linked.get(c, ())) for c in chunks_shown}, cos,
-                                     [(u, tokens[u]) for u in order], text_room)
-            + ([NodeRef(c, "Chunk", "chosen" if c in used_chunks else "rejected",
-                        f"{title.get(c, '')} · {c.rsplit('#', 1)[-1]}") for c in chunks_shown]
-               if table == "SubChunk" else []),
-            edges=edges,
-            scores={u: lexical[u] if lexical else float(len(linked.get(units[u], ()))) for u in shown},
-            data={"channel": "skeleton", "used": ch.used, "budget": budget, "text_budget": text_room,
-                  "items": [i.id for i in ch.items], "n_candidates": len(units),
-                  "links": self._link_labels({c: sorted(linked.get(c, ()), key=link_rank) for c in chunks_shown},
-                                             rel_rows),
-                  "links_drawn_per_chunk": SHOWN_LINKS_PER_CHUNK,
-                  "score_name": (("BM25 over the question's keywords fused with cosine (reciprocal rank)"
-                                  if self.entity_mode == "hybrid" else "BM25 over the question's keywords")
-                                 if lexical else "how many chosen entities and relationships the unit's chunk is "
-                                                 "linked to") + "; ties: links, then cosine (parts)"})
+        def link_rank(x: str) -> tuple[int, str]:  # chosen relationships first, then seeds, then one hop out
+            return (0 if x in relationships else 1 if x in seed_set else 2, x)
+        ranked = tuple(RankedUnit(u, units[u], lexical[u] if lexical else None, len(linked.get(units[u], ())), cos[u],
+                                  tokens[u]) for u in order)
+        record = SkeletonTextUnits(pool.table, len(linked), hop,
+                                   {c: tuple(sorted(xs, key=link_rank)) for c, xs in sorted(linked.items())},
+                                   ranked, tuple(chosen), tuple(over), room, ch.used, self.cfg.skeleton_budget,
+                                   tuple(i.id for i in ch.items))
+        return record, pool.title
 
-    @staticmethod
-    def _ranked_units(shown: list[str], chosen: list[str], order: list[str], units: dict[str, str],
-                      labels: dict[str, str], table: str, lexical: dict[str, float], links: dict[str, int],
-                      cos: dict[str, float], sized: list[tuple[str, int]], room: int) -> list[NodeRef]:
-        """The text units' nodes: the deciding score (BM25 / fused in lexical mode, else the chunk's
-        links), the ranking key's terms as parts, the place in the ranking and why a unit that did
-        not fit was left out (stop-at-first-overflow)."""
-        taken = set(chosen)
-        nodes = []
-        for u in shown:
-            n_links = float(links.get(units[u], 0))
-            parts = {**({"lexical": lexical.get(u, 0.0)} if lexical else {}), "links": n_links, "cosine": cos[u]}
-            nodes.append(NodeRef(u, table, "chosen" if u in taken else "rejected", labels[u],
-                                 lexical[u] if lexical else n_links, parts))
-        deciding.set_ranks(nodes, order)
-        deciding.set_reasons(nodes, deciding.budget_reasons(sized, room, chosen, stop_at_first=True))
-        return nodes
+    def _linked_chunks(self, seeds: SkeletonSeeds, rels: SkeletonRelationships, rel_chunks: dict[str, set[str]],
+                       ent_chunks: dict[str, set[str]], scope: _Skeleton) -> tuple[dict[str, set[str]], int]:
+        """Each skeleton chunk linked to S_e ∪ S_r with the items that link it, and how many of them
+        were reached one hop out (lexical / hybrid entity_match, ours)."""
+        linked: dict[str, set[str]] = {}
+        for e in seeds.chosen:
+            for c in ent_chunks.get(e, ()):
+                linked.setdefault(c, set()).add(e)
+        for t in rels.chosen:
+            for c in rel_chunks[t]:
+                if scope.chunks is None or c in scope.chunks:
+                    linked.setdefault(c, set()).add(t)
+        hop = self._one_hop_out(seeds.chosen, rels, linked, scope) if self.lexical_entities else 0
+        return linked, hop
 
-    def _link_labels(self, links: dict[str, list[str]], rel_rows: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    def _unit_pool(self, linked: Mapping[str, set[str]]) -> _Units:
+        """The text units of the linked chunks: their sub-chunks, with the keyword view's vectors and
+        (lexical / hybrid entity_match) BM25 over the question's keywords; on a graph without
+        sub-chunks the chunks themselves."""
+        store = self.store
+        view = keyword_view(store)
+        rows = [i for c in sorted(linked) for i in view.by_chunk.get(c, [])] if view is not None else []
+        if rows and view is not None:
+            sims = view.sub_matrix[rows] @ self.qv
+            cos = {view.sub_ids[i]: float(x) for i, x in zip(rows, sims.tolist())}
+            lexical: dict[str, float] = {}
+            if self.lexical_entities:
+                bm = self.question_bm25(view)[1]
+                lexical = {view.sub_ids[i]: round(float(bm[i]), 6) for i in rows}
+                if self.entity_mode == "hybrid":
+                    lexical = _fused(lexical, cos)
+            return _Units("SubChunk", {view.sub_ids[i]: view.sub_chunk[i] for i in rows},
+                          {view.sub_ids[i]: int(view.sub_tokens[i]) for i in rows}, cos, lexical,
+                          {c: view.title(c) for c in linked}, None)
+        chunk_rows = {r["id"]: r for r in reads.chunks(store, sorted(linked))}
+        return _Units("Chunk", {c: c for c in chunk_rows}, {c: count_tokens(r["text"] or "") for c, r in chunk_rows.items()},
+                      _cosines(store, "Chunk", list(chunk_rows), self.qv), {},
+                      {c: r["title"] for c, r in chunk_rows.items()}, {c: r["text"] or "" for c, r in chunk_rows.items()})
+
+    def _link_labels(self, links: Mapping[str, Sequence[str]], rels: SkeletonRelationships) -> dict[str, list[str]]:
         """Each chunk's links as a reader names them (the step panel shows them): a relationship as
         'subject — relation — object', an entity by its name."""
+        chosen = {r.id: r for r in rels.ranked if r.id in set(rels.chosen)}
         names: dict[str, str] = {}
-        for r in rel_rows.values():
-            names.setdefault(r["s"], str(r.get("sname") or r["s"]))
-            names.setdefault(r["o"], str(r.get("oname") or r["o"]))
-        rest = sorted({x for xs in links.values() for x in xs if x not in rel_rows and x not in names
-                       and _end_table(x) == "Entity"})
+        for r in chosen.values():
+            names.setdefault(r.subject, r.subject_name or r.subject)
+            names.setdefault(r.object, r.object_name or r.object)
+        rest = sorted({x for xs in links.values() for x in xs if x not in chosen and x not in names
+                       and end_table(x) == "Entity"})
         names.update({r["id"]: str(r["name"] or r["id"]) for r in reads.entities(self.store, rest)} if rest else {})
 
         def label(x: str) -> str:
-            r = rel_rows.get(x)
+            r = chosen.get(x)
             if r is None:
                 return names.get(x, x)
-            return f"{names.get(r['s'], r['s'])} — {r.get('relation') or 'related to'} — {names.get(r['o'], r['o'])}"
+            return f"{names.get(r.subject, r.subject)} — {r.relation or 'related to'} — {names.get(r.object, r.object)}"
         return {c: [label(x) for x in xs] for c, xs in links.items()}
 
-    def _one_hop_out(self, seeds: list[str], rels: list[str], rel_rows: dict[str, dict[str, Any]],
-                     linked: dict[str, set[str]], scope: _Skeleton) -> int:
+    def _one_hop_out(self, seeds: Sequence[str], rels: SkeletonRelationships, linked: dict[str, set[str]],
+                     scope: _Skeleton) -> int:
         """Add to ``linked`` the chunks that mention the other end of each chosen relationship (ours,
         lexical mode): a multi-hop question's answer sits in a passage about the bridge entity,
         which the seed's own chunks rarely hold. Returns how many chunks this added."""
-        ends = sorted({rel_rows[t][k] for t in rels for k in ("s", "o")} - set(seeds))
+        chosen = set(rels.chosen)
+        ends = sorted({x for r in rels.ranked if r.id in chosen for x in (r.subject, r.object)} - set(seeds))
         before = len(linked)
-        for r in reads.entities_with_chunks(self.store, [e for e in ends if _end_table(e) == "Entity"]):
+        for r in reads.entities_with_chunks(self.store, [e for e in ends if end_table(e) == "Entity"]):
             for c in r.get("chunks") or ():
                 if c and (scope.chunks is None or c in scope.chunks):
                     linked.setdefault(c, set()).add(r["id"])
@@ -500,7 +424,7 @@ class _KetEngine:
         narrate_fill(self.tracer, fill, ranking, pool, voice, label)
         return ch
 
-    def _keyword_pool(self, view: Any) -> tuple[KeywordPool, KeywordRanking]:
+    def _keyword_pool(self, view: KeywordView) -> tuple[KeywordPool, KeywordRanking]:
         """Alg. 4 line 2 (seed keywords until their sub-chunks hold the pool budget) and line 3
         (rank the pool's sub-chunks), sharing the sub-chunk cosines."""
         cfg = self.cfg
@@ -520,27 +444,7 @@ class _KetEngine:
             if new:
                 sub_sims.update(zip(new, (view.sub_matrix[new] @ self.qv).tolist()))
             return np.asarray([sub_sims[r] for r in rows.tolist()])
-        pool: dict[int, int] = {}  # sub-chunk row -> tokens, in the order added
-        via: dict[int, list[int]] = {}  # sub-chunk row -> seed keyword rows that brought it
-        pool_tokens, full = 0, False
-        seen: list[int] = []
-        for kw in order:
-            seen.append(kw)
-            nbrs = view.neighbours(kw)
-            if cfg.pool_mode == "code":  # best sub-chunks first; rows are in id order for ties
-                nbrs = nbrs[np.lexsort((nbrs, -sims_of(nbrs)))]
-            for row in nbrs.tolist():
-                if row in pool:
-                    via[row].append(kw)
-                    continue
-                n = int(view.sub_tokens[row])
-                if cfg.pool_mode == "code" and pool_tokens + n > pool_budget:
-                    full = True
-                    break
-                pool[row], via[row] = n, [kw]
-                pool_tokens += n
-            if full or pool_tokens >= pool_budget:
-                break
+        seen, pool, via, pool_tokens = self._fill_pool(view, order, pool_budget, sims_of)
 
         def keyword(k: int) -> SeedKeyword:
             return SeedKeyword(view.kw_ids[k], view.kw_words[k], float(kw_sims[k]))
@@ -551,18 +455,53 @@ class _KetEngine:
             asked=tuple(view.kw_words[k] for k in asked), pool=tuple((ids[row], n) for row, n in pool.items()),
             via={ids[row]: tuple(view.kw_ids[k] for k in ks) for row, ks in via.items()},
             tokens=pool_tokens, budget=pool_budget, pool_mode=cfg.pool_mode)
-        rows = np.asarray(list(pool), dtype=np.int64)
+        return seeds, self._rank_pool(view, ids, sims_of, lexical)
+
+    def _fill_pool(self, view: KeywordView, order: Iterator[int], pool_budget: int, sims_of: Callable[[np.ndarray], np.ndarray]
+                   ) -> tuple[list[int], dict[int, int], dict[int, list[int]], int]:
+        """Alg. 4 line 2's loop: keywords taken from ``order`` (left just past the last one taken)
+        until their sub-chunks hold ``pool_budget`` tokens. Returns the keyword rows taken, the pool
+        (sub-chunk row -> tokens, in the order added), the keyword rows that brought each sub-chunk,
+        and the pool's tokens."""
+        code = self.cfg.pool_mode == "code"
+        pool: dict[int, int] = {}
+        via: dict[int, list[int]] = {}
+        pool_tokens, full = 0, False
+        seen: list[int] = []
+        for kw in order:
+            seen.append(kw)
+            nbrs = view.neighbours(kw)
+            if code:  # best sub-chunks first; rows are in id order for ties
+                nbrs = nbrs[np.lexsort((nbrs, -sims_of(nbrs)))]
+            for row in nbrs.tolist():
+                if row in pool:
+                    via[row].append(kw)
+                    continue
+                n = int(view.sub_tokens[row])
+                if code and pool_tokens + n > pool_budget:
+                    full = True
+                    break
+                pool[row], via[row] = n, [kw]
+                pool_tokens += n
+            if full or pool_tokens >= pool_budget:
+                break
+        return seen, pool, via, pool_tokens
+
+    def _rank_pool(self, view: KeywordView, ids: dict[int, str], sims_of: Callable[[np.ndarray], np.ndarray],
+                   lexical: np.ndarray | None) -> KeywordRanking:
+        """Alg. 4 line 3: the pool's sub-chunks (``ids``: row -> id, in the order added) ranked by
+        cosine (the paper), BM25 with cosine breaking ties (lexical), or both rankings fused by
+        reciprocal rank (hybrid)."""
+        rows = np.asarray(list(ids), dtype=np.int64)
         cos = {ids[row]: float(x) for row, x in zip(rows.tolist(), sims_of(rows).tolist())}
-        # the ranking score: cosine (the paper), BM25 with cosine breaking ties (lexical), or both
-        # rankings fused by reciprocal rank (hybrid)
-        score = cos if lexical is None else {ids[row]: round(float(lexical[row]), 6) for row in pool}
+        score = cos if lexical is None else {ids[row]: round(float(lexical[row]), 6) for row in ids}
         if self.keyword_mode == "hybrid":
             score = _fused(score, cos)
         ranked = sorted(cos, key=lambda sid: (-score[sid], -cos[sid], sid))
         bm25 = None if lexical is None else {sid: float(lexical[view.sub_index[sid]]) for sid in ranked}
-        return seeds, KeywordRanking(tuple(ranked), score, cos, bm25)
+        return KeywordRanking(tuple(ranked), score, cos, bm25)
 
-    def _keyword_fill(self, view: Any, pool: KeywordPool, ranking: KeywordRanking,
+    def _keyword_fill(self, view: KeywordView, pool: KeywordPool, ranking: KeywordRanking,
                       skip: set[str]) -> tuple[_Channel, KeywordFill]:
         """Alg. 4 line 4: the best-ranked sub-chunks not in the skeleton channel, while they fit."""
         ch, budget = _Channel(), self.cfg.keyword_budget
@@ -579,7 +518,7 @@ class _KetEngine:
         return ch, KeywordFill(tuple(chosen), tuple(over), tuple(fresh), dup, tokens, ch.used, budget)
 
 
-def _keyword_index(store: GraphStore) -> Any:
+def _keyword_index(store: GraphStore) -> KeywordView:
     view = keyword_view(store)
     if view is None or not view.kw_ids:
         raise MethodError("this graph has no KET keyword index (no Keyword nodes)",

@@ -1,14 +1,15 @@
-"""Step records of KET-RAG's keyword channel (paper 004, Algorithm 4 lines 2-4).
+"""Step records of KET-RAG's retrieval (paper 004): the skeleton channel (Algorithm 4 line 1, which
+is Algorithm 2 lines 1-3 on the skeleton G_s) and the keyword channel (Algorithm 4 lines 2-4).
 
-The channel's algorithm (``kgviz.methods.ket_channels``) returns one frozen record per line of the
+The channels' algorithm (``kgviz.methods.ket_channels``) returns one frozen record per line of the
 algorithm box it implements; ``kgviz.methods.ket_narrator`` turns each record into the step the
 player shows. A record names its line (``LINE``) and is kept, as ``record_data``, in its step's
 ``TraceStep.record``: the numbers that decided, in their own types, beside the words.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, ClassVar, Mapping
+from dataclasses import dataclass
+from typing import ClassVar, Mapping
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,114 @@ class KeywordFill:
     budget: int
 
 
-def record_data(record: Any) -> dict[str, Any]:
-    """A record as trace data: its type, the algorithm line and its fields (JSON-ready)."""
-    return {"type": type(record).__name__, "line": record.LINE, **asdict(record)}
+# -- skeleton channel (Algorithm 2 on G_s) ----------------------------------------------------------
+@dataclass(frozen=True)
+class SeedEntity:
+    id: str
+    name: str
+    cosine: float  # to the question (its LLM-written description's, when it has one)
+    origin: str
+    in_skeleton: bool  # a chunk of the skeleton mentions it
+
+
+@dataclass(frozen=True)
+class SkeletonSeeds:
+    """Alg. 2 line 1: the k entities nearest the question (lexical / hybrid entity_match: the ones
+    the question names first, ours), skipping curated entities and those outside the skeleton; then
+    their texts while they fit the entity+relationship half of θ·λ (stop at the first that overflows)."""
+
+    LINE: ClassVar[str] = "Alg. 2 line 1"
+    seed_entities: int  # k
+    seeds: tuple[SeedEntity, ...]  # the k taken, in rank order
+    skipped: tuple[SeedEntity, ...]  # the other candidates looked at, in rank order
+    named: tuple[str, ...]  # entities the question names (lexical / hybrid entity_match)
+    sized: tuple[tuple[str, int], ...]  # (seed id, tokens of its text) in rank order
+    chosen: tuple[str, ...]
+    over: tuple[str, ...]  # seeds whose text did not fit
+    used: int
+    budget: int  # θ·λ, the channel's
+    entity_relationship_budget: int
+    not_described: tuple[str, ...]  # chosen entities without an LLM-written description (graph with them)
+
+    @property
+    def out_of_skeleton(self) -> tuple[str, ...]:
+        return tuple(e.id for e in self.skipped if e.origin == "curated" or not e.in_skeleton)
+
+
+@dataclass(frozen=True)
+class RankedRelationship:
+    """A relationship adjacent to the seeds, ranked by ``adjacency`` (seeds it joins), then
+    ``other_links`` (links of its other end to seeds; 2 when it joins two), then ``cosine``."""
+
+    id: str
+    text: str
+    subject: str
+    object: str
+    subject_name: str
+    object_name: str
+    relation: str
+    adjacency: int
+    other_links: int
+    cosine: float
+    tokens: int | None  # of its stated text; None when past the per-seed cap (never sized)
+
+
+@dataclass(frozen=True)
+class SkeletonRelationships:
+    """Alg. 2 line 2: the relationships adjacent to the seeds, best first, while they fit what is
+    left of the entity+relationship half (stop at the first that overflows)."""
+
+    LINE: ClassVar[str] = "Alg. 2 line 2"
+    seeds: tuple[str, ...]  # the chosen seed entities
+    ranked: tuple[RankedRelationship, ...]
+    chosen: tuple[str, ...]
+    over: tuple[str, ...]  # did not fit
+    capped: tuple[str, ...]  # past max_relationships_per_seed per seed
+    cap_per_seed: int  # 0: no cap
+    room: int  # tokens left of the half when the step began
+    used: int  # the channel's tokens after the step
+    budget: int
+    entity_relationship_budget: int
+    not_described: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RankedUnit:
+    """A text unit (sub-chunk, or chunk on a graph without sub-chunks) of a chunk linked to the
+    chosen entities and relationships; ranked by ``lexical`` (BM25, or fused with cosine, when
+    matching lexically), then ``links`` (chosen items its chunk is linked to), then ``cosine``."""
+
+    id: str
+    chunk: str
+    lexical: float | None
+    links: int
+    cosine: float
+    tokens: int
+
+
+@dataclass(frozen=True)
+class SkeletonTextUnits:
+    """Alg. 2 line 3: the text units most adjacent to S_e ∪ S_r while they fit the rest of θ·λ
+    (stop at the first that overflows)."""
+
+    LINE: ClassVar[str] = "Alg. 2 line 3"
+    table: str  # SubChunk | Chunk
+    n_chunks: int  # chunks linked to the chosen entities and relationships
+    one_hop_out: int  # of them, reached one hop out (lexical / hybrid entity_match, ours)
+    linked: Mapping[str, tuple[str, ...]]  # chunk -> the S_e ∪ S_r items linked to it, relationships then seeds first
+    ranked: tuple[RankedUnit, ...]
+    chosen: tuple[str, ...]
+    over: tuple[str, ...]
+    room: int  # tokens left of θ·λ
+    used: int  # the channel's tokens after the step
+    budget: int
+    items: tuple[str, ...]  # every item of the channel
+
+
+@dataclass(frozen=True)
+class SkeletonEmpty:
+    """Alg. 2 line 3 reached with no seed entity: the channel retrieves nothing."""
+
+    LINE: ClassVar[str] = "Alg. 2 line 3"
+    used: int
+    budget: int

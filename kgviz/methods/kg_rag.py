@@ -70,6 +70,11 @@ Trace: llm (plan) → seed → per hop: expand → score → select → llm (eva
 context. Node/edge refs use real graph ids: a fact is its Triple node plus an edge subject_id →
 object_id labelled with the relation (a ``rel:`` fact has no Triple node, so only the edge).
 ``data["path"]`` of the context step is the walk: seeds, then per hop (fact, node reached).
+The walk is algorithm plus narrator: each step returns the typed record of the box line it carries
+out (kgviz.methods.kg_rag_records; the box: kgviz.methods.algorithm_lines.KG_RAG) and
+kgviz.methods.kg_rag_narrator turns it into the step the player shows, the record in
+``TraceStep.record``. What the walk has read of the graph, and the only reads it makes, are
+``_Graph``'s.
 
 Presets: only "reconstruction" (the defaults; "paper" is accepted as its old name). There is no
 "paper" or "code" preset, because there is no public code to match. Every trace step carries an
@@ -77,26 +82,34 @@ Presets: only "reconstruction" (the defaults; "paper" is accepted as its old nam
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, cast
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 
 from kgviz.errors import MethodError
 from kgviz.facts.triples import SENTENCE_KIND
 from kgviz.graph import neighbourhood as nb
+from kgviz.graph.protocol import GraphStore
 from kgviz.graph.rows import NeighbourRow
-from kgviz.methods import deciding
 from kgviz.methods.base import (
-    ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Role, Tracer, check_params, mark_ours, param, register,
+    ContextItem, MethodContext, RetrievedContext, Tracer, check_params, param, register,
 )
 from kgviz.methods.budget import SkipAndContinue
+from kgviz.methods.kg_rag_narrator import (
+    PLAN_TITLE, choose_title, context_notes, evaluate_title, label_curated, mark_reconstruction, narrate_choice,
+    narrate_context, narrate_neighbourhood, narrate_plan, narrate_ranking, narrate_start, narrate_step_back,
+    narrate_verdict,
+)
+from kgviz.methods.kg_rag_records import (
+    EVALUATOR_BACKTRACK, EVALUATOR_STOP, NO_CANDIDATE, NO_START, NONE_FOLLOWED, Candidate, Choice, ExplorationPlan,
+    Neighbourhood, PathContext, Ranking, StartNodes, StepBack, Verdict, hop_limit,
+)
 from kgviz.task_results import KgRagChoice, KgRagDecision, KgRagPlan
 from kgviz.text import count_tokens
 from kgviz.vectors import cosine_rows
 
 CURATED = "curated"  # Entity/Triple/RELATED origin of an imported KG (kgviz.index.import_kg)
-CURATED_TAG = "[curated] "  # ours: the trace label prefix of a curated node
 CURATED_SOURCE = "curated KG"  # ContextItem.source of a curated fact (it has no chunk)
 
 
@@ -142,30 +155,15 @@ class KGRagParams:
         check_params(self, "kg-rag")
 
 
-@dataclass
-class Candidate:
-    id: str  # triple id (or rel:... for a RELATED edge without a Triple node)
-    fact: str
-    relation: str
-    subject_id: str
-    object_id: str
-    anchor: str  # node it was reached from
-    target: str  # node the walk moves to when following it
-    target_table: str = "Entity"
-    target_label: str = ""
-    score: float = 0.0
-    parts: dict[str, float] = field(default_factory=dict)  # the similarity's terms (question, plan)
-
-    @property
-    def edge(self) -> tuple[str, str, str]:
-        return self.subject_id, self.object_id, self.relation
-
-
-@dataclass
+@dataclass(frozen=True)
 class Hop:
+    """A hop on the path: the facts it followed (with their similarity) and the triple hypernodes
+    it landed on."""
+
     number: int
-    chosen: list[Candidate]
-    opened: list[str] = field(default_factory=list)  # triple hypernodes the hop landed on
+    chosen: tuple[Candidate, ...]
+    score: dict[str, float]
+    opened: tuple[str, ...] = ()
 
 
 def _fact_text(row: NeighbourRow) -> str:
@@ -173,15 +171,167 @@ def _fact_text(row: NeighbourRow) -> str:
     return text or " ".join(str(row.get(k) or "") for k in ("subject", "relation", "object")).strip()
 
 
-class _Walk:
-    """One CoE run; the state lives here so ``retrieve`` reads as the algorithm."""
+def _candidate(row: NeighbourRow, anchor: str, other: str) -> Candidate:
+    return Candidate(row["id"], _fact_text(row), str(row.get("relation") or ""),
+                     str(row.get("subject_id") or ""), str(row.get("object_id") or ""), anchor, other)
 
-    def __init__(self, question: str, ctx: MethodContext, p: KGRagParams, tracer: Tracer) -> None:
-        self.q, self.ctx, self.p, self.tr = question, ctx, p, tracer
+
+class _Graph:
+    """What one walk has read of the graph, and the only reads it makes: the fixed queries of
+    kgviz.graph.neighbourhood, each node, neighbourhood and stored vector at most once per run."""
+
+    def __init__(self, store: GraphStore, fetch_limit: int) -> None:
+        self.store, self.fetch_limit = store, fetch_limit
         self.tables: dict[str, str] = {}  # node id -> "Entity" | "Triple"
         self.labels: dict[str, str] = {}
         self.rows: dict[str, NeighbourRow] = {}  # triple id -> row
         self.synthetic: dict[str, NeighbourRow] = {}  # rel:... id -> row-like dict (no Triple node)
+        self.curated: set[str] = set()  # ids of curated nodes / rel: facts seen (see use_curated)
+        self.embs: dict[str, np.ndarray | None] = {}  # triple id -> stored Triple.emb (None: has none)
+        self.fetched: dict[tuple[str, str], list[NeighbourRow]] = {}  # (query, anchor) -> its rows
+        self.at_entity: dict[str, list[NeighbourRow]] = {}  # entity -> all triples at it
+        self.at_triple: dict[str, list[NeighbourRow]] = {}  # triple -> all triples at it
+
+    def row(self, fact: str) -> NeighbourRow:
+        return self.rows.get(fact) or self.synthetic[fact]
+
+    def resolve(self, ids: list[str]) -> None:
+        """Learn table + label of node ids (an id may be an Entity or a Triple; Triple wins)."""
+        todo = sorted({i for i in ids if i and i not in self.tables})
+        if not todo:
+            return
+        rows = nb.nodes_by_id(self.store, todo)
+        for row in rows:
+            if row.get("origin") == CURATED:
+                self.curated.add(row["id"])
+            if row.pop("tbl") == "Triple":
+                row.pop("name", None)
+                self.remember_triple(row)
+        for row in rows:
+            if "name" in row and row["id"] not in self.tables:
+                self.tables[row["id"]] = "Entity"
+                self.labels[row["id"]] = str(row.get("name") or row["id"])
+
+    def remember_triple(self, row: NeighbourRow) -> None:
+        if row.get("origin") == CURATED:  # its ends are learnt with their own rows (resolve)
+            self.curated.add(row["id"])
+        self.rows[row["id"]] = row
+        self.tables[row["id"]] = "Triple"
+        self.labels[row["id"]] = _fact_text(row)
+
+    def remember_related(self, r: NeighbourRow) -> str:
+        """Learn a RELATED edge's two entities; returns the fact it stands for: its Triple node
+        when the graph has one, else a ``rel:<src>|<relation>|<dst>`` fact made from the edge."""
+        self.curated.update(r[k] for k in ("src", "dst") if r.get(f"{k}_origin") == CURATED)
+        self.tables.setdefault(r["src"], "Entity")
+        self.tables.setdefault(r["dst"], "Entity")
+        self.labels.setdefault(r["src"], str(r.get("src_name") or r["src"]))
+        self.labels.setdefault(r["dst"], str(r.get("dst_name") or r["dst"]))
+        tid = str(r.get("triple_id") or "")
+        if tid in self.rows:
+            return tid
+        cid = f"rel:{r['src']}|{r['relation']}|{r['dst']}"
+        if r.get("origin") == CURATED:
+            self.curated.add(cid)
+        fact = f"{self.labels[r['src']]} {r['relation']} {self.labels[r['dst']]}"
+        self.synthetic[cid] = {"id": cid, "subject_id": r["src"], "object_id": r["dst"],
+                               "relation": str(r["relation"]), "text": fact}
+        self.labels[cid] = fact
+        return cid
+
+    def hits(self, anchors: list[str]) -> tuple[list[tuple[str, str, NeighbourRow]], list[NeighbourRow]]:
+        """The anchors' triples (anchor, the anchor's side, row) and RELATED edges, anchor by anchor."""
+        ents = [a for a in anchors if self.tables[a] == "Entity"]
+        tris = [a for a in anchors if self.tables[a] != "Entity"]
+        got = self.neighbourhood(ents, tris)
+        at_ent, hyper, at_tri = got["Q_TRIPLES_AT_ENTITY"], got["Q_HYPER_AT_ENTITY"], got["Q_TRIPLES_AT_TRIPLE"]
+        triple_hits: list[tuple[str, str, NeighbourRow]] = []
+        related: list[NeighbourRow] = []
+        for a in anchors:  # the per-anchor order of the hits decides which anchor a candidate keeps
+            if self.tables[a] == "Entity":
+                triple_hits += [(a, r["side"], r) for r in at_ent.get(a, [])]
+                # the inner triple is what the walk passes through to reach the hypernode
+                triple_hits += [(r["inner"], r["side"], r) for r in hyper.get(a, [])]
+                related += got["Q_RELATED_OUT"].get(a, [])
+                related += [{**r, "_in": True} for r in got["Q_RELATED_IN"].get(a, [])]
+            else:
+                triple_hits += [(a, r["side"], r) for r in at_tri.get(a, [])]
+        return triple_hits, related
+
+    def candidates(self, triple_hits: list[tuple[str, str, NeighbourRow]],
+                   related: list[NeighbourRow]) -> dict[str, Candidate]:
+        """One candidate per fact (the first anchor that reached it keeps it), its ends resolved."""
+        for _, _, row in triple_hits:
+            self.remember_triple(row)
+        known = {row["id"] for _, _, row in triple_hits}
+        self.resolve([str(r.get("triple_id") or "") for r in related if r.get("triple_id") not in known])
+        cands: dict[str, Candidate] = {}
+        for a, side, row in triple_hits:
+            other = row.get("object_id") if side == "SUBJ" else row.get("subject_id")
+            cands.setdefault(row["id"], _candidate(row, a, str(other or "")))
+        for r in related:
+            anchor, other = (r["dst"], r["src"]) if r.get("_in") else (r["src"], r["dst"])
+            fact = self.remember_related(r)
+            if fact in self.rows:
+                cands.setdefault(fact, _candidate(self.rows[fact], anchor, other))
+            else:
+                cands.setdefault(fact, Candidate(fact, self.labels[fact], str(r["relation"]), r["src"], r["dst"],
+                                                 anchor, other, has_node=False))
+        self.resolve([c.target for c in cands.values()])
+        return cands
+
+    def neighbourhood(self, ents: list[str], tris: list[str]) -> dict[str, dict[str, list[NeighbourRow]]]:
+        """{query name: {anchor: its first ``fetch_limit`` rows, in the query's order}}, each
+        anchor fetched once per run. The hypernodes one level up from an entity (the rows of
+        ``Q_HYPER_AT_ENTITY``) are the triples *at* the triples at the entity, so they are put
+        together from the complete rows of the two other queries: one statement fewer per hop."""
+        new_ents = [a for a in ents if a not in self.at_entity]
+        self.at_entity.update(nb.neighbourhood(self.store, "Q_TRIPLES_AT_ENTITY", new_ents))
+        inner = [r["id"] for a in new_ents for r in self.at_entity[a]]
+        self.at_triple.update(nb.neighbourhood(
+            self.store, "Q_TRIPLES_AT_TRIPLE", [t for t in dict.fromkeys(tris + inner) if t not in self.at_triple]))
+        for a in new_ents:
+            hyper: dict[tuple[str, str, str], NeighbourRow] = {}  # DISTINCT, as the query was
+            for i in self.at_entity[a]:
+                for t in self.at_triple[i["id"]]:
+                    row = cast(NeighbourRow, {"side": t["side"], "inner": i["id"],
+                                              **{k: v for k, v in t.items() if k != "side"}})
+                    hyper.setdefault((row["side"], row["inner"], row["id"]), row)
+            self._keep("Q_HYPER_AT_ENTITY", a, list(hyper.values()))
+            self._keep("Q_TRIPLES_AT_ENTITY", a, self.at_entity[a])
+        for tid in tris:
+            if ("Q_TRIPLES_AT_TRIPLE", tid) not in self.fetched:
+                self._keep("Q_TRIPLES_AT_TRIPLE", tid, self.at_triple[tid])
+        for name in ("Q_RELATED_OUT", "Q_RELATED_IN"):
+            got = nb.neighbourhood(self.store, name, new_ents)
+            for a in new_ents:
+                self._keep(name, a, got[a])
+        return {name: {a: self.fetched[(name, a)] for a in (tris if name == "Q_TRIPLES_AT_TRIPLE" else ents)}
+                for name in nb.ORDER}
+
+    def _keep(self, name: str, anchor: str, rows: list[NeighbourRow]) -> None:
+        """What the per-anchor ``ORDER BY ... LIMIT fetch_limit`` query returned."""
+        ordered = sorted(rows, key=lambda r: nb.sort_key(r, nb.ORDER[name]))
+        self.fetched[(name, anchor)] = ordered[:max(self.fetch_limit, 0)]
+
+    def stored_embeddings(self, ids: list[str]) -> dict[str, np.ndarray]:
+        """Triple.emb of ``ids`` that have one; each triple is read at most once per run."""
+        todo = sorted({i for i in ids if i not in self.embs})
+        if todo:
+            for row in nb.triple_vectors(self.store, todo):
+                self.embs[row["id"]] = np.asarray(row["emb"], dtype=np.float32)
+            for i in todo:
+                self.embs.setdefault(i, None)
+        return {i: v for i in ids if (v := self.embs[i]) is not None}
+
+
+class _Walk:
+    """One CoE run; the state lives here so ``run`` reads as the algorithm. Each step computes its
+    record and hands it to the narrator (kgviz.methods.kg_rag_narrator)."""
+
+    def __init__(self, question: str, ctx: MethodContext, p: KGRagParams, tracer: Tracer) -> None:
+        self.q, self.ctx, self.p, self.tr = question, ctx, p, tracer
+        self.g = _Graph(ctx.store, p.fetch_limit)
         self.seed_nodes: list[str] = []
         self.planned_seeds: list[str] = []  # seeds that are the best hit of a planned entity
         self.seed_scores: dict[str, float] = {}
@@ -190,47 +340,14 @@ class _Walk:
         self.leaf_facts: list[str] = []  # facts of hops popped at a dead end: kept, see ``backtrack``
         self.backtracks = 0
         self.plan = KgRagPlan((), (), 1)  # replaced by plan_step before any other step reads it
-        self.plan_detail = ""
         self.qv = self.pv = np.zeros(0, dtype=np.float32)  # question / plan vectors, set by seed_step
-        self.embs: dict[str, np.ndarray | None] = {}  # triple id -> stored Triple.emb (None: has none)
-        self.fetched: dict[tuple[str, str], list[NeighbourRow]] = {}  # (query, anchor) -> its rows
-        self.at_entity: dict[str, list[NeighbourRow]] = {}  # entity -> all triples at it
-        self.at_triple: dict[str, list[NeighbourRow]] = {}  # triple -> all triples at it
-        self.curated: set[str] = set()  # ids of curated nodes / rel: facts seen (see use_curated)
-        self.curated_in_graph = False  # set by seed_step
-
-    # -- graph access: only the fixed queries of kgviz.graph.neighbourhood ever run -----------
-
-    def _resolve(self, ids: list[str]) -> None:
-        """Learn table + label of node ids (an id may be an Entity or a Triple; Triple wins)."""
-        todo = sorted({i for i in ids if i and i not in self.tables})
-        if not todo:
-            return
-        rows = nb.nodes_by_id(self.ctx.store, todo)
-        for row in rows:
-            if row.get("origin") == CURATED:
-                self.curated.add(row["id"])
-            if row.pop("tbl") == "Triple":
-                row.pop("name", None)
-                self._remember_triple(row)
-        for row in rows:
-            if "name" in row and row["id"] not in self.tables:
-                self.tables[row["id"]] = "Entity"
-                self.labels[row["id"]] = str(row.get("name") or row["id"])
-
-    def _remember_triple(self, row: NeighbourRow) -> None:
-        if row.get("origin") == CURATED:  # its ends are learnt with their own rows (_resolve)
-            self.curated.add(row["id"])
-        self.rows[row["id"]] = row
-        self.tables[row["id"]] = "Triple"
-        self.labels[row["id"]] = _fact_text(row)
 
     # -- state derived from the hop stack -------------------------------------------------------
     def path_facts(self) -> list[str]:
-        out = [n for n in self.seed_nodes if self.tables.get(n) == "Triple"]
+        out = [n for n in self.seed_nodes if self.g.tables.get(n) == "Triple"]
         out += [t for t in self.leaf_facts if t not in out]
         for h in self.hops:
-            for tid in [c.id for c in h.chosen] + h.opened:
+            for tid in [c.id for c in h.chosen] + list(h.opened):
                 if tid not in out:
                     out.append(tid)
         return out
@@ -247,14 +364,14 @@ class _Walk:
         if not self.hops:
             return list(self.seed_nodes), []
         last = self.hops[-1]
-        followed = [c.id for c in last.chosen if c.id in self.rows]
+        followed = [c.id for c in last.chosen if c.has_node]
         return list(dict.fromkeys(c.target for c in last.chosen)), followed
 
     def waiting_seeds(self) -> list[str]:
         """Start nodes of planned entities that no path fact touches yet."""
         touched: set[str] = set()
         for t in self.path_facts():
-            row = self.rows.get(t) or self.synthetic.get(t) or {}
+            row = self.g.rows.get(t) or self.g.synthetic.get(t) or {}
             touched.update({t, str(row.get("subject_id") or ""), str(row.get("object_id") or "")})
         return [n for n in self.planned_seeds if n not in touched]
 
@@ -265,33 +382,31 @@ class _Walk:
         out: list[str] = []
         for n in nodes:
             out.append(n)
-            row = self.rows.get(n)
+            row = self.g.rows.get(n)
             if row is not None:
                 out.extend(x for x in (row.get("subject_id"), row.get("object_id")) if x)
         out.extend(followed)
-        self._resolve(out)
-        return [a for a in dict.fromkeys(out) if a in self.tables]
+        self.g.resolve(out)
+        return [a for a in dict.fromkeys(out) if a in self.g.tables]
 
-    # -- steps ---------------------------------------------------------------------------------
+    # -- the box's lines ---------------------------------------------------------------------------
     def plan_step(self) -> None:
-        plan, s = self.tr.reason("kgrag_plan", title="Plan the exploration", question=self.q,
-                                 max_hops=self.p.max_hops)
+        """Line 1: plan ← LLM(q)."""
+        plan, s = self.tr.reason("kgrag_plan", title=PLAN_TITLE, question=self.q, max_hops=self.p.max_hops)
         assert isinstance(plan, KgRagPlan)
         self.plan = plan
-        self.plan_detail = (f"entities: {', '.join(plan.entities) or '-'}; "
-                            f"relations: {', '.join(plan.relations) or '-'}; expected hops: {plan.hops}")
-        s.detail = self.plan_detail + "".join(f" ({n})" for n in plan.notes)
-        s.data = {"plan": plan.to_dict()}
+        narrate_plan(s, ExplorationPlan(plan, self.p.max_hops))
 
     def seed_step(self) -> None:
+        """Line 2: start nodes by vector search (the question, each planned entity, the triples)."""
         ents = [str(e) for e in self.plan.entities][:4]
         plan_text = " ".join(ents + [str(r) for r in self.plan.relations]) or self.q
         vecs = np.asarray(self.ctx.embedder.embed([self.q, plan_text] + ents), dtype=np.float32)
         self.qv, self.pv = vecs[0], vecs[1]
         store, k = self.ctx.store, self.p.seed_pool
-        self.curated_in_graph = nb.has_entities_of_origin(store, CURATED)
+        curated_in_graph = nb.has_entities_of_origin(store, CURATED)
         # only a graph that holds a curated KG needs the filter (and the filtered search path)
-        where = {"origin": "corpus"} if self.curated_in_graph and not self.p.use_curated else None
+        where = {"origin": "corpus"} if curated_in_graph and not self.p.use_curated else None
         hits: dict[str, float] = {}
         table: dict[str, str] = {}
         first: list[str] = []  # best hit of each planned entity, in plan order
@@ -303,151 +418,50 @@ class _Walk:
                 first.append(res[0][0])
         for nid, sc in store.vector_search("Triple", vecs[0], k, where=where):
             hits[nid], table[nid] = max(hits.get(nid, -1.0), float(sc)), "Triple"
-        self._resolve(list(hits))
+        self.g.resolve(list(hits))
         ranked = sorted(hits, key=lambda n: (-hits[n], n))
         chosen = list(first[: self.p.start_nodes])
         chosen += [n for n in ranked if n not in chosen][: self.p.start_nodes - len(chosen)]
-        self.seed_nodes = [n for n in chosen if n in self.tables]
+        self.seed_nodes = [n for n in chosen if n in self.g.tables]
         self.seed_scores = {n: hits[n] for n in self.seed_nodes}
         self.planned_seeds = [n for n in first if n in self.seed_nodes]
-        nodes = [NodeRef(n, self.tables.get(n, table[n]), "chosen" if n in self.seed_nodes else "candidate",
-                         self.labels.get(n, n), round(hits[n], 4)) for n in ranked]
-        # the order the start nodes were taken in: planned entities' best hits first, then by cosine
-        deciding.set_ranks(nodes, chosen + [n for n in ranked if n not in chosen])
-        planned = set(first[: self.p.start_nodes])
-        deciding.set_reasons(nodes, {n: "a planned entity's best hit" for n in planned}, roles=("chosen",))
-        deciding.set_reasons(deciding.outranked(nodes), {
-            n: (f"start_nodes={self.p.start_nodes} filled: the planned entities' best hits go first" if planned
-                else f"start_nodes={self.p.start_nodes} filled") for n in ranked})
-        start = "; ".join(self.labels.get(n, n) for n in self.seed_nodes)
-        curated = ("" if not self.curated_in_graph else
-                   "; the graph's curated KG is walked too (use_curated), its facts labelled [curated]"
-                   if self.p.use_curated else "; the graph's curated KG is left out (use_curated=False)")
-        self.tr.step("seed", "Start nodes by vector search", f"{len(ranked)} hits; start from: {start}{curated}",
-                     nodes=nodes, scores={n: round(hits[n], 4) for n in ranked},
-                     data={"chosen": self.seed_nodes, "planned_entity_hits": first, "seed_pool": k,
-                           "score_name": "cosine to the question (entities: the best over the question and each "
-                                         "planned entity)"})
+        narrate_start(self.tr, StartNodes(
+            cosine=hits, table={n: self.g.tables.get(n, table[n]) for n in ranked}, ranked=tuple(ranked),
+            planned_hits=tuple(first), taken=tuple(chosen), seeds=tuple(self.seed_nodes), seed_pool=k,
+            start_nodes=self.p.start_nodes, curated_in_graph=curated_in_graph, use_curated=self.p.use_curated),
+            self.g.labels)
 
-    def expand(self, hop_no: int) -> list[Candidate]:
+    def expand(self, hop_no: int) -> Neighbourhood:
+        """Line 4: the new facts next to the anchors (fixed Cypher queries)."""
         anchors = self.anchors()
-        ents = [a for a in anchors if self.tables[a] == "Entity"]
-        tris = [a for a in anchors if self.tables[a] != "Entity"]
-        got = self._neighbourhood(ents, tris)
-        at_ent, hyper, at_tri = got["Q_TRIPLES_AT_ENTITY"], got["Q_HYPER_AT_ENTITY"], got["Q_TRIPLES_AT_TRIPLE"]
-        rel_out, rel_in = got["Q_RELATED_OUT"], got["Q_RELATED_IN"]
-        triple_hits: list[tuple[str, str, NeighbourRow]] = []  # (anchor, anchor's side, row)
-        related: list[NeighbourRow] = []
-        for a in anchors:  # the per-anchor order of the hits decides which anchor a candidate keeps
-            if self.tables[a] == "Entity":
-                triple_hits += [(a, r["side"], r) for r in at_ent.get(a, [])]
-                # the inner triple is what the walk passes through to reach the hypernode
-                triple_hits += [(r["inner"], r["side"], r) for r in hyper.get(a, [])]
-                related += rel_out.get(a, [])
-                related += [{**r, "_in": True} for r in rel_in.get(a, [])]
-            else:
-                triple_hits += [(a, r["side"], r) for r in at_tri.get(a, [])]
+        triple_hits, related = self.g.hits(anchors)
         n_curated = 0
         if not self.p.use_curated:  # the curated KG stays out of the walk (use_curated)
             before = len(triple_hits) + len(related)
             triple_hits = [h for h in triple_hits if h[2].get("origin") != CURATED]
             related = [r for r in related if r.get("origin") != CURATED]
             n_curated = before - len(triple_hits) - len(related)
-        for _, _, row in triple_hits:
-            self._remember_triple(row)
-        known = {row["id"] for _, _, row in triple_hits}
-        self._resolve([str(r.get("triple_id") or "") for r in related if r.get("triple_id") not in known])
-        cands: dict[str, Candidate] = {}
-        for a, side, row in triple_hits:
-            other = row.get("object_id") if side == "SUBJ" else row.get("subject_id")
-            cands.setdefault(row["id"], self._cand_from_row(row, a, str(other or "")))
-        for r in related:
-            self.curated.update(r[k] for k in ("src", "dst") if r.get(f"{k}_origin") == CURATED)
-            tid = str(r.get("triple_id") or "")
-            anchor, other = (r["dst"], r["src"]) if r.get("_in") else (r["src"], r["dst"])
-            self.tables.setdefault(r["src"], "Entity"), self.tables.setdefault(r["dst"], "Entity")
-            self.labels.setdefault(r["src"], str(r.get("src_name") or r["src"]))
-            self.labels.setdefault(r["dst"], str(r.get("dst_name") or r["dst"]))
-            if tid in self.rows:
-                cands.setdefault(tid, self._cand_from_row(self.rows[tid], anchor, other))
-            else:
-                cid = f"rel:{r['src']}|{r['relation']}|{r['dst']}"
-                if r.get("origin") == CURATED:
-                    self.curated.add(cid)
-                fact = f"{self.labels[r['src']]} {r['relation']} {self.labels[r['dst']]}"
-                self.synthetic[cid] = {"id": cid, "subject_id": r["src"], "object_id": r["dst"],
-                                       "relation": str(r["relation"]), "text": fact}
-                self.labels[cid] = fact
-                cands.setdefault(cid, Candidate(cid, fact, str(r["relation"]), r["src"], r["dst"], anchor, other))
-        self._resolve([c.target for c in cands.values()])
+        cands = self.g.candidates(triple_hits, related)
+        tables = self.g.tables
         if not self.p.use_curated:  # a corpus fact never leads into the curated KG either
-            into = [cid for cid, c in cands.items() if c.target in self.curated]
+            into = [cid for cid, c in cands.items() if c.target in self.g.curated]
             n_curated += len(into)
             for cid in into:
                 del cands[cid]
-        dangling = [c for c in cands.values() if c.target not in self.tables]
+        dangling = [c for c in cands.values() if c.target not in tables]
         on_path = set(self.path_facts())
-        out = [c for c in cands.values()
-               if c.target in self.tables and c.id not in on_path and c.id not in self.rejected]
-        for c in out:
-            c.target_table, c.target_label = self.tables[c.target], self.labels.get(c.target, c.target)
-        excluded = len(cands) - len(out) - len(dangling)
-        nodes = [NodeRef(c.id, "Triple", "candidate", c.fact) for c in out if c.id in self.rows]
-        nodes += [NodeRef(t, self.tables[t], "candidate", self.labels.get(t, t))
-                  for t in dict.fromkeys(c.target for c in out)]
-        self.tr.step("expand", f"Hop {hop_no}: fetch the neighbourhood",
-                     f"{len(anchors)} anchor(s), {len(out)} candidate fact(s)"
-                     + (f", {excluded} already on the path or rejected" if excluded else "")
-                     + (f", {len(dangling)} with a missing end skipped" if dangling else "")
-                     + (f", {n_curated} curated fact(s) left out (use_curated=False)" if n_curated else ""),
-                     nodes=nodes, edges=[EdgeRef(*c.edge, role="candidate") for c in out],
-                     data={"hop": hop_no, "anchors": anchors, "n_fetched": len(cands),
-                           **({"curated_left_out": n_curated} if n_curated else {}),
-                           "queries": ["Q_TRIPLES_AT_ENTITY", "Q_HYPER_AT_ENTITY", "Q_RELATED_OUT",
-                                       "Q_RELATED_IN", "Q_TRIPLES_AT_TRIPLE"]})
-        return out
+        out = tuple(replace(c, target_table=tables[c.target]) for c in cands.values()
+                    if c.target in tables and c.id not in on_path and c.id not in self.rejected)
+        hood = Neighbourhood(hop_no, tuple(anchors), out, fetched=len(cands),
+                             excluded=len(cands) - len(out) - len(dangling), dangling=len(dangling),
+                             curated_left_out=n_curated)
+        narrate_neighbourhood(self.tr, hood, self.g.labels)
+        return hood
 
-    def _neighbourhood(self, ents: list[str], tris: list[str]) -> dict[str, dict[str, list[NeighbourRow]]]:
-        """{query name: {anchor: its first ``fetch_limit`` rows, in the query's order}}, each
-        anchor fetched once per run. The hypernodes one level up from an entity (the rows of
-        ``Q_HYPER_AT_ENTITY``) are the triples *at* the triples at the entity, so they are put
-        together from the complete rows of the two other queries: one statement fewer per hop."""
-        new_ents = [a for a in ents if a not in self.at_entity]
-        self.at_entity.update(nb.neighbourhood(self.ctx.store, "Q_TRIPLES_AT_ENTITY", new_ents))
-        inner = [r["id"] for a in new_ents for r in self.at_entity[a]]
-        self.at_triple.update(nb.neighbourhood(
-            self.ctx.store, "Q_TRIPLES_AT_TRIPLE", [t for t in dict.fromkeys(tris + inner) if t not in self.at_triple]))
-        for a in new_ents:
-            hyper: dict[tuple[str, str, str], NeighbourRow] = {}  # DISTINCT, as the query was
-            for i in self.at_entity[a]:
-                for t in self.at_triple[i["id"]]:
-                    row = cast(NeighbourRow, {"side": t["side"], "inner": i["id"],
-                                              **{k: v for k, v in t.items() if k != "side"}})
-                    hyper.setdefault((row["side"], row["inner"], row["id"]), row)
-            self._keep("Q_HYPER_AT_ENTITY", a, list(hyper.values()))
-            self._keep("Q_TRIPLES_AT_ENTITY", a, self.at_entity[a])
-        for tid in tris:
-            if ("Q_TRIPLES_AT_TRIPLE", tid) not in self.fetched:
-                self._keep("Q_TRIPLES_AT_TRIPLE", tid, self.at_triple[tid])
-        for name in ("Q_RELATED_OUT", "Q_RELATED_IN"):
-            got = nb.neighbourhood(self.ctx.store, name, new_ents)
-            for a in new_ents:
-                self._keep(name, a, got[a])
-        return {name: {a: self.fetched[(name, a)] for a in (tris if name == "Q_TRIPLES_AT_TRIPLE" else ents)}
-                for name in nb.ORDER}
-
-    def _keep(self, name: str, anchor: str, rows: list[NeighbourRow]) -> None:
-        """What the per-anchor ``ORDER BY ... LIMIT fetch_limit`` query returned."""
-        ordered = sorted(rows, key=lambda r: nb.sort_key(r, nb.ORDER[name]))
-        self.fetched[(name, anchor)] = ordered[:max(self.p.fetch_limit, 0)]
-
-    def _cand_from_row(self, row: NeighbourRow, anchor: str, other: str) -> Candidate:
-        return Candidate(row["id"], _fact_text(row), str(row.get("relation") or ""),
-                         str(row.get("subject_id") or ""), str(row.get("object_id") or ""), anchor, other)
-
-    def score(self, hop_no: int, cands: list[Candidate]) -> list[Candidate]:
-        real = [c.id for c in cands if c.id in self.rows]
-        stored = self._stored_embeddings(real)
+    def score(self, hood: Neighbourhood) -> Ranking:
+        """Line 5: similarity = (1 − w)·cos(fact, question) + w·cos(fact, plan)."""
+        cands = hood.candidates
+        stored = self.g.stored_embeddings([c.id for c in cands if c.has_node])
         need = [c for c in cands if stored.get(c.id) is None or not np.any(stored[c.id])]
         fresh = self.ctx.embedder.embed([c.fact for c in need]) if need else np.zeros((0, len(self.qv)))
         need_ids = {c.id for c in need}
@@ -456,183 +470,121 @@ class _Walk:
         m = np.stack([emb[c.id] for c in cands])
         w = self.p.plan_weight
         q_cos, p_cos = cosine_rows(m, self.qv), cosine_rows(m, self.pv)
-        s = (1 - w) * q_cos + w * p_cos
-        for c, v, a, b in zip(cands, s, q_cos, p_cos):
-            c.score = round(float(v), 4)
-            c.parts = {"question": round((1 - w) * float(a), 4), "plan": round(w * float(b), 4)}
-        ranked = sorted(cands, key=lambda c: (-c.score, c.id))
-        shown = min(self.p.top_k, len(ranked))
-        nodes = [NodeRef(c.id, "Triple", "candidate", c.fact, c.score, dict(c.parts), rank,
-                         "" if rank <= shown else f"not shown to the chooser: only the top {shown} are (top_k)")
-                 for rank, c in enumerate(ranked, 1) if c.id in self.rows]
-        self.tr.step("score", f"Hop {hop_no}: rank candidates by similarity",
-                     f"best: {ranked[0].fact} ({ranked[0].score:.2f}); top {shown} shown to the chooser",
-                     nodes=nodes,
-                     edges=[EdgeRef(*c.edge, role="candidate", score=c.score) for c in ranked],
-                     scores={c.id: c.score for c in ranked},
-                     data={"hop": hop_no, "ranked": [c.id for c in ranked],
-                           "embedded_on_the_fly": [c.id for c in need], "weights": {"question": 1 - w, "plan": w},
-                           "score_name": f"similarity = {1 - w:g} × cosine to the question + {w:g} × cosine to "
-                                         "the plan (parts: question, plan)"})
-        return ranked
+        score: dict[str, float] = {}
+        parts: dict[str, dict[str, float]] = {}
+        for c, v, a, b in zip(cands, (1 - w) * q_cos + w * p_cos, q_cos, p_cos):
+            score[c.id] = round(float(v), 4)
+            parts[c.id] = {"question": round((1 - w) * float(a), 4), "plan": round(w * float(b), 4)}
+        ranking = Ranking(hood.hop, tuple(sorted(score, key=lambda i: (-score[i], i))), score, parts,
+                          {"question": 1 - w, "plan": w}, tuple(c.id for c in need), self.p.top_k)
+        narrate_ranking(self.tr, ranking, hood)
+        return ranking
 
-    def _stored_embeddings(self, ids: list[str]) -> dict[str, np.ndarray]:
-        """Triple.emb of ``ids`` that have one; each triple is read at most once per run."""
-        todo = sorted({i for i in ids if i not in self.embs})
-        if todo:
-            for row in nb.triple_vectors(self.ctx.store, todo):
-                self.embs[row["id"]] = np.asarray(row["emb"], dtype=np.float32)
-            for i in todo:
-                self.embs.setdefault(i, None)
-        return {i: v for i in ids if (v := self.embs[i]) is not None}
-
-    def select(self, hop_no: int, ranked: list[Candidate]) -> list[Candidate]:
-        shown = ranked[: self.p.top_k]
+    def select(self, hood: Neighbourhood, ranking: Ranking) -> Hop:
+        """Line 6: the chooser follows at most ``width`` of the top-k; the hop it makes (its
+        followed facts may be none)."""
+        by_id = {c.id: c for c in hood.candidates}
+        shown = [by_id[i] for i in ranking.ranked[: self.p.top_k]]
         visited = self.visited()
-        facts = [self.labels[t] for t in self.path_facts()]
-        view = [{"n": i, "id": c.id, "fact": c.fact, "score": c.score, "target_visited": c.target in visited}
-                for i, c in enumerate(shown, 1)]
-        res, s = self.tr.reason("kgrag_choose", title=f"Hop {hop_no}: choose the next fact", kind="select",
+        facts = [self.g.labels[t] for t in self.path_facts()]
+        view = [{"n": i, "id": c.id, "fact": c.fact, "score": ranking.score[c.id],
+                 "target_visited": c.target in visited} for i, c in enumerate(shown, 1)]
+        res, s = self.tr.reason("kgrag_choose", title=choose_title(hood.hop), kind="select",
                                 question=self.q, plan=self.plan, path_facts=facts, candidates=view,
                                 width=self.p.width)
         assert isinstance(res, KgRagChoice)
-        by_id = {c.id: c for c in shown}
-        chosen = [by_id[i] for i in res.chosen if i in by_id]
-        ids = {c.id for c in chosen}
+        ids = [c.id for c in shown]
+        chosen = [by_id[i] for i in res.chosen if i in ids]
         # the deciding number: offline, the heuristic's own score (its formula is the LLM task line);
         # a model gives none, so the similarity it was shown stands, with the pick said in words
-        score = {c.id: float(res.offline_scores.get(c.id, c.score)) for c in shown}
-        parts = {c.id: dict(res.offline_parts.get(c.id) or c.parts) for c in shown}
-        order = list(res.offline_scores) if res.offline_scores else [c.id for c in shown]
         offline = bool(res.offline_scores)
-        picked = deciding.chooser_pick([c.id for c in shown], [c.id for c in chosen],
-                                       by="offline heuristic" if offline else "model", ranking="numbered by similarity",
-                                       words="" if offline or s.llm is None else s.llm.raw_output)
-        line = deciding.pick_line(picked)
-        s.nodes = [NodeRef(c.id, "Triple", "chosen" if c.id in ids else "rejected", c.fact, score[c.id], parts[c.id])
-                   for c in shown if c.id in self.rows]
-        deciding.set_ranks(s.nodes, order)
-        if not offline:  # a node the model passed over although it ranks above its pick says so
-            deciding.set_reasons(deciding.outranked(s.nodes), {n.id: f"{line}: the model's choice, not the "
-                                                                      "similarity, decided" for n in s.nodes})
-        s.nodes += [NodeRef(c.target, c.target_table, "chosen", c.target_label) for c in chosen]
-        s.edges = [EdgeRef(*c.edge, role="chosen" if c.id in ids else "rejected", score=score[c.id]) for c in shown]
-        s.scores = {c.id: score[c.id] for c in shown}
-        ignored = list(res.ignored)
-        s.detail = "followed: " + "; ".join(c.fact for c in chosen) if chosen else "no shown candidate was chosen"
-        if ignored:
-            s.detail += f" (ignored from the reply: {', '.join(ignored)})"
-        s.detail += f"; {line}" + ("; the offline chooser's score ranks it first" if offline and chosen else "")
-        s.data = {"hop": hop_no, "shown": [c.id for c in shown], "chosen": [c.id for c in chosen],
-                  "ignored": ignored, "said_none": res.said_none, "picked": picked,
-                  "score_name": ("the offline chooser's score: similarity + bonuses (parts; formula in the LLM "
-                                 "task line)" if offline else
-                                 "similarity shown to the model (its pick, not a score, decided)")}
-        return chosen
-
-    def open_hop(self, hop_no: int, chosen: list[Candidate]) -> Hop:
-        hop = Hop(hop_no, chosen)
         path = set(self.path_facts())
-        for c in chosen:
-            if c.target_table == "Triple" and c.target not in path and c.target not in hop.opened:
-                hop.opened.append(c.target)  # landing on a hypernode: its own fact is collected too
-        self.hops.append(hop)
-        if hop.opened:  # shown on the select step that just ran
-            step = self.tr.steps[-1]
-            step.data["opened"] = list(hop.opened)
-            seen = {n.id for n in step.nodes}
-            step.nodes += [NodeRef(t, "Triple", "chosen", self.labels.get(t, t)) for t in hop.opened if t not in seen]
-        return hop
+        opened = [c.target for c in chosen if c.target_table == "Triple" and c.target not in path]
+        choice = Choice(
+            hood.hop, tuple(ids), tuple(c.id for c in chosen), tuple(res.ignored), res.said_none,
+            "offline heuristic" if offline else "model",
+            score={i: float(res.offline_scores.get(i, ranking.score[i])) for i in ids},
+            parts={i: dict(res.offline_parts.get(i) or ranking.parts[i]) for i in ids},
+            order=tuple(res.offline_scores) if offline else tuple(ids),
+            opened=tuple(dict.fromkeys(opened)))  # landing on a hypernode: its own fact is collected too
+        narrate_choice(s, choice, hood, self.g.labels)
+        return Hop(hood.hop, tuple(chosen), {c.id: ranking.score[c.id] for c in chosen}, choice.opened)
 
     def evaluate(self, hop: Hop) -> str:
-        facts = [self.labels[t] for t in self.path_facts()]
-        new = [self.labels[t] for t in [c.id for c in hop.chosen] + hop.opened]
-        res, s = self.tr.reason("kgrag_evaluate", title=f"Hop {hop.number}: enough to answer?",
-                                question=self.q, plan=self.plan, facts=facts, new_facts=new,
+        """Line 8: STOP, CONTINUE or BACKTRACK (a BACKTRACK not allowed is carried out as CONTINUE)."""
+        labels = self.g.labels
+        new = [c.id for c in hop.chosen] + list(hop.opened)
+        res, s = self.tr.reason("kgrag_evaluate", title=evaluate_title(hop.number),
+                                question=self.q, plan=self.plan, facts=[labels[t] for t in self.path_facts()],
+                                new_facts=[labels[t] for t in new],
                                 hops_done=len(self.hops), max_hops=self.p.max_hops,
                                 allow_backtrack=self.p.allow_backtrack,
-                                seed_facts=[self.labels[t] for t in self.seed_nodes if self.tables.get(t) == "Triple"])
+                                seed_facts=[labels[t] for t in self.seed_nodes if self.g.tables.get(t) == "Triple"])
         assert isinstance(res, KgRagDecision)
         decision: str = res.decision
-        note = "" if res.parsed else " (reply not understood)"
+        refused: Literal["", "backtracking off", "backtracks spent"] = ""
         if decision == "backtrack" and not self._can_backtrack():
-            why = ("backtracking is off" if not self.p.allow_backtrack
-                   else f"{self.p.max_backtracks} backtrack(s) spent")
-            note += f" (BACKTRACK requested but {why}: continuing)"
+            refused = "backtracking off" if not self.p.allow_backtrack else "backtracks spent"
             decision = "continue"
-        s.detail = f"{decision.upper()}{note}: {res.reason}"
-        s.data = {"hop": hop.number, "decision": decision, "requested": res.decision, "reason": res.reason}
+        narrate_verdict(s, Verdict(hop.number, res.decision, decision, res.reason, res.parsed, tuple(new), refused,
+                                   self.p.max_backtracks))
         return decision
 
     def _can_backtrack(self) -> bool:
         return self.p.allow_backtrack and self.backtracks < self.p.max_backtracks and bool(self.hops)
 
     def backtrack(self, reason: str, *, dead_end: bool = False) -> None:
-        """Pop the last hop and retry it without its choice. At a dead end the popped hop is the
-        one that reached a leaf, and a leaf is often the answer ("... born in 1954"): its facts are
-        not wrong, only a branch that goes nowhere, so they stay in the context (``leaf_facts``)
+        """Line 7: pop the last hop and retry it without its choice. At a dead end the popped hop is
+        the one that reached a leaf, and a leaf is often the answer ("... born in 1954"): its facts
+        are not wrong, only a branch that goes nowhere, so they stay in the context (``leaf_facts``)
         while the walk tries another branch. A backtrack the evaluator asked for drops them."""
         hop = self.hops.pop()
         self.backtracks += 1
         self.rejected.update(c.id for c in hop.chosen)
-        kept = [t for t in [c.id for c in hop.chosen] + hop.opened if t not in self.leaf_facts] if dead_end else []
+        facts = [c.id for c in hop.chosen] + list(hop.opened)
+        kept = [t for t in facts if t not in self.leaf_facts] if dead_end else []
         self.leaf_facts += kept
-        role: Role = "context" if dead_end else "rejected"
-        nodes = [NodeRef(c.id, "Triple", role, c.fact, c.score) for c in hop.chosen if c.id in self.rows]
-        nodes += [NodeRef(t, "Triple", role, self.labels.get(t, t)) for t in hop.opened]
-        facts = "; ".join(c.fact for c in hop.chosen)
-        detail = (f"{reason}; step back from hop {hop.number} (it reached a leaf): its facts stay in the context "
-                  f"({facts}) and hop {hop.number} is retried without them" if dead_end
-                  else f"{reason}; rejected: {facts}; hop {hop.number} is retried without it")
-        self.tr.step("prune", f"{'Dead end: step back from' if dead_end else 'Backtrack: drop'} hop {hop.number}",
-                     detail, nodes=nodes,
-                     edges=[EdgeRef(*c.edge, role=role, score=c.score) for c in hop.chosen],
-                     data={"hop": hop.number, "reason": reason, "rejected": [c.id for c in hop.chosen],
-                           "kept": kept, "dead_end": dead_end, "backtracks": self.backtracks})
+        narrate_step_back(self.tr, StepBack(hop.number, reason, dead_end, hop.chosen, hop.score, hop.opened,
+                                            tuple(kept), self.backtracks), self.g.labels)
 
     def context(self, stop_reason: str) -> RetrievedContext:
+        """Line 9: the path's facts in walk order, cut at ``max_context_tokens``."""
         items: list[ContextItem] = []
         dropped: list[str] = []
         budget = SkipAndContinue(self.p.max_context_tokens)  # a fact that does not fit is dropped; later ones may fit
-        scores = {c.id: c.score for h in self.hops for c in h.chosen} | self.seed_scores
-        rows = {t: self.rows.get(t) or self.synthetic[t] for t in self.path_facts()}
+        scores = {t: sc for h in self.hops for t, sc in h.score.items()} | self.seed_scores
+        rows = {t: self.g.row(t) for t in self.path_facts()}
         for tid, row in rows.items():
-            source = CURATED_SOURCE if tid in self.curated else str(row.get("chunk_id") or "")
-            parts = [ContextItem(tid, "triple", self.labels[tid], scores.get(tid), count_tokens(self.labels[tid]),
-                                 source)]
-            sent = str(row.get("sentence") or "").strip()
-            # a sentence fact says only "in the same sentence as": its sentence is what it states
-            with_sentence = self.p.include_sentences or row.get("kind") == SENTENCE_KIND
-            if with_sentence and sent and all(i.text != sent for i in items):
-                parts.append(ContextItem(f"{tid}#sentence", "sentence", sent, None, count_tokens(sent), source))
-            for it in parts:
+            for it in self._items(tid, row, scores.get(tid), items):
                 if not budget.take(it.n_tokens):
                     dropped.append(it.id)
                     continue
                 items.append(it)
         kept = [i.id for i in items if i.kind == "triple"]
-        node_ids = list(dict.fromkeys(  # graph nodes only: a rel:... fact contributes its two entities
-            [t for t in kept if t in self.rows]
-            + [x for t in kept for x in (rows[t].get("subject_id"), rows[t].get("object_id")) if x]))
-        used = budget.used
-        detail = f"{len(kept)} fact(s), {used} tokens; walk ended: {stop_reason}"
-        if dropped:
-            detail += f"; {len(dropped)} item(s) over the {self.p.max_context_tokens}-token budget dropped"
-        curated = [t for t in kept if t in self.curated]
-        if curated:
-            detail += f"; {len(curated)} from the curated KG (labelled [curated])"
-        self.tr.step("context", "Path facts", detail,
-                     nodes=[NodeRef(t, "Triple", "context", self.labels[t], scores.get(t))
-                            for t in kept if t in self.rows],
-                     edges=[EdgeRef(str(rows[t].get("subject_id") or ""), str(rows[t].get("object_id") or ""),
-                                    str(rows[t].get("relation") or ""), role="context") for t in kept],
-                     data={"stop_reason": stop_reason, "hops": len(self.hops), "backtracks": self.backtracks,
-                           "dropped": dropped, "tokens": used, "path": self.path_node_sequence()})
-        notes = {"plan": self.plan_detail, "stop_reason": stop_reason}
-        if curated:
-            notes["curated"] = (f"{len(curated)} of {len(kept)} fact(s) come from the imported curated KG, not the "
-                                "corpus (use_curated=True): facts the other methods do not read")
-        return RetrievedContext(items=items, node_ids=node_ids, notes=notes)
+        ends = {t: (str(rows[t].get("subject_id") or ""), str(rows[t].get("object_id") or ""),
+                    str(rows[t].get("relation") or "")) for t in kept}
+        rec = PathContext(stop_reason, len(self.hops), self.backtracks, tuple(kept), ends,
+                          with_node=tuple(t for t in kept if t in self.g.rows),
+                          score={t: scores[t] for t in kept if t in scores}, dropped=tuple(dropped),
+                          tokens=budget.used, budget=self.p.max_context_tokens, path=tuple(self.path_node_sequence()),
+                          curated=tuple(t for t in kept if t in self.g.curated))
+        narrate_context(self.tr, rec, self.g.labels)
+        # graph nodes only: a rel:... fact contributes its two entities
+        node_ids = list(dict.fromkeys([*rec.with_node, *(x for t in kept for x in ends[t][:2] if x)]))
+        return RetrievedContext(items=items, node_ids=node_ids, notes=context_notes(rec, self.plan))
+
+    def _items(self, tid: str, row: NeighbourRow, score: float | None, items: list[ContextItem]) -> list[ContextItem]:
+        """A path fact as context items: the fact, and its provenance sentence when asked for (or
+        when it is a sentence fact) and not already in ``items``."""
+        label = self.g.labels[tid]
+        source = CURATED_SOURCE if tid in self.g.curated else str(row.get("chunk_id") or "")
+        out = [ContextItem(tid, "triple", label, score, count_tokens(label), source)]
+        sent = str(row.get("sentence") or "").strip()
+        # a sentence fact says only "in the same sentence as": its sentence is what it states
+        with_sentence = self.p.include_sentences or row.get("kind") == SENTENCE_KIND
+        if with_sentence and sent and all(i.text != sent for i in items):
+            out.append(ContextItem(f"{tid}#sentence", "sentence", sent, None, count_tokens(sent), source))
+        return out
 
     def path_node_sequence(self) -> list[str]:
         """Seeds, then per hop the followed triples and the nodes they reached (for highlighting)."""
@@ -647,26 +599,25 @@ class _Walk:
         self.plan_step()
         self.seed_step()
         if not self.seed_nodes:
-            return self.context("no start node found (is the graph empty?)")
-        stop_reason = f"hop limit ({self.p.max_hops}) reached"
+            return self.context(NO_START)
+        stop_reason = hop_limit(self.p.max_hops)
         while len(self.hops) < self.p.max_hops:
-            hop_no = len(self.hops) + 1
-            cands = self.expand(hop_no)
-            chosen = self.select(hop_no, self.score(hop_no, cands)) if cands else []
-            if not chosen:
-                why = "dead end: no new candidate" if not cands else "the chooser followed no candidate"
+            hood = self.expand(len(self.hops) + 1)
+            hop = self.select(hood, self.score(hood)) if hood.candidates else None
+            if hop is None or not hop.chosen:
+                why = NO_CANDIDATE if hop is None else NONE_FOLLOWED
                 if self._can_backtrack():
                     self.backtrack(why, dead_end=True)
                     continue
                 stop_reason = why
                 break
-            hop = self.open_hop(hop_no, chosen)
+            self.hops.append(hop)
             decision = self.evaluate(hop)
             if decision == "stop":
-                stop_reason = "the evaluator judged the facts sufficient"
+                stop_reason = EVALUATOR_STOP
                 break
             if decision == "backtrack":
-                self.backtrack("the evaluator asked to backtrack")
+                self.backtrack(EVALUATOR_BACKTRACK)
         return self.context(stop_reason)
 
 
@@ -694,44 +645,5 @@ class KGRag:
         try:
             return walk.run()
         finally:  # a walk that fails part-way still shows which of its facts were curated
-            _label_curated(tracer.steps[first:], walk.curated)
-            _mark_reconstruction(tracer.steps[first:])
-
-
-# Paper 001 gives CoE in a few sentences and no code, so every step of the walk is ours; each
-# step says which part of it the paper names (the "ours" mark of the trace).
-RECONSTRUCTION = "reconstruction (paper 001 has no algorithm box or code)"
-_OURS_BY_TASK = {
-    "kgrag_plan": "the planning step and its prompt are ours",
-    "kgrag_choose": "'LLM ranking' per the paper; the numbered top-k prompt is ours",
-    "kgrag_evaluate": "the stop / continue / backtrack check is ours",
-}
-_OURS_BY_KIND = {
-    "seed": "'vector similarity search' per the paper; the pools and planned-entity seeds are ours",
-    "expand": "'Cypher queries' per the paper; the neighbourhood queries and anchors are ours",
-    "score": "ranking by cosine to the question and the plan is ours",
-    "prune": "backtracking is ours",
-    "context": "the path facts in walk order, cut at max_context_tokens, are ours",
-}
-
-
-def _mark_reconstruction(steps: list[Any]) -> None:
-    for s in steps:
-        what = _OURS_BY_TASK.get(s.llm.task if s.llm else "", "") or _OURS_BY_KIND.get(s.kind, "")
-        mark_ours(s, f"{RECONSTRUCTION}: {what}" if what else RECONSTRUCTION)
-
-
-def _label_curated(steps: list[Any], curated: set[str]) -> None:
-    """Mark every curated node a step touched: its label starts CURATED_TAG and the step's
-    ``data["curated"]`` lists it (a curated ``rel:`` fact has no node: its id is listed)."""
-    if not curated:
-        return
-    for s in steps:
-        ids = [n.id for n in s.nodes if n.id in curated]
-        for n in s.nodes:
-            if n.id in curated and not n.label.startswith(CURATED_TAG):
-                n.label = CURATED_TAG + n.label
-        ids += [i for i in s.data.get("chosen", []) + s.data.get("shown", []) if isinstance(i, str)
-                and i.startswith("rel:") and i in curated and i not in ids]
-        if ids:
-            s.data["curated"] = list(dict.fromkeys(ids))
+            label_curated(tracer.steps[first:], walk.g.curated)
+            mark_reconstruction(tracer.steps[first:])

@@ -12,6 +12,10 @@ Retrieval (§3.2.2), as traced here:
 5. context — those triples. The paper feeds only the triples and the query to the LLM (§3.1,
              §3.2.2 last paragraph), so no document text is added.
 
+Each line is a function returning its step record (kgviz.methods.kg_retriever_records: the
+numbers that decided, naming the line); kgviz.methods.kg_retriever_narrator turns the records
+into the steps the player shows.
+
 Choices the paper leaves open (ours, labelled): in the attentive and multi-hop strategies the top-N
 documents themselves weigh w = 1 (§3.2.2 defines w for one-hop, and for neighbours as the documents'
 cosine; the trace's expand step says so); an entity mentioned by several candidate documents
@@ -38,7 +42,7 @@ pass").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar, Literal, Mapping, get_args
 
 import numpy as np
 
@@ -47,9 +51,14 @@ from kgviz.facts.triples import SENTENCE_KIND, stated_fact
 from kgviz.graph import reads
 from kgviz.graph.arrow import vectors_to_numpy
 from kgviz.graph.protocol import GraphStore
-from kgviz.methods import deciding
-from kgviz.methods.base import (ContextItem, EdgeRef, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param,
-                                register)
+from kgviz.methods.base import ContextItem, MethodContext, RetrievedContext, Tracer, check_params, param, register
+from kgviz.methods.kg_retriever_narrator import (
+    narrate_collaboration, narrate_context, narrate_filter, narrate_nothing_passed, narrate_selection, narrate_top,
+)
+from kgviz.methods.kg_retriever_records import (
+    Collaboration, DocumentLink, EntityFilter, EntityScore, HopReach, ScoredDocument, TopDocuments, TripleContext,
+    TripleScore, TripleSelection,
+)
 from kgviz.text import count_tokens
 from kgviz.vectors import cosine_unit, unit, unit_rows
 
@@ -120,6 +129,9 @@ def _rows_with_vectors(store: GraphStore, table: Any) -> list[dict[str, Any]]:
 
 @register
 class KGRetriever:
+    """§3.2.2 as its five lines, each returning its step record (kgviz.methods.kg_retriever_records);
+    kgviz.methods.kg_retriever_narrator writes the steps."""
+
     name: ClassVar[str] = "kg-retriever"
     title: ClassVar[str] = "KG-Retriever (hierarchical index graph)"
     paper: ClassVar[str] = "002"
@@ -129,231 +141,167 @@ class KGRetriever:
     no_context: ClassVar[bool] = False
 
     def retrieve(self, question: str, ctx: MethodContext, params: KGRetrieverParams, tracer: Tracer) -> RetrievedContext:
-        p = params
-        store = ctx.store
+        p, store = params, ctx.store
         qv = unit(np.asarray(ctx.embedder.embed([question])[0], dtype=np.float32))
-        hits = store.vector_search("Document", qv, p.top_n + NEAR_MISSES)
-        if not hits:
-            raise MethodError("the graph has no documents with embeddings", hint="build the index first")
-        seeds, misses = hits[: p.top_n], hits[p.top_n :]
-        titles: dict[str, str] = {}
-        self._titles(store, [d for d, _ in hits], titles)
-        tracer.step("seed", f"Top-{p.top_n} documents", "documents most similar to the question (cosine)",
-                    nodes=[NodeRef(d, "Document", "chosen", titles.get(d, d), s) for d, s in seeds]
-                    + [NodeRef(d, "Document", "rejected", titles.get(d, d), s) for d, s in misses],
-                    scores={d: s for d, s in hits})
-
-        weights, edges, hop_of, over_k, doc_scale = self._collaborate(store, [d for d, _ in seeds], p)
-        self._titles(store, list(weights) + over_k, titles)
-        ours = [] if p.strategy == "one-hop" else [
-            f"the top-{p.top_n} documents weigh w = 1 (the paper gives the {p.strategy} w for neighbours only)"]
-        if p.strategy != "one-hop" and p.lam_mode == "relative":
-            ours.append("relative λ: document cosines divided by the best first-hop neighbour's (lam_mode='relative')")
-        tracer.step("expand", f"Document layer: {p.strategy} collaboration",
-                    self._expand_detail(p, weights, len(seeds), doc_scale),
-                    nodes=[NodeRef(d, "Document", "seed" if hop_of[d] == 0 else "chosen", titles.get(d, d), w)
-                           for d, w in weights.items()]
-                    + [NodeRef(d, "Document", "rejected", titles.get(d, d)) for d in over_k],
-                    edges=edges, scores=dict(weights),
-                    data={"hop": hop_of, "strategy": p.strategy, "lam_mode": p.lam_mode, "doc_cosine_scale": doc_scale},
-                    ours="; ".join(ours))
-
-        ent = self._score_entities(store, qv, weights, hop_of, p, tracer)
-        if not ent["kept"]:
-            tracer.step("select", "Top triples", "no entity passed the λ filter, so no triples are retrieved")
-            tracer.step("context", "0 triples", "empty context: the answer step will say so")
+        top = _top_documents(store, qv, p)
+        titles = _titles(store, [d.id for d in top.seeds + top.near_misses], {})
+        narrate_top(tracer, top, titles)
+        co = _collaborate(store, [d.id for d in top.seeds], p)
+        narrate_collaboration(tracer, top, co, _titles(store, list(co.weights) + list(co.over_k), titles))
+        entities = _filter_entities(store, qv, co, p)
+        narrate_filter(tracer, entities)
+        if not entities.kept:
+            narrate_nothing_passed(tracer, TripleSelection(p.t_caps, p.max_t, (), (), ()), TripleContext((), 0, 0))
             return RetrievedContext(notes={"kg-retriever": "no entity passed the λ filter"})
-        return self._select_triples(store, qv, list(weights), ent, p, tracer)
-
-    # -- document layer ----------------------------------------------------------------------
-    def _collaborate(self, store: GraphStore, seeds: list[str], p: KGRetrieverParams
-                     ) -> tuple[dict[str, float], list[EdgeRef], dict[str, int], list[str], float]:
-        # the top-N documents themselves count fully (w = 1): the paper sets w = 1 in one-hop and gives
-        # the attentive w for neighbours only, so under attentive / multi-hop this is ours (traced)
-        weights = {d: 1.0 for d in seeds}
-        hop_of = {d: 0 for d in seeds}
-        edges: list[EdgeRef] = []
-        over_k: list[str] = []
-        frontier = list(seeds)
-        one_hop = p.strategy == "one-hop"
-        scale = 1.0  # relative λ: the first hop's best followed document cosine (set below)
-        for hop in range(1, (p.hops if p.strategy == "multi-hop" else 1) + 1):
-            if not frontier:
-                break
-            by_src: dict[str, list[tuple[str, float, float]]] = {}  # src -> (dst, edge weight, doc cosine)
-            out_edges: list[tuple[str, str, float | None, float]]  # (src, dst, edge weight, doc cosine)
-            if one_hop:
-                out_edges = [(r["src"], r["dst"], r["weight"], 1.0) for r in reads.similar_documents(store, frontier)]
-            else:
-                out_edges = [(r["src"], r["dst"], r["weight"],
-                              cosine_unit(r["src_emb"], r["emb"]) if r["emb"] is not None else 0.0)
-                             for r in _rows_with_vectors(store, reads.similar_documents(store, frontier, vectors=True))]
-            for src, dst, weight, doc_cos in out_edges:
-                by_src.setdefault(src, []).append((dst, float(weight or 0.0), doc_cos))
-            before = dict(weights)  # weights of this hop's sources, unaffected by this hop's updates
-            nxt: list[str] = []
-            ranked_of = {src: sorted(by_src.get(src, []), key=lambda x: (-x[1], x[0])) for src in frontier}
-            if hop == 1 and not one_hop and p.lam_mode == "relative":
-                followed = [c for src in frontier for _, _, c in ranked_of[src][: p.k_neighbours]]
-                scale = max(followed, default=0.0)
-                scale = scale if scale > 0.0 else 1.0
-            for src in frontier:
-                for rank, (dst, edge_w, doc_cos) in enumerate(ranked_of[src]):
-                    if rank >= p.k_neighbours:
-                        edges.append(EdgeRef(src, dst, "SIMILAR_DOC", "rejected", edge_w))
-                        if dst not in weights and dst not in over_k:
-                            over_k.append(dst)
-                        continue
-                    w = 1.0 if one_hop else before[src] * min(1.0, doc_cos / scale)
-                    edges.append(EdgeRef(src, dst, "SIMILAR_DOC", "chosen", w))
-                    if dst not in weights:
-                        nxt.append(dst)
-                        hop_of[dst] = hop
-                    if w > weights.get(dst, float("-inf")):
-                        weights[dst] = w
-            frontier = nxt
-        over_k = [d for d in over_k if d not in weights]
-        return weights, edges, hop_of, over_k, scale
-
-    @staticmethod
-    def _expand_detail(p: KGRetrieverParams, weights: dict[str, float], n_seeds: int, doc_scale: float) -> str:
-        rule = {"one-hop": "w = 1 for every neighbour",
-                "attentive": "w = cosine(document, neighbour)",
-                "multi-hop": f"{p.hops} hops, w = product of the cosines along the path"}[p.strategy]
-        if p.strategy != "one-hop" and p.lam_mode == "relative":
-            rule += (f", each cosine divided by {doc_scale:.3f} (the best first-hop neighbour's: relative λ, ours) "
-                     "and capped at 1")
-        return f"{len(weights) - n_seeds} neighbour documents (up to K={p.k_neighbours} per document); {rule}"
-
-    # -- entity layer ------------------------------------------------------------------------
-    def _score_entities(self, store: GraphStore, qv: np.ndarray, weights: dict[str, float], hop_of: dict[str, int],
-                        p: KGRetrieverParams, tracer: Tracer) -> dict[str, Any]:
-        rows = _rows_with_vectors(store, reads.document_entities(store, list(weights)))
-        w: dict[str, float] = {}
-        names: dict[str, str] = {}
-        cos: dict[str, float] = {}
-        hop: dict[str, int] = {}  # entity -> hop of the document that gives it its weight (the nearest on ties)
-        mentions: dict[str, set[str]] = {}  # entity -> chunks mentioning it
-        chunk_doc: dict[str, str] = {}
-        for r in rows:
-            e, dw, dh = r["id"], weights[r["doc"]], hop_of[r["doc"]]
-            if dw > w.get(e, float("-inf")) or (dw == w[e] and dh < hop[e]):
-                w[e], hop[e] = dw, dh
-            names[e] = r["name"]
-            cos[e] = cosine_unit(r["emb"], qv)
-            mentions.setdefault(e, set()).add(r["chunk"])
-            chunk_doc[r["chunk"]] = r["doc"]
-        best_cos = max(cos.values(), default=0.0)
-        cos_scale = best_cos if p.lam_mode == "relative" and best_cos > 0.0 else 1.0
-        score = {e: w[e] * cos[e] / cos_scale for e in w}
-        order = sorted(w, key=lambda e: (-score[e], e))
-        passing = [e for e in order if score[e] > p.lam]
-        below = [e for e in order if score[e] <= p.lam]
-        over_t: list[str] = []
-        kept = passing
-        if p.t_caps == "entities":
-            kept, over_t = passing[: p.max_t], passing[p.max_t :]
-        hops = self._per_hop(order, hop, score, set(passing), hop_of, p)
-        role = {**{e: "chosen" for e in kept}, **{e: "rejected" for e in below + over_t}}
-        nodes = [NodeRef(e, "Entity", role[e], names[e], score[e],  # type: ignore[arg-type]
-                         {"w": w[e], "cosine": cos[e]}, rank) for rank, e in enumerate(order, 1)]
-        deciding.set_reasons(nodes, {**{e: f"w·cos ≤ λ {p.lam:g}" for e in below},
-                                     **{e: f"over T={p.max_t} entities" for e in over_t}})
-        nodes += [NodeRef(c, "Chunk", "candidate", c) for c in sorted(chunk_doc)]
-        edges = [EdgeRef(d, c, "HAS_CHUNK", "candidate") for c, d in sorted(chunk_doc.items())]
-        edges += [EdgeRef(c, e, "MENTIONS", role[e])  # type: ignore[arg-type]
-                  for e in order for c in sorted(mentions[e])]
-        cap = f"; top T={p.max_t} entities kept, {len(over_t)} over T" if p.t_caps == "entities" else ""
-        scale = (f" (relative λ, ours: cosines divided by the best entity's, {cos_scale:.3f})"
-                 if p.lam_mode == "relative" else "")
-        blocked = [h for h in hops if h["blocked"]]
-        tracer.step("score", f"Entity filter w·cos > λ={p.lam:g}",
-                    f"{len(order)} entities in {len(weights)} candidate documents: {len(passing)} above λ, "
-                    f"{len(below)} at or below{cap}{scale}"
-                    + "".join(f"; {h['message']}" for h in blocked),
-                    nodes=nodes, edges=edges, scores=dict(score),
-                    data={"lambda": p.lam, "lam_mode": p.lam_mode, "cosine_scale": cos_scale, "w": w, "cosine": cos,
-                          "hop": hop, "hops": hops, "below_lambda": below, "over_t": over_t,
-                          "score_name": "w · cosine" + (f" / {cos_scale:.3f} (the best entity's cosine: relative λ)"
-                                                       if cos_scale != 1.0 else "") + " (Eq. 2)"},
-                    ours="relative λ: entity cosines divided by the best candidate's before Eq. 2 (lam_mode='relative'; "
-                         "the paper's λ is for RoBERTa cosines)" if p.lam_mode == "relative" else "")
-        return {"kept": kept, "score": score, "names": names}
-
-    @staticmethod
-    def _per_hop(order: list[str], hop: dict[str, int], score: dict[str, float], passing: set[str],
-                 hop_of: dict[str, int], p: KGRetrieverParams) -> list[dict[str, Any]]:
-        """Per hop of the document layer (0 = the top-N documents): its entities, how many pass λ,
-        the best score among them, and whether none can pass (so a hop that only costs is named)."""
-        out = []
-        for h in sorted(set(hop_of.values())):
-            mine = [e for e in order if hop[e] == h]
-            best = max((score[e] for e in mine), default=None)
-            where = "the top-N documents" if h == 0 else f"hop {h}"
-            blocked = best is not None and best <= p.lam
-            if best is None:
-                message = f"{where}: no entity in its documents"
-            elif blocked:
-                message = f"{where}: best score {best:.3g} ≤ λ {p.lam:g} — nothing can pass"
-            else:
-                message = f"{where}: best score {best:.3g}, {sum(e in passing for e in mine)} of {len(mine)} pass λ {p.lam:g}"
-            out.append({"hop": h, "entities": len(mine), "passed": sum(e in passing for e in mine),
-                        "best": best, "blocked": blocked, "message": message})
-        return out
-
-    def _select_triples(self, store: GraphStore, qv: np.ndarray, docs: list[str], ent: dict[str, Any],
-                        p: KGRetrieverParams, tracer: Tracer) -> RetrievedContext:
-        kept: list[str] = ent["kept"]
-        kept_set = set(kept)
-        score: dict[str, float] = ent["score"]
-        layer = _rows_with_vectors(store, reads.document_triples(store, docs))
-        rows = {r["id"]: r for r in layer if r["subject_id"] in kept_set or r["object_id"] in kept_set}
-        ends = {t: [x for x in (r["subject_id"], r["object_id"]) if x in kept_set] for t, r in rows.items()}
-        t_score = {t: max(score[e] for e in ends[t]) for t in rows}
-        t_cos = {t: cosine_unit(r["emb"], qv) for t, r in rows.items()}
-        order = sorted(rows, key=lambda t: (-t_score[t], -t_cos[t], t))
-        chosen, rejected = (order[: p.max_t], order[p.max_t :]) if p.t_caps == "triples" else (order, [])
-        role = {**{t: "chosen" for t in chosen}, **{t: "rejected" for t in rejected}}
-
-        def text(t: str) -> str:
-            r = rows[t]
-            return r["text"] or f"{r['subject']} {r['relation']} {r['object']}"
-
-        def stated(t: str) -> str:
-            return stated_fact(text(t), rows[t].get("kind"), rows[t].get("sentence"))
-
-        edges = []
-        for t in order:
-            r = rows[t]
-            for rel, e in (("SUBJ", r["subject_id"]), ("OBJ", r["object_id"])):
-                if e in kept_set:
-                    edges.append(EdgeRef(t, e, rel, role[t]))  # type: ignore[arg-type]
-        cap = f"top T={p.max_t} triples" if p.t_caps == "triples" else "all triples of the top-T entities"
-        nodes = [NodeRef(t, "Triple", role[t], text(t), t_score[t], rank=rank)  # type: ignore[arg-type]
-                 for rank, t in enumerate(order, 1)]
-        deciding.set_reasons(nodes, {t: f"over T={p.max_t}: #{rank} of {len(order)} triples"
-                                     for rank, t in enumerate(order, 1) if t in rejected})
-        tracer.step("select", f"{len(chosen)} triples selected",
-                    f"{len(order)} triples of the kept entities in the candidate documents; {cap}, ranked by "
-                    f"their best entity score (ties: cosine to the question)",
-                    nodes=nodes + [NodeRef(e, "Entity", "chosen", ent["names"].get(e, e), score[e]) for e in kept],
-                    edges=edges, scores=dict(t_score),
-                    data={"triple_cosine": t_cos, "over_t": rejected,
-                          "score_name": "a triple's best kept-entity score (w·cos); entities: their own; ties "
-                                        "broken by the triple's cosine to the question"})
-        items = [ContextItem(t, "triple", stated(t), t_score[t], count_tokens(stated(t)), source=rows[t]["chunk_id"])
-                 for t in chosen]
-        n_sent = sum(rows[t].get("kind") == SENTENCE_KIND for t in chosen)
-        tracer.step("context", f"{len(items)} triples as context",
-                    "the selected triples, best first (the paper gives the LLM triples only)"
-                    + (f"; {n_sent} sentence fact(s) with the sentence each stands for" if n_sent else ""),
-                    nodes=[NodeRef(i.id, "Triple", "chosen", text(i.id), i.score) for i in items],
-                    data={"n_tokens": sum(i.n_tokens for i in items)})
-        used_entities = sorted({e for t in chosen for e in ends[t]})
+        selection, stated, chunk_of = _select_triples(store, qv, list(co.weights), entities, p)
+        narrate_selection(tracer, selection, entities)
+        score = {t.id: t.score for t in selection.ranked}
+        items = [ContextItem(t, "triple", stated[t], score[t], count_tokens(stated[t]), source=chunk_of[t])
+                 for t in selection.chosen]
+        sentences = {t.id for t in selection.ranked if t.sentence_fact}
+        narrate_context(tracer, TripleContext(tuple(selection.chosen), sum(i.n_tokens for i in items),
+                                              sum(t in sentences for t in selection.chosen)), selection)
+        kept, chosen = set(entities.kept), set(selection.chosen)
+        used_entities = sorted({e for t in selection.ranked if t.id in chosen
+                                for e in (t.subject_id, t.object_id) if e in kept})
         return RetrievedContext(items=items, node_ids=[i.id for i in items] + used_entities)
 
-    @staticmethod
-    def _titles(store: GraphStore, ids: list[str], into: dict[str, str]) -> None:
-        missing = [d for d in dict.fromkeys(ids) if d not in into]
-        if missing:
-            into.update({i: t or i for i, t in reads.document_titles(store, missing).items()})
+
+# -- document layer (lines 1-2) --------------------------------------------------------------------
+def _top_documents(store: GraphStore, qv: np.ndarray, p: KGRetrieverParams) -> TopDocuments:
+    """Line 1: the top-N documents by cosine, and the next NEAR_MISSES."""
+    hits = store.vector_search("Document", qv, p.top_n + NEAR_MISSES)
+    if not hits:
+        raise MethodError("the graph has no documents with embeddings", hint="build the index first")
+    docs = [ScoredDocument(d, s) for d, s in hits]
+    return TopDocuments(p.top_n, tuple(docs[: p.top_n]), tuple(docs[p.top_n :]))
+
+
+def _neighbours(store: GraphStore, frontier: list[str], one_hop: bool) -> dict[str, list[tuple[str, float, float]]]:
+    """Each frontier document's SIMILAR_DOC edges as (target, edge weight, document cosine), by
+    edge weight then id; the cosine is only read (and the vectors fetched) off one-hop."""
+    out_edges: list[tuple[str, str, float | None, float]]  # (src, dst, edge weight, doc cosine)
+    if one_hop:
+        out_edges = [(r["src"], r["dst"], r["weight"], 1.0) for r in reads.similar_documents(store, frontier)]
+    else:
+        out_edges = [(r["src"], r["dst"], r["weight"],
+                      cosine_unit(r["src_emb"], r["emb"]) if r["emb"] is not None else 0.0)
+                     for r in _rows_with_vectors(store, reads.similar_documents(store, frontier, vectors=True))]
+    by_src: dict[str, list[tuple[str, float, float]]] = {}
+    for src, dst, weight, doc_cos in out_edges:
+        by_src.setdefault(src, []).append((dst, float(weight or 0.0), doc_cos))
+    return {src: sorted(by_src.get(src, []), key=lambda x: (-x[1], x[0])) for src in frontier}
+
+
+def _collaborate(store: GraphStore, seeds: list[str], p: KGRetrieverParams) -> Collaboration:
+    """Line 2. The top-N documents themselves count fully (w = 1): the paper sets w = 1 in one-hop
+    and gives the attentive w for neighbours only, so under attentive / multi-hop this is ours
+    (traced)."""
+    weights = {d: 1.0 for d in seeds}
+    hop_of = {d: 0 for d in seeds}
+    links: list[DocumentLink] = []
+    over_k: list[str] = []
+    frontier = list(seeds)
+    one_hop = p.strategy == "one-hop"
+    hops = p.hops if p.strategy == "multi-hop" else 1
+    scale = 1.0  # relative λ: the first hop's best followed document cosine (set below)
+    for hop in range(1, hops + 1):
+        if not frontier:
+            break
+        ranked_of = _neighbours(store, frontier, one_hop)
+        before = dict(weights)  # weights of this hop's sources, unaffected by this hop's updates
+        if hop == 1 and not one_hop and p.lam_mode == "relative":
+            scale = max((c for src in frontier for _, _, c in ranked_of[src][: p.k_neighbours]), default=0.0)
+            scale = scale if scale > 0.0 else 1.0
+        nxt: list[str] = []
+        for src in frontier:
+            for rank, (dst, edge_w, doc_cos) in enumerate(ranked_of[src], 1):
+                if rank > p.k_neighbours:
+                    links.append(DocumentLink(src, dst, hop, rank, edge_w, doc_cos, before[src], None))
+                    if dst not in weights and dst not in over_k:
+                        over_k.append(dst)
+                    continue
+                w = 1.0 if one_hop else before[src] * min(1.0, doc_cos / scale)
+                links.append(DocumentLink(src, dst, hop, rank, edge_w, doc_cos, before[src], w))
+                if dst not in weights:
+                    nxt.append(dst)
+                    hop_of[dst] = hop
+                if w > weights.get(dst, float("-inf")):
+                    weights[dst] = w
+        frontier = nxt
+    return Collaboration(p.strategy, hops, p.k_neighbours, p.lam_mode, weights, hop_of, tuple(links),
+                         tuple(d for d in over_k if d not in weights), scale)
+
+
+# -- entity layer (lines 3-4) ----------------------------------------------------------------------
+def _filter_entities(store: GraphStore, qv: np.ndarray, co: Collaboration, p: KGRetrieverParams) -> EntityFilter:
+    """Line 3 (Eq. 2): score every entity of the candidate documents, keep those above λ."""
+    weights, hop_of = co.weights, co.hop_of
+    rows = _rows_with_vectors(store, reads.document_entities(store, list(weights)))
+    w: dict[str, float] = {}
+    names: dict[str, str] = {}
+    cos: dict[str, float] = {}
+    hop: dict[str, int] = {}  # entity -> hop of the document that gives it its weight (the nearest on ties)
+    mentions: dict[str, set[str]] = {}  # entity -> chunks mentioning it
+    chunk_doc: dict[str, str] = {}
+    for r in rows:
+        e, dw, dh = r["id"], weights[r["doc"]], hop_of[r["doc"]]
+        if dw > w.get(e, float("-inf")) or (dw == w[e] and dh < hop[e]):
+            w[e], hop[e] = dw, dh
+        names[e] = r["name"]
+        cos[e] = cosine_unit(r["emb"], qv)
+        mentions.setdefault(e, set()).add(r["chunk"])
+        chunk_doc[r["chunk"]] = r["doc"]
+    best_cos = max(cos.values(), default=0.0)
+    cos_scale = best_cos if p.lam_mode == "relative" and best_cos > 0.0 else 1.0
+    score = {e: w[e] * cos[e] / cos_scale for e in w}
+    order = sorted(w, key=lambda e: (-score[e], e))
+    passing = [e for e in order if score[e] > p.lam]
+    below = [e for e in order if score[e] <= p.lam]
+    kept, over_t = (passing[: p.max_t], passing[p.max_t :]) if p.t_caps == "entities" else (passing, [])
+    return EntityFilter(
+        p.lam, p.lam_mode, cos_scale, p.t_caps, p.max_t,
+        ranked=tuple(EntityScore(e, names[e], w[e], cos[e], score[e], hop[e]) for e in order),
+        kept=tuple(kept), below=tuple(below), over_t=tuple(over_t),
+        hops=_per_hop(order, hop, score, set(passing), hop_of, p.lam), n_documents=len(weights),
+        mentions={e: tuple(sorted(cs)) for e, cs in mentions.items()}, chunk_doc=chunk_doc)
+
+
+def _per_hop(order: list[str], hop: dict[str, int], score: dict[str, float], passing: set[str],
+             hop_of: Mapping[str, int], lam: float) -> tuple[HopReach, ...]:
+    """Per hop of the document layer (0 = the top-N documents): its entities, how many pass λ,
+    the best score among them, and whether none can pass (so a hop that only costs is named)."""
+    out = []
+    for h in sorted(set(hop_of.values())):
+        mine = [e for e in order if hop[e] == h]
+        best = max((score[e] for e in mine), default=None)
+        out.append(HopReach(h, len(mine), sum(e in passing for e in mine), best, best is not None and best <= lam))
+    return tuple(out)
+
+
+def _select_triples(store: GraphStore, qv: np.ndarray, docs: list[str], f: EntityFilter, p: KGRetrieverParams
+                    ) -> tuple[TripleSelection, dict[str, str], dict[str, str]]:
+    """Line 4: the kept entities' triples in the candidate documents, ranked by their best kept
+    end's score (ties: cosine to the question), at most T. Also each triple's stated text and chunk."""
+    kept = set(f.kept)
+    score = {e.id: e.score for e in f.ranked}
+    layer = _rows_with_vectors(store, reads.document_triples(store, docs))
+    rows = {r["id"]: r for r in layer if r["subject_id"] in kept or r["object_id"] in kept}
+    t_score = {t: max(score[x] for x in (r["subject_id"], r["object_id"]) if x in kept) for t, r in rows.items()}
+    t_cos = {t: cosine_unit(r["emb"], qv) for t, r in rows.items()}
+    order = sorted(rows, key=lambda t: (-t_score[t], -t_cos[t], t))
+    chosen, over_t = (order[: p.max_t], order[p.max_t :]) if p.t_caps == "triples" else (order, [])
+    text = {t: r["text"] or f"{r['subject']} {r['relation']} {r['object']}" for t, r in rows.items()}
+    ranked = tuple(TripleScore(t, text[t], rows[t]["subject_id"], rows[t]["object_id"], t_score[t], t_cos[t],
+                               rows[t].get("kind") == SENTENCE_KIND) for t in order)
+    stated = {t: stated_fact(text[t], rows[t].get("kind"), rows[t].get("sentence")) for t in chosen}
+    return (TripleSelection(p.t_caps, p.max_t, ranked, tuple(chosen), tuple(over_t)), stated,
+            {t: rows[t]["chunk_id"] for t in chosen})
+
+
+def _titles(store: GraphStore, ids: list[str], into: dict[str, str]) -> dict[str, str]:
+    """``into`` with the titles of the documents in ``ids`` it lacks (a document's id where it has none)."""
+    missing = [d for d in dict.fromkeys(ids) if d not in into]
+    if missing:
+        into.update({i: t or i for i, t in reads.document_titles(store, missing).items()})
+    return into

@@ -20,6 +20,7 @@ trace says why, rather than answering with a span or a sentence of the wrong typ
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import numpy as np
 
@@ -57,8 +58,9 @@ _PLACE_CUE_RE = re.compile(r"\b(?:in|at|from|near|to|into|of)\s+$", re.IGNORECAS
 _PERSON_CUE_RE = re.compile(r"\b(?:by|with|and|named|called|to)\s+$", re.IGNORECASE)
 
 
-def _content_words(text: str) -> set[str]:
-    return {stem(w) for w in re.findall(r"\w+", text.lower()) if w not in _STOP and len(w) > 1}
+@lru_cache(maxsize=1 << 15)  # the same evidence sentences are scored by every method and question
+def _content_words(text: str) -> frozenset[str]:
+    return frozenset(stem(w) for w in re.findall(r"\w+", text.lower()) if w not in _STOP and len(w) > 1)
 
 
 def _scored_sentences(passages: list[str]) -> list[tuple[int, str, str]]:

@@ -7,6 +7,7 @@ and parsers they stand in for, and labels each result with the rule that produce
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,13 @@ _MAX_NOTE_SENTENCES = 400
 
 def stems(text: str) -> set[str]:
     """Stemmed content words (kgviz.offline.stem), so "director"/"directed" and "births"/"birth" meet."""
-    return {stem(w) for w in (m.lower() for m in _WORD.findall(text)) if w not in _STOP and len(w) > 1}
+    return set(_stems(text))
+
+
+# the same triples and passage sentences are scored in every activation round, run and session
+@lru_cache(maxsize=1 << 15)
+def _stems(text: str) -> frozenset[str]:
+    return frozenset(stem(w) for w in (m.lower() for m in _WORD.findall(text)) if w not in _STOP and len(w) > 1)
 
 
 # Question words -> the KG relation words they ask about (ours, offline only). Embeddings of a

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Sequence
 
 from kgviz.answer_norm import normalize_answer
@@ -64,11 +65,49 @@ class SupportParams:
     min_common: int = field(default=3, metadata={"doc": "ours: ... and in more than this many sentences"})
 
 
+def _fold(text: str) -> str:
+    plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return normalize_answer(plain.replace("-", " ").replace("\u2013", " "))
+
+
+# Folding is most of the offline judge's time, and the same words, names and sentences come back for
+# every claim, method and question (a comparison judges ~10 answers against overlapping passages),
+# so folded words and parsed sentences are kept process-wide (pure functions of their text).
+_WORD_CACHE = 1 << 16  # folded words and names (short strings)
+_SENTENCE_CACHE = 1 << 14  # parsed sentences, ~2 kB each
+_ITEM_CACHE = 1 << 12  # sentence spans of an item's text
+
+
+@lru_cache(maxsize=_WORD_CACHE)
 def fold(text: str) -> str:
     """Accents dropped ("Aschenbrödel" meets "Aschenbrodel"), hyphens read as spaces ("Fix-It" meets
     "Fix- It"), then SQuAD-normalised."""
-    plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-    return normalize_answer(plain.replace("-", " ").replace("\u2013", " "))
+    return _fold(text)
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    """What a Sentence reads off its text (see Sentence); shared read-only by equal texts."""
+
+    words: tuple[str, ...]
+    folded: tuple[str, ...]
+    padded: str
+    owners: str
+    stems: tuple[tuple[str, str], ...]
+
+
+@lru_cache(maxsize=_SENTENCE_CACHE)
+def _parse(text: str) -> _Parsed:
+    words = tuple(_TOKEN_RE.findall(text))
+    folded = tuple(fold(w) for w in words)
+    stems: dict[str, str] = {}  # a stem -> the first word written with it
+    for w, f in zip(words, folded):
+        for part in f.split():
+            stems.setdefault(stem(part), w)
+    return _Parsed(words, folded, " " + " ".join(f for f in folded if f) + " ",
+                   # a possessive also names its owner: "Kellhaven's population" holds "Kellhaven"
+                   " " + " ".join(f for f in (fold(_POSSESSIVE_RE.sub("", w)) for w in words) if f) + " ",
+                   tuple(stems.items()))
 
 
 @dataclass
@@ -83,15 +122,12 @@ class Sentence:
     folded: list[str] = field(default_factory=list)  # the same tokens folded (fold), one per word
 
     def __post_init__(self) -> None:
-        self.words = _TOKEN_RE.findall(self.text)
-        self.folded = [fold(w) for w in self.words]
-        self.padded = " " + " ".join(f for f in self.folded if f) + " "
-        # a possessive also names its owner: "Kellhaven's population" holds "Kellhaven"
-        self.owners = " " + " ".join(f for f in (fold(_POSSESSIVE_RE.sub("", w)) for w in self.words) if f) + " "
-        self.stems: dict[str, str] = {}  # a stem -> the first word written with it
-        for w, f in zip(self.words, self.folded):
-            for part in f.split():
-                self.stems.setdefault(stem(part), w)
+        p = _parse(self.text)
+        self.words = list(p.words)
+        self.folded = list(p.folded)
+        self.padded = p.padded
+        self.owners = p.owners
+        self.stems: dict[str, str] = dict(p.stems)  # a stem -> the first word written with it
 
     def has(self, phrase: str) -> bool:
         p = fold(phrase)
@@ -137,12 +173,18 @@ class Sentence:
         return any(f in _NEGATION for f in self.folded)
 
 
+@lru_cache(maxsize=_ITEM_CACHE)
+def _spans(text: str) -> tuple[tuple[int, int, str], ...]:
+    """(start, end, the text before it folded and padded) of each sentence of ``text``."""
+    return tuple((a, b, " " + _fold(text[:a]) + " ") for a, b in sentence_spans(text))
+
+
 def sentences(items: Sequence[tuple[str, str]]) -> list[Sentence]:
     out: list[Sentence] = []
     for item_id, text in items:
         prev = first = None
-        for n, (a, b) in enumerate(sentence_spans(text)):
-            s = Sentence(item_id, text[a:b], n, prev, first, " " + fold(text[:a]) + " ")
+        for n, (a, b, before) in enumerate(_spans(text)):
+            s = Sentence(item_id, text[a:b], n, prev, first, before)
             out.append(s)
             prev, first = s, first or s
     return out
@@ -150,6 +192,11 @@ def sentences(items: Sequence[tuple[str, str]]) -> list[Sentence]:
 
 def names(text: str) -> list[str]:
     """Capitalised spans of ``text`` (a leading sentence word such as "The" dropped)."""
+    return list(_names(text))
+
+
+@lru_cache(maxsize=_SENTENCE_CACHE)
+def _names(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for m in _NAME_RE.finditer(text):
         words = m.group().split()
@@ -158,7 +205,7 @@ def names(text: str) -> list[str]:
         name = re.sub(r"['\u2019]s$", "", " ".join(words)).strip(" .")
         if name and fold(name) and fold(name) not in _STOP:
             out.append(name)
-    return out
+    return tuple(out)
 
 
 def anchors_of(question: str) -> list[str]:

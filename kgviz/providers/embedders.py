@@ -21,10 +21,10 @@ import os
 import re
 import threading
 from collections import Counter
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -40,6 +40,10 @@ _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)  # "Curie's" -> "curie", "s": the 
 STOPWORD_WEIGHT = 0.2  # ours: stopwords keep a little signal ("to be or not to be")
 MIXED_BIGRAM_WEIGHT = 0.6  # ours: "president of" says less than "united states"
 _FEATURE_CACHE_MAX = 200_000  # remembered feature slots (~40 MB) before starting over
+# Remembered vectors (a row depends on its text alone): a comparison embeds the same evidence
+# sentences for every method's answer step, and later questions meet the same passages again.
+_ROW_CACHE_MAX = 8_192  # rows of 768 float32 = ~25 MB, then starting over
+_ROW_CACHE_BATCH = 1_024  # larger batches (a build embedding whole tables once) bypass the cache
 
 
 class HashingEmbedder:
@@ -51,15 +55,23 @@ class HashingEmbedder:
         self.dim = int(dim)
         self.id = f"hashing-{self.dim}"
         self._features: dict[str, tuple[int, float]] = {}
+        self._rows: dict[str, np.ndarray] = {}
 
     def __repr__(self) -> str:
         return f"HashingEmbedder(dim={self.dim})"
 
     def _slot(self, feature: str) -> tuple[int, float]:
+        """(column, sign) of a feature: blake2b of its UTF-8 bytes."""
+        h = int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
+        return h % self.dim, 1.0 if h >> 63 else -1.0
+
+    def _signed_slot(self, feature: str) -> tuple[int, float]:
+        """(column, sign x stopword factor) of a feature, remembered: a feature's term frequency
+        only scales this, so the hash and the stopword test run once per distinct feature."""
         hit = self._features.get(feature)
         if hit is None:
-            h = int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
-            hit = (h % self.dim, 1.0 if h >> 63 else -1.0)
+            col, sign = self._slot(feature)
+            hit = (col, sign * self._weight(feature, 1))
             if len(self._features) >= _FEATURE_CACHE_MAX:
                 self._features.clear()  # only a speed-up: losing it changes no vector
             self._features[feature] = hit
@@ -68,7 +80,7 @@ class HashingEmbedder:
     def features(self, text: str) -> Counter[str]:
         words = _WORD_RE.findall(text.lower())
         counts: Counter[str] = Counter(words)
-        counts.update(f"{a} {b}" for a, b in zip(words, words[1:]))
+        counts.update(map(" ".join, zip(words, words[1:])))
         return counts
 
     @staticmethod
@@ -86,18 +98,39 @@ class HashingEmbedder:
         return w
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        rows: list[int] = []
-        cols: list[int] = []
+        if len(texts) == 0 or len(texts) > _ROW_CACHE_BATCH:
+            return self._embed(texts)
+        known = self._rows  # shared by threads: read once per text, so a clear elsewhere loses nothing here
+        rows = {t: v for t in dict.fromkeys(texts) if (v := known.get(t)) is not None}
+        missing = [t for t in dict.fromkeys(texts) if t not in rows]
+        if missing:
+            fresh = dict(zip(missing, self._embed(missing)))
+            if len(known) + len(fresh) > _ROW_CACHE_MAX:
+                known.clear()  # only a speed-up: losing it changes no vector
+            known.update(fresh)
+            rows.update(fresh)
+        return np.stack([rows[t] for t in texts])
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        # value = sign x weight(feature, tf) = (1 + log tf) x (sign x factor): multiplying by
+        # the sign (+-1) is exact, so this is bit for bit the product the weight and sign give
+        # separately; the features of a row are summed in the same order (np.bincount adds its
+        # weights in input order, as np.add.at did), so the vectors are unchanged (issue 29:
+        # the hashing embedder was a third of an offline build)
+        dim = self.dim
+        flat: list[int] = []
         vals: list[float] = []
+        signed_slot = self._signed_slot
+        log = math.log
         for r, text in enumerate(texts):
+            base = r * dim
             for feature, tf in self.features(text).items():
-                col, sign = self._slot(feature)
-                rows.append(r)
-                cols.append(col)
-                vals.append(sign * self._weight(feature, tf))
-        out = np.zeros((len(texts), self.dim), dtype=np.float64)
-        if rows:
-            np.add.at(out, (np.asarray(rows), np.asarray(cols)), np.asarray(vals))
+                col, signed = signed_slot(feature)
+                flat.append(base + col)
+                vals.append(signed if tf == 1 else (1.0 + log(tf)) * signed)
+        n = len(texts)
+        out = np.bincount(np.asarray(flat, dtype=np.int64), weights=np.asarray(vals, dtype=np.float64),
+                          minlength=n * dim).reshape(n, dim) if flat else np.zeros((n, dim), dtype=np.float64)
         return l2_normalise(out)
 
 
@@ -114,11 +147,44 @@ def l2_normalise(matrix: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 DEFAULT_LOAD_TIMEOUT_S = 5.0
 # ours: a batch is padded to its longest text, and attention memory grows with batch x length^2
-# (MiniLM truncates at 512 tokens). Measured with all-MiniLM-L6-v2 int8 on 2 busy cores: batches
-# of 64 over 200 HotpotQA passages in corpus order were killed for lack of memory (> 5.8 GB); over
-# the 48 longest passages, length-sorted, batches of 16 peaked at 1,548 MB RSS in 47 s and batches
-# of 8 at 1,252 MB in 43 s. Sorting by length also spares most of the padding work.
-DEFAULT_FASTEMBED_BATCH = 8
+# (MiniLM truncates at 512 tokens). Texts are therefore sorted by their token count and cut into
+# batches by padded tokens (texts x the batch's longest), not by a count: short texts go many to a
+# batch, where the matrix products run efficiently, and a 512-token text goes with few. Measured
+# with all-MiniLM-L6-v2 int8 on HotpotQA's first 400 passages, 2 cores at load 17-25, before (char-sorted
+# batches of 8 on onnxruntime's own pool) -> after in one run (benchmarks/embedders.py --against):
+# 10.4 -> 17.3 passages per CPU second, 2.2 -> 3.2 passages/s, peak RSS 925 -> ~1,300 MB; 1024-8192
+# padded tokens per batch measured 3.9-5.1 passages/s at load 18 (one pass each), 4096 the fastest.
+DEFAULT_BATCH_TOKENS = 4096
+DEFAULT_FASTEMBED_BATCH = 64  # at most this many texts in one batch, however short
+
+
+def usable_cores() -> int:
+    """The CPUs this process may run on (a container's limit, not the host's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def plan_batches(lengths: Sequence[int], max_tokens: int, max_texts: int) -> list[list[int]]:
+    """The indices of ``lengths`` (token counts) grouped into batches, shortest texts first: a
+    batch holds at most ``max_texts`` texts and at most ``max_tokens`` padded tokens (its size
+    times its longest text); a text longer than ``max_tokens`` on its own goes alone. Equal
+    lengths keep their input order, so the same texts always get the same plan."""
+    if max_tokens < 1 or max_texts < 1:
+        raise ValueError(f"batch limits must be positive, got max_tokens={max_tokens}, max_texts={max_texts}")
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in sorted(range(len(lengths)), key=lambda i: (lengths[i], i)):
+        # sorted ascending: text i is the longest of current + [i], so it sets the padded length
+        if current and (len(current) >= max_texts or (len(current) + 1) * lengths[i] > max_tokens):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
+
 
 _PENDING: dict[tuple[str, ...], Future[Any]] = {}
 _PENDING_LOCK = threading.Lock()
@@ -201,7 +267,13 @@ def _start_load(key: tuple[str, ...], *args: Any) -> Future[Any]:
 
 class FastEmbedEmbedder:
     """fastembed TextEmbedding behind the Embedder protocol. id: ``fastembed:<model>`` (a local
-    directory holding the same model gives the same vectors, so the id does not name it)."""
+    directory holding the same model gives the same vectors, so the id does not name it).
+
+    ``embed`` computes one vector per distinct text, cuts the texts into length-sorted batches
+    (``plan_batches``: at most ``batch_size`` texts and ``batch_tokens`` padded tokens each) and
+    runs ``workers`` batches at once, each on ``threads`` onnxruntime threads (default: one thread
+    per worker when there are several workers; onnxruntime's own choice, all cores, for one).
+    Rows come back in the caller's order."""
 
     def __init__(
         self,
@@ -211,19 +283,29 @@ class FastEmbedEmbedder:
         load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S,
         cache_dir: str | Path | None = None,
         threads: int | None = None,
+        workers: int | None = None,
         batch_size: int = DEFAULT_FASTEMBED_BATCH,
+        batch_tokens: int = DEFAULT_BATCH_TOKENS,
         local_only: bool = False,
     ) -> None:
         self.model = model
         self.model_dir = Path(model_dir).expanduser() if model_dir else None
         self.id = f"fastembed:{model}"
+        self.workers = usable_cores() if workers is None else int(workers)
+        if threads is None and self.workers > 1:
+            threads = 1  # ours: the workers already fill the cores; more threads would only contend
+        if self.workers < 1 or batch_size < 1 or batch_tokens < 1 or (threads is not None and threads < 1):
+            raise ValueError(f"workers, threads, batch_size and batch_tokens must be positive "
+                             f"(got {workers}, {threads}, {batch_size}, {batch_tokens})")
+        self.threads = threads
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
         desc = describe_model(model)
         self.dim = int(desc["dim"])
         if self.model_dir is not None:
             _check_model_dir(model, self.model_dir, desc)
         cache = str(cache_dir) if cache_dir else None
-        key = (model, str(self.model_dir or ""), cache or "", "local" if local_only else "hub")
+        key = (model, str(self.model_dir or ""), cache or "", "local" if local_only else "hub", str(threads))
         fut = _start_load(key, model, self.model_dir, cache, threads, local_only)
         try:
             self._model = fut.result(timeout=load_timeout_s)
@@ -248,24 +330,59 @@ class FastEmbedEmbedder:
                 f"fastembed model {model} could not be loaded: {type(exc).__name__}: {str(exc)[:300]}",
                 hint="check the model name and, for fastembed:<model>@<dir>, the directory's files",
             ) from exc
-        self._lock = threading.Lock()  # one inference at a time; onnxruntime uses all cores itself
+        self._token_lengths = _length_counter(self._model, model)
+        # one embed call at a time: its batches already occupy every worker
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
 
     def __repr__(self) -> str:
         where = f", model_dir={str(self.model_dir)!r}" if self.model_dir else ""
         return f"FastEmbedEmbedder(model={self.model!r}{where})"
 
+    def _embed_batch(self, batch: list[str]) -> np.ndarray:
+        return np.vstack(list(self._model.embed(batch, batch_size=len(batch))))
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: (len(texts[i]), i))  # similar lengths share a batch
+        distinct = list(dict.fromkeys(texts))  # a text repeated in the call is embedded once
+        row_of = {text: row for row, text in enumerate(distinct)}
+        batches = plan_batches(self._token_lengths(distinct), self.batch_tokens, self.batch_size)
+        jobs = [[distinct[i] for i in batch] for batch in batches]
         with self._lock:
-            vectors = list(self._model.embed([texts[i] for i in order], batch_size=self.batch_size))
-        sorted_matrix = np.vstack(vectors)
-        if sorted_matrix.shape != (len(texts), self.dim):
-            raise EmbedderUnavailableError(
-                f"fastembed model {self.model} returned vectors of shape {sorted_matrix.shape}, "
-                f"expected ({len(texts)}, {self.dim})"
-            )
-        matrix = np.empty_like(sorted_matrix)
-        matrix[order] = sorted_matrix  # back to the caller's order
-        return l2_normalise(matrix)
+            if self.workers > 1 and len(jobs) > 1:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="kgviz-embed")
+                parts = list(self._pool.map(self._embed_batch, jobs))  # onnxruntime releases the GIL
+            else:
+                parts = [self._embed_batch(job) for job in jobs]
+        unique = np.empty((len(distinct), self.dim), dtype=np.float32)
+        for batch, part in zip(batches, parts):
+            if part.shape != (len(batch), self.dim):
+                raise EmbedderUnavailableError(
+                    f"fastembed model {self.model} returned vectors of shape {part.shape}, "
+                    f"expected ({len(batch)}, {self.dim})"
+                )
+            unique[batch] = part
+        return l2_normalise(unique[[row_of[t] for t in texts]])  # back to the caller's order
+
+
+def _length_counter(loaded: Any, model: str) -> Callable[[list[str]], list[int]]:
+    """A function giving each text's token count as the model sees it (after truncation): a copy
+    of the model's own tokenizer with padding switched off, which fastembed's would add."""
+    inner = getattr(loaded, "model", None)
+    tokenizer = getattr(inner, "tokenizer", None)
+    if tokenizer is None:
+        raise EmbedderUnavailableError(
+            f"fastembed model {model} exposes no tokenizer to count tokens with",
+            hint="kgviz needs the fastembed version pinned in pyproject.toml",
+        )
+    from tokenizers import Tokenizer
+
+    counter = Tokenizer.from_str(tokenizer.to_str())
+    counter.no_padding()
+
+    def lengths(texts: list[str]) -> list[int]:
+        return [len(e.ids) for e in counter.encode_batch(texts)]
+
+    return lengths

@@ -31,7 +31,7 @@ from kgviz.ui import provenance, resources
 from kgviz.ui.provenance import made_at
 from kgviz.ui import trace as tui
 from kgviz.ui.render import OFFLINE_LABEL, graph, md_text
-from kgviz.ui.state import AppContext
+from kgviz.ui.state import AppContext, export_text
 from kgviz.verify.evidence import ClaimEvidence
 from kgviz.verify.outcome import judge_caution
 from kgviz.viz.case_file import LABEL_COLOURS, LABEL_TEXT, badge_html, esc, highlight_answer
@@ -352,15 +352,25 @@ def funnel_table(comparison: cmp.Comparison) -> None:
 
 
 def exports(comparison: cmp.Comparison, ctx: AppContext) -> None:
-    from kgviz.evaluate.labels import load_labels
+    """The case file (HTML) and the comparison (JSON), each made once per comparison and state of
+    the human labels (``export_text``): a case file with its graph costs about as much as the rest
+    of the page, and making both on every rerun kept each session's script busy (issue 28.6). A
+    label saved after the comparison changes the fingerprint, so it is in the next file."""
+    from kgviz.evaluate.labels import LABELS_FILE, load_labels
 
-    labels = load_labels(ctx.db_dir)  # the case file carries the human labels and each claim's evidence
     store = resources.store(ctx)
+    path = Path(ctx.db_dir) / LABELS_FILE
+    stat = path.stat() if path.is_file() else None
+    fingerprint = (id(comparison), made_at(K_COMPARISON), stat and (stat.st_mtime_ns, stat.st_size))
+    html = export_text("kgviz_cmp_export_html", fingerprint,
+                       lambda: cmp.case_file_html(comparison, store, labels=load_labels(ctx.db_dir)))
+    doc = export_text("kgviz_cmp_export_json", fingerprint,
+                      lambda: cmp.case_file_json(comparison, store, labels=load_labels(ctx.db_dir)))
     c = st.columns(2)
-    c[0].download_button("Download case file (HTML)", cmp.case_file_html(comparison, store, labels=labels),
+    c[0].download_button("Download case file (HTML)", html,
                          file_name=export_name("case", comparison.question, made_at(K_COMPARISON), "html"),
                          mime="text/html", key="kgviz_cmp_export_html")
-    c[1].download_button("Download JSON", cmp.case_file_json(comparison, store, labels=labels),
+    c[1].download_button("Download JSON", doc,
                          file_name=export_name("comparison", comparison.question, made_at(K_COMPARISON), "json"),
                          mime="application/json", key="kgviz_cmp_export_json")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import streamlit as st
 
@@ -206,3 +207,20 @@ def rerun_asked(key: str) -> bool:
         asked.discard(key)
         return True
     return False
+
+
+K_EXPORTS = "kgviz_exports"  # {button key: (fingerprint, file text)}
+
+
+def export_text(key: str, fingerprint: tuple[object, ...], make: Callable[[], str]) -> str:
+    """The text a download button hands out, made once per ``fingerprint`` and kept for this
+    session's reruns (a case file or lesson costs about as much as the page around it). Made in
+    the script, not on click: Streamlit's on-click ``data`` callable gave no file when the button
+    was clicked while the page was still finishing (the provenance e2e, 2 of 5 runs)."""
+    kept: dict[str, tuple[tuple[object, ...], str]] = st.session_state.setdefault(K_EXPORTS, {})
+    old = kept.get(key)
+    if old is not None and old[0] == fingerprint:
+        return old[1]
+    text = make()
+    kept[key] = (fingerprint, text)
+    return text

@@ -27,7 +27,7 @@ from kgviz.run import Run
 from kgviz.ui import actions, resources
 from kgviz.ui.render import OFFLINE_LABEL, md_text, plain, usage_frame
 from kgviz.evaluate import labels as lb
-from kgviz.ui.state import SAMPLE_DIR, AppContext
+from kgviz.ui.state import SAMPLE_DIR, AppContext, export_text
 from kgviz.viz import trace as vt
 from kgviz.viz import trace_player as tp
 from kgviz.viz.labels import TraceLinks, fetch_links
@@ -277,10 +277,15 @@ def step_viewer(run: Run, key: str, ctx: AppContext, *, present: bool = False) -
 
 
 def lesson_button(run: Run, ctx: AppContext) -> None:
-    """Download this run as a lesson: one HTML file that plays offline, in presentation mode."""
+    """Download this run as a lesson: one HTML file that plays offline, in presentation mode, made
+    once per run for this session's reruns (``export_text``): it inlines the player and the graph,
+    as costly as the page's own player."""
     from kgviz.viz.lesson import lesson_html
 
-    st.download_button("Download lesson (HTML)", lesson_html([run], resources.store(ctx)),
+    store = resources.store(ctx)
+    text = export_text(K_LESSON, (id(run), run.method, run.question, run.answer, len(run.trace)),
+                       lambda: lesson_html([run], store))
+    st.download_button("Download lesson (HTML)", text,
                        file_name=f"kgviz-lesson-{run.method}.html", mime="text/html", key=K_LESSON,
                        help="One self-contained file (player, algorithm box, steps; no server, no network) "
                             "to open from a USB stick. For two methods side by side: kgviz lesson … --method A --method B.")

@@ -16,8 +16,9 @@ from __future__ import annotations
 import html
 import math
 import re
+import threading
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from pyvis.network import Network
 
@@ -267,6 +268,20 @@ _EMPTY_HEADING = re.compile(r"<center>\s*<h1>\s*</h1>\s*</center>", re.I)
 EXTERNAL_REF = re.compile(r"\b(?:src|href)\s*=\s*[\"']?\s*(?:https?:)?//", re.I)
 
 
+_TEMPLATES: list[Any] = []
+_TEMPLATES_LOCK = threading.Lock()
+
+
+def _template_env(fresh: Any) -> Any:
+    """One jinja2 Environment for every page: pyvis gives each Network its own, so each graph
+    recompiled pyvis's template (lexing and parsing it was ~5% of a Compare page's CPU). The
+    first Network's environment is kept; jinja2 environments are safe to share between threads."""
+    with _TEMPLATES_LOCK:
+        if not _TEMPLATES:
+            _TEMPLATES.append(fresh)
+        return _TEMPLATES[0]
+
+
 def strip_external(page: str) -> str:
     """Remove every <link>/<script> that points outside the document; fail loudly if any
     external src/href survives (a pyvis template change must not silently go online)."""
@@ -341,6 +356,7 @@ def graph_html(
             raise KgvizError(f"non-finite position for node(s) {bad[:3]!r}")
     net = Network(height=f"{int(height)}px", width="100%", directed=directed,
                   cdn_resources="in_line", notebook=False)
+    net.templateEnv = _template_env(net.templateEnv)
     net.options = physics_options(seed, directed=directed) if positions is None else fixed_options(directed=directed)
 
     opaque = opaque_keys(nodes)

@@ -18,12 +18,11 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 import pytest
+from tests.support.http_wait import wait_healthy
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -79,18 +78,11 @@ def _log_tail(log: Path) -> str:
 
 
 def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"streamlit exited with {proc.returncode}:\n{_log_tail(log)}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise AssertionError(f"streamlit not healthy after {STARTUP_S}s:\n{_log_tail(log)}")
+    state = wait_healthy(f"{url}/_stcore/health", STARTUP_S, exited=lambda: proc.poll() is not None)
+    if state == "exited":
+        raise AssertionError(f"streamlit exited with {proc.returncode}:\n{_log_tail(log)}")
+    if state != "ok":
+        raise AssertionError(f"streamlit not healthy after {STARTUP_S}s:\n{_log_tail(log)}")
 
 
 @pytest.fixture

@@ -10,17 +10,18 @@ from pathlib import Path
 import pytest
 from eval_paths import SAMPLE_QUESTIONS
 
+from kgviz.answer import Budget
 from kgviz.cli import main
 from kgviz.errors import ConfigError
 from kgviz.evaluate import evaluate, load_questions, run_evaluation
-from kgviz.evaluate.budget import BASELINES, budget_param, equal_budget_overrides, with_baselines
+from kgviz.evaluate.budget import BASELINES, budget_param, with_baselines
 from kgviz.evaluate.report import format_equal_budget_table, format_table
 from kgviz.evaluate.runner import params_hash
 from kgviz.evaluate.scoring import Scored
-from kgviz.methods.base import MethodContext
+from kgviz.methods.base import MethodContext, params_to_dict
 from kgviz.methods.registry import get_method, list_methods
 from kgviz.methods.text_rag import TextRagParams
-from kgviz.run import Run
+from kgviz.run import Run, resolve_run
 
 B = 300
 BUDGETED = {"text-rag": "budget_tokens", "kg-rag": "max_context_tokens", "ket-rag": "context_limit",
@@ -83,11 +84,38 @@ def test_an_override_that_contradicts_b_is_an_error(sample_ctx: MethodContext) -
     items = load_questions(SAMPLE_QUESTIONS, limit=1)
     with pytest.raises(ConfigError, match="text-rag.budget_tokens=500 contradicts the equal context budget 300"):
         evaluate(items, ["text-rag"], sample_ctx, budget_tokens=B, params={"text-rag": {"budget_tokens": 500}})
-    # an override of another field is kept, with the budget set beside it
-    assert equal_budget_overrides("text-rag", {"top_k": 3}, B) == {"top_k": 3, "budget_tokens": B}
-    assert equal_budget_overrides("text-rag", TextRagParams(top_k=3), B) == TextRagParams(top_k=3, budget_tokens=B)
-    assert equal_budget_overrides("kg-retriever", {"max_t": 5}, B) == {"max_t": 5}
-    assert equal_budget_overrides("text-rag", None, None) is None
+    # an override of another field is kept, with the budget set beside it; the caller's params are
+    # passed on as they are (the run resolves B, kgviz.run.resolve_run)
+    given = {"top_k": 3}
+    assert resolve_run(get_method("text-rag"), given, None, B, equal_budget=True) == (
+        TextRagParams(top_k=3, budget_tokens=B), Budget(B, "explicit"))
+    assert given == {"top_k": 3}
+    assert resolve_run(get_method("text-rag"), TextRagParams(top_k=3), None, B, equal_budget=True)[0] == \
+        TextRagParams(top_k=3, budget_tokens=B)
+    assert resolve_run(get_method("kg-retriever"), {"max_t": 5}, None, B, equal_budget=True)[0].max_t == 5
+    # without equal_budget B caps the answer step only (ask, Compare): the method keeps its own budget
+    assert resolve_run(get_method("text-rag"), None, None, B) == (TextRagParams(), Budget(B, "explicit"))
+    with pytest.raises(ConfigError, match="needs its number of tokens"):
+        resolve_run(get_method("text-rag"), None, None, None, equal_budget=True)
+
+
+def test_the_evaluation_passes_its_params_on_unchanged(sample_ctx: MethodContext,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """B travels on the run request (equal_budget), not inside the caller's params."""
+    import kgviz.evaluate.runner as runner
+    seen: list[tuple[object, int | None, bool]] = []
+    real = runner.run_method
+
+    def spy(name: str, question: str, ctx: MethodContext, params: object = None, **kw: object) -> Run:
+        seen.append((params, kw.get("budget_tokens"), bool(kw.get("equal_budget"))))  # type: ignore[arg-type]
+        return real(name, question, ctx, params, **kw)  # type: ignore[arg-type]
+    monkeypatch.setattr(runner, "run_method", spy)
+    items = load_questions(SAMPLE_QUESTIONS, limit=1)
+    cap = Capture()
+    evaluate(items, ["text-rag", "ket-rag"], sample_ctx, budget_tokens=B, scorer=cap,
+             params={"text-rag": {"top_k": 3}})
+    assert sorted(seen, key=str) == sorted([({"top_k": 3}, B, True), (None, B, True)], key=str)
+    assert {r.method: r.params[BUDGETED[r.method]] for r in cap.runs} == {"text-rag": B, "ket-rag": B}
 
 
 def test_baselines_join_a_budgeted_run_once() -> None:
@@ -131,6 +159,10 @@ def test_resume_hash_follows_b(sample_ctx: MethodContext, tmp_path: Path) -> Non
     other = evaluate(items, ["text-rag", "kg-retriever"], sample_ctx, out_dir=tmp_path, budget_tokens=400,
                      scorer=Capture())
     assert first.ran == 4 and other.ran == 4 and other.skipped == 0  # another B: nothing reused
+    # the key is the one results files were written with when the evaluation put B into the params
+    # itself: B on the run request changes no hash, so earlier results are still resumed
+    old_key = params_hash("text-rag", params_to_dict(TextRagParams(budget_tokens=300)), "", 300, sample_ctx.reasoner.mode)
+    assert old_key in {r.params_hash for r in first.records if r.method == "text-rag"}
     assert {r.params_hash for r in first.records}.isdisjoint(r.params_hash for r in other.records)
     again = evaluate(items, ["text-rag", "kg-retriever"], sample_ctx, out_dir=tmp_path, budget_tokens=300,
                      scorer=Capture())

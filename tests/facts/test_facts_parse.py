@@ -348,3 +348,17 @@ def test_a_counting_loop_stops_the_parser_like_a_repeated_line() -> None:
     out = parse_triples("(Agnes Vohl; founded; Ossel Marine Institute)\n" + "\n".join(lines))
     assert [t.render() for t in out.triples][1:] == lines[:3]
     assert out.n_malformed == 1 and "counts on with" in out.warnings[0] and "3 looping line(s)" in out.warnings[0]
+
+
+def test_a_part_ending_in_an_abbreviation_keeps_its_full_stop() -> None:
+    """The offline extractor writes names such as "Tottenham Hotspur L.F.C." or an initial "B.";
+    its raw text must read back as it was (found by the offline round-trip fuzz test), while a
+    sentence's full stop after an ordinary word is still dropped."""
+    def parts(raw: str) -> list[str]:
+        return [t.render() for t in parse_triples(raw).triples]
+
+    assert parts("(Tottenham Hotspur L.F.C.; played at; White Hart Lane.)") == [
+        "(Tottenham Hotspur L.F.C.; played at; White Hart Lane)"]
+    assert parts("(B.; in same sentence as; 0 [number])") == ["(B.; in same sentence as; 0 [number])"]
+    assert parts("(Sammy Davis Jr.; sang in; Washington, D.C.,)") == ["(Sammy Davis Jr.; sang in; Washington, D.C.)"]
+    assert parts("(Mira Tesk; said; Orrin Bridge.)") == ["(Mira Tesk; said; Orrin Bridge)"]

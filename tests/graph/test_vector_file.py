@@ -113,3 +113,30 @@ def test_hnsw_stays_an_opt_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         assert search_module.prepare_exact_search(store, "Entity") is None
     finally:
         store.close()
+
+
+def test_stored_vectors_by_id_come_from_the_files_bit_for_bit(tmp_path: Path) -> None:
+    """Reading vectors by id list scans Kùzu's whole vector column, so they come from the vector
+    files instead (issue 29), exactly as Kùzu stores them: the unit row where it is that vector,
+    else the copy kept for it (a stored vector not of length 1); get_embeddings gives the stored values."""
+    unit = np.eye(DIM, dtype=np.float32)[:8]  # one-hot rows: normalising them changes no bit
+    scaled = 3.0 * np.eye(DIM, dtype=np.float32)[8:12]  # length 3: the file's unit row differs
+    store = GraphStore.open(tmp_path / "ws", embedder_id="test-16", dim=DIM)
+    try:
+        rows = [{"id": f"u{i}", "name": f"u{i}", "origin": "corpus", "emb": v} for i, v in enumerate(unit)]
+        rows += [{"id": f"s{i}", "name": f"s{i}", "origin": "corpus", "emb": v} for i, v in enumerate(scaled)]
+        store.bulk_load_nodes("Entity", rows)
+        assert search_module.prepare_exact_search(store, "Entity") == 12
+        same = np.load(tmp_path / "ws" / vector_file.VECTOR_DIR / "Entity.same.npy")
+        assert same.tolist() == [0, 1, 2, 3] + [-1] * 8  # sorted ids: s0..s3 (copies kept), u0..u7
+        wanted = ["u3", "s1", "nope", "u0", "s2", "u7"]
+        found, rest = store.stored_vectors("Entity", wanted)
+        assert sorted(found) == ["s1", "s2", "u0", "u3", "u7"] and rest == ["nope"]
+        assert all(found[f"u{i}"].tobytes() == unit[i].tobytes() for i in (0, 3, 7))
+        assert all(found[f"s{i}"].tobytes() == scaled[i].tobytes() for i in (1, 2))
+        kuzu = {r["id"]: np.asarray(r["emb"], dtype=np.float32) for r in store.query(
+            "MATCH (e:Entity) RETURN e.id AS id, e.emb AS emb")}
+        got = store.get_embeddings("Entity", wanted)
+        assert sorted(got) == sorted(found) and all(got[i].tobytes() == kuzu[i].tobytes() for i in got)
+    finally:
+        store.close()

@@ -102,3 +102,34 @@ def test_reuse_never_takes_more_than_a_calls_prompt() -> None:
     est = estimate_cost(corpus(), BuildParams(chunk_tokens=24, chunk_overlap=0), "openai-compatible:q@http://127.0.0.1:9/v1")
     s = shape([call(200, 500), call(300, 250, processed=1)])  # a server that skipped nearly all
     assert s is not None and processed_prompt_tokens(est, s) >= est.input_tokens * s.token_scale / est.calls - 1e-6
+
+
+def test_the_range_spans_the_output_length_of_single_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sampling model writes more or less for the same chunk from run to run, so the estimate's
+    range spans the per-call output ratios of the sample, not only the measured rates."""
+    import kgviz.index.estimate as estimate
+    from kgviz.providers.speed import LocalSpeed
+
+    spread = [call(200, 500), call(300, 250)]  # 2.5 and 0.83 output tokens per chunk token
+    even = [call(200, 300), call(300, 450)]  # the same total ratio (1.5) from both calls
+    s = shape(spread)
+    assert s is not None and (s.output_ratio_low, s.output_ratio_high) == pytest.approx((250 / 300, 500 / 200))
+    assert "(one call: 0.83–2.50)" in s.describe()
+    assert "one call" not in shape(even).describe()  # type: ignore[union-attr]
+    speed = LocalSpeed(100.0, 10.0, 4, "alone", ("calibration",), prompt_range=(90.0, 110.0),
+                       gen_range=(9.0, 11.0), ranged_calls=4, agreed=True)
+    monkeypatch.setattr(estimate, "load_speed", lambda *a: speed)
+    params = BuildParams(chunk_tokens=24, chunk_overlap=0)
+    spec = "openai-compatible:q@http://127.0.0.1:9/v1"
+    found = {}
+    for name, calls in (("spread", spread), ("even", even)):
+        monkeypatch.setattr(estimate, "load_sample", lambda *a, calls=calls: calls)
+        found[name] = estimate_cost(corpus(), params, spec, cache_dir=Path("unused"))
+    a, b = found["spread"], found["even"]
+    assert a.seconds == pytest.approx(b.seconds) and a.output_tokens == b.output_tokens  # same point estimate
+    assert a.seconds_low < b.seconds_low <= b.seconds <= b.seconds_high < a.seconds_high
+    monkeypatch.setattr(estimate, "load_sample", lambda *a: [])  # tokens at the lowest call's ratio
+    low_out = estimate_cost(corpus(), BuildParams(chunk_tokens=24, chunk_overlap=0, expected_output_ratio=250 / 300),
+                            spec).output_tokens
+    prompt = processed_prompt_tokens(a, s)
+    assert a.seconds_low == pytest.approx(prompt / 110.0 + low_out / 11.0)

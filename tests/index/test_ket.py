@@ -412,3 +412,20 @@ def test_incremental_ket_build_covers_every_chunk(store: GraphStore) -> None:
     assert report.ket["skeleton_beta"] == pytest.approx(extracted / c["Chunk"])
     late = report.ket["core_not_extracted"]
     assert (late > 0) == any("became core chunks" in w for w in report.warnings)
+
+
+def test_top_1_per_row_is_the_general_top_k_cut_at_one() -> None:
+    """K = 2 takes one neighbour of each kind through argmax (issue 29): the same rows, columns
+    and values as the general path, ties by lower column, rows with nothing finite left out."""
+    from kgviz.index import knn
+
+    rng = np.random.default_rng(3)
+    scores = rng.integers(0, 4, size=(40, 30)).astype(np.float64)  # integer scores: many ties
+    scores[scores == 0] = -np.inf
+    scores[5] = -np.inf
+    general = knn.top_k_per_row(scores, 2)
+    first = np.ones(general[0].size, dtype=bool)
+    first[1:] = general[0][1:] != general[0][:-1]  # the first (best) entry of each row
+    got = knn.top_k_per_row(scores, 1)
+    assert all(np.array_equal(a, b[first]) for a, b in zip(got, general))
+    assert 5 not in got[0].tolist()

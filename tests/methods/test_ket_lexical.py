@@ -187,7 +187,7 @@ def test_text_unit_step_draws_few_links_per_chosen_chunk_and_keeps_them_all_in_d
     """Every link of every chunk made the step unreadable once one hop out added chunks: only the
     chunks that gave a chosen unit get link edges, at most SHOWN_LINKS_PER_CHUNK each, relationships
     first; data['links'] lists them all."""
-    from kgviz.methods.ket_channels import SHOWN_LINKS_PER_CHUNK
+    from kgviz.methods.ket_narrator import SHOWN_LINKS_PER_CHUNK
     from kgviz.methods.ket_rag import SkeletonRag, SkeletonRagParams
 
     q = "On which sea lies the city where Marta Ruiz was born?"

@@ -634,7 +634,7 @@ def test_batched_neighbourhood_equals_the_per_anchor_queries(tricky: Any, fetch_
     tris = [t[0] for t in TRICKY_TRIPLES]
     reasoner = Reasoner(OfflineLLM(), emb)
     walk = kg_rag._Walk("q", MethodContext(store, reasoner), KGRagParams(fetch_limit=fetch_limit), Tracer(reasoner))
-    got = walk._neighbourhood(ents, tris)
+    got = walk.g.neighbourhood(ents, tris)
     checked = 0
     for name, cypher in PER_ANCHOR.items():
         for a in (tris if name == "Q_TRIPLES_AT_TRIPLE" else ents):
@@ -694,7 +694,6 @@ def test_a_hop_reads_each_anchor_once_per_run_in_few_statements(graph: Any) -> N
 @pytest.mark.parametrize("n_ids", [3, 12])
 def test_node_lookups_agree_whichever_statement_runs(tricky: Any, n_ids: int, monkeypatch: pytest.MonkeyPatch) -> None:
     store, emb = tricky
-    reasoner = Reasoner(OfflineLLM(), emb)
     ids = ([t[0] for t in TRICKY_TRIPLES] + [f"ent:{n}" for n in TRICKY_ENTITIES])[::2][:n_ids - 1] + ["ent:missing"]
     seen = []
     vector_in_max = batching.VECTOR_IN_LIST_MAX
@@ -702,10 +701,10 @@ def test_node_lookups_agree_whichever_statement_runs(tricky: Any, n_ids: int, mo
         monkeypatch.setattr(batching, "IN_LIST_MAX", in_list_max)
         monkeypatch.setattr(batching, "VECTOR_IN_LIST_MAX", vector_in_max if in_list_max else 0)
         monkeypatch.setattr(batching, "PK_LOOKUP_MAX", pk_max)
-        walk = kg_rag._Walk("q", MethodContext(store, reasoner), KGRagParams(), Tracer(reasoner))
-        walk._resolve(ids)
-        embs = walk._stored_embeddings([i for i in ids if i in walk.rows])
-        seen.append((walk.tables, walk.labels, walk.rows, {k: v.tolist() for k, v in embs.items()}))
+        g = kg_rag._Graph(store, KGRagParams().fetch_limit)
+        g.resolve(ids)
+        embs = g.stored_embeddings([i for i in ids if i in g.rows])
+        seen.append((g.tables, g.labels, g.rows, {k: v.tolist() for k, v in embs.items()}))
     assert seen[0] == seen[1] == seen[2]
     assert "ent:missing" not in seen[0][0] and len(seen[0][0]) == n_ids - 1
     assert set(seen[0][3]) == {i for i in ids if i.startswith("tri:")}

@@ -13,7 +13,8 @@ from kgviz.graph.store import GraphStore
 from kgviz.index.import_kg import import_kg
 from kgviz.index.params import BuildParams
 from kgviz.methods.base import MethodContext
-from kgviz.methods.kg_rag import CURATED_SOURCE, CURATED_TAG, KGRagParams
+from kgviz.methods.kg_rag import CURATED_SOURCE, KGRagParams
+from kgviz.methods.kg_rag_narrator import CURATED_TAG
 from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner

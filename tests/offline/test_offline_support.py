@@ -139,3 +139,31 @@ def test_sentences_keep_their_text_verbatim_and_fold_accents() -> None:
     assert [s.text for s in ss] == ["Aschenbrödel is a ballet.", "It was written by Johann Strauss II."]
     assert ss[0].has("Aschenbrodel") and fold("Fix-It") == fold("Fix- It")
     assert ss[1].refers_back and ss[1].referents[0] is ss[0]
+
+
+def test_sentences_read_through_the_caches_equal_a_plain_reading_and_share_nothing_mutable() -> None:
+    """Parsed sentences are kept per text (kgviz.offline.support's caches): what a sentence holds is
+    what reading its text afresh gives, the same text under two item ids gives two independent
+    sentences, and the verdicts do not depend on whether the caches were warm."""
+    from kgviz.offline import support
+    from kgviz.offline.stem import stem
+    from kgviz.text import sentence_spans
+
+    items = _corpus()
+    for cache in (support.fold, support._parse, support._spans, support._names):
+        cache.cache_clear()
+    cold = [(q, a, r.label, r.reason, r.quote) for q, a, _, r in _verdicts()]
+    for item_id, text in items + [("copy", items[0][1])]:
+        got = [s for s in sentences([(item_id, text)])]
+        assert [(s.text, s.pos) for s in got] == [(text[a:b], n) for n, (a, b) in enumerate(sentence_spans(text))]
+        for s, (a, _b) in zip(got, sentence_spans(text)):
+            words = re.findall(r"[^\W_][\w'\u2019\-\.]*[^\W_]|[^\W_]", s.text)
+            assert s.words == words and s.folded == [fold(w) for w in words]
+            assert s.padded == " " + " ".join(f for f in s.folded if f) + " "
+            assert s.before == " " + fold(text[:a]) + " "
+            assert all(stem(part) in s.stems for f in s.folded for part in f.split())
+    one, two = sentences([("a", items[0][1])])[0], sentences([("b", items[0][1])])[0]
+    one.words.append("changed")
+    one.stems["changed"] = "changed"
+    assert "changed" not in two.words and "changed" not in two.stems and two.item == "b"
+    assert [(q, a, r.label, r.reason, r.quote) for q, a, _, r in _verdicts()] == cold

@@ -5,7 +5,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -48,6 +50,36 @@ def test_hashing_stopwords_count_less_than_content_words() -> None:
     content = emb.embed(["curie"])[0]
     stop = emb.embed(["the of and to"])[0]
     assert q @ content > q @ stop
+
+
+def test_hashing_remembered_rows_equal_fresh_ones_bit_for_bit() -> None:
+    """A row depends on its text alone, so the embedder remembers rows: a text embedded again,
+    alone or in another batch, in another order or twice in one batch, gets the very vector a
+    fresh embedder computes, and a caller changing the returned array changes nothing kept."""
+    texts = [*SAMPLES, "Agnes Vohl founded the Ossel Marine Institute.", "Kellhaven lies on the Tarrow."]
+    fresh = HashingEmbedder().embed(texts)
+    emb = HashingEmbedder()
+    first = emb.embed(texts[:3])
+    first[:] = 0.0  # the caller's copy
+    again = emb.embed(list(reversed(texts)) + [texts[1]])
+    assert again.dtype == np.float32 and again.shape == (len(texts) + 1, 768)
+    assert np.array_equal(again[: len(texts)], fresh[::-1]) and np.array_equal(again[-1], fresh[1])
+    assert np.array_equal(emb.embed(texts[:3]), fresh[:3])
+
+
+def test_hashing_forgetting_rows_changes_no_vector(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past its bound the remembered rows are dropped (and big batches, a build's, skip them):
+    the vectors stay those of a fresh embedder."""
+    from kgviz.providers import embedders
+
+    monkeypatch.setattr(embedders, "_ROW_CACHE_MAX", 4)
+    monkeypatch.setattr(embedders, "_ROW_CACHE_BATCH", 3)
+    texts = [f"text number {i} about Curie" for i in range(6)]
+    fresh = dict(zip(texts, HashingEmbedder()._embed(texts)))  # computed, never remembered
+    emb = HashingEmbedder()
+    for batch in (texts[:2], texts[2:4], texts[1:4], texts, texts[3:], texts[:2]):
+        assert np.array_equal(emb.embed(batch), np.stack([fresh[t] for t in batch]))
+        assert len(emb._rows) <= 4
 
 
 def test_hashing_dim_is_in_the_id_and_the_spec() -> None:
@@ -150,30 +182,69 @@ class _LengthModel:
 
     def __init__(self) -> None:
         self.batches: list[list[str]] = []
+        self._lock = threading.Lock()
 
     def embed(self, texts: list[str], batch_size: int):  # noqa: ANN201 - mirrors fastembed's generator
         for start in range(0, len(texts), batch_size):
             batch = texts[start:start + batch_size]
-            self.batches.append(batch)
+            with self._lock:
+                self.batches.append(batch)
             for t in batch:
                 row = np.zeros(8, dtype=np.float32)
                 row[0], row[1] = len(t), 1.0
                 yield row
 
 
-def test_fastembed_batches_similar_lengths_and_returns_rows_in_the_callers_order() -> None:
-    import threading
-
+def _scripted_embedder(workers: int, batch_size: int, batch_tokens: int) -> tuple[Any, _LengthModel]:
     from kgviz.providers.embedders import FastEmbedEmbedder
 
     emb = object.__new__(FastEmbedEmbedder)  # the batching logic alone, no model files
-    emb.model, emb.dim, emb.batch_size, emb._lock = "scripted", 8, 2, threading.Lock()
+    emb.model, emb.dim, emb.workers, emb._lock, emb._pool = "scripted", 8, workers, threading.Lock(), None
+    emb.batch_size, emb.batch_tokens = batch_size, batch_tokens
+    emb._token_lengths = lambda texts: [len(t) for t in texts]  # one token per character
     emb._model = fake = _LengthModel()
+    return emb, fake
+
+
+def test_plan_batches_sorts_by_length_and_caps_texts_and_padded_tokens() -> None:
+    from kgviz.providers.embedders import plan_batches
+
+    lengths = [9, 1, 5, 2, 7, 2, 30]
+    # at most 3 texts and 10 padded tokens (texts x the longest): [1, 2, 2] = 6, + 5 would be 20
+    assert plan_batches(lengths, max_tokens=10, max_texts=3) == [[1, 3, 5], [2], [4], [0], [6]]
+    # a roomy budget: only the count cuts; equal lengths keep the input order (3 before 5)
+    assert plan_batches(lengths, max_tokens=1000, max_texts=3) == [[1, 3, 5], [2, 4, 0], [6]]
+    assert plan_batches(lengths, max_tokens=1000, max_texts=100) == [[1, 3, 5, 2, 4, 0, 6]]
+    assert plan_batches([], 10, 3) == []
+    with pytest.raises(ValueError, match="positive"):
+        plan_batches([1], 0, 3)
+
+
+def test_fastembed_batches_by_length_and_returns_rows_in_the_callers_order() -> None:
+    emb, fake = _scripted_embedder(workers=1, batch_size=2, batch_tokens=100)
     texts = ["a" * 9, "b", "c" * 5, "d" * 2, "e" * 7]
     m = emb.embed(texts)
     assert fake.batches == [["b", "dd"], ["ccccc", "eeeeeee"], ["aaaaaaaaa"]]
     expected = l2_normalise(np.array([[len(t), 1] + [0] * 6 for t in texts], dtype=np.float64))
     assert np.allclose(m, expected)
+
+
+def test_fastembed_embeds_each_distinct_text_once() -> None:
+    emb, fake = _scripted_embedder(workers=1, batch_size=8, batch_tokens=1000)
+    texts = ["bb", "a", "bb", "ccc", "a", "bb"]
+    m = emb.embed(texts)
+    assert sorted(t for batch in fake.batches for t in batch) == ["a", "bb", "ccc"]
+    assert [round(float(r[0] / r[1])) for r in m] == [len(t) for t in texts]  # every row its own text's
+    assert emb.embed([]).shape == (0, 8)
+
+
+def test_fastembed_workers_give_the_same_rows_as_one() -> None:
+    texts = [chr(97 + i % 26) * (1 + (i * 37) % 50) + str(i) for i in range(200)]
+    one, _ = _scripted_embedder(workers=1, batch_size=8, batch_tokens=120)
+    two, fake = _scripted_embedder(workers=3, batch_size=8, batch_tokens=120)
+    assert np.array_equal(one.embed(texts), two.embed(texts))
+    assert len(fake.batches) > 3 and all(len(b) * max(map(len, b)) <= 120 or len(b) == 1 for b in fake.batches)
+    assert two._pool is not None  # the workers ran the batches
 
 
 def test_a_local_directory_gets_autos_load_budget(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -194,3 +265,45 @@ def test_a_local_directory_gets_autos_load_budget(monkeypatch: pytest.MonkeyPatc
     factory.make_embedder("fastembed:some/model")
     factory.make_embedder("fastembed:some/model", load_timeout_s=1.5)
     assert seen == [AUTO_LOAD_TIMEOUT_S, DEFAULT_LOAD_TIMEOUT_S, 1.5]
+
+
+def _reference_hashing(texts: list[str], dim: int) -> np.ndarray:
+    """The hashing embedder as first written (one blake2b, weight and np.add.at per feature),
+    kept here so the faster embed (issue 29) is pinned to the same vectors bit for bit."""
+    import math
+    import re
+    from collections import Counter
+
+    from kgviz.offline.stopwords import ENGLISH
+
+    out = np.zeros((len(texts), dim), dtype=np.float64)
+    rows, cols, vals = [], [], []
+    for r, text in enumerate(texts):
+        words = re.findall(r"[^\W_]+", text.lower())
+        counts: Counter[str] = Counter(words)
+        counts.update(f"{a} {b}" for a, b in zip(words, words[1:]))
+        for feature, tf in counts.items():
+            h = int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
+            w = 1.0 + math.log(tf)
+            if " " in feature:
+                a, b = feature.split(" ", 1)
+                stops = (a in ENGLISH) + (b in ENGLISH)
+                w *= 0.2 if stops == 2 else 0.6 if stops == 1 else 1.0
+            elif feature in ENGLISH:
+                w *= 0.2
+            rows.append(r)
+            cols.append(h % dim)
+            vals.append((1.0 if h >> 63 else -1.0) * w)
+    if rows:
+        np.add.at(out, (np.asarray(rows), np.asarray(cols)), np.asarray(vals))
+    return l2_normalise(out)
+
+
+def test_hashing_vectors_equal_the_reference_algorithm_bit_for_bit() -> None:
+    texts = ["The Orrin Bridge's designer, Edda Lunn, was born in 1881.", "", "of the of the of the",
+             "to be or not to be, that is the question", "Curie Curie Curie curie's", "x y x y x y z",
+             "Ünïcode naïve café — 12,300 metres"] + [f"word{i % 7} and word{i % 5} of text {i}" for i in range(40)]
+    for dim in (16, 768):
+        emb = HashingEmbedder(dim)
+        got = np.concatenate([emb.embed(texts[:5]), emb.embed(texts[5:])])  # the cache warm for the second call
+        assert got.tobytes() == _reference_hashing(texts, dim).tobytes()

@@ -66,3 +66,28 @@ def test_a_workspace_built_under_auto_keeps_minilm(tmp_path: Path) -> None:
         open_workspace(Settings.from_env(env), db_dir=db, llm_spec="offline")
     with pytest.raises(EmbedderMismatchError, match="all-MiniLM-L6-v2"):
         open_workspace(with_dir, db_dir=db, llm_spec="offline", embedder_spec="hashing")
+
+
+def _passages() -> list[str]:
+    """Texts of very different lengths, one over MiniLM's 512 tokens, and repeats."""
+    sentences = [*SIMILAR, UNRELATED, "Paris is the capital of France.", "Kuzu is an embedded graph database.",
+                 "The Tidewell Line opened in 1911 and was extended north in 1923."]
+    texts = [" ".join(sentences[j % len(sentences)] for j in range(i * 3 % 17 + 1)) for i in range(40)]
+    texts += [" ".join(sentences * 40), "Short.", SIMILAR[0], texts[5]]  # truncated at 512 tokens; repeats
+    return texts
+
+
+def test_batched_vectors_equal_one_text_at_a_time_in_the_callers_order() -> None:
+    """Length-sorted, token-budgeted batches on several workers give each text the vector that
+    fastembed gives it alone (no padding at all), up to float noise, in the caller's order."""
+    emb, _ = make_embedder(f"fastembed:{MODEL}@{MINILM_DIR}", load_timeout_s=LOAD_S, fallback=False)
+    assert isinstance(emb, FastEmbedEmbedder)
+    texts = _passages()
+    alone = np.vstack([next(iter(emb._model.embed([t], batch_size=1))) for t in texts])
+    for workers, batch_tokens in ((1, 4096), (2, 4096), (2, 300)):
+        emb.workers, emb.batch_tokens = workers, batch_tokens
+        m = emb.embed(texts)
+        assert m.shape == (len(texts), 384)
+        cosines = (m * alone).sum(axis=1) / np.linalg.norm(alone, axis=1)
+        assert cosines.min() >= 0.9999, (workers, batch_tokens, float(cosines.min()))
+    assert np.array_equal(m[-2], m[0]) and np.array_equal(m[-1], m[5])  # a repeat gets its text's row
