@@ -1,6 +1,6 @@
 """Replay the recorded KET skeleton descriptions (Alg. 1 line 3, issue 27.1): qwen2.5-coder-0.5b's
-real replies to DESCRIBE_SKELETON for the entities and relationships of the sample documents in
-SAMPLE_DESCRIBED_DOCS, on the graph the recorded extraction builds. No model, server or network;
+real replies to DESCRIBE_SKELETON for the entities and relationships of every sample document, on
+the graph the recorded extraction builds (the recorded sample's own build, SAMPLE_BUILD). No model, server or network;
 a request the recording lacks raises RecordingMissError."""
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> Replayed:
         llm = RecordedLLM(SAMPLE_RECORDING, load_recording(SAMPLE_RECORDING))
         session = open_session(tmp_path_factory.mktemp("described") / "db", llm)
         try:
-            report = build_sample(session, described=True)
+            report = build_sample(session)
             rows = session.store.query(
                 "MATCH (d:Description), (c:Chunk) WHERE c.id = split_part(d.chunk_ids, '|', 1) "
                 "MATCH (doc:Document)-[:HAS_CHUNK]->(c) "
