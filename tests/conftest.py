@@ -54,6 +54,15 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.fixture()
+def no_network() -> Iterator[None]:
+    """Every socket connect during the test fails it (a replay of a recording must need no network)."""
+    from tests.support.recorded_sample import no_network as refused  # kgviz.replay: only for the tests that ask
+
+    with refused():
+        yield
+
+
 @pytest.fixture(scope="session")
 def kg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FixtureGraph]:
     """The small hand-built graph of tests/support/fixture_graph.py (hashing embedder); shared by

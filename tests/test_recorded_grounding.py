@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 from pathlib import Path
 
 import pytest
@@ -21,10 +20,6 @@ FOUR = ("agnes_vohl.md", "aster_wren.md", "edda_lunn.txt", "kellhaven.md")
 EXAMPLE_NAMES = ("ana pell", "vey dam", "halberg", "salt road", "teo brandt", "mara quill", "norrland", "dorrow")
 
 
-def _no_network(*args: object, **kwargs: object) -> None:
-    raise AssertionError("the replay tried to open a network connection")
-
-
 def test_the_recording_names_its_model_and_holds_four_replies() -> None:
     (f,) = recording_files(REC)
     header, rows = read_file(f)
@@ -33,12 +28,9 @@ def test_the_recording_names_its_model_and_holds_four_replies() -> None:
     assert all("Ana Pell" in r["text"] for r in rows)  # every reply copies the prompt's first example
 
 
+@pytest.mark.usefixtures("env", "no_network")  # a CLI environment of its own; no socket may connect
 def test_a_real_model_copying_the_prompt_stores_no_example_and_exits_3(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("KGVIZ_HOME", str(tmp_path / "home"))
-    for key in ("KGVIZ_LLM", "KGVIZ_EMBEDDER", "KGVIZ_DB", "OPENAI_API_KEY", "KGVIZ_WORKERS"):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.setattr(socket.socket, "connect", _no_network)
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     for name in FOUR:

@@ -6,7 +6,6 @@ one whose year the paragraph does not give, and counts the two lines without an 
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
@@ -19,10 +18,6 @@ ROOT = Path(__file__).resolve().parents[1]
 REC = ROOT / "sample_recorded" / "paragraphs"
 
 
-def _no_network(*args: object, **kwargs: object) -> None:
-    raise AssertionError("the replay tried to open a network connection")
-
-
 def test_the_recording_names_its_model_and_holds_one_reply_per_paragraph() -> None:
     (f,) = recording_files(REC)
     header, rows = read_file(f)
@@ -31,12 +26,9 @@ def test_the_recording_names_its_model_and_holds_one_reply_per_paragraph() -> No
     assert len(list((REC / "docs").glob("*.txt"))) == 4
 
 
+@pytest.mark.usefixtures("env", "no_network")  # a CLI environment of its own; no socket may connect
 def test_fresh_replies_on_real_paragraphs_are_read_and_checked(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("KGVIZ_HOME", str(tmp_path / "home"))
-    for key in ("KGVIZ_LLM", "KGVIZ_EMBEDDER", "KGVIZ_DB", "OPENAI_API_KEY", "KGVIZ_WORKERS"):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.setattr(socket.socket, "connect", _no_network)
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "db"
     code = main(["build", str(REC / "docs"), "--db", str(db), "--llm", f"recorded:{REC}", "--embedder", "hashing",
                  "--workers", "1", "--json"])

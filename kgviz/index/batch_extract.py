@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 
 from kgviz.errors import BuildCancelled, ConfigError, ProviderError
 from kgviz.graph.store import GraphStore
-from kgviz.index.params import BuildParams
+from kgviz.index.params import BuildParams, ExtractProgress
 from kgviz.prompts.extraction import EXTRACT_TRIPLES_TASK_NAME
 from kgviz.providers.base import LLMBase
 from kgviz.providers.batch_api import BATCH_PRICE_FACTOR, ENDED, BatchRequest, BatchStatus, batch_client, wait_seconds
@@ -127,7 +127,7 @@ def batch_reasoner(
     reasoner: Reasoner,
     chunks: Sequence[Chunk],
     params: BuildParams,
-    progress: Callable[[int, int, str, Usage], None],
+    progress: ExtractProgress,
     cancel: threading.Event | None,
     titles: dict[str, str],
     done_before: int = 0,
@@ -163,7 +163,7 @@ def _llm_id(llm: CachedLLM) -> str:
 
 
 def _collect(store: GraphStore, llm: CachedLLM, client: Any, requests: dict[str, _Request], want_json: bool,
-             params: BuildParams, progress: Callable[[int, int, str, Usage], None],
+             params: BuildParams, progress: ExtractProgress,
              cancel: threading.Event | None, done_before: int, total: int, collected: Collected) -> None:
     journal = Journal(Path(store.path) / JOURNAL_FILE)
     llm_id = _llm_id(llm)

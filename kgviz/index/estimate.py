@@ -181,7 +181,7 @@ def with_descriptions(est: CostEstimate, desc: CostEstimate | None) -> CostEstim
     seconds = _plus(est.seconds, desc.seconds)
     source = est.time_source
     if seconds is not None and desc.calls:
-        source += f"; with {desc.calls:,} skeleton description calls (KET Alg. 1 line 3, ~{format_duration(desc.seconds or 0)})"
+        source += f"; with {desc.calls:,} skeleton description calls (KET Alg. 1 line 3, {format_duration(desc.seconds or 0)})"
     return replace(
         est, input_tokens=est.input_tokens + desc.input_tokens, output_tokens=est.output_tokens + desc.output_tokens,
         usd=est.usd + desc.usd, calls=est.calls + desc.calls, price_known=est.price_known and desc.price_known,

@@ -27,30 +27,23 @@ import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
-from kgviz.errors import (
-    AuthenticationError,
-    BuildCancelled,
-    ConfigError,
-    LLMOutputError,
-    MissingKeyError,
-    ProviderError,
-)
+from kgviz.errors import BuildCancelled
 from kgviz.facts.parse import parse_triples
 from kgviz.facts.triples import ExtractionOutput
+from kgviz.index.ask import FATAL, ask
 from kgviz.index.ground import PROMPT_EXAMPLE, ground_output
 from kgviz.graph import writes
 from kgviz.graph.rows import ExtractionRow
 from kgviz.graph.store import GraphStore
 from kgviz.offline.extract import HEURISTIC_NAME, extract_offline
 from kgviz.offline.lexicon import split_predicate
-from kgviz.index.params import BuildParams, BuildReport
+from kgviz.index.params import BuildParams, BuildReport, ExtractProgress
 from kgviz.prompts.extraction import EXTRACT_TRIPLES_PROMPT_NAME, EXTRACT_TRIPLES_TASK_NAME
 from kgviz.reasoning import OFFLINE_MODE, Reasoner
 from kgviz.types import Chunk, Usage
 
-_FATAL = (AuthenticationError, MissingKeyError, ConfigError)
 RAW_EXCERPT_CHARS = 300
 MAX_BUFFER = 1000  # ours: Extraction rows held before a flush regardless of time
 MAX_LISTED_REJECTIONS = 200  # ours: rejected facts named in the report; the counts cover all
@@ -176,7 +169,7 @@ def run_extraction(
     reasoner: Reasoner,
     chunks: Sequence[Chunk],
     params: BuildParams,
-    progress: Callable[[int, int, str, Usage], None],
+    progress: ExtractProgress,
     cancel: threading.Event | None,
     titles: dict[str, str] | None = None,
 ) -> ExtractResult:
@@ -207,24 +200,15 @@ def run_extraction(
 
         reasoner = batch_reasoner(store, reasoner, list(todo), params, progress, cancel, titles, res.reused)
     if todo:
-        _run_pool(store, reasoner, todo, params, res, total, progress, cancel, titles)
+        _run_pool(store, reasoner, todo, params, progress, cancel, titles, res, total)
     return res
 
 
 def _extract_one(reasoner: Reasoner, chunk: Chunk, max_triples: int, title: str = "") -> _Run:
-    try:
-        result = reasoner.run(EXTRACT_TRIPLES_TASK_NAME, text=chunk.text, max_triples=max_triples, title=title)
-    except _FATAL:
-        raise
-    except LLMOutputError as exc:
-        call = getattr(exc, "call", None)
-        raw = call.raw_output if call is not None else ""
-        return _Run(chunk, None, exc.user_message(), call.usage if call is not None else Usage(), raw)
-    except ProviderError as exc:
-        return _Run(chunk, None, exc.user_message(), Usage(), "")
-    out: ExtractionOutput = result.value
-    raw = out.raw if reasoner.is_offline else result.call.raw_output
-    return _Run(chunk, out, "", result.call.usage, raw)
+    asked = ask(reasoner, EXTRACT_TRIPLES_TASK_NAME, text=chunk.text, max_triples=max_triples, title=title)
+    out: ExtractionOutput | None = asked.value
+    raw = out.raw if out is not None and reasoner.is_offline else asked.raw
+    return _Run(chunk, out, asked.error, asked.usage, raw)
 
 
 def _run_pool(
@@ -232,11 +216,11 @@ def _run_pool(
     reasoner: Reasoner,
     todo: deque[Chunk],
     params: BuildParams,
-    res: ExtractResult,
-    total: int,
-    progress: Callable[[int, int, str, Usage], None],
+    progress: ExtractProgress,
     cancel: threading.Event | None,
     titles: dict[str, str],
+    res: ExtractResult,
+    total: int,
 ) -> None:
     buffer: list[dict[str, object]] = []
     done = res.reused
@@ -265,7 +249,7 @@ def _run_pool(
                     chunk = in_flight.pop(fut)
                     try:
                         run = fut.result()
-                    except _FATAL as exc:
+                    except FATAL as exc:
                         fatal, stop = fatal or exc, True
                         continue
                     done += 1

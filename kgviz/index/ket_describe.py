@@ -28,8 +28,8 @@ calls share the chunk as their prefix, so a server with a prompt cache processes
   summarise them instead).
 * Embedded text: an entity's name and description; a relationship's triple text and description.
 * A call that fails (provider error, empty reply) is counted and named in the report; its item
-  keeps its source text. A missing key or a recording miss stops the build, as in
-  extraction. There is no Extraction-like row: a re-run asks again, and the LLM cache answers.
+  keeps its source text. A missing key or a recording miss stops the build: extraction's rule,
+  one helper for both (``kgviz.index.ask``). There is no Extraction-like row: a re-run asks again, and the LLM cache answers.
 * An entity or fact described by an earlier build keeps that description (and vector): rows are
   keyed by target, like Entity rows, and Kùzu cannot SET an indexed vector.
 
@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 
 from kgviz.graph.protocol import GraphStore
-from kgviz.errors import AuthenticationError, ConfigError, LLMOutputError, MissingKeyError, ProviderError
+from kgviz.index.ask import Asked, ask
 from kgviz.index.assemble import Assembled
 from kgviz.index.embed import embed_texts, entity_text
 from kgviz.index.ground import NOT_IN_TEXT, PROMPT_EXAMPLE, REPEATS_ITEM, Source, check_description
@@ -59,7 +59,6 @@ MAX_ENTITIES_PER_CHUNK = 12  # ours: bounds the reply (a 0.5B model on 2 busy co
 MAX_RELATIONSHIPS_PER_CHUNK = 12  # ours
 MAX_DESCRIPTION_CHARS = 800  # ours: as an entity's source-sentence description
 MAX_LISTED = 50  # ours: rejected descriptions and failed chunks named in the report; counts cover all
-_FATAL = (AuthenticationError, MissingKeyError, ConfigError)  # ConfigError: a recording miss too
 
 Progress = Callable[[int, int, str], None]
 
@@ -117,20 +116,6 @@ def chunk_items(acc: Assembled, chunks: Sequence[Chunk], names: dict[str, str]) 
     return out
 
 
-def _ask(reasoner: Reasoner, chunk: Chunk, kind: str, item: str) -> tuple[str, Usage, str]:
-    """(description or "", usage, why it failed)."""
-    try:
-        res = reasoner.run(DESCRIBE_SKELETON_TASK_NAME, text=chunk.text, kind=kind, item=item)
-    except _FATAL:
-        raise
-    except LLMOutputError as exc:
-        call = getattr(exc, "call", None)
-        return "", call.usage if call is not None else Usage(), exc.user_message()
-    except ProviderError as exc:
-        return "", Usage(), exc.user_message()
-    return str(res.value), res.call.usage, ""
-
-
 @dataclass(frozen=True)
 class _Item:
     label: str  # E1.. / R1.. within its chunk (the report names rejected ones by it)
@@ -146,9 +131,10 @@ def _items(items: ChunkItems) -> list[_Item]:
                for i, (t, s, r, o, text) in enumerate(items.relationships, 1)])
 
 
-def _describe_chunk(reasoner: Reasoner, items: ChunkItems) -> list[tuple[_Item, str, Usage, str]]:
+def _describe_chunk(reasoner: Reasoner, items: ChunkItems) -> list[tuple[_Item, Asked]]:
     """One call per item, in order: the chunk is the prompts' shared prefix."""
-    return [(it, *_ask(reasoner, items.chunk, it.kind, it.asked)) for it in _items(items)]
+    return [(it, ask(reasoner, DESCRIBE_SKELETON_TASK_NAME, text=items.chunk.text, kind=it.kind, item=it.asked))
+            for it in _items(items)]
 
 
 def describe_skeleton(reasoner: Reasoner, acc: Assembled, chunks: Sequence[Chunk], names: dict[str, str],
@@ -167,14 +153,15 @@ def describe_skeleton(reasoner: Reasoner, acc: Assembled, chunks: Sequence[Chunk
     with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="kgviz-describe") as pool:
         for n, (items, answers) in enumerate(zip(todo, pool.map(lambda it: _describe_chunk(reasoner, it), todo)), 1):
             source = Source(items.chunk.text, titles.get(items.chunk.doc_id, ""))
-            for it, text, usage, error in answers:
+            for it, asked in answers:
                 report.items += 1
-                report.usage = report.usage + usage
-                if error:
+                report.usage = report.usage + asked.usage
+                if asked.failed:
                     report.failed += 1
                     if len(report.failures) < MAX_LISTED:
-                        report.failures.append((items.chunk.id, f"{it.label} {it.name}: {error}"))
+                        report.failures.append((items.chunk.id, f"{it.label} {it.name}: {asked.error}"))
                     continue
+                text = str(asked.value)
                 why = check_description(text, source, item=it.asked)
                 if why is not None:
                     report.rejected[why.reason] += 1

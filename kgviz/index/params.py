@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from kgviz.errors import ConfigError
 from kgviz.types import Usage
@@ -134,6 +134,11 @@ class ProgressEvent:
     @property
     def fraction(self) -> float:
         return 1.0 if self.total <= 0 else min(1.0, self.done / self.total)
+
+
+# How the extraction stage (kgviz.index.extract, and its batches: kgviz.index.batch_extract) reports:
+# (chunks done, chunks in all, message, usage so far); the pipeline makes it an "extract" ProgressEvent.
+ExtractProgress = Callable[[int, int, str, Usage], None]
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ MAX_POOL = 4096  # ours: the doubling stops here whatever the budget (a bound on
 
 @dataclass(frozen=True)
 class TextRagParams:
-    top_k: int = param(20, label="Candidates shown per hop", min=1, doc=D_TOP_K)
+    top_k: int = param(20, label="Candidates per retriever", min=1, doc=D_TOP_K)
     retriever: Retriever = param("hybrid", label="Retriever",
                                  doc="'hybrid' (vector + BM25 by reciprocal rank fusion), 'bm25' (Kùzu FTS "
                                      "only) or 'dense' (vector search only) (ours)")
@@ -51,7 +51,7 @@ class TextRagParams:
 class SingleRetrieverParams:
     """The single-retriever baselines (``bm25``, ``dense``): text-rag with its retriever fixed."""
 
-    top_k: int = param(20, label="Candidates shown per hop", min=1, doc=D_TOP_K)
+    top_k: int = param(20, label="Candidates per retriever", min=1, doc=D_TOP_K)
     budget_tokens: int = param(1000, label="Context budget (tokens)", min=1, doc=D_BUDGET)
 
     def __post_init__(self) -> None:

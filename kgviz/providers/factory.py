@@ -21,7 +21,10 @@ Patience (issue 15): a 1.5B model on a busy CPU core took 60–513 s per extract
 ``openai-compatible`` server on a loopback address gets ``LOCAL_TIMEOUT_S`` unless
 ``KGVIZ_TIMEOUT_S`` says otherwise; remote APIs keep ``REMOTE_TIMEOUT_S``. Local chat servers
 also get a mild ``frequency_penalty`` (``LOCAL_FREQUENCY_PENALTY``) against replies that loop
-one line until max_tokens; it is an adapter setting (like temperature), not part of the cache key.
+one line until max_tokens, and temperature 0 (``LOCAL_TEMPERATURE``: greedy decoding, so the same
+chunk gives the same reply build after build; left unset, llama-server samples at its own default
+and four sample paragraphs got 1,319 and 1,194 output tokens in two builds). Both are adapter
+settings, not part of the cache key.
 They are also streamed (``kgviz.providers.chat_stream``): a looping reply is cut early and the
 time to the first token is kept for the build's time estimate (``kgviz.providers.speed``).
 
@@ -58,6 +61,7 @@ KEY_VARS = {"anthropic": anthropic_llm.KEY_VAR, "openai": openai_llm.KEY_VAR, "o
 REMOTE_TIMEOUT_S = 60.0  # hosted APIs answer an extraction call in seconds
 LOCAL_TIMEOUT_S = 900.0  # ours: ~2x the slowest call measured on a CPU model (513 s)
 LOCAL_FREQUENCY_PENALTY = 0.3  # ours: mild; triples repeat names, so more would hurt extraction
+LOCAL_TEMPERATURE = 0.0  # ours: greedy on local servers (repeatable builds, a stable time estimate)
 
 
 def is_loopback(base_url: str | None) -> bool:
@@ -105,9 +109,10 @@ def make_llm(
     else:
         assert base_url is not None  # parse_llm_spec guarantees it
         local = is_loopback(base_url)  # streamed: loops cut early, prompt/generation timed (chat_stream)
-        penalty = LOCAL_FREQUENCY_PENALTY if local else None
         llm = openai_llm.OpenAIChatLLM(model, base_url=base_url, api_key=key, policy=policy,
-                                       frequency_penalty=penalty, stream=local)
+                                       frequency_penalty=LOCAL_FREQUENCY_PENALTY if local else None,
+                                       temperature=LOCAL_TEMPERATURE if local else None,
+                                       stream=local)
     if use_cache:
         return CachedLLM(llm, open_cache(settings.cache_dir), refresh=refresh)
     return llm

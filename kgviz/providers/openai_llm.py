@@ -170,10 +170,12 @@ class OpenAIChatLLM(_OpenAIBase):
         api_key: str | None = None,
         policy: CallPolicy = CallPolicy(),
         frequency_penalty: float | None = None,
+        temperature: float | None = None,
         stream: bool = False,
     ) -> None:
         # sent when set: llama.cpp, Ollama and vLLM read it; against a model looping one line
         self.frequency_penalty = frequency_penalty
+        self.temperature = temperature  # sent when set (the server's own default otherwise)
         self.stream = stream  # read replies as SSE and cut loops early (kgviz.providers.chat_stream)
         super().__init__(
             model,
@@ -194,6 +196,8 @@ class OpenAIChatLLM(_OpenAIBase):
         kwargs: dict[str, Any] = {"model": self.model, "messages": chat, "max_tokens": max_tokens}
         if self.frequency_penalty is not None:
             kwargs["frequency_penalty"] = self.frequency_penalty
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
         if json_schema is not None:
             kwargs["response_format"] = {
                 "type": "json_schema",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from eval_paths import SAMPLE_QUESTIONS
@@ -16,18 +15,16 @@ from kgviz.evaluate import load_questions, run_evaluation
 from kgviz.evaluate.coverage import NotRecordedError, recorded_methods
 from kgviz.methods.base import MethodContext
 from kgviz.providers.recorded import RecordedLLM
-from kgviz.replay import SAMPLE_RECORDING, build_sample, open_session
+from kgviz.replay import SAMPLE_RECORDING, open_session
+from tests.support.recorded_sample import replayed_sample
 
 
 @pytest.fixture(scope="module")
-def recorded_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def recorded_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("rec") / "ws"
-    session = open_session(db, RecordedLLM(SAMPLE_RECORDING))
-    try:
-        build_sample(session)
-    finally:
-        session.close()
-    yield db
+    with replayed_sample(db):
+        pass  # built, then closed: each test opens the graph in a session of its own (_ctx)
+    return db
 
 
 def _ctx(db: Path) -> MethodContext:

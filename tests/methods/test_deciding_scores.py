@@ -7,7 +7,6 @@ picks #3, and on the recorded real-model replies (sample_recorded)."""
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -151,30 +150,18 @@ def test_budget_reasons_replay_the_fill() -> None:
 
 
 # --- the recorded real-model replies --------------------------------------------------------------
-def _no_network(*args: object, **kwargs: object) -> None:
-    raise AssertionError(f"a replay tried to open a network connection: {args!r}")
-
-
 @pytest.fixture(scope="module")
 def recorded_runs(tmp_path_factory: pytest.TempPathFactory) -> list[Run]:
     """kg-rag and kg-infused on every recorded sample question, replayed (no model, no network)."""
-    from kgviz.providers.recorded import RecordedLLM, load_recording
-    from kgviz.replay import RUNS_FILE, SAMPLE_RECORDING, build_sample, open_session
+    from kgviz.replay import RUNS_FILE, SAMPLE_RECORDING
+    from tests.support.recorded_sample import replayed_sample
 
     rows = [json.loads(ln) for ln in (SAMPLE_RECORDING / RUNS_FILE).read_text(encoding="utf-8").splitlines()
             if ln.strip()]
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(socket.socket, "connect", _no_network)
-        llm = RecordedLLM(SAMPLE_RECORDING, load_recording(SAMPLE_RECORDING))
-        session = open_session(tmp_path_factory.mktemp("replay") / "db", llm)
-        try:
-            build_sample(session)
-            ctx = session.method_context()
-            runs = [run_method(r["method"], r["question"], ctx) for r in rows
-                    if r["method"] in ("kg-rag", "kg-infused")]
-        finally:
-            session.close()
-    assert llm.misses == 0
+    with replayed_sample(tmp_path_factory.mktemp("replay") / "db") as replay:
+        ctx = replay.session.method_context()
+        runs = [run_method(r["method"], r["question"], ctx) for r in rows if r["method"] in ("kg-rag", "kg-infused")]
+    assert replay.llm.misses == 0
     return runs
 
 

@@ -12,6 +12,7 @@ from kgviz.providers.base import LLM
 from kgviz.providers.cache import CachedLLM
 from kgviz.providers.factory import (
     LOCAL_FREQUENCY_PENALTY,
+    LOCAL_TEMPERATURE,
     LOCAL_TIMEOUT_S,
     REMOTE_TIMEOUT_S,
     make_llm,
@@ -150,11 +151,13 @@ def test_settings_read_the_timeout_only_when_set() -> None:
     assert Settings.from_env({"KGVIZ_HOME": "/tmp/x", "KGVIZ_TIMEOUT_S": "120"}).timeout_s == 120.0
 
 
-def test_local_chat_requests_carry_a_frequency_penalty(server: FakeServer, tmp_path: Path) -> None:
+def test_local_chat_requests_carry_a_frequency_penalty_and_greedy_decoding(server: FakeServer, tmp_path: Path) -> None:
     server.script(Reply(200, chat_ok("a")))
     local = make_llm(f"openai-compatible:qwen@{server.url}/v1", settings(tmp_path), env={}, use_cache=False)
     local.complete([Message("user", "x")])
     assert server.requests[0].json["frequency_penalty"] == LOCAL_FREQUENCY_PENALTY
+    assert server.requests[0].json["temperature"] == LOCAL_TEMPERATURE == 0.0
     remote = OpenAIChatLLM("qwen", base_url=f"{server.url}/v1")  # the default adapter sends none
     remote.complete([Message("user", "x")])
     assert "frequency_penalty" not in server.requests[1].json
+    assert "temperature" not in server.requests[1].json

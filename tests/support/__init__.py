@@ -2,4 +2,5 @@
 repo root on sys.path through ``pythonpath = ["."]`` in pyproject.toml; no test edits sys.path):
 fake_server (loopback LLM server), fixture_graph (the small hand-built graph), index_fakes
 (scripted LLMs and corpora for build tests), golden (trace hashes), imports (the import graph),
-methods (a base for stand-in methods)."""
+methods (a base for stand-in methods), recorded_sample (replays of a recording: no network, the
+bundled sample built from its replies)."""
