@@ -219,11 +219,6 @@ def keyword_links(store: GraphStore) -> pa.Table:
     return store.query_arrow("MATCH (s:SubChunk)-[:HAS_KEYWORD]->(k:Keyword) RETURN k.id, s.id")
 
 
-def triple_vectors(store: GraphStore) -> pa.Table:
-    """Every triple with an embedding: id, emb."""
-    return store.query_arrow("MATCH (t:Triple) WHERE t.emb IS NOT NULL RETURN t.id, t.emb")
-
-
 def skeleton_descriptions(store: GraphStore) -> pa.Table:
     """Every LLM-written skeleton description (KET Alg. 1 line 3): target, kind, text, emb."""
     return store.query_arrow("MATCH (d:Description) WHERE d.emb IS NOT NULL "

@@ -304,6 +304,25 @@ def stored_vectors(store: SearchHost, table: str, ids: Sequence[str]) -> tuple[d
     return found, rest
 
 
+def unit_vectors(store: SearchHost, table: str, ids: Sequence[str]) -> dict[str, np.ndarray] | None:
+    """{id: unit row} of the ids among ``table``'s embedded rows, read-only views of the exact
+    search's memory-mapped matrix (each row the stored vector scaled to length 1, as
+    ``kgviz.vectors.unit_rows`` makes it); an id missing from the answer has no embedding. None
+    when the table has no vector files (HNSW opted into, or a workspace that cannot be written):
+    the caller reads the vectors from Kùzu. A reader of a few rows per question never holds the
+    whole table (issue 29)."""
+    cached = _exact_matrix(store, table)
+    if cached is None or not isinstance(cached[0], np.ndarray):
+        return None
+    file_ids, matrix = cached
+    if not len(ids) or not len(file_ids):
+        return {}
+    wanted = np.array(list(ids), dtype=str)
+    pos = np.minimum(np.searchsorted(file_ids, wanted), len(file_ids) - 1)
+    hit = file_ids[pos] == wanted
+    return {i: matrix[p] for i, p, h in zip(ids, pos.tolist(), hit.tolist()) if h}
+
+
 def prepare_exact_search(store: SearchHost, table: str) -> int | None:
     """Write (or check) ``table``'s memory-mapped vector files now, so the first search does not
     pay for it; the number of rows searched exactly, None when the table is left to HNSW."""

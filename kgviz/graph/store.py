@@ -26,6 +26,11 @@ tests/graph/):
 * COPY into a multi-pair rel table (SUBJ/OBJ) needs ``(from='X', to='Y')``; passing it for a
   single-pair table is accepted too, so it is always passed.
 * Vector / full-text / PageRank facts are listed in search.py.
+* ``Connection.execute(text, params)`` prepares the statement on every call, and preparing
+  (parse, bind, plan) runs while holding the GIL; executing releases it. A PreparedStatement can
+  be executed again with values of other types (int sizes, float for int, an empty list): each
+  execution binds its own values, with the same rows and error messages as a fresh statement
+  (checked here). So reading statements are prepared once per connection (``_Handle.prepared``).
 * Statements interpolate only identifiers that exist in the catalog (table/column names) and
   literals this module produced or validated; every caller-supplied value is a $param.
 """
@@ -70,6 +75,12 @@ MAX_DB_SIZE = 1 << 40
 # (and a build beside the app) within the machine.
 BUFFER_POOL_BYTES = 2 << 30
 _LOCK_MESSAGE = "Could not set lock on file"
+# Reading statements kept prepared per connection (ours): a comparison of every method runs ~110
+# statements of ~60 texts; past this many the connection's statements start over.
+PREPARED_PER_CONNECTION = 512
+# parameter values a prepared statement is reused for; anything else (an Arrow table, a data
+# frame) is bound when it is prepared, so such a statement is prepared afresh each time
+_PLAIN_PARAMS = (str, int, float, list, tuple, type(None))
 _WRITE_CONFLICT_MESSAGE = "Only one write transaction at a time"
 
 
@@ -148,6 +159,8 @@ class _Handle:
         self.derived_lock = threading.Lock()
         self.derived: dict[str, tuple[int, Any]] = {}  # GraphStore.derived
         self.indexes_checked = False  # GraphStore._drop_broken_indexes ran on this Database
+        # reading statements prepared on each connection: connection -> (generation, text -> statement)
+        self._prepared: dict[kuzu.Connection, tuple[int, dict[str, kuzu.PreparedStatement]]] = {}
 
     @contextmanager
     def connection(self) -> Iterator[kuzu.Connection]:
@@ -190,7 +203,9 @@ class _Handle:
         with self.gate.exclusive() if write else self.gate.shared():
             if write:
                 self.generation += 1  # before the statement: a reader that overlaps it reloads
-            result = _run(conn, cypher, params)
+                result = _run(conn, cypher, params)
+            else:
+                result = _run(conn, cypher, params, self.prepared(conn, cypher, params))
             try:
                 if fetch == "rows":
                     return list(result.rows_as_dict().get_all())
@@ -200,11 +215,33 @@ class _Handle:
             finally:
                 result.close()
 
+    def prepared(self, conn: kuzu.Connection, cypher: str,
+                 params: Mapping[str, Any] | None) -> kuzu.PreparedStatement | None:
+        """``cypher`` prepared on ``conn`` once, while the database stays as it is (a write
+        statement starts every connection's statements afresh). None, to run the text, for a
+        statement without parameters (Kùzu runs those unprepared, the GIL released throughout),
+        with a parameter that is not a plain value (a table Kùzu would scan), or one that does not
+        prepare (running the text reports its error). Called only by the thread holding ``conn``."""
+        if not params or not all(isinstance(v, _PLAIN_PARAMS) for v in params.values()):
+            return None
+        generation, statements = self._prepared.get(conn, (-1, {}))
+        if generation != self.generation or len(statements) >= PREPARED_PER_CONNECTION:
+            statements = {}
+            self._prepared[conn] = (self.generation, statements)
+        found = statements.get(cypher)
+        if found is None:
+            found = kuzu.PreparedStatement(conn, cypher)
+            if not found.is_success():
+                return None
+            statements[cypher] = found
+        return found
+
     def close(self) -> None:
         with self.gate.exclusive():  # closing checkpoints, which must not meet a reader
             with self._pool_lock:
                 self.closed = True
                 conns, self._all, self._idle = self._all, [], []
+            self._prepared.clear()
             for conn in conns:
                 conn.close()
             self.db.close()
@@ -268,9 +305,10 @@ def _translate(err: RuntimeError, cypher: str) -> GraphStoreError:
     return GraphStoreError(f"Kùzu rejected a statement: {message}", hint=f"statement: {statement}")
 
 
-def _run(conn: kuzu.Connection, cypher: str, params: Mapping[str, Any] | None) -> Any:
+def _run(conn: kuzu.Connection, cypher: str, params: Mapping[str, Any] | None,
+         prepared: kuzu.PreparedStatement | None = None) -> Any:
     try:
-        result = conn.execute(cypher, dict(params or {}))
+        result = conn.execute(cypher if prepared is None else prepared, dict(params or {}))
     except RuntimeError as err:
         raise _translate(err, cypher) from err
     if isinstance(result, list):
@@ -808,6 +846,11 @@ class GraphStore:
         """({id: stored vector} read from the exact search's vector file, ids left to read from
         Kùzu); see ``kgviz.graph.search.stored_vectors``."""
         return search.stored_vectors(self, table, ids)
+
+    def unit_vectors(self, table: str, ids: Sequence[str]) -> dict[str, np.ndarray] | None:
+        """{id: unit row} from the exact search's memory-mapped matrix, None when ``table`` has
+        none; see ``kgviz.graph.search.unit_vectors``."""
+        return search.unit_vectors(self, table, ids)
 
     def ensure_fts_index(self, table: str = "Chunk", columns: Sequence[str] = ("text",)) -> str:
         """BM25 index over ``columns`` of ``table``; idempotent, and it repairs what an interrupted

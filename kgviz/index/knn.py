@@ -4,9 +4,15 @@ Each chunk links to its top-K/2 chunks by *lexical* similarity (the number of di
 the two chunks share, §5.1 "KNN Graph Initialization") and its top-K/2 chunks by *semantic*
 similarity (cosine of the chunk embeddings). Both are computed with matrix products in row
 blocks, never with a Python loop over pairs: the binary chunk x word matrix X (scipy.sparse)
-gives all co-occurrence counts of a block as X[block] @ X.T, and unit-length embeddings give all
-cosines of a block as E[block] @ E.T. A block is at most ``BLOCK`` rows x n columns, so memory
-stays bounded however many chunks there are.
+gives the co-occurrence counts of a tile as X[rows] @ X[cols].T, and unit-length embeddings give
+the cosines of a tile as E[rows] @ E[cols].T. A tile is at most ``BLOCK`` rows x ``COL_BLOCK``
+columns, and each row keeps only its k best so far (``top_k_over_tiles``), so the memory of the
+search does not grow with the number of chunks (issue 29: a 512-row block against every column
+was 512 x n float64 plus copies, ~1.5 GB at 100k chunks); the time is still every pair, as an
+exact KNN graph needs. Up to COL_BLOCK chunks there is one tile, the product of old; past it a
+float32 cosine can differ in its last bit from the one-product value (BLAS picks its kernel by
+the matrix shape), and the tiles are a function of the number of chunks alone, so a corpus still
+builds the same graph every time.
 
 Tie rule (ours, so the graph is deterministic and testable): best score first, equal scores by
 lower chunk index. A neighbour with score <= 0 (no shared keyword, or cosine <= 0) carries no
@@ -16,7 +22,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from functools import partial
+from typing import Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,7 +31,8 @@ import scipy.sparse as sp
 from kgviz.errors import ConfigError
 from kgviz.offline.stopwords import STOPWORDS
 
-BLOCK = 512  # rows per matrix-product block (ours): 512 x 20k float64 = 80 MB at most
+BLOCK = 512  # rows per matrix-product block (ours)
+COL_BLOCK = 8192  # columns per tile (ours): a 512 x 8192 float64 tile is 32 MB
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 
 LEXICAL = "lexical"
@@ -100,6 +108,41 @@ def top_k_per_row(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, n
     return r[keep], c[keep], v[keep]
 
 
+def top_k_over_tiles(tile: Callable[[int, int], np.ndarray], n_cols: int, k: int,
+                     col_block: int = COL_BLOCK) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``top_k_per_row`` of a block of rows whose scores come a column tile at a time:
+    ``tile(c0, c1)`` gives the block's scores against columns c0..c1-1 (-inf: never taken). The
+    same (row, col, value) as ``top_k_per_row`` over the whole row: a row's k best under the order
+    (best value, then lower column) are each among the k best of their own tile, so keeping the k
+    best of (kept so far + the tile's k best) after every tile loses none of them."""
+    best_v: np.ndarray | None = None
+    best_c = np.zeros((0, 0), dtype=np.int64)
+    for c0 in range(0, n_cols, col_block):
+        c1 = min(n_cols, c0 + col_block)
+        scores = tile(c0, c1)
+        b = scores.shape[0]
+        r, c, v = top_k_per_row(scores, k)
+        # the tile's picks as (b, k) arrays, best first; empty places -inf at column n_cols
+        rank = np.arange(r.size) - np.searchsorted(r, r, side="left")
+        tile_v = np.full((b, k), -np.inf, dtype=scores.dtype)
+        tile_c = np.full((b, k), n_cols, dtype=np.int64)
+        tile_v[r, rank] = v
+        tile_c[r, rank] = c + c0
+        if best_v is None:
+            best_v, best_c = tile_v, tile_c
+            continue
+        both_v = np.concatenate([best_v, tile_v], axis=1)
+        both_c = np.concatenate([best_c, tile_c], axis=1)
+        order = np.lexsort((both_c, -both_v), axis=1)[:, :k]
+        best_v = np.take_along_axis(both_v, order, axis=1)
+        best_c = np.take_along_axis(both_c, order, axis=1)
+    if best_v is None:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0)
+    r, j = np.nonzero(np.isfinite(best_v))  # row-major: by row, best first
+    return r.astype(np.int64), best_c[r, j], best_v[r, j]
+
+
 def _unit_rows(emb: np.ndarray) -> np.ndarray:
     x = np.asarray(emb, dtype=np.float32)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
@@ -107,7 +150,7 @@ def _unit_rows(emb: np.ndarray) -> np.ndarray:
 
 
 def build_knn(texts: Sequence[str], emb: np.ndarray, k: int, *, exclude_lexical: bool = True,
-              min_len: int = 3, block: int = BLOCK) -> KnnGraph:
+              min_len: int = 3, block: int = BLOCK, col_block: int = COL_BLOCK) -> KnnGraph:
     """The KNN chunk graph of Algorithm 3 (lines 3-6): per chunk, K/2 lexical out-edges, then
     K/2 semantic out-edges. ``exclude_lexical`` follows line 5 (semantic neighbours are drawn
     from V minus the lexical ones); the authors' code draws both independently."""
@@ -119,21 +162,15 @@ def build_knn(texts: Sequence[str], emb: np.ndarray, k: int, *, exclude_lexical:
         raise ConfigError(f"build_knn: {n} texts but {e.shape[0]} embeddings")
     half = k // 2
     x, _ = term_matrix(texts, min_len)
-    xt = x.T.tocsr()
+    # X[cols].T of every column tile, made once (slicing the columns of X.T per tile would read
+    # all of it each time)
+    xt = [x[c0:c0 + col_block].T.tocsr() for c0 in range(0, n, col_block)]
     parts: list[tuple[np.ndarray, np.ndarray, str, np.ndarray]] = []
     for b0 in range(0, n, block):
         b1 = min(n, b0 + block)
-        rows = np.arange(b1 - b0)
-        lex = (x[b0:b1] @ xt).toarray().astype(np.float64)
-        lex[rows, np.arange(b0, b1)] = -np.inf  # never your own neighbour
-        lex[lex <= 0] = -np.inf
-        lr, lc, lv = top_k_per_row(lex, half)
-        sem = (e[b0:b1] @ e.T).astype(np.float64)
-        sem[rows, np.arange(b0, b1)] = -np.inf
-        sem[sem <= 0] = -np.inf
-        if exclude_lexical:
-            sem[lr, lc] = -np.inf
-        sr, sc, sv = top_k_per_row(sem, half)
+        lr, lc, lv = top_k_over_tiles(partial(_lexical_tile, x[b0:b1], xt, b0, col_block), n, half, col_block)
+        skip = (lr, lc) if exclude_lexical else None  # Algorithm 3 line 5: not the row's lexical neighbours
+        sr, sc, sv = top_k_over_tiles(partial(_semantic_tile, e[b0:b1], e, b0, skip), n, half, col_block)
         parts.append((lr + b0, lc, LEXICAL, lv))
         parts.append((sr + b0, sc, SEMANTIC, sv))
     if not parts:
@@ -145,6 +182,38 @@ def build_knn(texts: Sequence[str], emb: np.ndarray, k: int, *, exclude_lexical:
     weight = np.concatenate([p[3] for p in parts])
     order = np.lexsort((dst, kind != LEXICAL, src))  # by chunk, lexical first, then neighbour
     return KnnGraph(src[order], dst[order], kind[order], weight[order], n)
+
+
+def _lexical_tile(xb: sp.csr_matrix, xt: list[sp.csr_matrix], b0: int, col_block: int, c0: int,
+                  c1: int) -> np.ndarray:
+    """Shared-keyword counts of the rows from ``b0`` with columns c0..c1-1; -inf where none."""
+    lex = (xb @ xt[c0 // col_block]).toarray().astype(np.float64)
+    _no_self(lex, b0, c0)
+    lex[lex <= 0] = -np.inf
+    return lex
+
+
+def _semantic_tile(eb: np.ndarray, e: np.ndarray, b0: int, skip: tuple[np.ndarray, np.ndarray] | None,
+                   c0: int, c1: int) -> np.ndarray:
+    """Cosines of the rows from ``b0`` with columns c0..c1-1; -inf where <= 0 and at the
+    (block row, column) pairs of ``skip``."""
+    sem = (eb @ e[c0:c1].T).astype(np.float64)
+    _no_self(sem, b0, c0)
+    sem[sem <= 0] = -np.inf
+    if skip is not None:
+        r, c = skip
+        inside = (c >= c0) & (c < c1)
+        sem[r[inside], c[inside] - c0] = -np.inf
+    return sem
+
+
+def _no_self(tile: np.ndarray, b0: int, c0: int) -> None:
+    """-inf where a tile of rows from ``b0`` and columns from ``c0`` meets the diagonal: never
+    your own neighbour."""
+    lo, hi = max(b0, c0), min(b0 + tile.shape[0], c0 + tile.shape[1])
+    if lo < hi:
+        i = np.arange(lo, hi)
+        tile[i - b0, i - c0] = -np.inf
 
 
 def pagerank(n: int, src: np.ndarray, dst: np.ndarray, *, damping: float = 0.85, undirected: bool = False,

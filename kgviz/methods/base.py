@@ -71,10 +71,20 @@ class EdgeRef:
 def record_data(record: Any) -> dict[str, Any]:
     """A typed step record as ``TraceStep.record``: its type, the algorithm line it names (``LINE``)
     and its fields, in the shapes JSON reads back (tuples as lists, keys as strings), so a step
-    equals itself after a saved trace's round trip."""
+    equals itself after a saved trace's round trip. The JSON encoder walks the nested records
+    itself (``_fields``): ``asdict`` deep-copied every candidate a record lists before the round
+    trip copied it again (the largest GIL-held cost of a comparison of every method, issue 28)."""
     data: dict[str, Any] = json.loads(json.dumps({"type": type(record).__name__, "line": record.LINE,
-                                                  **asdict(record)}))
+                                                  **_fields(record)}, default=_fields))
     return data
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    """A dataclass instance's fields by name, in their order, values as they are (the encoder
+    comes back here for a nested one); anything else is not JSON, as it was not before."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: getattr(obj, f.name) for f in fields(obj)}
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
 
 @dataclass
@@ -98,12 +108,13 @@ class TraceStep:
     record: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        # the record is already in JSON's shapes (record_data): handed over as it is, since
-        # asdict's deep copy of every candidate it lists doubled the time of a run's to_dict
-        d = asdict(replace(self, record={}, nodes=[]))
+        # the record is in JSON's shapes already (record_data): copied by a JSON round trip, since
+        # asdict's deep copy of every candidate it lists was half the time of a run's to_dict (the
+        # case file's JSON on the Compare page, issue 28)
+        d = asdict(replace(self, nodes=[], record={}))
         del d["record"]
         if self.record:  # absent unless set: traces of steps without a record stay as they were
-            d["record"] = self.record
+            d["record"] = json.loads(json.dumps(self.record))
         d["nodes"] = [n.to_dict() for n in self.nodes]
         d["llm"] = self.llm.to_dict() if self.llm else None
         d["usage"] = self.usage.to_dict()

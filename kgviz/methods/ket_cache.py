@@ -9,9 +9,11 @@ reloaded when Meta ``ket.keyword_signature`` changes (every keyword-layer rebuil
 one). Memory: (keywords + sub-chunks) x dim x 4 bytes dense, ~72 MB here; hashing vectors are
 mostly zeros and are held as sparse matrices (~25 MB, and the search is 5x faster).
 
-Triple vectors (the skeleton channel's tie-break) are held the same way, reloaded when the number
-of triples changes (a build added some); past TRIPLE_MATRIX_MAX triples they are fetched by id
-as first needed and remembered.
+Triple vectors (the skeleton channel's tie-break) are not copied: the few hundred a question
+needs are read from the exact search's memory-mapped unit rows (``GraphStore.unit_vectors``), so
+memory does not grow with the number of triples (issue 29: every triple vector was held, ~600 MB
+at 200k triples). Where the table has no vector files (HNSW opted into) they are fetched from
+Kùzu by id and remembered, at most TRIPLE_MEMO_MAX of them.
 """
 from __future__ import annotations
 
@@ -32,13 +34,11 @@ from kgviz.vectors import unit_rows
 
 _LOCK = threading.Lock()
 _VIEWS: dict[str, "KeywordView"] = {}
-_TRIPLES: dict[str, tuple[int, dict[str, np.ndarray]]] = {}
-_NAMES: dict[str, tuple[int, dict[str, list[str]]]] = {}
+_TRIPLES: dict[str, tuple[int, dict[str, np.ndarray]]] = {}  # fetched unit rows (no vector files)
 _NAME_WORD = re.compile(r"[^\W_]+")
 MAX_NAME_WORDS = 6  # ours: the longest entity name looked for in a question, in words
 SPARSE_BELOW = 0.35  # ours: density under which vectors are held as a sparse matrix
-TRIPLE_MATRIX_MAX = 200_000  # ours: up to here all triple vectors are held (~600 MB at 768-d)
-TRIPLE_MEMO_MAX = 500_000  # ours: vectors remembered per graph before the memo starts over
+TRIPLE_MEMO_MAX = 50_000  # ours: vectors fetched from Kùzu remembered per graph (~150 MB at 768-d)
 
 
 def _key(store: GraphStore) -> str:
@@ -168,50 +168,55 @@ def keyword_view(store: GraphStore) -> KeywordView | None:
 
 
 def triple_cosines(store: GraphStore, ids: list[str], qv: np.ndarray) -> dict[str, float]:
-    """cos(triple, query) for the ids (0 for a triple without a vector). Up to TRIPLE_MATRIX_MAX
-    triples, every triple vector is loaded once (one scan is ~10x cheaper than fetching a few
-    hundred by id per question); above that, vectors are fetched by id and remembered."""
+    """cos(triple, query) for the ids (0 for a triple without a vector): the unit rows from the
+    exact search's vector file (one binary search and a dot product each), else fetched from Kùzu
+    and remembered (module docstring)."""
+    units = store.unit_vectors("Triple", ids)
+    if units is None:
+        units = _fetched_units(store, ids)
+    return {t: float(units[t] @ qv) if t in units else 0.0 for t in ids}
+
+
+def _fetched_units(store: GraphStore, ids: list[str]) -> dict[str, np.ndarray]:
+    """Unit rows of the ids read from Kùzu, remembered until the number of triples changes (a
+    build added some) or the memo holds TRIPLE_MEMO_MAX of them."""
     key = _key(store)
     n = reads.count_nodes(store, "Triple")
     with _LOCK:
         count, memo = _TRIPLES.get(key, (-1, {}))
         if count != n or len(memo) > TRIPLE_MEMO_MAX:
             memo = {}
-            if n <= TRIPLE_MATRIX_MAX:
-                t = reads.triple_vectors(store)
-                matrix = unit_rows(vectors_to_numpy(t.column(1), int(store.dim)))
-                memo = dict(zip(t.column(0).to_pylist(), matrix))
             _TRIPLES[key] = (n, memo)
-    missing = [t for t in ids if t not in memo] if n > TRIPLE_MATRIX_MAX else []
+    missing = [t for t in dict.fromkeys(ids) if t not in memo]
     if missing:
         fetched = store.get_embeddings("Triple", missing)
         with _LOCK:
             for t, v in fetched.items():
                 memo[t] = unit_rows(np.asarray(v, dtype=np.float32)[None, :])[0]
-    return {t: float(memo[t] @ qv) if t in memo else 0.0 for t in ids}
+    return {t: memo[t] for t in ids if t in memo}
 
 
 def _name_key(text: str) -> str:
     return " ".join(_NAME_WORD.findall(text.lower()))
 
 
+def _name_index(store: GraphStore) -> dict[str, list[str]]:
+    """Normalised name or alias -> entity ids."""
+    index: dict[str, list[str]] = {}
+    for r in reads.entity_names_all(store):
+        for name in [r["name"] or "", *str(r.get("aliases") or "").split("|")]:  # aliases are '|'-joined
+            k = _name_key(str(name))
+            if k and k not in STOPWORDS:
+                index.setdefault(k, []).append(r["id"])
+    return index
+
+
 def named_entities(store: GraphStore, question: str) -> list[str]:
     """Entities whose name (or alias) the question spells out, longest names first, then left to
     right; a name inside a longer one already found is not looked up again, nor is a lone stopword.
-    The name index (normalised name -> entity ids) is built once per graph and rebuilt when the
-    number of entities changes."""
-    key = _key(store)
-    n = reads.count_nodes(store, "Entity")
-    with _LOCK:
-        count, index = _NAMES.get(key, (-1, {}))
-        if count != n:
-            index = {}
-            for r in reads.entity_names_all(store):
-                for name in [r["name"] or "", *str(r.get("aliases") or "").split("|")]:  # aliases are '|'-joined
-                    k = _name_key(str(name))
-                    if k and k not in STOPWORDS:
-                        index.setdefault(k, []).append(r["id"])
-            _NAMES[key] = (n, index)
+    The name index (normalised name -> entity ids) is built once per database state
+    (``GraphStore.derived``: it was checked with a count of every entity per question)."""
+    index: dict[str, list[str]] = store.derived("ket.name_index", _name_index)
     words = _NAME_WORD.findall(question.lower())
     taken = [False] * len(words)
     found: list[str] = []
@@ -231,7 +236,6 @@ def forget(store: GraphStore) -> None:
     with _LOCK:
         _VIEWS.pop(_key(store), None)
         _TRIPLES.pop(_key(store), None)
-        _NAMES.pop(_key(store), None)
     from kgviz.methods import ket_descriptions
 
     ket_descriptions.forget(store)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -62,7 +63,7 @@ def _cosines(store: GraphStore, table: str, ids: list[str], qv: np.ndarray) -> d
 class _Skeleton:
     """Which chunks the skeleton may use: None = every chunk (the KG as built)."""
 
-    chunks: set[str] | None
+    chunks: frozenset[str] | None
     label: str
     graph_beta: float
     warning: str = ""
@@ -107,18 +108,25 @@ def _skeleton_scope(store: GraphStore, cfg: KetRetrievalParams) -> _Skeleton:
         why = (f"a {cfg.core_selection} β={cfg.skeleton_beta:g} skeleton is simulated only on a graph whose KG covers "
                f"more chunks, or as a smaller {built_selection} sub-skeleton of this one")
         return _Skeleton(None, f"skeleton as built ({built_text}, {built_selection}); {why}", built)
+    seed = int(info.get("params", {}).get("seed", 42)) if info else 42
+    # every chunk's rank read and sorted: once per database state, not per question (issue 29)
+    chunks, n = store.derived(f"ket.simulated_skeleton|{cfg.skeleton_beta!r}|{cfg.core_selection}|{seed}",
+                              partial(_simulated_core, beta=cfg.skeleton_beta, selection=cfg.core_selection, seed=seed))
+    label = (f"simulated β={cfg.skeleton_beta:g} skeleton ({cfg.core_selection}: {len(chunks)} of {n} chunks; "
+             f"{built_text})")
+    return _Skeleton(chunks, label, built)
+
+
+def _simulated_core(store: GraphStore, *, beta: float, selection: str, seed: int) -> tuple[frozenset[str], int]:
+    """(the first ceil(β·n) chunks by ``selection``, n): Algorithm 3 line 8 over the stored ranks."""
     rows = reads.chunk_ranks(store)
-    if any(r["pr"] is None for r in rows) and cfg.core_selection == "pagerank":
+    if any(r["pr"] is None for r in rows) and selection == "pagerank":
         raise MethodError("skeleton_beta needs every chunk's PageRank, and some chunks have none (the graph has no "
                           "KET index, or documents were added by a build without KET)",
                           hint="build with KET enabled, or set skeleton_beta to 0 (the skeleton as built)")
     ids = [r["id"] for r in rows]
-    seed = int(info.get("params", {}).get("seed", 42)) if info else 42
-    ranking = core_ranking(ids, [r["pr"] or 0.0 for r in rows], cfg.core_selection, seed)
-    chunks = set(ranking[: n_core(len(ids), cfg.skeleton_beta)])
-    label = (f"simulated β={cfg.skeleton_beta:g} skeleton ({cfg.core_selection}: {len(chunks)} of {len(ids)} chunks; "
-             f"{built_text})")
-    return _Skeleton(chunks, label, built)
+    ranking = core_ranking(ids, [r["pr"] or 0.0 for r in rows], selection, seed)
+    return frozenset(ranking[: n_core(len(ids), beta)]), len(ids)
 
 
 def _seed_entities(store: GraphStore, qv: np.ndarray, cfg: KetRetrievalParams, scope: _Skeleton, named: list[str],

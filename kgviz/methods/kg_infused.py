@@ -171,21 +171,32 @@ class Memory:
 
 def choose_source(store: GraphStore, wanted: str) -> tuple[str, str]:
     """(origin, reason). Raises MethodError when the wanted KG holds no entities."""
-    n_cur = reads.count_entities(store, "curated")
+    counts = _graph_counts(store)
+    n_cur = counts.get("curated", 0)
     if wanted == "auto":
         if n_cur:
             return "curated", f"auto: a curated KG is imported ({n_cur} curated entities), as in the paper"
-        n_cor = reads.count_entities(store, "corpus")
+        n_cor = counts.get("corpus", 0)
         if not n_cor:
             raise MethodError("kg-infused needs a knowledge graph: the database has no entities",
                               hint="build the graph from documents, or import a curated KG (kgviz import-kg)")
         return "corpus", f"auto: no curated KG imported, so the graph built from the corpus ({n_cor} entities)"
-    n = n_cur if wanted == "curated" else reads.count_entities(store, "corpus")
+    n = n_cur if wanted == "curated" else counts.get("corpus", 0)
     if not n:
         hint = ("import one with `kgviz import-kg`, or set kg_source to 'corpus' or 'auto'" if wanted == "curated"
                 else "build the graph from documents, or set kg_source to 'curated' or 'auto'")
         raise MethodError(f"kg_source={wanted!r} but the database has no {wanted} entities", hint=hint)
     return wanted, f"kg_source={wanted!r} was requested ({n} {wanted} entities)"
+
+
+def _graph_counts(store: GraphStore) -> dict[str, int]:
+    """Entities per origin and the chunks ("Chunk"): counted once per database state, not per
+    question (each count scans a whole table; issue 29)."""
+    def count(s: GraphStore) -> dict[str, int]:
+        return {"curated": reads.count_entities(s, "curated"), "corpus": reads.count_entities(s, "corpus"),
+                "Chunk": reads.count_nodes(s, "Chunk")}
+    counts: dict[str, int] = store.derived("kg_infused.counts", count)
+    return counts
 
 
 def spreads_both_ways(p: KGInfusedParams, origin: str) -> bool:
@@ -464,7 +475,7 @@ class KGInfusedRAG:
         k_p deep, or deep enough to fill ``budget_tokens`` when it is set."""
         embedder_id = str(getattr(embedder, "id", ""))
         mode = passage_search_mode(p, embedder_id)
-        if not reads.count_nodes(store, "Chunk"):
+        if not _graph_counts(store)["Chunk"]:
             N.narrate_dual_retrieval(tracer, DualRetrieval(p.k_p, mode, p.passage_search, embedder_id, expanded,
                                                            (), (), (), (), (), (), skipped=True), {})
             return [], ([], [])

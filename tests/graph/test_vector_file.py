@@ -140,3 +140,28 @@ def test_stored_vectors_by_id_come_from_the_files_bit_for_bit(tmp_path: Path) ->
         assert sorted(got) == sorted(found) and all(got[i].tobytes() == kuzu[i].tobytes() for i in got)
     finally:
         store.close()
+
+
+def test_unit_vectors_by_id_are_the_files_unit_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader of a few vectors per question (KET's triple cosines) gets views of the memory-mapped
+    unit rows, each the stored vector scaled to length 1 bit for bit as kgviz.vectors.unit_rows
+    makes it; an id without a vector is left out; None where the table has no files (HNSW)."""
+    from kgviz.vectors import unit_rows
+
+    emb = 2.5 * vectors(50, seed=4)  # not unit length: the file's rows are normalised copies
+    store = GraphStore.open(tmp_path / "ws", embedder_id="test-16", dim=DIM)
+    try:
+        load(store, emb, np.arange(50))
+        wanted = ["e000031", "nope", "e000002", "e000049"]
+        got = store.unit_vectors("Entity", wanted)
+        assert got is not None and sorted(got) == ["e000002", "e000031", "e000049"]
+        stored = store.get_embeddings("Entity", wanted)
+        for i in got:
+            assert got[i].tobytes() == unit_rows(stored[i][None, :])[0].tobytes()
+            assert not got[i].flags.writeable  # a view of the file, not a copy held in memory
+        assert store.unit_vectors("Entity", []) == {}
+        monkeypatch.setattr(search_module, "EXACT_MAX_ROWS", 10)
+        store.execute("MATCH (e:Entity {id: 'e000001'}) SET e.name = 'x'")  # a write: the cached matrix is reloaded
+        assert store.unit_vectors("Entity", wanted) is None
+    finally:
+        store.close()

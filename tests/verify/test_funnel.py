@@ -110,3 +110,25 @@ def test_gold_presence_on_texts_normalised_once_equals_a_scan_with_contains(kg: 
                                     if hit(f"{r['name'] or ''} | {(r['aliases'] or '').replace('|', ' | ')}")]
         assert p.graph_triples == [r["id"] for r in reads.triple_facts_all(kg.store) if hit(r["text"] or "")]
     assert gold_presence(kg.store, ["portugal"]).graph_triples  # something is found at all
+
+
+def test_texts_find_every_text_holding_a_needle_in_order() -> None:
+    """One joined string searched with str.find finds what a test per text finds: the first and
+    the last text, a needle twice in one text (listed once), texts that are hit by two needles."""
+    import random
+
+    from kgviz.verify.funnel import Texts
+
+    padded = [" lisbon capital of portugal ", " portugal ", " madrid ", " a portugal portugal b ", " x ",
+              " portugal "]
+    texts = Texts(padded)
+    assert texts.containing([" portugal "]) == [0, 1, 3, 5]
+    assert texts.containing([" madrid ", " x "]) == [2, 4]
+    assert texts.containing([" lisbon capital ", " b "]) == [0, 3]
+    assert texts.containing([" spain "]) == [] and texts.containing([]) == []
+    assert Texts([]).containing([" portugal "]) == []
+    rng = random.Random(28)
+    words = ["a", "b", "ab", "ba", "c"]
+    many = [" " + " ".join(rng.choice(words) for _ in range(rng.randint(0, 5))) + " " for _ in range(400)]
+    for needles in ([" a "], [" ab ", " c "], [" a b "], [" ba ba ", " b "]):
+        assert Texts(many).containing(needles) == [i for i, t in enumerate(many) if any(n in t for n in needles)]

@@ -1,0 +1,49 @@
+"""KET's in-memory views (kgviz.methods.ket_cache): the triple cosines of the skeleton channel's
+tie-break come from the exact search's memory-mapped unit rows, not from a copy of every triple
+vector (issue 29); without vector files they are fetched by id and a bounded memo keeps them."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tests.support.fixture_graph import FixtureGraph
+
+from kgviz.graph import reads
+from kgviz.methods import ket_cache
+from kgviz.vectors import unit_rows
+
+
+def _all_triples(kg: FixtureGraph) -> list[str]:
+    return [str(r["id"]) for r in reads.triple_facts_all(kg.store)]
+
+
+def _expected(kg: FixtureGraph, ids: list[str], qv: np.ndarray) -> dict[str, float]:
+    """cos(triple, q) as the whole-table copy computed it: unit rows of the stored vectors, one dot each."""
+    stored = kg.store.get_embeddings("Triple", ids)
+    return {t: float(unit_rows(stored[t][None, :])[0] @ qv) if t in stored else 0.0 for t in ids}
+
+
+def test_triple_cosines_read_the_files_and_hold_no_copy(kg: FixtureGraph) -> None:
+    ids = _all_triples(kg)[:7] + ["no-such-triple"]
+    qv = unit_rows(kg.embedder.embed(["Who designed the Harbour Library?"]).astype(np.float32))[0]
+    ket_cache.forget(kg.store)
+    got = ket_cache.triple_cosines(kg.store, ids, qv)
+    assert got == _expected(kg, ids, qv)  # bit for bit
+    assert got["no-such-triple"] == 0.0 and any(v > 0 for v in got.values())
+    assert ket_cache._key(kg.store) not in ket_cache._TRIPLES  # nothing remembered: the file is the copy
+
+
+def test_without_vector_files_the_fetched_vectors_are_bounded(kg: FixtureGraph, monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = _all_triples(kg)
+    assert len(ids) > 6
+    qv = unit_rows(kg.embedder.embed(["Where was Owen Hale born?"]).astype(np.float32))[0]
+    monkeypatch.setattr(kg.store, "unit_vectors", lambda table, wanted: None)  # HNSW opted into: no files
+    monkeypatch.setattr(ket_cache, "TRIPLE_MEMO_MAX", 4)
+    ket_cache.forget(kg.store)
+    try:
+        assert ket_cache.triple_cosines(kg.store, ids[:6], qv) == _expected(kg, ids[:6], qv)
+        assert len(ket_cache._TRIPLES[ket_cache._key(kg.store)][1]) == 6
+        # past the bound the memo starts over with what the next question needs
+        assert ket_cache.triple_cosines(kg.store, ids[6:8], qv) == _expected(kg, ids[6:8], qv)
+        assert sorted(ket_cache._TRIPLES[ket_cache._key(kg.store)][1]) == sorted(ids[6:8])
+    finally:
+        ket_cache.forget(kg.store)
