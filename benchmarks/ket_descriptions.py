@@ -4,9 +4,9 @@ descriptions of Algorithm 1 line 3, side by side, on the recorded sample (issue 
     python benchmarks/ket_descriptions.py [--question s03] [--method skeleton-rag] [--json]
 
 Both graphs are built from the same recorded replies (sample_recorded: the extraction of
-qwen2.5-coder-1.5b, the descriptions of qwen2.5-coder-0.5b), over the documents the descriptions
-were recorded for (kgviz.replay.SAMPLE_DESCRIBED_DOCS): "before" with ``ket_descriptions`` off,
-"after" with it on. No model or network: a request the recording lacks stops the script. Printed:
+qwen2.5-coder-1.5b, the descriptions of qwen2.5-coder-0.5b), over every sample document:
+"before" with ``ket_descriptions`` off (kgviz.replay.SAMPLE_BUILD_UNDESCRIBED), "after" with it on
+(SAMPLE_BUILD, the recorded sample's build). No model or network: a request the recording lacks stops the script. Printed:
 the description calls' figures, then per graph the skeleton channel's seed entities and chosen
 relationships as the context states them, with the steps' "ours" marks, and the steps ket-rag's
 'paper' preset marks ours on that graph.
@@ -29,13 +29,10 @@ from kgviz.methods.base import MethodContext  # noqa: E402
 from kgviz.providers.offline import OfflineLLM  # noqa: E402
 from kgviz.providers.recorded import RecordedLLM  # noqa: E402
 from kgviz.reasoning import Reasoner  # noqa: E402
-from kgviz.index.pipeline import build  # noqa: E402
-from kgviz.ingest import load_paths  # noqa: E402
-from kgviz.replay import (SAMPLE_BUILD, SAMPLE_BUILD_DESCRIBED, SAMPLE_CORPUS, SAMPLE_DESCRIBED_DOCS,  # noqa: E402
-                          SAMPLE_QUESTIONS, SAMPLE_RECORDING, open_session)
+from kgviz.replay import SAMPLE_QUESTIONS, SAMPLE_RECORDING, build_sample, open_session  # noqa: E402
 from kgviz.run import run_method  # noqa: E402
 
-# the skeleton as built (no β simulation on three documents) and the paper's cosine seeds, so the
+# the skeleton as built (no β simulation) and the paper's cosine seeds, so the
 # only difference between the two graphs is the entities' and relationships' texts and vectors
 PARAMS = {"skeleton_beta": 0.0, "entity_match": "embedding", "context_limit": 1200}
 
@@ -43,9 +40,8 @@ PARAMS = {"skeleton_beta": 0.0, "entity_match": "embedding", "context_limit": 12
 def skeleton(question: str, method: str, described: bool, tmp: Path) -> dict[str, Any]:
     session = open_session(tmp / ("after" if described else "before"), RecordedLLM(SAMPLE_RECORDING))
     try:
-        # the same documents both times: the described ones, with the descriptions off or on
-        docs = load_paths([SAMPLE_CORPUS / d for d in SAMPLE_DESCRIBED_DOCS]).documents
-        report = build(docs, session.store, session.reasoner, SAMPLE_BUILD_DESCRIBED if described else SAMPLE_BUILD)
+        # the same documents both times, with the descriptions off or on
+        report = build_sample(session, described=described)
         # retrieval only reads the graph: the answer step runs offline (no recorded reply needed)
         run = run_method(method, question, MethodContext(session.store, Reasoner(OfflineLLM(), session.reasoner.embedder)),
                          PARAMS)

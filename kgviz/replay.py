@@ -39,29 +39,25 @@ RUNS_FILE = "runs.jsonl"  # one line per recorded (question, method): what the r
 BUILD_FILE = "build.json"  # figures of the recorded build
 DESCRIBE_FILE = "describe.json"  # figures of the recorded skeleton descriptions (KET Alg. 1 line 3)
 SAMPLE_EMBEDDER = "hashing"
-# the app's defaults (Settings.chunk_tokens / chunk_overlap); workers do not change any prompt. The
-# recorded method runs (runs.jsonl) were recorded on a graph without the skeleton's LLM-written
-# descriptions (KET Alg. 1 line 3, recorded later): their replay builds without them, and
-# SAMPLE_BUILD_DESCRIBED is the same build with them (describe.<model>.jsonl), over the documents of
-# SAMPLE_DESCRIBED_DOCS only: one call per entity and relationship ran at ~15 s on the loaded
-# 2-core machine, so the three documents behind questions s03 and s05 were recorded, not all 15
-SAMPLE_BUILD = BuildParams(chunk_tokens=300, chunk_overlap=30, ket_descriptions=False)
-SAMPLE_BUILD_DESCRIBED = BuildParams(chunk_tokens=300, chunk_overlap=30, ket_descriptions=True)
-SAMPLE_DESCRIBED_DOCS = ("agnes_vohl.md", "aster_wren.md", "ossel_marine_institute.md")
+# the app's defaults (Settings.chunk_tokens / chunk_overlap) and BuildParams' KET defaults, so with
+# the skeleton's LLM-written descriptions (KET Alg. 1 line 3, describe.<model>.jsonl, every sample
+# document); workers do not change any prompt. SAMPLE_BUILD_UNDESCRIBED is the same graph with the
+# skeleton's source-sentence descriptions (ours): the "before" of benchmarks/ket_descriptions.py,
+# and the build that checks the recorded extraction before descriptions are recorded
+SAMPLE_BUILD = BuildParams(chunk_tokens=300, chunk_overlap=30, ket_descriptions=True)
+SAMPLE_BUILD_UNDESCRIBED = BuildParams(chunk_tokens=300, chunk_overlap=30, ket_descriptions=False)
 # cheap retrieval first, so a recording cut short by time still covers whole questions
 RECORD_METHODS = ("text-rag", "no-retrieval", "kg-retriever", "ket-rag", "kg-rag", "kg-infused")
 
 
 def builds_without_descriptions(llm_spec: str) -> bool:
     """``llm_spec`` replays a recording whose builds go without the skeleton's LLM descriptions by
-    default (the app and ``kgviz build``; ``--ket-descriptions`` asks for them): the bundled sample
-    (as SAMPLE_BUILD), and any recording with no file of the "descriptions" phase (one made before
-    that prompt existed would otherwise stop at its first description prompt)."""
+    default (the app and ``kgviz build``; ``--ket-descriptions`` asks for them): a recording with no
+    file of the "descriptions" phase (one made before that prompt existed would otherwise stop at
+    its first description prompt). The bundled sample holds them for every document."""
     kind, _, path = (llm_spec or "").partition(":")
     if kind != "recorded" or not path:
         return False
-    if is_sample_recording(llm_spec):
-        return True
     where = Path(path)
     files = [where] if where.is_file() else sorted(where.glob("*.jsonl")) if where.is_dir() else []
     return not any(_phase(f) == "descriptions" for f in files)
@@ -76,13 +72,6 @@ def _phase(path: Path) -> str:
     except (OSError, ValueError):
         return ""
     return str(head.get("phase", "")) if isinstance(head, dict) else ""
-
-
-def is_sample_recording(llm_spec: str) -> bool:
-    """``llm_spec`` replays the bundled recording (``recorded:<SAMPLE_RECORDING>``): its builds go
-    without the skeleton's descriptions by default (the app and ``kgviz build``), as SAMPLE_BUILD."""
-    kind, _, path = (llm_spec or "").partition(":")
-    return kind == "recorded" and bool(path) and Path(path).resolve() == SAMPLE_RECORDING.resolve()
 
 
 @dataclass
@@ -105,17 +94,17 @@ def open_session(db_dir: Path, llm: LLM) -> Session:
 
 
 def build_sample(session: Session, workers: int = 1,
-                 progress: Callable[[ProgressEvent], None] | None = None, *, described: bool = False) -> BuildReport:
-    """The sample's build: ``SAMPLE_BUILD``, or with ``described`` ``SAMPLE_BUILD_DESCRIBED`` over
-    ``SAMPLE_DESCRIBED_DOCS``."""
+                 progress: Callable[[ProgressEvent], None] | None = None, *, described: bool = True) -> BuildReport:
+    """The sample's build: ``SAMPLE_BUILD``, or without ``described`` ``SAMPLE_BUILD_UNDESCRIBED``
+    (the same graph, no description calls)."""
     from dataclasses import replace
 
     from kgviz.index.pipeline import build
 
-    loaded = load_paths([SAMPLE_CORPUS / d for d in SAMPLE_DESCRIBED_DOCS] if described else [SAMPLE_CORPUS])
+    loaded = load_paths([SAMPLE_CORPUS])
     if loaded.errors:
         raise loaded.errors[0]
-    params = SAMPLE_BUILD_DESCRIBED if described else SAMPLE_BUILD
+    params = SAMPLE_BUILD if described else SAMPLE_BUILD_UNDESCRIBED
     return build(loaded.documents, session.store, session.reasoner, replace(params, workers=workers),
                  progress=progress)
 

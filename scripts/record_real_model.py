@@ -14,9 +14,9 @@ sample question) into ``sample_recorded/``, and report what a replay of them giv
 
 ``extract`` writes ``extraction.<model>.jsonl`` (replies) and ``build.json`` (figures: rejected
 chunks, malformed lines and their share, tokens and seconds per chunk). ``describe`` records the
-KET skeleton's descriptions (Alg. 1 line 3) of the documents in ``SAMPLE_DESCRIBED_DOCS`` into
-``describe.<model>.jsonl`` and their figures into ``describe.json``. ``methods`` rebuilds the
-graph from the recorded extraction (it refuses to extract anything live), then runs each question
+KET skeleton's descriptions (Alg. 1 line 3) of every sample document into
+``describe.<model>[.<part>].jsonl`` and their figures into ``describe.json``. ``methods`` rebuilds the
+graph from the recorded extraction and descriptions (it refuses to ask either live), then runs each question
 with each method, question by question, appending replies to ``methods.<model>.jsonl`` and one
 line per run to ``runs.jsonl``. Both resume: recorded replies are replayed, recorded runs skipped.
 ``prune`` replays every run of ``runs.jsonl`` on the current code with the recorded replies only
@@ -134,23 +134,25 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 def cmd_describe(args: argparse.Namespace) -> int:
     """The skeleton descriptions (KET Alg. 1 line 3) of the graph the recorded extraction builds:
-    ``describe.<model>.jsonl``. The extraction must replay (checked first, with no model)."""
+    ``describe.<model>[.<part>].jsonl``. The extraction must replay (checked first, with no model,
+    on the build without descriptions)."""
     db = Path(tempfile.mkdtemp(prefix="kgviz-record-"))
     try:
         check = open_session(db / "check", RecordedLLM(args.out))
         try:
-            build_sample(check)
+            build_sample(check, described=False)
         except RecordingMissError as exc:
             raise SystemExit(f"the recorded extraction does not replay ({exc.user_message()}): run `extract` first")
         finally:
             check.close()
         inner = live(args.llm)
-        name = f"describe.{alias(inner.model)}.jsonl"
+        part = f".{alias(args.part)}" if args.part else ""
+        name = f"describe.{alias(inner.model)}{part}.jsonl"
         rec = RecordingLLM(inner, args.out, name, header("descriptions", args.server))
         session = open_session(db / "db", rec)
         try:
             t0 = time.perf_counter()
-            report = build_sample(session, workers=args.workers, described=True,
+            report = build_sample(session, workers=args.workers,
                                   progress=lambda ev: print(f"[{ev.stage}] {ev.message}", file=sys.stderr, flush=True)
                                   if ev.stage == "ket" else None)
             wall = time.perf_counter() - t0
@@ -189,8 +191,8 @@ def cmd_methods(args: argparse.Namespace) -> int:
     try:
         build_sample(session)
         if rec.recorded:
-            raise SystemExit(f"{rec.recorded} extraction replies were not in the recording: run `extract` first "
-                             "(the graph must be the one the recording's extraction built)")
+            raise SystemExit(f"{rec.recorded} extraction or description replies were not in the recording: run "
+                             "`extract` and `describe` first (the graph must be the one the recording built)")
         ctx = session.method_context()
         for item in items:
             for m in methods:
@@ -380,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
         s.set_defaults(func=func)
         if name in ("extract", "describe"):
             s.add_argument("--workers", type=int, default=1, help="concurrent requests")
+            if name == "describe":
+                s.add_argument("--part", default="", help="a file name part: replies of a later session in their "
+                               "own file, under their own header")
         else:
             s.add_argument("--methods", default=",".join(RECORD_METHODS))
             s.add_argument("--questions", type=Path, default=SAMPLE_QUESTIONS)

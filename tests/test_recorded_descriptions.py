@@ -1,6 +1,6 @@
 """Replay the recorded KET skeleton descriptions (Alg. 1 line 3, issue 27.1): qwen2.5-coder-0.5b's
-real replies to DESCRIBE_SKELETON for the entities and relationships of the sample documents in
-SAMPLE_DESCRIBED_DOCS, on the graph the recorded extraction builds. No model, server or network;
+real replies to DESCRIBE_SKELETON for the entities and relationships of every sample document, on
+the graph the recorded extraction builds (the recorded sample's own build, SAMPLE_BUILD). No model, server or network;
 a request the recording lacks raises RecordingMissError."""
 from __future__ import annotations
 
@@ -46,11 +46,15 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> Replayed:
         llm = RecordedLLM(SAMPLE_RECORDING, load_recording(SAMPLE_RECORDING))
         session = open_session(tmp_path_factory.mktemp("described") / "db", llm)
         try:
-            report = build_sample(session, described=True)
-            rows = session.store.query(
-                "MATCH (d:Description), (c:Chunk) WHERE c.id = split_part(d.chunk_ids, '|', 1) "
-                "MATCH (doc:Document)-[:HAS_CHUNK]->(c) "
-                "RETURN d.target AS target, d.kind AS kind, d.text AS text, c.text AS chunk, doc.title AS title")
+            report = build_sample(session)
+            chunks = {r["id"]: (r["text"], r["title"]) for r in session.store.query(
+                "MATCH (doc:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id, c.text AS text, doc.title AS title")}
+            # an item described from several chunks joins their descriptions (each checked against
+            # its own chunk): the stored text is checked against all of them
+            rows = [{**r, "chunk": "\n".join(chunks[c][0] for c in r["chunk_ids"].split("|")),
+                     "title": " / ".join(dict.fromkeys(chunks[c][1] for c in r["chunk_ids"].split("|")))}
+                    for r in session.store.query("MATCH (d:Description) RETURN d.target AS target, d.kind AS kind, "
+                                                 "d.text AS text, d.chunk_ids AS chunk_ids")]
             ctx = MethodContext(session.store, Reasoner(OfflineLLM(), session.reasoner.embedder))
             run = run_method("skeleton-rag", S03.question, ctx, PARAMS)
         finally:

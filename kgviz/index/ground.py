@@ -14,7 +14,9 @@ The check (ours), for every name of a fact, nested facts included:
   short parentheticals of the text skipped ("football (soccer) player");
 * **found by an alias rule** of the resolver (rule 2), as the model may write the full form of a
   name the chunk shortens: a person's name of 2-4 words with no head noun whose last word the
-  chunk writes capitalised ("Edda Lunn" for a chunk saying "Lunn"), and acronyms both ways
+  chunk writes capitalised ("Edda Lunn" for a chunk saying "Lunn"), unless the chunk writes that
+  surname only after other given names ("Ange Vohl" for a chunk naming "Agnes Vohl": a misspelt
+  first name; initials fit: "E. Lunn" = "Edda Lunn"), and acronyms both ways
   ("KMI" for "Kellhaven Marine Institute" and back). A head-noun name is never matched by its
   last word: "Tarroin Bridge" is not "Tarrow Bridge";
 * **a descriptive phrase** of ``PHRASE_WORDS`` or more words is found when each of its content
@@ -170,9 +172,9 @@ class Source:
         keys = [w.key for w in want]
         text_words = self._glued
         if 2 <= len(keys) <= 4 and _capital(want[0]) and not set(keys) & HEAD_NOUNS and not keys[-1].isdigit():
-            for w in text_words:  # a surname the chunk uses alone: "Edda Lunn" for "Lunn"
-                if w.key == keys[-1] and _capital(w):
-                    return Match(w.start, w.end, "surname")
+            found = self._surname(keys)
+            if found is not None:
+                return found
         if len(keys) == 1:  # an acronym the chunk spells out: "KMI" for "Kellhaven Marine Institute"
             raw = want[0].raw
             if 2 <= len(raw) <= 6 and raw.isalpha() and raw.isupper():
@@ -186,6 +188,48 @@ class Source:
                 if w.key == letters and w.raw.isupper():
                     return Match(w.start, w.end, "acronym")
         return None
+
+
+    def _surname(self, keys: list[str]) -> Match | None:
+        """A person's name whose surname the chunk writes: "Edda Lunn" for a chunk that says only
+        "Lunn", "E. Lunn" or "Edda Maria Lunn". When the chunk writes that surname after given
+        names of its own, the name's given names must be among them (or be their initials):
+        "Ange Vohl" is not found in a chunk about "Agnes Vohl" that later says "Vohl" alone."""
+        given, bare, full = keys[:-1], None, []
+        ws = self._glued
+        for i, w in enumerate(ws):
+            if w.key != keys[-1] or not _capital(w):
+                continue
+            run = _given_run(self.text, ws, i)
+            if not run:
+                bare = bare or Match(w.start, w.end, "surname")
+            elif all(any(_same_given(g, r.key) for r in run) for g in given):
+                return Match(run[0].start, w.end, "surname")
+            else:
+                full.append(run)
+        return None if full else bare
+
+
+def _given_run(text: str, ws: list[Word], i: int) -> list[Word]:
+    """The capitalised words written right before ``ws[i]`` in its sentence ("Agnes" of "Agnes
+    Vohl", "E" of "E. Lunn"; at most three): the given names the text writes with that surname.
+    Honorifics, stopwords and anything across punctuation end the run."""
+    run: list[Word] = []
+    j = i - 1
+    while j >= 0 and len(run) < 3:
+        w, gap = ws[j], text[ws[j].end:ws[j + 1].start]
+        if gap.strip() not in ("", ".") or (gap.strip() == "." and len(w.key) != 1):
+            break  # a sentence or clause ends between them; "E. Lunn" is an initial
+        if not _capital(w) or w.key in STOPWORDS or w.key in HONORIFICS or w.key in HEAD_NOUNS:
+            break
+        run.insert(0, w)
+        j -= 1
+    return run
+
+
+def _same_given(a: str, b: str) -> bool:
+    """The same given name, or an initial of it ("e" and "edda")."""
+    return a == b or ((len(a) == 1 or len(b) == 1) and a[0] == b[0])
 
 
 def _positions(ws: list[Word]) -> dict[str, list[int]]:

@@ -41,8 +41,7 @@ def build_params(ctx: AppContext, **overrides: Any) -> BuildParams:
     from kgviz.replay import builds_without_descriptions
 
     if builds_without_descriptions(ctx.llm_spec):
-        # a recording without description replies (or the bundled one, whose method runs were
-        # recorded on a graph without them): kgviz.replay.builds_without_descriptions
+        # a recording without description replies: kgviz.replay.builds_without_descriptions
         base["ket_descriptions"] = False
     base.update({k: v for k, v in overrides.items() if v is not None})
     return BuildParams(**base)

@@ -40,7 +40,8 @@ def recording(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                        {"phase": "extraction", "recorded_at": "2026-11-23T16:00:00+00:00", "kgviz_commit": "abc123"})
     session = replay.open_session(tmp_path / "db", rec)
     try:
-        replay.build_sample(session)
+        # an extraction-only recording (no description phase), as the app then builds it
+        replay.build_sample(session, described=False)
     finally:
         session.close()
     monkeypatch.setattr(replay, "SAMPLE_RECORDING", folder)

@@ -57,9 +57,6 @@ def test_alias_rules_surname_and_acronyms_both_ways() -> None:
     assert src.find("Kellhaven Marine Institute").how == "acronym"  # the chunk says "KMI"
 
 
-@pytest.mark.xfail(strict=True, reason="known weakness (issue 23): the surname rule accepts a misspelt first name; "
-                   "the fix (commit 13b5594, reverted) changes the recorded sample's graph, whose method runs must "
-                   "be recorded again first (tests/test_recorded_sample.py: 24 replies missed)")
 def test_a_misspelt_first_name_is_not_found_through_the_surname_rule() -> None:
     src = Source(TEXT)  # "founded in 1921 by Agnes Vohl. Vohl led the Institute ..."
     assert src.find("Ange Vohl") is None  # the text's own first name is Agnes

@@ -2,8 +2,8 @@
 connect fails the test), and the bundled sample (sample_recorded) built from its replies.
 
 ``no_network()`` guards any replay; ``replayed_sample(folder)`` opens a session at ``folder``, builds
-the sample from the bundled recording (``described``: the build with the skeleton's descriptions)
-and closes the session when the block ends. A request the recording lacks raises
+the sample from the bundled recording (``described``, the default: the recorded sample's own build,
+with the skeleton's descriptions; off: the same graph with source sentences) and closes the session when the block ends. A request the recording lacks raises
 RecordingMissError, as in the app.
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ class SampleReplay:
 
 
 @contextmanager
-def replayed_sample(folder: Path, *, described: bool = False) -> Iterator[SampleReplay]:
+def replayed_sample(folder: Path, *, described: bool = True) -> Iterator[SampleReplay]:
     """The sample built at ``folder`` from the bundled recording, the session open inside the block."""
     with no_network():
         llm = RecordedLLM(SAMPLE_RECORDING, load_recording(SAMPLE_RECORDING))
