@@ -186,8 +186,8 @@ def test_claims_render_as_a_list_with_the_verdict_first_and_escaped() -> None:
 
 
 def test_recorded_wrong_but_grounded_answers_are_not_green(app_env: Path) -> None:
-    """The recorded sample's s03 (gold Tarrow): kg-retriever answers "Kellhaven" and text-rag
-    "Ventholm", both supported by their contexts and both wrong: each badge says "grounded but
+    """The recorded sample's s03 (gold Tarrow): ket-rag and text-rag both answer "Ventholm",
+    both supported by their contexts and both wrong: each badge says "grounded but
     wrong" beside a red "correct ✗" mark and a "grounded ✓" mark, in no green; the LLM judge's
     caution is shown with the verdicts."""
     from kgviz.verify.outcome import GREEN
@@ -199,7 +199,7 @@ def test_recorded_wrong_but_grounded_answers_are_not_green(app_env: Path) -> Non
     assert not at.exception, at.exception
     at.switch_page("pages/compare.py").run()
     for m in list_methods():
-        if m not in ("kg-retriever", "text-rag"):
+        if m not in ("ket-rag", "text-rag"):
             at.checkbox(key=f"kgviz_cmp_m_{m}").uncheck()
     at.radio(key="kgviz_cmp_source").set_value("Sample questions").run()
     item = next(q for q in at.selectbox(key="kgviz_cmp_pick").options if "Ossel Marine Institute born" in q)
@@ -208,7 +208,7 @@ def test_recorded_wrong_but_grounded_answers_are_not_green(app_env: Path) -> Non
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     results = {r.method: r for r in at.session_state["kgviz_comparison"][0].results}
-    assert results["kg-retriever"].run.answer == "Kellhaven" and results["text-rag"].run.answer == "Ventholm"
+    assert results["ket-rag"].run.answer == "Ventholm" and results["text-rag"].run.answer == "Ventholm"
     badges = [h.value for h in at.get("html") if "kgviz-verdict" in h.value]
     assert len(badges) == 2
     for badge in badges:
