@@ -83,7 +83,6 @@ class Texts:
     20 ms a question beside every session's methods, issue 28)."""
 
     def __init__(self, padded: list[str]) -> None:
-        self.padded = padded
         self.joined = "\n".join(padded)
         self.starts: list[int] = []
         at = 0
