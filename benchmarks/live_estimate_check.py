@@ -1,6 +1,7 @@
 """Calibrated time estimate vs the measured extraction time, against a live local model (issue 23:
 "within ±25 %, twice in a row"). Each round, in a fresh KGVIZ home: `--estimate --calibrate`'s
-calibration (short calls until two agree, then the extraction of two chunks of the documents),
+calibration (short calls until two agree, then the extraction of chunks of the documents until their output
+length settles),
 the estimate, then the build of the same documents with the same model (uncached, --workers 1),
 its extraction stage timed. The calibration and the build run back to back, under the same load.
 With ``--restart CMD`` each round starts from a freshly started server (see the option's help).

@@ -209,8 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "replies within 24 h; a stopped build resumes its batch when run again")
     b.add_argument("--estimate", action="store_true", help="print the cost estimate and stop")
     b.add_argument("--calibrate", action="store_true",
-                   help="with --estimate and a local model: time a few short calls and the extraction of two chunks "
-                        "first, so the estimate has measured tokens/s and output length")
+                   help="with --estimate and a local model: time a few short calls and the extraction of 3 to 8 "
+                        "chunks (until their output length settles) first, so the estimate has measured tokens/s "
+                        "and output length")
     b.add_argument("--skip-near-duplicates", action="store_true",
                    help="leave out documents whose text overlaps an earlier one by >= 95%% (default: report them, load them)")
     _ket_options(b)
@@ -375,7 +376,10 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
         spec = resolve_llm_spec(args.llm or settings.llm_spec)
         if args.calibrate:  # the one --estimate that sends requests (to a local server)
             from kgviz.index.estimate import calibrate_spec
-            calibrate_spec(spec, settings, workers=params.workers, documents=loaded.documents, params=params)
+            calibrate_spec(spec, settings, workers=params.workers, documents=loaded.documents, params=params,
+                           on_sample_call=lambda done, most: print(
+                               f"calibration: extraction call {done} on the corpus (at most {most}; it stops "
+                               "once the output length settles)", file=sys.stderr, flush=True))
         est = estimate_cost(loaded.documents, params, spec, PriceTable.load(settings.price_table_path),
                             cache_dir=settings.cache_dir)
         if args.json:

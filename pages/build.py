@@ -51,7 +51,8 @@ with ui.error_boundary("Build page"):
                 est = ui.actions.estimate(ctx, loaded.documents, params)
                 if est.local and st.button("Calibrate", help="Time a few short calls to the local model "
                                            "(alone, and two at once with 2+ workers) and its extraction of "
-                                           "two chunks of these documents, for the time estimate."):
+                                           "3 to 8 chunks of these documents (until their output length "
+                                           "settles), for the time estimate."):
                     with st.spinner("Timing the local model…"):
                         ui.actions.calibrate(ctx, params, loaded.documents)
                     est = ui.actions.estimate(ctx, loaded.documents, params)

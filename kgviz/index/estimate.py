@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from kgviz.config import Settings, resolve_llm_spec
 from kgviz.errors import ConfigError, ProviderError
@@ -59,22 +59,25 @@ def is_local(provider: str, base_url: str | None) -> bool:
     return provider == "openai-compatible" and is_loopback(base_url)
 
 
-def processed_prompt_tokens(est: CostEstimate, sample: ExtractionShape | None) -> float:
+def processed_prompt_tokens(est: CostEstimate, sample: ExtractionShape | None, *, first_reused: bool = False) -> float:
     """The prompt tokens the server will process for ``est``, in its own tokens: kgviz's count
     scaled by the measured ratio, less the part of each call after the first that the server's
-    prompt cache skips (both measured by the sample calls; without them, kgviz's count)."""
+    prompt cache skips (both measured by the sample calls; without them, kgviz's count).
+    ``first_reused``: the first call's too, as when the server still holds the extraction prompt
+    from an earlier call (a build right after its calibration: the range's fast end)."""
     if sample is None or est.calls <= 0:
         return float(est.input_tokens)
     tokens = est.input_tokens * sample.token_scale
     reused = min(float(sample.reused_tokens), tokens / est.calls)  # never more than a call's prompt
-    return tokens - (est.calls - 1) * reused
+    return tokens - (est.calls - (0 if first_reused else 1)) * reused
 
 
 def _with_time(est: CostEstimate, speed: LocalSpeed | None, workers: int,
                sample: ExtractionShape | None = None,
                output_span: tuple[int, int] | None = None) -> CostEstimate:
-    """``output_span``: the fewest and most output tokens the sample calls' per-call ratios allow
-    (the range then spans both the rates and the output length)."""
+    """``output_span``: the fewest and most output tokens the sample calls allow (the range then
+    spans the rates, the output length and, at its fast end, a first call whose prompt the server
+    still holds)."""
     full = est.full and _with_time(est.full, speed, workers, sample)
     if speed is None:
         return replace(est, local=True, usd=0.0, price_known=True, time_source=UNKNOWN_TIME, full=full)
@@ -82,7 +85,8 @@ def _with_time(est: CostEstimate, speed: LocalSpeed | None, workers: int,
     prompt = processed_prompt_tokens(est, sample)
     seconds = speed.call_seconds(prompt, est.output_tokens) / par
     out_low, out_high = output_span or (est.output_tokens, est.output_tokens)
-    fast = speed.call_seconds_range(prompt, min(out_low, est.output_tokens))
+    fast = speed.call_seconds_range(processed_prompt_tokens(est, sample, first_reused=True),
+                                    min(out_low, est.output_tokens))
     slow = speed.call_seconds_range(prompt, max(out_high, est.output_tokens))
     low, high = (fast[0] / par, slow[1] / par) if fast is not None and slow is not None else (None, None)
     source = speed.describe(workers) + (f"; {sample.describe()}" if sample is not None else "")
@@ -117,7 +121,7 @@ def estimate_cost(
         def at(ratio: float) -> CostEstimate:
             return _estimate(documents, replace(params, expected_output_ratio=ratio), provider, model, offline, prices)
         est = at(sample.output_ratio)
-        if sample.output_ratio_high > sample.output_ratio_low > 0:
+        if sample.output_ratio_high > sample.output_ratio_low:
             span = (at(sample.output_ratio_low).output_tokens, at(sample.output_ratio_high).output_tokens)
     speed = load_speed(cache_dir, provider, model, base_url)
     est = _with_time(est, speed, params.workers, sample, span)
@@ -241,11 +245,13 @@ def _estimate(
 
 
 def calibrate_spec(spec: str, settings: Settings, *, workers: int, documents: Sequence[Document] = (),
-                   params: BuildParams | None = None) -> LocalSpeed:
+                   params: BuildParams | None = None,
+                   on_sample_call: Callable[[int, int], None] | None = None) -> LocalSpeed:
     """Time a few short calls to the local model ``spec`` (uncached) and keep them, so the next
     estimate has measured rates; with ``documents``, also the extraction itself on a few of their
     chunks (``kgviz.index.extract_sample``: the model's output length, the server's token count
-    and prompt reuse). Only for local models: a hosted API is priced, not timed."""
+    and prompt reuse; ``on_sample_call(done, most)`` after each of those calls, for progress). Only
+    for local models: a hosted API is priced, not timed."""
     from kgviz.providers.factory import make_llm
     from kgviz.providers.speed import TimedCall
 
@@ -256,7 +262,8 @@ def calibrate_spec(spec: str, settings: Settings, *, workers: int, documents: Se
     llm = make_llm(spec, settings, use_cache=False)
 
     def on_corpus(run: float) -> list[TimedCall]:
-        calls = sample_extraction(llm, documents, params or BuildParams(), settings.cache_dir, run=run)
+        calls = sample_extraction(llm, documents, params or BuildParams(), settings.cache_dir, run=run,
+                                  on_call=on_sample_call)
         # timed calls of the build's own shape: the prompt tokens are those the server processed
         return [TimedCall(c.processed_tokens, c.output_tokens, c.seconds, c.end, c.prompt_s, source="calibration")
                 for c in calls]

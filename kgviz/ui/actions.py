@@ -59,11 +59,17 @@ def estimate(ctx: AppContext, documents: Sequence[Document], params: BuildParams
 
 
 def calibrate(ctx: AppContext, params: BuildParams, documents: Sequence[Document] = ()) -> None:
-    """Time a few short calls to the session's local model and its extraction of a few chunks of
-    ``documents`` (the Build page's Calibrate button)."""
+    """Time a few short calls to the session's local model and its extraction of chunks of
+    ``documents`` until their output length settles (the Build page's Calibrate button), showing
+    each extraction call as it ends."""
     from kgviz.index.estimate import calibrate_spec
 
-    calibrate_spec(ctx.llm_spec, ctx.settings, workers=params.workers, documents=documents, params=params)
+    status = st.empty()
+    calibrate_spec(ctx.llm_spec, ctx.settings, workers=params.workers, documents=documents, params=params,
+                   on_sample_call=lambda done, most: status.caption(
+                       f"Extraction call {done} on these documents done (at most {most}; the calibration stops "
+                       "once their output length settles)."))
+    status.empty()
 
 
 def build(ctx: AppContext, documents: Sequence[Document], params: BuildParams, *,
