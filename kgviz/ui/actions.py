@@ -65,10 +65,13 @@ def calibrate(ctx: AppContext, params: BuildParams, documents: Sequence[Document
     from kgviz.index.estimate import calibrate_spec
 
     status = st.empty()
+
+    def shown(done: int, most: int) -> None:
+        status.caption(f"Extraction call {done} on these documents done (at most {most}; the calibration stops "
+                       "once their output length settles).")
+
     calibrate_spec(ctx.llm_spec, ctx.settings, workers=params.workers, documents=documents, params=params,
-                   on_sample_call=lambda done, most: status.caption(
-                       f"Extraction call {done} on these documents done (at most {most}; the calibration stops "
-                       "once their output length settles)."))
+                   on_sample_call=shown)
     status.empty()
 
 
