@@ -4,6 +4,7 @@ vector (issue 29); without vector files they are fetched by id and a bounded mem
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -65,7 +66,12 @@ def test_views_read_meta_once_per_database_state(tmp_path: Path, monkeypatch: py
         assert view is not None and description_view(kg.store) is None  # offline: no descriptions
         statements: list[str] = []
         real = kg.store.query
-        monkeypatch.setattr(kg.store, "query", lambda cypher, params=None: statements.append(cypher) or real(cypher, params))
+
+        def query(cypher: str, params: Any = None) -> Any:
+            statements.append(cypher)
+            return real(cypher, params)
+
+        monkeypatch.setattr(kg.store, "query", query)
         for _ in range(3):
             assert ket_cache.keyword_view(kg.store) is view
             assert description_view(kg.store) is None
