@@ -153,9 +153,15 @@ def _load(store: GraphStore, signature: str) -> KeywordView:
         chunk_label={r["id"]: f"{r['title']} · c{r['ord']}" for r in chunks})
 
 
+def _keyword_signature(store: GraphStore) -> str | None:
+    return store.get_meta(META_KEYWORD_SIGNATURE)
+
+
 def keyword_view(store: GraphStore) -> KeywordView | None:
-    """The graph's keyword layer in memory, or None when the graph has none."""
-    signature = store.get_meta(META_KEYWORD_SIGNATURE)
+    """The graph's keyword layer in memory, or None when the graph has none. Its signature is read
+    once per database state (``GraphStore.derived``): a comparison asked Meta for it once per KET
+    run and channel."""
+    signature = store.derived("ket.keyword_signature", _keyword_signature)
     if signature is None:
         return None
     key = _key(store)

@@ -60,12 +60,20 @@ def _key(store: GraphStore) -> str:
     return f"{store.path}|{store.embedder_id}|{store.dim}"
 
 
-def description_view(store: GraphStore) -> DescriptionView | None:
-    """The graph's skeleton descriptions, or None when it has none (see the module docstring)."""
+def _stamp(store: GraphStore) -> tuple[str, int] | None:
+    """(Meta value, number of Description rows), None when the graph has no descriptions."""
     meta = store.get_meta(META_DESCRIPTIONS)
-    if not meta:
+    return (str(meta), reads.count_nodes(store, "Description")) if meta else None
+
+
+def description_view(store: GraphStore) -> DescriptionView | None:
+    """The graph's skeleton descriptions, or None when it has none (see the module docstring). The
+    stamp is read once per database state (``GraphStore.derived``), not with two statements per
+    KET run."""
+    stamp: tuple[str, int] | None = store.derived("ket.descriptions_stamp", _stamp)
+    if stamp is None:
         return None
-    stamp = (str(meta), reads.count_nodes(store, "Description"))
+    meta = stamp[0]
     with _LOCK:
         held = _VIEWS.get(_key(store))
         if held is not None and held[0] == stamp:

@@ -80,6 +80,10 @@ def test_compare_page_end_to_end(app_env: Path, counted_runs: list[str]) -> None
     ours = [e.label for e in at.expander if "marked ours" in e.label]
     assert len(ours) == 1 and re.fullmatch(r"(\d+) of (\d+) steps marked ours", ours[0])
     assert any("ours: reconstruction" in c.value for c in at.caption)
+    # in one caption, a line per step (a caption each made a third of the cards' elements)
+    kg_rag = next(r.run for r in at.session_state["kgviz_comparison"][0].results if r.method == "kg-rag")
+    listed = next(c.value for c in at.caption if "ours: reconstruction" in c.value).split("  \n")
+    assert [line.split(". ", 1)[0] for line in listed] == [str(s.index + 1) for s in kg_rag.trace if s.ours]
     frames = [d.value for d in at.dataframe]
     funnel = next(f for f in frames if "failure" in f.columns)
     assert list(funnel["method"]) == ["kg-rag", "text-rag"]

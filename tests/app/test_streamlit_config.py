@@ -1,5 +1,5 @@
 """The Streamlit config: the file watcher cannot be flooded by a virtualenv inside the checkout,
-and the uploader's limit is kgviz's own."""
+the uploader's limit is kgviz's own, and no full garbage collection after each run."""
 from __future__ import annotations
 
 import tomllib
@@ -35,3 +35,13 @@ def test_streamlit_accepts_every_option() -> None:
     data = tomllib.loads(CONFIG.read_text(encoding="utf-8"))
     unknown = [f"{s}.{k}" for s, opts in data.items() for k in opts if f"{s}.{k}" not in known]
     assert unknown == []
+
+
+def test_no_full_collection_after_every_script_run() -> None:
+    """Streamlit's default gc.collect() after each run held the GIL for every session (issue 28.6);
+    the option must be the one Streamlit reads, and off."""
+    from streamlit import config
+
+    runner = tomllib.loads(CONFIG.read_text(encoding="utf-8"))["runner"]
+    assert runner["postScriptGC"] is False
+    assert config._config_options_template["runner.postScriptGC"].default_val is True  # so the line matters

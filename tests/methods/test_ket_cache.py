@@ -3,12 +3,18 @@ tie-break come from the exact search's memory-mapped unit rows, not from a copy 
 vector (issue 29); without vector files they are fetched by id and a bounded memo keeps them."""
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
-from tests.support.fixture_graph import FixtureGraph
+from tests.support.fixture_graph import FixtureGraph, build_fixture_graph
 
 from kgviz.graph import reads
+from kgviz.index.ket import META_KEYWORD_SIGNATURE, KetParams, build_ket_index
 from kgviz.methods import ket_cache
+from kgviz.methods.ket_descriptions import description_view
+from kgviz.providers.embedders import HashingEmbedder
 from kgviz.vectors import unit_rows
 
 
@@ -47,3 +53,34 @@ def test_without_vector_files_the_fetched_vectors_are_bounded(kg: FixtureGraph, 
         assert sorted(ket_cache._TRIPLES[ket_cache._key(kg.store)][1]) == sorted(ids[6:8])
     finally:
         ket_cache.forget(kg.store)
+
+
+def test_views_read_meta_once_per_database_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keyword view's signature and the descriptions' stamp are read once per state of the
+    database (GraphStore.derived): a comparison ran two statements per KET run for them. A write
+    (a new signature) is seen by the next call, which reloads the view."""
+    kg = build_fixture_graph(tmp_path / "ws", HashingEmbedder())
+    try:
+        build_ket_index(kg.store, kg.embedder, KetParams(beta=0.5))
+        view = ket_cache.keyword_view(kg.store)
+        assert view is not None and description_view(kg.store) is None  # offline: no descriptions
+        statements: list[str] = []
+        real = kg.store.query
+
+        def query(cypher: str, params: Any = None) -> Any:
+            statements.append(cypher)
+            return real(cypher, params)
+
+        monkeypatch.setattr(kg.store, "query", query)
+        for _ in range(3):
+            assert ket_cache.keyword_view(kg.store) is view
+            assert description_view(kg.store) is None
+        assert statements == []
+        kg.store.set_meta(META_KEYWORD_SIGNATURE, "another build")
+        again = ket_cache.keyword_view(kg.store)
+        assert again is not view and again is not None and again.signature == "another build"
+        assert again.kw_ids == view.kw_ids
+        assert any("Meta" in s for s in statements)
+    finally:
+        ket_cache.forget(kg.store)
+        kg.store.close()
