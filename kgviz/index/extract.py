@@ -318,16 +318,19 @@ def _run_offline_processes(
 ) -> None:
     """``_run_pool`` for the offline extractor, in worker processes (OFFLINE_PROCESS_MIN_CHUNKS):
     the same outputs, Extraction rows and report, since the extractor is a function of the chunk
-    text and title alone. Workers start from a fresh server process ("forkserver"), not a fork of
-    this one, which holds the database and other threads. Rows are flushed as ``_run_pool``
-    flushes them; a cancel stops submitting and keeps what finished."""
+    text and title alone. Workers are forks of this process ("fork": they run only the extractor
+    on what they were handed, touch no database and exit without cleanup; "spawn" and
+    "forkserver" import the ``__main__`` script again in every worker, and a script that builds at
+    its top level, as benchmarks do, would then open the database a second time and fail on its
+    lock). Rows are flushed as ``_run_pool`` flushes them; a cancel stops submitting and keeps
+    what finished."""
     workers = offline_processes(params, len(todo))
     items = [(c, titles.get(c.doc_id, "")) for c in todo]
     todo.clear()
     batches = deque(items[i:i + OFFLINE_BATCH] for i in range(0, len(items), OFFLINE_BATCH))
     done = res.reused
     in_flight: set[Future[list[tuple[_Run, list[str]]]]] = set()
-    pool: Executor = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver"))
+    pool: Executor = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
     buffer: list[dict[str, object]] = []
     stopped = False
     last_flush = time.monotonic()
