@@ -205,6 +205,9 @@ def _build(
             writes.refresh_mention_counts(store, list(acc.entities))
             gw.set_pending(store, [])  # last: from here on the documents count as built
             report.new_triples, report.new_entities = inserted["Triple"], inserted["Entity"]
+            # the vector files may be written from these vectors only where every row was loaded
+            # (a row skipped as already present keeps the vector Kùzu had)
+            new_vectors = {t: v for t, v in new_vectors.items() if inserted.get(t) == len(v[0])}
             run.emit("write", 1, 1, ", ".join(f"{k} +{v}" for k, v in inserted.items() if v))
 
     with run.stage("doc_layer"):
@@ -335,7 +338,8 @@ def _embed_stage(
         calls=-(-total // params.embed_batch_size), latency_s=time.perf_counter() - t0
     )
     a, b, c = len(doc_rows), len(doc_rows) + len(chunk_texts), len(doc_rows) + len(chunk_texts) + len(entity_rows)
-    vectors = {"Document": (doc_rows, matrix[:a]), "Chunk": (chunk_rows, matrix[a:b] if chunk_vectors is None else chunk_vectors),
+    vectors = {"Document": (doc_rows, matrix[:a]),
+               "Chunk": (chunk_rows, matrix[a:b] if chunk_vectors is None else chunk_vectors),
                "Entity": (entity_rows, matrix[b:c]), "Triple": (triple_rows, matrix[c:])}
     rows = {
         "documents": gw.with_emb(doc_rows, vectors["Document"][1]),
