@@ -112,8 +112,12 @@ def embedding_array(values: Any, dim: int, *, what: str) -> pa.FixedSizeListArra
             raise GraphStoreError(f"{what}: embeddings have dimension {values.shape[1]}, the graph uses {dim}")
         matrix = np.ascontiguousarray(values, dtype=np.float32)
         mask = np.zeros(len(matrix), dtype=bool)
+    elif (items := list(values)) and all(isinstance(v, np.ndarray) and v.shape == (dim,) for v in items):
+        # one vector per row, none missing (the build's rows): one stack instead of a copy per row
+        # (issue 29: a fifth of the write stage at 10k passages), the same float32 values
+        matrix = np.stack(items).astype(np.float32, copy=False)
+        mask = np.zeros(len(items), dtype=bool)
     else:
-        items = list(values)
         matrix = np.zeros((len(items), dim), dtype=np.float32)
         mask = np.zeros(len(items), dtype=bool)
         for i, item in enumerate(items):

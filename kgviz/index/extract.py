@@ -22,10 +22,12 @@ warnings.
 """
 from __future__ import annotations
 
+import multiprocessing
+import os
 import threading
 import time
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Mapping, Sequence
 
@@ -47,6 +49,12 @@ from kgviz.types import Chunk, Usage
 RAW_EXCERPT_CHARS = 300
 MAX_BUFFER = 1000  # ours: Extraction rows held before a flush regardless of time
 MAX_LISTED_REJECTIONS = 200  # ours: rejected facts named in the report; the counts cover all
+# The offline extractor is pure Python, so threads share one core (the GIL): from this many
+# chunks on, an offline build extracts in worker processes, one per core up to ``workers``, each
+# given OFFLINE_BATCH chunks at a time (ours; issue 29: extraction was the largest stage of a
+# 10k-passage offline build). Below it, starting the processes costs more than they save.
+OFFLINE_PROCESS_MIN_CHUNKS = 2000
+OFFLINE_BATCH = 200
 
 
 @dataclass(frozen=True)
@@ -199,9 +207,18 @@ def run_extraction(
         from kgviz.index.batch_extract import batch_reasoner
 
         reasoner = batch_reasoner(store, reasoner, list(todo), params, progress, cancel, titles, res.reused)
-    if todo:
+    if todo and reasoner.is_offline and offline_processes(params, len(todo)) > 1:
+        _run_offline_processes(store, reasoner, todo, params, progress, cancel, titles, res, total)
+    elif todo:
         _run_pool(store, reasoner, todo, params, progress, cancel, titles, res, total)
     return res
+
+
+def offline_processes(params: BuildParams, n_chunks: int) -> int:
+    """Worker processes for an offline extraction of ``n_chunks`` (1: the thread pool instead)."""
+    if n_chunks < OFFLINE_PROCESS_MIN_CHUNKS:
+        return 1
+    return max(1, min(params.workers, os.cpu_count() or 1))
 
 
 def _extract_one(reasoner: Reasoner, chunk: Chunk, max_triples: int, title: str = "") -> _Run:
@@ -274,14 +291,95 @@ def _run_pool(
         )
 
 
-def _record(run: _Run, mode: str, res: ExtractResult, buffer: list[dict[str, object]], title: str = "") -> None:
+def _extract_offline_batch(items: list[tuple[Chunk, str]], max_triples: int) -> list[tuple[_Run, list[str]]]:
+    """In a worker process: what ``_extract_one`` and the grounding check give for each (chunk,
+    title) offline, with the facts the check could not find (``checked``'s ``unfound``)."""
+    out = []
+    for chunk, title in items:
+        t0 = time.perf_counter()
+        value = extract_offline(chunk.text, max_triples, title)
+        run = _Run(chunk, value, "", Usage(latency_s=time.perf_counter() - t0), value.raw)
+        unfound: list[str] = []
+        run.output = checked(value, chunk, title, True, unfound)
+        out.append((run, unfound))
+    return out
+
+
+def _run_offline_processes(
+    store: GraphStore,
+    reasoner: Reasoner,
+    todo: deque[Chunk],
+    params: BuildParams,
+    progress: ExtractProgress,
+    cancel: threading.Event | None,
+    titles: dict[str, str],
+    res: ExtractResult,
+    total: int,
+) -> None:
+    """``_run_pool`` for the offline extractor, in worker processes (OFFLINE_PROCESS_MIN_CHUNKS):
+    the same outputs, Extraction rows and report, since the extractor is a function of the chunk
+    text and title alone. Workers are forks of this process ("fork": they run only the extractor
+    on what they were handed, touch no database and exit without cleanup; "spawn" and
+    "forkserver" import the ``__main__`` script again in every worker, and a script that builds at
+    its top level, as benchmarks do, would then open the database a second time and fail on its
+    lock). Rows are flushed as ``_run_pool`` flushes them; a cancel stops submitting and keeps
+    what finished."""
+    workers = offline_processes(params, len(todo))
+    items = [(c, titles.get(c.doc_id, "")) for c in todo]
+    todo.clear()
+    batches = deque(items[i:i + OFFLINE_BATCH] for i in range(0, len(items), OFFLINE_BATCH))
+    done = res.reused
+    in_flight: set[Future[list[tuple[_Run, list[str]]]]] = set()
+    pool: Executor = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+    buffer: list[dict[str, object]] = []
+    stopped = False
+    last_flush = time.monotonic()
+    try:
+        while batches or in_flight:
+            while not stopped and batches and len(in_flight) < 2 * workers:
+                in_flight.add(pool.submit(_extract_offline_batch, batches.popleft(), params.max_triples_per_chunk))
+            if not in_flight:
+                break
+            finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                for run, unfound in fut.result():
+                    done += 1
+                    res.offline_unfound += unfound
+                    if reasoner.ledger is not None:  # as Reasoner.run records an offline call
+                        reasoner.ledger.record(EXTRACT_TRIPLES_TASK_NAME, run.usage)
+                    _record(run, reasoner.mode, res, buffer, grounded=True)
+                    progress(done, total, f"{run.chunk.id}: {len(run.output.triples) if run.output else 0} triples",
+                             res.usage)
+            if cancel is not None and cancel.is_set():
+                stopped = True  # finish what is in flight, keep it, submit nothing new
+            due = time.monotonic() - last_flush >= params.flush_interval_s or len(buffer) >= MAX_BUFFER
+            if buffer and (stopped or (len(buffer) >= params.batch_size and due)):  # as _run_pool flushes
+                store.bulk_load_nodes("Extraction", list(buffer))
+                buffer.clear()
+                last_flush = time.monotonic()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        if buffer:
+            store.bulk_load_nodes("Extraction", list(buffer))
+    if stopped and batches:
+        raise BuildCancelled(
+            f"build cancelled after {done} of {total} chunks were extracted",
+            hint="run the build again: extracted chunks are kept and skipped",
+        )
+
+
+def _record(run: _Run, mode: str, res: ExtractResult, buffer: list[dict[str, object]], title: str = "",
+            grounded: bool = False) -> None:
+    """Count and buffer one chunk's outcome; ``grounded``: the output went through ``checked``
+    already (in a worker process)."""
     res.usage = res.usage + run.usage
     if run.output is None:
         res.failed += 1
         res.failures.append((run.chunk.id, run.error, run.raw[:RAW_EXCERPT_CHARS]))
         buffer.append(_row(run.chunk.id, mode, run, "failed"))
         return
-    run.output = checked(run.output, run.chunk, title, mode == OFFLINE_MODE, res.offline_unfound)
+    if not grounded:
+        run.output = checked(run.output, run.chunk, title, mode == OFFLINE_MODE, res.offline_unfound)
     status = run.output.status
     if status == "failed":
         res.failed += 1

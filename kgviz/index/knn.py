@@ -168,9 +168,9 @@ def build_knn(texts: Sequence[str], emb: np.ndarray, k: int, *, exclude_lexical:
     parts: list[tuple[np.ndarray, np.ndarray, str, np.ndarray]] = []
     for b0 in range(0, n, block):
         b1 = min(n, b0 + block)
-        lr, lc, lv = top_k_over_tiles(partial(_lexical_tile, x[b0:b1], xt, b0, col_block), n, half, col_block)
+        lr, lc, lv = _best(partial(_lexical_tile, x[b0:b1], xt, b0, col_block), n, half, col_block)
         skip = (lr, lc) if exclude_lexical else None  # Algorithm 3 line 5: not the row's lexical neighbours
-        sr, sc, sv = top_k_over_tiles(partial(_semantic_tile, e[b0:b1], e, b0, skip), n, half, col_block)
+        sr, sc, sv = _best(partial(_semantic_tile, e[b0:b1], e, b0, skip), n, half, col_block)
         parts.append((lr + b0, lc, LEXICAL, lv))
         parts.append((sr + b0, sc, SEMANTIC, sv))
     if not parts:
@@ -184,22 +184,65 @@ def build_knn(texts: Sequence[str], emb: np.ndarray, k: int, *, exclude_lexical:
     return KnnGraph(src[order], dst[order], kind[order], weight[order], n)
 
 
+def _best(tile: Callable[[int, int], np.ndarray], n_cols: int, k: int,
+          col_block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, col, value) of each row's k best positive scores over the column tiles of ``tile``
+    (-inf: never taken), ties by lower column; values as float64."""
+    if k == 1:
+        return best_positive_over_tiles(tile, n_cols, col_block)
+    return top_k_over_tiles(partial(_positive, tile), n_cols, k, col_block)
+
+
+def best_positive_over_tiles(tile: Callable[[int, int], np.ndarray], n_cols: int,
+                             col_block: int = COL_BLOCK) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``top_k_over_tiles`` with k = 1 over the positive scores (K = 2, the default: one
+    neighbour of each kind), without its merge and masking passes (issue 29: at 100k chunks
+    these all-pairs stages see 10^10 scores): a running argmax over the tiles, where a later tile
+    wins only with a strictly greater score (an equal one has a higher column), and a row whose
+    best score is not positive takes none. The same rows, columns and values as the general path
+    over scores whose entries <= 0 are -inf: when a row's maximum is positive, its first maximum
+    is the same column with or without those entries."""
+    best_v: np.ndarray | None = None
+    best_c = np.zeros(0, dtype=np.int64)
+    for c0 in range(0, n_cols, col_block):
+        scores = tile(c0, min(n_cols, c0 + col_block))
+        c = np.argmax(scores, axis=1)
+        v = scores[np.arange(scores.shape[0]), c]
+        if best_v is None:
+            best_v, best_c = v, c.astype(np.int64) + c0
+            continue
+        better = v > best_v
+        best_v = np.where(better, v, best_v)
+        best_c = np.where(better, c + c0, best_c)
+    if best_v is None:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0)
+    r = np.flatnonzero(best_v > 0)
+    return r.astype(np.int64), best_c[r].astype(np.int64), best_v[r].astype(np.float64)
+
+
+def _positive(tile: Callable[[int, int], np.ndarray], c0: int, c1: int) -> np.ndarray:
+    """A tile's scores as float64 with the entries <= 0 set to -inf (no signal: never linked)."""
+    scores = tile(c0, c1).astype(np.float64)
+    scores[scores <= 0] = -np.inf
+    return scores
+
+
 def _lexical_tile(xb: sp.csr_matrix, xt: list[sp.csr_matrix], b0: int, col_block: int, c0: int,
                   c1: int) -> np.ndarray:
-    """Shared-keyword counts of the rows from ``b0`` with columns c0..c1-1; -inf where none."""
-    lex = (xb @ xt[c0 // col_block]).toarray().astype(np.float64)
+    """Shared-keyword counts (float32, exact) of the rows from ``b0`` with columns c0..c1-1; -inf
+    on the diagonal."""
+    lex: np.ndarray = (xb @ xt[c0 // col_block]).toarray()
     _no_self(lex, b0, c0)
-    lex[lex <= 0] = -np.inf
     return lex
 
 
 def _semantic_tile(eb: np.ndarray, e: np.ndarray, b0: int, skip: tuple[np.ndarray, np.ndarray] | None,
                    c0: int, c1: int) -> np.ndarray:
-    """Cosines of the rows from ``b0`` with columns c0..c1-1; -inf where <= 0 and at the
-    (block row, column) pairs of ``skip``."""
-    sem = (eb @ e[c0:c1].T).astype(np.float64)
+    """Cosines (float32) of the rows from ``b0`` with columns c0..c1-1; -inf on the diagonal and
+    at the (block row, column) pairs of ``skip``."""
+    sem: np.ndarray = eb @ e[c0:c1].T
     _no_self(sem, b0, c0)
-    sem[sem <= 0] = -np.inf
     if skip is not None:
         r, c = skip
         inside = (c >= c0) & (c < c1)

@@ -171,6 +171,7 @@ def _build(
 
     acc: Assembled | None = None
     existing: dict[str, EntityMergeRow] = {}
+    new_vectors: dict[str, tuple[list[str], np.ndarray]] = {}  # table -> (ids, vectors) of its new rows
     if new_docs:
         all_chunks = [c for d in new_docs for c in chunks_by_doc[d.id]]
         with run.stage("extract"):
@@ -194,8 +195,8 @@ def _build(
             run.emit("resolve", 1, 1, f"{len(acc.entities)} entities, {len(acc.triples)} triples")
 
         with run.stage("embed"):
-            rows = _embed_stage(run, reasoner, new_docs, all_chunks, acc, existing, params, ket.chunk_vectors,
-                                stored_triples)
+            rows, new_vectors = _embed_stage(run, reasoner, new_docs, all_chunks, acc, existing, params,
+                                          ket.chunk_vectors, stored_triples)
 
         with run.stage("write"):
             gw.set_pending(store, [d.id for d in new_docs])
@@ -204,6 +205,9 @@ def _build(
             writes.refresh_mention_counts(store, list(acc.entities))
             gw.set_pending(store, [])  # last: from here on the documents count as built
             report.new_triples, report.new_entities = inserted["Triple"], inserted["Entity"]
+            # the vector files may be written from these vectors only where every row was loaded
+            # (a row skipped as already present keeps the vector Kùzu had)
+            new_vectors = {t: v for t, v in new_vectors.items() if inserted.get(t) == len(v[0])}
             run.emit("write", 1, 1, ", ".join(f"{k} +{v}" for k, v in inserted.items() if v))
 
     with run.stage("doc_layer"):
@@ -233,7 +237,8 @@ def _build(
                     steps.record_repair(report, f"vector_index:{table}")
                 note = f"vector index on {table}"
             else:  # the exact search's memory-mapped matrix, written now rather than at the first question
-                note = f"{table}: {search.prepare_exact_search(store, table)} embedded rows, searched exactly"
+                n = search.prepare_exact_search(store, table, new_vectors.get(table))
+                note = f"{table}: {n} embedded rows, searched exactly"
             run.emit("index", i + 1, len(VECTOR_TABLES) + 1, note)
         with steps.marked(store, "fts_index") as interrupted:
             done = store.ensure_fts_index("Chunk")
@@ -295,9 +300,10 @@ def _embed_stage(
     params: BuildParams,
     chunk_vectors: np.ndarray | None = None,
     stored_triples: set[str] | frozenset[str] = frozenset(),
-) -> dict[str, list[dict[str, object]]]:
-    """Vectors for the new rows; ``chunk_vectors`` are the chunks' when the knn stage made them;
-    ``stored_triples`` are facts already in the graph (not embedded or inserted again)."""
+) -> tuple[dict[str, list[dict[str, object]]], dict[str, tuple[list[str], np.ndarray]]]:
+    """Vectors for the new rows: (rows for the write stage, {table: (ids, vectors)} of them for
+    the index stage's vector files); ``chunk_vectors`` are the chunks' when the knn stage made
+    them; ``stored_triples`` are facts already in the graph (not embedded or inserted again)."""
     new_entities = [e for eid, e in acc.entities.items() if eid not in existing]
     doc_rows = [
         {"id": d.id, "title": d.title, "source": d.source, "sha256": d.sha256, "text": d.text, "n_tokens": count_tokens(d.text)}
@@ -332,10 +338,14 @@ def _embed_stage(
         calls=-(-total // params.embed_batch_size), latency_s=time.perf_counter() - t0
     )
     a, b, c = len(doc_rows), len(doc_rows) + len(chunk_texts), len(doc_rows) + len(chunk_texts) + len(entity_rows)
-    return {
-        "documents": gw.with_emb(doc_rows, matrix[:a]),
-        "chunks": gw.with_emb(chunk_rows, matrix[a:b] if chunk_vectors is None else chunk_vectors),
+    vectors = {"Document": (doc_rows, matrix[:a]),
+               "Chunk": (chunk_rows, matrix[a:b] if chunk_vectors is None else chunk_vectors),
+               "Entity": (entity_rows, matrix[b:c]), "Triple": (triple_rows, matrix[c:])}
+    rows = {
+        "documents": gw.with_emb(doc_rows, vectors["Document"][1]),
+        "chunks": gw.with_emb(chunk_rows, vectors["Chunk"][1]),
         "has_chunk": [{"from": ch.doc_id, "to": ch.id} for ch in chunks],
-        "new_entities": gw.with_emb(entity_rows, matrix[b:c]),
-        "triples": gw.with_emb(triple_rows, matrix[c:]),
+        "new_entities": gw.with_emb(entity_rows, vectors["Entity"][1]),
+        "triples": gw.with_emb(triple_rows, vectors["Triple"][1]),
     }
+    return rows, {table: ([str(r["id"]) for r in table_rows], m) for table, (table_rows, m) in vectors.items()}

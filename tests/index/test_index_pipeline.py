@@ -262,3 +262,94 @@ def test_sample_data_builds_a_usable_graph(open_store) -> None:
     )
     assert [r["who"] for r in found] == ["Edda Lunn"]
     assert report.counts["SIMILAR_DOC"] == 3 * n_docs  # K=3 out-edges per document
+
+
+def _graph_rows(store: GraphStore) -> dict[str, list]:
+    """What a build stored, order-free: every Triple, Entity, Extraction row and MENTIONS edge."""
+    return {
+        "triples": sorted(tuple(r.values()) for r in store.query(
+            "MATCH (t:Triple) RETURN t.id, t.text, t.chunk_id, t.sentence, t.kind")),
+        "entities": sorted(tuple(r.values()) for r in store.query(
+            "MATCH (e:Entity) RETURN e.id, e.name, e.description, e.aliases, e.n_mentions")),
+        "extractions": sorted(tuple(r.values()) for r in store.query(
+            "MATCH (x:Extraction) RETURN x.chunk_id, x.mode, x.raw, x.status, x.n_triples, x.error")),
+        "mentions": sorted(tuple(r.values()) for r in store.query(
+            "MATCH (c:Chunk)-[:MENTIONS]->(e:Entity) RETURN c.id, e.id")),
+    }
+
+
+def test_offline_extraction_in_worker_processes_builds_the_same_graph(open_store, monkeypatch) -> None:
+    """From OFFLINE_PROCESS_MIN_CHUNKS chunks on, an offline build extracts in worker processes
+    (issue 29: the pattern extractor holds the GIL, so threads used one core): the same graph,
+    Extraction rows, report figures and progress up to every chunk as the thread pool gives."""
+    from kgviz.index import extract
+
+    threads = build(corpus(), open_store("threads"), offline(), SMALL)
+    monkeypatch.setattr(extract, "OFFLINE_PROCESS_MIN_CHUNKS", 3)
+    monkeypatch.setattr(extract, "OFFLINE_BATCH", 2)
+    calls: list[int] = []
+    real = extract._run_offline_processes
+    monkeypatch.setattr(extract, "_run_offline_processes", lambda *a: calls.append(1) or real(*a))
+    events: list[ProgressEvent] = []
+    procs_store = open_store("processes")
+    procs = build(corpus(), procs_store, offline(), SMALL, progress=events.append)
+    assert calls == [1] and extract.offline_processes(SMALL, 3) == 2
+    assert _graph_rows(procs_store) == _graph_rows(open_store("threads"))
+    assert procs.counts == threads.counts
+    for field in ("extracted_chunks", "failed_chunks", "facts_accepted", "facts_ungrounded", "warnings"):
+        assert getattr(procs, field) == getattr(threads, field), field
+    assert sorted(procs.chunk_facts, key=str) == sorted(threads.chunk_facts, key=str)
+    done = [e.done for e in events if e.stage == "extract"]
+    assert done == sorted(done) and done[-1] == procs.counts["Chunk"]
+
+
+def test_a_cancel_stops_the_worker_processes_and_keeps_what_finished(open_store, monkeypatch) -> None:
+    from kgviz.index import extract
+    from kgviz.ingest import chunk_document
+
+    monkeypatch.setattr(extract, "OFFLINE_PROCESS_MIN_CHUNKS", 3)
+    monkeypatch.setattr(extract, "OFFLINE_BATCH", 1)
+    cancel = threading.Event()
+
+    def on_progress(e: ProgressEvent) -> None:
+        if e.stage == "extract" and e.done >= 2:
+            cancel.set()
+
+    store = open_store()
+    with pytest.raises(BuildCancelled, match="chunks were extracted"):
+        build(corpus(), store, offline(), SMALL, progress=on_progress, cancel=cancel)
+    kept = len(store.query("MATCH (x:Extraction) RETURN x.chunk_id"))
+    n_chunks = sum(len(chunk_document(d, chunk_tokens=SMALL.chunk_tokens, overlap=SMALL.chunk_overlap))
+                   for d in corpus())
+    assert 2 <= kept < n_chunks  # the batches in flight finished and were written; none was submitted after
+    again = build(corpus(), store, offline(), SMALL)
+    assert again.reused_extractions == kept and again.counts == build(corpus(), open_store("clean"), offline(), SMALL).counts
+
+
+def test_a_first_build_writes_the_vector_files_from_its_own_vectors(open_store, tmp_path, monkeypatch) -> None:
+    """The index stage writes the exact search's vector files from the vectors the build just
+    loaded, not by reading every vector back out of Kùzu (issue 29), and they are the files the
+    read from Kùzu writes, byte for byte; an incremental build (other rows in the table) reads
+    Kùzu as before."""
+    from kgviz.graph import search, vector_file
+
+    store = open_store()
+    reads: list[str] = []
+    real = store.query_arrow
+    monkeypatch.setattr(store, "query_arrow", lambda cypher, params=None: reads.append(cypher) or real(cypher, params))
+    build(corpus(["Mira Tesk", "Orrin Bridge"]), store, offline(), SMALL)
+    whole_reads = [c for c in reads if c.startswith("MATCH (n:") and c.endswith("n.emb")]
+    assert not any(t in c for c in whole_reads for t in ("(n:Chunk)", "(n:Entity)", "(n:Triple)")), whole_reads
+    folder = tmp_path / "ws" / vector_file.VECTOR_DIR
+    written = {p.name: p.read_bytes() for p in folder.iterdir()}
+    for table in ("Chunk", "Entity", "Triple"):
+        assert f"{table}.emb.npy" in written and f"{table}.stored.npy" in written
+    for p in folder.iterdir():
+        p.unlink()
+    store.execute("MATCH (m:Meta) WHERE m.key = $k DELETE m", {"k": "nothing"})  # a write: the cached matrices go
+    for table in ("Document", "Chunk", "Entity", "Triple"):
+        search.prepare_exact_search(store, table)  # from Kùzu
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == written
+    reads.clear()
+    build(corpus(), store, offline(), SMALL)
+    assert any(c.startswith("MATCH (n:Triple)") and c.endswith("n.emb") for c in reads)  # old rows: read back

@@ -472,3 +472,67 @@ def test_knn_in_column_tiles_equals_one_tile(exclude: bool) -> None:
             for field in ("src", "dst", "kind"):
                 assert np.array_equal(getattr(tiled, field), getattr(whole, field)), (col_block, field)
             assert np.abs(tiled.weight - whole.weight).max() <= tol
+
+
+def test_best_positive_over_tiles_is_the_top_1_of_the_positive_scores() -> None:
+    """K = 2's running argmax over column tiles (issue 29) picks what the general top-k picks over
+    the scores whose entries <= 0 are -inf: the same rows, columns and values, ties by lower column
+    across tiles, a row with no positive score left out; values as float64."""
+    from kgviz.index import knn
+
+    rng = np.random.default_rng(11)
+    scores = rng.integers(-2, 4, size=(30, 41)).astype(np.float32)  # ties, zeros and negatives
+    scores[3, ::2] = -np.inf
+    scores[7] = -1.0  # nothing positive
+    scores[9, :38] = 0.0
+    scores[9, 38:] = [-1.0, 0.0, 2.0]  # its only positive score in the last column
+    masked = scores.astype(np.float64)
+    masked[masked <= 0] = -np.inf
+    want = knn.top_k_per_row(masked, 1)
+    for col_block in (1, 4, 10, 41):
+        got = knn.best_positive_over_tiles(lambda c0, c1: scores[:, c0:c1].copy(), scores.shape[1], col_block)
+        assert all(np.array_equal(a, b) for a, b in zip(got, want)), col_block
+        assert got[2].dtype == np.float64 and 7 not in got[0].tolist() and 9 in got[0].tolist()
+
+
+@pytest.mark.parametrize("exclude", [True, False])
+def test_knn_k2_is_the_brute_force_graph(exclude: bool) -> None:
+    """The K = 2 graph from tiles is the one an all-pairs computation gives: per chunk the most
+    shared keywords, then the best cosine (not the lexical neighbour under Algorithm 3 line 5),
+    ties by lower index, nothing at a score <= 0."""
+    from kgviz.index import knn
+
+    texts = synthetic_texts(45, seed=9)
+    emb = four_hot(45, 12, seed=4)  # exact cosines: no BLAS rounding between tile shapes
+    got = build_knn(texts, emb, 2, exclude_lexical=exclude, block=8, col_block=16)
+    x, _ = knn.term_matrix(texts)
+    lex = (x @ x.T).toarray().astype(np.float64)
+    unit = emb / np.linalg.norm(emb, axis=1, keepdims=True)
+    sem = (unit @ unit.T).astype(np.float64)
+    want = []
+    for i in range(45):
+        lex[i, i] = sem[i, i] = -np.inf
+        j = int(np.argmax(lex[i]))
+        if lex[i, j] > 0:
+            want.append((i, j, LEXICAL, lex[i, j]))
+            if exclude:
+                sem[i, j] = -np.inf
+        j = int(np.argmax(sem[i]))
+        if sem[i, j] > 0:
+            want.append((i, j, SEMANTIC, sem[i, j]))
+    rows = list(zip(got.src.tolist(), got.dst.tolist(), got.kind.tolist(), got.weight.tolist()))
+    assert rows == want
+
+
+def test_the_extraction_estimate_counts_the_prompt_once_and_adds_the_chunk() -> None:
+    """The skeleton cost adds each chunk's tokens to the prompt's, counted once (issue 29): equal to
+    counting the whole rendered prompt, whatever the chunk starts or ends with."""
+    from kgviz.prompts.extraction import EXTRACT_TRIPLES_SYSTEM, render_extract_triples
+
+    texts = synthetic_texts(30, seed=4) + [
+        "", " ", "x", "Überlänge-Wörterbuchverlag ist da", "(a) first.\n\n\n\nsecond line  ", "\u00e9t\u00e9\n#Heading\nbody",
+        "a" * 40, "word!", "!word", "1921.", "\tTabs\tand  spaces\t", "Text: Triples:", "end\r\nwith\rreturns\n",
+    ]
+    for text in texts:
+        want = count_tokens(EXTRACT_TRIPLES_SYSTEM) + count_tokens(render_extract_triples(text))
+        assert ket.extraction_estimate(text, 10, 2.0) == (want, 20), repr(text)
