@@ -111,7 +111,13 @@ def _build(corpus_file: Path, db: Path) -> tuple[Any, Any, float]:
     from kgviz.reasoning import Reasoner
 
     emb = HashingEmbedder()
-    docs = load_paths([corpus_file]).documents
+    # the corpus is one .jsonl file, over the loaders' per-file limit from ~35k passages on (100k:
+    # ~60 MB); a corpus that does not load whole is an error here, never a build of what loaded
+    loaded = load_paths([corpus_file], max_bytes=corpus_file.stat().st_size + 1)
+    if loaded.errors or not loaded.documents:
+        raise SystemExit(f"the scale corpus {corpus_file} did not load: "
+                         + ("; ".join(str(e) for e in loaded.errors[:3]) or "no documents"))
+    docs = loaded.documents
     store = GraphStore.open(db, embedder_id=emb.id, dim=emb.dim)
     t0 = time.perf_counter()
     report = build(docs, store, Reasoner(OfflineLLM(), emb), BuildParams())
