@@ -245,8 +245,10 @@ def main() -> int:
             + (["--no-eval"] if args.no_eval else []) + (["--dump-traces", args.dump_traces] if args.dump_traces else [])
         load_before = os.getloadavg()
         out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        if out.returncode != 0:
-            raise SystemExit(f"size {n} failed (exit status {out.returncode}; its stderr is above)")
+        if out.returncode != 0:  # kept as a failed size: the sizes measured before it are not lost
+            print(f"size {n} failed (exit status {out.returncode}; its stderr is above)", file=sys.stderr)
+            sizes.append({"passages": n, "error": f"exit status {out.returncode}"})
+            continue
         row = json.loads(out.stdout.strip().splitlines()[-1])
         row["load_avg_1m"] = [round(load_before[0], 1), round(os.getloadavg()[0], 1)]  # before, after
         sizes.append(row)
@@ -255,8 +257,8 @@ def main() -> int:
                   file=sys.stderr)
     doc = {"sizes": sizes, "cores": os.cpu_count(), "mode": "offline, hashing embedder",
            "real_passages": len(real_passages())}
-    print(json.dumps(doc, indent=2) if args.json else _table(sizes))
-    return 0
+    print(json.dumps(doc, indent=2) if args.json else _table([r for r in sizes if "error" not in r]))
+    return 3 if any("error" in r for r in sizes) else 0
 
 
 if __name__ == "__main__":
