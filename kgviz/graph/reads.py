@@ -242,10 +242,21 @@ def triple_facts_all(store: GraphStore) -> list[TripleFactRow]:
 
 
 def entities_within(store: GraphStore, ids: Sequence[str], hops: int) -> set[str]:
-    """Entities reachable from ``ids`` in 1..hops RELATED edges, either direction."""
-    # Cypher cannot bind a path length: the bound is an int, never text
-    match = f"(a:Entity)-[:RELATED*1..{int(hops)}]-(b:Entity)"
-    return {r["id"] for r in rows_by_ids(store, match, "a.id", "DISTINCT b.id AS id", ids)}
+    """Entities reachable from ``ids`` by a walk of 1..hops RELATED edges, either direction: one
+    hop at a time from the distinct entities the previous hop reached. The same set as
+    ``RELATED*1..hops`` (Kùzu's walk semantics: tests/graph/test_entities_within.py) without
+    enumerating every path: that form ran out of Kùzu's buffer pool at 30,000 passages, where
+    two hops from a hub entity are millions of paths (benchmarks/scale.py, issue 29)."""
+    reached: set[str] = set()
+    frontier = sorted(set(ids))
+    for _ in range(int(hops)):
+        if not frontier:
+            break
+        step = {r["id"] for r in rows_by_ids(store, "(a:Entity)-[:RELATED]-(b:Entity)", "a.id", "DISTINCT b.id AS id",
+                                             frontier)}
+        reached |= step
+        frontier = sorted(step)
+    return reached
 
 
 def triples_touching(store: GraphStore, entity_ids: Sequence[str]) -> set[str]:
