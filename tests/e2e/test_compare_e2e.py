@@ -62,8 +62,9 @@ def test_compare_all_methods_overlay_and_offline_case_file(
     progress = page.evaluate("window.kgvizProgress")
     done = sorted({int(t.split(" of ")[0].split()[-1]) for t in progress})
     assert done and done[0] == 0, progress
+    # at least one moment with some cards done and others running; how many such moments the
+    # browser sees depends on the machine's load (CI saw only "3 of 11" once), so not counted
     assert any(0 < k < len(methods) for k in done), progress
-    assert len(done) > 2, progress
     expect(page.get_by_text("Hallucination = an answer").first).to_be_visible()
 
     page.screenshot(path=str(tmp_path / "e2e_compare_columns.png"))
