@@ -499,6 +499,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     names = list_methods() if "all" in given else list(dict.fromkeys(given))
     _check_methods(names)  # before the workspace opens (opening creates the database)
     ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder))
+    _note_unfinished_build(ws)
     mctx = ws.method_context()
     presets = _presets(args.preset, names)
     runs = run_methods(names, args.question, mctx, presets=presets, budget_tokens=args.budget_tokens)
@@ -553,6 +554,7 @@ def cmd_lesson(args: argparse.Namespace, settings: Settings) -> int:
     if not args.out.parent.is_dir():
         raise ConfigError(f"-o {args.out}: the folder {args.out.parent} does not exist")
     ws = _track(open_workspace(settings, db_dir=args.db, llm_spec=args.llm, embedder_spec=args.embedder))
+    _note_unfinished_build(ws)
     runs = run_methods(names, args.question, ws.method_context(), presets=_presets(args.preset, names))
     page = lesson_html(runs, ws.store)
     args.out.write_text(page, encoding="utf-8")
@@ -567,6 +569,15 @@ def cmd_lesson(args: argparse.Namespace, settings: Settings) -> int:
         print(f"wrote {args.out} ({len(page.encode('utf-8')) // 1024} KiB): "
               + ", ".join(f"{r.method} {len(r.trace)} steps" for r in runs))
     return _ask_status(runs)
+
+
+def _note_unfinished_build(ws: Any) -> None:
+    """Warn (stderr) before answering over a graph whose last build did not finish."""
+    from kgviz.index.steps import unfinished_build, unfinished_notice
+
+    stage = unfinished_build(ws.store)
+    if stage is not None:
+        print(f"warning: {unfinished_notice(stage)}", file=sys.stderr)
 
 
 def _ask_status(runs: Sequence[Any]) -> int:
@@ -591,6 +602,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
                                read_only=False))
     for n in ws.notices:
         print(f"note: {n}", file=sys.stderr)
+    _note_unfinished_build(ws)
     out = args.out or default_out_dir(settings, args.questions, ws.store.path)
     show = not args.json and sys.stderr.isatty()
 

@@ -171,3 +171,22 @@ def test_ask_preset_applies_where_a_method_has_it(built_db, env, capsys):
     assert json.loads(capsys.readouterr().out)[0]["preset"] == "code"
     assert main(["ask", q, "--db", str(built_db), "--method", "text-rag", "--preset", "paper"]) == 2
     assert "none of text-rag has a preset by that name" in capsys.readouterr().err
+
+
+def test_ask_warns_when_the_last_build_did_not_finish(env, capsys):
+    from kgviz.graph.store import GraphStore
+    from kgviz.index.steps import BUILD_KEY
+
+    db = env / "db"
+    assert main(["build", str(SAMPLE), "--db", str(db), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["ask", "Who founded Ossel?", "--db", str(db), "--method", "text-rag"]) == 0
+    assert "last build" not in capsys.readouterr().err
+    with GraphStore.open(db) as store:  # what a build stopped in its index stage leaves
+        store.set_meta(BUILD_KEY, "index")
+    assert main(["ask", "Who founded Ossel?", "--db", str(db), "--method", "text-rag"]) == 0
+    assert "warning: The last build of this workspace stopped in its index stage" in capsys.readouterr().err
+    assert main(["build", str(SAMPLE), "--db", str(db), "--json"]) == 0
+    assert "finished an earlier build of this workspace that had stopped in its index stage" in capsys.readouterr().out
+    assert main(["ask", "Who founded Ossel?", "--db", str(db), "--method", "text-rag"]) == 0
+    assert "last build" not in capsys.readouterr().err

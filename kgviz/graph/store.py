@@ -616,6 +616,17 @@ class GraphStore:
         finally:
             self._handle.write_lock.release()
 
+    def build_running(self) -> bool:
+        """True while a build of this database runs on another thread of this process (another
+        app session's build); a probe of the build lock that never waits."""
+        with _REGISTRY_LOCK:
+            lock = _BUILD_LOCKS.get(self.db_file)
+        if lock is None or lock.acquire(blocking=False):
+            if lock is not None:
+                lock.release()
+            return False
+        return True
+
     @contextmanager
     def build_lock(
         self,

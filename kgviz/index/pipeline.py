@@ -81,8 +81,10 @@ Progress = Callable[[ProgressEvent], None]
 class _Run:
     """Per-build bookkeeping: report, timers, progress and cancel checks."""
 
-    def __init__(self, report: BuildReport, progress: Progress | None, cancel: threading.Event | None) -> None:
+    def __init__(self, report: BuildReport, progress: Progress | None, cancel: threading.Event | None,
+                 store: GraphStore | None = None) -> None:
         self.report = report
+        self.store = store
         self._progress = progress
         self._cancel = cancel
 
@@ -100,6 +102,8 @@ class _Run:
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
         self.check_cancel(name)
+        if self.store is not None:  # until the build finishes, the workspace says where it is
+            steps.mark_build_stage(self.store, name)
         t0 = time.perf_counter()
         try:
             yield
@@ -159,7 +163,10 @@ def _build(
     for note in store.take_repairs():  # indexes found damaged when the workspace opened
         report.repairs.append(note)
         report.warnings.append(note)
-    run = _Run(report, progress, cancel)
+    stopped_in = steps.unfinished_build(store)
+    if stopped_in is not None:  # cleared below when this build finishes: the report says it did
+        report.warnings.append(f"finished an earlier build of this workspace that had stopped in its {stopped_in} stage")
+    run = _Run(report, progress, cancel, store)
 
     with run.stage("chunk"):
         new_docs, chunks_by_doc = _chunk_stage(store, documents, params, report)
@@ -246,6 +253,7 @@ def _build(
             steps.record_repair(report, "fts_index")
         run.emit("index", len(VECTOR_TABLES) + 1, len(VECTOR_TABLES) + 1, "full-text index on Chunk")
 
+    steps.clear_build_mark(store)  # last: every stage ran
     report.counts = store.counts()
     return report
 

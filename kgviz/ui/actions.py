@@ -13,7 +13,7 @@ from kgviz.index.params import BuildParams, BuildReport, CostEstimate
 from kgviz.ingest import LoadLimits, LoadResult, load_paths
 from kgviz.ingest import load_uploads as _load_uploads
 from kgviz.types import Document
-from kgviz.ui import jobs, provenance, resources
+from kgviz.ui import jobs, provenance, resources, sidebar
 from kgviz.ui.state import K_LAST_REPORT, SAMPLE_DIR, AppContext
 from kgviz.viz import explore
 from kgviz.viz.graph_html import graph_html
@@ -85,6 +85,7 @@ def build(ctx: AppContext, documents: Sequence[Document], params: BuildParams, *
                          hint="Fix or remove the rejected files listed above, or load the sample.")
     store = resources.store(ctx)
     report = jobs.run_build(documents, store, resources.reasoner(ctx, refresh=refresh), params, label=label)
+    sidebar.clear_unfinished_notice()  # this build finished what an earlier one left
     provenance.keep(K_LAST_REPORT, report, ctx)
     return report
 

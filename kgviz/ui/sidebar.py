@@ -46,11 +46,50 @@ def page_setup() -> AppContext:
     page can work without settings, and a traceback would hide which variable is wrong."""
     leave_legacy_page_mode()
     try:
-        return render_sidebar()
+        ctx = render_sidebar()
     except KgvizError as exc:
         st.error(md_text(exc.user_message()) + " — fix it and restart kgviz.")
         st.stop()
         raise  # unreachable: st.stop raises; keeps the return type honest for type checkers
+    unfinished_build_notice(ctx)
+    return ctx
+
+
+K_UNFINISHED_SLOT = "_kgviz_unfinished_build_slot"
+
+
+def unfinished_build_notice(ctx: AppContext) -> None:
+    """Top of every page: a workspace whose last build stopped before its end says so, with the
+    stage it stopped in (leaving a page cancels the build running on it, so this is how a user
+    who went on to Compare learns why a search has no index). While another session's build
+    runs, it says that instead. A build finishing on this run clears the slot
+    (``clear_unfinished_notice``)."""
+    st.session_state.pop(K_UNFINISHED_SLOT, None)
+    if not resources.database_exists(ctx):
+        return
+    try:
+        store = resources.store(ctx)
+    except KgvizError:  # the page that needs the store shows this error itself
+        return
+    from kgviz.index.steps import unfinished_build, unfinished_notice
+
+    stage = unfinished_build(store)
+    if stage is None:
+        return
+    slot = st.empty()
+    st.session_state[K_UNFINISHED_SLOT] = slot
+    if store.build_running():
+        slot.info(md_text(f"A build of this workspace is running in another session (now in its {stage} stage): "
+                          "what this page shows changes when it finishes."))
+    else:
+        slot.warning(md_text(unfinished_notice(stage)))
+
+
+def clear_unfinished_notice() -> None:
+    """A build finished on this run: the notice drawn at the top of the page is out of date."""
+    slot = st.session_state.pop(K_UNFINISHED_SLOT, None)
+    if slot is not None:
+        slot.empty()
 
 
 def leave_legacy_page_mode() -> None:
