@@ -76,13 +76,31 @@ def unfinished_build_notice(ctx: AppContext) -> None:
     stage = unfinished_build(store)
     if stage is None:
         return
+    if store.build_running():
+        _watch_running_build(ctx)
+        return
     slot = st.empty()
     st.session_state[K_UNFINISHED_SLOT] = slot
-    if store.build_running():
-        slot.info(md_text(f"A build of this workspace is running in another session (now in its {stage} stage): "
-                          "what this page shows changes when it finishes."))
-    else:
-        slot.warning(md_text(unfinished_notice(stage)))
+    slot.warning(md_text(unfinished_notice(stage)))
+
+
+BUILD_WATCH_S = 1.0  # how often a page polls a running build of its workspace
+
+
+@st.fragment(run_every=BUILD_WATCH_S)
+def _watch_running_build(ctx: AppContext) -> None:
+    """While a build of this workspace runs (another session's, or this session's own on a page
+    just left: Streamlit starts the new page while the old one is still stopping its build), say
+    so and its stage; when it ends, rerun the page so it shows the graph as the build left it."""
+    from kgviz.index.steps import unfinished_build
+
+    store = resources.store(ctx)
+    if not store.build_running():
+        st.rerun(scope="app")
+    stage = unfinished_build(store) or "last"
+    st.info(md_text(f"A build of this workspace is running (now in its {stage} stage; a build whose page was left "
+                    "stops at the end of its current stage). This page shows the graph as it is now and "
+                    "reloads when the build ends."))
 
 
 def clear_unfinished_notice() -> None:

@@ -63,7 +63,7 @@ def test_a_build_running_in_another_session_is_not_called_stopped(app_env: Path)
         try:
             at.switch_page("pages/compare.py").run()
             assert not at.exception, at.exception
-            assert any("running in another session (now in its extract stage)" in str(i.value).replace("\\", "") for i in at.info), [i.value for i in at.info]
+            assert any("A build of this workspace is running (now in its extract stage" in str(i.value).replace("\\", "") for i in at.info), [i.value for i in at.info]
             assert not [w for w in _warnings(at) if "last build of this workspace stopped" in w]
         finally:
             release.set()

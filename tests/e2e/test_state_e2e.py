@@ -3,6 +3,7 @@ own navigation (not Streamlit's legacy page list), a reload keeps the workspace 
 and page inputs survive a visit to another page. Fixtures: tests/e2e/conftest.py."""
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import pytest
@@ -53,3 +54,33 @@ def test_reload_keeps_the_workspace_and_inputs_survive_navigation(server: str, p
     page.get_by_role("link", name="Trace").click()
     expect(page.get_by_text("This workspace has no entities yet")).to_be_visible(timeout=30_000)
     assert "ws=lecture-3" in page.url  # a page switch keeps the parameter
+
+
+def test_leaving_home_during_the_sample_build_is_named_on_the_next_page(server: str, page: Page) -> None:
+    """Leaving a page cancels the build running on it: the page the user goes to says the build
+    stopped and in which stage (not just a search failing on an index the build never reached),
+    and the notice is gone once a build has finished it."""
+    from playwright.sync_api import expect
+
+    page.goto(server)
+    expect(page.get_by_role("button", name="Load sample data")).to_be_visible(timeout=60_000)
+    page.get_by_role("button", name="Load sample data").click()
+    # once the chunk stage has reported, the build has begun writing (a click before its first
+    # stage cancels it with nothing written: then there is nothing to name)
+    expect(page.get_by_text(re.compile(r"^chunk: \d+/\d+"))).to_be_visible(timeout=60_000)
+    page.get_by_role("link", name="Compare").click()  # mid-build: the later stages take seconds
+    expect(page.get_by_role("heading", name="Compare methods")).to_be_visible(timeout=60_000)
+    # Streamlit starts the new page while the old one still stops its build: "running", then
+    # (the page reloads itself when the build ends) the stage it stopped in
+    notice = page.get_by_text("The last build of this workspace stopped in its")
+    expect(notice).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("A build of this workspace is running")).to_have_count(0)
+    page.get_by_role("link", name="Home").click()
+    expect(page.get_by_text("The last build of this workspace stopped in its")).to_be_visible(timeout=60_000)
+    page.get_by_role("button", name="Load sample data").click()
+    expect(page.get_by_text("Sample built")).to_be_visible(timeout=180_000)
+    expect(page.get_by_text("The last build of this workspace stopped in its")).to_have_count(0)
+    page.get_by_role("link", name="Compare").click()
+    expect(page.get_by_role("heading", name="Compare methods")).to_be_visible(timeout=60_000)
+    expect(page.get_by_role("button", name="Compare", exact=True)).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("The last build of this workspace stopped in its")).to_have_count(0)
