@@ -3,13 +3,13 @@ in), says "running" instead while another session's build holds the lock, and a 
 finishes on the page clears the notice in the same run."""
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
 from kgviz.graph.store import GraphStore
 from kgviz.index.steps import BUILD_KEY
+from tests.support.locks import held_by_another_thread
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,23 +48,10 @@ def test_a_build_running_in_another_session_is_not_called_stopped(app_env: Path)
     at.switch_page("pages/build.py").run()
     at.radio[0].set_value("Sample corpus").run()
     next(b for b in at.button if b.label == "Build").click().run()
-    held, release = threading.Event(), threading.Event()
     with GraphStore.open(app_env) as store:
         store.set_meta(BUILD_KEY, "extract")
-
-        def other_session_building() -> None:
-            with store.build_lock():
-                held.set()
-                release.wait(60)
-
-        t = threading.Thread(target=other_session_building)
-        t.start()
-        held.wait(30)
-        try:
+        with held_by_another_thread(store.build_lock):  # another session's build
             at.switch_page("pages/compare.py").run()
             assert not at.exception, at.exception
             assert any("A build of this workspace is running (now in its extract stage" in str(i.value).replace("\\", "") for i in at.info), [i.value for i in at.info]
             assert not [w for w in _warnings(at) if "last build of this workspace stopped" in w]
-        finally:
-            release.set()
-            t.join()

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from kgviz.errors import DatabaseLockedError, GraphStoreError, WriteConflictError
+from tests.support.locks import held_by_another_thread
 from kgviz.graph.store import GraphStore
 
 DIM = 8
@@ -137,24 +138,10 @@ def test_concurrent_queries_and_writes_from_threads(tmp_path: Path) -> None:
 
 def test_write_lock_timeout_and_raw_conflict(tmp_path: Path) -> None:
     with GraphStore.open(tmp_path / "ws", embedder_id="e", dim=DIM) as store:
-        held = threading.Event()
-        release = threading.Event()
-
-        def hold() -> None:
-            with store.write_lock():
-                held.set()
-                release.wait(10)
-
-        t = threading.Thread(target=hold)
-        t.start()
-        held.wait(10)
-        try:
+        with held_by_another_thread(store.write_lock, wait_s=10):
             with pytest.raises(WriteConflictError):
                 with store.write_lock(timeout=0.05):
                     pass
-        finally:
-            release.set()
-            t.join()
         with store.write_lock(timeout=1):  # re-entrant once free
             with store.write_lock():
                 store.execute("CREATE (:Chunk {id: 'x'})")

@@ -16,6 +16,7 @@ from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner
 from tests.support.index_fakes import ScriptedLLM, corpus
+from tests.support.locks import held_by_another_thread
 
 EMB = HashingEmbedder(64)
 PARAMS = BuildParams(chunk_tokens=24, chunk_overlap=0, workers=1, batch_size=1, similar_docs_k=2, flush_interval_s=0,
@@ -57,20 +58,7 @@ def test_a_cancelled_build_names_its_stage_until_a_build_finishes_it(tmp_path: P
 def test_build_running_probes_the_lock_held_by_another_thread(tmp_path: Path) -> None:
     with GraphStore.open(tmp_path / "ws", embedder_id=EMB.id, dim=EMB.dim) as store:
         assert not store.build_running()
-        held, release = threading.Event(), threading.Event()
-
-        def hold() -> None:
-            with store.build_lock():
-                held.set()
-                release.wait(30)
-
-        t = threading.Thread(target=hold)
-        t.start()
-        held.wait(30)
-        try:
+        with held_by_another_thread(store.build_lock):
             assert store.build_running()
             assert store.build_running()  # the probe took nothing
-        finally:
-            release.set()
-            t.join()
         assert not store.build_running()
