@@ -28,7 +28,7 @@ from kgviz.graph.protocol import GraphStore
 TRIPLE_COLUMNS = ("id", "subject", "relation", "object", "subject_id", "object_id", "text", "sentence",
                   "chunk_id", "origin", "kind")
 Q_ALL_TRIPLES = "MATCH (t:Triple) RETURN " + ", ".join(f"t.{c} AS {c}" for c in TRIPLE_COLUMNS)
-Q_ALL_ENTITIES = "MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.origin AS origin"
+Q_ALL_ENTITIES = "MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.origin AS origin, e.description AS description"
 # label(r) is the side ("SUBJ" | "OBJ") the neighbourhood rows carry
 Q_EDGES_TO_ENTITY = "MATCH (t:Triple)-[r:SUBJ|OBJ]->(x:Entity) RETURN t.id AS t, label(r) AS side, x.id AS x"
 Q_EDGES_TO_TRIPLE = "MATCH (t:Triple)-[r:SUBJ|OBJ]->(x:Triple) RETURN t.id AS t, label(r) AS side, x.id AS x"
@@ -81,6 +81,7 @@ class TripleGraph:
         self.entity_at: dict[str, int] = {i: n for n, i in enumerate(self.entity_list)}
         self.entity_names: list[Any] = _column(entities, "name").to_pylist()
         self.entity_origins: list[Any] = _column(entities, "origin").to_pylist()
+        self.entity_descriptions: list[Any] = _column(entities, "description").to_pylist()
         # SUBJ/OBJ edges into an entity and into a triple: (from triple row, side code) by anchor
         self.at_entity = self._edges(to_entity, tri_ids, ent_ids)
         self.at_triple = self._edges(to_triple, tri_ids, tri_ids)

@@ -30,7 +30,7 @@ import numpy as np
 
 from kgviz.embedding import is_hashing
 from kgviz.errors import MethodError
-from kgviz.graph import reads
+from kgviz.graph import memory_reads, reads
 from kgviz.facts.triples import stated_fact
 from kgviz.graph.protocol import GraphStore
 from kgviz.index.ket import KetParams, core_ranking, ket_info, n_core
@@ -147,7 +147,7 @@ def _seed_entities(store: GraphStore, qv: np.ndarray, cfg: KetRetrievalParams, s
             near = sorted(described + [(e, x) for e, x in near if dv.text(e) is None],
                           key=lambda ex: (-ex[1], ex[0]))[:fetch]
         hits = [(e, named_cos[e]) for e in named] + [(e, x) for e, x in near if e not in named_cos]
-        info = {r["id"]: r for r in reads.entities_with_chunks(store, [e for e, _ in hits])}
+        info = {r["id"]: r for r in memory_reads.entities_with_chunks(store, [e for e, _ in hits])}
         chunks: dict[str, set[str]] = {}
         for e, r in info.items():
             mine = {c for c in r["chunks"] or () if c and (scope.chunks is None or c in scope.chunks)}
@@ -275,9 +275,9 @@ class _KetEngine:
         entity+relationship half. Also each chosen relationship's chunks."""
         store, cfg, dv = self.store, self.cfg, self.descriptions
         seed_set = set(seeds.chosen)
-        rows = {r["id"]: r for r in reads.triples_at_entities(store, sorted(seed_set)) if r["origin"] != "curated"}
+        rows = {r["id"]: r for r in memory_reads.triples_at_entities(store, sorted(seed_set)) if r["origin"] != "curated"}
         t_chunks: dict[str, set[str]] = {}
-        for link in reads.triple_chunks(store, list(rows)):
+        for link in memory_reads.triple_chunks(store, list(rows)):
             t_chunks.setdefault(link["tid"], set()).add(link["cid"])
         if scope.chunks is not None:
             rows = {t: r for t, r in rows.items() if t_chunks.get(t, set()) & scope.chunks}
@@ -396,7 +396,7 @@ class _KetEngine:
             names.setdefault(r.object, r.object_name or r.object)
         rest = sorted({x for xs in links.values() for x in xs if x not in chosen and x not in names
                        and end_table(x) == "Entity"})
-        names.update({r["id"]: str(r["name"] or r["id"]) for r in reads.entities(self.store, rest)} if rest else {})
+        names.update({r["id"]: str(r["name"] or r["id"]) for r in memory_reads.entities(self.store, rest)} if rest else {})
 
         def label(x: str) -> str:
             r = chosen.get(x)
@@ -413,7 +413,7 @@ class _KetEngine:
         chosen = set(rels.chosen)
         ends = sorted({x for r in rels.ranked if r.id in chosen for x in (r.subject, r.object)} - set(seeds))
         before = len(linked)
-        for r in reads.entities_with_chunks(self.store, [e for e in ends if end_table(e) == "Entity"]):
+        for r in memory_reads.entities_with_chunks(self.store, [e for e in ends if end_table(e) == "Entity"]):
             for c in r.get("chunks") or ():
                 if c and (scope.chunks is None or c in scope.chunks):
                     linked.setdefault(c, set()).add(r["id"])

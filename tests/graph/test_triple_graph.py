@@ -35,7 +35,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Any:
     s = GraphStore.open(tmp_path_factory.mktemp("triple_graph") / "ws", embedder_id="test", dim=DIM)
     vec = np.eye(DIM, dtype=np.float32)[0].tolist()
     s.bulk_load_nodes("Entity", [
-        {"id": f"ent:{n}", "name": None if n == "lonely" else n.title(), "type": "", "description": "",
+        {"id": f"ent:{n}", "name": None if n == "lonely" else n.title(), "type": "",
+         "description": None if n == "a" else f"{n} as described",
          "origin": "curated" if n == "cur" else "corpus", "aliases": "", "n_mentions": 1, "emb": vec}
         for n in ENTITIES])
     s.bulk_load_nodes("Triple", [
@@ -53,6 +54,16 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Any:
     s.execute("MATCH (t:Triple {id: 'tri:h0'}), (x:Entity {id: 'ent:hub'}) CREATE (t)-[:SUBJ]->(x)")
     s.execute("MATCH (a:Entity {id: 'ent:hub'}), (b:Entity {id: 'ent:h4'}) "
               "CREATE (a)-[:RELATED {relation: 'owns', triple_id: 'tri:x', origin: 'corpus'}]->(b)")
+    # chunks: MENTIONS (ent:lonely has none) and FROM_CHUNK links, a parallel edge of each
+    s.bulk_load_nodes("Chunk", [{"id": f"doc:t#c{i}", "doc_id": "doc:t", "ord": i, "text": f"chunk {i}", "n_tokens": 2,
+                                 "pagerank": 0.0, "core": False, "emb": vec} for i in range(3)])
+    s.bulk_load_rels("MENTIONS", [{"from": f"doc:t#c{i % 3}", "to": f"ent:{n}"} for i, n in enumerate(ENTITIES)
+                                  if n != "lonely"] + [{"from": "doc:t#c2", "to": "ent:hub"}],
+                     from_table="Chunk", to_table="Entity")
+    s.bulk_load_rels("FROM_CHUNK", [{"from": t[0], "to": f"doc:t#c{i % 2}", "sentence": "s"} for i, t in enumerate(TRIPLES)]
+                     + [{"from": "tri:ab", "to": "doc:t#c2", "sentence": "s"}], from_table="Triple", to_table="Chunk")
+    s.execute("MATCH (c:Chunk {id: 'doc:t#c0'}), (e:Entity {id: 'ent:hub'}) CREATE (c)-[:MENTIONS]->(e)")
+    s.execute("MATCH (t:Triple {id: 'tri:ab'}), (c:Chunk {id: 'doc:t#c2'}) CREATE (t)-[:FROM_CHUNK {sentence: 's'}]->(c)")
     yield s
     s.close()
 

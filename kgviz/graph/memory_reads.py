@@ -1,0 +1,113 @@
+"""The named reads of KET-RAG and KG-Infused RAG answered from the graph held in memory.
+
+Each function returns the rows of the ``kgviz.graph.reads`` function of the same name (same
+columns, same values; ``tests/graph/test_memory_reads.py`` compares them on a graph with hubs,
+cycles, self-loops and parallel edges) without a Kùzu statement: on HotpotQA's 1,965 passages
+those statements were ~60 ms of ket-rag's ~75 ms per question (an id list of more than a few ids
+scans a whole table in Kùzu 0.11.3, ``kgviz.graph.batching``). Rows of a read without an order
+come back in the order of the ids asked for (Kùzu's was no fixed order), one per distinct id;
+``related_edges`` sorts as its statement's ORDER BY does.
+
+Entity and Triple rows come from ``kgviz.graph.triple_graph``; the MENTIONS and FROM_CHUNK links
+from ``ChunkLinks``, loaded once per database state like it.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Sequence, cast
+
+from kgviz.graph.protocol import GraphStore
+from kgviz.graph.rows import EntityChunksRow, EntityRow, RelatedEdgeRow, TripleAtEntityRow, TripleChunkRow, TripleSourceRow
+from kgviz.graph.triple_graph import triple_graph
+
+Q_MENTIONS = "MATCH (c:Chunk)-[:MENTIONS]->(e:Entity) RETURN e.id AS e, c.id AS c"
+Q_FROM_CHUNK = "MATCH (t:Triple)-[:FROM_CHUNK]->(c:Chunk) RETURN t.id AS t, c.id AS c"
+LINKS_KEY = "graph.chunk_links"
+
+
+class ChunkLinks:
+    """The chunks that mention each entity (MENTIONS) and that each triple was read from
+    (FROM_CHUNK), one list entry per edge, in load order."""
+
+    def __init__(self, store: GraphStore) -> None:
+        self.mentions: dict[str, list[str]] = defaultdict(list)
+        self.from_chunk: dict[str, list[str]] = defaultdict(list)
+        for cypher, into, key in ((Q_MENTIONS, self.mentions, "e"), (Q_FROM_CHUNK, self.from_chunk, "t")):
+            t = store.query_arrow(cypher)
+            for k, c in zip(t.column(key).to_pylist(), t.column("c").to_pylist()):
+                into[k].append(c)
+
+
+def chunk_links(store: GraphStore) -> ChunkLinks:
+    links: ChunkLinks = store.derived(LINKS_KEY, ChunkLinks)
+    return links
+
+
+def _distinct(ids: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
+
+
+def entities(store: GraphStore, ids: Sequence[str]) -> list[EntityRow]:
+    """Entities by id: id, name, description."""
+    g = triple_graph(store)
+    rows = [{"id": i, "name": g.entity_names[n], "description": g.entity_descriptions[n]}
+            for i in _distinct(ids) if (n := g.entity_at.get(i)) is not None]
+    return cast("list[EntityRow]", rows)
+
+
+def entities_with_chunks(store: GraphStore, ids: Sequence[str]) -> list[EntityChunksRow]:
+    """Entities by id with the chunks that mention them: id, name, description, origin, chunks."""
+    g, links = triple_graph(store), chunk_links(store)
+    rows = [{"id": i, "name": g.entity_names[n], "description": g.entity_descriptions[n],
+             "origin": g.entity_origins[n], "chunks": list(links.mentions.get(i, ())) or None}
+            for i in _distinct(ids) if (n := g.entity_at.get(i)) is not None]
+    return cast("list[EntityChunksRow]", rows)
+
+
+def triples_at_entities(store: GraphStore, ids: Sequence[str]) -> list[TripleAtEntityRow]:
+    """Distinct triples with one of the entities as subject or object: id, text, s, o, sname,
+    oname, relation, origin, chunk_id, kind, sentence (the first provenance)."""
+    g = triple_graph(store)
+    at = g.triples_at("Entity", _distinct(ids))
+    seen: dict[str, TripleAtEntityRow] = {}
+    for rows in at.values():
+        for r in rows:
+            if r["id"] not in seen:
+                seen[r["id"]] = cast(TripleAtEntityRow, {
+                    "id": r["id"], "text": r["text"], "s": r["subject_id"], "o": r["object_id"], "sname": r["subject"],
+                    "oname": r["object"], "relation": r["relation"], "origin": r["origin"], "chunk_id": r["chunk_id"],
+                    "kind": r["kind"], "sentence": r["sentence"]})
+    return list(seen.values())
+
+
+def triple_chunks(store: GraphStore, ids: Sequence[str]) -> list[TripleChunkRow]:
+    """FROM_CHUNK links of triples: tid, cid (one row per edge)."""
+    links = chunk_links(store)
+    return [{"tid": t, "cid": c} for t in _distinct(ids) for c in links.from_chunk.get(t, ())]
+
+
+def triple_sources(store: GraphStore, ids: Sequence[str]) -> list[TripleSourceRow]:
+    """Triples by id: id, text, sentence, chunk_id."""
+    g = triple_graph(store)
+    rows = g.triple_rows([n for i in _distinct(ids) if (n := g.triple_at.get(i)) is not None])
+    return [cast(TripleSourceRow, {"id": r["id"], "text": r["text"], "sentence": r["sentence"],
+                                   "chunk_id": r["chunk_id"]}) for r in rows]
+
+
+def _order(value: str | None) -> tuple[bool, bytes]:
+    """Kùzu's order of a string: bytewise, NULL last."""
+    return value is None, (value or "").encode()
+
+
+def related_edges(store: GraphStore, ids: Sequence[str], origin: str, *, incoming: bool) -> list[RelatedEdgeRow]:
+    """RELATED edges at ``ids`` whose other end has ``origin``: src, src_name, relation,
+    triple_id, dst, dst_name; outgoing (the id is the head) or incoming (the id is the tail),
+    ordered by (anchor, triple_id, other end)."""
+    g = triple_graph(store)
+    anchor, other = ("dst", "src") if incoming else ("src", "dst")
+    rows = [r for rs in g.related("in" if incoming else "out", _distinct(ids)).values() for r in rs
+            if r[f"{other}_origin"] == origin]
+    rows.sort(key=lambda r: (_order(r[anchor]), _order(r["triple_id"]), _order(r[other])))
+    return [cast(RelatedEdgeRow, {"src": r["src"], "src_name": r["src_name"], "relation": r["relation"],
+                                  "triple_id": r["triple_id"], "dst": r["dst"], "dst_name": r["dst_name"]})
+            for r in rows]

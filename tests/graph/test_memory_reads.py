@@ -1,0 +1,59 @@
+"""kgviz.graph.memory_reads answers KET-RAG's and KG-Infused RAG's reads from memory (issue 29);
+each must give the rows of the kgviz.graph.reads statement of the same name, on the graph of
+tests/graph/test_triple_graph.py (a hub, cycles, self-loops, parallel RELATED, SUBJ, MENTIONS and
+FROM_CHUNK edges, NULL columns, an entity no chunk mentions)."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kgviz.graph import batching, memory_reads, reads
+from tests.graph.test_triple_graph import ALL_ENTITIES, ALL_TRIPLES, _bag, store  # noqa: F401  (fixture)
+
+ID_LISTS = {  # a few ids (IN), many (UNWIND), repeats, ids of the wrong table, none
+    "few": ["ent:hub", "ent:a", "ent:lonely"], "all": ALL_ENTITIES + ALL_TRIPLES, "repeats": ["ent:hub", "ent:hub", "tri:ab"],
+    "none": []}
+
+
+def _canon(name: str, rows: list[dict[str, Any]]) -> list[str]:
+    """Rows as a multiset; a collected list compared as a multiset too (collect has no order;
+    an entity no chunk mentions has chunks None, as Kùzu's collect over no match gives)."""
+    return _bag([{**r, "chunks": sorted(r["chunks"])} if r.get("chunks") else r for r in rows])
+
+
+@pytest.mark.parametrize("ids", sorted(ID_LISTS))
+@pytest.mark.parametrize("name", ["entities", "entities_with_chunks", "triples_at_entities", "triple_chunks",
+                                  "triple_sources"])
+def test_each_read_equals_its_statement(store: Any, name: str, ids: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = ID_LISTS[ids]
+    mine = getattr(memory_reads, name)(store, asked)
+    monkeypatch.setattr(batching, "IN_LIST_MAX", 10**6)  # IN: one row per distinct id, as memory_reads gives
+    want = getattr(reads, name)(store, asked)
+    assert _canon(name, mine) == _canon(name, want)
+    if ids == "all":
+        assert mine and all(list(m) == list(want[0]) for m in mine)  # the statement's columns, in its order
+    if ids == "few" and name == "entities_with_chunks":
+        got = {r["id"]: sorted(r["chunks"]) if r["chunks"] else r["chunks"] for r in mine}
+        assert got["ent:lonely"] is None and got["ent:hub"] == ["doc:t#c0", "doc:t#c0", "doc:t#c2"]
+        assert [r["description"] for r in mine if r["id"] == "ent:a"] == [None]
+    if ids == "all" and name == "triple_chunks":
+        assert sorted(r["cid"] for r in mine if r["tid"] == "tri:ab") == ["doc:t#c1", "doc:t#c2", "doc:t#c2"]
+
+
+@pytest.mark.parametrize("incoming", [False, True])
+@pytest.mark.parametrize("origin", ["corpus", "curated"])
+@pytest.mark.parametrize("ids", ["few", "all", "repeats"])
+def test_related_edges_equal_the_ordered_statement(store: Any, incoming: bool, origin: str, ids: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    mine = memory_reads.related_edges(store, ID_LISTS[ids], origin, incoming=incoming)
+    monkeypatch.setattr(batching, "IN_LIST_MAX", 10**6)
+    want = reads.related_edges(store, ID_LISTS[ids], origin, incoming=incoming)
+    assert _bag(mine) == _bag(want)
+    # the ORDER BY (anchor, triple_id, other end): rows tied on all three may come in either order
+    key = ("dst", "triple_id", "src") if incoming else ("src", "triple_id", "dst")
+    assert [tuple(r[k] for k in key) for r in mine] == [tuple(r[k] for k in key) for r in want]
+    if ids == "all" and origin == "corpus" and not incoming:
+        hub = [r["triple_id"] for r in mine if r["src"] == "ent:hub"]
+        assert hub[:3] == ["", "tri:h0", "tri:h1"] and hub.count("tri:x") == 2
+        assert [r["triple_id"] for r in mine if r["src"] == "ent:loop"] == ["tri:loop", None]  # NULL last
