@@ -9,7 +9,7 @@ come back in the order of the ids asked for (Kùzu's was no fixed order), one pe
 ``related_edges`` sorts as its statement's ORDER BY does.
 
 Entity and Triple rows come from ``kgviz.graph.triple_graph``; the MENTIONS and FROM_CHUNK links
-from ``ChunkLinks``, loaded once per database state like it.
+from ``ChunkLinks`` and the sub-chunk texts from a dict, each loaded once per database state.
 """
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ from kgviz.graph.triple_graph import triple_graph
 
 Q_MENTIONS = "MATCH (c:Chunk)-[:MENTIONS]->(e:Entity) RETURN e.id AS e, c.id AS c"
 Q_FROM_CHUNK = "MATCH (t:Triple)-[:FROM_CHUNK]->(c:Chunk) RETURN t.id AS t, c.id AS c"
+Q_SUBCHUNK_TEXTS = "MATCH (s:SubChunk) RETURN s.id AS id, s.text AS text"
 LINKS_KEY = "graph.chunk_links"
+SUBCHUNKS_KEY = "graph.subchunk_texts"
 
 
 class ChunkLinks:
@@ -111,3 +113,15 @@ def related_edges(store: GraphStore, ids: Sequence[str], origin: str, *, incomin
     return [cast(RelatedEdgeRow, {"src": r["src"], "src_name": r["src_name"], "relation": r["relation"],
                                   "triple_id": r["triple_id"], "dst": r["dst"], "dst_name": r["dst_name"]})
             for r in rows]
+
+
+def _all_subchunk_texts(store: GraphStore) -> dict[str, str]:
+    t = store.query_arrow(Q_SUBCHUNK_TEXTS)
+    return {i: x or "" for i, x in zip(t.column("id").to_pylist(), t.column("text").to_pylist())}
+
+
+def subchunk_texts(store: GraphStore, ids: Sequence[str]) -> dict[str, str]:
+    """{sub-chunk id: text ('' when none)} of the ids that exist (every sub-chunk's text held once
+    per database state: the statement scanned the SubChunk table, ~10 ms a call on HotpotQA)."""
+    texts: dict[str, str] = store.derived(SUBCHUNKS_KEY, _all_subchunk_texts)
+    return {i: texts[i] for i in ids if i in texts}

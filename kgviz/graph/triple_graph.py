@@ -82,6 +82,7 @@ class TripleGraph:
         self.entity_names: list[Any] = _column(entities, "name").to_pylist()
         self.entity_origins: list[Any] = _column(entities, "origin").to_pylist()
         self.entity_descriptions: list[Any] = _column(entities, "description").to_pylist()
+        self.entity_origin_set = frozenset(self.entity_origins)
         # SUBJ/OBJ edges into an entity and into a triple: (from triple row, side code) by anchor
         self.at_entity = self._edges(to_entity, tri_ids, ent_ids)
         self.at_triple = self._edges(to_triple, tri_ids, tri_ids)

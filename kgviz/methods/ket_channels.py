@@ -20,6 +20,7 @@ min_word_len and the adaptive τ unless built with the index preset 'paper').
 """
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 from dataclasses import asdict, dataclass, field
@@ -90,8 +91,14 @@ class _Channel:
     used: int = 0
 
 
+def _built_info(store: GraphStore) -> dict[str, Any]:
+    """``ket_info``, read once per database state (two Meta scans per question before, issue 29);
+    a copy, so no caller changes the one held."""
+    return copy.deepcopy(store.derived("ket.info", ket_info))
+
+
 def _skeleton_scope(store: GraphStore, cfg: KetRetrievalParams) -> _Skeleton:
-    info = ket_info(store)
+    info = _built_info(store)
     built = float(info.get("skeleton_beta", 1.0)) if info else 1.0
     built_text = (f"the graph's KG covers β={built:g} of its chunks" if info
                   else "the graph has no KET index, so its KG covers every chunk (β=1)")
@@ -326,7 +333,7 @@ class _KetEngine:
         order = sorted(units, key=lambda u: (-lexical.get(u, 0.0), -len(linked.get(units[u], ())), -cos[u], u))
         room = self.cfg.skeleton_budget - ch.used
         chosen, over, _ = stop_at_first_overflow([(u, tokens[u]) for u in order], room)
-        texts = (reads.subchunk_texts(self.store, chosen) if pool.chunk_text is None
+        texts = (memory_reads.subchunk_texts(self.store, chosen) if pool.chunk_text is None
                  else {c: pool.chunk_text[c] for c in chosen})
         kept, late, used = stop_at_first_overflow([(u, count_tokens(texts.get(u, ""))) for u in chosen], room)
         chosen, over = kept, late + over  # the stored counts are count_tokens of the same text: a no-op guard
@@ -516,7 +523,7 @@ class _KetEngine:
         tokens = dict(pool.pool)
         fresh = [sid for sid in ranking.ranked if sid not in skip]
         chosen, over, _ = stop_at_first_overflow([(sid, tokens[sid]) for sid in fresh], budget)
-        texts = reads.subchunk_texts(self.store, chosen)
+        texts = memory_reads.subchunk_texts(self.store, chosen)
         kept, late, ch.used = stop_at_first_overflow([(sid, count_tokens(texts.get(sid, ""))) for sid in chosen], budget)
         chosen, over = kept, late + over  # stored counts are count_tokens of the same text: a no-op guard
         for sid in chosen:
@@ -616,7 +623,7 @@ def retrieve_ket(question: str, ctx: MethodContext, cfg: KetRetrievalParams, tra
         if cfg.keyword_budget > 0:
             kw = engine.keyword({i.id for i in skel.items})
     finally:  # a run that fails part-way still marks the steps it recorded
-        _mark_ket(tracer.steps[first:], cfg, engine, ket_info(store))
+        _mark_ket(tracer.steps[first:], cfg, engine, _built_info(store))
     items = skel.items + kw.items
     note = (f"θ={cfg.theta:g}, λ={cfg.limit}: skeleton channel {skel.used}/{cfg.skeleton_budget} tokens"
             + (f" ({scope_label})" if scope_label else "")

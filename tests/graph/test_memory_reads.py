@@ -57,3 +57,10 @@ def test_related_edges_equal_the_ordered_statement(store: Any, incoming: bool, o
         hub = [r["triple_id"] for r in mine if r["src"] == "ent:hub"]
         assert hub[:3] == ["", "tri:h0", "tri:h1"] and hub.count("tri:x") == 2
         assert [r["triple_id"] for r in mine if r["src"] == "ent:loop"] == ["tri:loop", None]  # NULL last
+
+
+@pytest.mark.parametrize("ids", [["doc:t#c0#s0", "doc:t#c0#s1", "doc:t#c0#s1", "nope"], [], ["doc:t#c0#s2"]])
+def test_subchunk_texts_equal_the_statement(store: Any, ids: list[str]) -> None:
+    assert memory_reads.subchunk_texts(store, ids) == reads.subchunk_texts(store, ids)
+    if len(ids) == 4:
+        assert memory_reads.subchunk_texts(store, ids) == {"doc:t#c0#s0": "sub 0", "doc:t#c0#s1": ""}

@@ -54,7 +54,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Any:
     s.execute("MATCH (t:Triple {id: 'tri:h0'}), (x:Entity {id: 'ent:hub'}) CREATE (t)-[:SUBJ]->(x)")
     s.execute("MATCH (a:Entity {id: 'ent:hub'}), (b:Entity {id: 'ent:h4'}) "
               "CREATE (a)-[:RELATED {relation: 'owns', triple_id: 'tri:x', origin: 'corpus'}]->(b)")
-    # chunks: MENTIONS (ent:lonely has none) and FROM_CHUNK links, a parallel edge of each
+    # chunks: MENTIONS (ent:lonely has none) and FROM_CHUNK links, a parallel edge of each; sub-chunks
     s.bulk_load_nodes("Chunk", [{"id": f"doc:t#c{i}", "doc_id": "doc:t", "ord": i, "text": f"chunk {i}", "n_tokens": 2,
                                  "pagerank": 0.0, "core": False, "emb": vec} for i in range(3)])
     s.bulk_load_rels("MENTIONS", [{"from": f"doc:t#c{i % 3}", "to": f"ent:{n}"} for i, n in enumerate(ENTITIES)
@@ -62,6 +62,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Any:
                      from_table="Chunk", to_table="Entity")
     s.bulk_load_rels("FROM_CHUNK", [{"from": t[0], "to": f"doc:t#c{i % 2}", "sentence": "s"} for i, t in enumerate(TRIPLES)]
                      + [{"from": "tri:ab", "to": "doc:t#c2", "sentence": "s"}], from_table="Triple", to_table="Chunk")
+    s.bulk_load_nodes("SubChunk", [{"id": f"doc:t#c0#s{i}", "chunk_id": "doc:t#c0", "ord": i, "n_tokens": 1, "emb": vec,
+                                    "text": None if i == 1 else f"sub {i}"} for i in range(3)])
     s.execute("MATCH (c:Chunk {id: 'doc:t#c0'}), (e:Entity {id: 'ent:hub'}) CREATE (c)-[:MENTIONS]->(e)")
     s.execute("MATCH (t:Triple {id: 'tri:ab'}), (c:Chunk {id: 'doc:t#c2'}) CREATE (t)-[:FROM_CHUNK {sentence: 's'}]->(c)")
     yield s
@@ -152,3 +154,17 @@ def test_an_empty_graph_has_empty_neighbourhoods(tmp_path: Path) -> None:
         assert nb.nodes_by_id(s, ["ent:a"]) == []
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("origin", ["curated", "corpus", "other"])
+def test_whether_an_origin_is_present_equals_the_statement(store: Any, origin: str) -> None:
+    assert nb.has_entities_of_origin(store, origin) == nb.has_entities_of_origin_by_statement(store, origin)
+    assert nb.has_entities_of_origin(store, origin) == (origin != "other")
+
+
+def test_triple_vectors_equal_the_stored_vectors_whatever_their_number(store: Any) -> None:
+    for ids in (["tri:ab"], ["tri:ab", "tri:missing", "ent:a"], ALL_TRIPLES):
+        mine = {r["id"]: np.asarray(r["emb"], dtype=np.float32).tolist() for r in nb.triple_vectors(store, ids)}
+        want = {r["id"]: np.asarray(r["emb"], dtype=np.float32).tolist()
+                for i in ids for r in store.query(nb.Q_TRIPLE_EMB_BY_PK, {"id": i})}
+        assert mine == want and set(mine) == {i for i in ids if i in {t[0] for t in TRIPLES}}

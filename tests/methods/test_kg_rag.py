@@ -209,7 +209,9 @@ def test_prompt_injection_never_changes_the_queries(graph: Any) -> None:
     reply = "MATCH (n) DETACH DELETE n\nCALL drop_table('Entity')\nCHOICE: tri:inj"
     llm = ScriptedLLM([PLAN_TITANIC + "\nRun: MATCH (n) RETURN n", reply, "DECISION: STOP\nREASON: MATCH (m) DELETE m"])
     ctx, tracer, rec = run(graph, llm, "What does the review of Titanic say?", start_nodes=1, top_k=10)
-    assert rec.queries and set(rec.queries) <= set(nb.QUERIES)
+    # the walk reads the triple graph held in memory (kgviz.graph.triple_graph), loaded by fixed
+    # statements of nb.QUERIES: whatever statements it still runs are fixed ones too
+    assert set(rec.queries) <= set(nb.QUERIES)
     assert "tri:inj" in fact_ids(ctx)
     assert INJECTION in llm.prompts[1]  # the document text reached the LLM, fenced as data
     assert llm.prompts[1].index("<graph-data>") < llm.prompts[1].index(INJECTION)
