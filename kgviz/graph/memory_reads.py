@@ -1,4 +1,4 @@
-"""The named reads of KET-RAG and KG-Infused RAG answered from the graph held in memory.
+"""The named reads of KET-RAG, KG-Infused RAG and KG-Retriever answered from the graph held in memory.
 
 Each function returns the rows of the ``kgviz.graph.reads`` function of the same name (same
 columns, same values; ``tests/graph/test_memory_reads.py`` compares them on a graph with hubs,
@@ -6,7 +6,9 @@ cycles, self-loops and parallel edges) without a Kùzu statement: on HotpotQA's 
 those statements were ~60 ms of ket-rag's ~75 ms per question (an id list of more than a few ids
 scans a whole table in Kùzu 0.11.3, ``kgviz.graph.batching``). Rows of a read without an order
 come back in the order of the ids asked for (Kùzu's was no fixed order), one per distinct id;
-``related_edges`` sorts as its statement's ORDER BY does.
+``related_edges`` sorts as its statement's ORDER BY does. KG-Retriever's document layer comes as
+the arrow table its statement gives, each vector bit for bit from the exact search's vector file;
+where a vector is not there, the statement runs instead.
 
 Entity and Triple rows come from ``kgviz.graph.triple_graph``; the MENTIONS and FROM_CHUNK links
 from ``ChunkLinks`` and the sub-chunk texts from a dict, each loaded once per database state.
@@ -14,30 +16,43 @@ from ``ChunkLinks`` and the sub-chunk texts from a dict, each loaded once per da
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Sequence, cast
+from typing import Any, Sequence, cast
 
+import numpy as np
+import pyarrow as pa
+
+from kgviz.graph import reads
 from kgviz.graph.protocol import GraphStore
 from kgviz.graph.rows import EntityChunksRow, EntityRow, RelatedEdgeRow, TripleAtEntityRow, TripleChunkRow, TripleSourceRow
 from kgviz.graph.triple_graph import triple_graph
 
 Q_MENTIONS = "MATCH (c:Chunk)-[:MENTIONS]->(e:Entity) RETURN e.id AS e, c.id AS c"
 Q_FROM_CHUNK = "MATCH (t:Triple)-[:FROM_CHUNK]->(c:Chunk) RETURN t.id AS t, c.id AS c"
+Q_HAS_CHUNK = "MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN d.id AS d, c.id AS c"
 Q_SUBCHUNK_TEXTS = "MATCH (s:SubChunk) RETURN s.id AS id, s.text AS text"
 LINKS_KEY = "graph.chunk_links"
 SUBCHUNKS_KEY = "graph.subchunk_texts"
 
 
 class ChunkLinks:
-    """The chunks that mention each entity (MENTIONS) and that each triple was read from
-    (FROM_CHUNK), one list entry per edge, in load order."""
+    """The chunks that mention each entity (MENTIONS), that each triple was read from
+    (FROM_CHUNK) and of each document (HAS_CHUNK), and the reverse of the first two (what each
+    chunk mentions / gave); one list entry per edge, in load order."""
 
     def __init__(self, store: GraphStore) -> None:
         self.mentions: dict[str, list[str]] = defaultdict(list)
         self.from_chunk: dict[str, list[str]] = defaultdict(list)
-        for cypher, into, key in ((Q_MENTIONS, self.mentions, "e"), (Q_FROM_CHUNK, self.from_chunk, "t")):
+        self.has_chunk: dict[str, list[str]] = defaultdict(list)
+        self.chunk_entities: dict[str, list[str]] = defaultdict(list)
+        self.chunk_triples: dict[str, list[str]] = defaultdict(list)
+        for cypher, into, back, key in ((Q_MENTIONS, self.mentions, self.chunk_entities, "e"),
+                                        (Q_FROM_CHUNK, self.from_chunk, self.chunk_triples, "t"),
+                                        (Q_HAS_CHUNK, self.has_chunk, None, "d")):
             t = store.query_arrow(cypher)
             for k, c in zip(t.column(key).to_pylist(), t.column("c").to_pylist()):
                 into[k].append(c)
+                if back is not None:
+                    back[c].append(k)
 
 
 def chunk_links(store: GraphStore) -> ChunkLinks:
@@ -125,3 +140,43 @@ def subchunk_texts(store: GraphStore, ids: Sequence[str]) -> dict[str, str]:
     per database state: the statement scanned the SubChunk table, ~10 ms a call on HotpotQA)."""
     texts: dict[str, str] = store.derived(SUBCHUNKS_KEY, _all_subchunk_texts)
     return {i: texts[i] for i in ids if i in texts}
+
+
+# --- KG-Retriever's document layer: rows with their stored vectors, as arrow tables -------------------
+_DOCUMENT_TRIPLE_COLUMNS = ("id", "text", "subject", "relation", "object", "subject_id", "object_id", "chunk_id",
+                            "kind", "sentence")
+
+
+def _with_vectors(store: GraphStore, table: str, rows: list[dict[str, Any]], columns: Sequence[str]) -> pa.Table | None:
+    """``rows`` as an arrow table of ``columns`` plus ``emb``, each row's stored vector bit for bit
+    from the exact search's vector file (``GraphStore.stored_vectors``), as the statement's FLOAT[dim]
+    column; None when some row's vector is not there (no embedding, or no vector file): the caller
+    runs the statement then."""
+    found, rest = store.stored_vectors(table, list(dict.fromkeys(r["id"] for r in rows)))
+    if rest:
+        return None
+    dim = int(store.dim)
+    flat = np.concatenate([found[r["id"]] for r in rows]) if rows else np.zeros(0, dtype=np.float32)
+    emb = pa.FixedSizeListArray.from_arrays(pa.array(np.asarray(flat, dtype=np.float32), type=pa.float32()), dim)
+    return pa.table({**{c: pa.array([r[c] for r in rows], type=pa.string()) for c in columns}, "emb": emb})
+
+
+def document_entities(store: GraphStore, doc_ids: Sequence[str]) -> pa.Table:
+    """Entities mentioned by the documents' chunks: doc, chunk, id, name, emb (arrow; one row per
+    document-chunk-entity path, as ``reads.document_entities``)."""
+    g, links = triple_graph(store), chunk_links(store)
+    rows = [{"doc": d, "chunk": c, "id": e, "name": g.entity_names[g.entity_at[e]]}
+            for d in _distinct(doc_ids) for c in links.has_chunk.get(d, ()) for e in links.chunk_entities.get(c, ())]
+    got = _with_vectors(store, "Entity", rows, ("doc", "chunk", "id", "name"))
+    return got if got is not None else reads.document_entities(store, doc_ids)
+
+
+def document_triples(store: GraphStore, doc_ids: Sequence[str]) -> pa.Table:
+    """Triples extracted from the documents' chunks (distinct): id, text, subject, relation,
+    object, subject_id, object_id, chunk_id, kind, sentence (the first provenance), emb (arrow)."""
+    g, links = triple_graph(store), chunk_links(store)
+    tids = list(dict.fromkeys(t for d in _distinct(doc_ids) for c in links.has_chunk.get(d, ())
+                              for t in links.chunk_triples.get(c, ())))
+    rows = g.triple_rows([g.triple_at[t] for t in tids])
+    got = _with_vectors(store, "Triple", rows, _DOCUMENT_TRIPLE_COLUMNS)
+    return got if got is not None else reads.document_triples(store, doc_ids)

@@ -48,7 +48,7 @@ import numpy as np
 
 from kgviz.errors import MethodError
 from kgviz.facts.triples import SENTENCE_KIND, stated_fact
-from kgviz.graph import reads
+from kgviz.graph import memory_reads, reads
 from kgviz.graph.arrow import vectors_to_numpy
 from kgviz.graph.protocol import GraphStore
 from kgviz.methods.base import ContextItem, MethodContext, RetrievedContext, Tracer, check_params, param, register
@@ -237,7 +237,7 @@ def _collaborate(store: GraphStore, seeds: list[str], p: KGRetrieverParams) -> C
 def _filter_entities(store: GraphStore, qv: np.ndarray, co: Collaboration, p: KGRetrieverParams) -> EntityFilter:
     """Line 3 (Eq. 2): score every entity of the candidate documents, keep those above λ."""
     weights, hop_of = co.weights, co.hop_of
-    rows = _rows_with_vectors(store, reads.document_entities(store, list(weights)))
+    rows = _rows_with_vectors(store, memory_reads.document_entities(store, list(weights)))
     w: dict[str, float] = {}
     names: dict[str, str] = {}
     cos: dict[str, float] = {}
@@ -285,7 +285,7 @@ def _select_triples(store: GraphStore, qv: np.ndarray, docs: list[str], f: Entit
     end's score (ties: cosine to the question), at most T. Also each triple's stated text and chunk."""
     kept = set(f.kept)
     score = {e.id: e.score for e in f.ranked}
-    layer = _rows_with_vectors(store, reads.document_triples(store, docs))
+    layer = _rows_with_vectors(store, memory_reads.document_triples(store, docs))
     rows = {r["id"]: r for r in layer if r["subject_id"] in kept or r["object_id"] in kept}
     t_score = {t: max(score[x] for x in (r["subject_id"], r["object_id"]) if x in kept) for t, r in rows.items()}
     t_cos = {t: cosine_unit(r["emb"], qv) for t, r in rows.items()}

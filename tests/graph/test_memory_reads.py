@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from kgviz.graph import batching, memory_reads, reads
@@ -64,3 +65,37 @@ def test_subchunk_texts_equal_the_statement(store: Any, ids: list[str]) -> None:
     assert memory_reads.subchunk_texts(store, ids) == reads.subchunk_texts(store, ids)
     if len(ids) == 4:
         assert memory_reads.subchunk_texts(store, ids) == {"doc:t#c0#s0": "sub 0", "doc:t#c0#s1": ""}
+
+
+def _arrow_bag(table: Any) -> list[str]:
+    rows = table.to_pylist()
+    return sorted(repr(sorted({**r, "emb": None if r["emb"] is None else
+                               np.asarray(r["emb"], dtype=np.float32).tobytes().hex()}.items())) for r in rows)
+
+
+@pytest.mark.parametrize("docs", [["doc:t"], ["doc:u", "doc:t", "doc:u"], ["doc:none"], []])
+@pytest.mark.parametrize("name", ["document_entities", "document_triples"])
+def test_document_layer_equals_its_statement_vectors_bit_for_bit(store: Any, name: str, docs: list[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    with monkeypatch.context() as m:
+        m.setattr(batching, "IN_LIST_MAX", 10**6)
+        want = getattr(reads, name)(store, docs)
+
+    def no_statement(*_: Any) -> None:
+        raise AssertionError("the statement ran: the vectors were all in the files")
+    monkeypatch.setattr(reads, name, no_statement)
+    mine = getattr(memory_reads, name)(store, docs)
+    assert mine.column_names == want.column_names and mine.schema.field("emb").type == want.schema.field("emb").type
+    assert _arrow_bag(mine) == _arrow_bag(want)
+    if docs == ["doc:t"]:
+        assert mine.num_rows > 5 and len({str(v) for v in mine.column("emb").to_pylist()}) > 3
+
+
+def test_document_layer_runs_the_statement_when_a_vector_is_not_in_the_files(store: Any,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    want = _arrow_bag(reads.document_entities(store, ["doc:t"]))
+    monkeypatch.setattr(type(store), "stored_vectors", lambda self, table, ids: ({}, list(ids)))
+    ran: list[list[str]] = []
+    real = reads.document_entities
+    monkeypatch.setattr(reads, "document_entities", lambda s, ids: ran.append(list(ids)) or real(s, ids))
+    assert _arrow_bag(memory_reads.document_entities(store, ["doc:t"])) == want and ran == [["doc:t"]]

@@ -30,6 +30,11 @@ RELATED = [(  # (src, relation, dst, triple_id): parallel edges, self-loops, NUL
     ("ent:a", "knows", "ent:b", "tri:ab"), ("ent:b", "likes", "ent:a", ""), ("ent:cur", "curated fact", "ent:a", "tri:cur")]
 
 
+def _vector(i: int) -> list[float]:
+    """A distinct vector of non-round values per node, so a vector read from the wrong row shows."""
+    return (np.sin(np.arange(DIM, dtype=np.float64) * (i + 1.3)) / 3.0).astype(np.float32).tolist()
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Any:
     s = GraphStore.open(tmp_path_factory.mktemp("triple_graph") / "ws", embedder_id="test", dim=DIM)
@@ -37,13 +42,13 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Any:
     s.bulk_load_nodes("Entity", [
         {"id": f"ent:{n}", "name": None if n == "lonely" else n.title(), "type": "",
          "description": None if n == "a" else f"{n} as described",
-         "origin": "curated" if n == "cur" else "corpus", "aliases": "", "n_mentions": 1, "emb": vec}
-        for n in ENTITIES])
+         "origin": "curated" if n == "cur" else "corpus", "aliases": "", "n_mentions": 1, "emb": _vector(i)}
+        for i, n in enumerate(ENTITIES)])
     s.bulk_load_nodes("Triple", [
         {"id": t, "subject": sj, "relation": r, "object": o, "subject_id": sj, "object_id": o,
          "text": None if t == "tri:m2" else f"{sj} {r} {o}", "chunk_id": "doc:t#c0", "doc_id": "doc:t",
          "sentence": f"{sj} {r} {o}.", "origin": "curated" if t == "tri:cur" else "corpus",
-         "kind": None if t == "tri:ab" else "relation", "emb": vec} for t, sj, r, o in TRIPLES])
+         "kind": None if t == "tri:ab" else "relation", "emb": _vector(50 + i)} for i, (t, sj, r, o) in enumerate(TRIPLES)])
     for rel, col in (("SUBJ", 1), ("OBJ", 3)):
         for to_table in ("Entity", "Triple"):
             rows = [{"from": t[0], "to": t[col]} for t in TRIPLES if t[col].startswith("tri:") == (to_table == "Triple")]
@@ -54,7 +59,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Any:
     s.execute("MATCH (t:Triple {id: 'tri:h0'}), (x:Entity {id: 'ent:hub'}) CREATE (t)-[:SUBJ]->(x)")
     s.execute("MATCH (a:Entity {id: 'ent:hub'}), (b:Entity {id: 'ent:h4'}) "
               "CREATE (a)-[:RELATED {relation: 'owns', triple_id: 'tri:x', origin: 'corpus'}]->(b)")
-    # chunks: MENTIONS (ent:lonely has none) and FROM_CHUNK links, a parallel edge of each; sub-chunks
+    # chunks: MENTIONS (ent:lonely has none) and FROM_CHUNK links, a parallel edge of each; sub-chunks; two documents
     s.bulk_load_nodes("Chunk", [{"id": f"doc:t#c{i}", "doc_id": "doc:t", "ord": i, "text": f"chunk {i}", "n_tokens": 2,
                                  "pagerank": 0.0, "core": False, "emb": vec} for i in range(3)])
     s.bulk_load_rels("MENTIONS", [{"from": f"doc:t#c{i % 3}", "to": f"ent:{n}"} for i, n in enumerate(ENTITIES)
@@ -64,6 +69,10 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Any:
                      + [{"from": "tri:ab", "to": "doc:t#c2", "sentence": "s"}], from_table="Triple", to_table="Chunk")
     s.bulk_load_nodes("SubChunk", [{"id": f"doc:t#c0#s{i}", "chunk_id": "doc:t#c0", "ord": i, "n_tokens": 1, "emb": vec,
                                     "text": None if i == 1 else f"sub {i}"} for i in range(3)])
+    s.bulk_load_nodes("Document", [{"id": d, "title": d.upper(), "source": "", "sha256": "", "text": "", "n_tokens": 1,
+                                    "emb": vec} for d in ("doc:t", "doc:u")])
+    s.bulk_load_rels("HAS_CHUNK", [{"from": "doc:t", "to": "doc:t#c0"}, {"from": "doc:t", "to": "doc:t#c1"},
+                                   {"from": "doc:u", "to": "doc:t#c2"}], from_table="Document", to_table="Chunk")
     s.execute("MATCH (c:Chunk {id: 'doc:t#c0'}), (e:Entity {id: 'ent:hub'}) CREATE (c)-[:MENTIONS]->(e)")
     s.execute("MATCH (t:Triple {id: 'tri:ab'}), (c:Chunk {id: 'doc:t#c2'}) CREATE (t)-[:FROM_CHUNK {sentence: 's'}]->(c)")
     yield s
