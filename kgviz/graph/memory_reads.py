@@ -23,15 +23,23 @@ import pyarrow as pa
 
 from kgviz.graph import reads
 from kgviz.graph.protocol import GraphStore
-from kgviz.graph.rows import EntityChunksRow, EntityRow, RelatedEdgeRow, TripleAtEntityRow, TripleChunkRow, TripleSourceRow
+from kgviz.graph.rows import (
+    ChunkRow, EntityChunksRow, EntityRow, RelatedEdgeRow, SimilarDocRow, TripleAtEntityRow, TripleChunkRow,
+    TripleSourceRow,
+)
 from kgviz.graph.triple_graph import triple_graph
 
 Q_MENTIONS = "MATCH (c:Chunk)-[:MENTIONS]->(e:Entity) RETURN e.id AS e, c.id AS c"
 Q_FROM_CHUNK = "MATCH (t:Triple)-[:FROM_CHUNK]->(c:Chunk) RETURN t.id AS t, c.id AS c"
 Q_HAS_CHUNK = "MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN d.id AS d, c.id AS c"
+Q_CHUNKS = ("MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id, c.text AS text, c.ord AS ord, "
+            "d.title AS title")
+Q_DOCUMENTS = "MATCH (d:Document) RETURN d.id AS id, d.title AS title"
+Q_SIMILAR_DOCS = "MATCH (a:Document)-[r:SIMILAR_DOC]->(b:Document) RETURN a.id AS src, b.id AS dst, r.weight AS weight"
 Q_SUBCHUNK_TEXTS = "MATCH (s:SubChunk) RETURN s.id AS id, s.text AS text"
 LINKS_KEY = "graph.chunk_links"
 SUBCHUNKS_KEY = "graph.subchunk_texts"
+DOCUMENTS_KEY = "graph.documents"
 
 
 class ChunkLinks:
@@ -180,3 +188,43 @@ def document_triples(store: GraphStore, doc_ids: Sequence[str]) -> pa.Table:
     rows = g.triple_rows([g.triple_at[t] for t in tids])
     got = _with_vectors(store, "Triple", rows, _DOCUMENT_TRIPLE_COLUMNS)
     return got if got is not None else reads.document_triples(store, doc_ids)
+
+
+# --- chunks and documents (text-rag, KG-Infused RAG, KET-RAG, KG-Retriever) ------------------------------
+class Documents:
+    """Every chunk with its document's title (one row per HAS_CHUNK edge), every document's title
+    and the SIMILAR_DOC edges out of each document, in load order."""
+
+    def __init__(self, store: GraphStore) -> None:
+        self.chunks: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in store.query_arrow(Q_CHUNKS).to_pylist():
+            self.chunks[r["id"]].append(r)
+        t = store.query_arrow(Q_DOCUMENTS)
+        self.titles: dict[str, Any] = dict(zip(t.column("id").to_pylist(), t.column("title").to_pylist()))
+        self.similar: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in store.query_arrow(Q_SIMILAR_DOCS).to_pylist():
+            self.similar[r["src"]].append(r)
+
+
+def documents(store: GraphStore) -> Documents:
+    docs: Documents = store.derived(DOCUMENTS_KEY, Documents)
+    return docs
+
+
+def chunks(store: GraphStore, ids: Sequence[str]) -> list[ChunkRow]:
+    """Chunks by id with their document's title: id, text, ord, title."""
+    held = documents(store).chunks
+    return [cast(ChunkRow, dict(r)) for i in _distinct(ids) for r in held.get(i, ())]
+
+
+def document_titles(store: GraphStore, ids: Sequence[str]) -> dict[str, str | None]:
+    """{document id: title} of the ids that exist."""
+    titles = documents(store).titles
+    return {i: titles[i] for i in ids if i in titles}
+
+
+def similar_documents(store: GraphStore, ids: Sequence[str]) -> list[SimilarDocRow]:
+    """SIMILAR_DOC edges out of ``ids``: src, dst, weight (``reads.similar_documents`` without
+    vectors)."""
+    similar = documents(store).similar
+    return [cast(SimilarDocRow, dict(r)) for i in _distinct(ids) for r in similar.get(i, ())]

@@ -388,7 +388,7 @@ class _KetEngine:
             return _Units("SubChunk", {view.sub_ids[i]: view.sub_chunk[i] for i in rows},
                           {view.sub_ids[i]: int(view.sub_tokens[i]) for i in rows}, cos, lexical,
                           {c: view.title(c) for c in linked}, None)
-        chunk_rows = {r["id"]: r for r in reads.chunks(store, sorted(linked))}
+        chunk_rows = {r["id"]: r for r in memory_reads.chunks(store, sorted(linked))}
         return _Units("Chunk", {c: c for c in chunk_rows}, {c: count_tokens(r["text"] or "") for c, r in chunk_rows.items()},
                       _cosines(store, "Chunk", list(chunk_rows), self.qv), {},
                       {c: r["title"] for c, r in chunk_rows.items()}, {c: r["text"] or "" for c, r in chunk_rows.items()})

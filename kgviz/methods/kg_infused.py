@@ -490,7 +490,7 @@ class KGInfusedRAG:
         split = dual_retrieve(q_hits, q2_hits, p.k_p)
         merged = split["question"] + split["expanded"]
         shown = merged + split["duplicates"] + split["unused"]
-        info: dict[str, ChunkRow] = {r["id"]: r for r in reads.chunks(store, shown)} if merged else {}
+        info: dict[str, ChunkRow] = {r["id"]: r for r in memory_reads.chunks(store, shown)} if merged else {}
         rec = DualRetrieval(
             k_p=p.k_p, search=mode, passage_search=p.passage_search, embedder_id=embedder_id, expanded_query=expanded,
             question_ranking=tuple((c, float(s)) for c, s in q_hits),
@@ -511,7 +511,7 @@ class KGInfusedRAG:
         q_rank, q2_rank = ([c for c, _ in r if c not in taken] for r in rankings)
         scores = {c: float(x) for c, x in rankings[1]}
         scores.update({c: float(x) for c, x in rankings[0]})  # as in the dual retrieval step
-        info = {r["id"]: r for r in reads.chunks(store, list(dict.fromkeys(q_rank + q2_rank)))}
+        info = {r["id"]: r for r in memory_reads.chunks(store, list(dict.fromkeys(q_rank + q2_rank)))}
 
         def sized(ids: list[str]) -> list[tuple[str, int]]:
             return [(c, count_tokens(str(info[c]["text"]))) for c in ids if c in info]

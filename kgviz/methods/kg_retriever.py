@@ -182,7 +182,7 @@ def _neighbours(store: GraphStore, frontier: list[str], one_hop: bool) -> dict[s
     edge weight then id; the cosine is only read (and the vectors fetched) off one-hop."""
     out_edges: list[tuple[str, str, float | None, float]]  # (src, dst, edge weight, doc cosine)
     if one_hop:
-        out_edges = [(r["src"], r["dst"], r["weight"], 1.0) for r in reads.similar_documents(store, frontier)]
+        out_edges = [(r["src"], r["dst"], r["weight"], 1.0) for r in memory_reads.similar_documents(store, frontier)]
     else:
         out_edges = [(r["src"], r["dst"], r["weight"],
                       cosine_unit(r["src_emb"], r["emb"]) if r["emb"] is not None else 0.0)
@@ -303,5 +303,5 @@ def _titles(store: GraphStore, ids: list[str], into: dict[str, str]) -> dict[str
     """``into`` with the titles of the documents in ``ids`` it lacks (a document's id where it has none)."""
     missing = [d for d in dict.fromkeys(ids) if d not in into]
     if missing:
-        into.update({i: t or i for i, t in reads.document_titles(store, missing).items()})
+        into.update({i: t or i for i, t in memory_reads.document_titles(store, missing).items()})
     return into

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kgviz.graph import batching, memory_reads, reads
-from tests.graph.test_triple_graph import ALL_ENTITIES, ALL_TRIPLES, _bag, store  # noqa: F401  (fixture)
+from tests.graph.test_triple_graph import ALL_ENTITIES, ALL_TRIPLES, _bag, store  # noqa: F401,F811  (the graph fixture)
 
 ID_LISTS = {  # a few ids (IN), many (UNWIND), repeats, ids of the wrong table, none
     "few": ["ent:hub", "ent:a", "ent:lonely"], "all": ALL_ENTITIES + ALL_TRIPLES, "repeats": ["ent:hub", "ent:hub", "tri:ab"],
@@ -99,3 +99,23 @@ def test_document_layer_runs_the_statement_when_a_vector_is_not_in_the_files(sto
     real = reads.document_entities
     monkeypatch.setattr(reads, "document_entities", lambda s, ids: ran.append(list(ids)) or real(s, ids))
     assert _arrow_bag(memory_reads.document_entities(store, ["doc:t"])) == want and ran == [["doc:t"]]
+
+
+@pytest.mark.parametrize("ids", [["doc:t#c0", "doc:t#c2", "doc:t#c2", "nope"], [], ["doc:t#c1"]])
+def test_chunks_equal_the_statement(store: Any, ids: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    mine = memory_reads.chunks(store, ids)
+    monkeypatch.setattr(batching, "IN_LIST_MAX", 10**6)
+    assert _bag(mine) == _bag(reads.chunks(store, ids))
+    if len(ids) == 4:
+        assert {r["id"]: (r["title"], r["ord"]) for r in mine} == {"doc:t#c0": ("DOC:T", 0), "doc:t#c2": ("DOC:U", 2)}
+
+
+@pytest.mark.parametrize("ids", [["doc:t", "doc:u", "doc:t", "nope"], [], ["doc:u"]])
+def test_documents_equal_the_statements(store: Any, ids: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    titles, similar = memory_reads.document_titles(store, ids), memory_reads.similar_documents(store, ids)
+    monkeypatch.setattr(batching, "IN_LIST_MAX", 10**6)
+    assert titles == reads.document_titles(store, ids)
+    assert _bag(similar) == _bag(reads.similar_documents(store, ids))
+    if len(ids) == 4:
+        assert sorted((r["src"], r["dst"], r["weight"]) for r in similar) == [
+            ("doc:t", "doc:t", 0.25), ("doc:t", "doc:u", 0.5), ("doc:u", "doc:t", 0.125)]

@@ -71,6 +71,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Any:
                                     "text": None if i == 1 else f"sub {i}"} for i in range(3)])
     s.bulk_load_nodes("Document", [{"id": d, "title": d.upper(), "source": "", "sha256": "", "text": "", "n_tokens": 1,
                                     "emb": vec} for d in ("doc:t", "doc:u")])
+    s.bulk_load_rels("SIMILAR_DOC", [{"from": "doc:t", "to": "doc:u", "weight": 0.5}, {"from": "doc:t", "to": "doc:t",
+                                      "weight": 0.25}, {"from": "doc:u", "to": "doc:t", "weight": 0.125}],
+                     from_table="Document", to_table="Document")
     s.bulk_load_rels("HAS_CHUNK", [{"from": "doc:t", "to": "doc:t#c0"}, {"from": "doc:t", "to": "doc:t#c1"},
                                    {"from": "doc:u", "to": "doc:t#c2"}], from_table="Document", to_table="Chunk")
     s.execute("MATCH (c:Chunk {id: 'doc:t#c0'}), (e:Entity {id: 'ent:hub'}) CREATE (c)-[:MENTIONS]->(e)")
