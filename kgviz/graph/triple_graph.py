@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kgviz.errors import GraphStoreError
 from kgviz.graph.protocol import GraphStore
 
 TRIPLE_COLUMNS = ("id", "subject", "relation", "object", "subject_id", "object_id", "text", "sentence",
@@ -96,7 +97,11 @@ class TripleGraph:
     @staticmethod
     def _edges(edges: pa.Table, tri_ids: pa.Array, anchor_ids: pa.Array) -> tuple[np.ndarray, np.ndarray, _Adjacency]:
         frm = _positions(_column(edges, "t"), tri_ids)
-        side = np.asarray([SIDES.index(s) for s in _column(edges, "side").to_pylist()], dtype=np.int8)
+        # 0 = SUBJ, 1 = OBJ (SIDES); a label that is neither is an error, never a side
+        labels = _column(edges, "side")
+        if len(labels) and not pc.all(pc.is_in(labels, value_set=pa.array(SIDES))).as_py():
+            raise GraphStoreError(f"unexpected SUBJ/OBJ edge labels {sorted(set(labels.to_pylist()) - set(SIDES))}")
+        side = np.asarray(pc.equal(labels, SIDES[1]).to_numpy(zero_copy_only=False), dtype=np.int8)
         anchor = _positions(_column(edges, "x"), anchor_ids)
         return frm, side, _Adjacency.group(anchor, len(anchor_ids))
 
