@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
+DATA = Path(os.environ.get("KGVIZ_DATA") or ROOT.parent / "shared" / "data")  # as benchmarks/scale.py
 FIXTURE_QUESTIONS = ["Who designed the Harbour Library?", "Which river flows into the Atlantic Ocean at Lisbon?",
                      "Where was Owen Hale born?", "What is the capital of Wales?",
                      "In what year was Marta Ruiz born?", "Which sea is Valencia on?"]

@@ -20,6 +20,7 @@ min_word_len and the adaptive τ unless built with the index preset 'paper').
 """
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 from dataclasses import asdict, dataclass, field
@@ -30,7 +31,7 @@ import numpy as np
 
 from kgviz.embedding import is_hashing
 from kgviz.errors import MethodError
-from kgviz.graph import reads
+from kgviz.graph import memory_reads, reads
 from kgviz.facts.triples import stated_fact
 from kgviz.graph.protocol import GraphStore
 from kgviz.index.ket import KetParams, core_ranking, ket_info, n_core
@@ -90,8 +91,14 @@ class _Channel:
     used: int = 0
 
 
+def _built_info(store: GraphStore) -> dict[str, Any]:
+    """``ket_info``, read once per database state (two Meta scans per question before, issue 29);
+    a copy, so no caller changes the one held."""
+    return copy.deepcopy(store.derived("ket.info", ket_info))
+
+
 def _skeleton_scope(store: GraphStore, cfg: KetRetrievalParams) -> _Skeleton:
-    info = ket_info(store)
+    info = _built_info(store)
     built = float(info.get("skeleton_beta", 1.0)) if info else 1.0
     built_text = (f"the graph's KG covers β={built:g} of its chunks" if info
                   else "the graph has no KET index, so its KG covers every chunk (β=1)")
@@ -147,7 +154,7 @@ def _seed_entities(store: GraphStore, qv: np.ndarray, cfg: KetRetrievalParams, s
             near = sorted(described + [(e, x) for e, x in near if dv.text(e) is None],
                           key=lambda ex: (-ex[1], ex[0]))[:fetch]
         hits = [(e, named_cos[e]) for e in named] + [(e, x) for e, x in near if e not in named_cos]
-        info = {r["id"]: r for r in reads.entities_with_chunks(store, [e for e, _ in hits])}
+        info = {r["id"]: r for r in memory_reads.entities_with_chunks(store, [e for e, _ in hits])}
         chunks: dict[str, set[str]] = {}
         for e, r in info.items():
             mine = {c for c in r["chunks"] or () if c and (scope.chunks is None or c in scope.chunks)}
@@ -275,9 +282,9 @@ class _KetEngine:
         entity+relationship half. Also each chosen relationship's chunks."""
         store, cfg, dv = self.store, self.cfg, self.descriptions
         seed_set = set(seeds.chosen)
-        rows = {r["id"]: r for r in reads.triples_at_entities(store, sorted(seed_set)) if r["origin"] != "curated"}
+        rows = {r["id"]: r for r in memory_reads.triples_at_entities(store, sorted(seed_set)) if r["origin"] != "curated"}
         t_chunks: dict[str, set[str]] = {}
-        for link in reads.triple_chunks(store, list(rows)):
+        for link in memory_reads.triple_chunks(store, list(rows)):
             t_chunks.setdefault(link["tid"], set()).add(link["cid"])
         if scope.chunks is not None:
             rows = {t: r for t, r in rows.items() if t_chunks.get(t, set()) & scope.chunks}
@@ -326,7 +333,7 @@ class _KetEngine:
         order = sorted(units, key=lambda u: (-lexical.get(u, 0.0), -len(linked.get(units[u], ())), -cos[u], u))
         room = self.cfg.skeleton_budget - ch.used
         chosen, over, _ = stop_at_first_overflow([(u, tokens[u]) for u in order], room)
-        texts = (reads.subchunk_texts(self.store, chosen) if pool.chunk_text is None
+        texts = (memory_reads.subchunk_texts(self.store, chosen) if pool.chunk_text is None
                  else {c: pool.chunk_text[c] for c in chosen})
         kept, late, used = stop_at_first_overflow([(u, count_tokens(texts.get(u, ""))) for u in chosen], room)
         chosen, over = kept, late + over  # the stored counts are count_tokens of the same text: a no-op guard
@@ -381,7 +388,7 @@ class _KetEngine:
             return _Units("SubChunk", {view.sub_ids[i]: view.sub_chunk[i] for i in rows},
                           {view.sub_ids[i]: int(view.sub_tokens[i]) for i in rows}, cos, lexical,
                           {c: view.title(c) for c in linked}, None)
-        chunk_rows = {r["id"]: r for r in reads.chunks(store, sorted(linked))}
+        chunk_rows = {r["id"]: r for r in memory_reads.chunks(store, sorted(linked))}
         return _Units("Chunk", {c: c for c in chunk_rows}, {c: count_tokens(r["text"] or "") for c, r in chunk_rows.items()},
                       _cosines(store, "Chunk", list(chunk_rows), self.qv), {},
                       {c: r["title"] for c, r in chunk_rows.items()}, {c: r["text"] or "" for c, r in chunk_rows.items()})
@@ -396,7 +403,7 @@ class _KetEngine:
             names.setdefault(r.object, r.object_name or r.object)
         rest = sorted({x for xs in links.values() for x in xs if x not in chosen and x not in names
                        and end_table(x) == "Entity"})
-        names.update({r["id"]: str(r["name"] or r["id"]) for r in reads.entities(self.store, rest)} if rest else {})
+        names.update({r["id"]: str(r["name"] or r["id"]) for r in memory_reads.entities(self.store, rest)} if rest else {})
 
         def label(x: str) -> str:
             r = chosen.get(x)
@@ -413,7 +420,7 @@ class _KetEngine:
         chosen = set(rels.chosen)
         ends = sorted({x for r in rels.ranked if r.id in chosen for x in (r.subject, r.object)} - set(seeds))
         before = len(linked)
-        for r in reads.entities_with_chunks(self.store, [e for e in ends if end_table(e) == "Entity"]):
+        for r in memory_reads.entities_with_chunks(self.store, [e for e in ends if end_table(e) == "Entity"]):
             for c in r.get("chunks") or ():
                 if c and (scope.chunks is None or c in scope.chunks):
                     linked.setdefault(c, set()).add(r["id"])
@@ -516,7 +523,7 @@ class _KetEngine:
         tokens = dict(pool.pool)
         fresh = [sid for sid in ranking.ranked if sid not in skip]
         chosen, over, _ = stop_at_first_overflow([(sid, tokens[sid]) for sid in fresh], budget)
-        texts = reads.subchunk_texts(self.store, chosen)
+        texts = memory_reads.subchunk_texts(self.store, chosen)
         kept, late, ch.used = stop_at_first_overflow([(sid, count_tokens(texts.get(sid, ""))) for sid in chosen], budget)
         chosen, over = kept, late + over  # stored counts are count_tokens of the same text: a no-op guard
         for sid in chosen:
@@ -616,7 +623,7 @@ def retrieve_ket(question: str, ctx: MethodContext, cfg: KetRetrievalParams, tra
         if cfg.keyword_budget > 0:
             kw = engine.keyword({i.id for i in skel.items})
     finally:  # a run that fails part-way still marks the steps it recorded
-        _mark_ket(tracer.steps[first:], cfg, engine, ket_info(store))
+        _mark_ket(tracer.steps[first:], cfg, engine, _built_info(store))
     items = skel.items + kw.items
     note = (f"θ={cfg.theta:g}, λ={cfg.limit}: skeleton channel {skel.used}/{cfg.skeleton_budget} tokens"
             + (f" ({scope_label})" if scope_label else "")

@@ -63,7 +63,7 @@ import numpy as np
 
 from kgviz.embedding import Embedder, is_hashing
 from kgviz.errors import MethodError
-from kgviz.graph import reads
+from kgviz.graph import memory_reads, reads
 from kgviz.graph.protocol import GraphStore
 from kgviz.graph.rows import ChunkRow
 from kgviz.methods import kg_infused_narrator as N
@@ -274,7 +274,7 @@ def describe_facts(facts: list[Fact], qv: np.ndarray, store: GraphStore,
     """Each fact with its stored text, provenance and cosine with the question (by id), and its
     embedding: the stored one, else its sentence embedded now."""
     ids = [f.id for f in facts if not f.id.startswith("rel:")]
-    rows = {r["id"]: r for r in reads.triple_sources(store, ids)} if ids else {}
+    rows = {r["id"]: r for r in memory_reads.triple_sources(store, ids)} if ids else {}
     embs = store.get_embeddings("Triple", list(rows)) if rows else {}
     stored = [f if (row := rows.get(f.id)) is None else
               replace(f, in_store=True, text=str(row.get("text") or ""), chunk_id=str(row.get("chunk_id") or ""))
@@ -339,7 +339,7 @@ class KGInfusedRAG:
         if not hits:
             raise MethodError(f"no {origin} entity has an embedding to match the question against",
                               hint="rebuild the index (entities need embeddings)")
-        info: dict[str, Mapping[str, Any]] = {r["id"]: r for r in reads.entities(store, [e for e, _ in hits])}
+        info: dict[str, Mapping[str, Any]] = {r["id"]: r for r in memory_reads.entities(store, [e for e, _ in hits])}
         for eid, _ in hits:
             memory.activated[eid] = 0
             memory.names[eid] = str((info.get(eid) or {}).get("name") or eid)
@@ -367,9 +367,9 @@ class KGInfusedRAG:
                     memory: Memory) -> tuple[RoundCandidates, dict[str, np.ndarray]]:
         """Round ``rnd``'s one-hop triples of ``active`` (capped per entity) and their embeddings."""
         both = spreads_both_ways(p, origin)
-        rows = [(r, False) for r in reads.related_edges(store, active, origin, incoming=False)]
+        rows = [(r, False) for r in memory_reads.related_edges(store, active, origin, incoming=False)]
         if both:
-            rows += [(r, True) for r in reads.related_edges(store, active, origin, incoming=True)]
+            rows += [(r, True) for r in memory_reads.related_edges(store, active, origin, incoming=True)]
         known = memory.triple_ids
         by_entity: dict[str, list[Fact]] = {e: [] for e in active}
         seen: set[str] = set()
@@ -490,7 +490,7 @@ class KGInfusedRAG:
         split = dual_retrieve(q_hits, q2_hits, p.k_p)
         merged = split["question"] + split["expanded"]
         shown = merged + split["duplicates"] + split["unused"]
-        info: dict[str, ChunkRow] = {r["id"]: r for r in reads.chunks(store, shown)} if merged else {}
+        info: dict[str, ChunkRow] = {r["id"]: r for r in memory_reads.chunks(store, shown)} if merged else {}
         rec = DualRetrieval(
             k_p=p.k_p, search=mode, passage_search=p.passage_search, embedder_id=embedder_id, expanded_query=expanded,
             question_ranking=tuple((c, float(s)) for c, s in q_hits),
@@ -511,7 +511,7 @@ class KGInfusedRAG:
         q_rank, q2_rank = ([c for c, _ in r if c not in taken] for r in rankings)
         scores = {c: float(x) for c, x in rankings[1]}
         scores.update({c: float(x) for c, x in rankings[0]})  # as in the dual retrieval step
-        info = {r["id"]: r for r in reads.chunks(store, list(dict.fromkeys(q_rank + q2_rank)))}
+        info = {r["id"]: r for r in memory_reads.chunks(store, list(dict.fromkeys(q_rank + q2_rank)))}
 
         def sized(ids: list[str]) -> list[tuple[str, int]]:
             return [(c, count_tokens(str(info[c]["text"]))) for c in ids if c in info]

@@ -19,8 +19,8 @@ Everything below beyond those sentences is **ours**:
    walk that lands on a triple hypernode continues from what it is made of), the triples the last
    hop followed (so a hypernode *about* a followed fact becomes reachable), and the start nodes of
    planned entities that no path fact touches yet (so a comparison question can reach its second
-   entity from a chain). Fixed, parameterised Cypher queries (the ``Q_*`` constants of
-   ``kgviz.graph.neighbourhood``, listed in its ``QUERIES``) fetch per anchor: the triples that
+   entity from a chain). Fixed reads (the ``Q_*`` statements of ``kgviz.graph.neighbourhood``,
+   answered from the triple graph held in memory, ``kgviz.graph.triple_graph``) fetch per anchor: the triples that
    have it as SUBJ/OBJ (for a triple anchor, the hypernodes over it); for an entity anchor also
    the hypernodes one level up (a triple about a triple that has the entity as an end: "(X
    founded Y) in year 1921" is one sentence, so it is one hop from Y) and its RELATED edges. At most ``fetch_limit`` rows per anchor and kind,

@@ -48,7 +48,7 @@ import numpy as np
 
 from kgviz.errors import MethodError
 from kgviz.facts.triples import SENTENCE_KIND, stated_fact
-from kgviz.graph import reads
+from kgviz.graph import memory_reads, reads
 from kgviz.graph.arrow import vectors_to_numpy
 from kgviz.graph.protocol import GraphStore
 from kgviz.methods.base import ContextItem, MethodContext, RetrievedContext, Tracer, check_params, param, register
@@ -182,7 +182,7 @@ def _neighbours(store: GraphStore, frontier: list[str], one_hop: bool) -> dict[s
     edge weight then id; the cosine is only read (and the vectors fetched) off one-hop."""
     out_edges: list[tuple[str, str, float | None, float]]  # (src, dst, edge weight, doc cosine)
     if one_hop:
-        out_edges = [(r["src"], r["dst"], r["weight"], 1.0) for r in reads.similar_documents(store, frontier)]
+        out_edges = [(r["src"], r["dst"], r["weight"], 1.0) for r in memory_reads.similar_documents(store, frontier)]
     else:
         out_edges = [(r["src"], r["dst"], r["weight"],
                       cosine_unit(r["src_emb"], r["emb"]) if r["emb"] is not None else 0.0)
@@ -237,7 +237,7 @@ def _collaborate(store: GraphStore, seeds: list[str], p: KGRetrieverParams) -> C
 def _filter_entities(store: GraphStore, qv: np.ndarray, co: Collaboration, p: KGRetrieverParams) -> EntityFilter:
     """Line 3 (Eq. 2): score every entity of the candidate documents, keep those above λ."""
     weights, hop_of = co.weights, co.hop_of
-    rows = _rows_with_vectors(store, reads.document_entities(store, list(weights)))
+    rows = _rows_with_vectors(store, memory_reads.document_entities(store, list(weights)))
     w: dict[str, float] = {}
     names: dict[str, str] = {}
     cos: dict[str, float] = {}
@@ -285,7 +285,7 @@ def _select_triples(store: GraphStore, qv: np.ndarray, docs: list[str], f: Entit
     end's score (ties: cosine to the question), at most T. Also each triple's stated text and chunk."""
     kept = set(f.kept)
     score = {e.id: e.score for e in f.ranked}
-    layer = _rows_with_vectors(store, reads.document_triples(store, docs))
+    layer = _rows_with_vectors(store, memory_reads.document_triples(store, docs))
     rows = {r["id"]: r for r in layer if r["subject_id"] in kept or r["object_id"] in kept}
     t_score = {t: max(score[x] for x in (r["subject_id"], r["object_id"]) if x in kept) for t, r in rows.items()}
     t_cos = {t: cosine_unit(r["emb"], qv) for t, r in rows.items()}
@@ -303,5 +303,5 @@ def _titles(store: GraphStore, ids: list[str], into: dict[str, str]) -> dict[str
     """``into`` with the titles of the documents in ``ids`` it lacks (a document's id where it has none)."""
     missing = [d for d in dict.fromkeys(ids) if d not in into]
     if missing:
-        into.update({i: t or i for i, t in reads.document_titles(store, missing).items()})
+        into.update({i: t or i for i, t in memory_reads.document_titles(store, missing).items()})
     return into

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from kgviz.errors import MethodError
-from kgviz.graph import reads
+from kgviz.graph import memory_reads
 from kgviz.methods import deciding
 from kgviz.methods.base import (ContextItem, MethodContext, NodeRef, RetrievedContext, Tracer, check_params, param,
                                 register)
@@ -125,7 +125,7 @@ def retrieve_passages(question: str, ctx: MethodContext, p: TextRagParams, trace
     while True:
         dense, sparse = _rank(question, ctx, p, k)
         ranked, scores = _fuse(p, dense, sparse)
-        info = {r["id"]: r for r in reads.chunks(store, ranked)}
+        info = {r["id"]: r for r in memory_reads.chunks(store, ranked)}
         sized = [(c, count_tokens(info[c]["text"])) for c in ranked
                  if c in info]  # an id the index returned but the graph no longer holds is left out
         more = len(dense) >= k or len(sparse) >= k  # a retriever may hold more than it was asked for

@@ -115,7 +115,7 @@ def test_hnsw_stays_an_opt_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         store.close()
 
 
-def test_stored_vectors_by_id_come_from_the_files_bit_for_bit(tmp_path: Path) -> None:
+def test_stored_vectors_by_id_come_from_the_files_bit_for_bit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Reading vectors by id list scans Kùzu's whole vector column, so they come from the vector
     files instead (issue 29), exactly as Kùzu stores them: the unit row where it is that vector,
     else the copy kept for it (a stored vector not of length 1); get_embeddings gives the stored values."""
@@ -138,6 +138,14 @@ def test_stored_vectors_by_id_come_from_the_files_bit_for_bit(tmp_path: Path) ->
             "MATCH (e:Entity) RETURN e.id AS id, e.emb AS emb")}
         got = store.get_embeddings("Entity", wanted)
         assert sorted(got) == sorted(found) and all(got[i].tobytes() == kuzu[i].tobytes() for i in got)
+        # a few ids too (they were primary-key lookups, one statement each): from the files, the same bits
+        few = ["s1", "nope", "u3"]
+        ran: list[str] = []
+        query = store.query
+        monkeypatch.setattr(store, "query", lambda cypher, params=None: ran.append(cypher) or query(cypher, params))
+        got = store.get_embeddings("Entity", few)
+        assert sorted(got) == ["s1", "u3"] and all(got[i].tobytes() == kuzu[i].tobytes() for i in got)
+        assert len(ran) == 1  # only "nope", which is not in the files, is looked up in Kùzu
     finally:
         store.close()
 

@@ -209,7 +209,9 @@ def test_prompt_injection_never_changes_the_queries(graph: Any) -> None:
     reply = "MATCH (n) DETACH DELETE n\nCALL drop_table('Entity')\nCHOICE: tri:inj"
     llm = ScriptedLLM([PLAN_TITANIC + "\nRun: MATCH (n) RETURN n", reply, "DECISION: STOP\nREASON: MATCH (m) DELETE m"])
     ctx, tracer, rec = run(graph, llm, "What does the review of Titanic say?", start_nodes=1, top_k=10)
-    assert rec.queries and set(rec.queries) <= set(nb.QUERIES)
+    # the walk reads the triple graph held in memory (kgviz.graph.triple_graph), loaded by fixed
+    # statements of nb.QUERIES: whatever statements it still runs are fixed ones too
+    assert set(rec.queries) <= set(nb.QUERIES)
     assert "tri:inj" in fact_ids(ctx)
     assert INJECTION in llm.prompts[1]  # the document text reached the LLM, fenced as data
     assert llm.prompts[1].index("<graph-data>") < llm.prompts[1].index(INJECTION)
@@ -672,23 +674,27 @@ class ParamRecorder(RecordingStore):
         return super().query(cypher, params)
 
 
-def test_a_hop_reads_each_anchor_once_per_run_in_few_statements(graph: Any) -> None:
+def test_a_hop_reads_each_anchor_once_per_run_without_statements(graph: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each anchor's neighbourhood is read once per run, a hop's reads come from the triple graph
+    held in memory (kgviz.graph.triple_graph), and a walk runs no Kùzu statement of its own
+    beyond the one-time load (issue 29: statements were ~165 ms of a HotpotQA question)."""
     store, emb = graph
+    kg_rag_nb = kg_rag.nb
+    asked: list[tuple[str, list[str]]] = []
+    real = kg_rag_nb.neighbourhood
+    monkeypatch.setattr(kg_rag_nb, "neighbourhood", lambda s, name, anchors: asked.append((name, list(anchors)))
+                        or real(s, name, anchors))
     rec = ParamRecorder(store)
     reasoner = Reasoner(OfflineLLM(), emb)
     tracer = Tracer(reasoner)
     KGRag().retrieve("When was the director of Titanic born?", MethodContext(rec, reasoner), KGRagParams(), tracer)
     hops = len(steps(tracer, "expand"))
-    neighbourhood = (*nb.Q_TRIPLES_AT_ENTITY, *nb.Q_TRIPLES_AT_TRIPLE, *nb.Q_RELATED_OUT,
-                     *nb.Q_RELATED_IN)
-    for forms in (nb.Q_TRIPLES_AT_ENTITY, nb.Q_TRIPLES_AT_TRIPLE, nb.Q_RELATED_OUT, nb.Q_RELATED_IN):
-        asked = [i for c, p in rec.calls if c in forms for i in p["ids"]]
-        assert len(asked) == len(set(asked)), forms  # no anchor is fetched twice in a run
-    # a hop's reads: the four neighbourhood statements + resolving new nodes + new embeddings;
-    # never one statement per anchor (the old way ran ~7 per hop)
-    n_hop_reads = sum(1 for c, _ in rec.calls if c in neighbourhood)
-    assert hops >= 2 and n_hop_reads <= 4 * hops
-    assert len(rec.queries) <= 3 + 4 * hops + 2 * batching.PK_LOOKUP_MAX * (hops + 1)
+    assert hops >= 2 and asked
+    for name in nb.NEIGHBOURHOOD:
+        ids = [i for n, anchors in asked if n == name for i in anchors]
+        assert len(ids) == len(set(ids)), name  # no anchor is fetched twice in a run
+    assert len(asked) <= 4 * hops  # one read per kind and hop, never one per anchor
+    assert rec.queries == []  # (the one-time load reads the store itself, through GraphStore.derived)
 
 
 @pytest.mark.parametrize("n_ids", [3, 12])

@@ -1,0 +1,232 @@
+"""The named reads of KET-RAG, KG-Infused RAG and KG-Retriever answered from the graph held in memory.
+
+Each function returns the rows of the ``kgviz.graph.reads`` function of the same name (same
+columns, same values; ``tests/graph/test_memory_reads.py`` compares them on a graph with hubs,
+cycles, self-loops and parallel edges) without a Kùzu statement: on HotpotQA's 1,965 passages
+those statements were ~60 ms of ket-rag's ~75 ms per question (an id list of more than a few ids
+scans a whole table in Kùzu 0.11.3, ``kgviz.graph.batching``). Rows of a read without an order
+come back in the order of the ids asked for (Kùzu's was no fixed order), one per distinct id;
+``related_edges`` sorts as its statement's ORDER BY does. KG-Retriever's document layer comes as
+the arrow table its statement gives, each vector bit for bit from the exact search's vector file;
+where a vector is not there, the statement runs instead.
+
+Entity and Triple rows come from ``kgviz.graph.triple_graph``; the MENTIONS and FROM_CHUNK links
+from ``ChunkLinks`` and the sub-chunk texts from a dict, each loaded once per database state.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Sequence, cast
+
+import numpy as np
+import pyarrow as pa
+
+from kgviz.graph import reads
+from kgviz.graph.protocol import GraphStore
+from kgviz.graph.rows import (
+    ChunkRow, EntityChunksRow, EntityRow, RelatedEdgeRow, SimilarDocRow, TripleAtEntityRow, TripleChunkRow,
+    TripleSourceRow,
+)
+from kgviz.graph.triple_graph import triple_graph
+
+Q_MENTIONS = "MATCH (c:Chunk)-[:MENTIONS]->(e:Entity) RETURN e.id AS e, c.id AS c"
+Q_FROM_CHUNK = "MATCH (t:Triple)-[:FROM_CHUNK]->(c:Chunk) RETURN t.id AS t, c.id AS c"
+Q_HAS_CHUNK = "MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN d.id AS d, c.id AS c"
+Q_CHUNKS = ("MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id, c.text AS text, c.ord AS ord, "
+            "d.title AS title")
+Q_DOCUMENTS = "MATCH (d:Document) RETURN d.id AS id, d.title AS title"
+Q_SIMILAR_DOCS = "MATCH (a:Document)-[r:SIMILAR_DOC]->(b:Document) RETURN a.id AS src, b.id AS dst, r.weight AS weight"
+Q_SUBCHUNK_TEXTS = "MATCH (s:SubChunk) RETURN s.id AS id, s.text AS text"
+LINKS_KEY = "graph.chunk_links"
+SUBCHUNKS_KEY = "graph.subchunk_texts"
+DOCUMENTS_KEY = "graph.documents"
+
+
+class ChunkLinks:
+    """The chunks that mention each entity (MENTIONS), that each triple was read from
+    (FROM_CHUNK) and of each document (HAS_CHUNK), and the reverse of the first two (what each
+    chunk mentions / gave); one list entry per edge, in load order."""
+
+    def __init__(self, store: GraphStore) -> None:
+        mentions, from_chunk = store.query_arrow(Q_MENTIONS), store.query_arrow(Q_FROM_CHUNK)
+        self.mentions = _grouped(mentions, "e", "c")
+        self.chunk_entities = _grouped(mentions, "c", "e")
+        self.from_chunk = _grouped(from_chunk, "t", "c")
+        self.chunk_triples = _grouped(from_chunk, "c", "t")
+        self.has_chunk = _grouped(store.query_arrow(Q_HAS_CHUNK), "d", "c")
+
+
+def _grouped(edges: pa.Table, key: str, value: str) -> dict[str, list[str]]:
+    """{key: its values, one per edge, in load order} (grouped by Arrow: a Python loop over the
+    edges took seconds at 10,000 passages)."""
+    if not edges.num_rows:
+        return {}
+    g = edges.select([key, value]).group_by(key, use_threads=False).aggregate([(value, "list")])
+    return dict(zip(g.column(key).to_pylist(), g.column(f"{value}_list").to_pylist()))
+
+
+def chunk_links(store: GraphStore) -> ChunkLinks:
+    links: ChunkLinks = store.derived(LINKS_KEY, ChunkLinks)
+    return links
+
+
+def _distinct(ids: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
+
+
+def entities(store: GraphStore, ids: Sequence[str]) -> list[EntityRow]:
+    """Entities by id: id, name, description."""
+    g = triple_graph(store)
+    rows = [{"id": i, "name": g.entity_names[n], "description": g.entity_descriptions[n]}
+            for i in _distinct(ids) if (n := g.entity_at.get(i)) is not None]
+    return cast("list[EntityRow]", rows)
+
+
+def entities_with_chunks(store: GraphStore, ids: Sequence[str]) -> list[EntityChunksRow]:
+    """Entities by id with the chunks that mention them: id, name, description, origin, chunks."""
+    g, links = triple_graph(store), chunk_links(store)
+    rows = [{"id": i, "name": g.entity_names[n], "description": g.entity_descriptions[n],
+             "origin": g.entity_origins[n], "chunks": list(links.mentions.get(i, ())) or None}
+            for i in _distinct(ids) if (n := g.entity_at.get(i)) is not None]
+    return cast("list[EntityChunksRow]", rows)
+
+
+def triples_at_entities(store: GraphStore, ids: Sequence[str]) -> list[TripleAtEntityRow]:
+    """Distinct triples with one of the entities as subject or object: id, text, s, o, sname,
+    oname, relation, origin, chunk_id, kind, sentence (the first provenance)."""
+    g = triple_graph(store)
+    at = g.triples_at("Entity", _distinct(ids))
+    seen: dict[str, TripleAtEntityRow] = {}
+    for rows in at.values():
+        for r in rows:
+            if r["id"] not in seen:
+                seen[r["id"]] = cast(TripleAtEntityRow, {
+                    "id": r["id"], "text": r["text"], "s": r["subject_id"], "o": r["object_id"], "sname": r["subject"],
+                    "oname": r["object"], "relation": r["relation"], "origin": r["origin"], "chunk_id": r["chunk_id"],
+                    "kind": r["kind"], "sentence": r["sentence"]})
+    return list(seen.values())
+
+
+def triple_chunks(store: GraphStore, ids: Sequence[str]) -> list[TripleChunkRow]:
+    """FROM_CHUNK links of triples: tid, cid (one row per edge)."""
+    links = chunk_links(store)
+    return [{"tid": t, "cid": c} for t in _distinct(ids) for c in links.from_chunk.get(t, ())]
+
+
+def triple_sources(store: GraphStore, ids: Sequence[str]) -> list[TripleSourceRow]:
+    """Triples by id: id, text, sentence, chunk_id."""
+    g = triple_graph(store)
+    rows = g.triple_rows([n for i in _distinct(ids) if (n := g.triple_at.get(i)) is not None])
+    return [cast(TripleSourceRow, {"id": r["id"], "text": r["text"], "sentence": r["sentence"],
+                                   "chunk_id": r["chunk_id"]}) for r in rows]
+
+
+def _order(value: str | None) -> tuple[bool, bytes]:
+    """Kùzu's order of a string: bytewise, NULL last."""
+    return value is None, (value or "").encode()
+
+
+def related_edges(store: GraphStore, ids: Sequence[str], origin: str, *, incoming: bool) -> list[RelatedEdgeRow]:
+    """RELATED edges at ``ids`` whose other end has ``origin``: src, src_name, relation,
+    triple_id, dst, dst_name; outgoing (the id is the head) or incoming (the id is the tail),
+    ordered by (anchor, triple_id, other end)."""
+    g = triple_graph(store)
+    anchor, other = ("dst", "src") if incoming else ("src", "dst")
+    rows = [r for rs in g.related("in" if incoming else "out", _distinct(ids)).values() for r in rs
+            if r[f"{other}_origin"] == origin]
+    rows.sort(key=lambda r: (_order(r[anchor]), _order(r["triple_id"]), _order(r[other])))
+    return [cast(RelatedEdgeRow, {"src": r["src"], "src_name": r["src_name"], "relation": r["relation"],
+                                  "triple_id": r["triple_id"], "dst": r["dst"], "dst_name": r["dst_name"]})
+            for r in rows]
+
+
+def _all_subchunk_texts(store: GraphStore) -> dict[str, str]:
+    t = store.query_arrow(Q_SUBCHUNK_TEXTS)
+    return {i: x or "" for i, x in zip(t.column("id").to_pylist(), t.column("text").to_pylist())}
+
+
+def subchunk_texts(store: GraphStore, ids: Sequence[str]) -> dict[str, str]:
+    """{sub-chunk id: text ('' when none)} of the ids that exist (every sub-chunk's text held once
+    per database state: the statement scanned the SubChunk table, ~10 ms a call on HotpotQA)."""
+    texts: dict[str, str] = store.derived(SUBCHUNKS_KEY, _all_subchunk_texts)
+    return {i: texts[i] for i in ids if i in texts}
+
+
+# --- KG-Retriever's document layer: rows with their stored vectors, as arrow tables -------------------
+_DOCUMENT_TRIPLE_COLUMNS = ("id", "text", "subject", "relation", "object", "subject_id", "object_id", "chunk_id",
+                            "kind", "sentence")
+
+
+def _with_vectors(store: GraphStore, table: str, rows: list[dict[str, Any]], columns: Sequence[str]) -> pa.Table | None:
+    """``rows`` as an arrow table of ``columns`` plus ``emb``, each row's stored vector bit for bit
+    from the exact search's vector file (``GraphStore.stored_vectors``), as the statement's FLOAT[dim]
+    column; None when some row's vector is not there (no embedding, or no vector file): the caller
+    runs the statement then."""
+    found, rest = store.stored_vectors(table, list(dict.fromkeys(r["id"] for r in rows)))
+    if rest:
+        return None
+    dim = int(store.dim)
+    flat = np.concatenate([found[r["id"]] for r in rows]) if rows else np.zeros(0, dtype=np.float32)
+    emb = pa.FixedSizeListArray.from_arrays(pa.array(np.asarray(flat, dtype=np.float32), type=pa.float32()), dim)
+    return pa.table({**{c: pa.array([r[c] for r in rows], type=pa.string()) for c in columns}, "emb": emb})
+
+
+def document_entities(store: GraphStore, doc_ids: Sequence[str]) -> pa.Table:
+    """Entities mentioned by the documents' chunks: doc, chunk, id, name, emb (arrow; one row per
+    document-chunk-entity path, as ``reads.document_entities``)."""
+    g, links = triple_graph(store), chunk_links(store)
+    rows = [{"doc": d, "chunk": c, "id": e, "name": g.entity_names[g.entity_at[e]]}
+            for d in _distinct(doc_ids) for c in links.has_chunk.get(d, ()) for e in links.chunk_entities.get(c, ())]
+    got = _with_vectors(store, "Entity", rows, ("doc", "chunk", "id", "name"))
+    return got if got is not None else reads.document_entities(store, doc_ids)
+
+
+def document_triples(store: GraphStore, doc_ids: Sequence[str]) -> pa.Table:
+    """Triples extracted from the documents' chunks (distinct): id, text, subject, relation,
+    object, subject_id, object_id, chunk_id, kind, sentence (the first provenance), emb (arrow)."""
+    g, links = triple_graph(store), chunk_links(store)
+    tids = list(dict.fromkeys(t for d in _distinct(doc_ids) for c in links.has_chunk.get(d, ())
+                              for t in links.chunk_triples.get(c, ())))
+    rows = g.triple_rows([g.triple_at[t] for t in tids])
+    got = _with_vectors(store, "Triple", rows, _DOCUMENT_TRIPLE_COLUMNS)
+    return got if got is not None else reads.document_triples(store, doc_ids)
+
+
+# --- chunks and documents (text-rag, KG-Infused RAG, KET-RAG, KG-Retriever) ------------------------------
+class Documents:
+    """Every chunk with its document's title (one row per HAS_CHUNK edge), every document's title
+    and the SIMILAR_DOC edges out of each document, in load order."""
+
+    def __init__(self, store: GraphStore) -> None:
+        self.chunks: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in store.query_arrow(Q_CHUNKS).to_pylist():
+            self.chunks[r["id"]].append(r)
+        t = store.query_arrow(Q_DOCUMENTS)
+        self.titles: dict[str, Any] = dict(zip(t.column("id").to_pylist(), t.column("title").to_pylist()))
+        self.similar: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in store.query_arrow(Q_SIMILAR_DOCS).to_pylist():
+            self.similar[r["src"]].append(r)
+
+
+def documents(store: GraphStore) -> Documents:
+    docs: Documents = store.derived(DOCUMENTS_KEY, Documents)
+    return docs
+
+
+def chunks(store: GraphStore, ids: Sequence[str]) -> list[ChunkRow]:
+    """Chunks by id with their document's title: id, text, ord, title."""
+    held = documents(store).chunks
+    return [cast(ChunkRow, dict(r)) for i in _distinct(ids) for r in held.get(i, ())]
+
+
+def document_titles(store: GraphStore, ids: Sequence[str]) -> dict[str, str | None]:
+    """{document id: title} of the ids that exist."""
+    titles = documents(store).titles
+    return {i: titles[i] for i in ids if i in titles}
+
+
+def similar_documents(store: GraphStore, ids: Sequence[str]) -> list[SimilarDocRow]:
+    """SIMILAR_DOC edges out of ``ids``: src, dst, weight (``reads.similar_documents`` without
+    vectors)."""
+    similar = documents(store).similar
+    return [cast(SimilarDocRow, dict(r)) for i in _distinct(ids) for r in similar.get(i, ())]
