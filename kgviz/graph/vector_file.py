@@ -20,14 +20,45 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
 VECTOR_DIR = "vectors"
 WRITE_BLOCK = 8192  # rows sorted, normalised and written at a time
+
+
+class RowFile:
+    """``n`` float32 rows of length ``dim`` in a raw file, read by row indices. Indexing maps the
+    file for that one read and unmaps it after, so gathering every row a block at a time never
+    keeps the whole file resident (a long-lived np.memmap would: its touched pages count as the
+    process's memory until it is closed)."""
+
+    def __init__(self, path: Path, n: int, dim: int) -> None:
+        self.path, self.n, self.dim = path, n, dim
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n, self.dim)
+
+    @property
+    def ndim(self) -> int:
+        return 2
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: Any) -> np.ndarray:
+        if self.n == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)[index]
+        with open(self.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            matrix = np.frombuffer(mapped, dtype=np.float32, count=self.n * self.dim).reshape(self.n, self.dim)
+            out = np.array(matrix[index], dtype=np.float32)  # a copy: the map is closed below
+            del matrix  # no view of the map may outlive it
+        return out
 
 
 def ids_digest(sorted_ids: list[str]) -> str:
@@ -84,14 +115,15 @@ def load_same(workspace: Path, table: str, digest: str, n: int) -> tuple[np.ndar
     return same, stored
 
 
-def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray,
+def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray | RowFile,
           normalise: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Store ``ids`` and their unit rows sorted by id; returns (sorted ids, memory-mapped rows).
     ``rows`` are the unit rows, or, with ``normalise``, the vectors as Kùzu holds them: each
     block of them is normalised here, and the per-row flags "unit row == stored vector" are
     stored too, with the rows where they differ (``load_same``). Rows are sorted, normalised and written WRITE_BLOCK at a time, so
     no whole-table copy is made (issue 29: each copy of 143k 768-d triple vectors was 440 MB of
-    peak RSS). OSError when the workspace folder cannot be written (the caller ranks in memory)."""
+    peak RSS); ``rows`` may be a ``RowFile`` (a build's spilled vectors), gathered a block at a
+    time. OSError when the workspace folder cannot be written (the caller ranks in memory)."""
     order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
     sorted_ids = [ids[i] for i in order.tolist()]
     id_array = np.array(sorted_ids, dtype=str) if sorted_ids else np.zeros(0, dtype="<U1")
