@@ -59,7 +59,7 @@ def stored_graph(store: GraphStore) -> dict[str, list[tuple]]:
             rows = store.query(f"MATCH (x:{a})-[r:{rel}]->(y:{b}) RETURN {ret}")
             out[f"{rel}:{a}->{b}"] = sorted((tuple(_value(v) for v in r.values()) for r in rows), key=repr)
     folder = Path(store.path) / vector_file.VECTOR_DIR
-    out["files"] = sorted((p.name, p.read_bytes()) for p in folder.iterdir())  # type: ignore[misc]
+    out["files"] = sorted((p.name, p.read_bytes()) for p in folder.iterdir())
     return out
 
 

@@ -2,6 +2,7 @@
 gathered rows, and the folder does not outlive the build."""
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +64,12 @@ def test_vector_files_from_spilled_rows_equal_the_ones_from_a_matrix(tmp_path: P
         vector_file.write(a, "Triple", ids, emb, normalise)
         vector_file.write(b, "Triple", ids, spill.rows("Triple"), normalise)
     files = sorted(p.name for p in (a / vector_file.VECTOR_DIR).iterdir())
-    assert len(files) == 5
+    assert files == sorted(f"Triple.{x}" for x in ("ids.npy", "emb.npy", "same.npy", "stored.npy", "json"))
+    # the stored copies (rows that are not unit already) are np.save's bytes for them, in id order
+    order = sorted(range(n), key=ids.__getitem__)
+    differ = [emb[i] for i in order if not np.array_equal(normalise(emb[i:i + 1])[0], emb[i])]
+    expected = io.BytesIO()
+    np.save(expected, np.array(differ, dtype=np.float32).reshape(-1, 6), allow_pickle=False)
+    assert 0 < len(differ) < n and (a / vector_file.VECTOR_DIR / "Triple.stored.npy").read_bytes() == expected.getvalue()
     for name in files:
         assert (a / vector_file.VECTOR_DIR / name).read_bytes() == (b / vector_file.VECTOR_DIR / name).read_bytes(), name
