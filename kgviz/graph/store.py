@@ -184,6 +184,26 @@ class _Handle:
                     self._idle.append(conn)
 
     @contextmanager
+    def own_connection(self) -> Iterator[kuzu.Connection]:
+        """A connection of its own for one statement, closed after it (the pinned one inside a
+        transaction). For COPY FROM an Arrow table: a kuzu 0.11.3 connection keeps every table it
+        copied from alive until it is closed (measured: four 20k-row 768-d COPYs on one pooled
+        connection held 300 MB of Python memory after their rows were gone; closing the
+        connection freed it). A build's loads stayed in memory as long as the workspace was open."""
+        pinned = getattr(self._local, "conn", None)
+        if pinned is not None:
+            yield pinned
+            return
+        with self._pool_lock:
+            if self.closed:
+                raise GraphStoreError(f"The graph store for {self.db_file} is closed.")
+        conn = kuzu.Connection(self.db)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    @contextmanager
     def pinned(self) -> Iterator[kuzu.Connection]:
         """Make this thread use one connection for the whole block (explicit transactions)."""
         with self.connection() as conn:
@@ -790,8 +810,10 @@ class GraphStore:
         return found
 
     def _copy(self, cypher: str, table: pa.Table) -> None:
+        self._ensure_open()
         with self.write_lock():
-            self._statement(cypher, {"rows": table}, write=True, fetch="none")
+            with self._handle.own_connection() as conn:  # closed after: it would keep ``table`` alive
+                self._handle.run(conn, cypher, {"rows": table}, write=True, fetch="none")
             self._maybe_checkpoint()
 
     # -- reads -----------------------------------------------------------------------------------
