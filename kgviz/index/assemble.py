@@ -29,7 +29,7 @@ from kgviz.types import Chunk
 CORPUS = "corpus"
 
 
-@dataclass
+@dataclass(slots=True)  # one per fact: 1.4M at 100k passages, so no per-object __dict__ (issue 29)
 class TripleRow:
     id: str
     relation: str
