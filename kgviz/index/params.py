@@ -5,6 +5,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from kgviz.errors import ConfigError
+from kgviz.graph.batching import WRITE_BATCH_ROWS
 from kgviz.types import Usage
 
 STAGES = ("chunk", "knn", "extract", "resolve", "embed", "write", "doc_layer", "ket", "index")
@@ -39,7 +40,7 @@ class BuildParams:
     build loses while keeping fast offline builds from doing thousands of tiny writes."""
     embed_batch_size: int = 256
     """Texts per embedder call (ours)."""
-    write_batch_rows: int = 50_000
+    write_batch_rows: int = WRITE_BATCH_ROWS
     """Rows per bulk load (COPY) of the write stage, per node and edge table (ours): the write
     stage holds one batch of rows, vectors and their Arrow copy at a time instead of whole tables
     (issue 29: its peak memory grew with the corpus). The graph is the same for any value."""

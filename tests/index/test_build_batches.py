@@ -81,7 +81,8 @@ def test_small_write_batches_store_the_same_graph(open_store, monkeypatch: pytes
     monkeypatch.setattr(store, "bulk_load_nodes", nodes)
     monkeypatch.setattr(store, "bulk_load_rels", rels)
     report = build(corpus(), store, Reasoner(OfflineLLM(), EMB), dataclasses.replace(SMALL, write_batch_rows=3))
-    for table in ("Chunk", "Entity", "Triple", "FROM_CHUNK", "MENTIONS", "RELATED"):  # several loads each
+    for table in ("Chunk", "Entity", "Triple", "FROM_CHUNK", "MENTIONS", "RELATED",  # several loads each
+                  "SubChunk", "Keyword", "HAS_KEYWORD"):
         assert len(sizes[table]) > 2 and max(sizes[table]) <= 3, (table, sizes[table])
     assert report.counts == one.counts()
     assert stored_graph(store) == stored_graph(one)
@@ -116,3 +117,18 @@ def test_a_failed_build_leaves_no_spill(open_store, tmp_path: Path, monkeypatch:
     with pytest.raises(RuntimeError, match="disk gone"):
         build(corpus(), open_store("ws"), Reasoner(OfflineLLM(), EMB), SMALL)
     assert not list((tmp_path / "ws").glob(SPILL_PREFIX + "*"))
+
+
+def test_keyword_vectors_made_a_block_at_a_time_are_the_one_product(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kgviz.index import ket_keywords
+    from kgviz.index.ket import KetParams
+
+    chunks = [(f"doc:{i}#c0", f"doc:{i}", d.text) for i, d in enumerate(corpus())]
+    rules = KetParams().keyword_rules(300)
+    whole = ket_keywords.build_keyword_layer(chunks, EMB, rules)
+    monkeypatch.setattr(ket_keywords, "KEYWORD_BLOCK", 3)
+    blocks = ket_keywords.build_keyword_layer(chunks, EMB, rules)
+    assert len(whole.keywords) > 3 * 3
+    assert [k["id"] for k in blocks.keywords] == [k["id"] for k in whole.keywords]
+    for a, b in zip(blocks.keywords, whole.keywords):
+        assert a["emb"].tobytes() == b["emb"].tobytes()  # bit for bit
