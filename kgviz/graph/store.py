@@ -611,7 +611,10 @@ class GraphStore:
 
     def _statement(self, cypher: str, params: Mapping[str, Any] | None, *, write: bool, fetch: str) -> Any:
         self._ensure_open()
-        with self._handle.connection() as conn:
+        # a statement that scans an Arrow table (COPY / LOAD FROM $rows) runs on a connection of
+        # its own, closed after it: a pooled one would keep the table alive (_Handle.own_connection)
+        scans = params is not None and any(isinstance(v, pa.Table) for v in params.values())
+        with self._handle.own_connection() if scans else self._handle.connection() as conn:
             return self._handle.run(conn, cypher, params, write=write, fetch=fetch)
 
     def _maybe_checkpoint(self) -> None:
@@ -810,10 +813,8 @@ class GraphStore:
         return found
 
     def _copy(self, cypher: str, table: pa.Table) -> None:
-        self._ensure_open()
         with self.write_lock():
-            with self._handle.own_connection() as conn:  # closed after: it would keep ``table`` alive
-                self._handle.run(conn, cypher, {"rows": table}, write=True, fetch="none")
+            self._statement(cypher, {"rows": table}, write=True, fetch="none")
             self._maybe_checkpoint()
 
     # -- reads -----------------------------------------------------------------------------------
