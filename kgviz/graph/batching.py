@@ -42,6 +42,9 @@ T = TypeVar("T")
 IN_LIST_MAX = 24
 VECTOR_IN_LIST_MAX = 300
 ID_BATCH = 50_000
+# rows per bulk load (COPY) of a build's write and keyword stages (issue 29): a batch's rows, their
+# stacked vectors and Arrow copy are held at a time, never a whole table's; BuildParams.write_batch_rows
+WRITE_BATCH_ROWS = 50_000
 PK_LOOKUP_MAX = 5
 
 

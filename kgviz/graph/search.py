@@ -245,7 +245,7 @@ def _exact_search(
 
 
 def _exact_matrix(store: SearchHost, table: str,
-                  inserted: tuple[Sequence[str], np.ndarray] | None = None) -> tuple[Any, np.ndarray] | None:
+                  inserted: tuple[Sequence[str], np.ndarray | vector_file.RowFile] | None = None) -> tuple[Any, np.ndarray] | None:
     """(ids, unit rows) of ``table``'s embedded rows, memory-mapped from the workspace's vector
     files (kgviz.graph.vector_file; written here when missing or stale) and kept on the database
     handle until its next write; None when the table has more than EXACT_MAX_ROWS of them (only
@@ -336,7 +336,7 @@ def unit_vectors(store: SearchHost, table: str, ids: Sequence[str]) -> dict[str,
 
 
 def prepare_exact_search(store: SearchHost, table: str,
-                         inserted: tuple[Sequence[str], np.ndarray] | None = None) -> int | None:
+                         inserted: tuple[Sequence[str], np.ndarray | vector_file.RowFile] | None = None) -> int | None:
     """Write (or check) ``table``'s memory-mapped vector files now, so the first search does not
     pay for it; the number of rows searched exactly, None when the table is left to HNSW.
     ``inserted``: the (ids, vectors) a build just loaded (see ``_exact_matrix``)."""

@@ -184,6 +184,26 @@ class _Handle:
                     self._idle.append(conn)
 
     @contextmanager
+    def own_connection(self) -> Iterator[kuzu.Connection]:
+        """A connection of its own for one statement, closed after it (the pinned one inside a
+        transaction). For COPY FROM an Arrow table: a kuzu 0.11.3 connection keeps every table it
+        copied from alive until it is closed (measured: four 20k-row 768-d COPYs on one pooled
+        connection held 300 MB of Python memory after their rows were gone; closing the
+        connection freed it). A build's loads stayed in memory as long as the workspace was open."""
+        pinned = getattr(self._local, "conn", None)
+        if pinned is not None:
+            yield pinned
+            return
+        with self._pool_lock:
+            if self.closed:
+                raise GraphStoreError(f"The graph store for {self.db_file} is closed.")
+        conn = kuzu.Connection(self.db)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    @contextmanager
     def pinned(self) -> Iterator[kuzu.Connection]:
         """Make this thread use one connection for the whole block (explicit transactions)."""
         with self.connection() as conn:
@@ -591,7 +611,10 @@ class GraphStore:
 
     def _statement(self, cypher: str, params: Mapping[str, Any] | None, *, write: bool, fetch: str) -> Any:
         self._ensure_open()
-        with self._handle.connection() as conn:
+        # a statement that scans an Arrow table (COPY / LOAD FROM $rows) runs on a connection of
+        # its own, closed after it: a pooled one would keep the table alive (_Handle.own_connection)
+        scans = params is not None and any(isinstance(v, pa.Table) for v in params.values())
+        with self._handle.own_connection() if scans else self._handle.connection() as conn:
             return self._handle.run(conn, cypher, params, write=write, fetch=fetch)
 
     def _maybe_checkpoint(self) -> None:

@@ -9,7 +9,8 @@ bulk COPY (or one UNWIND statement), never a row-at-a-time loop.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from itertools import islice
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from kgviz.index.assemble import Assembled
 from kgviz.index.doc_layer import SIGNATURE_KEY
 from kgviz.index.ket import META_KEYWORD_SIGNATURE
 from kgviz.index.resolve import merge_descriptions
+from kgviz.types import Chunk
 
 PENDING_KEY = "pending_documents"
 _DOC_BATCH = 5000  # documents purged under one hold of the write lock
@@ -72,34 +74,42 @@ def with_emb(rows: list[dict[str, Any]], emb: np.ndarray) -> list[dict[str, Any]
     return rows
 
 
-def write_nodes_and_edges(
-    store: GraphStore,
-    *,
-    documents: list[dict[str, Any]],
-    chunks: list[dict[str, Any]],
-    has_chunk: list[dict[str, object]],
-    new_entities: list[dict[str, Any]],
-    acc: Assembled,
-    triples: list[dict[str, Any]],
-) -> dict[str, int]:
-    """Bulk-load one batch (nodes first, then edges). Returns rows inserted per table."""
-    n: dict[str, int] = {}
-    n["Document"] = store.bulk_load_nodes("Document", documents)
-    n["Chunk"] = store.bulk_load_nodes("Chunk", chunks)
-    n["Entity"] = store.bulk_load_nodes("Entity", new_entities)
-    n["Triple"] = store.bulk_load_nodes("Triple", triples)
-    n["HAS_CHUNK"] = store.bulk_load_rels("HAS_CHUNK", has_chunk, from_table="Document", to_table="Chunk")
-    n["FROM_CHUNK"] = store.bulk_load_rels("FROM_CHUNK", acc.from_chunk_rows(), from_table="Triple", to_table="Chunk")
-    n["MENTIONS"] = store.bulk_load_rels(
-        "MENTIONS", [{"from": c, "to": e} for c, e in acc.mentions], from_table="Chunk", to_table="Entity"
-    )
-    n["SUBJ"] = store.bulk_load_rels("SUBJ", acc.subj_rows(False), from_table="Triple", to_table="Entity")
-    n["SUBJ"] += store.bulk_load_rels("SUBJ", acc.subj_rows(True), from_table="Triple", to_table="Triple")
-    n["OBJ"] = store.bulk_load_rels("OBJ", acc.obj_rows(False), from_table="Triple", to_table="Entity")
-    n["OBJ"] += store.bulk_load_rels("OBJ", acc.obj_rows(True), from_table="Triple", to_table="Triple")
-    n["RELATED"] = store.bulk_load_rels("RELATED", acc.related_rows(), from_table="Entity", to_table="Entity")
+def load_nodes(store: GraphStore, table: str, n_rows: int,
+               rows_of: Callable[[int, int], list[dict[str, Any]]], batch_rows: int) -> int:
+    """Bulk-load ``n_rows`` rows into node table ``table``, ``batch_rows`` at a time:
+    ``rows_of(start, stop)`` makes the rows of one batch (with their vectors). Returns the rows
+    inserted. Rows are loaded in order, so node order is that of one load of them all."""
+    return sum(store.bulk_load_nodes(table, rows_of(start, min(start + batch_rows, n_rows)))
+               for start in range(0, n_rows, batch_rows))
+
+
+def _load_rels(store: GraphStore, rel: str, rows: Iterable[dict[str, Any]], batch_rows: int, *,
+               from_table: str, to_table: str) -> int:
+    """Bulk-load ``rows`` (an iterator: never all made at once), ``batch_rows`` at a time. A batch
+    skips edges an earlier batch loaded as one load skips repeats, so the edges are the same."""
+    n = 0
+    it = iter(rows)
+    while batch := list(islice(it, batch_rows)):
+        n += store.bulk_load_rels(rel, batch, from_table=from_table, to_table=to_table)
     return n
 
+
+def write_edges(store: GraphStore, *, chunks: Sequence[Chunk], acc: Assembled, batch_rows: int) -> dict[str, int]:
+    """Bulk-load the batch's edges (after its nodes), ``batch_rows`` rows per COPY. Returns edges
+    inserted per rel table."""
+    def load(rel: str, rows: Iterable[dict[str, Any]], from_table: str, to_table: str) -> int:
+        return _load_rels(store, rel, rows, batch_rows, from_table=from_table, to_table=to_table)
+
+    n: dict[str, int] = {}
+    n["HAS_CHUNK"] = load("HAS_CHUNK", ({"from": ch.doc_id, "to": ch.id} for ch in chunks), "Document", "Chunk")
+    n["FROM_CHUNK"] = load("FROM_CHUNK", acc.from_chunk_rows(), "Triple", "Chunk")
+    n["MENTIONS"] = load("MENTIONS", ({"from": c, "to": e} for c, e in acc.mentions), "Chunk", "Entity")
+    n["SUBJ"] = load("SUBJ", acc.subj_rows(False), "Triple", "Entity")
+    n["SUBJ"] += load("SUBJ", acc.subj_rows(True), "Triple", "Triple")
+    n["OBJ"] = load("OBJ", acc.obj_rows(False), "Triple", "Entity")
+    n["OBJ"] += load("OBJ", acc.obj_rows(True), "Triple", "Triple")
+    n["RELATED"] = load("RELATED", acc.related_rows(), "Entity", "Entity")
+    return n
 
 
 def update_existing_entities(

@@ -39,6 +39,7 @@ import numpy as np
 
 from kgviz.errors import BuildError, ConfigError
 from kgviz.graph import reads, writes
+from kgviz.graph.batching import WRITE_BATCH_ROWS, batches
 from kgviz.graph.protocol import GraphStore
 from kgviz.graph.rows import ChunkRankUpdate
 from kgviz.index.ket_keywords import KeywordLayer, KeywordRules, build_keyword_layer
@@ -220,16 +221,22 @@ def keyword_signature(chunk_ids: Sequence[str], rules: KeywordRules) -> str:
     return h.hexdigest()[:32]
 
 
-def write_keyword_layer(store: GraphStore, layer: KeywordLayer, signature: str) -> None:
+def write_keyword_layer(store: GraphStore, layer: KeywordLayer, signature: str,
+                        batch_rows: int = WRITE_BATCH_ROWS) -> None:
     """Replace the sub-chunks and the keyword layer whole: keywords depend on every sub-chunk (a
     new document changes descriptions, embeddings and the frequency limit), and a changed τ
-    changes every sub-chunk."""
+    changes every sub-chunk. Loaded ``batch_rows`` rows per COPY (the vectors of one batch stacked
+    at a time, not every keyword's: issue 29)."""
     with store.write_lock():
         writes.delete_keyword_layer(store)
-        store.bulk_load_nodes("SubChunk", layer.subchunks)
-        store.bulk_load_rels("SUB_CHUNK_OF", layer.sub_chunk_of, from_table="SubChunk", to_table="Chunk")
-        store.bulk_load_nodes("Keyword", layer.keywords)
-        store.bulk_load_rels("HAS_KEYWORD", layer.has_keyword, from_table="SubChunk", to_table="Keyword")
+        for rows in batches(layer.subchunks, batch_rows):
+            store.bulk_load_nodes("SubChunk", rows)
+        for rows in batches(layer.sub_chunk_of, batch_rows):
+            store.bulk_load_rels("SUB_CHUNK_OF", rows, from_table="SubChunk", to_table="Chunk")
+        for rows in batches(layer.keywords, batch_rows):
+            store.bulk_load_nodes("Keyword", rows)
+        for rows in batches(layer.has_keyword, batch_rows):
+            store.bulk_load_rels("HAS_KEYWORD", rows, from_table="SubChunk", to_table="Keyword")
         store.set_meta(META_KEYWORD_SIGNATURE, signature)
 
 
@@ -264,8 +271,8 @@ def stored_chunks(store: GraphStore) -> tuple[list[str], list[str], list[str], n
 
 def build_keywords(store: GraphStore, embedder: Embedder, params: KetParams, chunk_tokens: int, *,
                    ids: Sequence[str], docs: Sequence[str], texts: Sequence[str],
-                   batch_size: int = 256, progress: Progress | None = None, force: bool = False
-                   ) -> tuple[dict[str, int], bool]:
+                   batch_size: int = 256, progress: Progress | None = None, force: bool = False,
+                   write_batch_rows: int = WRITE_BATCH_ROWS) -> tuple[dict[str, int], bool]:
     """Sub-chunks + keywords for the given (all stored) chunks, unless the stored layer already
     matches them. Returns (stats, rebuilt)."""
     rules = params.keyword_rules(chunk_tokens)
@@ -278,7 +285,7 @@ def build_keywords(store: GraphStore, embedder: Embedder, params: KetParams, chu
             progress("keywords", done, total, message)
 
     layer = build_keyword_layer(list(zip(ids, docs, texts)), embedder, rules, batch_size=batch_size, progress=relay)
-    write_keyword_layer(store, layer, sig)
+    write_keyword_layer(store, layer, sig, write_batch_rows)
     return layer.stats(), True
 
 

@@ -124,6 +124,7 @@ class KetBuild:
                 store, self.embedder, self.ket, self.params.chunk_tokens, ids=plan.ids,
                 docs=[c.split("#")[0] for c in plan.ids], texts=self._texts(plan),
                 batch_size=self.params.embed_batch_size, force=interrupted,
+                write_batch_rows=self.params.write_batch_rows,
                 progress=lambda stage, d, t, msg: self.emit("ket", 2, 3, f"{msg}: {d} of {t}"))
         if interrupted:
             steps.record_repair(self.report, "keywords")

@@ -69,6 +69,9 @@ class KeywordLayer:
                 "df_limit": self.df_limit, "has_keyword": len(self.has_keyword)}
 
 
+KEYWORD_BLOCK = 8192  # keyword vectors made at a time (ours)
+
+
 def df_limit(n_subchunks: int, rules: KeywordRules) -> int:
     return max(int(rules.keyword_df_floor), int(rules.keyword_max_df * n_subchunks))
 
@@ -123,7 +126,13 @@ def build_keyword_layer(chunks: Sequence[tuple[str, str, str]], embedder: Embedd
                            lambda d: report("embedding sentences", d, len(sentences)))
 
     word_sent = sent_word[:, keep].T.tocsr()  # keyword x sentence
-    kw_emb = l2_normalise(np.asarray(word_sent @ sent_emb))  # sum and mean point the same way
+    # sum and mean point the same way; a block of keywords at a time: every row is computed on
+    # its own (the same values as one product), and l2_normalise works in float64, so the whole
+    # matrix at once was two float64 copies of it (issue 29: ~7 GB at 550k keywords, 100k passages)
+    kw_emb = np.empty((len(keep), sent_emb.shape[1]), dtype=np.float32)
+    for b0 in range(0, len(keep), KEYWORD_BLOCK):
+        kw_emb[b0:b0 + KEYWORD_BLOCK] = l2_normalise(np.asarray(word_sent[b0:b0 + KEYWORD_BLOCK] @ sent_emb))
+    del sent_emb  # not read again: the keywords' vectors are made
     n_desc = max(1, rules.description_max_sentences)
     for pos, col in enumerate(keep.tolist()):
         sent_ids = word_sent.indices[word_sent.indptr[pos]: word_sent.indptr[pos + 1]]

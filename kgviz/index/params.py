@@ -5,6 +5,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from kgviz.errors import ConfigError
+from kgviz.graph.batching import WRITE_BATCH_ROWS
 from kgviz.types import Usage
 
 STAGES = ("chunk", "knn", "extract", "resolve", "embed", "write", "doc_layer", "ket", "index")
@@ -39,6 +40,10 @@ class BuildParams:
     build loses while keeping fast offline builds from doing thousands of tiny writes."""
     embed_batch_size: int = 256
     """Texts per embedder call (ours)."""
+    write_batch_rows: int = WRITE_BATCH_ROWS
+    """Rows per bulk load (COPY) of the write stage, per node and edge table (ours): the write
+    stage holds one batch of rows, vectors and their Arrow copy at a time instead of whole tables
+    (issue 29: its peak memory grew with the corpus). The graph is the same for any value."""
     description_max_sentences: int = 3
     """Sentences kept in an entity description (ours)."""
     expected_output_ratio: float = 2.0
@@ -92,7 +97,8 @@ class BuildParams:
     """Least seconds between two status calls while a batch runs (ours; kgviz.providers.batch_api.wait_seconds)."""
 
     def __post_init__(self) -> None:
-        for name in ("chunk_tokens", "workers", "batch_size", "embed_batch_size", "max_triples_per_chunk"):
+        for name in ("chunk_tokens", "workers", "batch_size", "embed_batch_size", "write_batch_rows",
+                     "max_triples_per_chunk"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"BuildParams.{name} must be at least 1 (got {getattr(self, name)})")
         if self.expected_output_ratio < 0 or self.flush_interval_s < 0 or self.batch_poll_s < 0:

@@ -47,7 +47,9 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import groupby
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -58,12 +60,14 @@ from kgviz.graph.search import EXACT_MAX_ROWS
 from kgviz.graph.store import GraphStore
 from kgviz.index import graph_write as gw
 from kgviz.index import steps
-from kgviz.index.assemble import Assembled, assemble, finalise
+from kgviz.index.assemble import Assembled, TripleRow, assemble, finalise
 from kgviz.index.doc_layer import build_doc_layer
 from kgviz.index.embed import document_text, embed_texts, entity_text
 from kgviz.index.estimate import estimate_cost
 from kgviz.index.extract import run_extraction
 from kgviz.index.ket_build import KetBuild
+from kgviz.index.resolve import EntityAgg
+from kgviz.index.spill import RowFile, VectorSpill
 from kgviz.index.params import STAGES, WAIT_STAGE, BuildParams, BuildReport, CostEstimate, ProgressEvent
 from kgviz.ingest import chunk_document
 from kgviz.reasoning import Reasoner
@@ -138,7 +142,8 @@ def build(
         waited_s = time.perf_counter() - t0 if waited else 0.0
         if waited and progress is not None:
             progress(ProgressEvent(WAIT_STAGE, 1, 1, f"the other build finished after {waited_s:.1f} s"))
-        report = _build(documents, store, reasoner, params, progress, cancel)
+        with VectorSpill(store.path, int(reasoner.embedder.dim)) as spill:
+            report = _build(documents, store, reasoner, params, progress, cancel, spill)
     report.waited_seconds = round(waited_s, 3)
     return report
 
@@ -150,6 +155,7 @@ def _build(
     params: BuildParams | None,
     progress: Progress | None,
     cancel: threading.Event | None,
+    spill: VectorSpill,
 ) -> BuildReport:
     params = params or BuildParams()
     emb = reasoner.embedder
@@ -178,7 +184,7 @@ def _build(
 
     acc: Assembled | None = None
     existing: dict[str, EntityMergeRow] = {}
-    new_vectors: dict[str, tuple[list[str], np.ndarray]] = {}  # table -> (ids, vectors) of its new rows
+    new_vectors: dict[str, tuple[list[str], RowFile]] = {}  # table -> (ids, spilled vectors) of its new rows
     if new_docs:
         all_chunks = [c for d in new_docs for c in chunks_by_doc[d.id]]
         with run.stage("extract"):
@@ -193,6 +199,7 @@ def _build(
 
         with run.stage("resolve"):
             acc = assemble(((d.id, chunks_by_doc[d.id]) for d in new_docs), ext.outputs)
+            del ext  # the per-chunk outputs are in acc now
             existing = writes.entity_details(store, list(acc.entities))
             finalise(acc, {eid: str(row["name"]) for eid, row in existing.items()})
             stored_triples = acc.stored = store.existing_ids("Triple", list(acc.triples))
@@ -201,21 +208,32 @@ def _build(
                 report.warnings.append(f"{acc.n_dropped} triples dropped (empty name after normalisation, or self-loop)")
             run.emit("resolve", 1, 1, f"{len(acc.entities)} entities, {len(acc.triples)} triples")
 
+        new = _NewRows(
+            docs=new_docs, chunks=all_chunks,
+            # an entity an earlier build wrote keeps its row and vector (module docstring)
+            entities=[e for eid, e in acc.entities.items() if eid not in existing],
+            # one fact, one node: a fact an earlier build already wrote keeps its node (and
+            # vector); this batch only adds its provenance edges
+            triples=[t for tid, t in acc.triples.items() if tid not in stored_triples],
+            description_max_sentences=params.description_max_sentences,
+        )
         with run.stage("embed"):
-            rows, new_vectors = _embed_stage(run, reasoner, new_docs, all_chunks, acc, existing, params,
-                                          ket.chunk_vectors, stored_triples)
+            _embed_stage(run, reasoner, new, params, spill, ket.chunk_vectors)
+            ket.chunk_vectors = None  # spilled: not kept in memory for the rest of the build
 
         with run.stage("write"):
             gw.set_pending(store, [d.id for d in new_docs])
-            inserted = gw.write_nodes_and_edges(store, acc=acc, **rows)
+            inserted = _write_stage(store, new, acc, spill, params.write_batch_rows)
             gw.update_existing_entities(store, acc, existing, params.description_max_sentences)
             writes.refresh_mention_counts(store, list(acc.entities))
             gw.set_pending(store, [])  # last: from here on the documents count as built
             report.new_triples, report.new_entities = inserted["Triple"], inserted["Entity"]
             # the vector files may be written from these vectors only where every row was loaded
             # (a row skipped as already present keeps the vector Kùzu had)
-            new_vectors = {t: v for t, v in new_vectors.items() if inserted.get(t) == len(v[0])}
+            new_vectors = {t: (ids, spill.rows(t)) for t, ids in new.ids().items()
+                           if inserted.get(t) == len(ids) == spill.count(t)}
             run.emit("write", 1, 1, ", ".join(f"{k} +{v}" for k, v in inserted.items() if v))
+            del new
 
     with run.stage("doc_layer"):
         with steps.marked(store, "doc_layer") as interrupted:
@@ -228,6 +246,8 @@ def _build(
         if acc is not None:
             ket.describe_stage(reasoner, acc, {eid: str(row["name"]) for eid, row in existing.items()},
                                {d.id: d.title for d in new_docs})
+        acc = None  # the batch's entities, triples and provenance: nothing after this stage reads them
+        existing = {}
         ket.write_stage()
 
     with run.stage("index"):
@@ -298,62 +318,101 @@ def _first_copies(documents: Sequence[Document], report: BuildReport) -> list[Do
     return list(kept.values())
 
 
+@dataclass
+class _NewRows:
+    """The rows a build adds to each node table, in load order (their vectors are spilled in
+    the same order); the row dicts are made a batch at a time by ``rows``."""
+
+    docs: list[Document]
+    chunks: list[Chunk]
+    entities: list[EntityAgg]
+    triples: list[TripleRow]
+    description_max_sentences: int
+
+    def ids(self) -> dict[str, list[str]]:
+        return {"Document": [d.id for d in self.docs], "Chunk": [c.id for c in self.chunks],
+                "Entity": [e.id for e in self.entities], "Triple": [t.id for t in self.triples]}
+
+    def sizes(self) -> dict[str, int]:
+        return {"Document": len(self.docs), "Chunk": len(self.chunks), "Entity": len(self.entities),
+                "Triple": len(self.triples)}
+
+    def texts(self, with_chunks: bool) -> Iterator[tuple[str, str]]:
+        """(table, text to embed) of every new row, tables in load order (chunks left out when
+        the knn stage embedded them)."""
+        for d in self.docs:
+            yield "Document", document_text(d.title, d.text)
+        if with_chunks:
+            for c in self.chunks:
+                yield "Chunk", c.text
+        for e in self.entities:
+            yield "Entity", entity_text(e.name, e.description(self.description_max_sentences))
+        for t in self.triples:
+            yield "Triple", t.embed_text()
+
+    def rows(self, table: str, start: int, stop: int) -> list[dict[str, object]]:
+        if table == "Document":
+            return [{"id": d.id, "title": d.title, "source": d.source, "sha256": d.sha256, "text": d.text,
+                     "n_tokens": count_tokens(d.text)} for d in self.docs[start:stop]]
+        if table == "Chunk":
+            return [{"id": c.id, "doc_id": c.doc_id, "ord": c.ord, "text": c.text, "n_tokens": c.n_tokens}
+                    for c in self.chunks[start:stop]]
+        if table == "Entity":
+            return [{"id": e.id, "name": e.name, "type": e.type,
+                     "description": e.description(self.description_max_sentences), "origin": "corpus",
+                     "aliases": "|".join(f for f in e.surface_forms if f != e.name), "n_mentions": len(e.chunks)}
+                    for e in self.entities[start:stop]]
+        return [t.to_row() for t in self.triples[start:stop]]
+
+
 def _embed_stage(
     run: _Run,
     reasoner: Reasoner,
-    docs: list[Document],
-    chunks: list[Chunk],
-    acc: Assembled,
-    existing: Mapping[str, object],
+    new: _NewRows,
     params: BuildParams,
+    spill: VectorSpill,
     chunk_vectors: np.ndarray | None = None,
-    stored_triples: set[str] | frozenset[str] = frozenset(),
-) -> tuple[dict[str, list[dict[str, object]]], dict[str, tuple[list[str], np.ndarray]]]:
-    """Vectors for the new rows: (rows for the write stage, {table: (ids, vectors)} of them for
-    the index stage's vector files); ``chunk_vectors`` are the chunks' when the knn stage made
-    them; ``stored_triples`` are facts already in the graph (not embedded or inserted again)."""
-    new_entities = [e for eid, e in acc.entities.items() if eid not in existing]
-    doc_rows = [
-        {"id": d.id, "title": d.title, "source": d.source, "sha256": d.sha256, "text": d.text, "n_tokens": count_tokens(d.text)}
-        for d in docs
-    ]
-    chunk_rows = [{"id": c.id, "doc_id": c.doc_id, "ord": c.ord, "text": c.text, "n_tokens": c.n_tokens} for c in chunks]
-    entity_rows = []
-    for e in new_entities:
-        description = e.description(params.description_max_sentences)
-        name = e.name
-        entity_rows.append({
-            "id": e.id, "name": name, "type": e.type, "description": description, "origin": "corpus",
-            "aliases": "|".join(f for f in e.surface_forms if f != name), "n_mentions": len(e.chunks),
-        })
-    # one fact, one node: a fact an earlier build already wrote keeps its node (and vector); this
-    # batch only adds its provenance edges
-    new_triples = [t for tid, t in acc.triples.items() if tid not in stored_triples]
-    triple_rows = [t.to_row() for t in new_triples]
-    chunk_texts = [c.text for c in chunks] if chunk_vectors is None else []
-    texts = (
-        [document_text(d.title, d.text) for d in docs]
-        + chunk_texts
-        + [entity_text(str(r["name"]), str(r["description"])) for r in entity_rows]
-        + [t.embed_text() for t in new_triples]
-    )
+) -> None:
+    """Vectors for the new rows, spilled per table in load order (kgviz.index.spill) a batch at a
+    time: no stage holds every vector (issue 29). ``chunk_vectors`` are the chunks' when the knn
+    stage made them. The embedder sees the same batches as one pass over all the texts."""
+    if chunk_vectors is not None:
+        spill.append("Chunk", chunk_vectors)
+    sizes = new.sizes()
+    total = sum(sizes.values()) - (sizes["Chunk"] if chunk_vectors is not None else 0)
+    batch: list[tuple[str, str]] = []
+    done = 0
     t0 = time.perf_counter()
-    total = len(texts)
-    matrix = embed_texts(
-        reasoner.embedder, texts, params.embed_batch_size, lambda n: run.emit("embed", n, total, f"{n} of {total} texts")
-    )
+
+    def flush() -> None:
+        nonlocal done
+        matrix = embed_texts(reasoner.embedder, [text for _, text in batch], params.embed_batch_size)
+        start = 0
+        for table, group in groupby(t for t, _ in batch):  # a batch can span tables
+            n = sum(1 for _ in group)
+            spill.append(table, matrix[start:start + n])
+            start += n
+        done += len(batch)
+        batch.clear()
+        run.emit("embed", done, total, f"{done} of {total} texts")
+
+    for item in new.texts(with_chunks=chunk_vectors is None):
+        batch.append(item)
+        if len(batch) == params.embed_batch_size:
+            flush()
+    if batch:
+        flush()
     run.report.usage_by_stage["embed"] = Usage(
         calls=-(-total // params.embed_batch_size), latency_s=time.perf_counter() - t0
     )
-    a, b, c = len(doc_rows), len(doc_rows) + len(chunk_texts), len(doc_rows) + len(chunk_texts) + len(entity_rows)
-    vectors = {"Document": (doc_rows, matrix[:a]),
-               "Chunk": (chunk_rows, matrix[a:b] if chunk_vectors is None else chunk_vectors),
-               "Entity": (entity_rows, matrix[b:c]), "Triple": (triple_rows, matrix[c:])}
-    rows = {
-        "documents": gw.with_emb(doc_rows, vectors["Document"][1]),
-        "chunks": gw.with_emb(chunk_rows, vectors["Chunk"][1]),
-        "has_chunk": [{"from": ch.doc_id, "to": ch.id} for ch in chunks],
-        "new_entities": gw.with_emb(entity_rows, vectors["Entity"][1]),
-        "triples": gw.with_emb(triple_rows, vectors["Triple"][1]),
-    }
-    return rows, {table: ([str(r["id"]) for r in table_rows], m) for table, (table_rows, m) in vectors.items()}
+
+
+def _write_stage(store: GraphStore, new: _NewRows, acc: Assembled, spill: VectorSpill, batch_rows: int) -> dict[str, int]:
+    """Nodes then edges, ``batch_rows`` rows per bulk load; each node batch's vectors are read
+    back from the spill. Returns rows inserted per table."""
+    def rows_of(table: str) -> Callable[[int, int], list[dict[str, object]]]:
+        return lambda start, stop: gw.with_emb(new.rows(table, start, stop), spill.read(table, start, stop))
+
+    inserted = {table: gw.load_nodes(store, table, n, rows_of(table), batch_rows) for table, n in new.sizes().items()}
+    inserted.update(gw.write_edges(store, chunks=new.chunks, acc=acc, batch_rows=batch_rows))
+    return inserted

@@ -105,7 +105,7 @@ def test_assemble_merges_aliases_dedups_overlap_and_keeps_provenance() -> None:
     assert hyper.subject == "(Orrin Bridge; crosses; River Ossel)" and hyper.doc_id == "doc:b"
     assert hyper.subject_id in acc.triples and hyper.object_id == "ent:1903"
     assert ("Edda Lunn", ["Lunn"], 4) in acc.merges()  # 1 full name + 3 surname mentions
-    related = acc.related_rows()
+    related = list(acc.related_rows())
     assert all(not r["from"].startswith("tri:") for r in related) and len(related) == 4
 
 

@@ -1,0 +1,79 @@
+"""A build's new vectors on disk, between the embed stage and the write and index stages.
+
+Issue 29: the embed stage used to hand every new Document/Chunk/Entity/Triple vector to the
+write stage in one float32 matrix (plus row dicts holding a view of each row, plus the Arrow
+copy of the whole table for COPY), and the index stage kept them until the vector files were
+written: ~700 MB at 10k passages, growing with the corpus. Here each table's vectors are appended
+to a raw float32 file in the order its rows will be loaded; the write stage reads them back a
+batch at a time and the index stage gathers them a block at a time
+(``kgviz.graph.vector_file.RowFile``), so no stage holds more than a batch. The files are written with ``write()`` (not a memory map), so pages
+the kernel caches for them are not the build's resident memory.
+
+The spill folder lives in the workspace (the same volume as the graph, which a user sized for
+it) and is removed when the build ends; one left by a killed build is removed by the next.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from kgviz.graph.vector_file import RowFile
+
+SPILL_PREFIX = ".build-vectors-"
+
+
+class VectorSpill:
+    """Per-table raw vector files under a fresh folder of ``workspace``; a context manager that
+    removes the folder (and any a killed build left) when the build ends."""
+
+    def __init__(self, workspace: Path, dim: int) -> None:
+        self.dim = dim
+        workspace = Path(workspace)
+        for stale in workspace.glob(SPILL_PREFIX + "*"):  # a killed build's: builds of a workspace are serial
+            shutil.rmtree(stale, ignore_errors=True)
+        self.directory = Path(tempfile.mkdtemp(prefix=SPILL_PREFIX, dir=workspace))
+        self._counts: dict[str, int] = {}
+
+    def __enter__(self) -> VectorSpill:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _path(self, table: str) -> Path:
+        return self.directory / f"{table}.f32"
+
+    def append(self, table: str, vectors: np.ndarray) -> None:
+        """Add ``vectors`` (rows of this table, in load order) after the ones already spilled."""
+        block = np.ascontiguousarray(vectors, dtype=np.float32)
+        if block.ndim != 2 or block.shape[1] != self.dim:
+            raise ValueError(f"spill {table}: vectors of shape {block.shape}, expected (n, {self.dim})")
+        with open(self._path(table), "ab") as f:
+            f.write(block.tobytes())
+        self._counts[table] = self._counts.get(table, 0) + len(block)
+
+    def count(self, table: str) -> int:
+        return self._counts.get(table, 0)
+
+    def read(self, table: str, start: int, stop: int) -> np.ndarray:
+        """Rows ``start:stop`` of ``table``'s spilled vectors (a copy in memory)."""
+        stop = min(stop, self.count(table))
+        if stop <= start:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = np.empty((stop - start, self.dim), dtype=np.float32)
+        with open(self._path(table), "rb") as f:
+            f.seek(start * 4 * self.dim)
+            got = f.readinto(out.data.cast("B"))
+        if got != out.nbytes:
+            raise OSError(f"spill {table}: read {got} of {out.nbytes} bytes at row {start}")
+        return out
+
+    def rows(self, table: str) -> RowFile:
+        """Every spilled row of ``table``, gathered by index on demand (``RowFile``)."""
+        return RowFile(self._path(table), self.count(table), self.dim)

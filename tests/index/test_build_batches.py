@@ -1,0 +1,134 @@
+"""The build's bounded batches (issue 29): the write stage loads at most
+``BuildParams.write_batch_rows`` rows per COPY and the embed stage spills its vectors, and the
+stored graph and vector files are the same as with one load per table."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import pytest
+
+from tests.support.index_fakes import corpus
+from kgviz.graph import vector_file
+from kgviz.graph.store import GraphStore
+from kgviz.index.pipeline import BuildParams, build
+from kgviz.index.spill import SPILL_PREFIX
+from kgviz.providers.embedders import HashingEmbedder
+from kgviz.providers.offline import OfflineLLM
+from kgviz.reasoning import Reasoner
+
+EMB = HashingEmbedder(64)
+SMALL = BuildParams(chunk_tokens=24, chunk_overlap=0, workers=2, batch_size=2, similar_docs_k=2, ket_descriptions=False)
+
+
+@pytest.fixture
+def open_store(tmp_path: Path) -> Iterator:
+    stores: list[GraphStore] = []
+
+    def make(name: str) -> GraphStore:
+        s = GraphStore.open(tmp_path / name, embedder_id=EMB.id, dim=EMB.dim)
+        stores.append(s)
+        return s
+
+    yield make
+    for s in stores:
+        s.close()
+
+
+def _value(v: Any) -> Any:
+    if isinstance(v, list) and v and isinstance(v[0], float):
+        return hashlib.sha1(np.asarray(v, dtype=np.float32).tobytes()).hexdigest()  # a vector, bit for bit
+    return v
+
+
+def stored_graph(store: GraphStore) -> dict[str, list[tuple]]:
+    """Every row of every node table (every column, vectors bit for bit) and every edge of every
+    rel table with its properties, order-free; and the vector files' bytes."""
+    catalog = store._catalog()
+    out: dict[str, list[tuple]] = {}
+    for table, columns in catalog.nodes.items():
+        names = [c for c, _ in columns]
+        rows = store.query(f"MATCH (n:{table}) RETURN " + ", ".join(f"n.{c} AS {c}" for c in names))
+        out[table] = sorted((tuple(_value(r[c]) for c in names) for r in rows), key=repr)
+    for rel, props in catalog.rels.items():
+        for a, b in catalog.pairs[rel]:
+            ret = ", ".join([f"x.{store._pk(a)} AS f", f"y.{store._pk(b)} AS t"] + [f"r.{p} AS {p}" for p, _ in props])
+            rows = store.query(f"MATCH (x:{a})-[r:{rel}]->(y:{b}) RETURN {ret}")
+            out[f"{rel}:{a}->{b}"] = sorted((tuple(_value(v) for v in r.values()) for r in rows), key=repr)
+    folder = Path(store.path) / vector_file.VECTOR_DIR
+    out["files"] = sorted((p.name, p.read_bytes()) for p in folder.iterdir())
+    return out
+
+
+def test_small_write_batches_store_the_same_graph(open_store, monkeypatch: pytest.MonkeyPatch) -> None:
+    one = open_store("one")
+    build(corpus(), one, Reasoner(OfflineLLM(), EMB), SMALL)
+    store = open_store("batched")
+    sizes: dict[str, list[int]] = {}
+    real_nodes, real_rels = store.bulk_load_nodes, store.bulk_load_rels
+
+    def nodes(table: str, rows: Any) -> int:
+        sizes.setdefault(table, []).append(len(rows))
+        return real_nodes(table, rows)
+
+    def rels(rel: str, rows: Any, **kw: Any) -> int:
+        sizes.setdefault(rel, []).append(len(rows))
+        return real_rels(rel, rows, **kw)
+
+    monkeypatch.setattr(store, "bulk_load_nodes", nodes)
+    monkeypatch.setattr(store, "bulk_load_rels", rels)
+    report = build(corpus(), store, Reasoner(OfflineLLM(), EMB), dataclasses.replace(SMALL, write_batch_rows=3))
+    for table in ("Chunk", "Entity", "Triple", "FROM_CHUNK", "MENTIONS", "RELATED",  # several loads each
+                  "SubChunk", "Keyword", "HAS_KEYWORD"):
+        assert len(sizes[table]) > 2 and max(sizes[table]) <= 3, (table, sizes[table])
+    assert report.counts == one.counts()
+    assert stored_graph(store) == stored_graph(one)
+
+
+def test_the_embedder_sees_one_pass_of_batches_and_the_spill_goes(open_store, tmp_path: Path) -> None:
+    """Vectors are spilled table by table, yet the embedder is called with the batches of one pass
+    over every new text (full batches that span tables, then the rest): a neural embedder gives
+    the vectors it gave before. The spill folder is gone when the build ends."""
+    calls: list[int] = []
+
+    class Counting(HashingEmbedder):
+        def embed(self, texts: Any) -> Any:
+            calls.append(len(texts))
+            return super().embed(texts)
+
+    params = dataclasses.replace(SMALL, ket_enabled=False, embed_batch_size=5)  # no KNN stage: every text here
+    report = build(corpus(), open_store("ws"), Reasoner(OfflineLLM(), Counting(64)), params)
+    c = report.counts
+    total = c["Document"] + c["Chunk"] + c["Entity"] + c["Triple"]
+    assert sum(calls) == total and calls[:-1] == [5] * (len(calls) - 1) and 0 < calls[-1] <= 5
+    assert not list((tmp_path / "ws").glob(SPILL_PREFIX + "*"))
+
+
+def test_a_failed_build_leaves_no_spill(open_store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kgviz.index import graph_write
+
+    def boom(*a: Any, **kw: Any) -> dict[str, int]:
+        raise RuntimeError("disk gone")
+
+    monkeypatch.setattr(graph_write, "write_edges", boom)
+    with pytest.raises(RuntimeError, match="disk gone"):
+        build(corpus(), open_store("ws"), Reasoner(OfflineLLM(), EMB), SMALL)
+    assert not list((tmp_path / "ws").glob(SPILL_PREFIX + "*"))
+
+
+def test_keyword_vectors_made_a_block_at_a_time_are_the_one_product(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kgviz.index import ket_keywords
+    from kgviz.index.ket import KetParams
+
+    chunks = [(f"doc:{i}#c0", f"doc:{i}", d.text) for i, d in enumerate(corpus())]
+    rules = KetParams().keyword_rules(300)
+    whole = ket_keywords.build_keyword_layer(chunks, EMB, rules)
+    monkeypatch.setattr(ket_keywords, "KEYWORD_BLOCK", 3)
+    blocks = ket_keywords.build_keyword_layer(chunks, EMB, rules)
+    assert len(whole.keywords) > 3 * 3
+    assert [k["id"] for k in blocks.keywords] == [k["id"] for k in whole.keywords]
+    for a, b in zip(blocks.keywords, whole.keywords):
+        assert a["emb"].tobytes() == b["emb"].tobytes()  # bit for bit
