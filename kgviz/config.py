@@ -18,6 +18,8 @@ Environment variables (all optional):
   KGVIZ_MAX_RETRIES retries on 429 / 5xx / timeouts, 0-10               (default 3)
   KGVIZ_WORKERS     concurrent extraction workers, 1-64                 (default 4)
   KGVIZ_MAX_FILE_MB largest accepted file in MB of 1,000,000 bytes, 0.001-2048 (default 20)
+  KGVIZ_BUFFER_POOL_MB  Kùzu's buffer pool per database in MiB, 256-65536 (default 2048); a build
+                    of ~100,000 passages needs more (README "Large corpora")
   ANTHROPIC_API_KEY, OPENAI_API_KEY  keys; read when a provider is built, never stored
 """
 from __future__ import annotations
@@ -78,6 +80,7 @@ class Settings:
         llm_spec = _text(env, "KGVIZ_LLM") or "auto"
         embedder_spec = _text(env, "KGVIZ_EMBEDDER") or AUTO_SPEC
         _check_specs(llm_spec, embedder_spec)
+        buffer_pool_bytes(env)  # checked here too, so a bad value fails before anything opens
         return cls(
             home=home,
             db_dir=db,
@@ -98,6 +101,20 @@ TIMEOUT_RANGE = (0.1, 3600.0)
 RETRIES_RANGE = (0, 10)
 WORKERS_RANGE = (1, 64)
 FILE_MB_RANGE = (0.001, 2048.0)
+# Kùzu's default pool is 80 % of RAM per database; a bounded one keeps several workspaces (and a
+# build beside the app) within the machine. 2 GiB holds every build up to ~30,000 passages; a
+# bulk load into a rel table that already holds many edges needs pool pages in proportion to the
+# edges' stored text, and the 100k-passage build's provenance edges filled 2 GiB.
+BUFFER_POOL_MB_RANGE = (256, 65536)
+DEFAULT_BUFFER_POOL_MB = 2048
+
+
+def buffer_pool_bytes(env: Mapping[str, str] | None = None) -> int:
+    """KGVIZ_BUFFER_POOL_MB in bytes (ConfigError when it is not a whole number in range). Read
+    by GraphStore when it opens a database file, so a script that never builds Settings gets it too."""
+    env = os.environ if env is None else env
+    mb = _number(env, "KGVIZ_BUFFER_POOL_MB", DEFAULT_BUFFER_POOL_MB, *BUFFER_POOL_MB_RANGE, whole=True)
+    return int(mb or DEFAULT_BUFFER_POOL_MB) << 20
 
 
 def _text(env: Mapping[str, str], name: str) -> str:

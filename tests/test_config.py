@@ -42,6 +42,8 @@ BAD_SETTINGS = [
     ("KGVIZ_WORKERS", "four", "KGVIZ_WORKERS='four' is not a whole number: must be a whole number from 1 to 64"),
     ("KGVIZ_MAX_FILE_MB", "0", "KGVIZ_MAX_FILE_MB=0 is out of range: must be a number from 0.001 to 2048"),
     ("KGVIZ_MAX_FILE_MB", "inf", "KGVIZ_MAX_FILE_MB=inf is out of range: must be a number from 0.001 to 2048"),
+    ("KGVIZ_BUFFER_POOL_MB", "100", "KGVIZ_BUFFER_POOL_MB=100 is out of range: must be a whole number from 256 to 65536"),
+    ("KGVIZ_BUFFER_POOL_MB", "2.5", "KGVIZ_BUFFER_POOL_MB='2.5' is not a whole number: *"),
     ("KGVIZ_LLM", "gemini:pro", "KGVIZ_LLM='gemini:pro': *unknown LLM spec*"),
     ("KGVIZ_LLM", "openai-compatible:m", "KGVIZ_LLM='openai-compatible:m': *base URL*"),
     ("KGVIZ_EMBEDDER", "hashing:3", "KGVIZ_EMBEDDER='hashing:3': *16 to 65536*"),
@@ -80,3 +82,24 @@ def test_check_dir_path_accepts_folders_and_creatable_paths(tmp_path: Path) -> N
     assert not (tmp_path / "a").exists()
 
 
+
+
+def test_databases_open_with_the_configured_buffer_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kgviz.graph import store as store_module
+    from kgviz.graph.store import GraphStore
+
+    sizes: list[int] = []
+    real = store_module.kuzu.Database
+
+    def spy(*args: object, **kwargs: object) -> object:
+        sizes.append(int(kwargs["buffer_pool_size"]))  # type: ignore[call-overload]
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(store_module.kuzu, "Database", spy)
+    monkeypatch.delenv("KGVIZ_BUFFER_POOL_MB", raising=False)
+    with GraphStore.open(tmp_path / "a", embedder_id="e", dim=8):
+        pass
+    monkeypatch.setenv("KGVIZ_BUFFER_POOL_MB", "512")
+    with GraphStore.open(tmp_path / "b", embedder_id="e", dim=8):
+        pass
+    assert sizes == [2048 << 20, 512 << 20]

@@ -48,6 +48,7 @@ import kuzu
 import numpy as np
 import pyarrow as pa
 
+from kgviz.config import buffer_pool_bytes
 from kgviz.errors import (
     BuildCancelled,
     DatabaseLockedError,
@@ -71,9 +72,6 @@ CHECKPOINT_WAL_BYTES = 16 * 1024 * 1024
 # databases exhaust a process's 128 TiB, which the app's workspace switching and the test suite
 # reach. 1 TiB per graph is far beyond any corpus kgviz is for. Must be a power of two.
 MAX_DB_SIZE = 1 << 40
-# Kùzu's default buffer pool is 80% of RAM per database; a bounded pool keeps several workspaces
-# (and a build beside the app) within the machine.
-BUFFER_POOL_BYTES = 2 << 30
 _LOCK_MESSAGE = "Could not set lock on file"
 # Reading statements kept prepared per connection (ours): a comparison of every method runs ~110
 # statements of ~60 texts; past this many the connection's statements start over.
@@ -132,7 +130,7 @@ class _Handle:
         self.db_file = db_file
         try:
             self.db = kuzu.Database(str(db_file), auto_checkpoint=False, max_db_size=MAX_DB_SIZE,
-                                    buffer_pool_size=BUFFER_POOL_BYTES)
+                                    buffer_pool_size=buffer_pool_bytes())  # KGVIZ_BUFFER_POOL_MB
         except RuntimeError as err:
             if _LOCK_MESSAGE in str(err):
                 raise DatabaseLockedError(
