@@ -154,14 +154,21 @@ def _partial(row: dict[str, Any]) -> None:
     print(json.dumps({"partial": row}), file=sys.stderr, flush=True)
 
 
-def measure_one(n: int, twin: bool, with_eval: bool = True, dump: str | None = None) -> dict[str, Any]:
+def measure_one(n: int, twin: bool, with_eval: bool = True, dump: str | None = None,
+                keep: str | None = None) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from retrieval_latency import measure  # noqa: E402  (benchmarks/retrieval_latency.py)
 
     from kgviz.methods.registry import list_methods
 
-    work = Path(tempfile.mkdtemp(prefix=f"kgviz_scale_{n}_"))
+    if keep:  # the corpus and the first build stay in KEEP/<n> (to measure or profile that graph later)
+        work = Path(keep) / str(n)
+        if work.exists():
+            raise SystemExit(f"{work} exists: --keep never overwrites a kept build")
+        work.mkdir(parents=True)
+    else:
+        work = Path(tempfile.mkdtemp(prefix=f"kgviz_scale_{n}_"))
     try:
         corpus_file = work / "corpus.jsonl"
         rows = corpus(n)
@@ -201,7 +208,10 @@ def measure_one(n: int, twin: bool, with_eval: bool = True, dump: str | None = N
         row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         return row
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if keep:
+            shutil.rmtree(work / "b", ignore_errors=True)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def _table(sizes: list[dict[str, Any]]) -> str:
@@ -232,17 +242,20 @@ def main() -> int:
     ap.add_argument("--no-eval", action="store_true", help="skip the kgviz eval throughput (not measured)")
     ap.add_argument("--dump-traces", metavar="DIR", help="write each size's canonical traces (5 questions x every "
                     "method) to DIR/traces_<n>.json, to compare the graphs two checkouts build")
+    ap.add_argument("--keep", metavar="DIR", help="keep each size's corpus and first build in DIR/<passages>/ "
+                    "(corpus.jsonl, a/ = the workspace's database) instead of removing them")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # the child process measuring one size
     args = ap.parse_args()
     if not (DATA / CORPORA[0] / "corpus.jsonl").exists():
         raise SystemExit(f"the shared corpora are not at {DATA} (set KGVIZ_DATA)")
     if args.one:
-        print(json.dumps(measure_one(args.one, not args.no_twin, not args.no_eval, args.dump_traces)))
+        print(json.dumps(measure_one(args.one, not args.no_twin, not args.no_eval, args.dump_traces, args.keep)))
         return 0
     sizes = []
     for n in args.passages or SIZES:
         cmd = [sys.executable, __file__, "--one", str(n)] + (["--no-twin"] if args.no_twin else []) \
-            + (["--no-eval"] if args.no_eval else []) + (["--dump-traces", args.dump_traces] if args.dump_traces else [])
+            + (["--no-eval"] if args.no_eval else []) + (["--dump-traces", args.dump_traces] if args.dump_traces else []) \
+            + (["--keep", args.keep] if args.keep else [])
         load_before = os.getloadavg()
         out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
         if out.returncode != 0:  # kept as a failed size: the sizes measured before it are not lost
