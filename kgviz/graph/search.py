@@ -55,9 +55,9 @@ EXACT_FILTER_MAX_ROWS = 5000
 EXACT_MAX_ROWS: float = float(os.environ.get("KGVIZ_HNSW_ABOVE_ROWS") or "inf")
 FILTERED_HNSW_MIN_SHARE = 0.05
 # A table whose unit rows are mostly zeros (the hashing embedder's: ~50 of 768 entries per triple
-# on HotpotQA, ~64 per entity) is scored through a CSR copy of its rows: the product then reads
-# ~8x fewer bytes than the dense matrix (issue 29: 143,511 triple rows are 440 MB dense at 10k
-# passages). Model embeddings are dense and stay on the dense product; tables of fewer rows than
+# on HotpotQA, ~64 per entity) is scored through a by-column (CSC) copy of its rows, read only at
+# the query's non-zero columns (issue 29: 143,511 triple rows are 440 MB dense at 10k passages; a
+# question's few dozen hashed words touch a few percent of the copy's entries). Model embeddings are dense and stay on the dense product; tables of fewer rows than
 # SPARSE_SEARCH_MIN_ROWS too (the dense product is as fast there). The sums run in another order
 # than BLAS's, so a score can move by float noise; ties are compared at TIE_DIGITS decimals.
 SPARSE_SEARCH_BELOW = 0.25
@@ -413,24 +413,24 @@ ONE_BLAS_THREAD = _OneBlasThread()
 
 
 def _scoring_matrix(store: SearchHost, table: str, matrix: np.ndarray) -> Any:
-    """What ``table``'s searches multiply the query with: a CSR copy of ``matrix`` (its unit
-    rows) when they are mostly zeros, else ``matrix`` itself; made once per database state."""
+    """What ``table``'s searches score the query with: a by-column (CSC) copy of ``matrix`` (its
+    unit rows) when they are mostly zeros, else ``matrix`` itself; made once per database state."""
     if not isinstance(matrix, np.ndarray) or matrix.shape[0] < SPARSE_SEARCH_MIN_ROWS:
         return matrix
     handle = store._handle
-    key = f"{table}|csr"
+    key = f"{table}|csc"
     with handle.matrix_lock:
         generation = handle.generation
         found = handle.matrices.get(key)
         if found is None or found[0] != generation or found[2] is not matrix:
-            found = handle.matrices[key] = (generation, sparse_rows(matrix), matrix)
+            found = handle.matrices[key] = (generation, sparse_columns(matrix), matrix)
     return matrix if found[1] is None else found[1]
 
 
-def sparse_rows(matrix: np.ndarray) -> sp.csr_matrix | None:
-    """``matrix`` as CSR, made a block of rows at a time (a memory-mapped matrix is never read
-    whole); None as soon as the rows read so far are not mostly zeros (model embeddings: after
-    the first block)."""
+def sparse_columns(matrix: np.ndarray) -> sp.csc_matrix | None:
+    """``matrix`` by columns (CSC), read a block of rows at a time (a memory-mapped matrix is never
+    read whole); None as soon as the rows read so far are not mostly zeros (model embeddings:
+    after the first block)."""
     blocks: list[sp.csr_matrix] = []
     nonzero = 0
     for start in range(0, matrix.shape[0], _SPARSE_BLOCK_ROWS):
@@ -439,7 +439,23 @@ def sparse_rows(matrix: np.ndarray) -> sp.csr_matrix | None:
         if nonzero >= SPARSE_SEARCH_BELOW * (start + block.shape[0]) * matrix.shape[1]:
             return None
         blocks.append(sp.csr_matrix(block))
-    return sp.vstack(blocks, format="csr") if blocks else None
+    if not blocks:
+        return None
+    rows = sp.vstack(blocks, format="csr")
+    del blocks
+    return rows.tocsc()
+
+
+def _scores(normalised: Any, query: np.ndarray) -> np.ndarray:
+    """Every row's dot product with ``query``. A CSC matrix is read only at the query's non-zero
+    columns: a hashing query has a few dozen words and word pairs, so this touches a few percent
+    of the table's entries (issue 29: 10k passages' 143,511 triples hold 7.1M entries, a question
+    touches ~400k of them: 0.9 ms against 15-23 ms for the product with every row)."""
+    if not isinstance(normalised, sp.csc_matrix):
+        with ONE_BLAS_THREAD:
+            return np.asarray(normalised @ query)
+    cols = np.flatnonzero(query)
+    return np.asarray(normalised[:, cols] @ query[cols])
 
 
 def _normalised(matrix: np.ndarray) -> np.ndarray:
@@ -451,20 +467,26 @@ def _rank(ids: Any, normalised: Any, query: np.ndarray, k: int,
           rows: np.ndarray | None = None) -> list[tuple[str, float]]:
     """Top k of ``ids`` by cosine with ``query``, ties broken by id (scores compared at
     TIE_DIGITS decimals); only the positions ``rows`` (sorted) when given. ``normalised``: the
-    unit rows, dense or CSR (``_scoring_matrix``)."""
+    unit rows, dense or CSC (``_scoring_matrix``)."""
     if len(ids) == 0 or (rows is not None and len(rows) == 0):
         return []
-    with ONE_BLAS_THREAD:
-        scores = (normalised @ query) / (np.linalg.norm(query) or 1.0)
-    rounded = np.round(scores.astype(np.float64), TIE_DIGITS)
-    pool = np.arange(len(ids)) if rows is None else rows
-    if k < len(pool):  # only rows at least as good as the k-th (ties included) can make the cut
-        kth = np.partition(rounded[pool], len(pool) - k)[len(pool) - k]
-        pool = pool[rounded[pool] >= kth]
+    scores = _scores(normalised, query) / (np.linalg.norm(query) or 1.0)
+    pooled = scores if rows is None else scores[rows]
+    if k < len(pooled):
+        # only rows whose rounded score reaches the k-th's can make the cut (ties included); a
+        # rounded score is within half a unit of TIE_DIGITS of the score, so they are among the
+        # rows within one unit of the k-th raw score: round those only (a 1.47M-row table at 100k)
+        kth = pooled[np.argpartition(pooled, len(pooled) - k)[len(pooled) - k]]
+        near = np.flatnonzero(pooled >= kth - 10.0 ** -TIE_DIGITS)
+        rounded = np.round(pooled[near].astype(np.float64), TIE_DIGITS)
+        keep = rounded >= np.round(np.float64(kth), TIE_DIGITS)
+        near, rounded = near[keep], rounded[keep]
+    else:
+        near, rounded = np.arange(len(pooled)), np.round(pooled.astype(np.float64), TIE_DIGITS)
     # the sort key reads plain Python values: indexing numpy per comparison was most of a search
     # when many rows tie with the k-th (hashing vectors: thousands of exact zeros)
-    at = pool.tolist()
-    neg = (-rounded[pool]).tolist()
+    at = (near if rows is None else rows[near]).tolist()
+    neg = (-rounded).tolist()
     names = [ids[i] for i in at]
     order = heapq.nsmallest(k, range(len(at)), key=lambda j: (neg[j], names[j]))
     return [(str(names[j]), float(scores[at[j]])) for j in order]
