@@ -450,12 +450,11 @@ def sparse_columns(matrix: np.ndarray) -> sp.csc_matrix | None:
 def _scores(normalised: Any, query: np.ndarray) -> np.ndarray:
     """Every row's dot product with ``query``: a CSC copy read at the query's columns only
     (``kgviz.vectors.sparse_dot``; 10k passages' 143,511 triples hold 7.1M entries, a question
-    touches ~400k of them: 0.9 ms against 12-23 ms for the CSR product), a dense matrix on one
-    BLAS thread."""
+    touches ~400k of them: 0.9 ms against 12-23 ms for the CSR product), else the dense product
+    (the caller holds ONE_BLAS_THREAD)."""
     if isinstance(normalised, sp.csc_matrix):
         return sparse_dot(normalised, query)
-    with ONE_BLAS_THREAD:
-        return np.asarray(normalised @ query)
+    return np.asarray(normalised @ query)
 
 
 def _normalised(matrix: np.ndarray) -> np.ndarray:
@@ -470,8 +469,9 @@ def _rank(ids: Any, normalised: Any, query: np.ndarray, k: int,
     unit rows, dense or CSC (``_scoring_matrix``)."""
     if len(ids) == 0 or (rows is not None and len(rows) == 0):
         return []
-    scores = _scores(normalised, query)
-    scores /= np.linalg.norm(query) or 1.0  # in place: a fresh array (1.47M rows at 100k)
+    with ONE_BLAS_THREAD:
+        scores = _scores(normalised, query)
+        scores /= np.linalg.norm(query) or 1.0  # in place: a fresh array (1.47M rows at 100k)
     pooled = scores if rows is None else scores[rows]
     if k < len(pooled):
         # only rows whose rounded score reaches the k-th's can make the cut (ties included); a
