@@ -5,10 +5,9 @@ operations in the same order as the code they replaced (a reordered float sum ca
 """
 from __future__ import annotations
 
-from typing import Any, Hashable, Iterable, Sequence, TypeVar
+from typing import Hashable, Iterable, Sequence, TypeVar
 
 import numpy as np
-import scipy.sparse as sp
 
 K = TypeVar("K", bound=Hashable)
 
@@ -23,22 +22,6 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
     """float32 rows of length 1 (all-zero rows stay zero), computed in the input's precision."""
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)
-
-
-def by_columns(matrix: np.ndarray) -> sp.csc_matrix:
-    """``matrix`` held by columns (CSC), for ``sparse_dot``."""
-    return sp.csc_matrix(matrix)
-
-
-def sparse_dot(matrix: Any, v: np.ndarray) -> np.ndarray:
-    """``matrix @ v``. A CSC matrix is read only at the columns where ``v`` is non-zero: a hashing
-    query has a few dozen words and word pairs of 768 columns, so a product with a large table
-    touches a few percent of its entries (issue 29). Bit for bit the CSR product: scipy sums each
-    row's terms in column order either way, and the terms skipped here are exact zeros."""
-    if isinstance(matrix, sp.csc_matrix):
-        cols = np.flatnonzero(v)
-        return np.asarray(matrix[:, cols] @ v[cols])
-    return np.asarray(matrix @ v)
 
 
 def cosine_rows(matrix: np.ndarray, v: np.ndarray) -> np.ndarray:

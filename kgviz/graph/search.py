@@ -35,7 +35,6 @@ from threadpoolctl import ThreadpoolController
 from kgviz.errors import GraphStoreError
 from kgviz.graph import vector_file
 from kgviz.graph.arrow import vectors_to_numpy
-from kgviz.vectors import sparse_dot
 
 
 # HNSW build options (ours). Kùzu's defaults are mu 30, ml 60, efc 200; on 20k x 384 clustered
@@ -56,9 +55,9 @@ EXACT_FILTER_MAX_ROWS = 5000
 EXACT_MAX_ROWS: float = float(os.environ.get("KGVIZ_HNSW_ABOVE_ROWS") or "inf")
 FILTERED_HNSW_MIN_SHARE = 0.05
 # A table whose unit rows are mostly zeros (the hashing embedder's: ~50 of 768 entries per triple
-# on HotpotQA, ~64 per entity) is scored through a by-column (CSC) copy of its rows, read only at
-# the query's non-zero columns (issue 29: 143,511 triple rows are 440 MB dense at 10k passages; a
-# question's few dozen hashed words touch a few percent of the copy's entries). Model embeddings are dense and stay on the dense product; tables of fewer rows than
+# on HotpotQA, ~64 per entity) is scored through a CSR copy of its rows: the product then reads
+# ~8x fewer bytes than the dense matrix (issue 29: 143,511 triple rows are 440 MB dense at 10k
+# passages). Model embeddings are dense and stay on the dense product; tables of fewer rows than
 # SPARSE_SEARCH_MIN_ROWS too (the dense product is as fast there). The sums run in another order
 # than BLAS's, so a score can move by float noise; ties are compared at TIE_DIGITS decimals.
 SPARSE_SEARCH_BELOW = 0.25
@@ -414,24 +413,24 @@ ONE_BLAS_THREAD = _OneBlasThread()
 
 
 def _scoring_matrix(store: SearchHost, table: str, matrix: np.ndarray) -> Any:
-    """What ``table``'s searches score the query with: a by-column (CSC) copy of ``matrix`` (its
-    unit rows) when they are mostly zeros, else ``matrix`` itself; made once per database state."""
+    """What ``table``'s searches multiply the query with: a CSR copy of ``matrix`` (its unit
+    rows) when they are mostly zeros, else ``matrix`` itself; made once per database state."""
     if not isinstance(matrix, np.ndarray) or matrix.shape[0] < SPARSE_SEARCH_MIN_ROWS:
         return matrix
     handle = store._handle
-    key = f"{table}|csc"
+    key = f"{table}|csr"
     with handle.matrix_lock:
         generation = handle.generation
         found = handle.matrices.get(key)
         if found is None or found[0] != generation or found[2] is not matrix:
-            found = handle.matrices[key] = (generation, sparse_columns(matrix), matrix)
+            found = handle.matrices[key] = (generation, sparse_rows(matrix), matrix)
     return matrix if found[1] is None else found[1]
 
 
-def sparse_columns(matrix: np.ndarray) -> sp.csc_matrix | None:
-    """``matrix`` by columns (CSC), read a block of rows at a time (a memory-mapped matrix is never
-    read whole); None as soon as the rows read so far are not mostly zeros (model embeddings:
-    after the first block)."""
+def sparse_rows(matrix: np.ndarray) -> sp.csr_matrix | None:
+    """``matrix`` as CSR, made a block of rows at a time (a memory-mapped matrix is never read
+    whole); None as soon as the rows read so far are not mostly zeros (model embeddings: after
+    the first block)."""
     blocks: list[sp.csr_matrix] = []
     nonzero = 0
     for start in range(0, matrix.shape[0], _SPARSE_BLOCK_ROWS):
@@ -440,21 +439,7 @@ def sparse_columns(matrix: np.ndarray) -> sp.csc_matrix | None:
         if nonzero >= SPARSE_SEARCH_BELOW * (start + block.shape[0]) * matrix.shape[1]:
             return None
         blocks.append(sp.csr_matrix(block))
-    if not blocks:
-        return None
-    rows = sp.vstack(blocks, format="csr")
-    del blocks
-    return rows.tocsc()
-
-
-def _scores(normalised: Any, query: np.ndarray) -> np.ndarray:
-    """Every row's dot product with ``query``: a CSC copy read at the query's columns only
-    (``kgviz.vectors.sparse_dot``; 10k passages' 143,511 triples hold 7.1M entries, a question
-    touches ~400k of them: 0.9 ms against 12-23 ms for the CSR product), else the dense product
-    (the caller holds ONE_BLAS_THREAD)."""
-    if isinstance(normalised, sp.csc_matrix):
-        return sparse_dot(normalised, query)
-    return np.asarray(normalised @ query)
+    return sp.vstack(blocks, format="csr") if blocks else None
 
 
 def _normalised(matrix: np.ndarray) -> np.ndarray:
@@ -466,28 +451,20 @@ def _rank(ids: Any, normalised: Any, query: np.ndarray, k: int,
           rows: np.ndarray | None = None) -> list[tuple[str, float]]:
     """Top k of ``ids`` by cosine with ``query``, ties broken by id (scores compared at
     TIE_DIGITS decimals); only the positions ``rows`` (sorted) when given. ``normalised``: the
-    unit rows, dense or CSC (``_scoring_matrix``)."""
+    unit rows, dense or CSR (``_scoring_matrix``)."""
     if len(ids) == 0 or (rows is not None and len(rows) == 0):
         return []
     with ONE_BLAS_THREAD:
-        scores = _scores(normalised, query)
-        scores /= np.linalg.norm(query) or 1.0  # in place: a fresh array (1.47M rows at 100k)
-    pooled = scores if rows is None else scores[rows]
-    if k < len(pooled):
-        # only rows whose rounded score reaches the k-th's can make the cut (ties included); a
-        # rounded score is within half a unit of TIE_DIGITS of the score, so they are among the
-        # rows within one unit of the k-th raw score: round those only (a 1.47M-row table at 100k)
-        kth = np.partition(pooled, len(pooled) - k)[len(pooled) - k]
-        near = np.flatnonzero(pooled >= kth - 10.0 ** -TIE_DIGITS)
-        rounded = np.round(pooled[near].astype(np.float64), TIE_DIGITS)
-        keep = rounded >= np.round(np.float64(kth), TIE_DIGITS)
-        near, rounded = near[keep], rounded[keep]
-    else:
-        near, rounded = np.arange(len(pooled)), np.round(pooled.astype(np.float64), TIE_DIGITS)
+        scores = (normalised @ query) / (np.linalg.norm(query) or 1.0)
+    rounded = np.round(scores.astype(np.float64), TIE_DIGITS)
+    pool = np.arange(len(ids)) if rows is None else rows
+    if k < len(pool):  # only rows at least as good as the k-th (ties included) can make the cut
+        kth = np.partition(rounded[pool], len(pool) - k)[len(pool) - k]
+        pool = pool[rounded[pool] >= kth]
     # the sort key reads plain Python values: indexing numpy per comparison was most of a search
     # when many rows tie with the k-th (hashing vectors: thousands of exact zeros)
-    at = (near if rows is None else rows[near]).tolist()
-    neg = (-rounded).tolist()
+    at = pool.tolist()
+    neg = (-rounded[pool]).tolist()
     names = [ids[i] for i in at]
     order = heapq.nsmallest(k, range(len(at)), key=lambda j: (neg[j], names[j]))
     return [(str(names[j]), float(scores[at[j]])) for j in order]

@@ -30,7 +30,7 @@ from kgviz.graph.arrow import vectors_to_numpy
 from kgviz.graph.protocol import GraphStore
 from kgviz.index.ket import META_KEYWORD_SIGNATURE
 from kgviz.offline.stopwords import ENGLISH as STOPWORDS
-from kgviz.vectors import by_columns as by_columns_matrix, unit_rows
+from kgviz.vectors import unit_rows
 
 _LOCK = threading.Lock()
 _VIEWS: dict[str, "KeywordView"] = {}
@@ -46,13 +46,11 @@ def _key(store: GraphStore) -> str:
     return f"{store.path}|{store.embedder_id}|{store.dim}"
 
 
-def _compact(m: np.ndarray, by_columns: bool = False) -> Any:
+def _compact(m: np.ndarray) -> Any:
     """CSR when most entries are zero (hashing vectors: ~16% non-zero for keywords, where a
-    sparse product is 5x faster than a dense one), or CSC ``by_columns`` for a matrix that is only
-    ever multiplied whole (``kgviz.vectors.sparse_dot`` then reads the query's columns only);
-    dense otherwise (model embeddings)."""
+    sparse product is 5x faster than a dense one); dense otherwise (model embeddings)."""
     if m.size and np.count_nonzero(m) < SPARSE_BELOW * m.size:
-        return by_columns_matrix(m) if by_columns else sp.csr_matrix(m)
+        return sp.csr_matrix(m)
     return m
 
 
@@ -61,7 +59,7 @@ class KeywordView:
     signature: str
     kw_ids: list[str]
     kw_words: list[str]
-    kw_matrix: Any  # unit rows; numpy array or scipy CSC (see _compact; multiplied by sparse_dot)
+    kw_matrix: Any  # unit rows; numpy array or scipy CSR (see _compact)
     kw_sub: sp.csr_matrix  # keyword x sub-chunk, 1 where HAS_KEYWORD
     sub_ids: list[str]
     sub_chunk: list[str]  # parent chunk of each sub-chunk
@@ -149,7 +147,7 @@ def _load(store: GraphStore, signature: str) -> KeywordView:
     adj.sort_indices()
     chunks = reads.chunk_labels(store)
     return KeywordView(
-        signature, kw_ids, kw.column(1).to_pylist(), _compact(unit_rows(vectors_to_numpy(kw.column(2), dim)), by_columns=True), adj,
+        signature, kw_ids, kw.column(1).to_pylist(), _compact(unit_rows(vectors_to_numpy(kw.column(2), dim))), adj,
         sub_ids, sub.column(1).to_pylist(), np.asarray(sub.column(2).to_pylist(), dtype=np.int64),
         _compact(unit_rows(vectors_to_numpy(sub.column(3), dim))),
         chunk_label={r["id"]: f"{r['title']} · c{r['ord']}" for r in chunks})

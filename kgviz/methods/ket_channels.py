@@ -50,7 +50,7 @@ from kgviz.methods.ket_records import (
     SkeletonRelationships, SkeletonSeeds, SkeletonTextUnits,
 )
 from kgviz.text import count_tokens
-from kgviz.vectors import rrf, sparse_dot, unit
+from kgviz.vectors import rrf, unit
 
 _EPS = 1e-9
 
@@ -444,7 +444,7 @@ class _KetEngine:
         (rank the pool's sub-chunks), sharing the sub-chunk cosines."""
         cfg = self.cfg
         pool_budget = int(math.floor(cfg.pool_factor * cfg.keyword_budget + _EPS))
-        kw_sims = sparse_dot(view.kw_matrix, self.qv)
+        kw_sims = view.kw_matrix @ self.qv
         order = view.keyword_order(kw_sims)
         lexical: np.ndarray | None = None  # BM25 of every sub-chunk, when matching lexically
         asked: list[int] = []  # the question's own keywords (lexical), rarest first

@@ -294,51 +294,11 @@ def sparse_unit_rows(n: int, seed: int, nonzero: int = 3) -> np.ndarray:
 def test_sparse_rows_is_the_matrix_in_csr_made_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     m = sparse_unit_rows(50, seed=31)
     monkeypatch.setattr(search_module, "_SPARSE_BLOCK_ROWS", 7)
-    csr = search_module.sparse_columns(m)
+    csr = search_module.sparse_rows(m)
     assert csr is not None and csr.shape == m.shape
     assert np.array_equal(csr.toarray(), m)
     dense = unit(np.random.default_rng(32).normal(size=(50, DIM)))
-    assert search_module.sparse_columns(dense) is None  # model embeddings stay dense
-
-
-def test_column_scores_equal_the_dense_product() -> None:
-    m = sparse_unit_rows(300, seed=41, nonzero=3)
-    csc = search_module.sparse_columns(m)
-    assert csc is not None
-    rng = np.random.default_rng(42)
-    for nonzero in (0, 1, 3, DIM):  # an empty query, one word, a few, every column
-        q = np.zeros(DIM, dtype=np.float32)
-        q[rng.choice(DIM, size=nonzero, replace=False)] = rng.normal(size=nonzero)
-        assert search_module._scores(csc, q) == pytest.approx(m @ q, abs=1e-6)
-    empty_column = m.copy()
-    empty_column[:, 0] = 0.0  # a query only on a column no row has scores every row 0
-    q = np.zeros(DIM, dtype=np.float32)
-    q[0] = 1.0
-    assert not search_module._scores(search_module.sparse_columns(empty_column), q).any()
-
-
-def _ranking_of_every_row(scores: np.ndarray, ids: list[str], k: int, rows: np.ndarray | None = None) -> list[str]:
-    """The ranking by definition: every row (or every row of ``rows``) by rounded score, then id."""
-    pool = range(len(ids)) if rows is None else rows.tolist()
-    return [ids[i] for i in sorted(pool, key=lambda i: (-round(float(scores[i]), search_module.TIE_DIGITS), ids[i]))[:k]]
-
-
-@pytest.mark.parametrize("k", [1, 5, 40, 299])
-def test_rank_cut_near_the_kth_equals_ranking_every_row(k: int) -> None:
-    # few positive scores, many exact zeros and negatives, ties: with k past the positives the
-    # ranking must go on into the zeros (by id) and then the negatives
-    m = sparse_unit_rows(300, seed=43, nonzero=2)
-    ids = [f"r{(i * 37) % 300:03d}" for i in range(300)]  # ids not in row order
-    csc = search_module.sparse_columns(m)
-    q = np.zeros(DIM, dtype=np.float32)
-    q[[1, 5]] = [1.0, -0.5]
-    scores = m @ q
-    assert (scores > 0).sum() < 60 and (scores == 0).sum() > 100 and (scores < 0).sum() > 10
-    got = [i for i, _ in search_module._rank(ids, csc, q, k)]
-    assert got == _ranking_of_every_row(scores / np.linalg.norm(q), ids, k)
-    rows = np.arange(0, 300, 3)
-    got_rows = [i for i, _ in search_module._rank(ids, csc, q, k, rows=rows)]
-    assert got_rows == _ranking_of_every_row(scores / np.linalg.norm(q), ids, k, rows)
+    assert search_module.sparse_rows(dense) is None  # model embeddings stay dense
 
 
 def test_a_sparse_table_is_searched_through_csr_with_the_dense_ranking(store: GraphStore,
@@ -349,10 +309,10 @@ def test_a_sparse_table_is_searched_through_csr_with_the_dense_ranking(store: Gr
     rng = np.random.default_rng(34)
     queries = [unit(rng.normal(size=DIM)) for _ in range(8)]
     dense_hits = [store.vector_search("Entity", q, 10) for q in queries]  # 400 rows: under the bound
-    assert "Entity|csc" not in store._handle.matrices or store._handle.matrices["Entity|csc"][1] is None
+    assert "Entity|csr" not in store._handle.matrices or store._handle.matrices["Entity|csr"][1] is None
     monkeypatch.setattr(search_module, "SPARSE_SEARCH_MIN_ROWS", 100)
     sparse_hits = [store.vector_search("Entity", q, 10) for q in queries]
-    assert store._handle.matrices["Entity|csc"][1] is not None  # this time through the CSR copy
+    assert store._handle.matrices["Entity|csr"][1] is not None  # this time through the CSR copy
     for d, s in zip(dense_hits, sparse_hits):
         assert [h[0] for h in s] == [h[0] for h in d]
         assert [h[1] for h in s] == pytest.approx([h[1] for h in d], abs=1e-6)
