@@ -55,9 +55,11 @@ EXACT_FILTER_MAX_ROWS = 5000
 EXACT_MAX_ROWS: float = float(os.environ.get("KGVIZ_HNSW_ABOVE_ROWS") or "inf")
 FILTERED_HNSW_MIN_SHARE = 0.05
 # A table whose unit rows are mostly zeros (the hashing embedder's: ~50 of 768 entries per triple
-# on HotpotQA, ~64 per entity) is scored through a CSR copy of its rows: the product then reads
+# on HotpotQA, ~64 per entity) is scored through a sparse copy of its rows: the product then reads
 # ~8x fewer bytes than the dense matrix (issue 29: 143,511 triple rows are 440 MB dense at 10k
-# passages). Model embeddings are dense and stay on the dense product; tables of fewer rows than
+# passages). The copy is by column (CSC), so a query that is mostly zeros too (a hashing query:
+# ~25 of 768 entries) reads only its own columns, ~1/30 of the copy (see _scores). Model
+# embeddings are dense and stay on the dense product; tables of fewer rows than
 # SPARSE_SEARCH_MIN_ROWS too (the dense product is as fast there). The sums run in another order
 # than BLAS's, so a score can move by float noise; ties are compared at TIE_DIGITS decimals.
 SPARSE_SEARCH_BELOW = 0.25
@@ -413,12 +415,12 @@ ONE_BLAS_THREAD = _OneBlasThread()
 
 
 def _scoring_matrix(store: SearchHost, table: str, matrix: np.ndarray) -> Any:
-    """What ``table``'s searches multiply the query with: a CSR copy of ``matrix`` (its unit
+    """What ``table``'s searches multiply the query with: a CSC copy of ``matrix`` (its unit
     rows) when they are mostly zeros, else ``matrix`` itself; made once per database state."""
     if not isinstance(matrix, np.ndarray) or matrix.shape[0] < SPARSE_SEARCH_MIN_ROWS:
         return matrix
     handle = store._handle
-    key = f"{table}|csr"
+    key = f"{table}|csc"
     with handle.matrix_lock:
         generation = handle.generation
         found = handle.matrices.get(key)
@@ -427,19 +429,33 @@ def _scoring_matrix(store: SearchHost, table: str, matrix: np.ndarray) -> Any:
     return matrix if found[1] is None else found[1]
 
 
-def sparse_rows(matrix: np.ndarray) -> sp.csr_matrix | None:
-    """``matrix`` as CSR, made a block of rows at a time (a memory-mapped matrix is never read
-    whole); None as soon as the rows read so far are not mostly zeros (model embeddings: after
-    the first block)."""
-    blocks: list[sp.csr_matrix] = []
+def sparse_rows(matrix: np.ndarray) -> sp.csc_matrix | None:
+    """``matrix`` as CSC (each column's entries in row order), made a block of rows at a time (a
+    memory-mapped matrix is never read whole; scipy stacks CSC blocks by rows without a COO copy);
+    None as soon as the rows read so far are not mostly zeros (model embeddings: after the first
+    block)."""
+    blocks: list[sp.csc_matrix] = []
     nonzero = 0
     for start in range(0, matrix.shape[0], _SPARSE_BLOCK_ROWS):
         block = np.asarray(matrix[start:start + _SPARSE_BLOCK_ROWS])
         nonzero += int(np.count_nonzero(block))
         if nonzero >= SPARSE_SEARCH_BELOW * (start + block.shape[0]) * matrix.shape[1]:
             return None
-        blocks.append(sp.csr_matrix(block))
-    return sp.vstack(blocks, format="csr") if blocks else None
+        blocks.append(sp.csc_matrix(block))
+    return sp.vstack(blocks, format="csc") if blocks else None
+
+
+def _scores(normalised: Any, query: np.ndarray) -> np.ndarray:
+    """``normalised @ query``. On a CSC copy only the query's nonzero columns are read (a hashing
+    query has ~25 of 768): each row still adds its terms one by one in column order in float32,
+    the terms of the columns left out are products with 0 that add nothing, so every score is the
+    one the whole product gives, bit for bit (tests/graph/test_store_search.py compares them).
+    A query with no zero entry multiplies the whole copy."""
+    if sp.issparse(normalised):
+        cols = np.flatnonzero(query)
+        if len(cols) < normalised.shape[1]:
+            return np.asarray(normalised[:, cols] @ query[cols])
+    return np.asarray(normalised @ query)
 
 
 def _normalised(matrix: np.ndarray) -> np.ndarray:
@@ -451,11 +467,11 @@ def _rank(ids: Any, normalised: Any, query: np.ndarray, k: int,
           rows: np.ndarray | None = None) -> list[tuple[str, float]]:
     """Top k of ``ids`` by cosine with ``query``, ties broken by id (scores compared at
     TIE_DIGITS decimals); only the positions ``rows`` (sorted) when given. ``normalised``: the
-    unit rows, dense or CSR (``_scoring_matrix``)."""
+    unit rows, dense or CSC (``_scoring_matrix``)."""
     if len(ids) == 0 or (rows is not None and len(rows) == 0):
         return []
     with ONE_BLAS_THREAD:
-        scores = (normalised @ query) / (np.linalg.norm(query) or 1.0)
+        scores = _scores(normalised, query) / (np.linalg.norm(query) or 1.0)
     rounded = np.round(scores.astype(np.float64), TIE_DIGITS)
     pool = np.arange(len(ids)) if rows is None else rows
     if k < len(pool):  # only rows at least as good as the k-th (ties included) can make the cut
