@@ -74,6 +74,9 @@ _SAFE_LITERAL = re.compile(r"[\w .:#|/@+\-]*")
 # still runs to the window's end they widen it (FTS) or rank exactly (HNSW). Scores are compared
 # at TIE_DIGITS decimals so float noise between SIMD paths does not split a tie.
 TIE_DIGITS = 6
+# a score whose rounding reaches the k-th best's rounding is at most 10**-TIE_DIGITS below it
+# (each rounding moves a score by half of that, plus float error); twice that, to spare
+_ROUND_SLACK = 2.0 * 10.0 ** -TIE_DIGITS
 _WINDOW_EXTRA = 16
 # Kùzu 0.11.3 runs CREATE_FTS_INDEX as several internal statements, each committed and
 # checkpointed on its own, and registers the index only at the end (it refuses to run inside a
@@ -472,15 +475,23 @@ def _rank(ids: Any, normalised: Any, query: np.ndarray, k: int,
         return []
     with ONE_BLAS_THREAD:
         scores = _scores(normalised, query) / (np.linalg.norm(query) or 1.0)
-    rounded = np.round(scores.astype(np.float64), TIE_DIGITS)
     pool = np.arange(len(ids)) if rows is None else rows
+    if k < len(pool):
+        # Rounding never reorders two scores (it is monotone), so the k-th best rounded score is
+        # the k-th best score rounded, and a row that rounds to at least that lies within
+        # _ROUND_SLACK below the k-th best score: only those rows are rounded (not the table).
+        sub = scores if rows is None else scores[pool]
+        kth_raw = np.partition(sub, len(pool) - k)[len(pool) - k]
+        pool = pool[sub >= kth_raw - _ROUND_SLACK]
+    rounded = np.round(scores[pool].astype(np.float64), TIE_DIGITS)
     if k < len(pool):  # only rows at least as good as the k-th (ties included) can make the cut
-        kth = np.partition(rounded[pool], len(pool) - k)[len(pool) - k]
-        pool = pool[rounded[pool] >= kth]
+        kth = np.partition(rounded, len(pool) - k)[len(pool) - k]
+        keep = rounded >= kth
+        pool, rounded = pool[keep], rounded[keep]
     # the sort key reads plain Python values: indexing numpy per comparison was most of a search
     # when many rows tie with the k-th (hashing vectors: thousands of exact zeros)
     at = pool.tolist()
-    neg = (-rounded[pool]).tolist()
+    neg = (-rounded).tolist()
     names = [ids[i] for i in at]
     order = heapq.nsmallest(k, range(len(at)), key=lambda j: (neg[j], names[j]))
     return [(str(names[j]), float(scores[at[j]])) for j in order]

@@ -338,3 +338,31 @@ def test_a_sparse_table_is_searched_through_csc_with_the_dense_ranking(store: Gr
     # a write makes a new CSC copy with the new row in it
     store.bulk_load_nodes("Entity", [{"id": "planted", "name": "planted", "origin": "corpus", "emb": queries[1]}])
     assert store.vector_search("Entity", queries[1], 1)[0][0] == "planted"
+
+
+def _rank_by_rounding_every_row(ids: list[str], scores: np.ndarray, k: int,
+                                rows: np.ndarray | None) -> list[tuple[str, float]]:
+    """The ranking _rank must give: every score rounded, the k-th best rounded score the cut."""
+    rounded = np.round(scores.astype(np.float64), search_module.TIE_DIGITS)
+    pool = np.arange(len(ids)) if rows is None else rows
+    order = sorted(pool.tolist(), key=lambda i: (-rounded[i], ids[i]))[:k]
+    return [(ids[i], float(scores[i])) for i in order]
+
+
+def test_rank_rounds_only_the_rows_near_the_cut_and_ranks_as_rounding_every_row() -> None:
+    rng = np.random.default_rng(37)
+    n = 400
+    ids = [f"r{i:04d}" for i in rng.permutation(n)]
+    matrix = np.eye(n, dtype=np.float32)  # row i scores query[i]
+    for trial in range(60):
+        # scores bunched on a few values, each a hair above or below a rounding boundary, and
+        # exact zeros: ties at TIE_DIGITS decimals that only the id breaks
+        base = rng.choice([0.0, 0.25, 0.5000005, 0.7, -0.1], size=n)
+        noise = rng.choice([0.0, 1e-7, -1e-7, 4e-7, -6e-7, 3e-6], size=n)
+        query = (base + noise).astype(np.float32)
+        rows = np.sort(rng.choice(n, size=150, replace=False)) if trial % 2 else None
+        for k in (1, 3, 10, 149, 150, 500):
+            got = search_module._rank(ids, matrix, query, k, rows=rows)
+            want = _rank_by_rounding_every_row(ids, query / np.float32(np.linalg.norm(query)), k, rows)
+            assert [g[0] for g in got] == [w[0] for w in want]
+            assert [g[1] for g in got] == [w[1] for w in want]
