@@ -322,13 +322,20 @@ def stored_vectors(store: SearchHost, table: str, ids: Sequence[str]) -> tuple[d
     wanted = np.array(list(ids), dtype=str)
     pos = np.minimum(np.searchsorted(file_ids, wanted), max(len(file_ids) - 1, 0))
     hit = file_ids[pos] == wanted if len(file_ids) else np.zeros(len(wanted), dtype=bool)
+    # the rows of the hits in one gather (a row copy per id was most of a read of a few hundred)
+    at = pos[hit]
+    rows = np.array(matrix[at], dtype=np.float32)
+    alt = same[at]
+    copies = alt >= 0
+    if copies.any():
+        rows[copies] = stored[alt[copies]]
+    found_rows = iter(rows)
     rest = []
-    for i, p, h in zip(ids, pos.tolist(), hit.tolist()):
-        if not h:
+    for i, h in zip(ids, hit.tolist()):
+        if h:
+            found[i] = next(found_rows)
+        else:
             rest.append(i)
-            continue
-        alt = int(same[p])
-        found[i] = np.array(matrix[p] if alt < 0 else stored[alt], dtype=np.float32)
     return found, rest
 
 
