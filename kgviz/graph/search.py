@@ -77,6 +77,7 @@ TIE_DIGITS = 6
 # a score whose rounding reaches the k-th best's rounding is at most 10**-TIE_DIGITS below it
 # (each rounding moves a score by half of that, plus float error); twice that, to spare
 _ROUND_SLACK = 2.0 * 10.0 ** -TIE_DIGITS
+_SAMPLE_STEP = 16  # _kth_best: every 16th score bounds the k-th best from below
 _WINDOW_EXTRA = 16
 # Kùzu 0.11.3 runs CREATE_FTS_INDEX as several internal statements, each committed and
 # checkpointed on its own, and registers the index only at the end (it refuses to run inside a
@@ -488,8 +489,7 @@ def _rank(ids: Any, normalised: Any, query: np.ndarray, k: int,
         # the k-th best score rounded, and a row that rounds to at least that lies within
         # _ROUND_SLACK below the k-th best score: only those rows are rounded (not the table).
         sub = scores if rows is None else scores[pool]
-        kth_raw = np.partition(sub, len(pool) - k)[len(pool) - k]
-        pool = pool[sub >= kth_raw - _ROUND_SLACK]
+        pool = pool[sub >= _kth_best(sub, k) - _ROUND_SLACK]
     rounded = np.round(scores[pool].astype(np.float64), TIE_DIGITS)
     if k < len(pool):  # only rows at least as good as the k-th (ties included) can make the cut
         kth = np.partition(rounded, len(pool) - k)[len(pool) - k]
@@ -502,6 +502,20 @@ def _rank(ids: Any, normalised: Any, query: np.ndarray, k: int,
     names = [ids[i] for i in at]
     order = heapq.nsmallest(k, range(len(at)), key=lambda j: (neg[j], names[j]))
     return [(str(names[j]), float(scores[at[j]])) for j in order]
+
+
+def _kth_best(scores: np.ndarray, k: int) -> Any:
+    """The k-th largest of ``scores`` (1 <= k < len). On a long array the k-th largest of every
+    _SAMPLE_STEP-th score comes first: a subset's k-th best is never above the whole array's, so
+    every score at least that holds the whole top k, and only those (~k x _SAMPLE_STEP of them)
+    are partitioned, instead of every row of the table."""
+    n = len(scores)
+    if n >= 4 * _SAMPLE_STEP * k:
+        sample = scores[::_SAMPLE_STEP]
+        floor = np.partition(sample, len(sample) - k)[len(sample) - k]
+        scores = scores[scores >= floor]
+        n = len(scores)
+    return np.partition(scores, n - k)[n - k]
 
 
 def fts_index_of(store: SearchHost, table: str) -> tuple[str, list[str]] | None:

@@ -366,3 +366,14 @@ def test_rank_rounds_only_the_rows_near_the_cut_and_ranks_as_rounding_every_row(
             want = _rank_by_rounding_every_row(ids, query / np.float32(np.linalg.norm(query)), k, rows)
             assert [g[0] for g in got] == [w[0] for w in want]
             assert [g[1] for g in got] == [w[1] for w in want]
+
+
+@pytest.mark.parametrize("step", [2, 5, 16])
+def test_kth_best_through_a_sample_is_the_kth_largest(monkeypatch: pytest.MonkeyPatch, step: int) -> None:
+    monkeypatch.setattr(search_module, "_SAMPLE_STEP", step)
+    rng = np.random.default_rng(38)
+    for n, k in ((50, 1), (400, 3), (1000, 10), (5000, 7), (300, 299)):
+        for scores in (rng.normal(size=n).astype(np.float32),  # distinct
+                       rng.choice([0.0, 0.1, 0.5], size=n).astype(np.float32),  # mostly ties
+                       np.sort(rng.normal(size=n)).astype(np.float32)):  # the best at the end, none sampled
+            assert search_module._kth_best(scores, k) == np.sort(scores)[n - k]
