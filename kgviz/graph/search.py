@@ -58,7 +58,7 @@ FILTERED_HNSW_MIN_SHARE = 0.05
 # on HotpotQA, ~64 per entity) is scored through a sparse copy of its rows: the product then reads
 # ~8x fewer bytes than the dense matrix (issue 29: 143,511 triple rows are 440 MB dense at 10k
 # passages). The copy is by column (CSC), so a query that is mostly zeros too (a hashing query:
-# ~25 of 768 entries) reads only its own columns, ~1/30 of the copy (see _scores). Model
+# ~25 of 768 entries) reads only its own columns, ~1/30 of the copy (see row_scores). Model
 # embeddings are dense and stay on the dense product; tables of fewer rows than
 # SPARSE_SEARCH_MIN_ROWS too (the dense product is as fast there). The sums run in another order
 # than BLAS's, so a score can move by float noise; ties are compared at TIE_DIGITS decimals.
@@ -456,7 +456,7 @@ def sparse_rows(matrix: np.ndarray) -> sp.csc_matrix | None:
     return sp.vstack(blocks, format="csc") if blocks else None
 
 
-def _scores(normalised: Any, query: np.ndarray) -> np.ndarray:
+def row_scores(normalised: Any, query: np.ndarray) -> np.ndarray:
     """``normalised @ query``. On a CSC copy only the query's nonzero columns are read (a hashing
     query has ~25 of 768): each row still adds its terms one by one in column order in float32,
     the terms of the columns left out are products with 0 that add nothing, so every score is the
@@ -482,7 +482,7 @@ def _rank(ids: Any, normalised: Any, query: np.ndarray, k: int,
     if len(ids) == 0 or (rows is not None and len(rows) == 0):
         return []
     with ONE_BLAS_THREAD:
-        scores = _scores(normalised, query) / (np.linalg.norm(query) or 1.0)
+        scores = row_scores(normalised, query) / (np.linalg.norm(query) or 1.0)
     pool = np.arange(len(ids)) if rows is None else rows
     if k < len(pool):
         # Rounding never reorders two scores (it is monotone), so the k-th best rounded score is

@@ -311,11 +311,11 @@ def test_a_sparse_query_reads_only_its_columns_and_scores_bit_for_bit_as_the_who
     for nonzero in (1, 3, 8, DIM):  # a hashing query, and one with no zero entry
         q = np.zeros(DIM, dtype=np.float32)
         q[rng.choice(DIM, size=nonzero, replace=False)] = rng.normal(size=nonzero)
-        got = search_module._scores(csc, q)
+        got = search_module.row_scores(csc, q)
         assert got.dtype == np.float32
         assert np.array_equal(got.view(np.uint32), (csr @ q).view(np.uint32))
         assert got == pytest.approx(m @ q, abs=1e-6)
-    assert not np.any(search_module._scores(csc, np.zeros(DIM, dtype=np.float32)))
+    assert not np.any(search_module.row_scores(csc, np.zeros(DIM, dtype=np.float32)))
 
 
 def test_a_sparse_table_is_searched_through_csc_with_the_dense_ranking(store: GraphStore,
