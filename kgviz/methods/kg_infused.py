@@ -277,7 +277,7 @@ def describe_facts(facts: list[Fact], qv: np.ndarray, store: GraphStore,
     rows = {r["id"]: r for r in memory_reads.triple_sources(store, ids)} if ids else {}
     embs = store.get_embeddings("Triple", list(rows)) if rows else {}
     # the stored text and provenance where the fact has a Triple node (``sentence`` reads them)
-    stored = {f.id: {} if (row := rows.get(f.id)) is None else
+    stored: dict[str, dict[str, Any]] = {f.id: {} if (row := rows.get(f.id)) is None else
               {"in_store": True, "text": str(row.get("text") or ""), "chunk_id": str(row.get("chunk_id") or "")}
               for f in facts}
     vecs: dict[str, np.ndarray] = {}
