@@ -116,9 +116,8 @@ def triple_chunks(store: GraphStore, ids: Sequence[str]) -> list[TripleChunkRow]
 def triple_sources(store: GraphStore, ids: Sequence[str]) -> list[TripleSourceRow]:
     """Triples by id: id, text, sentence, chunk_id."""
     g = triple_graph(store)
-    rows = g.triple_rows([n for i in _distinct(ids) if (n := g.triple_at.get(i)) is not None])
-    return [cast(TripleSourceRow, {"id": r["id"], "text": r["text"], "sentence": r["sentence"],
-                                   "chunk_id": r["chunk_id"]}) for r in rows]
+    rows = [n for i in _distinct(ids) if (n := g.triple_at.get(i)) is not None]
+    return cast("list[TripleSourceRow]", g.triple_columns(rows, ("id", "text", "sentence", "chunk_id")))
 
 
 def _order(value: str | None) -> tuple[bool, bytes]:

@@ -84,9 +84,15 @@ QUERIES: tuple[str, ...] = (  # LOAD_QUERIES: what the triple graph in memory is
 )
 
 
-def sort_key(row: NeighbourRow, cols: tuple[str, ...]) -> tuple[tuple[bool, bytes], ...]:
+def sort_key(row: NeighbourRow, cols: tuple[str, ...]) -> tuple[bool | str, ...]:
+    """Kùzu's order of the row on ``cols``: per column NULL last, then the string. Python
+    compares strings by code point, which is the bytewise order of their UTF-8 (no encoding per
+    comparison: sorting a hub entity's rows was ~8% of kg-rag at 10,000 passages)."""
     values: Mapping[str, object] = row  # ``cols`` names columns the row's query returns (ORDER)
-    return tuple((values[c] is None, str(values[c] or "").encode()) for c in cols)
+    if len(cols) == 2:
+        a, b = values[cols[0]], values[cols[1]]
+        return a is None, str(a or ""), b is None, str(b or "")
+    return tuple(x for c in cols for x in (values[c] is None, str(values[c] or "")))
 
 
 def _query(store: GraphStore, cypher: str, params: dict[str, Any]) -> list[NeighbourRow]:

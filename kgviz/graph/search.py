@@ -55,9 +55,11 @@ EXACT_FILTER_MAX_ROWS = 5000
 EXACT_MAX_ROWS: float = float(os.environ.get("KGVIZ_HNSW_ABOVE_ROWS") or "inf")
 FILTERED_HNSW_MIN_SHARE = 0.05
 # A table whose unit rows are mostly zeros (the hashing embedder's: ~50 of 768 entries per triple
-# on HotpotQA, ~64 per entity) is scored through a CSR copy of its rows: the product then reads
+# on HotpotQA, ~64 per entity) is scored through a sparse copy of its rows: the product then reads
 # ~8x fewer bytes than the dense matrix (issue 29: 143,511 triple rows are 440 MB dense at 10k
-# passages). Model embeddings are dense and stay on the dense product; tables of fewer rows than
+# passages). The copy is by column (CSC), so a query that is mostly zeros too (a hashing query:
+# ~25 of 768 entries) reads only its own columns, ~1/30 of the copy (see row_scores). Model
+# embeddings are dense and stay on the dense product; tables of fewer rows than
 # SPARSE_SEARCH_MIN_ROWS too (the dense product is as fast there). The sums run in another order
 # than BLAS's, so a score can move by float noise; ties are compared at TIE_DIGITS decimals.
 SPARSE_SEARCH_BELOW = 0.25
@@ -72,6 +74,10 @@ _SAFE_LITERAL = re.compile(r"[\w .:#|/@+\-]*")
 # still runs to the window's end they widen it (FTS) or rank exactly (HNSW). Scores are compared
 # at TIE_DIGITS decimals so float noise between SIMD paths does not split a tie.
 TIE_DIGITS = 6
+# a score whose rounding reaches the k-th best's rounding is at most 10**-TIE_DIGITS below it
+# (each rounding moves a score by half of that, plus float error); twice that, to spare
+_ROUND_SLACK = 2.0 * 10.0 ** -TIE_DIGITS
+_SAMPLE_STEP = 16  # _kth_best: every 16th score bounds the k-th best from below
 _WINDOW_EXTRA = 16
 # Kùzu 0.11.3 runs CREATE_FTS_INDEX as several internal statements, each committed and
 # checkpointed on its own, and registers the index only at the end (it refuses to run inside a
@@ -317,13 +323,20 @@ def stored_vectors(store: SearchHost, table: str, ids: Sequence[str]) -> tuple[d
     wanted = np.array(list(ids), dtype=str)
     pos = np.minimum(np.searchsorted(file_ids, wanted), max(len(file_ids) - 1, 0))
     hit = file_ids[pos] == wanted if len(file_ids) else np.zeros(len(wanted), dtype=bool)
+    # the rows of the hits in one gather (a row copy per id was most of a read of a few hundred)
+    at = pos[hit]
+    rows = np.array(matrix[at], dtype=np.float32)
+    alt = same[at]
+    copies = alt >= 0
+    if copies.any():
+        rows[copies] = stored[alt[copies]]
+    found_rows = iter(rows)
     rest = []
-    for i, p, h in zip(ids, pos.tolist(), hit.tolist()):
-        if not h:
+    for i, h in zip(ids, hit.tolist()):
+        if h:
+            found[i] = next(found_rows)
+        else:
             rest.append(i)
-            continue
-        alt = int(same[p])
-        found[i] = np.array(matrix[p] if alt < 0 else stored[alt], dtype=np.float32)
     return found, rest
 
 
@@ -413,12 +426,12 @@ ONE_BLAS_THREAD = _OneBlasThread()
 
 
 def _scoring_matrix(store: SearchHost, table: str, matrix: np.ndarray) -> Any:
-    """What ``table``'s searches multiply the query with: a CSR copy of ``matrix`` (its unit
+    """What ``table``'s searches multiply the query with: a CSC copy of ``matrix`` (its unit
     rows) when they are mostly zeros, else ``matrix`` itself; made once per database state."""
     if not isinstance(matrix, np.ndarray) or matrix.shape[0] < SPARSE_SEARCH_MIN_ROWS:
         return matrix
     handle = store._handle
-    key = f"{table}|csr"
+    key = f"{table}|csc"
     with handle.matrix_lock:
         generation = handle.generation
         found = handle.matrices.get(key)
@@ -427,19 +440,33 @@ def _scoring_matrix(store: SearchHost, table: str, matrix: np.ndarray) -> Any:
     return matrix if found[1] is None else found[1]
 
 
-def sparse_rows(matrix: np.ndarray) -> sp.csr_matrix | None:
-    """``matrix`` as CSR, made a block of rows at a time (a memory-mapped matrix is never read
-    whole); None as soon as the rows read so far are not mostly zeros (model embeddings: after
-    the first block)."""
-    blocks: list[sp.csr_matrix] = []
+def sparse_rows(matrix: np.ndarray) -> sp.csc_matrix | None:
+    """``matrix`` as CSC (each column's entries in row order), made a block of rows at a time (a
+    memory-mapped matrix is never read whole; scipy stacks CSC blocks by rows without a COO copy);
+    None as soon as the rows read so far are not mostly zeros (model embeddings: after the first
+    block)."""
+    blocks: list[sp.csc_matrix] = []
     nonzero = 0
     for start in range(0, matrix.shape[0], _SPARSE_BLOCK_ROWS):
         block = np.asarray(matrix[start:start + _SPARSE_BLOCK_ROWS])
         nonzero += int(np.count_nonzero(block))
         if nonzero >= SPARSE_SEARCH_BELOW * (start + block.shape[0]) * matrix.shape[1]:
             return None
-        blocks.append(sp.csr_matrix(block))
-    return sp.vstack(blocks, format="csr") if blocks else None
+        blocks.append(sp.csc_matrix(block))
+    return sp.vstack(blocks, format="csc") if blocks else None
+
+
+def row_scores(normalised: Any, query: np.ndarray) -> np.ndarray:
+    """``normalised @ query``. On a CSC copy only the query's nonzero columns are read (a hashing
+    query has ~25 of 768): each row still adds its terms one by one in column order in float32,
+    the terms of the columns left out are products with 0 that add nothing, so every score is the
+    one the whole product gives, bit for bit (tests/graph/test_store_search.py compares them).
+    A query with no zero entry multiplies the whole copy."""
+    if sp.issparse(normalised):
+        cols = np.flatnonzero(query)
+        if len(cols) < normalised.shape[1]:
+            return np.asarray(normalised[:, cols] @ query[cols])
+    return np.asarray(normalised @ query)
 
 
 def _normalised(matrix: np.ndarray) -> np.ndarray:
@@ -451,23 +478,44 @@ def _rank(ids: Any, normalised: Any, query: np.ndarray, k: int,
           rows: np.ndarray | None = None) -> list[tuple[str, float]]:
     """Top k of ``ids`` by cosine with ``query``, ties broken by id (scores compared at
     TIE_DIGITS decimals); only the positions ``rows`` (sorted) when given. ``normalised``: the
-    unit rows, dense or CSR (``_scoring_matrix``)."""
+    unit rows, dense or CSC (``_scoring_matrix``)."""
     if len(ids) == 0 or (rows is not None and len(rows) == 0):
         return []
     with ONE_BLAS_THREAD:
-        scores = (normalised @ query) / (np.linalg.norm(query) or 1.0)
-    rounded = np.round(scores.astype(np.float64), TIE_DIGITS)
+        scores = row_scores(normalised, query) / (np.linalg.norm(query) or 1.0)
     pool = np.arange(len(ids)) if rows is None else rows
+    if k < len(pool):
+        # Rounding never reorders two scores (it is monotone), so the k-th best rounded score is
+        # the k-th best score rounded, and a row that rounds to at least that lies within
+        # _ROUND_SLACK below the k-th best score: only those rows are rounded (not the table).
+        sub = scores if rows is None else scores[pool]
+        pool = pool[sub >= _kth_best(sub, k) - _ROUND_SLACK]
+    rounded = np.round(scores[pool].astype(np.float64), TIE_DIGITS)
     if k < len(pool):  # only rows at least as good as the k-th (ties included) can make the cut
-        kth = np.partition(rounded[pool], len(pool) - k)[len(pool) - k]
-        pool = pool[rounded[pool] >= kth]
+        kth = np.partition(rounded, len(pool) - k)[len(pool) - k]
+        keep = rounded >= kth
+        pool, rounded = pool[keep], rounded[keep]
     # the sort key reads plain Python values: indexing numpy per comparison was most of a search
     # when many rows tie with the k-th (hashing vectors: thousands of exact zeros)
     at = pool.tolist()
-    neg = (-rounded[pool]).tolist()
+    neg = (-rounded).tolist()
     names = [ids[i] for i in at]
     order = heapq.nsmallest(k, range(len(at)), key=lambda j: (neg[j], names[j]))
     return [(str(names[j]), float(scores[at[j]])) for j in order]
+
+
+def _kth_best(scores: np.ndarray, k: int) -> Any:
+    """The k-th largest of ``scores`` (1 <= k < len). On a long array the k-th largest of every
+    _SAMPLE_STEP-th score comes first: a subset's k-th best is never above the whole array's, so
+    every score at least that holds the whole top k, and only those (~k x _SAMPLE_STEP of them)
+    are partitioned, instead of every row of the table."""
+    n = len(scores)
+    if n >= 4 * _SAMPLE_STEP * k:
+        sample = scores[::_SAMPLE_STEP]
+        floor = np.partition(sample, len(sample) - k)[len(sample) - k]
+        scores = scores[scores >= floor]
+        n = len(scores)
+    return np.partition(scores, n - k)[n - k]
 
 
 def fts_index_of(store: SearchHost, table: str) -> tuple[str, list[str]] | None:

@@ -116,6 +116,15 @@ class TripleGraph:
             return []
         return self.triples.take(pa.array(rows, type=pa.int64())).to_pylist()
 
+    def triple_columns(self, rows: Sequence[int] | np.ndarray, names: Sequence[str]) -> list[dict[str, Any]]:
+        """The Triple columns ``names`` of ``rows`` (row numbers), each a new dict with its keys in
+        ``names``' order (only those columns are taken and converted)."""
+        if not len(rows):
+            return []
+        taken = self.triples.select(list(names)).take(pa.array(rows, type=pa.int64()))
+        columns = [taken.column(n).to_pylist() for n in names]
+        return [dict(zip(names, values)) for values in zip(*columns)]
+
     def triples_at(self, kind: str, anchors: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         """{anchor: rows of ``(t:Triple)-[r:SUBJ|OBJ]->(x)`` with x.id = anchor}, each row
         ``{"side": label(r), <Triple columns>}``; ``kind`` is the anchor's table ("Entity" or

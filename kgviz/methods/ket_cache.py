@@ -54,12 +54,20 @@ def _compact(m: np.ndarray) -> Any:
     return m
 
 
+def _by_column(m: Any) -> Any:
+    """A sparse ``m`` as CSC: the keyword matrix is only ever multiplied whole with the query,
+    and kgviz.graph.search.row_scores reads a CSC matrix at the query's nonzero columns only,
+    with the same float32 sums as the CSR product (issue 29: that product was a quarter of
+    ket-rag at 10,000 passages)."""
+    return m.tocsc() if sp.issparse(m) else m
+
+
 @dataclass
 class KeywordView:
     signature: str
     kw_ids: list[str]
     kw_words: list[str]
-    kw_matrix: Any  # unit rows; numpy array or scipy CSR (see _compact)
+    kw_matrix: Any  # unit rows; numpy array or scipy CSC (see _compact, _by_column)
     kw_sub: sp.csr_matrix  # keyword x sub-chunk, 1 where HAS_KEYWORD
     sub_ids: list[str]
     sub_chunk: list[str]  # parent chunk of each sub-chunk
@@ -147,7 +155,7 @@ def _load(store: GraphStore, signature: str) -> KeywordView:
     adj.sort_indices()
     chunks = reads.chunk_labels(store)
     return KeywordView(
-        signature, kw_ids, kw.column(1).to_pylist(), _compact(unit_rows(vectors_to_numpy(kw.column(2), dim))), adj,
+        signature, kw_ids, kw.column(1).to_pylist(), _by_column(_compact(unit_rows(vectors_to_numpy(kw.column(2), dim)))), adj,
         sub_ids, sub.column(1).to_pylist(), np.asarray(sub.column(2).to_pylist(), dtype=np.int64),
         _compact(unit_rows(vectors_to_numpy(sub.column(3), dim))),
         chunk_label={r["id"]: f"{r['title']} · c{r['ord']}" for r in chunks})

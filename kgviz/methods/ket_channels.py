@@ -34,6 +34,7 @@ from kgviz.errors import MethodError
 from kgviz.graph import memory_reads, reads
 from kgviz.facts.triples import stated_fact
 from kgviz.graph.protocol import GraphStore
+from kgviz.graph.search import row_scores
 from kgviz.index.ket import KetParams, core_ranking, ket_info, n_core
 from kgviz.index.knn import content_words
 from kgviz.methods.base import ContextItem, MethodContext, RetrievedContext, Tracer, TraceStep, mark_ours
@@ -444,7 +445,7 @@ class _KetEngine:
         (rank the pool's sub-chunks), sharing the sub-chunk cosines."""
         cfg = self.cfg
         pool_budget = int(math.floor(cfg.pool_factor * cfg.keyword_budget + _EPS))
-        kw_sims = view.kw_matrix @ self.qv
+        kw_sims = row_scores(view.kw_matrix, self.qv)
         order = view.keyword_order(kw_sims)
         lexical: np.ndarray | None = None  # BM25 of every sub-chunk, when matching lexically
         asked: list[int] = []  # the question's own keywords (lexical), rarest first

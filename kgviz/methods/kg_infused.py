@@ -276,19 +276,21 @@ def describe_facts(facts: list[Fact], qv: np.ndarray, store: GraphStore,
     ids = [f.id for f in facts if not f.id.startswith("rel:")]
     rows = {r["id"]: r for r in memory_reads.triple_sources(store, ids)} if ids else {}
     embs = store.get_embeddings("Triple", list(rows)) if rows else {}
-    stored = [f if (row := rows.get(f.id)) is None else
-              replace(f, in_store=True, text=str(row.get("text") or ""), chunk_id=str(row.get("chunk_id") or ""))
-              for f in facts]
+    # the stored text and provenance where the fact has a Triple node (``sentence`` reads them)
+    stored: dict[str, dict[str, Any]] = {f.id: {} if (row := rows.get(f.id)) is None else
+              {"in_store": True, "text": str(row.get("text") or ""), "chunk_id": str(row.get("chunk_id") or "")}
+              for f in facts}
     vecs: dict[str, np.ndarray] = {}
-    for f in stored:
+    for f in facts:
         vec = embs.get(f.id)
         if vec is not None and np.any(vec):
             vecs[f.id] = np.asarray(vec, dtype=np.float32)
-    missing = [f for f in stored if f.id not in vecs]
+    missing = [f for f in facts if f.id not in vecs]
     if missing:
-        for f, v in zip(missing, np.asarray(embedder.embed([f.sentence for f in missing]), dtype=np.float32)):
+        sentences = [(replace(f, **stored[f.id]) if stored[f.id] else f).sentence for f in missing]
+        for f, v in zip(missing, np.asarray(embedder.embed(sentences), dtype=np.float32)):
             vecs[f.id] = v
-    return {f.id: replace(f, score=float(vecs[f.id] @ qv)) for f in stored}, vecs
+    return {f.id: replace(f, **stored[f.id], score=float(vecs[f.id] @ qv)) for f in facts}, vecs
 
 
 def _as_passage(row: ChunkRow, score: float | None) -> Passage:

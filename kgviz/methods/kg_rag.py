@@ -82,6 +82,7 @@ Presets: only "reconstruction" (the defaults; "paper" is accepted as its old nam
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, cast
 
@@ -311,8 +312,10 @@ class _Graph:
 
     def _keep(self, name: str, anchor: str, rows: list[NeighbourRow]) -> None:
         """What the per-anchor ``ORDER BY ... LIMIT fetch_limit`` query returned."""
-        ordered = sorted(rows, key=lambda r: nb.sort_key(r, nb.ORDER[name]))
-        self.fetched[(name, anchor)] = ordered[:max(self.fetch_limit, 0)]
+        order = nb.ORDER[name]
+        # the first fetch_limit in sorted order (heapq.nsmallest is sorted(...)[:n], ties included)
+        self.fetched[(name, anchor)] = heapq.nsmallest(max(self.fetch_limit, 0), rows,
+                                                       key=lambda r: nb.sort_key(r, order))
 
     def stored_embeddings(self, ids: list[str]) -> dict[str, np.ndarray]:
         """Triple.emb of ``ids`` that have one; each triple is read at most once per run."""

@@ -291,17 +291,34 @@ def sparse_unit_rows(n: int, seed: int, nonzero: int = 3) -> np.ndarray:
     return unit(m)
 
 
-def test_sparse_rows_is_the_matrix_in_csr_made_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sparse_rows_is_the_matrix_in_csc_made_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     m = sparse_unit_rows(50, seed=31)
     monkeypatch.setattr(search_module, "_SPARSE_BLOCK_ROWS", 7)
-    csr = search_module.sparse_rows(m)
-    assert csr is not None and csr.shape == m.shape
-    assert np.array_equal(csr.toarray(), m)
+    csc = search_module.sparse_rows(m)
+    assert csc is not None and csc.shape == m.shape and csc.format == "csc"
+    assert csc.has_sorted_indices  # each column's entries in row order
+    assert np.array_equal(csc.toarray(), m)
     dense = unit(np.random.default_rng(32).normal(size=(50, DIM)))
     assert search_module.sparse_rows(dense) is None  # model embeddings stay dense
 
 
-def test_a_sparse_table_is_searched_through_csr_with_the_dense_ranking(store: GraphStore,
+def test_a_sparse_query_reads_only_its_columns_and_scores_bit_for_bit_as_the_whole_product() -> None:
+    m = sparse_unit_rows(300, seed=35)
+    csc = search_module.sparse_rows(m)
+    assert csc is not None
+    csr = csc.tocsr()  # the row-by-row product: each row's terms summed in column order
+    rng = np.random.default_rng(36)
+    for nonzero in (1, 3, 8, DIM):  # a hashing query, and one with no zero entry
+        q = np.zeros(DIM, dtype=np.float32)
+        q[rng.choice(DIM, size=nonzero, replace=False)] = rng.normal(size=nonzero)
+        got = search_module.row_scores(csc, q)
+        assert got.dtype == np.float32
+        assert np.array_equal(got.view(np.uint32), (csr @ q).view(np.uint32))
+        assert got == pytest.approx(m @ q, abs=1e-6)
+    assert not np.any(search_module.row_scores(csc, np.zeros(DIM, dtype=np.float32)))
+
+
+def test_a_sparse_table_is_searched_through_csc_with_the_dense_ranking(store: GraphStore,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     emb = sparse_unit_rows(400, seed=33)
     store.bulk_load_nodes("Entity", [{"id": f"e{i:03d}", "name": f"e{i}", "origin": "corpus", "emb": e}
@@ -309,15 +326,54 @@ def test_a_sparse_table_is_searched_through_csr_with_the_dense_ranking(store: Gr
     rng = np.random.default_rng(34)
     queries = [unit(rng.normal(size=DIM)) for _ in range(8)]
     dense_hits = [store.vector_search("Entity", q, 10) for q in queries]  # 400 rows: under the bound
-    assert "Entity|csr" not in store._handle.matrices or store._handle.matrices["Entity|csr"][1] is None
+    assert "Entity|csc" not in store._handle.matrices or store._handle.matrices["Entity|csc"][1] is None
     monkeypatch.setattr(search_module, "SPARSE_SEARCH_MIN_ROWS", 100)
     sparse_hits = [store.vector_search("Entity", q, 10) for q in queries]
-    assert store._handle.matrices["Entity|csr"][1] is not None  # this time through the CSR copy
+    assert store._handle.matrices["Entity|csc"][1] is not None  # this time through the CSC copy
     for d, s in zip(dense_hits, sparse_hits):
         assert [h[0] for h in s] == [h[0] for h in d]
         assert [h[1] for h in s] == pytest.approx([h[1] for h in d], abs=1e-6)
     filtered = store.vector_search("Entity", queries[0], 5, where={"origin": "corpus"})
     assert [h[0] for h in filtered] == [h[0] for h in dense_hits[0][:5]]
-    # a write makes a new CSR copy with the new row in it
+    # a write makes a new CSC copy with the new row in it
     store.bulk_load_nodes("Entity", [{"id": "planted", "name": "planted", "origin": "corpus", "emb": queries[1]}])
     assert store.vector_search("Entity", queries[1], 1)[0][0] == "planted"
+
+
+def _rank_by_rounding_every_row(ids: list[str], scores: np.ndarray, k: int,
+                                rows: np.ndarray | None) -> list[tuple[str, float]]:
+    """The ranking _rank must give: every score rounded, the k-th best rounded score the cut."""
+    rounded = np.round(scores.astype(np.float64), search_module.TIE_DIGITS)
+    pool = np.arange(len(ids)) if rows is None else rows
+    order = sorted(pool.tolist(), key=lambda i: (-rounded[i], ids[i]))[:k]
+    return [(ids[i], float(scores[i])) for i in order]
+
+
+def test_rank_rounds_only_the_rows_near_the_cut_and_ranks_as_rounding_every_row() -> None:
+    rng = np.random.default_rng(37)
+    n = 400
+    ids = [f"r{i:04d}" for i in rng.permutation(n)]
+    matrix = np.eye(n, dtype=np.float32)  # row i scores query[i]
+    for trial in range(60):
+        # scores bunched on a few values, each a hair above or below a rounding boundary, and
+        # exact zeros: ties at TIE_DIGITS decimals that only the id breaks
+        base = rng.choice([0.0, 0.25, 0.5000005, 0.7, -0.1], size=n)
+        noise = rng.choice([0.0, 1e-7, -1e-7, 4e-7, -6e-7, 3e-6], size=n)
+        query = (base + noise).astype(np.float32)
+        rows = np.sort(rng.choice(n, size=150, replace=False)) if trial % 2 else None
+        for k in (1, 3, 10, 149, 150, 500):
+            got = search_module._rank(ids, matrix, query, k, rows=rows)
+            want = _rank_by_rounding_every_row(ids, query / np.float32(np.linalg.norm(query)), k, rows)
+            assert [g[0] for g in got] == [w[0] for w in want]
+            assert [g[1] for g in got] == [w[1] for w in want]
+
+
+@pytest.mark.parametrize("step", [2, 5, 16])
+def test_kth_best_through_a_sample_is_the_kth_largest(monkeypatch: pytest.MonkeyPatch, step: int) -> None:
+    monkeypatch.setattr(search_module, "_SAMPLE_STEP", step)
+    rng = np.random.default_rng(38)
+    for n, k in ((50, 1), (400, 3), (1000, 10), (5000, 7), (300, 299)):
+        for scores in (rng.normal(size=n).astype(np.float32),  # distinct
+                       rng.choice([0.0, 0.1, 0.5], size=n).astype(np.float32),  # mostly ties
+                       np.sort(rng.normal(size=n)).astype(np.float32)):  # the best at the end, none sampled
+            assert search_module._kth_best(scores, k) == np.sort(scores)[n - k]

@@ -84,3 +84,25 @@ def test_views_read_meta_once_per_database_state(tmp_path: Path, monkeypatch: py
     finally:
         ket_cache.forget(kg.store)
         kg.store.close()
+
+
+def test_keyword_matrix_is_held_by_column_and_scores_as_the_row_product(tmp_path: Path) -> None:
+    """Hashing keyword vectors are mostly zeros: the view holds them as CSC, which the keyword
+    pool multiplies at the question's nonzero columns only, every cosine equal to the CSR
+    (row by row) product's, bit for bit."""
+    from kgviz.graph.search import row_scores
+
+    kg = build_fixture_graph(tmp_path / "ws", HashingEmbedder())
+    try:
+        build_ket_index(kg.store, kg.embedder, KetParams(beta=0.5))
+        view = ket_cache.keyword_view(kg.store)
+        assert view is not None and view.kw_matrix.format == "csc"
+        rows = view.kw_matrix.tocsr()
+        for q in ("Who designed the Harbour Library?", "Which sea is Valencia on?", "river"):
+            qv = np.asarray(kg.embedder.embed([q]), dtype=np.float32)[0]
+            assert 0 < np.count_nonzero(qv) < len(qv)
+            got = row_scores(view.kw_matrix, qv)
+            assert np.array_equal(got.view(np.uint32), (rows @ qv).view(np.uint32))
+    finally:
+        ket_cache.forget(kg.store)
+        kg.store.close()

@@ -79,3 +79,39 @@ def test_a_steps_dict_holds_a_copy_of_its_record_in_the_former_shape() -> None:
     bare = TraceStep(0, "seed", "seeds").to_dict()
     assert "record" not in bare and list(bare)[-1] == "ours"
     assert TraceStep.from_dict(d | {"record": step.record}) == step
+
+
+def test_keys_and_subclassed_values_come_back_as_the_json_round_trip_gives_them() -> None:
+    from enum import Enum, IntEnum
+
+    class Colour(str, Enum):
+        RED = "red"
+
+    class Level(IntEnum):
+        HIGH = 3
+
+    @dataclass(frozen=True)
+    class Mixed:
+        LINE = "l"
+        by_key: dict[Any, Any]
+        values: tuple[Any, ...]
+
+    keys = {"s": 1, 2: "int", 2.5: "float", float("nan"): 0, float("inf"): 1, -float("inf"): 2, True: "t",
+            None: "n", np.float64(0.1): "f64", Level.HIGH: "enum", Colour.RED: "str enum"}
+    rec = Mixed({**keys, False: (1, [2, (3,)])}, (Colour.RED, Level.HIGH, np.float64(1.5), True, None, -0.0))
+    got, want = record_data(rec), former(rec)
+    assert json.dumps(got) == json.dumps(want)
+    assert [type(v) for v in got["values"]] == [type(v) for v in want["values"]] == [str, int, float, bool,
+                                                                                      type(None), float]
+
+
+def test_a_key_json_cannot_write_still_fails() -> None:
+    @dataclass(frozen=True)
+    class Keyed:
+        LINE = "l"
+        by_pair: dict[tuple[str, str], int]
+
+    with pytest.raises(TypeError, match="keys must be str, int, float, bool or None"):
+        record_data(Keyed({("a", "b"): 1}))
+    with pytest.raises(TypeError, match="float32 is not JSON serializable"):
+        record_data(Keyed({"a": np.float32(1.0)}))  # type: ignore[dict-item]
