@@ -200,7 +200,14 @@ def best_sentence(text: str, sentences: list[str]) -> str:
     want = set(re.findall(r"\w+", text.lower()))
     best, score = "", 0
     for s in sentences:
-        got = len(want & set(re.findall(r"\w+", s.lower())))
+        got = len(want & _sentence_words(s))
         if got > score:
             best, score = s, got
     return best
+
+
+@lru_cache(maxsize=4096)
+def _sentence_words(sentence: str) -> frozenset[str]:
+    """The lower-cased words of a sentence, remembered: every triple of a chunk that carries no
+    sentence of its own is compared with every sentence of the chunk (issue 29)."""
+    return frozenset(re.findall(r"\w+", sentence.lower()))
