@@ -63,7 +63,14 @@ def main() -> int:
 
     other = Path(args.against).resolve()
     old_knn = _module(other / "kgviz" / "index" / "knn.py", "_against_knn")
-    old_doc = _module(other / "kgviz" / "index" / "doc_layer.py", "_against_doc_layer")
+    # the other doc_layer.py imports from kgviz.index.knn: its own knn.py while it loads (the two
+    # checkouts' knn helpers differ)
+    this_knn = sys.modules["kgviz.index.knn"]
+    sys.modules["kgviz.index.knn"] = old_knn
+    try:
+        old_doc = _module(other / "kgviz" / "index" / "doc_layer.py", "_against_doc_layer")
+    finally:
+        sys.modules["kgviz.index.knn"] = this_knn
     texts = [f"{r['title']}\n{r['text']}" for r in corpus(args.passages)]
     emb = np.asarray(HashingEmbedder().embed(texts), dtype=np.float32)
     report: dict[str, Any] = {"passages": args.passages, "dim": int(emb.shape[1]), "against": str(other),

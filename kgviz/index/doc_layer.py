@@ -2,10 +2,11 @@
 most similar documents by cosine of their embeddings; the SIMILAR_DOC edge weight is the cosine
 (the attention weight the attentive and multi-hop strategies multiply, §3.2.2).
 
-Computed with matrix products a tile at a time (``_BLOCK`` rows x ``knn.COL_BLOCK`` columns), each
-row keeping its k best so far (``kgviz.index.knn.top_k_over_tiles``): the memory does not grow
-with the number of documents (issue 29: a 1,024-row block against every document was ~1 GB with
-its copies at 100k documents); the time is every pair, as an exact top-k needs. The layer is
+Computed with matrix products a tile at a time (at most ``knn.TILE`` x ``knn.TILE``), only the
+tiles on and above the diagonal (cosine is symmetric: each tile serves its rows and its columns),
+each row keeping its k best so far (``kgviz.index.knn.symmetric_top_k``): the memory does not
+grow with the number of documents (issue 29: a 1,024-row block against every document was ~1 GB
+with its copies at 100k documents); the time is every pair, as an exact top-k needs. The layer is
 rebuilt whole whenever the set of documents or K changes: a new document can be a better
 neighbour of an old one. Neighbours with cosine <= 0 are left out
 (ours: such an edge carries no signal).
@@ -13,19 +14,17 @@ neighbour of an old one. Neighbours with cosine <= 0 are left out
 from __future__ import annotations
 
 import hashlib
-from functools import partial
 
 import numpy as np
 
 from kgviz.graph import reads, writes
 from kgviz.graph.protocol import GraphStore
-from kgviz.index.knn import COL_BLOCK, top_k_over_tiles
+from kgviz.index.knn import TILE, symmetric_top_k
 
 SIGNATURE_KEY = "doc_layer_signature"
-_BLOCK = 1024  # rows per tile (ours): 1,024 x 8,192 float32 is 32 MB
 
 
-def top_k_neighbours(emb: np.ndarray, k: int, *, col_block: int = COL_BLOCK) -> tuple[np.ndarray, np.ndarray]:
+def top_k_neighbours(emb: np.ndarray, k: int, *, tile: int = TILE) -> tuple[np.ndarray, np.ndarray]:
     """(indices, cosines), each (n, k'), k' = min(k, n-1); rows best first, ties by index.
     ``emb`` rows need not be normalised."""
     n = len(emb)
@@ -35,23 +34,15 @@ def top_k_neighbours(emb: np.ndarray, k: int, *, col_block: int = COL_BLOCK) -> 
     x: np.ndarray = np.asarray(emb, dtype=np.float32)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     x = x / np.where(norms == 0, 1.0, norms)
-    idx = np.zeros((n, kk), dtype=np.int64)
-    sims = np.zeros((n, kk), dtype=np.float32)
-    for b0 in range(0, n, _BLOCK):
-        b1 = min(n, b0 + _BLOCK)
-        # not a bare argpartition: it splits a tie at the k-th neighbour arbitrarily (exact ties are
-        # common with the hashing embedder), while top_k_per_row keeps the lower index of equals
-        r, c, v = top_k_over_tiles(partial(_cosine_tile, x[b0:b1], x, b0), n, kk, col_block)
-        idx[b0:b1] = c.reshape(b1 - b0, kk)
-        sims[b0:b1] = v.reshape(b1 - b0, kk)
-    return idx, sims
 
+    def cosines(r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
+        return x[r0:r1] @ x[c0:c1].T
 
-def _cosine_tile(xb: np.ndarray, x: np.ndarray, b0: int, c0: int, c1: int) -> np.ndarray:
-    s: np.ndarray = xb @ x[c0:c1].T
-    i = np.arange(max(b0, c0), min(b0 + len(xb), c1))
-    s[i - b0, i - c0] = -np.inf  # never your own neighbour
-    return s
+    # not a bare argpartition: it splits a tie at the k-th neighbour arbitrarily (exact ties are
+    # common with the hashing embedder), while symmetric_top_k keeps the lower index of equals;
+    # every row has n - 1 >= k' finite cosines, so each gets exactly k'
+    _, c, v = symmetric_top_k(cosines, n, kk, tile=tile)
+    return c.reshape(n, kk), v.astype(np.float32).reshape(n, kk)
 
 
 def signature(doc_ids: list[str], k: int) -> str:

@@ -3,16 +3,16 @@
 Each chunk links to its top-K/2 chunks by *lexical* similarity (the number of distinct keywords
 the two chunks share, §5.1 "KNN Graph Initialization") and its top-K/2 chunks by *semantic*
 similarity (cosine of the chunk embeddings). Both are computed with matrix products in row
-blocks, never with a Python loop over pairs: the binary chunk x word matrix X (scipy.sparse)
+tiles, never with a Python loop over pairs: the binary chunk x word matrix X (scipy.sparse)
 gives the co-occurrence counts of a tile as X[rows] @ X[cols].T, and unit-length embeddings give
-the cosines of a tile as E[rows] @ E[cols].T. A tile is at most ``BLOCK`` rows x ``COL_BLOCK``
-columns, and each row keeps only its k best so far (``top_k_over_tiles``), so the memory of the
-search does not grow with the number of chunks (issue 29: a 512-row block against every column
-was 512 x n float64 plus copies, ~1.5 GB at 100k chunks); the time is still every pair, as an
-exact KNN graph needs. Up to COL_BLOCK chunks there is one tile, the product of old; past it a
-float32 cosine can differ in its last bit from the one-product value (BLAS picks its kernel by
-the matrix shape), and the tiles are a function of the number of chunks alone, so a corpus still
-builds the same graph every time.
+the cosines of a tile as E[rows] @ E[cols].T. Both score matrices are symmetric, so only the tiles
+on and above the diagonal are made, each read along its rows and down its columns
+(``symmetric_top_k``; issue 29: half the products), and each row keeps only its k best so far,
+so the memory of the search does not grow with the number of chunks (a tile is at most ``TILE``
+x ``TILE``); the time is still every pair, as an exact KNN graph needs. The shared-keyword
+counts are exact whatever the tiles; a float32 cosine can differ in its last bit between tile
+shapes (BLAS picks its kernel by the matrix shape), and the tiles are a function of the number of
+chunks alone, so a corpus builds the same graph every time.
 
 Tie rule (ours, so the graph is deterministic and testable): best score first, equal scores by
 lower chunk index. A neighbour with score <= 0 (no shared keyword, or cosine <= 0) carries no
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import partial
-from typing import Callable, Sequence
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,8 +31,8 @@ import scipy.sparse as sp
 from kgviz.errors import ConfigError
 from kgviz.offline.stopwords import STOPWORDS
 
-BLOCK = 512  # rows per matrix-product block (ours)
-COL_BLOCK = 8192  # columns per tile (ours): a 512 x 8192 float64 tile is 32 MB
+TILE = 2048  # rows and columns of a score tile (ours): 2,048 x 2,048 float32 is 16 MB (4,096 was
+# slower a pair on the 2-core machine: its tiles outgrow the cache)
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
 
 LEXICAL = "lexical"
@@ -108,49 +108,152 @@ def top_k_per_row(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, n
     return r[keep], c[keep], v[keep]
 
 
-def top_k_over_tiles(tile: Callable[[int, int], np.ndarray], n_cols: int, k: int,
-                     col_block: int = COL_BLOCK) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``top_k_per_row`` of a block of rows whose scores come a column tile at a time:
-    ``tile(c0, c1)`` gives the block's scores against columns c0..c1-1 (-inf: never taken). The
-    same (row, col, value) as ``top_k_per_row`` over the whole row: a row's k best under the order
-    (best value, then lower column) are each among the k best of their own tile, so keeping the k
-    best of (kept so far + the tile's k best) after every tile loses none of them."""
-    best_v: np.ndarray | None = None
-    best_c = np.zeros((0, 0), dtype=np.int64)
-    for c0 in range(0, n_cols, col_block):
-        c1 = min(n_cols, c0 + col_block)
-        scores = tile(c0, c1)
-        b = scores.shape[0]
-        r, c, v = top_k_per_row(scores, k)
-        # the tile's picks as (b, k) arrays, best first; empty places -inf at column n_cols
-        rank = np.arange(r.size) - np.searchsorted(r, r, side="left")
-        tile_v = np.full((b, k), -np.inf, dtype=scores.dtype)
-        tile_c = np.full((b, k), n_cols, dtype=np.int64)
-        tile_v[r, rank] = v
-        tile_c[r, rank] = c + c0
-        if best_v is None:
-            best_v, best_c = tile_v, tile_c
-            continue
-        both_v = np.concatenate([best_v, tile_v], axis=1)
-        both_c = np.concatenate([best_c, tile_c], axis=1)
-        order = np.lexsort((both_c, -both_v), axis=1)[:, :k]
-        best_v = np.take_along_axis(both_v, order, axis=1)
-        best_c = np.take_along_axis(both_c, order, axis=1)
-    if best_v is None:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, np.zeros(0)
-    r, j = np.nonzero(np.isfinite(best_v))  # row-major: by row, best first
-    return r.astype(np.int64), best_c[r, j], best_v[r, j]
-
-
 def _unit_rows(emb: np.ndarray) -> np.ndarray:
     x = np.asarray(emb, dtype=np.float32)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return x / np.where(norms == 0, 1.0, norms)
 
 
+def symmetric_top_k(product: Callable[[int, int, int, int], np.ndarray], n: int, k: int, *,
+                    skip: tuple[np.ndarray, np.ndarray] | None = None,
+                    tile: int = TILE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, col, value) of each row's k best entries of a symmetric n x n score matrix S, best
+    first, ties by lower column, the diagonal never taken; values as float64. Only the tiles on
+    and above the diagonal are made (issue 29: the all-pairs stages made every product twice):
+    ``product(r0, r1, c0, c1)`` gives S[r0:r1, c0:c1] as a new array, and tile (I, J), J >= I,
+    gives rows I their scores against columns J and, read down its columns, rows J theirs against
+    columns I. So every pair's score is made once and is the same number for both rows (with
+    float cosines, the row-by-row product could differ in its last bit between (i, j) and (j, i)).
+    ``skip`` (rows, cols): pairs never taken for that row (the other row of the pair may still
+    take it). A row meets its columns in increasing tiles (down tiles (0, R) .. (R-1, R), then
+    along tiles (R, R) .. (R, last)), so on equal scores the one kept, met first, has the lower
+    column, and a later tile wins only with a strictly better score."""
+    if k <= 0 or n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0)
+    best = _Best(n, k)
+    skips = _SkipPairs(skip)
+    for r0 in range(0, n, tile):
+        r1 = min(n, r0 + tile)
+        for c0 in range(r0, n, tile):
+            c1 = min(n, c0 + tile)
+            scores = product(r0, r1, c0, c1)
+            if c0 == r0:
+                i = np.arange(r1 - r0)
+                scores[i, i] = -np.inf  # never your own neighbour
+            with skips.masked(scores, r0, r1, c0, c1):
+                best.along_rows(scores, r0, c0)
+            if c0 != r0:
+                with skips.masked(scores.T, c0, c1, r0, r1):
+                    best.down_columns(scores, r0, c0)
+    return best.found()
+
+
+class _Best:
+    """Each row's k best (value, column) so far, best first; empty places -inf at column n."""
+
+    def __init__(self, n: int, k: int) -> None:
+        self.k = k
+        self.v = np.full((n, k), -np.inf)
+        self.c = np.full((n, k), n, dtype=np.int64)
+
+    def found(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        r, j = np.nonzero(np.isfinite(self.v))  # row-major: by row, best first
+        return r.astype(np.int64), self.c[r, j], self.v[r, j]
+
+    def along_rows(self, scores: np.ndarray, r0: int, c0: int) -> None:
+        """Merge a tile whose rows are rows r0.. and whose columns c0.. all come after the
+        columns met so far."""
+        b = scores.shape[0]
+        if self.k == 1:  # K = 2 (the default): a running argmax, the first maximum is the lower column
+            c = np.argmax(scores, axis=1)
+            self._improve(np.arange(r0, r0 + b), c + c0, scores[np.arange(b), c])
+            return
+        kth = self.v[r0:r0 + b, -1]
+        if np.isneginf(kth).any():  # a row with fewer than k so far: every entry is a candidate
+            r, c, v = top_k_per_row(scores, self.k)
+        else:  # only an entry strictly above the row's k-th best can enter (a tie loses: higher column)
+            kth = kth.astype(scores.dtype)  # exact: the kept values came from such tiles
+            rows = np.flatnonzero(scores.max(axis=1) > kth)  # usually few: a max is cheaper than a mask
+            sub = scores[rows]
+            flat = np.flatnonzero(sub > kth[rows, None])  # flat: np.nonzero of a 2-d mask is ~5x slower
+            i, c = np.divmod(flat, scores.shape[1])
+            r, v = rows[i], sub.ravel()[flat]
+        self._merge(r + r0, c + c0, v)
+
+    def down_columns(self, scores: np.ndarray, r0: int, c0: int) -> None:
+        """``along_rows`` of the transposed tile, without transposing it (a strided read of
+        every entry costs more than the product): the tile's columns c0.. are the rows to merge,
+        its rows r0.. their columns."""
+        b = scores.shape[1]
+        if self.k == 1:
+            m = scores.max(axis=0)
+            i, j = np.divmod(np.flatnonzero(scores == m[None, :]), b)  # by row: a column's first hit is its lowest row
+            _, first = np.unique(j, return_index=True)
+            self._improve(np.arange(c0, c0 + b), i[first] + r0, m)
+            return
+        kth = self.v[c0:c0 + b, -1]
+        if np.isneginf(kth).any():
+            r, c, v = top_k_per_row(np.ascontiguousarray(scores.T), self.k)
+        else:
+            kth = kth.astype(scores.dtype)
+            cols = np.flatnonzero(scores.max(axis=0) > kth)
+            sub = scores[:, cols]
+            flat = np.flatnonzero(sub > kth[None, cols])
+            c, j = np.divmod(flat, cols.size)
+            r, v = cols[j], sub[c, j]  # not sub.ravel(): a column selection need not be C-ordered
+        self._merge(r + c0, c + r0, v)
+
+    def _improve(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> None:
+        """k = 1: a row takes (col, val) only with a strictly better value."""
+        vals = vals.astype(np.float64)
+        better = vals > self.v[rows, 0]
+        self.v[rows[better], 0] = vals[better]
+        self.c[rows[better], 0] = cols[better]
+
+    def _merge(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> None:
+        """Keep, for every row among ``rows``, the k best of what it holds and its candidates
+        (best value, then lower column)."""
+        if rows.size == 0:
+            return
+        k = self.k
+        touched = np.unique(rows)
+        rr = np.concatenate([np.repeat(touched, k), rows])
+        cc = np.concatenate([self.c[touched].ravel(), cols])
+        vv = np.concatenate([self.v[touched].ravel(), vals.astype(np.float64)])
+        order = np.lexsort((cc, -vv, rr))
+        rr, cc, vv = rr[order], cc[order], vv[order]
+        rank = np.arange(rr.size) - np.searchsorted(rr, rr, side="left")
+        keep = rank < k  # every touched row holds k places, so exactly k are kept, in row order
+        self.v[touched] = vv[keep].reshape(-1, k)
+        self.c[touched] = cc[keep].reshape(-1, k)
+
+
+class _SkipPairs:
+    """The (row, col) pairs ``symmetric_top_k`` must not take, sorted by row, set to -inf in a
+    tile while its rows are merged and restored after (the same scores serve the column side)."""
+
+    def __init__(self, skip: tuple[np.ndarray, np.ndarray] | None) -> None:
+        r, c = skip if skip is not None else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        order = np.argsort(r, kind="stable")
+        self.r, self.c = np.asarray(r, np.int64)[order], np.asarray(c, np.int64)[order]
+
+    @contextmanager
+    def masked(self, scores: np.ndarray, r0: int, r1: int, c0: int, c1: int) -> Iterator[None]:
+        lo, hi = np.searchsorted(self.r, [r0, r1])
+        r, c = self.r[lo:hi], self.c[lo:hi]
+        inside = (c >= c0) & (c < c1)
+        ri, ci = r[inside] - r0, c[inside] - c0
+        saved = scores[ri, ci]
+        scores[ri, ci] = -np.inf
+        try:
+            yield
+        finally:
+            scores[ri, ci] = saved
+
+
 def build_knn(texts: Sequence[str], emb: np.ndarray, k: int, *, exclude_lexical: bool = True,
-              min_len: int = 3, block: int = BLOCK, col_block: int = COL_BLOCK) -> KnnGraph:
+              min_len: int = 3, tile: int = TILE) -> KnnGraph:
     """The KNN chunk graph of Algorithm 3 (lines 3-6): per chunk, K/2 lexical out-edges, then
     K/2 semantic out-edges. ``exclude_lexical`` follows line 5 (semantic neighbours are drawn
     from V minus the lexical ones); the authors' code draws both independently."""
@@ -162,101 +265,37 @@ def build_knn(texts: Sequence[str], emb: np.ndarray, k: int, *, exclude_lexical:
         raise ConfigError(f"build_knn: {n} texts but {e.shape[0]} embeddings")
     half = k // 2
     x, _ = term_matrix(texts, min_len)
-    # X[cols].T of every column tile, made once (slicing the columns of X.T per tile would read
-    # all of it each time)
-    xt = [x[c0:c0 + col_block].T.tocsr() for c0 in range(0, n, col_block)]
-    parts: list[tuple[np.ndarray, np.ndarray, str, np.ndarray]] = []
-    for b0 in range(0, n, block):
-        b1 = min(n, b0 + block)
-        lr, lc, lv = _best(partial(_lexical_tile, x[b0:b1], xt, b0, col_block), n, half, col_block)
-        skip = (lr, lc) if exclude_lexical else None  # Algorithm 3 line 5: not the row's lexical neighbours
-        sr, sc, sv = _best(partial(_semantic_tile, e[b0:b1], e, b0, skip), n, half, col_block)
-        parts.append((lr + b0, lc, LEXICAL, lv))
-        parts.append((sr + b0, sc, SEMANTIC, sv))
-    if not parts:
-        z = np.zeros(0, dtype=np.int64)
-        return KnnGraph(z, z, np.zeros(0, dtype=object), np.zeros(0), n)
-    src = np.concatenate([p[0] for p in parts]).astype(np.int64)
-    dst = np.concatenate([p[1] for p in parts]).astype(np.int64)
-    kind = np.concatenate([np.full(p[0].size, p[2], dtype=object) for p in parts])
-    weight = np.concatenate([p[3] for p in parts])
+    # the row blocks of X and X.T's column blocks, made once (slicing the columns of X.T per tile
+    # would read all of it each time)
+    xr = [x[t0:t0 + tile] for t0 in range(0, n, tile)]
+    xt = [m.T.tocsr() for m in xr]
+
+    def lexical(r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
+        """Shared-keyword counts (float32, exact) of rows r0..r1-1 with columns c0..c1-1."""
+        return (xr[r0 // tile] @ xt[c0 // tile]).toarray()
+
+    def semantic(r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
+        """Cosines (float32) of rows r0..r1-1 with columns c0..c1-1."""
+        return e[r0:r1] @ e[c0:c1].T
+
+    lr, lc, lv = _positive(symmetric_top_k(lexical, n, half, tile=tile))
+    skip = (lr, lc) if exclude_lexical else None  # Algorithm 3 line 5: not the row's lexical neighbours
+    sr, sc, sv = _positive(symmetric_top_k(semantic, n, half, skip=skip, tile=tile))
+    src = np.concatenate([lr, sr]).astype(np.int64)
+    dst = np.concatenate([lc, sc]).astype(np.int64)
+    kind = np.concatenate([np.full(lr.size, LEXICAL, dtype=object), np.full(sr.size, SEMANTIC, dtype=object)])
+    weight = np.concatenate([lv, sv]).astype(np.float64)
     order = np.lexsort((dst, kind != LEXICAL, src))  # by chunk, lexical first, then neighbour
     return KnnGraph(src[order], dst[order], kind[order], weight[order], n)
 
 
-def _best(tile: Callable[[int, int], np.ndarray], n_cols: int, k: int,
-          col_block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(row, col, value) of each row's k best positive scores over the column tiles of ``tile``
-    (-inf: never taken), ties by lower column; values as float64."""
-    if k == 1:
-        return best_positive_over_tiles(tile, n_cols, col_block)
-    return top_k_over_tiles(partial(_positive, tile), n_cols, k, col_block)
-
-
-def best_positive_over_tiles(tile: Callable[[int, int], np.ndarray], n_cols: int,
-                             col_block: int = COL_BLOCK) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``top_k_over_tiles`` with k = 1 over the positive scores (K = 2, the default: one
-    neighbour of each kind), without its merge and masking passes (issue 29: at 100k chunks
-    these all-pairs stages see 10^10 scores): a running argmax over the tiles, where a later tile
-    wins only with a strictly greater score (an equal one has a higher column), and a row whose
-    best score is not positive takes none. The same rows, columns and values as the general path
-    over scores whose entries <= 0 are -inf: when a row's maximum is positive, its first maximum
-    is the same column with or without those entries."""
-    best_v: np.ndarray | None = None
-    best_c = np.zeros(0, dtype=np.int64)
-    for c0 in range(0, n_cols, col_block):
-        scores = tile(c0, min(n_cols, c0 + col_block))
-        c = np.argmax(scores, axis=1)
-        v = scores[np.arange(scores.shape[0]), c]
-        if best_v is None:
-            best_v, best_c = v, c.astype(np.int64) + c0
-            continue
-        better = v > best_v
-        best_v = np.where(better, v, best_v)
-        best_c = np.where(better, c + c0, best_c)
-    if best_v is None:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, np.zeros(0)
-    r = np.flatnonzero(best_v > 0)
-    return r.astype(np.int64), best_c[r].astype(np.int64), best_v[r].astype(np.float64)
-
-
-def _positive(tile: Callable[[int, int], np.ndarray], c0: int, c1: int) -> np.ndarray:
-    """A tile's scores as float64 with the entries <= 0 set to -inf (no signal: never linked)."""
-    scores = tile(c0, c1).astype(np.float64)
-    scores[scores <= 0] = -np.inf
-    return scores
-
-
-def _lexical_tile(xb: sp.csr_matrix, xt: list[sp.csr_matrix], b0: int, col_block: int, c0: int,
-                  c1: int) -> np.ndarray:
-    """Shared-keyword counts (float32, exact) of the rows from ``b0`` with columns c0..c1-1; -inf
-    on the diagonal."""
-    lex: np.ndarray = (xb @ xt[c0 // col_block]).toarray()
-    _no_self(lex, b0, c0)
-    return lex
-
-
-def _semantic_tile(eb: np.ndarray, e: np.ndarray, b0: int, skip: tuple[np.ndarray, np.ndarray] | None,
-                   c0: int, c1: int) -> np.ndarray:
-    """Cosines (float32) of the rows from ``b0`` with columns c0..c1-1; -inf on the diagonal and
-    at the (block row, column) pairs of ``skip``."""
-    sem: np.ndarray = eb @ e[c0:c1].T
-    _no_self(sem, b0, c0)
-    if skip is not None:
-        r, c = skip
-        inside = (c >= c0) & (c < c1)
-        sem[r[inside], c[inside] - c0] = -np.inf
-    return sem
-
-
-def _no_self(tile: np.ndarray, b0: int, c0: int) -> None:
-    """-inf where a tile of rows from ``b0`` and columns from ``c0`` meets the diagonal: never
-    your own neighbour."""
-    lo, hi = max(b0, c0), min(b0 + tile.shape[0], c0 + tile.shape[1])
-    if lo < hi:
-        i = np.arange(lo, hi)
-        tile[i - b0, i - c0] = -np.inf
+def _positive(found: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (row, col, value) with a positive value: a score <= 0 (no shared keyword, cosine <= 0)
+    carries no signal and is never linked. Keeping the k best and then dropping those is each
+    row's k best positive scores: a positive score ranks above every other."""
+    r, c, v = found
+    keep = v > 0
+    return r[keep], c[keep], v[keep]
 
 
 def pagerank(n: int, src: np.ndarray, dst: np.ndarray, *, damping: float = 0.85, undirected: bool = False,

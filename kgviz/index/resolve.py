@@ -32,6 +32,7 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from kgviz.offline.lexicon import HEAD_NOUNS, HONORIFICS
 from kgviz.text import split_sentences
@@ -43,6 +44,13 @@ _NON_WORD = re.compile(r"[^\w\s]+")
 _INITIAL_SKIP = frozenset({"of", "the", "and", "for", "de", "du", "la", "le", "von", "van"})
 
 
+# Remembered per text: a build asks again for every mention of a name (issue 29: 1.5M triples, two
+# ends each, and the aliases and display names after, at 100k passages); both are pure functions
+# of the text, so a remembered answer is the answer. Bounded: the most recent 65,536 texts.
+_KEY_CACHE = 1 << 16
+
+
+@lru_cache(maxsize=_KEY_CACHE)
 def normalise_key(text: str) -> str:
     """The comparison key of a surface form (rule 1). May be "" for pure punctuation."""
     t = unicodedata.normalize("NFKC", text).casefold()
@@ -64,6 +72,7 @@ def normalise_key(text: str) -> str:
     return " ".join(t.split())
 
 
+@lru_cache(maxsize=_KEY_CACHE)
 def display_name(text: str) -> str:
     """A surface form cleaned for display: no lowercase leading article ("the Institute"), no
     possessive, no wrapping quotes. A capitalised "The" is kept: it is often part of a title."""
@@ -191,7 +200,14 @@ def best_sentence(text: str, sentences: list[str]) -> str:
     want = set(re.findall(r"\w+", text.lower()))
     best, score = "", 0
     for s in sentences:
-        got = len(want & set(re.findall(r"\w+", s.lower())))
+        got = len(want & _sentence_words(s))
         if got > score:
             best, score = s, got
     return best
+
+
+@lru_cache(maxsize=4096)
+def _sentence_words(sentence: str) -> frozenset[str]:
+    """The lower-cased words of a sentence, remembered: every triple of a chunk that carries no
+    sentence of its own is compared with every sentence of the chunk (issue 29)."""
+    return frozenset(re.findall(r"\w+", sentence.lower()))

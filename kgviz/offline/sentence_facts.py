@@ -23,6 +23,7 @@ dropped. The order is the sentence's, so the output is deterministic.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from kgviz.facts.triples import SENTENCE_KIND, SENTENCE_RELATION, ExtractedTriple, Mention
 from kgviz.offline.lexicon import STOP_CAPS
@@ -40,6 +41,7 @@ _PARENS = re.compile(r"\s*\([^()]*\)")
 _WORDS = re.compile(r"\w+")
 
 
+@lru_cache(maxsize=1 << 16)  # pure, and asked again for every mention of a name (issue 29)
 def normalise_key(text: str) -> str:
     """A light comparison key (case and punctuation folded, a leading article dropped); entity
     resolution (kgviz.index.resolve) applies the full rules later."""

@@ -34,14 +34,14 @@ def test_signature_depends_on_ids_and_k() -> None:
 
 
 def test_column_tiles_give_the_same_neighbours() -> None:
-    """Tiles of a few columns (memory bounded whatever the number of documents) give the same
+    """Tiles of a few rows and columns (memory bounded whatever the number of documents) give the same
     indices and cosines as one tile. Rows of four ones make every cosine a multiple of 0.25 in any
     summation order, so ties are exact and the tie rule (lower index) is what decides."""
     rng = np.random.default_rng(1)
     x = np.zeros((40, 9), dtype=np.float32)
     for row in x:
         row[rng.choice(9, 4, replace=False)] = 1.0
-    want = top_k_neighbours(x, 4, col_block=40)
-    for col_block in (1, 3, 7):
-        idx, sims = top_k_neighbours(x, 4, col_block=col_block)
+    want = top_k_neighbours(x, 4, tile=40)
+    for tile in (1, 3, 7):
+        idx, sims = top_k_neighbours(x, 4, tile=tile)
         assert np.array_equal(idx, want[0]) and np.array_equal(sims, want[1])

@@ -115,3 +115,18 @@ def test_assemble_drops_empty_names_and_self_loops() -> None:
     assert parsed.n_malformed == 1  # issue 15: the parser now rejects a name with no word in it
     acc = assemble([("doc:a", [c])], {c.id: parsed})
     assert acc.n_dropped == 1 and len(acc.triples) == 1  # the self-loop
+
+
+def test_remembered_keys_and_display_names_are_the_computed_ones() -> None:
+    """normalise_key and display_name are remembered per text (issue 29); a remembered answer is
+    what the rules compute, asked first or again."""
+    from kgviz.index import resolve
+
+    forms = ["The Orrin Bridge's", "U.S.", "Dr. Ada Lovelace", "  the   Institute ", "Smith & Sons", "“Hello”", "a"]
+    resolve.normalise_key.cache_clear()
+    resolve.display_name.cache_clear()
+    for _ in range(2):
+        assert [resolve.normalise_key(f) for f in forms] == [resolve.normalise_key.__wrapped__(f) for f in forms]
+        assert [resolve.display_name(f) for f in forms] == [resolve.display_name.__wrapped__(f) for f in forms]
+    assert resolve.normalise_key.cache_info().hits == len(forms)
+    assert resolve.normalise_key("The Orrin Bridge's") == "orrin bridge"

@@ -60,7 +60,7 @@ def brute_force(texts: list[str], emb: np.ndarray, k: int, exclude: bool) -> set
 def test_sparse_knn_equals_brute_force(k: int, exclude: bool) -> None:
     texts = synthetic_texts(23)
     emb = EMB.embed(texts)
-    g = build_knn(texts, emb, k, exclude_lexical=exclude, block=5)  # several blocks, a ragged last one
+    g = build_knn(texts, emb, k, exclude_lexical=exclude, tile=5)  # several tiles, a ragged last one
     got = set(zip(g.src.tolist(), g.dst.tolist(), g.kind.tolist()))
     assert got == brute_force(texts, emb, k, exclude)
     words = [set(content_words(t)) for t in texts]
@@ -431,22 +431,56 @@ def test_top_1_per_row_is_the_general_top_k_cut_at_one() -> None:
     assert 5 not in got[0].tolist()
 
 
+def symmetric_scores(n: int, seed: int) -> np.ndarray:
+    """A symmetric matrix of small integer scores (many exact ties), zeros and negatives too."""
+    rng = np.random.default_rng(seed)
+    upper = np.triu(rng.integers(-2, 4, size=(n, n)).astype(np.float32), 1)
+    return upper + upper.T
+
+
 @pytest.mark.parametrize("k", [1, 2, 3])
-def test_top_k_over_column_tiles_equals_the_whole_row(k: int) -> None:
-    """Scores handed over a column tile at a time (issue 29: memory bounded whatever the number of
-    chunks) give the same rows, columns and values as the whole row at once, ties by lower column
-    across tiles too, rows with nothing finite left out."""
+@pytest.mark.parametrize("with_skip", [False, True])
+def test_symmetric_top_k_equals_the_whole_rows(k: int, with_skip: bool) -> None:
+    """Only the tiles on and above the diagonal, read along their rows and down their columns
+    (issue 29: half the products), give each row the same (column, value) picks as its whole row
+    at once: best first, ties by lower column across tiles too, never the diagonal, a skipped pair
+    never taken by its row (but still by the other row of the pair), values as float64."""
     from kgviz.index import knn
 
-    rng = np.random.default_rng(5)
-    scores = rng.integers(0, 4, size=(30, 41)).astype(np.float64)  # integer scores: many ties
-    scores[scores == 0] = -np.inf
-    scores[7] = -np.inf
-    scores[9, 3:] = -np.inf  # a row whose only picks are in the first tile
-    want = knn.top_k_per_row(scores, k)
-    for col_block in (1, 4, 10, 41):
-        got = knn.top_k_over_tiles(lambda c0, c1: scores[:, c0:c1].copy(), scores.shape[1], k, col_block)
-        assert all(np.array_equal(a, b) for a, b in zip(got, want)), col_block
+    n = 41
+    scores = symmetric_scores(n, seed=5 + k)
+    skip = (np.array([0, 3, 3, 40, 17]), np.array([1, 2, 40, 3, 16])) if with_skip else None
+    whole = scores.astype(np.float64)
+    np.fill_diagonal(whole, -np.inf)
+    if skip is not None:
+        whole[skip] = -np.inf
+    want = knn.top_k_per_row(whole, k)
+    made: list[tuple[int, int]] = []
+
+    def product(r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
+        made.append((r0, c0))
+        return scores[r0:r1, c0:c1].copy()
+
+    for tile in (1, 4, 10, 41, 64):
+        made.clear()
+        got = knn.symmetric_top_k(product, n, k, skip=skip, tile=tile)
+        assert all(np.array_equal(a, b) for a, b in zip(got, want)), tile
+        assert got[2].dtype == np.float64
+        assert all(c0 >= r0 for r0, c0 in made) and len(made) == len(set(made))  # each upper tile once
+    if skip is not None:  # (3, 2) skipped for row 3 only: row 2 may still take column 3
+        assert not any(r == 3 and c == 2 for r, c in zip(got[0].tolist(), got[1].tolist()))
+
+
+def test_symmetric_top_k_takes_nothing_from_a_row_of_minus_infinity() -> None:
+    """A row whose every score is -inf (only the diagonal, n = 1; or all skipped) gets no pick."""
+    from kgviz.index import knn
+
+    one = knn.symmetric_top_k(lambda r0, r1, c0, c1: np.zeros((r1 - r0, c1 - c0), np.float32), 1, 2)
+    assert one[0].size == 0
+    scores = symmetric_scores(6, seed=2)
+    got = knn.symmetric_top_k(lambda r0, r1, c0, c1: scores[r0:r1, c0:c1].copy(), 6, 1,
+                              skip=(np.full(5, 4), np.array([0, 1, 2, 3, 5])), tile=2)
+    assert 4 not in got[0].tolist() and sorted(got[0].tolist()) == [0, 1, 2, 3, 5]
 
 
 def four_hot(n: int, dim: int, seed: int) -> np.ndarray:
@@ -466,33 +500,12 @@ def test_knn_in_column_tiles_equals_one_tile(exclude: bool) -> None:
     (BLAS picks its kernel by the matrix shape)."""
     texts = synthetic_texts(37, seed=5)
     for emb, tol in ((four_hot(37, 10, seed=2), 0.0), (EMB.embed(texts), 1e-7)):
-        whole = build_knn(texts, emb, 4, exclude_lexical=exclude, block=8, col_block=37)
-        for col_block in (1, 3, 16):
-            tiled = build_knn(texts, emb, 4, exclude_lexical=exclude, block=8, col_block=col_block)
+        whole = build_knn(texts, emb, 4, exclude_lexical=exclude, tile=37)
+        for tile in (1, 3, 16):
+            tiled = build_knn(texts, emb, 4, exclude_lexical=exclude, tile=tile)
             for field in ("src", "dst", "kind"):
-                assert np.array_equal(getattr(tiled, field), getattr(whole, field)), (col_block, field)
+                assert np.array_equal(getattr(tiled, field), getattr(whole, field)), (tile, field)
             assert np.abs(tiled.weight - whole.weight).max() <= tol
-
-
-def test_best_positive_over_tiles_is_the_top_1_of_the_positive_scores() -> None:
-    """K = 2's running argmax over column tiles (issue 29) picks what the general top-k picks over
-    the scores whose entries <= 0 are -inf: the same rows, columns and values, ties by lower column
-    across tiles, a row with no positive score left out; values as float64."""
-    from kgviz.index import knn
-
-    rng = np.random.default_rng(11)
-    scores = rng.integers(-2, 4, size=(30, 41)).astype(np.float32)  # ties, zeros and negatives
-    scores[3, ::2] = -np.inf
-    scores[7] = -1.0  # nothing positive
-    scores[9, :38] = 0.0
-    scores[9, 38:] = [-1.0, 0.0, 2.0]  # its only positive score in the last column
-    masked = scores.astype(np.float64)
-    masked[masked <= 0] = -np.inf
-    want = knn.top_k_per_row(masked, 1)
-    for col_block in (1, 4, 10, 41):
-        got = knn.best_positive_over_tiles(lambda c0, c1: scores[:, c0:c1].copy(), scores.shape[1], col_block)
-        assert all(np.array_equal(a, b) for a, b in zip(got, want)), col_block
-        assert got[2].dtype == np.float64 and 7 not in got[0].tolist() and 9 in got[0].tolist()
 
 
 @pytest.mark.parametrize("exclude", [True, False])
@@ -504,7 +517,7 @@ def test_knn_k2_is_the_brute_force_graph(exclude: bool) -> None:
 
     texts = synthetic_texts(45, seed=9)
     emb = four_hot(45, 12, seed=4)  # exact cosines: no BLAS rounding between tile shapes
-    got = build_knn(texts, emb, 2, exclude_lexical=exclude, block=8, col_block=16)
+    got = build_knn(texts, emb, 2, exclude_lexical=exclude, tile=16)
     x, _ = knn.term_matrix(texts)
     lex = (x @ x.T).toarray().astype(np.float64)
     unit = emb / np.linalg.norm(emb, axis=1, keepdims=True)
