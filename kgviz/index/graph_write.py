@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 from itertools import islice
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -78,27 +79,42 @@ def load_nodes(store: GraphStore, table: str, n_rows: int,
                rows_of: Callable[[int, int], list[dict[str, Any]]], batch_rows: int) -> int:
     """Bulk-load ``n_rows`` rows into node table ``table``, ``batch_rows`` at a time:
     ``rows_of(start, stop)`` makes the rows of one batch (with their vectors). Returns the rows
-    inserted. Rows are loaded in order, so node order is that of one load of them all."""
-    return sum(store.bulk_load_nodes(table, rows_of(start, min(start + batch_rows, n_rows)))
+    inserted. Rows are loaded in order, so node order is that of one load of them all.
+
+    Into an empty table (a first build) no row is looked up: the rows are new and distinct (the
+    build made them from its new documents, chunks, entities and facts, each once). Into a table
+    that holds rows (a later build), a batch skips rows already there."""
+    new_rows = not store.holds_rows(table)
+    return sum(store.bulk_load_nodes(table, rows_of(start, min(start + batch_rows, n_rows)), new_rows=new_rows)
                for start in range(0, n_rows, batch_rows))
 
 
-def _load_rels(store: GraphStore, rel: str, rows: Iterable[dict[str, Any]], batch_rows: int, *,
-               from_table: str, to_table: str) -> int:
-    """Bulk-load ``rows`` (an iterator: never all made at once), ``batch_rows`` at a time. A batch
-    skips edges an earlier batch loaded as one load skips repeats, so the edges are the same."""
-    n = 0
+def _batched(rows: Iterable[dict[str, Any]], batch_rows: int) -> Iterator[list[dict[str, Any]]]:
     it = iter(rows)
     while batch := list(islice(it, batch_rows)):
-        n += store.bulk_load_rels(rel, batch, from_table=from_table, to_table=to_table)
-    return n
+        yield batch
 
 
-def write_edges(store: GraphStore, *, chunks: Sequence[Chunk], acc: Assembled, batch_rows: int) -> dict[str, int]:
-    """Bulk-load the batch's edges (after its nodes), ``batch_rows`` rows per COPY. Returns edges
-    inserted per rel table."""
+def _load_rels(store: GraphStore, rel: str, rows: Iterable[dict[str, Any]], batch_rows: int, scratch: Path, *,
+               from_table: str, to_table: str) -> int:
+    """Bulk-load ``rows`` (an iterator: never all made at once), ``batch_rows`` at a time. Into an
+    empty table (of this pair): one COPY from a file in ``scratch``; the build's edges are
+    distinct (each row maker reads a dict keyed by the edge's ends, or one row per new node).
+    Otherwise one COPY per batch, and a batch skips edges already loaded (by an earlier build or
+    batch) as one load skips repeats, so the edges are the same."""
+    if not store.holds_rows(rel, (from_table, to_table)):
+        return store.copy_edges_into_empty(rel, _batched(rows, batch_rows), scratch,
+                                           from_table=from_table, to_table=to_table)
+    return sum(store.bulk_load_rels(rel, batch, from_table=from_table, to_table=to_table)
+               for batch in _batched(rows, batch_rows))
+
+
+def write_edges(store: GraphStore, *, chunks: Sequence[Chunk], acc: Assembled, batch_rows: int,
+                scratch: Path) -> dict[str, int]:
+    """Bulk-load the batch's edges (after its nodes), ``batch_rows`` rows per batch, the files of
+    the loads into empty tables in ``scratch``. Returns edges inserted per rel table."""
     def load(rel: str, rows: Iterable[dict[str, Any]], from_table: str, to_table: str) -> int:
-        return _load_rels(store, rel, rows, batch_rows, from_table=from_table, to_table=to_table)
+        return _load_rels(store, rel, rows, batch_rows, scratch, from_table=from_table, to_table=to_table)
 
     n: dict[str, int] = {}
     n["HAS_CHUNK"] = load("HAS_CHUNK", ({"from": ch.doc_id, "to": ch.id} for ch in chunks), "Document", "Chunk")

@@ -414,5 +414,6 @@ def _write_stage(store: GraphStore, new: _NewRows, acc: Assembled, spill: Vector
         return lambda start, stop: gw.with_emb(new.rows(table, start, stop), spill.read(table, start, stop))
 
     inserted = {table: gw.load_nodes(store, table, n, rows_of(table), batch_rows) for table, n in new.sizes().items()}
-    inserted.update(gw.write_edges(store, chunks=new.chunks, acc=acc, batch_rows=batch_rows))
+    # a first build's edges go through one file per table, with the spill (removed when the build ends)
+    inserted.update(gw.write_edges(store, chunks=new.chunks, acc=acc, batch_rows=batch_rows, scratch=spill.directory))
     return inserted
