@@ -151,3 +151,24 @@ def test_new_rows_copy_without_lookups_and_a_repeated_key_loads_nothing(tmp_path
         store.bulk_load_nodes("Entity", _entities(7), new_rows=True)  # e0..e4 are there already
     assert store.counts()["Entity"] == 5
     assert store.bulk_load_nodes("Entity", _entities(7)) == 2 and looked == ["Entity"]  # the checked load skips
+
+
+def test_a_batch_with_its_vector_column_stores_the_vectors_bit_for_bit(store: GraphStore) -> None:
+    """The write stage's node batch: an Arrow table whose emb column is the batch's vectors,
+    not copied per row (kgviz.index.graph_write.with_emb)."""
+    from kgviz.index.graph_write import with_emb
+
+    rows = _entities(9)
+    matrix = np.stack([r.pop("emb") for r in rows])
+    table = with_emb(rows, matrix)
+    assert np.shares_memory(table.column("emb").chunk(0).values.to_numpy(zero_copy_only=True), matrix)
+    assert store.bulk_load_nodes("Entity", table, new_rows=True) == 9
+    stored = {r["id"]: np.asarray(r["emb"], dtype=np.float32) for r in
+              store.query("MATCH (e:Entity) RETURN e.id AS id, e.emb AS emb")}
+    assert all(stored[f"e{i}"].tobytes() == matrix[i].tobytes() for i in range(9))
+    bad = matrix.copy()
+    bad[3, 2] = np.nan
+    with pytest.raises(GraphStoreError, match="NaN"):
+        store.bulk_load_nodes("Entity", with_emb([{"id": f"x{i}"} for i in range(9)], bad), new_rows=True)
+    with pytest.raises(ValueError, match="9 rows but 2 vectors"):
+        with_emb(rows, matrix[:2])
