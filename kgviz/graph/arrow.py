@@ -103,6 +103,15 @@ def _scalar_type(kuzu_type: str, what: str) -> pa.DataType:
 
 def embedding_array(values: Any, dim: int, *, what: str) -> pa.FixedSizeListArray:
     """FLOAT[dim] column from a 2-D numpy array or a sequence of vectors / None (null)."""
+    if isinstance(values, pa.ChunkedArray) and values.num_chunks == 1:
+        values = values.chunk(0)
+    if isinstance(values, pa.FixedSizeListArray) and values.type == pa.list_(pa.float32(), dim) \
+            and values.null_count == 0 and values.offset == 0:
+        # already the column (the write stage's, made on the batch's vectors without a copy:
+        # issue 29, a 131k-row batch of 768-d vectors is 400 MB)
+        if not np.isfinite(values.values.to_numpy(zero_copy_only=True)).all():
+            raise GraphStoreError(f"{what}: embeddings contain NaN or infinite values")
+        return values
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         values = values.to_pylist()
     elif isinstance(values, pd.Series):

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 from itertools import islice
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
+import pyarrow as pa
 
 from kgviz.graph import writes
 from kgviz.graph.batching import batches
@@ -68,37 +70,57 @@ def documents_with_failed_chunks(store: GraphStore) -> set[str]:
     return {str(c).rsplit("#c", 1)[0] for c in writes.failed_extraction_chunks(store, "offline")}
 
 
-def with_emb(rows: list[dict[str, Any]], emb: np.ndarray) -> list[dict[str, Any]]:
-    for row, vec in zip(rows, emb):
-        row["emb"] = vec
-    return rows
+def with_emb(rows: list[dict[str, Any]], emb: np.ndarray) -> pa.Table:
+    """``rows`` as an Arrow table with ``emb`` (one float32 row each) as its emb column, the
+    vectors not copied (a row's view in each dict was stacked into a second copy: 400 MB more
+    for a 131k-row batch of 768-d vectors)."""
+    if len(rows) != len(emb):
+        raise ValueError(f"with_emb: {len(rows)} rows but {len(emb)} vectors")
+    matrix = np.ascontiguousarray(emb, dtype=np.float32)
+    column = pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1])
+    return pa.Table.from_pylist(rows).append_column("emb", column)
 
 
 def load_nodes(store: GraphStore, table: str, n_rows: int,
-               rows_of: Callable[[int, int], list[dict[str, Any]]], batch_rows: int) -> int:
+               rows_of: Callable[[int, int], Any], batch_rows: int) -> int:
     """Bulk-load ``n_rows`` rows into node table ``table``, ``batch_rows`` at a time:
     ``rows_of(start, stop)`` makes the rows of one batch (with their vectors). Returns the rows
-    inserted. Rows are loaded in order, so node order is that of one load of them all."""
-    return sum(store.bulk_load_nodes(table, rows_of(start, min(start + batch_rows, n_rows)))
+    inserted. Rows are loaded in order, so node order is that of one load of them all.
+
+    Into an empty table (a first build) no row is looked up: the rows are new and distinct (the
+    build made them from its new documents, chunks, entities and facts, each once). Into a table
+    that holds rows (a later build), a batch skips rows already there."""
+    new_rows = not store.holds_rows(table)
+    return sum(store.bulk_load_nodes(table, rows_of(start, min(start + batch_rows, n_rows)), new_rows=new_rows)
                for start in range(0, n_rows, batch_rows))
 
 
-def _load_rels(store: GraphStore, rel: str, rows: Iterable[dict[str, Any]], batch_rows: int, *,
-               from_table: str, to_table: str) -> int:
-    """Bulk-load ``rows`` (an iterator: never all made at once), ``batch_rows`` at a time. A batch
-    skips edges an earlier batch loaded as one load skips repeats, so the edges are the same."""
-    n = 0
+def _batched(rows: Iterable[dict[str, Any]], batch_rows: int) -> Iterator[list[dict[str, Any]]]:
     it = iter(rows)
     while batch := list(islice(it, batch_rows)):
-        n += store.bulk_load_rels(rel, batch, from_table=from_table, to_table=to_table)
-    return n
+        yield batch
 
 
-def write_edges(store: GraphStore, *, chunks: Sequence[Chunk], acc: Assembled, batch_rows: int) -> dict[str, int]:
-    """Bulk-load the batch's edges (after its nodes), ``batch_rows`` rows per COPY. Returns edges
-    inserted per rel table."""
+def _load_rels(store: GraphStore, rel: str, rows: Iterable[dict[str, Any]], batch_rows: int, scratch: Path, *,
+               from_table: str, to_table: str) -> int:
+    """Bulk-load ``rows`` (an iterator: never all made at once), ``batch_rows`` at a time. Into an
+    empty table (of this pair): one COPY from a file in ``scratch``; the build's edges are
+    distinct (each row maker reads a dict keyed by the edge's ends, or one row per new node).
+    Otherwise one COPY per batch, and a batch skips edges already loaded (by an earlier build or
+    batch) as one load skips repeats, so the edges are the same."""
+    if not store.holds_rows(rel, (from_table, to_table)):
+        return store.copy_edges_into_empty(rel, _batched(rows, batch_rows), scratch,
+                                           from_table=from_table, to_table=to_table)
+    return sum(store.bulk_load_rels(rel, batch, from_table=from_table, to_table=to_table)
+               for batch in _batched(rows, batch_rows))
+
+
+def write_edges(store: GraphStore, *, chunks: Sequence[Chunk], acc: Assembled, batch_rows: int,
+                scratch: Path) -> dict[str, int]:
+    """Bulk-load the batch's edges (after its nodes), ``batch_rows`` rows per batch, the files of
+    the loads into empty tables in ``scratch``. Returns edges inserted per rel table."""
     def load(rel: str, rows: Iterable[dict[str, Any]], from_table: str, to_table: str) -> int:
-        return _load_rels(store, rel, rows, batch_rows, from_table=from_table, to_table=to_table)
+        return _load_rels(store, rel, rows, batch_rows, scratch, from_table=from_table, to_table=to_table)
 
     n: dict[str, int] = {}
     n["HAS_CHUNK"] = load("HAS_CHUNK", ({"from": ch.doc_id, "to": ch.id} for ch in chunks), "Document", "Chunk")

@@ -41,9 +41,11 @@ class BuildParams:
     embed_batch_size: int = 256
     """Texts per embedder call (ours)."""
     write_batch_rows: int = WRITE_BATCH_ROWS
-    """Rows per bulk load (COPY) of the write stage, per node and edge table (ours): the write
-    stage holds one batch of rows, vectors and their Arrow copy at a time instead of whole tables
-    (issue 29: its peak memory grew with the corpus). The graph is the same for any value."""
+    """Rows per batch of the write stage, per node and edge table (ours): the write stage holds one
+    batch of rows, vectors and their Arrow copy at a time instead of whole tables (issue 29: its
+    peak memory grew with the corpus). A node batch is one COPY; a first build's edges of a table
+    are one COPY of a file written a batch at a time. Default: one Kùzu node group (2^17 rows), as
+    every COPY starts a new group. The graph is the same for any value."""
     description_max_sentences: int = 3
     """Sentences kept in an entity description (ours)."""
     expected_output_ratio: float = 2.0

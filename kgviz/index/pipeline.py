@@ -29,7 +29,8 @@ keeps the vector of its first description; later documents extend its descriptio
 
 Idempotence and resume: documents already present are skipped; the Extraction rows of an
 interrupted build are reused (see extract.py); documents whose write did not finish are purged
-and written again (see graph_write.py); every bulk load skips rows that already exist. The index
+and written again (see graph_write.py); a bulk load into a table that holds rows skips rows that
+already exist (into an empty one, the build's new rows are loaded as they are). The index
 steps (doc_layer, ket, index) mark themselves while they write (kgviz.index.steps): a build that
 finds a mark redoes that step whole and names the repair in ``BuildReport.repairs`` (and its
 warnings); indexes Kùzu itself left half made are dropped when the workspace opens or created
@@ -414,5 +415,6 @@ def _write_stage(store: GraphStore, new: _NewRows, acc: Assembled, spill: Vector
         return lambda start, stop: gw.with_emb(new.rows(table, start, stop), spill.read(table, start, stop))
 
     inserted = {table: gw.load_nodes(store, table, n, rows_of(table), batch_rows) for table, n in new.sizes().items()}
-    inserted.update(gw.write_edges(store, chunks=new.chunks, acc=acc, batch_rows=batch_rows))
+    # a first build's edges go through one file per table, with the spill (removed when the build ends)
+    inserted.update(gw.write_edges(store, chunks=new.chunks, acc=acc, batch_rows=batch_rows, scratch=spill.directory))
     return inserted

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 import numpy as np
 import pytest
 
-from tests.support.index_fakes import corpus
+from tests.support.index_fakes import STORIES, corpus
 from kgviz.graph import vector_file
 from kgviz.graph.store import GraphStore
 from kgviz.index.pipeline import BuildParams, build
@@ -70,16 +70,26 @@ def test_small_write_batches_store_the_same_graph(open_store, monkeypatch: pytes
     sizes: dict[str, list[int]] = {}
     real_nodes, real_rels = store.bulk_load_nodes, store.bulk_load_rels
 
-    def nodes(table: str, rows: Any) -> int:
+    def nodes(table: str, rows: Any, **kw: Any) -> int:
         sizes.setdefault(table, []).append(len(rows))
-        return real_nodes(table, rows)
+        return real_nodes(table, rows, **kw)
 
     def rels(rel: str, rows: Any, **kw: Any) -> int:
         sizes.setdefault(rel, []).append(len(rows))
         return real_rels(rel, rows, **kw)
 
+    real_copy = store.copy_edges_into_empty
+
+    def copy(rel: str, batches: Any, scratch: Path, **kw: Any) -> int:  # a first build's edge loads
+        def counted() -> Iterator[Any]:
+            for rows in batches:
+                sizes.setdefault(rel, []).append(len(rows))
+                yield rows
+        return real_copy(rel, counted(), scratch, **kw)
+
     monkeypatch.setattr(store, "bulk_load_nodes", nodes)
     monkeypatch.setattr(store, "bulk_load_rels", rels)
+    monkeypatch.setattr(store, "copy_edges_into_empty", copy)
     report = build(corpus(), store, Reasoner(OfflineLLM(), EMB), dataclasses.replace(SMALL, write_batch_rows=3))
     for table in ("Chunk", "Entity", "Triple", "FROM_CHUNK", "MENTIONS", "RELATED",  # several loads each
                   "SubChunk", "Keyword", "HAS_KEYWORD"):
@@ -132,3 +142,70 @@ def test_keyword_vectors_made_a_block_at_a_time_are_the_one_product(monkeypatch:
     assert [k["id"] for k in blocks.keywords] == [k["id"] for k in whole.keywords]
     for a, b in zip(blocks.keywords, whole.keywords):
         assert a["emb"].tobytes() == b["emb"].tobytes()  # bit for bit
+
+
+def _batched_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every load takes the checked, batched path of a table that already holds rows."""
+    monkeypatch.setattr(GraphStore, "holds_rows", lambda self, table, pair=None: True)
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+def test_loads_into_empty_tables_store_what_the_checked_loads_store(
+    open_store, monkeypatch: pytest.MonkeyPatch, incremental: bool
+) -> None:
+    """A first build loads each of its tables with one COPY per node batch (no key looked up) and
+    one COPY of a file per edge table; a later build into the same workspace takes the checked
+    path. Either way the graph, its node order and the vector files are those of every load
+    checked and batched (the path before issue 29's write stage), built the same way."""
+    names = sorted(STORIES)
+    steps = [names[:2], names[2:]] if incremental else [names]
+    params = dataclasses.replace(SMALL, write_batch_rows=4)
+    fast = open_store("fast")
+    for docs in steps:
+        build(corpus(docs), fast, Reasoner(OfflineLLM(), EMB), params)
+    with monkeypatch.context() as m:
+        _batched_everywhere(m)
+        checked = open_store("checked")
+        for docs in steps:
+            build(corpus(docs), checked, Reasoner(OfflineLLM(), EMB), params)
+    assert stored_graph(fast) == stored_graph(checked)
+    for table in ("Document", "Chunk", "Entity", "Triple"):
+        assert node_order(fast, table) == node_order(checked, table)
+
+
+def node_order(store: GraphStore, table: str) -> list[str]:
+    return [r["id"] for r in store.query(f"MATCH (n:{table}) RETURN n.id AS id ORDER BY offset(id(n))")]
+
+
+def test_a_first_build_copies_each_edge_table_once(open_store, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = open_store("ws")
+    copies: list[str] = []
+    real = GraphStore._statement
+
+    def spy(self: GraphStore, cypher: str, params: Any, *, write: bool, fetch: str) -> Any:
+        if cypher.startswith("COPY"):
+            copies.append(" ".join(cypher.split()[:2]) + (" file" if params is None else ""))
+        return real(self, cypher, params, write=write, fetch=fetch)
+
+    monkeypatch.setattr(GraphStore, "_statement", spy)
+    build(corpus(), store, Reasoner(OfflineLLM(), EMB), dataclasses.replace(SMALL, write_batch_rows=3))
+    for rel in ("HAS_CHUNK", "FROM_CHUNK", "MENTIONS", "RELATED"):
+        assert copies.count(f"COPY {rel} file") == 1, (rel, copies)
+    assert copies.count("COPY Triple") > 2  # nodes: one COPY per batch
+    assert all(c.endswith("file") for c in copies if c.split()[1] in ("FROM_CHUNK", "SUBJ", "OBJ", "MENTIONS"))
+
+
+def test_a_failed_edge_load_leaves_no_file(open_store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = GraphStore._statement
+
+    def fail_on_from_chunk(self: GraphStore, cypher: str, params: Any, *, write: bool, fetch: str) -> Any:
+        if cypher.startswith("COPY FROM_CHUNK"):
+            assert list((tmp_path / "ws").rglob("FROM_CHUNK-*.parquet"))  # the file is there while it loads
+            raise OSError("disk full")
+        return real(self, cypher, params, write=write, fetch=fetch)
+
+    monkeypatch.setattr(GraphStore, "_statement", fail_on_from_chunk)
+    with pytest.raises(OSError, match="disk full"):
+        build(corpus(), open_store("ws"), Reasoner(OfflineLLM(), EMB), SMALL)
+    assert not list((tmp_path / "ws").rglob("*.parquet"))
+    assert not list((tmp_path / "ws").glob(SPILL_PREFIX + "*"))
