@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kgviz.graph.batching import id_list_statements
 from kgviz.graph.protocol import GraphStore
@@ -203,15 +204,23 @@ def subchunk_texts(store: GraphStore, ids: Sequence[str]) -> dict[str, str]:
 
 
 # --- whole-table scans (KET caches, the gold funnel) -------------------------------------------------
+def _by_first_column(table: pa.Table) -> pa.Table:
+    """``table``'s rows ordered by its first column (unique ids; byte order, as Kùzu's ORDER BY
+    orders strings). Sorted here, not by the statement: Kùzu 0.11.3 sorts the rows with their
+    768-float vectors, 2.8 s for 55k keywords at 10k passages against 1.3 s unsorted, and more
+    than ten minutes for the keywords of 100k passages."""
+    return table.take(pc.sort_indices(table.column(0)))
+
+
 def keyword_vectors(store: GraphStore) -> pa.Table:
     """Keywords with an embedding, by id: id, word, emb."""
-    return store.query_arrow("MATCH (k:Keyword) WHERE k.emb IS NOT NULL RETURN k.id, k.word, k.emb ORDER BY k.id")
+    return _by_first_column(store.query_arrow("MATCH (k:Keyword) WHERE k.emb IS NOT NULL RETURN k.id, k.word, k.emb"))
 
 
 def subchunk_vectors(store: GraphStore) -> pa.Table:
     """Sub-chunks with an embedding, by id: id, chunk_id, n_tokens, emb."""
-    return store.query_arrow("MATCH (s:SubChunk) WHERE s.emb IS NOT NULL "
-                             "RETURN s.id, s.chunk_id, s.n_tokens, s.emb ORDER BY s.id")
+    return _by_first_column(store.query_arrow("MATCH (s:SubChunk) WHERE s.emb IS NOT NULL "
+                                              "RETURN s.id, s.chunk_id, s.n_tokens, s.emb"))
 
 
 def keyword_links(store: GraphStore) -> pa.Table:
