@@ -812,16 +812,7 @@ class GraphStore:
                 return 0
             if len(keep) < n_rows:
                 arrow = arrow.take(pa.array(keep, type=pa.int64()))
-            try:
-                self._copy(f"COPY {rel} FROM $rows (from='{from_table}', to='{to_table}')", arrow)
-            except GraphStoreError as err:
-                if "Unable to find primary key" in str(err):
-                    raise GraphStoreError(
-                        f"bulk_load_rels({rel}): {err}",
-                        hint=f"every 'from' must be a {from_table} and every 'to' a {to_table} "
-                        "already in the graph: load the nodes first",
-                    ) from err
-                raise
+            self._copy_edges("bulk_load_rels", rel, "$rows", from_table, to_table, arrow)
         return len(keep)
 
     def holds_rows(self, table: str, pair: tuple[str, str] | None = None) -> bool:
@@ -879,17 +870,7 @@ class GraphStore:
                     if writer is not None:
                         writer.close()
                 if n_rows:
-                    try:
-                        self._copy(f"COPY {rel} FROM '{_literal(str(path))}' (from='{from_table}', to='{to_table}')",
-                                   None)
-                    except GraphStoreError as err:
-                        if "Unable to find primary key" in str(err):
-                            raise GraphStoreError(
-                                f"copy_edges_into_empty({rel}): {err}",
-                                hint=f"every 'from' must be a {from_table} and every 'to' a {to_table} "
-                                "already in the graph: load the nodes first",
-                            ) from err
-                        raise
+                    self._copy_edges("copy_edges_into_empty", rel, f"'{_literal(str(path))}'", from_table, to_table, None)
         finally:
             path.unlink(missing_ok=True)
         return n_rows
@@ -905,6 +886,21 @@ class GraphStore:
         for result in self._by_id_list(match, f"a.{from_pk}", returns, sources):
             found.update(zip(*(column.to_pylist() for column in result.columns)))
         return found
+
+    def _copy_edges(self, caller: str, rel: str, source: str, from_table: str, to_table: str,
+                    table: pa.Table | None) -> None:
+        """COPY edges into ``rel`` from ``source`` ($rows with ``table``, or a quoted file path);
+        an edge whose end is not in the graph is an error that says to load the nodes first."""
+        try:
+            self._copy(f"COPY {rel} FROM {source} (from='{from_table}', to='{to_table}')", table)
+        except GraphStoreError as err:
+            if "Unable to find primary key" in str(err):
+                raise GraphStoreError(
+                    f"{caller}({rel}): {err}",
+                    hint=f"every 'from' must be a {from_table} and every 'to' a {to_table} "
+                    "already in the graph: load the nodes first",
+                ) from err
+            raise
 
     def _copy(self, cypher: str, table: pa.Table | None) -> None:
         with self.write_lock():
