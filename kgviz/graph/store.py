@@ -47,7 +47,7 @@ from __future__ import annotations
 import operator
 import tempfile
 import threading
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -170,34 +170,22 @@ class _Handle:
         # reading statements prepared on each connection: connection -> (generation, text -> statement)
         self._prepared: dict[kuzu.Connection, tuple[int, dict[str, kuzu.PreparedStatement]]] = {}
 
-    @contextmanager
-    def connection(self) -> Iterator[kuzu.Connection]:
+    def connection(self) -> AbstractContextManager[kuzu.Connection]:
         """A connection used by this thread alone until the block ends (or the pinned one)."""
-        pinned = getattr(self._local, "conn", None)
-        if pinned is not None:
-            yield pinned
-            return
-        with self._pool_lock:
-            if self.closed:
-                raise GraphStoreError(f"The graph store for {self.db_file} is closed.")
-            conn = self._idle.pop() if self._idle else None
-            if conn is None:
-                conn = kuzu.Connection(self.db)
-                self._all.append(conn)
-        try:
-            yield conn
-        finally:
-            with self._pool_lock:
-                if not self.closed:
-                    self._idle.append(conn)
+        return self._connection(own=False)
 
-    @contextmanager
-    def own_connection(self) -> Iterator[kuzu.Connection]:
+    def own_connection(self) -> AbstractContextManager[kuzu.Connection]:
         """A connection of its own for one statement, closed after it (the pinned one inside a
         transaction). For COPY FROM an Arrow table: a kuzu 0.11.3 connection keeps every table it
         copied from alive until it is closed (measured: four 20k-row 768-d COPYs on one pooled
         connection held 300 MB of Python memory after their rows were gone; closing the
         connection freed it). A build's loads stayed in memory as long as the workspace was open."""
+        return self._connection(own=True)
+
+    @contextmanager
+    def _connection(self, own: bool) -> Iterator[kuzu.Connection]:
+        """The pinned connection inside a transaction; else a pooled one returned to the pool
+        after the block, or (``own``) a new one closed after it."""
         pinned = getattr(self._local, "conn", None)
         if pinned is not None:
             yield pinned
@@ -205,11 +193,20 @@ class _Handle:
         with self._pool_lock:
             if self.closed:
                 raise GraphStoreError(f"The graph store for {self.db_file} is closed.")
-        conn = kuzu.Connection(self.db)
+            conn = None if own else (self._idle.pop() if self._idle else None)
+            if conn is None:
+                conn = kuzu.Connection(self.db)
+                if not own:
+                    self._all.append(conn)
         try:
             yield conn
         finally:
-            conn.close()
+            if own:
+                conn.close()
+            else:
+                with self._pool_lock:
+                    if not self.closed:
+                        self._idle.append(conn)
 
     @contextmanager
     def pinned(self) -> Iterator[kuzu.Connection]:

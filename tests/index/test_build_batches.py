@@ -11,6 +11,7 @@ from typing import Any, Iterator
 import numpy as np
 import pytest
 
+from tests.index.test_index_pipeline import EMB, open_store  # noqa: F401,F811  (the stores fixture, its embedder)
 from tests.support.index_fakes import STORIES, corpus
 from kgviz.graph import vector_file
 from kgviz.graph.store import GraphStore
@@ -20,22 +21,7 @@ from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner
 
-EMB = HashingEmbedder(64)
 SMALL = BuildParams(chunk_tokens=24, chunk_overlap=0, workers=2, batch_size=2, similar_docs_k=2, ket_descriptions=False)
-
-
-@pytest.fixture
-def open_store(tmp_path: Path) -> Iterator:
-    stores: list[GraphStore] = []
-
-    def make(name: str) -> GraphStore:
-        s = GraphStore.open(tmp_path / name, embedder_id=EMB.id, dim=EMB.dim)
-        stores.append(s)
-        return s
-
-    yield make
-    for s in stores:
-        s.close()
 
 
 def _value(v: Any) -> Any:
