@@ -86,17 +86,29 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
 
 
 @pytest.fixture
-def server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
-    """Base URL of a fresh app; the API keys are dropped so nothing can reach a real LLM."""
+def pauses() -> str:
+    """Deliberate pauses for `server` (tests/e2e/paused_streamlit.py); none unless a test
+    parametrizes this name, e.g. ``@pytest.mark.parametrize("pauses", ["stage:knn=8"])``."""
+    return ""
+
+
+@pytest.fixture
+def server(tmp_path: Path, request: pytest.FixtureRequest, pauses: str) -> Iterator[str]:
+    """Base URL of a fresh app; the API keys are dropped so nothing can reach a real LLM. With
+    `pauses`, the app runs through tests/e2e/paused_streamlit.py (slow on purpose where asked)."""
     port = _free_port()
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
     env.update(KGVIZ_HOME=str(home), KGVIZ_DB=str(home / "workspaces" / "default"), KGVIZ_LLM="offline",
                KGVIZ_EMBEDDER="hashing", KGVIZ_WORKERS="2")
+    launcher = ["-m", "streamlit"]
+    if pauses:
+        env["KGVIZ_E2E_PAUSES"] = pauses
+        launcher = ["-m", "tests.e2e.paused_streamlit"]
     log = tmp_path / "streamlit.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+            [sys.executable, *launcher, "run", "app.py", "--server.port", str(port),
              "--server.address", "127.0.0.1", "--server.headless", "true",
              "--browser.gatherUsageStats", "false",
              # no file watcher: the tests never edit the source, and watching the checkout (its
