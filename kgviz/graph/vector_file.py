@@ -342,3 +342,50 @@ def remove_csc(workspace: Path, table: str) -> None:
     paths = _csc_paths(workspace, table)
     for key in ("meta", *CSC_PARTS):
         paths[key].unlink(missing_ok=True)
+
+
+# --- a named set of arrays derived from the graph, stored under a key ---------------------------------
+def write_arrays(folder: Path, key: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """Store ``arrays`` (.npy each) in ``folder`` with ``key``, what they were derived from, in
+    ``key.json`` (written last; the folder's previous files are removed first, so no array of
+    another key is ever left beside it). OSError when the folder cannot be written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    meta_path = folder / "key.json"
+    meta_path.unlink(missing_ok=True)
+    for old in folder.glob("*.npy"):
+        old.unlink()
+    suffix = f".tmp{os.getpid()}"
+    shapes = {}
+    for name, value in arrays.items():
+        path = folder / f"{name}.npy"
+        with open(str(path) + suffix, "wb") as f:
+            np.save(f, value, allow_pickle=False)
+        os.replace(str(path) + suffix, path)
+        shapes[name] = [list(value.shape), value.dtype.str]
+    Path(str(meta_path) + suffix).write_text(json.dumps({"key": key, "arrays": shapes}), "utf-8")
+    os.replace(str(meta_path) + suffix, meta_path)
+
+
+def load_arrays(folder: Path, key: dict[str, Any], mapped: tuple[str, ...] = ()) -> dict[str, np.ndarray] | None:
+    """The arrays ``write_arrays`` stored in ``folder`` for ``key`` (those named in ``mapped``
+    memory-mapped, the rest read into memory), each of the shape and type recorded with it; None
+    when none are stored for that key, or they are damaged (logged: the caller derives them again)."""
+    try:
+        meta = json.loads((folder / "key.json").read_text("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        meta = None
+    if isinstance(meta, dict) and meta.get("key") != key:
+        return None  # derived from another state of the graph: stale
+    out: dict[str, np.ndarray] = {}
+    try:
+        for name, (shape, dtype) in meta["arrays"].items():  # type: ignore[index]
+            value = np.load(folder / f"{name}.npy", mmap_mode="r" if name in mapped else None, allow_pickle=False)
+            if list(value.shape) != shape or value.dtype.str != dtype:
+                raise ValueError(f"{name}: {value.shape} {value.dtype.str}, recorded {shape} {dtype}")
+            out[name] = value
+    except (OSError, ValueError, TypeError, KeyError) as err:
+        log.warning("%s: stored arrays are damaged (%s); they are derived again", folder, err)
+        return None
+    return out
