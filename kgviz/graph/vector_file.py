@@ -113,7 +113,9 @@ def load(workspace: Path, table: str, digest: str, dim: int) -> tuple[np.ndarray
         meta = json.loads(meta_path.read_text("utf-8"))
         if meta.get("digest") != digest or int(meta.get("dim", -1)) != dim:
             return None
-        ids = np.load(ids_path, allow_pickle=False)
+        # mapped too: a search reads a few ids by binary search (Entity ids at 10k passages are
+        # 78 MB as fixed-width unicode, 0.45 s to read whole per process)
+        ids = np.load(ids_path, mmap_mode="r", allow_pickle=False)
         emb = np.load(emb_path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError):
         return None

@@ -406,3 +406,40 @@ def test_a_dense_table_is_recorded_dense_and_searched_dense(tmp_path: Path, monk
         assert [i for i, _ in store.vector_search("Entity", emb[5], 5)] == brute_force(emb, emb[5], 5)
     finally:
         store.close()
+
+
+def test_the_files_are_checked_by_every_rows_id_unless_some_row_has_no_vector(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """"emb IS NOT NULL" makes Kùzu read the vector column, so a process first compares the files
+    with every row's id; a table with a row without a vector is checked by its embedded ids."""
+    emb = vectors(60, seed=47)
+    store = GraphStore.open(tmp_path / "ws", embedder_id="test-16", dim=DIM)
+    try:
+        load(store, emb, np.arange(60))
+        search_module.prepare_exact_search(store, "Entity")
+    finally:
+        store.close()
+
+    def searched(with_null: bool) -> list[str]:
+        store = GraphStore.open(tmp_path / "ws")
+        ran: list[str] = []
+        real = store.query_arrow
+        monkeypatch.setattr(store, "query_arrow", lambda c, p=None: ran.append(c) or real(c, p))
+        try:
+            hits = store.vector_search("Entity", emb[3], 3)
+            assert [i for i, _ in hits] == brute_force(emb, emb[3], 3)
+            if with_null:
+                store.bulk_load_nodes("Entity", [{"id": "e000003x", "name": "no vector", "origin": "corpus"}])
+                assert [i for i, _ in store.vector_search("Entity", emb[3], 3)] == brute_force(emb, emb[3], 3)
+        finally:
+            store.close()
+        return ran
+
+    ran = searched(with_null=False)
+    assert not any("IS NOT NULL" in c for c in ran)  # every row's id matched the files
+    ran = searched(with_null=True)  # after the write: the embedded ids decide
+    assert any("IS NOT NULL" in c for c in ran)
+    ran = searched(with_null=False)  # a new process, a row without a vector: checked by embedded ids
+    assert [c for c in ran if "Entity" in c and "RETURN n.id" in c][-1].count("IS NOT NULL") == 1
+    meta = (tmp_path / "ws" / vector_file.VECTOR_DIR / "Entity.json").read_text()
+    assert '"n": 60' in meta  # the row without a vector is not in the files
