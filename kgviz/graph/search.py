@@ -398,10 +398,15 @@ def _filtered_rank(store: SearchHost, table: str, cached: tuple[Any, Any], query
         found = handle.matrices.get(key)
         if found is None or found[0] != generation:
             params = {f"w{i}": value for i, (_, value, _) in enumerate(conditions)}
-            filters = "".join(f" AND n.{prop} = $w{i}" for i, (prop, _, _) in enumerate(conditions))
-            wanted = store.query_arrow(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL{filters} "
-                                       f"RETURN n.{store._pk(table)}", params).column(0).to_pylist()
-            pos = np.sort(np.searchsorted(ids, np.array(wanted, dtype=str))) if wanted else np.zeros(0, np.int64)
+            filters = " AND ".join(f"n.{prop} = $w{i}" for i, (prop, _, _) in enumerate(conditions))
+            # no "emb IS NOT NULL" (Kùzu would read the vector column): the files hold exactly the
+            # embedded rows, so a matching row is searched when its id is in them
+            wanted = np.array(store.query_arrow(f"MATCH (n:{table}) WHERE {filters} "
+                                                f"RETURN n.{store._pk(table)}", params).column(0).to_pylist(), dtype=str)
+            pos = np.zeros(0, np.int64)
+            if len(wanted) and len(ids):
+                pos = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+                pos = np.sort(pos[ids[pos] == wanted])
             found = handle.matrices[key] = (generation, pos)
     return _rank(ids, matrix, query, k, rows=found[1])
 

@@ -299,11 +299,12 @@ def _name_key(text: str) -> str:
 def _name_index(store: GraphStore) -> dict[str, list[str]]:
     """Normalised name or alias -> entity ids."""
     index: dict[str, list[str]] = {}
-    for r in reads.entity_names_all(store):
-        for name in [r["name"] or "", *str(r.get("aliases") or "").split("|")]:  # aliases are '|'-joined
-            k = _name_key(str(name))
+    t = reads.entity_names_table(store)
+    for eid, name, aliases in zip(*(t.column(c).to_pylist() for c in ("id", "name", "aliases"))):
+        for n in [name or "", *str(aliases or "").split("|")]:  # aliases are '|'-joined
+            k = _name_key(str(n))
             if k and k not in STOPWORDS:
-                index.setdefault(k, []).append(r["id"])
+                index.setdefault(k, []).append(eid)
     return index
 
 

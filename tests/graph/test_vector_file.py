@@ -431,6 +431,10 @@ def test_the_files_are_checked_by_every_rows_id_unless_some_row_has_no_vector(
             if with_null:
                 store.bulk_load_nodes("Entity", [{"id": "e000003x", "name": "no vector", "origin": "corpus"}])
                 assert [i for i, _ in store.vector_search("Entity", emb[3], 3)] == brute_force(emb, emb[3], 3)
+                # a filter matching the row without a vector too: only the embedded rows are searched
+                keep = np.arange(60) % 3 != 0  # load(): origin "corpus" unless i % 3 == 0
+                hits = store.vector_search("Entity", emb[3], 60, where={"origin": "corpus"})
+                assert [i for i, _ in hits] == brute_force(emb, emb[3], 60, keep)
         finally:
             store.close()
         return ran
