@@ -497,7 +497,7 @@ def sparse_rows(matrix: np.ndarray) -> sp.csc_matrix | None:
         return None
     ((values, rows),) = vector_file.column_ranges(read, n, dim, counts)
     index = vector_file.index_dtype(int(counts.sum()), n, dim)
-    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(index)
+    indptr: np.ndarray = np.concatenate([[0], np.cumsum(counts)]).astype(index)
     return sp.csc_matrix((values, rows.astype(index), indptr), shape=(n, dim))
 
 

@@ -382,7 +382,7 @@ def load_arrays(folder: Path, key: dict[str, Any], mapped: tuple[str, ...] = ())
         return None  # derived from another state of the graph: stale
     out: dict[str, np.ndarray] = {}
     try:
-        for name, (shape, dtype) in meta["arrays"].items():  # type: ignore[index]
+        for name, (shape, dtype) in meta["arrays"].items():
             value = np.load(folder / f"{name}.npy", mmap_mode="r" if name in mapped else None, allow_pickle=False)
             if list(value.shape) != shape or value.dtype.str != dtype:
                 raise ValueError(f"{name}: {value.shape} {value.dtype.str}, recorded {shape} {dtype}")
