@@ -20,6 +20,7 @@ from typing import Any, Sequence, cast
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kgviz.graph import reads
 from kgviz.graph.protocol import GraphStore
@@ -45,29 +46,66 @@ DOCUMENTS_KEY = "graph.documents"
 class ChunkLinks:
     """The chunks that mention each entity (MENTIONS), that each triple was read from
     (FROM_CHUNK) and of each document (HAS_CHUNK), and the reverse of the first two (what each
-    chunk mentions / gave); one list entry per edge, in load order."""
+    chunk mentions / gave); one list entry per edge, in load order. Each is read and grouped
+    when a method first needs it, once per database state (``GraphStore.derived``: ket-rag reads
+    MENTIONS only, so it no longer waits for the other two at its first question)."""
 
     def __init__(self, store: GraphStore) -> None:
-        mentions, from_chunk = store.query_arrow(Q_MENTIONS), store.query_arrow(Q_FROM_CHUNK)
-        self.mentions = _grouped(mentions, "e", "c")
-        self.chunk_entities = _grouped(mentions, "c", "e")
-        self.from_chunk = _grouped(from_chunk, "t", "c")
-        self.chunk_triples = _grouped(from_chunk, "c", "t")
-        self.has_chunk = _grouped(store.query_arrow(Q_HAS_CHUNK), "d", "c")
+        self._store = store
+
+    def _groups(self, query: str, key: str, value: str) -> _Groups:
+        # the statement runs inside the load (not shared between the two groupings of one rel
+        # table): a grouping is then always of the database state it is kept for
+        groups: _Groups = self._store.derived(f"{LINKS_KEY}|{key}>{value}",
+                                              lambda s: _Groups(s.query_arrow(query), key, value))
+        return groups
+
+    @property
+    def mentions(self) -> _Groups:
+        return self._groups(Q_MENTIONS, "e", "c")
+
+    @property
+    def chunk_entities(self) -> _Groups:
+        return self._groups(Q_MENTIONS, "c", "e")
+
+    @property
+    def from_chunk(self) -> _Groups:
+        return self._groups(Q_FROM_CHUNK, "t", "c")
+
+    @property
+    def chunk_triples(self) -> _Groups:
+        return self._groups(Q_FROM_CHUNK, "c", "t")
+
+    @property
+    def has_chunk(self) -> _Groups:
+        return self._groups(Q_HAS_CHUNK, "d", "c")
 
 
-def _grouped(edges: pa.Table, key: str, value: str) -> dict[str, list[str]]:
-    """{key: its values, one per edge, in load order} (grouped by Arrow: a Python loop over the
-    edges took seconds at 10,000 passages)."""
-    if not edges.num_rows:
-        return {}
-    g = edges.select([key, value]).group_by(key, use_threads=False).aggregate([(value, "list")])
-    return dict(zip(g.column(key).to_pylist(), g.column(f"{value}_list").to_pylist()))
+class _Groups:
+    """{key: its values, one per edge, in load order}, read with ``get``: the edges sorted by key
+    once (a stable sort of the keys' codes) and a key's list made when it is asked for. Making
+    every list up front (an Arrow group-by to Python lists) was ~0.7 s of the first question at
+    10,000 passages, for the few dozen keys a question reads; a Python loop over the edges took
+    seconds."""
+
+    def __init__(self, edges: pa.Table, key: str, value: str) -> None:
+        codes = pc.dictionary_encode(edges.column(key).combine_chunks()) if edges.num_rows else None
+        keys = codes.dictionary.to_pylist() if codes is not None else []
+        self._at = {k: i for i, k in enumerate(keys)}
+        index = np.asarray(codes.indices, dtype=np.int64) if codes is not None else np.zeros(0, np.int64)
+        self._order = np.argsort(index, kind="stable").tolist()
+        self._ptr = np.concatenate([[0], np.cumsum(np.bincount(index, minlength=len(keys)))]).tolist()
+        self._values = edges.column(value).to_pylist() if edges.num_rows else []
+
+    def get(self, key: str, default: Sequence[str] = ()) -> Sequence[str]:
+        i = self._at.get(key)
+        if i is None:
+            return default
+        return [self._values[j] for j in self._order[self._ptr[i]:self._ptr[i + 1]]]
 
 
 def chunk_links(store: GraphStore) -> ChunkLinks:
-    links: ChunkLinks = store.derived(LINKS_KEY, ChunkLinks)
-    return links
+    return ChunkLinks(store)
 
 
 def _distinct(ids: Sequence[str]) -> list[str]:

@@ -244,6 +244,12 @@ def entity_names_all(store: GraphStore) -> list[EntityNameRow]:
     return typed(EntityNameRow, store.query("MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.aliases AS aliases"))
 
 
+def entity_names_table(store: GraphStore) -> pa.Table:
+    """Every entity: id, name, aliases (arrow: ``entity_names_all`` made one dict per row, a
+    third of KET's name index at 10,000 passages)."""
+    return store.query_arrow("MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.aliases AS aliases")
+
+
 def triple_facts_all(store: GraphStore) -> list[TripleFactRow]:
     """Every triple: id, text, s (subject id), o (object id), c (chunk id)."""
     return typed(TripleFactRow, store.query("MATCH (t:Triple) RETURN t.id AS id, t.text AS text, "

@@ -279,27 +279,38 @@ def _exact_matrix(store: SearchHost, table: str,
         if cached is not None and cached[0] == generation:
             return cached[1]
         pk = store._pk(table)
-        ids = sorted(store.query_arrow(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN n.{pk}").column(0).to_pylist())
-        value = same = None
-        if len(ids) <= EXACT_MAX_ROWS:
-            dim = store._embedding_dim(table)
-            workspace = Path(store.path)
+        dim = store._embedding_dim(table)
+        workspace = Path(store.path)
+        # Every row's id first: "emb IS NOT NULL" makes Kùzu read the vector column (2.2 s for
+        # 143k triple vectors at 10k passages, each process), and the files usually hold every
+        # row. When their ids are exactly the table's, every row is embedded (the files hold
+        # embedded rows only, and a row's embedding never changes: module docstring of
+        # vector_file); otherwise the embedded ids are read as they were.
+        ids = sorted(store.query_arrow(f"MATCH (n:{table}) RETURN n.{pk}").column(0).to_pylist())
+        digest = vector_file.ids_digest(ids)
+        value = vector_file.load(workspace, table, digest, dim) if len(ids) <= EXACT_MAX_ROWS else None
+        if value is None:
+            ids = sorted(store.query_arrow(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN n.{pk}").column(0).to_pylist())
             digest = vector_file.ids_digest(ids)
-            value = vector_file.load(workspace, table, digest, dim)
-            if value is None and inserted is not None and vector_file.ids_digest(sorted(inserted[0])) == digest:
+            if len(ids) <= EXACT_MAX_ROWS:
+                value = vector_file.load(workspace, table, digest, dim)
+            if value is None and len(ids) <= EXACT_MAX_ROWS and inserted is not None \
+                    and vector_file.ids_digest(sorted(inserted[0])) == digest:
                 try:
                     value = vector_file.write(workspace, table, list(inserted[0]), inserted[1], _normalised)
                 except OSError:
                     value = None  # read back below, ranked in memory if the folder stays unwritable
-            if value is None:
+            if value is None and len(ids) <= EXACT_MAX_ROWS:
                 result = store.query_arrow(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN n.{pk}, n.emb")
                 stored = vectors_to_numpy(result.column(1), dim)
                 try:
                     value = vector_file.write(workspace, table, result.column(0).to_pylist(), stored, _normalised)
                 except OSError:
                     value = (result.column(0).to_pylist(), _normalised(stored))
-            if isinstance(value[0], np.ndarray):
-                same = vector_file.load_same(workspace, table, digest, len(value[0]))
+        same = None
+        if value is not None and isinstance(value[0], np.ndarray):
+            same = vector_file.load_same(workspace, table, digest, len(value[0]))
+            handle.matrices[f"{table}|digest"] = (generation, digest)  # names the files' CSC copy
         handle.matrices[table] = (generation, value)
         handle.matrices[f"{table}|same"] = (generation, same)
         return value
@@ -365,7 +376,10 @@ def prepare_exact_search(store: SearchHost, table: str,
     pay for it; the number of rows searched exactly, None when the table is left to HNSW.
     ``inserted``: the (ids, vectors) a build just loaded (see ``_exact_matrix``)."""
     cached = _exact_matrix(store, table, inserted)
-    return None if cached is None else len(cached[0])
+    if cached is None:
+        return None
+    _scoring_matrix(store, table, cached[1])  # a mostly-zero table's CSC copy stored beside its rows
+    return len(cached[0])
 
 
 def _filtered_rank(store: SearchHost, table: str, cached: tuple[Any, Any], query: np.ndarray, k: int,
@@ -384,10 +398,15 @@ def _filtered_rank(store: SearchHost, table: str, cached: tuple[Any, Any], query
         found = handle.matrices.get(key)
         if found is None or found[0] != generation:
             params = {f"w{i}": value for i, (_, value, _) in enumerate(conditions)}
-            filters = "".join(f" AND n.{prop} = $w{i}" for i, (prop, _, _) in enumerate(conditions))
-            wanted = store.query_arrow(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL{filters} "
-                                       f"RETURN n.{store._pk(table)}", params).column(0).to_pylist()
-            pos = np.sort(np.searchsorted(ids, np.array(wanted, dtype=str))) if wanted else np.zeros(0, np.int64)
+            filters = " AND ".join(f"n.{prop} = $w{i}" for i, (prop, _, _) in enumerate(conditions))
+            # no "emb IS NOT NULL" (Kùzu would read the vector column): the files hold exactly the
+            # embedded rows, so a matching row is searched when its id is in them
+            wanted = np.array(store.query_arrow(f"MATCH (n:{table}) WHERE {filters} "
+                                                f"RETURN n.{store._pk(table)}", params).column(0).to_pylist(), dtype=str)
+            pos = np.zeros(0, np.int64)
+            if len(wanted) and len(ids):
+                pos = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+                pos = np.sort(pos[ids[pos] == wanted])
             found = handle.matrices[key] = (generation, pos)
     return _rank(ids, matrix, query, k, rows=found[1])
 
@@ -427,7 +446,8 @@ ONE_BLAS_THREAD = _OneBlasThread()
 
 def _scoring_matrix(store: SearchHost, table: str, matrix: np.ndarray) -> Any:
     """What ``table``'s searches multiply the query with: a CSC copy of ``matrix`` (its unit
-    rows) when they are mostly zeros, else ``matrix`` itself; made once per database state."""
+    rows) when they are mostly zeros, else ``matrix`` itself; taken once per database state
+    (``_csc_copy``)."""
     if not isinstance(matrix, np.ndarray) or matrix.shape[0] < SPARSE_SEARCH_MIN_ROWS:
         return matrix
     handle = store._handle
@@ -436,24 +456,49 @@ def _scoring_matrix(store: SearchHost, table: str, matrix: np.ndarray) -> Any:
         generation = handle.generation
         found = handle.matrices.get(key)
         if found is None or found[0] != generation or found[2] is not matrix:
-            found = handle.matrices[key] = (generation, sparse_rows(matrix), matrix)
+            found = handle.matrices[key] = (generation, _csc_copy(store, table, matrix), matrix)
     return matrix if found[1] is None else found[1]
 
 
+def _csc_copy(store: SearchHost, table: str, matrix: np.ndarray) -> sp.csc_matrix | None:
+    """``sparse_rows(matrix)`` for the vector files' ``matrix``, memory-mapped from the workspace
+    where it is stored for these rows (vector_file.load_csc), else made, stored and mapped (a
+    workspace built before the copy was stored: its first search makes it, once); in memory when
+    ``matrix`` is not the files' or the folder cannot be written. The caller holds matrix_lock."""
+    handle = store._handle
+    cached, files = handle.matrices.get(table), handle.matrices.get(f"{table}|digest")
+    if cached is None or files is None or files[0] != cached[0] or cached[1][1] is not matrix:
+        return sparse_rows(matrix)
+    workspace, digest, (n, dim) = Path(store.path), files[1], matrix.shape
+    stored = vector_file.load_csc(workspace, table, digest, n, dim)
+    if stored is None:
+        try:
+            vector_file.write_csc(workspace, table, digest, vector_file.row_reader(matrix), n, dim,
+                                  _SPARSE_BLOCK_ROWS, SPARSE_SEARCH_BELOW)
+        except OSError:
+            return sparse_rows(matrix)
+        stored = vector_file.load_csc(workspace, table, digest, n, dim)
+        if stored is None:
+            raise GraphStoreError(f"The by-column copy of {table}'s vectors just written to {workspace} "
+                                  "cannot be read back.", hint="check the disk, then open the workspace again")
+    parts = stored[1]
+    return None if parts is None else sp.csc_matrix(parts, shape=(n, dim), copy=False)
+
+
 def sparse_rows(matrix: np.ndarray) -> sp.csc_matrix | None:
-    """``matrix`` as CSC (each column's entries in row order), made a block of rows at a time (a
-    memory-mapped matrix is never read whole; scipy stacks CSC blocks by rows without a COO copy);
-    None as soon as the rows read so far are not mostly zeros (model embeddings: after the first
-    block)."""
-    blocks: list[sp.csc_matrix] = []
-    nonzero = 0
-    for start in range(0, matrix.shape[0], _SPARSE_BLOCK_ROWS):
-        block = np.asarray(matrix[start:start + _SPARSE_BLOCK_ROWS])
-        nonzero += int(np.count_nonzero(block))
-        if nonzero >= SPARSE_SEARCH_BELOW * (start + block.shape[0]) * matrix.shape[1]:
-            return None
-        blocks.append(sp.csc_matrix(block))
-    return sp.vstack(blocks, format="csc") if blocks else None
+    """``matrix`` as CSC (each column's entries in row order), in memory, read a block of rows at
+    a time (a memory-mapped matrix is never read whole, nor left mapped); None when the rows are
+    not mostly zeros: at least SPARSE_SEARCH_BELOW of the entries read so far non-zero after
+    any _SPARSE_BLOCK_ROWS rows (model embeddings: after the first block)."""
+    n, dim = matrix.shape
+    read = vector_file.row_reader(matrix)
+    counts = vector_file.column_counts(read, n, dim, _SPARSE_BLOCK_ROWS, SPARSE_SEARCH_BELOW)
+    if counts is None:
+        return None
+    ((values, rows),) = vector_file.column_ranges(read, n, dim, counts)
+    index = vector_file.index_dtype(int(counts.sum()), n, dim)
+    indptr: np.ndarray = np.concatenate([[0], np.cumsum(counts)]).astype(index)
+    return sp.csc_matrix((values, rows.astype(index), indptr), shape=(n, dim))
 
 
 def row_scores(normalised: Any, query: np.ndarray) -> np.ndarray:

@@ -15,20 +15,30 @@ builds of one corpus write identical files. A file is used only while its id dig
 table's (an embedding is never changed in place: Kùzu cannot SET an indexed vector column and
 kgviz never re-embeds a row), and is rewritten otherwise. Files are replaced whole (write aside,
 then rename), so a reader never sees half of one.
+
+A table whose unit rows are mostly zeros (hashing vectors) also gets their by-column copy,
+``<table>.csc.{data,indices,indptr}.npy`` with ``<table>.csc.json`` (the id digest it was made
+for, or that the rows are not mostly zeros): what exact search multiplies with, memory-mapped by
+each process instead of made by its first question. It is removed before the rows are rewritten
+and used only for the digest it names; a damaged one is made again (logged).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 VECTOR_DIR = "vectors"
 WRITE_BLOCK = 8192  # rows sorted, normalised and written at a time
+CSC_PARTS = ("data", "indices", "indptr")
+CSC_VERSION = 1
+log = logging.getLogger(__name__)
 
 
 class RowFile:
@@ -91,6 +101,11 @@ def _stored_path(workspace: Path, table: str) -> Path:
     return Path(workspace) / VECTOR_DIR / f"{table}.stored.npy"
 
 
+def _csc_paths(workspace: Path, table: str) -> dict[str, Path]:
+    d = Path(workspace) / VECTOR_DIR
+    return {part: d / f"{table}.csc.{part}.npy" for part in CSC_PARTS} | {"meta": d / f"{table}.csc.json"}
+
+
 def load(workspace: Path, table: str, digest: str, dim: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(ids, memory-mapped unit rows) when the stored files describe exactly these ids; else None."""
     ids_path, emb_path, meta_path = _paths(workspace, table)
@@ -98,7 +113,9 @@ def load(workspace: Path, table: str, digest: str, dim: int) -> tuple[np.ndarray
         meta = json.loads(meta_path.read_text("utf-8"))
         if meta.get("digest") != digest or int(meta.get("dim", -1)) != dim:
             return None
-        ids = np.load(ids_path, allow_pickle=False)
+        # mapped too: a search reads a few ids by binary search (Entity ids at 10k passages are
+        # 78 MB as fixed-width unicode, 0.45 s to read whole per process)
+        ids = np.load(ids_path, mmap_mode="r", allow_pickle=False)
         emb = np.load(emb_path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError):
         return None
@@ -133,6 +150,7 @@ def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray | RowFil
     no whole-table copy is made (issue 29: each copy of 143k 768-d triple vectors was 440 MB of
     peak RSS); ``rows`` may be a ``RowFile`` (a build's spilled vectors), gathered a block at a
     time. OSError when the workspace folder cannot be written (the caller ranks in memory)."""
+    remove_csc(workspace, table)  # made from the rows about to be replaced: never left beside new ones
     order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
     sorted_ids = [ids[i] for i in order.tolist()]
     id_array = np.array(sorted_ids, dtype=str) if sorted_ids else np.zeros(0, dtype="<U1")
@@ -176,3 +194,200 @@ def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray | RowFil
     Path(str(meta_path) + suffix).write_text(json.dumps(meta), "utf-8")
     os.replace(str(meta_path) + suffix, meta_path)  # last: the files above are whole before it names them
     return id_array, np.load(emb_path, mmap_mode="r", allow_pickle=False)
+
+
+# --- the by-column (CSC) copy of a mostly-zero table --------------------------------------------------
+# Exact search multiplies a hashing table's unit rows through a CSC copy (kgviz.graph.search,
+# SPARSE_SEARCH_BELOW); made from the rows, it cost the first question of a process seconds
+# (issue 29: 3.7 s for the Entity and Triple copies at 10,000 passages), so it is stored beside the
+# rows and memory-mapped: a question then reads only its own columns' pages.
+READ_ROWS = 8192  # rows read from the unit-row file at a time while the copy is made
+CSC_BUFFER_ENTRIES = 1 << 24  # entries (8 bytes each) held while a range of columns is gathered
+Reader = Callable[[int, int], np.ndarray]
+
+
+def row_reader(matrix: np.ndarray) -> Reader:
+    """``read(start, stop)``: rows start..stop of ``matrix``. Rows of a memory-mapped file are read
+    with a plain file read into a new array, so they are not left mapped (mapped pages count as
+    the process's memory, see RowFile)."""
+    if isinstance(matrix, np.memmap) and matrix.filename is not None and matrix.flags.c_contiguous:
+        path, offset, dim, dtype = matrix.filename, matrix.offset, matrix.shape[1], matrix.dtype
+        row_bytes = dim * dtype.itemsize
+
+        def read(start: int, stop: int) -> np.ndarray:
+            return np.fromfile(path, dtype=dtype, count=(stop - start) * dim,
+                               offset=offset + start * row_bytes).reshape(stop - start, dim)
+        return read
+    return lambda start, stop: np.asarray(matrix[start:stop])
+
+
+def _blocks(n: int, size: int) -> Iterator[tuple[int, int]]:
+    for start in range(0, n, size):
+        yield start, min(n, start + size)
+
+
+def column_counts(read: Reader, n: int, dim: int, check_rows: int, below: float) -> np.ndarray | None:
+    """Non-zero entries per column, or None as soon as the rows read so far are not mostly zeros:
+    at least ``below`` of their entries non-zero, checked after every ``check_rows`` rows (model
+    embeddings stop after the first check) and at the end; None for no rows."""
+    counts = np.zeros(dim, dtype=np.int64)
+    for c_start, c_stop in _blocks(n, check_rows):
+        for start, stop in _blocks(c_stop - c_start, READ_ROWS):
+            counts += np.count_nonzero(read(c_start + start, c_start + stop), axis=0)
+        if int(counts.sum()) >= below * c_stop * dim:
+            return None
+    return counts if n else None
+
+
+def column_ranges(read: Reader, n: int, dim: int, counts: np.ndarray,
+                  max_entries: float = float("inf")) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(values, row numbers) of consecutive ranges of columns, each column's entries in row order
+    (the CSC data and indices, a piece at a time), each range at most ``max_entries`` entries
+    (or one column): the rows are read once per range, the output written as it comes."""
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    c0 = 0
+    while c0 < dim:
+        c1 = max(c0 + 1, int(np.searchsorted(indptr, indptr[c0] + max_entries, side="right")) - 1)
+        c1 = min(c1, dim)
+        values = np.empty(int(indptr[c1] - indptr[c0]), dtype=np.float32)
+        rows = np.empty(values.size, dtype=np.int64)
+        fill = indptr[c0:c1] - indptr[c0]  # next free slot of each column
+        for start, stop in _blocks(n, READ_ROWS):
+            block = read(start, stop)[:, c0:c1]
+            cols, at_rows = np.nonzero(np.ascontiguousarray(block.T))  # by column, then row
+            per = np.bincount(cols, minlength=c1 - c0)
+            first = np.cumsum(per) - per
+            at = fill[cols] + np.arange(cols.size) - first[cols]
+            values[at] = block[at_rows, cols]
+            rows[at] = at_rows + start
+            fill += per
+        yield values, rows
+        c0 = c1
+
+
+def index_dtype(nnz: int, n: int, dim: int) -> type:
+    """scipy's choice for these sizes: int32 while every index fits (a memory-mapped int32 array
+    is taken as it is, an int64 one is scanned to see whether it fits)."""
+    return np.int32 if max(nnz, n, dim) <= np.iinfo(np.int32).max else np.int64
+
+
+def _csc_meta(workspace: Path, table: str) -> dict[str, Any] | None:
+    try:
+        return dict(json.loads(_csc_paths(workspace, table)["meta"].read_text("utf-8")))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {}
+
+
+def load_csc(workspace: Path, table: str, digest: str, n: int, dim: int
+             ) -> tuple[str, tuple[np.ndarray, np.ndarray, np.ndarray] | None] | None:
+    """("sparse", memory-mapped (data, indices, indptr)) or ("dense", None) as stored for the
+    unit rows with id digest ``digest``; None when nothing usable is stored: no copy (a workspace
+    from an older kgviz, or a table whose rows changed) or a damaged one (logged: the caller makes
+    it again)."""
+    meta = _csc_meta(workspace, table)
+    if meta is None:
+        return None
+    if meta.get("version") != CSC_VERSION or meta.get("digest") != digest or meta.get("n") != n \
+            or meta.get("dim") != dim:
+        return None
+    if not meta.get("sparse"):
+        return "dense", None
+    paths = _csc_paths(workspace, table)
+    try:
+        nnz = int(meta["nnz"])
+        parts = {p: np.load(paths[p], mmap_mode="r", allow_pickle=False) for p in CSC_PARTS}
+        index = np.dtype(index_dtype(nnz, n, dim))
+        data, indices, indptr = parts["data"], parts["indices"], parts["indptr"]
+        fits = (data.dtype == np.float32 and data.shape == (nnz,) and indices.dtype == index
+                and indices.shape == (nnz,) and indptr.dtype == index and indptr.shape == (dim + 1,)
+                and indptr[0] == 0 and indptr[-1] == nnz and bool(np.all(np.diff(indptr) >= 0)))
+    except (OSError, ValueError, KeyError, TypeError):
+        fits = False
+    if not fits:
+        log.warning("%s: the stored by-column copy of %s is damaged; it is made again", workspace, table)
+        return None
+    return "sparse", (data, indices, indptr)
+
+
+def write_csc(workspace: Path, table: str, digest: str, read: Reader, n: int, dim: int, check_rows: int,
+              below: float) -> None:
+    """Store the CSC copy of the unit rows ``read`` gives (the ones with id digest ``digest``), or
+    that they are not mostly zeros (column_counts). Written aside and renamed, the meta last.
+    OSError when the folder cannot be written."""
+    paths = _csc_paths(workspace, table)
+    suffix = f".tmp{os.getpid()}"
+    counts = column_counts(read, n, dim, check_rows, below)
+    meta: dict[str, Any] = {"version": CSC_VERSION, "digest": digest, "n": n, "dim": dim, "sparse": counts is not None}
+    if counts is not None:
+        nnz = int(counts.sum())
+        index = index_dtype(nnz, n, dim)
+        with open(str(paths["data"]) + suffix, "wb") as fd, open(str(paths["indices"]) + suffix, "wb") as fi:
+            for f, dtype in ((fd, np.float32), (fi, index)):
+                np.lib.format.write_array_header_1_0(
+                    f, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": (nnz,)})
+            for values, rows in column_ranges(read, n, dim, counts, CSC_BUFFER_ENTRIES):
+                fd.write(values.tobytes())
+                fi.write(rows.astype(index).tobytes())
+        with open(str(paths["indptr"]) + suffix, "wb") as f:
+            np.save(f, np.concatenate([[0], np.cumsum(counts)]).astype(index), allow_pickle=False)
+        for part in CSC_PARTS:
+            os.replace(str(paths[part]) + suffix, paths[part])
+        meta["nnz"] = nnz
+    Path(str(paths["meta"]) + suffix).write_text(json.dumps(meta), "utf-8")
+    os.replace(str(paths["meta"]) + suffix, paths["meta"])
+
+
+def remove_csc(workspace: Path, table: str) -> None:
+    """Remove ``table``'s CSC copy (its meta first, so no reader takes the parts alone)."""
+    paths = _csc_paths(workspace, table)
+    for key in ("meta", *CSC_PARTS):
+        paths[key].unlink(missing_ok=True)
+
+
+# --- a named set of arrays derived from the graph, stored under a key ---------------------------------
+def write_arrays(folder: Path, key: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """Store ``arrays`` (.npy each) in ``folder`` with ``key``, what they were derived from, in
+    ``key.json`` (written last; the folder's previous files are removed first, so no array of
+    another key is ever left beside it). OSError when the folder cannot be written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    meta_path = folder / "key.json"
+    meta_path.unlink(missing_ok=True)
+    for old in folder.glob("*.npy"):
+        old.unlink()
+    suffix = f".tmp{os.getpid()}"
+    shapes = {}
+    for name, value in arrays.items():
+        path = folder / f"{name}.npy"
+        with open(str(path) + suffix, "wb") as f:
+            np.save(f, value, allow_pickle=False)
+        os.replace(str(path) + suffix, path)
+        shapes[name] = [list(value.shape), value.dtype.str]
+    Path(str(meta_path) + suffix).write_text(json.dumps({"key": key, "arrays": shapes}), "utf-8")
+    os.replace(str(meta_path) + suffix, meta_path)
+
+
+def load_arrays(folder: Path, key: dict[str, Any], mapped: tuple[str, ...] = ()) -> dict[str, np.ndarray] | None:
+    """The arrays ``write_arrays`` stored in ``folder`` for ``key`` (those named in ``mapped``
+    memory-mapped, the rest read into memory), each of the shape and type recorded with it; None
+    when none are stored for that key, or they are damaged (logged: the caller derives them again)."""
+    try:
+        meta = json.loads((folder / "key.json").read_text("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        meta = None
+    if isinstance(meta, dict) and meta.get("key") != key:
+        return None  # derived from another state of the graph: stale
+    out: dict[str, np.ndarray] = {}
+    try:
+        for name, (shape, dtype) in meta["arrays"].items():
+            value = np.load(folder / f"{name}.npy", mmap_mode="r" if name in mapped else None, allow_pickle=False)
+            if list(value.shape) != shape or value.dtype.str != dtype:
+                raise ValueError(f"{name}: {value.shape} {value.dtype.str}, recorded {shape} {dtype}")
+            out[name] = value
+    except (OSError, ValueError, TypeError, KeyError) as err:
+        log.warning("%s: stored arrays are damaged (%s); they are derived again", folder, err)
+        return None
+    return out

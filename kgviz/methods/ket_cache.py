@@ -7,7 +7,9 @@ keyword matrix (cosine search is one matrix-vector product, exact), the sub-chun
 counts and the HAS_KEYWORD adjacency as a sparse matrix. The copy is loaded on first use and
 reloaded when Meta ``ket.keyword_signature`` changes (every keyword-layer rebuild writes a new
 one). Memory: (keywords + sub-chunks) x dim x 4 bytes dense, ~72 MB here; hashing vectors are
-mostly zeros and are held as sparse matrices (~25 MB, and the search is 5x faster).
+mostly zeros and are held as sparse matrices (~25 MB, and the search is 5x faster). The first
+process to make the view stores its arrays in the workspace and later ones map them (see
+VIEW_FOLDER below).
 
 Triple vectors (the skeleton channel's tie-break) are not copied: the few hundred a question
 needs are read from the exact search's memory-mapped unit rows (``GraphStore.unit_vectors``), so
@@ -20,12 +22,13 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import numpy as np
 import scipy.sparse as sp
 
-from kgviz.graph import reads
+from kgviz.graph import reads, vector_file
 from kgviz.graph.arrow import vectors_to_numpy
 from kgviz.graph.protocol import GraphStore
 from kgviz.index.ket import META_KEYWORD_SIGNATURE
@@ -153,12 +156,91 @@ def _load(store: GraphStore, signature: str) -> KeywordView:
     cols = np.asarray([p[1] for p in pairs], dtype=np.int64)
     adj = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, cols)), shape=(len(kw_ids), len(sub_ids)))
     adj.sort_indices()
-    chunks = reads.chunk_labels(store)
     return KeywordView(
         signature, kw_ids, kw.column(1).to_pylist(), _by_column(_compact(unit_rows(vectors_to_numpy(kw.column(2), dim)))), adj,
         sub_ids, sub.column(1).to_pylist(), np.asarray(sub.column(2).to_pylist(), dtype=np.int64),
         _compact(unit_rows(vectors_to_numpy(sub.column(3), dim))),
-        chunk_label={r["id"]: f"{r['title']} · c{r['ord']}" for r in chunks})
+        chunk_label=_chunk_labels(store))
+
+
+def _chunk_labels(store: GraphStore) -> dict[str, str]:
+    return {r["id"]: f"{r['title']} · c{r['ord']}" for r in reads.chunk_labels(store)}
+
+
+# --- the view stored in the workspace ---------------------------------------------------------------
+# Made from Kùzu, the view cost a process's first KET question ~10 s at 10,000 passages (55k keyword
+# vectors read out of Kùzu, normalised and made sparse: issue 29); so the first process to make it
+# stores its arrays under <workspace>/vectors/VIEW_FOLDER and later processes map them. They are
+# used only for the key they were stored with: the keyword signature (a new one with every rebuilt
+# keyword layer), the embedder, and the row counts (a layer half rewritten by a killed build).
+VIEW_FOLDER = "ket_keywords"
+VIEW_VERSION = 1
+_MAPPED = ("kw_matrix.data", "kw_matrix.indices", "sub_matrix.data", "sub_matrix.indices", "kw_sub.indices")
+_STRINGS = ("kw_ids", "kw_words", "sub_ids", "sub_chunk")
+
+
+def _view_folder(store: GraphStore) -> Path:
+    return Path(store.path) / vector_file.VECTOR_DIR / VIEW_FOLDER
+
+
+def _view_key(store: GraphStore, signature: str) -> dict[str, Any]:
+    return {"version": VIEW_VERSION, "signature": signature, "embedder": store.embedder_id, "dim": int(store.dim),
+            "keywords": reads.count_nodes(store, "Keyword"), "subchunks": reads.count_nodes(store, "SubChunk"),
+            "links": reads.count_rels(store, "HAS_KEYWORD")}
+
+
+def _matrix_arrays(name: str, m: Any) -> dict[str, np.ndarray]:
+    if sp.issparse(m):
+        return {f"{name}.data": m.data, f"{name}.indices": m.indices, f"{name}.indptr": m.indptr}
+    return {f"{name}.dense": np.asarray(m)}
+
+
+def _matrix(arrays: dict[str, np.ndarray], name: str, shape: tuple[int, int], kind: Any) -> Any:
+    if f"{name}.dense" in arrays:
+        return arrays[f"{name}.dense"]  # read into memory (not mapped): an aligned array, as made
+    parts = (arrays[f"{name}.data"], arrays[f"{name}.indices"], arrays[f"{name}.indptr"])
+    return kind(parts, shape=shape, copy=False)
+
+
+def _view_arrays(view: KeywordView) -> dict[str, np.ndarray] | None:
+    """The view's arrays; None when a string would not survive a fixed-width array (not a str, or
+    ending in NUL, which numpy strips)."""
+    strings = {name: getattr(view, name) for name in _STRINGS}
+    if any(not isinstance(x, str) or x.endswith("\0") for values in strings.values() for x in values):
+        return None
+    out = {name: np.array(values, dtype=str) if values else np.zeros(0, dtype="<U1") for name, values in strings.items()}
+    out["sub_tokens"] = np.asarray(view.sub_tokens, dtype=np.int64)
+    for name in ("kw_matrix", "sub_matrix", "kw_sub"):
+        out.update(_matrix_arrays(name, getattr(view, name)))
+    return out
+
+
+def _stored_view(store: GraphStore, signature: str, key: dict[str, Any]) -> KeywordView | None:
+    arrays = vector_file.load_arrays(_view_folder(store), key, _MAPPED)
+    if arrays is None:
+        return None
+    n_kw, n_sub, dim = len(arrays["kw_ids"]), len(arrays["sub_ids"]), int(store.dim)
+    return KeywordView(
+        signature, arrays["kw_ids"].tolist(), arrays["kw_words"].tolist(),
+        _matrix(arrays, "kw_matrix", (n_kw, dim), sp.csc_matrix), _matrix(arrays, "kw_sub", (n_kw, n_sub), sp.csr_matrix),
+        arrays["sub_ids"].tolist(), arrays["sub_chunk"].tolist(), np.array(arrays["sub_tokens"]),
+        _matrix(arrays, "sub_matrix", (n_sub, dim), sp.csr_matrix), chunk_label=_chunk_labels(store))
+
+
+def _stored_or_load(store: GraphStore, signature: str) -> KeywordView:
+    """The view mapped from the workspace, else made from the graph and stored there (a workspace
+    that cannot be written keeps it in memory only)."""
+    key = _view_key(store, signature)
+    view = _stored_view(store, signature, key)
+    if view is None:
+        view = _load(store, signature)
+        arrays = _view_arrays(view)
+        if arrays is not None:
+            try:
+                vector_file.write_arrays(_view_folder(store), key, arrays)
+            except OSError:
+                pass  # read-only workspace: every process makes the view (as before it was stored)
+    return view
 
 
 def _keyword_signature(store: GraphStore) -> str | None:
@@ -176,7 +258,7 @@ def keyword_view(store: GraphStore) -> KeywordView | None:
     with _LOCK:
         view = _VIEWS.get(key)
         if view is None or view.signature != signature:
-            view = _load(store, signature)
+            view = _stored_or_load(store, signature)
             _VIEWS[key] = view
         return view
 
@@ -217,11 +299,12 @@ def _name_key(text: str) -> str:
 def _name_index(store: GraphStore) -> dict[str, list[str]]:
     """Normalised name or alias -> entity ids."""
     index: dict[str, list[str]] = {}
-    for r in reads.entity_names_all(store):
-        for name in [r["name"] or "", *str(r.get("aliases") or "").split("|")]:  # aliases are '|'-joined
-            k = _name_key(str(name))
+    t = reads.entity_names_table(store)
+    for eid, name, aliases in zip(*(t.column(c).to_pylist() for c in ("id", "name", "aliases"))):
+        for n in [name or "", *str(aliases or "").split("|")]:  # aliases are '|'-joined
+            k = _name_key(str(n))
             if k and k not in STOPWORDS:
-                index.setdefault(k, []).append(r["id"])
+                index.setdefault(k, []).append(eid)
     return index
 
 

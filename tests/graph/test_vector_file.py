@@ -173,3 +173,277 @@ def test_unit_vectors_by_id_are_the_files_unit_rows(tmp_path: Path, monkeypatch:
         assert store.unit_vectors("Entity", wanted) is None
     finally:
         store.close()
+
+
+# --- the stored by-column (CSC) copy of a mostly-zero table -------------------------------------------
+def sparse_vectors(n: int, seed: int, nonzero: int = 3) -> np.ndarray:
+    """Unit rows with ``nonzero`` of DIM entries set (the hashing embedder's shape)."""
+    rng = np.random.default_rng(seed)
+    emb = np.zeros((n, DIM), dtype=np.float32)
+    for row in emb:
+        row[rng.choice(DIM, size=nonzero, replace=False)] = rng.normal(size=nonzero)
+    return emb / np.linalg.norm(emb, axis=1, keepdims=True)
+
+
+def reference_csc(matrix: np.ndarray, block: int, below: float):
+    """What search.sparse_rows made before the copy was stored: scipy CSC blocks stacked by rows."""
+    import scipy.sparse as sp
+
+    blocks, nonzero = [], 0
+    for start in range(0, matrix.shape[0], block):
+        part = matrix[start:start + block]
+        nonzero += int(np.count_nonzero(part))
+        if nonzero >= below * (start + part.shape[0]) * matrix.shape[1]:
+            return None
+        blocks.append(sp.csc_matrix(part))
+    return sp.vstack(blocks, format="csc") if blocks else None
+
+
+def same_csc(a, b) -> bool:
+    return all(getattr(a, p).dtype == getattr(b, p).dtype and np.array_equal(getattr(a, p), getattr(b, p))
+               for p in ("data", "indices", "indptr")) and a.shape == b.shape
+
+
+@pytest.mark.parametrize("read_rows", [4, 64, 8192])
+def test_sparse_rows_equals_the_stacked_scipy_blocks_and_stops_where_they_did(
+        monkeypatch: pytest.MonkeyPatch, read_rows: int) -> None:
+    monkeypatch.setattr(vector_file, "READ_ROWS", read_rows)
+    monkeypatch.setattr(search_module, "_SPARSE_BLOCK_ROWS", 40)
+    m = sparse_vectors(300, seed=41)
+    m[5] = 0.0  # an all-zero row
+    got = search_module.sparse_rows(m)
+    assert got is not None and same_csc(got, reference_csc(m, 40, search_module.SPARSE_SEARCH_BELOW))
+    # dense rows first: the check after the first block stops, though the whole is mostly zeros
+    mixed = sparse_vectors(1000, seed=42)
+    mixed[:40] = vectors(40, seed=43)
+    assert np.count_nonzero(mixed) < 0.25 * mixed.size
+    assert reference_csc(mixed, 40, 0.25) is None and search_module.sparse_rows(mixed) is None
+    # dense rows from 230 on: mostly zeros at the check after row 240, not at the one after 280
+    late = sparse_vectors(300, seed=44)
+    late[230:] = vectors(70, seed=45)
+    for rows, made in ((240, True), (280, False), (300, False)):
+        assert (reference_csc(late[:rows], 40, 0.25) is not None) is made
+        got = search_module.sparse_rows(late[:rows])
+        assert (got is not None) is made
+        if made:
+            assert same_csc(got, reference_csc(late[:rows], 40, 0.25))
+
+
+def test_column_ranges_cut_into_pieces_give_the_same_copy() -> None:
+    m = sparse_vectors(120, seed=43)
+    read = vector_file.row_reader(m)
+    counts = vector_file.column_counts(read, 120, DIM, 50, 0.25)
+    assert counts is not None
+    whole = list(vector_file.column_ranges(read, 120, DIM, counts))
+    pieces = list(vector_file.column_ranges(read, 120, DIM, counts, max_entries=30))
+    assert len(whole) == 1 and len(pieces) > 3
+    for k in (0, 1):
+        assert np.array_equal(np.concatenate([p[k] for p in pieces]), whole[0][k])
+
+
+def mapped(array: np.ndarray) -> bool:
+    """Whether ``array`` is a view of a memory-mapped file (not a copy in memory)."""
+    import mmap
+
+    base: object = array
+    while base is not None:
+        if isinstance(base, (np.memmap, mmap.mmap)):
+            return True
+        base = getattr(base, "base", None)
+    return False
+
+
+def csc_files(ws: Path) -> dict[str, Path]:
+    return {p.name: p for p in (ws / vector_file.VECTOR_DIR).glob("Entity.csc.*")}
+
+
+def open_sparse(tmp_path: Path, n: int = 400) -> tuple[GraphStore, np.ndarray]:
+    store = GraphStore.open(tmp_path / "ws", embedder_id="test-16", dim=DIM)
+    emb = sparse_vectors(n, seed=44)
+    load(store, emb, np.arange(n))
+    return store, emb
+
+
+def top(store: GraphStore, emb: np.ndarray) -> list[list[tuple[str, float]]]:
+    return [store.vector_search("Entity", emb[i], 7) for i in (0, 17, 123, 399)]
+
+
+def test_the_csc_copy_is_stored_at_build_time_and_mapped_by_the_next_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(search_module, "SPARSE_SEARCH_MIN_ROWS", 100)
+    store, emb = open_sparse(tmp_path)
+    try:
+        assert search_module.prepare_exact_search(store, "Entity") == 400  # the index stage's call
+        files = csc_files(tmp_path / "ws")
+        assert sorted(files) == ["Entity.csc.data.npy", "Entity.csc.indices.npy", "Entity.csc.indptr.npy",
+                                 "Entity.csc.json"]
+        stamps = {name: p.stat().st_mtime_ns for name, p in files.items()}
+        first = top(store, emb)
+    finally:
+        store.close()
+    store = GraphStore.open(tmp_path / "ws")
+    try:
+        calls: list[int] = []
+        real = search_module.sparse_rows
+        monkeypatch.setattr(search_module, "sparse_rows", lambda m: calls.append(1) or real(m))
+        assert top(store, emb) == first
+        assert not calls  # mapped, not made again
+        held = store._handle.matrices["Entity|csc"][1]
+        assert all(mapped(getattr(held, p)) for p in ("data", "indices", "indptr"))
+        assert same_csc(held, reference_csc(np.asarray(store._handle.matrices["Entity"][1][1]), 65536, 0.25))
+        assert {name: p.stat().st_mtime_ns for name, p in csc_files(tmp_path / "ws").items()} == stamps
+        # the same ranking as the dense product (the copy only changes which bytes are read)
+        monkeypatch.setattr(search_module, "SPARSE_SEARCH_MIN_ROWS", 10**9)
+        dense = top(store, emb)
+        assert [[i for i, _ in r] for r in dense] == [[i for i, _ in r] for r in first]
+    finally:
+        store.close()
+
+
+def test_a_changed_table_gets_a_new_csc_copy_and_the_old_one_is_never_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(search_module, "SPARSE_SEARCH_MIN_ROWS", 100)
+    store, emb = open_sparse(tmp_path)
+    try:
+        search_module.prepare_exact_search(store, "Entity")
+        planted = np.zeros(DIM, dtype=np.float32)
+        planted[[2, 9]] = 0.6, 0.8
+        store.bulk_load_nodes("Entity", [{"id": "planted", "name": "planted", "origin": "corpus", "emb": planted}])
+        assert store.vector_search("Entity", planted, 1)[0][0] == "planted"
+        meta = (tmp_path / "ws" / vector_file.VECTOR_DIR / "Entity.csc.json").read_text()
+        assert '"n": 401' in meta
+        held = store._handle.matrices["Entity|csc"][1]
+        assert held.shape == (401, DIM)
+    finally:
+        store.close()
+    # a purge (rows deleted): the copy follows again
+    store = GraphStore.open(tmp_path / "ws")
+    try:
+        store.execute("MATCH (e:Entity) WHERE e.id = 'planted' DELETE e")
+        assert store.vector_search("Entity", planted, 1)[0][0] != "planted"
+        assert '"n": 400' in (tmp_path / "ws" / vector_file.VECTOR_DIR / "Entity.csc.json").read_text()
+    finally:
+        store.close()
+
+
+def test_rewriting_the_rows_removes_their_csc_copy_first(tmp_path: Path) -> None:
+    emb = sparse_vectors(50, seed=45)
+    ids = [f"e{i}" for i in range(50)]
+    _, matrix = vector_file.write(tmp_path, "Entity", ids, emb)
+    digest = vector_file.ids_digest(sorted(ids))
+    vector_file.write_csc(tmp_path, "Entity", digest, vector_file.row_reader(matrix), 50, DIM, 64, 0.25)
+    assert vector_file.load_csc(tmp_path, "Entity", digest, 50, DIM) is not None
+    vector_file.write(tmp_path, "Entity", ids, 2 * emb)  # same ids, other rows (e.g. a repaired file)
+    assert vector_file.load_csc(tmp_path, "Entity", digest, 50, DIM) is None
+    assert not csc_files(tmp_path)
+
+
+@pytest.mark.parametrize("damage", ["truncated data", "indptr of another shape", "meta not json", "indptr out of order"])
+def test_a_damaged_csc_copy_is_made_again_with_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        caplog: pytest.LogCaptureFixture, damage: str) -> None:
+    monkeypatch.setattr(search_module, "SPARSE_SEARCH_MIN_ROWS", 100)
+    store, emb = open_sparse(tmp_path)
+    try:
+        search_module.prepare_exact_search(store, "Entity")
+        first = top(store, emb)
+    finally:
+        store.close()
+    files = csc_files(tmp_path / "ws")
+    if damage == "truncated data":
+        raw = files["Entity.csc.data.npy"].read_bytes()
+        files["Entity.csc.data.npy"].write_bytes(raw[: len(raw) // 2])
+    elif damage == "indptr of another shape":
+        np.save(files["Entity.csc.indptr.npy"], np.zeros(3, dtype=np.int32))
+    elif damage == "meta not json":
+        files["Entity.csc.json"].write_text("{not json")
+    else:
+        indptr = np.load(files["Entity.csc.indptr.npy"])
+        indptr[3], indptr[4] = indptr[4], indptr[3] - 1
+        np.save(files["Entity.csc.indptr.npy"], indptr)
+    store = GraphStore.open(tmp_path / "ws")
+    try:
+        with caplog.at_level("WARNING", logger="kgviz.graph.vector_file"):
+            assert top(store, emb) == first
+        if damage != "meta not json":  # an unreadable meta is a missing copy: made again, nothing to name
+            assert any("damaged" in r.getMessage() for r in caplog.records)
+        digest = store._handle.matrices["Entity|digest"][1]
+        fresh = vector_file.load_csc(tmp_path / "ws", "Entity", digest, 400, DIM)
+        assert fresh is not None and fresh[0] == "sparse"  # stored whole again
+    finally:
+        store.close()
+
+
+def test_a_workspace_without_a_csc_copy_still_answers_and_gets_one(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A workspace built before the copy was stored: its first search makes it, once."""
+    monkeypatch.setattr(search_module, "SPARSE_SEARCH_MIN_ROWS", 100)
+    store, emb = open_sparse(tmp_path)
+    try:
+        search_module.prepare_exact_search(store, "Entity")
+        first = top(store, emb)
+    finally:
+        store.close()
+    for p in csc_files(tmp_path / "ws").values():
+        p.unlink()
+    store = GraphStore.open(tmp_path / "ws")
+    try:
+        assert top(store, emb) == first
+        assert len(csc_files(tmp_path / "ws")) == 4
+    finally:
+        store.close()
+
+
+def test_a_dense_table_is_recorded_dense_and_searched_dense(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(search_module, "SPARSE_SEARCH_MIN_ROWS", 100)
+    store = GraphStore.open(tmp_path / "ws", embedder_id="test-16", dim=DIM)
+    try:
+        emb = vectors(300, seed=46)
+        load(store, emb, np.arange(300))
+        search_module.prepare_exact_search(store, "Entity")
+        assert sorted(csc_files(tmp_path / "ws")) == ["Entity.csc.json"]
+        assert '"sparse": false' in (tmp_path / "ws" / vector_file.VECTOR_DIR / "Entity.csc.json").read_text()
+        assert store._handle.matrices["Entity|csc"][1] is None
+        assert [i for i, _ in store.vector_search("Entity", emb[5], 5)] == brute_force(emb, emb[5], 5)
+    finally:
+        store.close()
+
+
+def test_the_files_are_checked_by_every_rows_id_unless_some_row_has_no_vector(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """"emb IS NOT NULL" makes Kùzu read the vector column, so a process first compares the files
+    with every row's id; a table with a row without a vector is checked by its embedded ids."""
+    emb = vectors(60, seed=47)
+    store = GraphStore.open(tmp_path / "ws", embedder_id="test-16", dim=DIM)
+    try:
+        load(store, emb, np.arange(60))
+        search_module.prepare_exact_search(store, "Entity")
+    finally:
+        store.close()
+
+    def searched(with_null: bool) -> list[str]:
+        store = GraphStore.open(tmp_path / "ws")
+        ran: list[str] = []
+        real = store.query_arrow
+        monkeypatch.setattr(store, "query_arrow", lambda c, p=None: ran.append(c) or real(c, p))
+        try:
+            hits = store.vector_search("Entity", emb[3], 3)
+            assert [i for i, _ in hits] == brute_force(emb, emb[3], 3)
+            if with_null:
+                store.bulk_load_nodes("Entity", [{"id": "e000003x", "name": "no vector", "origin": "corpus"}])
+                assert [i for i, _ in store.vector_search("Entity", emb[3], 3)] == brute_force(emb, emb[3], 3)
+                # a filter matching the row without a vector too: only the embedded rows are searched
+                keep = np.arange(60) % 3 != 0  # load(): origin "corpus" unless i % 3 == 0
+                hits = store.vector_search("Entity", emb[3], 60, where={"origin": "corpus"})
+                assert [i for i, _ in hits] == brute_force(emb, emb[3], 60, keep)
+        finally:
+            store.close()
+        return ran
+
+    ran = searched(with_null=False)
+    assert not any("IS NOT NULL" in c for c in ran)  # every row's id matched the files
+    ran = searched(with_null=True)  # after the write: the embedded ids decide
+    assert any("IS NOT NULL" in c for c in ran)
+    ran = searched(with_null=False)  # a new process, a row without a vector: checked by embedded ids
+    assert [c for c in ran if "Entity" in c and "RETURN n.id" in c][-1].count("IS NOT NULL") == 1
+    meta = (tmp_path / "ws" / vector_file.VECTOR_DIR / "Entity.json").read_text()
+    assert '"n": 60' in meta  # the row without a vector is not in the files

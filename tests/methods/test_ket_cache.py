@@ -106,3 +106,124 @@ def test_keyword_matrix_is_held_by_column_and_scores_as_the_row_product(tmp_path
     finally:
         ket_cache.forget(kg.store)
         kg.store.close()
+
+
+# --- the view stored in the workspace (issue 29: ~10 s per process at 10,000 passages) ----------------
+def _same_view(a: ket_cache.KeywordView, b: ket_cache.KeywordView) -> None:
+    import scipy.sparse as sp
+
+    for name in ("signature", "kw_ids", "kw_words", "sub_ids", "sub_chunk", "chunk_label", "sub_index", "by_chunk",
+                 "word_row"):
+        assert getattr(a, name) == getattr(b, name), name
+    for name in ("kw_matrix", "kw_sub", "sub_matrix", "sub_tokens", "kw_df"):
+        x, y = getattr(a, name), getattr(b, name)
+        if sp.issparse(x):
+            assert sp.issparse(y) and x.format == y.format and x.shape == y.shape, name
+            for part in ("data", "indices", "indptr"):
+                assert getattr(x, part).dtype == getattr(y, part).dtype, (name, part)
+                assert np.array_equal(getattr(x, part), getattr(y, part)), (name, part)
+        else:
+            assert not sp.issparse(y) and x.dtype == y.dtype and np.array_equal(x, y), name
+
+
+def _mapped(array: np.ndarray) -> bool:
+    """Whether ``array`` is a view of a memory-mapped file."""
+    import mmap
+
+    base: object = array
+    while base is not None:
+        if isinstance(base, (np.memmap, mmap.mmap)):
+            return True
+        base = getattr(base, "base", None)
+    return False
+
+
+@pytest.fixture()
+def ket_graph(tmp_path: Path):
+    kg = build_fixture_graph(tmp_path / "ws", HashingEmbedder())
+    build_ket_index(kg.store, kg.embedder, KetParams(beta=0.5))
+    ket_cache.forget(kg.store)
+    yield kg
+    ket_cache.forget(kg.store)
+    kg.store.close()
+
+
+def _no_graph_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_: Any) -> Any:
+        raise AssertionError("the view was made from the graph, not mapped from the workspace")
+
+    monkeypatch.setattr(ket_cache, "_load", refuse)
+
+
+def test_the_keyword_view_is_stored_once_and_mapped_by_the_next_process(ket_graph: FixtureGraph,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    made = ket_cache.keyword_view(ket_graph.store)
+    assert made is not None
+    folder = ket_cache._view_folder(ket_graph.store)
+    assert (folder / "key.json").exists()
+    reference = ket_cache._load(ket_graph.store, made.signature)
+    ket_cache.forget(ket_graph.store)  # a new process: nothing in memory
+    with monkeypatch.context() as m:
+        _no_graph_reads(m)
+        mapped = ket_cache.keyword_view(ket_graph.store)
+    assert mapped is not None and mapped is not made
+    _same_view(mapped, reference)
+    assert _mapped(mapped.kw_matrix.data) and _mapped(mapped.sub_matrix.indices) and not _mapped(reference.kw_matrix.data)
+    # the product a question makes: bit for bit the one of the view made from the graph
+    from kgviz.graph.search import row_scores
+
+    qv = np.asarray(ket_graph.embedder.embed(["Who designed the Harbour Library?"]), dtype=np.float32)[0]
+    assert np.array_equal(row_scores(mapped.kw_matrix, qv).view(np.uint32),
+                          row_scores(reference.kw_matrix, qv).view(np.uint32))
+    rows = np.arange(min(5, len(mapped.sub_ids)))
+    assert np.array_equal(mapped.sub_matrix[rows] @ qv, reference.sub_matrix[rows] @ qv)
+
+
+def test_a_stored_view_of_another_keyword_layer_is_never_used(ket_graph: FixtureGraph,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    first = ket_cache.keyword_view(ket_graph.store)
+    assert first is not None
+    # a rebuilt layer (new signature): made from the graph again, and stored under the new key
+    ket_graph.store.set_meta(META_KEYWORD_SIGNATURE, "another build")
+    ket_cache.forget(ket_graph.store)
+    loads: list[str] = []
+    real = ket_cache._load
+    monkeypatch.setattr(ket_cache, "_load", lambda store, sig: loads.append(sig) or real(store, sig))
+    again = ket_cache.keyword_view(ket_graph.store)
+    assert loads == ["another build"] and again is not None and again.signature == "another build"
+    assert '"another build"' in (ket_cache._view_folder(ket_graph.store) / "key.json").read_text()
+    # same signature, fewer keyword rows (a layer a killed build left half written): not the stored one
+    ket_graph.store.execute("MATCH (k:Keyword) WITH k ORDER BY k.id LIMIT 1 DETACH DELETE k")
+    ket_cache.forget(ket_graph.store)
+    fewer = ket_cache.keyword_view(ket_graph.store)
+    assert loads == ["another build"] * 2 and fewer is not None and len(fewer.kw_ids) == len(again.kw_ids) - 1
+
+
+@pytest.mark.parametrize("damage", ["truncated", "other shape", "key not json"])
+def test_a_damaged_stored_view_is_made_again(ket_graph: FixtureGraph, caplog: pytest.LogCaptureFixture,
+                                             damage: str) -> None:
+    made = ket_cache.keyword_view(ket_graph.store)
+    assert made is not None
+    folder = ket_cache._view_folder(ket_graph.store)
+    if damage == "truncated":
+        raw = (folder / "kw_matrix.data.npy").read_bytes()
+        (folder / "kw_matrix.data.npy").write_bytes(raw[: len(raw) - 8])
+    elif damage == "other shape":
+        np.save(folder / "sub_tokens.npy", np.zeros(2, dtype=np.int64))
+    else:
+        (folder / "key.json").write_text("{")
+    ket_cache.forget(ket_graph.store)
+    with caplog.at_level("WARNING", logger="kgviz.graph.vector_file"):
+        again = ket_cache.keyword_view(ket_graph.store)
+    assert again is not None
+    _same_view(again, ket_cache._load(ket_graph.store, made.signature))
+    assert any("damaged" in r.getMessage() for r in caplog.records)
+    ket_cache.forget(ket_graph.store)  # stored whole again: the next process maps it
+    assert vector_file_arrays(ket_graph) is not None
+
+
+def vector_file_arrays(kg: FixtureGraph) -> Any:
+    from kgviz.graph import vector_file
+
+    sig = kg.store.get_meta(META_KEYWORD_SIGNATURE)
+    return vector_file.load_arrays(ket_cache._view_folder(kg.store), ket_cache._view_key(kg.store, sig))
