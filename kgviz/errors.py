@@ -114,6 +114,10 @@ class GraphStoreError(KgvizError):
     """The graph database failed or holds something unexpected."""
 
 
+class DiskFullError(GraphStoreError):
+    """The disk filled up while the workspace was being written."""
+
+
 class DatabaseLockedError(GraphStoreError):
     """Another process holds the database's file lock."""
 

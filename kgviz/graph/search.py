@@ -21,21 +21,26 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import os
 import re
+import tempfile
 import threading
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from contextlib import AbstractContextManager
 from typing import Any, Iterator, Mapping, Protocol, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
-from kgviz.errors import GraphStoreError
+from kgviz.config import buffer_pool_bytes
+from kgviz.errors import DiskFullError, GraphStoreError
 from kgviz.graph import vector_file
 from kgviz.graph.arrow import vectors_to_numpy
 
+log = logging.getLogger(__name__)
+READ_BACK_POOL_SHARE = 4  # ours: a read-back statement's vectors fill at most this share of the pool
 
 # HNSW build options (ours). Kùzu's defaults are mu 30, ml 60, efc 200; on 20k x 384 clustered
 # vectors these smaller ones built 3.3x faster (6.6 s vs 21.5 s, 2 cores) at recall@10 0.997.
@@ -288,7 +293,8 @@ def _exact_matrix(store: SearchHost, table: str,
         # vector_file); otherwise the embedded ids are read as they were.
         ids = sorted(store.query_arrow(f"MATCH (n:{table}) RETURN n.{pk}").column(0).to_pylist())
         digest = vector_file.ids_digest(ids)
-        value = vector_file.load(workspace, table, digest, dim) if len(ids) <= EXACT_MAX_ROWS else None
+        value: tuple[Any, np.ndarray] | None = (
+            vector_file.load(workspace, table, digest, dim) if len(ids) <= EXACT_MAX_ROWS else None)
         if value is None:
             ids = sorted(store.query_arrow(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN n.{pk}").column(0).to_pylist())
             digest = vector_file.ids_digest(ids)
@@ -301,12 +307,11 @@ def _exact_matrix(store: SearchHost, table: str,
                 except OSError:
                     value = None  # read back below, ranked in memory if the folder stays unwritable
             if value is None and len(ids) <= EXACT_MAX_ROWS:
-                result = store.query_arrow(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN n.{pk}, n.emb")
-                stored = vectors_to_numpy(result.column(1), dim)
-                try:
-                    value = vector_file.write(workspace, table, result.column(0).to_pylist(), stored, _normalised)
-                except OSError:
-                    value = (result.column(0).to_pylist(), _normalised(stored))
+                with _read_back(store, table, pk, dim, len(ids)) as (read_ids, stored):
+                    try:
+                        value = vector_file.write(workspace, table, read_ids, stored, _normalised)
+                    except OSError:
+                        value = (read_ids, _normalised(np.asarray(stored)))
         same = None
         if value is not None and isinstance(value[0], np.ndarray):
             same = vector_file.load_same(workspace, table, digest, len(value[0]))
@@ -314,6 +319,48 @@ def _exact_matrix(store: SearchHost, table: str,
         handle.matrices[table] = (generation, value)
         handle.matrices[f"{table}|same"] = (generation, same)
         return value
+
+
+@contextmanager
+def _read_back(store: SearchHost, table: str, pk: str, dim: int, n: int) -> Iterator[tuple[list[str], np.ndarray]]:
+    """(ids, vectors as Kùzu stores them) of ``table``'s ``n`` embedded rows, read by ranges of
+    node offsets whose vectors take at most 1/READ_BACK_POOL_SHARE of the buffer pool: one
+    statement for every row filled Kùzu's pool at 100,000 passages (1.47M triple vectors, 4.5 GB,
+    when a resumed build reached its index stage: issue 29). The rows go into a temporary
+    memory-mapped file in the workspace's vector folder (removed on leaving), so they are never
+    held whole in memory; in memory when that folder cannot be written. A range costs a scan of
+    the table (~8 s for 1.47M triples), hence ranges as large as the pool allows."""
+    per_range = max(1, buffer_pool_bytes() // READ_BACK_POOL_SHARE // (4 * dim))
+    last = store.query_arrow(f"MATCH (n:{table}) RETURN max(offset(id(n)))").column(0)[0].as_py()
+    folder = Path(store.path) / vector_file.VECTOR_DIR
+    spill: Path | None = None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f"{table}.", suffix=".readback.npy", dir=folder)
+        os.close(fd)
+        spill = Path(name)
+        rows: np.ndarray = np.lib.format.open_memmap(spill, mode="w+", dtype=np.float32, shape=(n, dim))
+    except OSError:
+        spill, rows = None, np.empty((n, dim), dtype=np.float32)  # an unwritable folder (ranked in memory)
+    try:
+        ids: list[str] = []
+        for start in range(0, -1 if last is None else int(last) + 1, per_range):
+            result = store.query_arrow(
+                f"MATCH (n:{table}) WHERE offset(id(n)) >= $a AND offset(id(n)) < $b AND n.emb IS NOT NULL "
+                f"RETURN n.{pk}, n.emb", {"a": start, "b": start + per_range})
+            got = result.column(0).to_pylist()
+            if len(ids) + len(got) > n:
+                break
+            rows[len(ids):len(ids) + len(got)] = vectors_to_numpy(result.column(1), dim)
+            ids.extend(got)
+        if len(ids) != n:  # the table changed under the read (a build holds the write lock)
+            raise GraphStoreError(f"{table}'s vectors read back: {len(ids)} rows where {n} are embedded",
+                                  hint="open the workspace again once no build is writing it")
+        yield ids, rows
+    finally:
+        del rows
+        if spill is not None:
+            spill.unlink(missing_ok=True)
 
 
 def stored_vectors(store: SearchHost, table: str, ids: Sequence[str]) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -475,7 +522,8 @@ def _csc_copy(store: SearchHost, table: str, matrix: np.ndarray) -> sp.csc_matri
         try:
             vector_file.write_csc(workspace, table, digest, vector_file.row_reader(matrix), n, dim,
                                   _SPARSE_BLOCK_ROWS, SPARSE_SEARCH_BELOW)
-        except OSError:
+        except (OSError, DiskFullError) as err:  # the same copy, made in memory for this process
+            log.warning("%s: the by-column copy of %s's vectors not stored (%s)", workspace, table, err)
             return sparse_rows(matrix)
         stored = vector_file.load_csc(workspace, table, digest, n, dim)
         if stored is None:

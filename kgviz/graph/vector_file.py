@@ -26,13 +26,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import errno
 import logging
 import os
 import shutil
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
+
+from kgviz.errors import DiskFullError
 
 VECTOR_DIR = "vectors"
 WRITE_BLOCK = 8192  # rows sorted, normalised and written at a time
@@ -78,6 +83,25 @@ class RowFile:
         finally:
             os.close(fd)
         return out
+
+
+@contextmanager
+def _temporary(folder: Path) -> Iterator[str]:
+    """The suffix of this writer's temporary files in ``folder`` (process and thread: two writers
+    never share one). A failed write removes them (at 100,000 passages a Triple vector file half
+    written is ~5 GB) and a full disk is a DiskFullError, so no caller takes it for a folder it
+    may not write (those rank in memory: a whole table read back out of Kùzu, which at that size
+    overflows its buffer pool)."""
+    suffix = f".tmp{os.getpid()}-{threading.get_ident()}"
+    try:
+        yield suffix
+    except BaseException as err:
+        for left in folder.glob(f"*{suffix}*"):
+            left.unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFullError(f"the disk is full: {folder} could not be written ({err.strerror})",
+                                hint="free some disk space and run the build again: finished stages are kept") from err
+        raise
 
 
 def ids_digest(sorted_ids: list[str]) -> str:
@@ -157,43 +181,43 @@ def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray | RowFil
     n, dim = len(sorted_ids), int(rows.shape[1]) if rows.ndim == 2 else 0
     ids_path, emb_path, meta_path = _paths(workspace, table)
     ids_path.parent.mkdir(parents=True, exist_ok=True)
-    suffix = f".tmp{os.getpid()}"
-    same = np.full(n, -1, dtype=np.int64)
-    n_diff = 0
-    # the rows whose unit row differs go to a raw file as they are found (at 100k passages they
-    # were ~860 MB held in memory, then copied once more by a concatenate), then behind their
-    # .npy header below: the bytes np.save would write for them
-    differing_raw = Path(str(_stored_path(workspace, table)) + suffix + ".raw")
-    with open(str(emb_path) + suffix, "wb") as f, open(differing_raw, "wb") as diff:
-        np.lib.format.write_array_header_1_0(
-            f, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False, "shape": (n, dim)})
-        for b0 in range(0, n, WRITE_BLOCK):
-            block = np.ascontiguousarray(rows[order[b0:b0 + WRITE_BLOCK]], dtype=np.float32)
-            unit = block if normalise is None else np.ascontiguousarray(normalise(block), dtype=np.float32)
-            if normalise is not None:
-                other = np.flatnonzero(~np.all(unit == block, axis=1))
-                same[b0 + other] = n_diff + np.arange(other.size)
-                n_diff += other.size
-                diff.write(np.ascontiguousarray(block[other]).tobytes())
-            f.write(unit.tobytes())
-    os.replace(str(emb_path) + suffix, emb_path)
-    for path, value in [(ids_path, id_array)] + ([(_same_path(workspace, table), same)] if normalise is not None else []):
-        with open(str(path) + suffix, "wb") as f:
-            np.save(f, value, allow_pickle=False)
-        os.replace(str(path) + suffix, path)
-    if normalise is not None:
-        stored_path = _stored_path(workspace, table)
-        with open(str(stored_path) + suffix, "wb") as f, open(differing_raw, "rb") as diff:
+    with _temporary(ids_path.parent) as suffix:
+        same = np.full(n, -1, dtype=np.int64)
+        n_diff = 0
+        # the rows whose unit row differs go to a raw file as they are found (at 100k passages they
+        # were ~860 MB held in memory, then copied once more by a concatenate), then behind their
+        # .npy header below: the bytes np.save would write for them
+        differing_raw = Path(str(_stored_path(workspace, table)) + suffix + ".raw")
+        with open(str(emb_path) + suffix, "wb") as f, open(differing_raw, "wb") as diff:
             np.lib.format.write_array_header_1_0(
-                f, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False,
-                    "shape": (n_diff, dim)})
-            shutil.copyfileobj(diff, f, 1 << 22)
-        os.replace(str(stored_path) + suffix, stored_path)
-    differing_raw.unlink()
-    meta = {"n": n, "dim": dim, "digest": ids_digest(sorted_ids), "same": 2 if normalise is not None else 0}
-    Path(str(meta_path) + suffix).write_text(json.dumps(meta), "utf-8")
-    os.replace(str(meta_path) + suffix, meta_path)  # last: the files above are whole before it names them
-    return id_array, np.load(emb_path, mmap_mode="r", allow_pickle=False)
+                f, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False, "shape": (n, dim)})
+            for b0 in range(0, n, WRITE_BLOCK):
+                block = np.ascontiguousarray(rows[order[b0:b0 + WRITE_BLOCK]], dtype=np.float32)
+                unit = block if normalise is None else np.ascontiguousarray(normalise(block), dtype=np.float32)
+                if normalise is not None:
+                    other = np.flatnonzero(~np.all(unit == block, axis=1))
+                    same[b0 + other] = n_diff + np.arange(other.size)
+                    n_diff += other.size
+                    diff.write(np.ascontiguousarray(block[other]).tobytes())
+                f.write(unit.tobytes())
+        os.replace(str(emb_path) + suffix, emb_path)
+        for path, value in [(ids_path, id_array)] + ([(_same_path(workspace, table), same)] if normalise is not None else []):
+            with open(str(path) + suffix, "wb") as f:
+                np.save(f, value, allow_pickle=False)
+            os.replace(str(path) + suffix, path)
+        if normalise is not None:
+            stored_path = _stored_path(workspace, table)
+            with open(str(stored_path) + suffix, "wb") as f, open(differing_raw, "rb") as diff:
+                np.lib.format.write_array_header_1_0(
+                    f, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False,
+                        "shape": (n_diff, dim)})
+                shutil.copyfileobj(diff, f, 1 << 22)
+            os.replace(str(stored_path) + suffix, stored_path)
+        differing_raw.unlink()
+        meta = {"n": n, "dim": dim, "digest": ids_digest(sorted_ids), "same": 2 if normalise is not None else 0}
+        Path(str(meta_path) + suffix).write_text(json.dumps(meta), "utf-8")
+        os.replace(str(meta_path) + suffix, meta_path)  # last: the files above are whole before it names them
+        return id_array, np.load(emb_path, mmap_mode="r", allow_pickle=False)
 
 
 # --- the by-column (CSC) copy of a mostly-zero table --------------------------------------------------
@@ -317,26 +341,26 @@ def write_csc(workspace: Path, table: str, digest: str, read: Reader, n: int, di
     that they are not mostly zeros (column_counts). Written aside and renamed, the meta last.
     OSError when the folder cannot be written."""
     paths = _csc_paths(workspace, table)
-    suffix = f".tmp{os.getpid()}"
-    counts = column_counts(read, n, dim, check_rows, below)
-    meta: dict[str, Any] = {"version": CSC_VERSION, "digest": digest, "n": n, "dim": dim, "sparse": counts is not None}
-    if counts is not None:
-        nnz = int(counts.sum())
-        index = index_dtype(nnz, n, dim)
-        with open(str(paths["data"]) + suffix, "wb") as fd, open(str(paths["indices"]) + suffix, "wb") as fi:
-            for f, dtype in ((fd, np.float32), (fi, index)):
-                np.lib.format.write_array_header_1_0(
-                    f, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": (nnz,)})
-            for values, rows in column_ranges(read, n, dim, counts, CSC_BUFFER_ENTRIES):
-                fd.write(values.tobytes())
-                fi.write(rows.astype(index).tobytes())
-        with open(str(paths["indptr"]) + suffix, "wb") as f:
-            np.save(f, np.concatenate([[0], np.cumsum(counts)]).astype(index), allow_pickle=False)
-        for part in CSC_PARTS:
-            os.replace(str(paths[part]) + suffix, paths[part])
-        meta["nnz"] = nnz
-    Path(str(paths["meta"]) + suffix).write_text(json.dumps(meta), "utf-8")
-    os.replace(str(paths["meta"]) + suffix, paths["meta"])
+    with _temporary(paths["meta"].parent) as suffix:
+        counts = column_counts(read, n, dim, check_rows, below)
+        meta: dict[str, Any] = {"version": CSC_VERSION, "digest": digest, "n": n, "dim": dim, "sparse": counts is not None}
+        if counts is not None:
+            nnz = int(counts.sum())
+            index = index_dtype(nnz, n, dim)
+            with open(str(paths["data"]) + suffix, "wb") as fd, open(str(paths["indices"]) + suffix, "wb") as fi:
+                for f, dtype in ((fd, np.float32), (fi, index)):
+                    np.lib.format.write_array_header_1_0(
+                        f, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": (nnz,)})
+                for values, rows in column_ranges(read, n, dim, counts, CSC_BUFFER_ENTRIES):
+                    fd.write(values.tobytes())
+                    fi.write(rows.astype(index).tobytes())
+            with open(str(paths["indptr"]) + suffix, "wb") as f:
+                np.save(f, np.concatenate([[0], np.cumsum(counts)]).astype(index), allow_pickle=False)
+            for part in CSC_PARTS:
+                os.replace(str(paths[part]) + suffix, paths[part])
+            meta["nnz"] = nnz
+        Path(str(paths["meta"]) + suffix).write_text(json.dumps(meta), "utf-8")
+        os.replace(str(paths["meta"]) + suffix, paths["meta"])
 
 
 def remove_csc(workspace: Path, table: str) -> None:
@@ -356,16 +380,16 @@ def write_arrays(folder: Path, key: dict[str, Any], arrays: dict[str, np.ndarray
     meta_path.unlink(missing_ok=True)
     for old in folder.glob("*.npy"):
         old.unlink()
-    suffix = f".tmp{os.getpid()}"
-    shapes = {}
-    for name, value in arrays.items():
-        path = folder / f"{name}.npy"
-        with open(str(path) + suffix, "wb") as f:
-            np.save(f, value, allow_pickle=False)
-        os.replace(str(path) + suffix, path)
-        shapes[name] = [list(value.shape), value.dtype.str]
-    Path(str(meta_path) + suffix).write_text(json.dumps({"key": key, "arrays": shapes}), "utf-8")
-    os.replace(str(meta_path) + suffix, meta_path)
+    with _temporary(folder) as suffix:
+        shapes = {}
+        for name, value in arrays.items():
+            path = folder / f"{name}.npy"
+            with open(str(path) + suffix, "wb") as f:
+                np.save(f, value, allow_pickle=False)
+            os.replace(str(path) + suffix, path)
+            shapes[name] = [list(value.shape), value.dtype.str]
+        Path(str(meta_path) + suffix).write_text(json.dumps({"key": key, "arrays": shapes}), "utf-8")
+        os.replace(str(meta_path) + suffix, meta_path)
 
 
 def load_arrays(folder: Path, key: dict[str, Any], mapped: tuple[str, ...] = ()) -> dict[str, np.ndarray] | None:

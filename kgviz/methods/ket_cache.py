@@ -19,6 +19,7 @@ Kùzu by id and remembered, at most TRIPLE_MEMO_MAX of them.
 """
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 import scipy.sparse as sp
 
+from kgviz.errors import DiskFullError
 from kgviz.graph import reads, vector_file
 from kgviz.graph.arrow import vectors_to_numpy
 from kgviz.graph.protocol import GraphStore
@@ -35,6 +37,7 @@ from kgviz.index.ket import META_KEYWORD_SIGNATURE
 from kgviz.offline.stopwords import ENGLISH as STOPWORDS
 from kgviz.vectors import unit_rows
 
+log = logging.getLogger(__name__)
 _LOCK = threading.Lock()
 _VIEWS: dict[str, "KeywordView"] = {}
 _TRIPLES: dict[str, tuple[int, dict[str, np.ndarray]]] = {}  # fetched unit rows (no vector files)
@@ -238,8 +241,9 @@ def _stored_or_load(store: GraphStore, signature: str) -> KeywordView:
         if arrays is not None:
             try:
                 vector_file.write_arrays(_view_folder(store), key, arrays)
-            except OSError:
-                pass  # read-only workspace: every process makes the view (as before it was stored)
+            except (OSError, DiskFullError) as err:  # a read-only workspace, a full disk: every process makes the view (as before it was stored)
+                log.warning("KET keyword view not stored in %s (%s): each process will make it again",
+                            _view_folder(store), err)
     return view
 
 

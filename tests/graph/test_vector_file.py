@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import kgviz.graph.search as search_module
+from kgviz.errors import DiskFullError
 from kgviz.graph import vector_file
 from kgviz.graph.store import GraphStore
 
@@ -447,3 +448,81 @@ def test_the_files_are_checked_by_every_rows_id_unless_some_row_has_no_vector(
     assert [c for c in ran if "Entity" in c and "RETURN n.id" in c][-1].count("IS NOT NULL") == 1
     meta = (tmp_path / "ws" / vector_file.VECTOR_DIR / "Entity.json").read_text()
     assert '"n": 60' in meta  # the row without a vector is not in the files
+
+
+class _FailingRows:
+    """Rows that raise after the first block: a write that stops part way."""
+
+    def __init__(self, rows: np.ndarray, error: BaseException) -> None:
+        self.rows, self.error, self.shape, self.ndim, self.reads = rows, error, rows.shape, rows.ndim, 0
+
+    def __getitem__(self, index: np.ndarray) -> np.ndarray:
+        self.reads += 1
+        if self.reads > 1:
+            raise self.error
+        return self.rows[index]
+
+
+@pytest.mark.parametrize("error, raised", [(OSError(28, "No space left on device"), DiskFullError),
+                                           (KeyboardInterrupt(), KeyboardInterrupt),
+                                           (OSError(13, "Permission denied"), OSError)])
+def test_a_write_stopped_part_way_leaves_no_temporary_file_and_a_full_disk_is_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: BaseException, raised: type) -> None:
+    monkeypatch.setattr(vector_file, "WRITE_BLOCK", 4)
+    rows = np.random.default_rng(3).normal(size=(12, 8)).astype(np.float32)
+    ids = [f"t{i:02d}" for i in range(12)]
+    with pytest.raises(raised) as caught:
+        vector_file.write(tmp_path, "Triple", ids, _FailingRows(rows, error), search_module._normalised)  # type: ignore[arg-type]
+    folder = tmp_path / vector_file.VECTOR_DIR
+    assert [p.name for p in folder.iterdir()] == []  # the half-written rows and raw file are gone
+    if raised is DiskFullError:
+        assert "disk is full" in str(caught.value) and "run the build again" in caught.value.hint
+        assert not isinstance(caught.value, OSError)  # never taken for an unwritable folder (in-memory ranking)
+    # the same rows written whole afterwards are read back as usual
+    vector_file.write(tmp_path, "Triple", ids, rows, search_module._normalised)
+    assert vector_file.load(tmp_path, "Triple", vector_file.ids_digest(sorted(ids)), 8) is not None
+    assert not list(folder.glob("*.tmp*"))
+
+
+def test_stored_arrays_stopped_by_a_full_disk_leave_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_save = np.save
+    calls = []
+
+    def save(f: object, value: np.ndarray, **kw: object) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        real_save(f, value, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(vector_file.np, "save", save)
+    with pytest.raises(DiskFullError):
+        vector_file.write_arrays(tmp_path / "view", {"k": 1}, {"a": np.arange(3), "b": np.arange(4)})
+    assert not [p for p in (tmp_path / "view").iterdir() if ".tmp" in p.name or p.name == "key.json"]
+    assert vector_file.load_arrays(tmp_path / "view", {"k": 1}) is None
+
+
+def test_vectors_read_back_by_offset_ranges_are_the_files_one_statement_gave(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A workspace without vector files (a resumed build's index stage) reads its vectors back out
+    of Kùzu a range of node offsets at a time, each range within a share of the buffer pool: the
+    same files as reading every row at once, and no temporary file left."""
+    emb = vectors(300, seed=11)
+    files: dict[str, dict[str, bytes]] = {}
+    for name, pool in (("whole", 1 << 30), ("ranges", 7 * 4 * DIM * search_module.READ_BACK_POOL_SHARE)):
+        monkeypatch.setattr(search_module, "buffer_pool_bytes", lambda pool=pool: pool)  # 7 rows a range
+        statements: list[str] = []
+        store = GraphStore.open(tmp_path / name, embedder_id="test-16", dim=DIM)
+        try:
+            load(store, emb, np.random.default_rng(2).permutation(300))
+            store.bulk_load_nodes("Entity", [{"id": "no-vector", "name": "x", "origin": "kg"}])  # not embedded: skipped
+            run = store.query_arrow
+            monkeypatch.setattr(store, "query_arrow", lambda q, p=None: (statements.append(q), run(q, p))[1])
+            assert search_module.prepare_exact_search(store, "Entity") == 300
+        finally:
+            store.close()
+        folder = tmp_path / name / vector_file.VECTOR_DIR
+        files[name] = {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+        assert not [n for n in files[name] if "readback" in n]
+        ranges = [q for q in statements if "offset(id(n)) >=" in q]
+        assert len(ranges) == (1 if name == "whole" else -(-301 // 7))
+    assert files["whole"] == files["ranges"]
