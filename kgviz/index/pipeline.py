@@ -235,6 +235,11 @@ def _build(
                            if inserted.get(t) == len(ids) == spill.count(t)}
             run.emit("write", 1, 1, ", ".join(f"{k} +{v}" for k, v in inserted.items() if v))
             del new
+        if not ket.describes(reasoner):
+            # nothing after the write reads the resolved rows (the ket stage's descriptions need an
+            # LLM): released here, not after the doc_layer and ket stages (issue 29: ~0.5 GB per
+            # 10k passages held beside the KNN tiles, the keyword layer and the vector files)
+            acc, existing = None, {}
 
     with run.stage("doc_layer"):
         with steps.marked(store, "doc_layer") as interrupted:

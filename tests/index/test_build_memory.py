@@ -1,0 +1,73 @@
+"""What a build holds after its write stage (issue 29): the resolved rows (entities, facts,
+provenance) are released as soon as nothing after the write reads them — offline, or with KET's
+descriptions off — and kept for the ket stage only when it asks an LLM to describe them."""
+from __future__ import annotations
+
+import gc
+import weakref
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kgviz.graph.store import GraphStore
+from kgviz.index import pipeline
+from kgviz.index.pipeline import BuildParams, build
+from kgviz.providers.embedders import HashingEmbedder
+from kgviz.providers.offline import OfflineLLM
+from kgviz.reasoning import Reasoner
+from tests.support.index_fakes import ScriptedLLM, corpus
+
+EMB = HashingEmbedder(64)
+PARAMS = BuildParams(chunk_tokens=40, chunk_overlap=0, workers=1, similar_docs_k=2)
+
+
+def _alive_after_write(tmp: Path, llm: Any, params: BuildParams,
+                       monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, bool], Any]:
+    """Whether the build's Assembled rows were still referenced when the doc_layer stage began
+    and after the build; and the build's report."""
+    made: list[weakref.ref] = []
+    seen: dict[str, bool] = {}
+    real_assemble, real_doc_layer = pipeline.assemble, pipeline.build_doc_layer
+
+    def assemble(*args: Any, **kwargs: Any) -> Any:
+        acc = real_assemble(*args, **kwargs)
+        made.append(weakref.ref(acc))
+        return acc
+
+    def doc_layer(*args: Any, **kwargs: Any) -> Any:
+        gc.collect()
+        seen["doc_layer"] = made[0]() is not None
+        return real_doc_layer(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "assemble", assemble)
+    monkeypatch.setattr(pipeline, "build_doc_layer", doc_layer)
+    store = GraphStore.open(tmp, embedder_id=EMB.id, dim=EMB.dim)
+    try:
+        report = build(corpus(), store, Reasoner(llm, EMB), params)
+    finally:
+        store.close()
+    assert report.new_triples > 0 and len(made) == 1
+    gc.collect()
+    seen["after"] = made[0]() is not None
+    return seen, report
+
+
+def test_an_offline_build_releases_the_resolved_rows_after_the_write(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    seen, report = _alive_after_write(tmp_path, OfflineLLM(), PARAMS, monkeypatch)
+    assert seen == {"doc_layer": False, "after": False}
+    assert "describe" not in report.usage_by_stage
+
+
+def test_without_ket_descriptions_the_rows_go_after_the_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    params = BuildParams(**{**PARAMS.__dict__, "ket_descriptions": False})
+    seen, report = _alive_after_write(tmp_path, ScriptedLLM(), params, monkeypatch)
+    assert seen == {"doc_layer": False, "after": False}
+    assert "describe" not in report.usage_by_stage
+
+
+def test_an_llm_build_keeps_them_for_the_skeleton_descriptions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen, report = _alive_after_write(tmp_path, ScriptedLLM(), PARAMS, monkeypatch)
+    assert seen == {"doc_layer": True, "after": False}
+    assert report.usage_by_stage["describe"].calls > 0  # the ket stage described the skeleton from them
