@@ -71,3 +71,54 @@ def test_an_llm_build_keeps_them_for_the_skeleton_descriptions(tmp_path: Path, m
     seen, report = _alive_after_write(tmp_path, ScriptedLLM(), PARAMS, monkeypatch)
     assert seen == {"doc_layer": True, "after": False}
     assert report.usage_by_stage["describe"].calls > 0  # the ket stage described the skeleton from them
+
+
+def _entities_at_triple_load(store: GraphStore, llm: Any, params: BuildParams, docs: Any,
+                             monkeypatch: pytest.MonkeyPatch) -> tuple[set[str], set[str]]:
+    """(entity ids the build's Assembled still held when the first Triple nodes were loaded,
+    entity ids it resolved)."""
+    made: list[Any] = []
+    held: list[set[str]] = []
+    real_assemble, real_load = pipeline.assemble, store.bulk_load_nodes
+
+    def assemble(*args: Any, **kwargs: Any) -> Any:
+        acc = real_assemble(*args, **kwargs)
+        made.append((acc, set(acc.entities)))
+        return acc
+
+    def load(table: str, rows: Any, **kwargs: Any) -> int:
+        if table == "Triple" and not held:
+            held.append(set(made[0][0].entities))
+        return real_load(table, rows, **kwargs)
+
+    monkeypatch.setattr(pipeline, "assemble", assemble)
+    monkeypatch.setattr(store, "bulk_load_nodes", load)
+    build(docs, store, Reasoner(llm, EMB), params)
+    monkeypatch.undo()
+    return held[0], made[0][1]
+
+
+def test_loaded_entities_are_released_before_the_triples_and_earlier_ones_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    names = sorted(corpus_names := [d.title for d in corpus()])
+    store = GraphStore.open(tmp_path, embedder_id=EMB.id, dim=EMB.dim)
+    try:
+        held, resolved = _entities_at_triple_load(store, OfflineLLM(), PARAMS, corpus(names[:2]), monkeypatch)
+        assert resolved and held == set()  # a first build: every entity is new and loaded
+        before = {r["id"] for r in store.query("MATCH (e:Entity) RETURN e.id AS id")}
+        held, resolved = _entities_at_triple_load(store, OfflineLLM(), PARAMS, corpus(corpus_names), monkeypatch)
+        # a later build keeps the aggregates of entities an earlier build wrote (their descriptions
+        # and aliases are merged after the write), and only those
+        assert held == resolved & before and held
+        assert resolved - before
+    finally:
+        store.close()
+
+
+def test_with_descriptions_the_entities_stay_for_the_ket_stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = GraphStore.open(tmp_path, embedder_id=EMB.id, dim=EMB.dim)
+    try:
+        held, resolved = _entities_at_triple_load(store, ScriptedLLM(), PARAMS, corpus(), monkeypatch)
+    finally:
+        store.close()
+    assert held == resolved and held
