@@ -14,6 +14,15 @@ same way, so a peak inside it is named. With ``--tracemalloc`` the Python alloca
 and peak, top lines) are recorded per stage too; that slows the build about twofold, so its
 seconds are not the build's.
 
+Measured (10k passages, offline, 2 GB pool; 2026-11-26): the peak is the write stage's Triple
+node COPY (2.7 GB), then the ket stage's Keyword COPY (2.2-2.3 GB) and the index stage (2.2 GB). A
+node COPY of a table with a 768-d vector column adds 0.7-1.1 GB inside Kùzu whatever its row count
+(131,072 or 65,536 rows; 0.45-0.5 GB with the vector column all null): Kùzu fills a whole node
+group in memory before writing it, so smaller batches do not lower it (and leave part-filled node
+groups). Beside it the batch's Arrow table (~0.45 GB at 131,072 rows) and the resolved rows held in
+Python (~0.2-0.3 GB at 10k, growing with the corpus: entities ~1.2 KB each, about half). A 1 GB
+pool (KGVIZ_BUFFER_POOL_MB=1024) gave the same peak at 10k: the pool was not full there.
+
 Prints one JSON document: {"passages", "pool_mb", "build_s", "peak_rss_mb", "stages": [{"stage",
 "seconds", "rss_in_mb", "rss_out_mb", "peak_mb", "anon_out_mb", "file_out_mb", ...}],
 "write_steps": [...]}. Reset counters make ru_maxrss useless here, so "peak_rss_mb" is the
