@@ -61,7 +61,7 @@ from kgviz.graph.rows import EntityMergeRow
 from kgviz.graph.search import EXACT_MAX_ROWS
 from kgviz.graph.store import GraphStore
 from kgviz.index import graph_write as gw
-from kgviz.index import steps
+from kgviz.index import memory, steps
 from kgviz.index.assemble import Assembled, TripleRow, assemble, finalise
 from kgviz.index.doc_layer import build_doc_layer
 from kgviz.index.embed import document_text, embed_texts, entity_text
@@ -244,6 +244,7 @@ def _build(
             # LLM): released here, not after the doc_layer and ket stages (issue 29: ~0.5 GB per
             # 10k passages held beside the KNN tiles, the keyword layer and the vector files)
             acc, existing = None, {}
+            memory.give_back()
 
     with run.stage("doc_layer"):
         with steps.marked(store, "doc_layer") as interrupted:
@@ -440,6 +441,7 @@ def _write_stage(store: GraphStore, new: _NewRows, acc: Assembled, spill: Vector
             new.entities = []
             loaded = set(new.entity_ids)
             acc.keep_entities([e for e in acc.entities if e not in loaded])
+            memory.give_back()
     # a first build's edges go through one file per table, with the spill (removed when the build ends)
     inserted.update(gw.write_edges(store, chunks=new.chunks, acc=acc, batch_rows=batch_rows, scratch=spill.directory))
     return inserted

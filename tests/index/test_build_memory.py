@@ -122,3 +122,30 @@ def test_with_descriptions_the_entities_stay_for_the_ket_stage(tmp_path: Path, m
     finally:
         store.close()
     assert held == resolved and held
+
+
+def test_released_rows_are_handed_back_to_the_system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the loaded entities and after the whole resolved rows are released, the C heap's free
+    pages go back (kgviz.index.memory); a build that keeps the rows has nothing to give back."""
+    from kgviz.index import memory
+
+    calls: list[int] = []
+    monkeypatch.setattr(memory, "give_back", lambda: calls.append(1) or True)
+    for name, llm in (("offline", OfflineLLM()), ("llm", ScriptedLLM())):
+        calls.clear()
+        store = GraphStore.open(tmp_path / name, embedder_id=EMB.id, dim=EMB.dim)
+        try:
+            build(corpus(), store, Reasoner(llm, EMB), PARAMS)
+        finally:
+            store.close()
+        assert len(calls) == (2 if name == "offline" else 0), name
+
+
+def test_give_back_trims_the_c_heap_under_glibc() -> None:
+    import platform
+
+    from kgviz.index import memory
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("malloc_trim is glibc's")
+    assert memory.give_back() is True
