@@ -21,7 +21,10 @@ node COPY of a table with a 768-d vector column adds 0.7-1.1 GB inside Kùzu wha
 group in memory before writing it, so smaller batches do not lower it (and leave part-filled node
 groups). Beside it the batch's Arrow table (~0.45 GB at 131,072 rows) and the resolved rows held in
 Python (~0.2-0.3 GB at 10k, growing with the corpus: entities ~1.2 KB each, about half). A 1 GB
-pool (KGVIZ_BUFFER_POOL_MB=1024) gave the same peak at 10k: the pool was not full there.
+pool (KGVIZ_BUFFER_POOL_MB=1024) gave the same peak at 10k: the pool was not full there. At 30k
+the peak moves to the ket stage's Keyword node COPY (3.2 -> 4.9 GB inside one COPY) and the index
+stage (4.7 GB); the keyword layer loads BuildParams.write_batch_rows rows per COPY, so raising that
+from 50,000 to 131,072 (for the write stage) also grew the Keyword COPYs' Arrow batches.
 
 Prints one JSON document: {"passages", "pool_mb", "build_s", "peak_rss_mb", "stages": [{"stage",
 "seconds", "rss_in_mb", "rss_out_mb", "peak_mb", "anon_out_mb", "file_out_mb", ...}],
