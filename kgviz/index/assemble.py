@@ -91,6 +91,11 @@ class Assembled:
             if not t.subject_is_triple and not t.object_is_triple
         )
 
+    def keep_entities(self, ids: Iterable[str]) -> None:
+        """Keep only these entities' aggregates (the others' rows are written and nothing later
+        reads them: issue 29, an aggregate is ~1.2 KB, about half of the resolved rows)."""
+        self.entities = {eid: self.entities[eid] for eid in ids}
+
     def merges(self) -> list[tuple[str, list[str], int]]:
         """(canonical name, other surface forms merged into it, occurrences) for entities that
         were written more than one way in this batch."""
@@ -178,17 +183,20 @@ def _register(rt: _RT, acc: Assembled, doc_id: str, chunk_id: str, sentence: str
             if agg is None:
                 agg = acc.entities[eid] = EntityAgg(eid, eid[len("ent:") :])
             agg.add(mention.text, key, mention.type, sentence, chunk_id)
-            acc.mentions[(chunk_id, eid)] = None
-            ids.append(eid)
+            # the aggregate's id string, not this mention's equal copy: one object per entity
+            # however many mentions and facts name it (issue 29)
+            acc.mentions[(chunk_id, agg.id)] = None
+            ids.append(agg.id)
     relation = " ".join(rt.triple.relation.split())
     tid = triple_id(ids[0], relation, ids[1], rt.triple.kind)
-    if tid not in acc.triples:
-        acc.triples[tid] = TripleRow(
+    row = acc.triples.get(tid)
+    if row is None:
+        row = acc.triples[tid] = TripleRow(
             tid, relation, ids[0], ids[1], rt.subject[0] == "triple", rt.object[0] == "triple",
             chunk_id, doc_id, sentence, rt.triple.kind,
         )
-    acc.from_chunk.setdefault((tid, chunk_id), sentence)
-    return tid
+    acc.from_chunk.setdefault((row.id, chunk_id), sentence)  # the row's id string, as for entities
+    return row.id
 
 
 def triple_id(subject_id: str, relation: str, object_id: str, kind: str = RELATION_KIND) -> str:

@@ -79,12 +79,16 @@ class KetBuild:
         return [c for c in chunks if c.id in self.plan.core]
 
     # -- ket stage ------------------------------------------------------------------------------------
+    def describes(self, reasoner: Any) -> bool:
+        """Whether ``describe_stage`` asks for descriptions (and so reads the build's resolved rows)."""
+        return self.enabled and self.params.ket_descriptions and not reasoner.is_offline
+
     def describe_stage(self, reasoner: Any, acc: Any, names: dict[str, str], titles: dict[str, str]) -> None:
         """With an LLM: descriptions of the skeleton's entities and relationships (Algorithm 1 line
         3, kgviz.index.ket_describe), written before the KET index so an interrupted build that
         reaches the keyword layer has them."""
         self.describe_report = None
-        if not self.enabled or not self.params.ket_descriptions or reasoner.is_offline:
+        if not self.describes(reasoner):
             return
         rows, report = describe_skeleton(
             reasoner, acc, self.new_chunks, names, titles, workers=self.params.workers,

@@ -48,11 +48,12 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
+import pyarrow as pa
 
 from kgviz.errors import BuildCancelled, EmbedderMismatchError
 from kgviz.graph import search, writes
@@ -60,7 +61,7 @@ from kgviz.graph.rows import EntityMergeRow
 from kgviz.graph.search import EXACT_MAX_ROWS
 from kgviz.graph.store import GraphStore
 from kgviz.index import graph_write as gw
-from kgviz.index import steps
+from kgviz.index import memory, steps
 from kgviz.index.assemble import Assembled, TripleRow, assemble, finalise
 from kgviz.index.doc_layer import build_doc_layer
 from kgviz.index.embed import document_text, embed_texts, entity_text
@@ -222,11 +223,14 @@ def _build(
             _embed_stage(run, reasoner, new, params, spill, ket.chunk_vectors)
             ket.chunk_vectors = None  # spilled: not kept in memory for the rest of the build
 
+        describes = ket.describes(reasoner)  # the ket stage reads the resolved rows
         with run.stage("write"):
             gw.set_pending(store, [d.id for d in new_docs])
-            inserted = _write_stage(store, new, acc, spill, params.write_batch_rows)
+            entity_ids = list(acc.entities)
+            inserted = _write_stage(store, new, acc, spill, params.write_batch_rows, keep_entities=describes)
             gw.update_existing_entities(store, acc, existing, params.description_max_sentences)
-            writes.refresh_mention_counts(store, list(acc.entities))
+            writes.refresh_mention_counts(store, entity_ids)
+            del entity_ids
             gw.set_pending(store, [])  # last: from here on the documents count as built
             report.new_triples, report.new_entities = inserted["Triple"], inserted["Entity"]
             # the vector files may be written from these vectors only where every row was loaded
@@ -235,6 +239,12 @@ def _build(
                            if inserted.get(t) == len(ids) == spill.count(t)}
             run.emit("write", 1, 1, ", ".join(f"{k} +{v}" for k, v in inserted.items() if v))
             del new
+        if not describes:
+            # nothing after the write reads the resolved rows (the ket stage's descriptions need an
+            # LLM): released here, not after the doc_layer and ket stages (issue 29: ~0.5 GB per
+            # 10k passages held beside the KNN tiles, the keyword layer and the vector files)
+            acc, existing = None, {}
+            memory.give_back()
 
     with run.stage("doc_layer"):
         with steps.marked(store, "doc_layer") as interrupted:
@@ -329,13 +339,17 @@ class _NewRows:
     entities: list[EntityAgg]
     triples: list[TripleRow]
     description_max_sentences: int
+    entity_ids: list[str] = field(init=False)  # kept when the loaded entities are released
+
+    def __post_init__(self) -> None:
+        self.entity_ids = [e.id for e in self.entities]
 
     def ids(self) -> dict[str, list[str]]:
         return {"Document": [d.id for d in self.docs], "Chunk": [c.id for c in self.chunks],
-                "Entity": [e.id for e in self.entities], "Triple": [t.id for t in self.triples]}
+                "Entity": self.entity_ids, "Triple": [t.id for t in self.triples]}
 
     def sizes(self) -> dict[str, int]:
-        return {"Document": len(self.docs), "Chunk": len(self.chunks), "Entity": len(self.entities),
+        return {"Document": len(self.docs), "Chunk": len(self.chunks), "Entity": len(self.entity_ids),
                 "Triple": len(self.triples)}
 
     def texts(self, with_chunks: bool) -> Iterator[tuple[str, str]]:
@@ -408,13 +422,26 @@ def _embed_stage(
     )
 
 
-def _write_stage(store: GraphStore, new: _NewRows, acc: Assembled, spill: VectorSpill, batch_rows: int) -> dict[str, int]:
+def _write_stage(store: GraphStore, new: _NewRows, acc: Assembled, spill: VectorSpill, batch_rows: int, *,
+                 keep_entities: bool) -> dict[str, int]:
     """Nodes then edges, ``batch_rows`` rows per bulk load; each node batch's vectors are read
-    back from the spill. Returns rows inserted per table."""
-    def rows_of(table: str) -> Callable[[int, int], list[dict[str, object]]]:
+    back from the spill. Returns rows inserted per table.
+
+    Unless ``keep_entities`` (a later stage reads them), the new entities' aggregates (surface
+    forms, types, sentences, chunks: about half of the resolved rows) are released once their
+    nodes are loaded, before the Triple nodes' COPY, the write stage's peak (issue 29); the
+    entities an earlier build wrote stay for ``update_existing_entities``."""
+    def rows_of(table: str) -> Callable[[int, int], pa.Table]:
         return lambda start, stop: gw.with_emb(new.rows(table, start, stop), spill.read(table, start, stop))
 
-    inserted = {table: gw.load_nodes(store, table, n, rows_of(table), batch_rows) for table, n in new.sizes().items()}
+    inserted = {}
+    for table, n in new.sizes().items():
+        inserted[table] = gw.load_nodes(store, table, n, rows_of(table), batch_rows)
+        if table == "Entity" and not keep_entities:
+            new.entities = []
+            loaded = set(new.entity_ids)
+            acc.keep_entities([e for e in acc.entities if e not in loaded])
+            memory.give_back()
     # a first build's edges go through one file per table, with the spill (removed when the build ends)
     inserted.update(gw.write_edges(store, chunks=new.chunks, acc=acc, batch_rows=batch_rows, scratch=spill.directory))
     return inserted
