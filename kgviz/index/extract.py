@@ -289,17 +289,17 @@ def _run_pool(
         )
 
 
-def _extract_offline_batch(items: list[tuple[Chunk, str]], max_triples: int) -> list[tuple[_Run, list[str]]]:
-    """In a worker process: what ``_extract_one`` and the grounding check give for each (chunk,
-    title) offline, with the facts the check could not find (``checked``'s ``unfound``)."""
+def _extract_offline_batch(items: list[tuple[Chunk, str]], max_triples: int) -> list[tuple[ExtractionOutput, float, list[str]]]:
+    """In a worker process: for each (chunk, title), what ``_extract_one`` and the grounding check
+    give offline, the seconds it took, and the facts the check could not find (``checked``'s
+    ``unfound``). The chunk itself is not sent back: the caller has it."""
     out = []
     for chunk, title in items:
         t0 = time.perf_counter()
         value = extract_offline(chunk.text, max_triples, title)
-        run = _Run(chunk, value, "", Usage(latency_s=time.perf_counter() - t0), value.raw)
+        seconds = time.perf_counter() - t0
         unfound: list[str] = []
-        run.output = checked(value, chunk, title, True, unfound)
-        out.append((run, unfound))
+        out.append((checked(value, chunk, title, True, unfound), seconds, unfound))
     return out
 
 
@@ -330,8 +330,9 @@ def _run_offline_processes(
     tasks = ((batch, params.max_triples_per_chunk) for batch in batches)
     try:
         with ProcessPool(offline_processes(params, len(items))) as pool:
-            for results in pool.map(_extract_offline_batch, tasks, cancel):
-                for run, unfound in results:
+            for batch, results in zip(batches, pool.map(_extract_offline_batch, tasks, cancel)):
+                for (chunk, _), (output, seconds, unfound) in zip(batch, results):
+                    run = _Run(chunk, output, "", Usage(latency_s=seconds), output.raw)
                     done += 1
                     res.offline_unfound += unfound
                     if reasoner.ledger is not None:  # as Reasoner.run records an offline call
