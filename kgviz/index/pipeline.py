@@ -384,8 +384,8 @@ def _embed_stage(
     batch: list[tuple[str, str]] = []
     done = 0
     t0 = time.perf_counter()
-    with embed_processes(reasoner.embedder, params.workers, total) as pool:  # par6: both cores (issue 29)
-        # par6: with worker processes a flush hands them EMBED_BLOCK_BATCHES batches at once
+    with embed_processes(reasoner.embedder, params.workers, total) as pool:  # both cores (issue 29)
+        # with worker processes a flush hands them EMBED_BLOCK_BATCHES batches at once
         block = params.embed_batch_size * (EMBED_BLOCK_BATCHES if pool is not None else 1)
 
         def flush() -> None:

@@ -9,9 +9,9 @@ Why not ``multiprocessing``: "fork" copies a threaded process (the app runs in S
 threaded server; Kùzu has its own threads), and a lock held by another thread at that moment stays
 held in the child; "spawn" and "forkserver" run the ``__main__`` script again in every worker,
 and a script that builds at its top level then opens the database a second time. A worker here
-is started by ``subprocess`` (fork + exec, nothing of the parent carried over) and imports only
-what the pickled task names. Tasks and replies are pickles over the worker's stdin and stdout;
-the worker's own prints go to stderr.
+is started by ``subprocess`` (its child runs no Python code between fork and exec, so nothing of
+this process is carried over) and imports only what the pickled task names. Tasks and replies
+are pickles over the worker's stdin and stdout; the worker's own prints go to stderr.
 
 Each worker has at most one task at a time (so neither side can block on a full pipe while the
 other waits); the tasks go round the workers in turn and the results are read back in the same

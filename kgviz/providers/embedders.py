@@ -146,9 +146,8 @@ class HashingEmbedder:
         known = self._features  # feature -> _codes, remembered
         codes = list(map(known.get, keys))
         if None in codes:
-            missing = [k for k, c in zip(keys, codes) if c is None]
-            fresh = dict.fromkeys(missing)  # each once, in order
-            fresh.update(zip(fresh, self._codes(list(fresh))))
+            missing = list(dict.fromkeys(k for k, c in zip(keys, codes) if c is None))  # each once, in order
+            fresh = dict(zip(missing, self._codes(missing)))
             codes = [fresh[k] if c is None else c for k, c in zip(keys, codes)]
             if len(known) + len(fresh) > _FEATURE_CACHE_MAX:
                 known.clear()  # only a speed-up: losing it changes no vector
