@@ -38,3 +38,11 @@ def failing_extract_batch(items: list, max_triples: int) -> list:
     if any(chunk.ord == 1 for chunk, _ in items):
         raise ValueError(f"the extractor broke on {items[0][0].id}")
     return _extract_offline_batch(items, max_triples)
+
+
+def slow_extract_batch(items: list, max_triples: int) -> list:
+    """kgviz.index.extract._extract_offline_batch, 0.3 s a batch: a test can kill the build mid-way."""
+    from kgviz.index.extract import _extract_offline_batch
+
+    time.sleep(0.3)
+    return _extract_offline_batch(items, max_triples)
