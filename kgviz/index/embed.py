@@ -21,9 +21,9 @@ from kgviz.providers.embedders import HashingEmbedder
 
 MAX_EMBED_CHARS = 8000  # ours: embedders truncate anyway; this keeps hashing cost bounded
 # ours: from this many texts on, a hashing embedding uses worker processes. Two workers start and
-# answer a first task in ~0.6 s on this machine, and one process hashes ~2,800 HotpotQA passages/s
-# (at load 6; short entity and triple texts several times more), so far below this the start
-# costs more than the second core gives.
+# answer a first task in 0.4-0.6 s on this machine (numpy's import), and one process hashes
+# ~2,500 HotpotQA passages/s (load 5; short entity and triple texts several times more), so far
+# below this the start costs more than the second core gives.
 EMBED_PROCESS_MIN_TEXTS = 10_000
 
 # ours: batches handed to worker processes per call when a caller streams its texts (the embed

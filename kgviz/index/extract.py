@@ -33,7 +33,8 @@ from kgviz.errors import BuildCancelled
 from kgviz.facts.parse import parse_triples
 from kgviz.facts.triples import ExtractionOutput
 from kgviz.index.ask import FATAL, ask
-from kgviz.index.ground import PROMPT_EXAMPLE, ground_output
+from kgviz.index.ground import PROMPT_EXAMPLE
+from kgviz.index.offline_batch import checked, extract_offline_batch
 from kgviz.index.processes import ProcessPool, process_count
 from kgviz.graph import writes
 from kgviz.graph.rows import ExtractionRow
@@ -51,7 +52,9 @@ MAX_LISTED_REJECTIONS = 200  # ours: rejected facts named in the report; the cou
 # The offline extractor is pure Python, so threads share one core (the GIL): from this many
 # chunks on, an offline build extracts in worker processes, one per core up to ``workers``, each
 # given OFFLINE_BATCH chunks at a time (ours; issue 29: extraction was the largest stage of a
-# 10k-passage offline build). Below it, starting the processes costs more than they save.
+# 10k-passage offline build). Two workers answer their first batch after 0.3-0.4 s (they import
+# kgviz.index.offline_batch only) and one extracts ~550 HotpotQA passages/s; well below this the
+# start costs more than the second core gives.
 OFFLINE_PROCESS_MIN_CHUNKS = 2000
 OFFLINE_BATCH = 200
 
@@ -112,18 +115,6 @@ class ExtractResult:
             report.warnings.append(f"the offline extractor wrote {len(self.offline_unfound)} fact(s) with a name the "
                                    f"grounding check does not find in the chunk (kept): "
                                    + "; ".join(self.offline_unfound[:3]))
-
-
-def checked(out: ExtractionOutput, chunk: Chunk, title: str, offline: bool,
-            unfound: list[str] | None = None) -> ExtractionOutput:
-    """``out`` with the facts that are not in the chunk left out (see the module docstring); an
-    offline output is kept whole and what the check could not find is appended to ``unfound``."""
-    grounded = ground_output(out, chunk.text, title)
-    if not offline:
-        return grounded
-    if unfound is not None:
-        unfound += [f"{chunk.id}: {r.describe()}" for r in grounded.rejected]
-    return out
 
 
 @dataclass
@@ -289,20 +280,6 @@ def _run_pool(
         )
 
 
-def _extract_offline_batch(items: list[tuple[Chunk, str]], max_triples: int) -> list[tuple[ExtractionOutput, float, list[str]]]:
-    """In a worker process: for each (chunk, title), what ``_extract_one`` and the grounding check
-    give offline, the seconds it took, and the facts the check could not find (``checked``'s
-    ``unfound``). The chunk itself is not sent back: the caller has it."""
-    out = []
-    for chunk, title in items:
-        t0 = time.perf_counter()
-        value = extract_offline(chunk.text, max_triples, title)
-        seconds = time.perf_counter() - t0
-        unfound: list[str] = []
-        out.append((checked(value, chunk, title, True, unfound), seconds, unfound))
-    return out
-
-
 def _run_offline_processes(
     store: GraphStore,
     reasoner: Reasoner,
@@ -330,7 +307,7 @@ def _run_offline_processes(
     tasks = ((batch, params.max_triples_per_chunk) for batch in batches)
     try:
         with ProcessPool(offline_processes(params, len(items))) as pool:
-            for batch, results in zip(batches, pool.map(_extract_offline_batch, tasks, cancel)):
+            for batch, results in zip(batches, pool.map(extract_offline_batch, tasks, cancel)):
                 for (chunk, _), (output, seconds, unfound) in zip(batch, results):
                     run = _Run(chunk, output, "", Usage(latency_s=seconds), output.raw)
                     done += 1

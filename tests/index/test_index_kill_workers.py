@@ -42,7 +42,7 @@ CHILD = textwrap.dedent(
 
     extract.OFFLINE_PROCESS_MIN_CHUNKS = 3
     extract.OFFLINE_BATCH = 1
-    extract._extract_offline_batch = worker_tasks.slow_extract_batch
+    extract.extract_offline_batch = worker_tasks.slow_extract_batch
     embed.EMBED_PROCESS_MIN_TEXTS = 3
     emb = HashingEmbedder(64)
     store = GraphStore.open({db!r}, embedder_id=emb.id, dim=emb.dim)

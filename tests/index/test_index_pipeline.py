@@ -369,7 +369,7 @@ def test_an_extraction_worker_error_stops_the_build_with_it_and_a_rerun_resumes(
 
     monkeypatch.setattr(extract, "OFFLINE_PROCESS_MIN_CHUNKS", 3)
     monkeypatch.setattr(extract, "OFFLINE_BATCH", 1)
-    monkeypatch.setattr(extract, "_extract_offline_batch", worker_tasks.failing_extract_batch)
+    monkeypatch.setattr(extract, "extract_offline_batch", worker_tasks.failing_extract_batch)
     store = open_store()
     with pytest.raises(ValueError, match="the extractor broke on") as info:
         build(corpus(), store, offline(), SMALL)

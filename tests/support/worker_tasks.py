@@ -32,17 +32,17 @@ def print_and_return(x: int) -> int:
 
 
 def failing_extract_batch(items: list, max_triples: int) -> list:
-    """Stands in for kgviz.index.extract._extract_offline_batch: the second batch fails."""
-    from kgviz.index.extract import _extract_offline_batch
+    """Stands in for kgviz.index.offline_batch.extract_offline_batch: the second batch fails."""
+    from kgviz.index.offline_batch import extract_offline_batch
 
     if any(chunk.ord == 1 for chunk, _ in items):
         raise ValueError(f"the extractor broke on {items[0][0].id}")
-    return _extract_offline_batch(items, max_triples)
+    return extract_offline_batch(items, max_triples)
 
 
 def slow_extract_batch(items: list, max_triples: int) -> list:
-    """kgviz.index.extract._extract_offline_batch, 0.3 s a batch: a test can kill the build mid-way."""
-    from kgviz.index.extract import _extract_offline_batch
+    """kgviz.index.offline_batch.extract_offline_batch, 0.3 s a batch: a test can kill the build mid-way."""
+    from kgviz.index.offline_batch import extract_offline_batch
 
     time.sleep(0.3)
-    return _extract_offline_batch(items, max_triples)
+    return extract_offline_batch(items, max_triples)
