@@ -19,7 +19,7 @@ Figures per embedder:
   passages of the whole corpus with the highest cosine to the question (ties broken by passage id).
 
 ``--passages N`` uses the first N passages only. ``--against CHECKOUT`` (another kgviz checkout,
-e.g. a ``git worktree`` of an older commit) adds, for each neural spec, a before -> after
+e.g. a ``git worktree`` of an older commit) adds, for each spec (hashing too), a before -> after
 throughput comparison in this one run: the same passages are embedded by CHECKOUT's code and by
 this checkout's code, each in a fresh child process, alternating for ``--rounds`` rounds (the
 machine's load changes; both sides see the same changes). Per round and side: passages/s, the
@@ -157,7 +157,7 @@ def main() -> int:
     ap.add_argument("--questions", type=int, default=100, help="first N questions (default 100)")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a folder with corpus.jsonl and questions.jsonl")
     ap.add_argument("--passages", type=int, default=None, help="the first N passages only (default all)")
-    ap.add_argument("--against", type=Path, help="another kgviz checkout: before -> after throughput per neural spec")
+    ap.add_argument("--against", type=Path, help="another kgviz checkout: before -> after throughput per spec")
     ap.add_argument("--rounds", type=int, default=2, help="with --against: alternating rounds (default 2)")
     args = ap.parse_args()
     if args.against is not None and not (args.against / "kgviz" / "providers" / "embedders.py").is_file():
@@ -177,8 +177,7 @@ def main() -> int:
                  "cpus": os.cpu_count(), "load_avg_start": [round(x, 2) for x in os.getloadavg()]}
     if args.against is not None:
         texts = [f"{p['title']}. {p['text']}" for p in corpus]
-        doc["before_after"] = [before_after(s, texts, args.against, args.rounds) for s in specs
-                               if parse_embedder_spec(s)[0] != "hashing"]
+        doc["before_after"] = [before_after(s, texts, args.against, args.rounds) for s in specs]
     doc["embedders"] = [measure(s, corpus, questions) for s in specs]
     doc["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(doc, indent=2))

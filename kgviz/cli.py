@@ -199,7 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--chunk-tokens", type=_int_at_least(1), help="chunk size in (approximate) tokens")
     b.add_argument("--chunk-overlap", type=_int_at_least(0), help="overlap between chunks in tokens")
     b.add_argument("--workers", type=_int_at_least(1), help="concurrent extraction workers (default: $KGVIZ_WORKERS, else 4; "
-                   "use 1 for a one-slot local server such as llama-server)")
+                   "use 1 for a one-slot local server such as llama-server); offline, the worker "
+                   "processes of a large build, at most one per core (1: none)")
     b.add_argument("--no-cache", action="store_true",
                    help="bypass the LLM cache: ask the model for every chunk and store nothing")
     b.add_argument("--keep-failed", action="store_true",

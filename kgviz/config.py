@@ -16,7 +16,8 @@ Environment variables (all optional):
   FASTEMBED_CACHE_PATH  fastembed's cache, where auto looks when KGVIZ_EMBEDDER_DIR is not set
   KGVIZ_TIMEOUT_S   per-request LLM timeout in seconds, 0.1-3600  (default 60; 900 for openai-compatible on loopback)
   KGVIZ_MAX_RETRIES retries on 429 / 5xx / timeouts, 0-10               (default 3)
-  KGVIZ_WORKERS     concurrent extraction workers, 1-64                 (default 4)
+  KGVIZ_WORKERS     concurrent extraction workers, 1-64                 (default 4); offline, the
+                    worker processes of a large build, at most one per core (1: none)
   KGVIZ_MAX_FILE_MB largest accepted file in MB of 1,000,000 bytes, 0.001-2048 (default 20)
   KGVIZ_BUFFER_POOL_MB  Kùzu's buffer pool per database in MiB, 256-65536 (default 2048); a build
                     of ~100,000 passages needs more (README "Large corpora")

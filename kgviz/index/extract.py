@@ -22,12 +22,10 @@ warnings.
 """
 from __future__ import annotations
 
-import multiprocessing
-import os
 import threading
 import time
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Mapping, Sequence
 
@@ -35,7 +33,9 @@ from kgviz.errors import BuildCancelled
 from kgviz.facts.parse import parse_triples
 from kgviz.facts.triples import ExtractionOutput
 from kgviz.index.ask import FATAL, ask
-from kgviz.index.ground import PROMPT_EXAMPLE, ground_output
+from kgviz.index.ground import PROMPT_EXAMPLE
+from kgviz.index.offline_batch import checked, extract_offline_batch
+from kgviz.index.processes import ProcessPool, process_count
 from kgviz.graph import writes
 from kgviz.graph.rows import ExtractionRow
 from kgviz.graph.store import GraphStore
@@ -52,7 +52,9 @@ MAX_LISTED_REJECTIONS = 200  # ours: rejected facts named in the report; the cou
 # The offline extractor is pure Python, so threads share one core (the GIL): from this many
 # chunks on, an offline build extracts in worker processes, one per core up to ``workers``, each
 # given OFFLINE_BATCH chunks at a time (ours; issue 29: extraction was the largest stage of a
-# 10k-passage offline build). Below it, starting the processes costs more than they save.
+# 10k-passage offline build). Two workers answer their first batch after 0.3-0.4 s (they import
+# kgviz.index.offline_batch only) and one extracts ~550 HotpotQA passages/s; well below this the
+# start costs more than the second core gives.
 OFFLINE_PROCESS_MIN_CHUNKS = 2000
 OFFLINE_BATCH = 200
 
@@ -113,18 +115,6 @@ class ExtractResult:
             report.warnings.append(f"the offline extractor wrote {len(self.offline_unfound)} fact(s) with a name the "
                                    f"grounding check does not find in the chunk (kept): "
                                    + "; ".join(self.offline_unfound[:3]))
-
-
-def checked(out: ExtractionOutput, chunk: Chunk, title: str, offline: bool,
-            unfound: list[str] | None = None) -> ExtractionOutput:
-    """``out`` with the facts that are not in the chunk left out (see the module docstring); an
-    offline output is kept whole and what the check could not find is appended to ``unfound``."""
-    grounded = ground_output(out, chunk.text, title)
-    if not offline:
-        return grounded
-    if unfound is not None:
-        unfound += [f"{chunk.id}: {r.describe()}" for r in grounded.rejected]
-    return out
 
 
 @dataclass
@@ -215,10 +205,9 @@ def run_extraction(
 
 
 def offline_processes(params: BuildParams, n_chunks: int) -> int:
-    """Worker processes for an offline extraction of ``n_chunks`` (1: the thread pool instead)."""
-    if n_chunks < OFFLINE_PROCESS_MIN_CHUNKS:
-        return 1
-    return max(1, min(params.workers, os.cpu_count() or 1))
+    """Worker processes for an offline extraction of ``n_chunks`` (1: the thread pool instead):
+    one per usable core up to ``params.workers`` (KGVIZ_WORKERS / --workers)."""
+    return process_count(params.workers, n_chunks, OFFLINE_PROCESS_MIN_CHUNKS)
 
 
 def _extract_one(reasoner: Reasoner, chunk: Chunk, max_triples: int, title: str = "") -> _Run:
@@ -291,20 +280,6 @@ def _run_pool(
         )
 
 
-def _extract_offline_batch(items: list[tuple[Chunk, str]], max_triples: int) -> list[tuple[_Run, list[str]]]:
-    """In a worker process: what ``_extract_one`` and the grounding check give for each (chunk,
-    title) offline, with the facts the check could not find (``checked``'s ``unfound``)."""
-    out = []
-    for chunk, title in items:
-        t0 = time.perf_counter()
-        value = extract_offline(chunk.text, max_triples, title)
-        run = _Run(chunk, value, "", Usage(latency_s=time.perf_counter() - t0), value.raw)
-        unfound: list[str] = []
-        run.output = checked(value, chunk, title, True, unfound)
-        out.append((run, unfound))
-    return out
-
-
 def _run_offline_processes(
     store: GraphStore,
     reasoner: Reasoner,
@@ -316,33 +291,25 @@ def _run_offline_processes(
     res: ExtractResult,
     total: int,
 ) -> None:
-    """``_run_pool`` for the offline extractor, in worker processes (OFFLINE_PROCESS_MIN_CHUNKS):
+    """``_run_pool`` for the offline extractor, in worker processes (OFFLINE_PROCESS_MIN_CHUNKS;
+    kgviz.index.processes: fresh interpreters, never forks of this possibly threaded process):
     the same outputs, Extraction rows and report, since the extractor is a function of the chunk
-    text and title alone. Workers are forks of this process ("fork": they run only the extractor
-    on what they were handed, touch no database and exit without cleanup; "spawn" and
-    "forkserver" import the ``__main__`` script again in every worker, and a script that builds at
-    its top level, as benchmarks do, would then open the database a second time and fail on its
-    lock). Rows are flushed as ``_run_pool`` flushes them; a cancel stops submitting and keeps
-    what finished."""
-    workers = offline_processes(params, len(todo))
+    text and title alone and the batches come back in input order. Rows are flushed as
+    ``_run_pool`` flushes them; a cancel stops handing out batches and keeps what finished; a
+    worker's error stops the build with that error, after the rows of the batches before it are
+    written."""
     items = [(c, titles.get(c.doc_id, "")) for c in todo]
     todo.clear()
-    batches = deque(items[i:i + OFFLINE_BATCH] for i in range(0, len(items), OFFLINE_BATCH))
+    batches = [items[i:i + OFFLINE_BATCH] for i in range(0, len(items), OFFLINE_BATCH)]
     done = res.reused
-    in_flight: set[Future[list[tuple[_Run, list[str]]]]] = set()
-    pool: Executor = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
     buffer: list[dict[str, object]] = []
-    stopped = False
     last_flush = time.monotonic()
+    tasks = ((batch, params.max_triples_per_chunk) for batch in batches)
     try:
-        while batches or in_flight:
-            while not stopped and batches and len(in_flight) < 2 * workers:
-                in_flight.add(pool.submit(_extract_offline_batch, batches.popleft(), params.max_triples_per_chunk))
-            if not in_flight:
-                break
-            finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                for run, unfound in fut.result():
+        with ProcessPool(offline_processes(params, len(items))) as pool:
+            for batch, results in zip(batches, pool.map(extract_offline_batch, tasks, cancel)):
+                for (chunk, _), (output, seconds, unfound) in zip(batch, results):
+                    run = _Run(chunk, output, "", Usage(latency_s=seconds), output.raw)
                     done += 1
                     res.offline_unfound += unfound
                     if reasoner.ledger is not None:  # as Reasoner.run records an offline call
@@ -350,18 +317,16 @@ def _run_offline_processes(
                     _record(run, reasoner.mode, res, buffer, grounded=True)
                     progress(done, total, f"{run.chunk.id}: {len(run.output.triples) if run.output else 0} triples",
                              res.usage)
-            if cancel is not None and cancel.is_set():
-                stopped = True  # finish what is in flight, keep it, submit nothing new
-            due = time.monotonic() - last_flush >= params.flush_interval_s or len(buffer) >= MAX_BUFFER
-            if buffer and (stopped or (len(buffer) >= params.batch_size and due)):  # as _run_pool flushes
-                store.bulk_load_nodes("Extraction", list(buffer))
-                buffer.clear()
-                last_flush = time.monotonic()
+                due = time.monotonic() - last_flush >= params.flush_interval_s or len(buffer) >= MAX_BUFFER
+                if buffer and (pool.cancelled or (len(buffer) >= params.batch_size and due)):  # as _run_pool
+                    store.bulk_load_nodes("Extraction", list(buffer))
+                    buffer.clear()
+                    last_flush = time.monotonic()
+            cancelled = pool.cancelled
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        if buffer:
+        if buffer:  # what finished is kept, whatever stopped the loop
             store.bulk_load_nodes("Extraction", list(buffer))
-    if stopped and batches:
+    if cancelled and done < total:
         raise BuildCancelled(
             f"build cancelled after {done} of {total} chunks were extracted",
             hint="run the build again: extracted chunks are kept and skipped",

@@ -272,9 +272,9 @@ def stored_chunks(store: GraphStore) -> tuple[list[str], list[str], list[str], n
 def build_keywords(store: GraphStore, embedder: Embedder, params: KetParams, chunk_tokens: int, *,
                    ids: Sequence[str], docs: Sequence[str], texts: Sequence[str],
                    batch_size: int = 256, progress: Progress | None = None, force: bool = False,
-                   write_batch_rows: int = WRITE_BATCH_ROWS) -> tuple[dict[str, int], bool]:
+                   write_batch_rows: int = WRITE_BATCH_ROWS, workers: int = 1) -> tuple[dict[str, int], bool]:
     """Sub-chunks + keywords for the given (all stored) chunks, unless the stored layer already
-    matches them. Returns (stats, rebuilt)."""
+    matches them (``workers``: embedding processes, kgviz.index.embed). Returns (stats, rebuilt)."""
     rules = params.keyword_rules(chunk_tokens)
     sig = keyword_signature(ids, rules)
     if not force and store.get_meta(META_KEYWORD_SIGNATURE) == sig:
@@ -284,7 +284,8 @@ def build_keywords(store: GraphStore, embedder: Embedder, params: KetParams, chu
         if progress is not None:
             progress("keywords", done, total, message)
 
-    layer = build_keyword_layer(list(zip(ids, docs, texts)), embedder, rules, batch_size=batch_size, progress=relay)
+    layer = build_keyword_layer(list(zip(ids, docs, texts)), embedder, rules, batch_size=batch_size, progress=relay,
+                                workers=workers)
     write_keyword_layer(store, layer, sig, write_batch_rows)
     return layer.stats(), True
 

@@ -61,7 +61,8 @@ class KetBuild:
         t0 = time.perf_counter()
         n = len(self.new_chunks)
         self.chunk_vectors = embed_texts(self.embedder, [c.text for c in self.new_chunks], self.params.embed_batch_size,
-                                         lambda d: self.emit("knn", d, n + 1, f"embedding {d} of {n} new chunks"))
+                                         lambda d: self.emit("knn", d, n + 1, f"embedding {d} of {n} new chunks"),
+                                         workers=self.params.workers)
         self.report.usage_by_stage["knn"] = Usage(calls=-(-n // self.params.embed_batch_size),
                                                   latency_s=time.perf_counter() - t0)
         ids, _, texts, emb = stored_chunks(self.store)
@@ -127,7 +128,7 @@ class KetBuild:
             stats, rebuilt = build_keywords(
                 store, self.embedder, self.ket, self.params.chunk_tokens, ids=plan.ids,
                 docs=[c.split("#")[0] for c in plan.ids], texts=self._texts(plan),
-                batch_size=self.params.embed_batch_size, force=interrupted,
+                batch_size=self.params.embed_batch_size, force=interrupted, workers=self.params.workers,
                 write_batch_rows=self.params.write_batch_rows,
                 progress=lambda stage, d, t, msg: self.emit("ket", 2, 3, f"{msg}: {d} of {t}"))
         if interrupted:

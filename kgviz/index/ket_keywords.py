@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from kgviz.index.embed import embed_texts
+from kgviz.index.embed import embed_processes, embed_texts
 from kgviz.index.knn import term_matrix
 from kgviz.ingest.chunking import split_subchunks
 from kgviz.providers.base import Embedder
@@ -77,9 +77,10 @@ def df_limit(n_subchunks: int, rules: KeywordRules) -> int:
 
 
 def build_keyword_layer(chunks: Sequence[tuple[str, str, str]], embedder: Embedder, rules: KeywordRules, *,
-                        batch_size: int = 256, progress: Progress | None = None) -> KeywordLayer:
+                        batch_size: int = 256, progress: Progress | None = None, workers: int = 1) -> KeywordLayer:
     """Sub-chunks and keywords of ``chunks`` given as (chunk id, doc id, text). Pure apart from
-    the embedder calls (sub-chunks, then unique sentences)."""
+    the embedder calls (sub-chunks, then unique sentences; in worker processes when there are
+    many, up to ``workers``: kgviz.index.embed)."""
     layer = KeywordLayer()
     for cid, doc_id, text in chunks:
         parent = Chunk(id=cid, doc_id=doc_id, ord=0, text=text, n_tokens=0)
@@ -118,12 +119,13 @@ def build_keyword_layer(chunks: Sequence[tuple[str, str, str]], embedder: Embedd
         if progress is not None:
             progress(message, done, total)
 
-    sub_emb = embed_texts(embedder, [r["text"] for r in layer.subchunks], batch_size,
-                          lambda d: report("embedding sub-chunks", d, n_sub))
-    for row, vec in zip(layer.subchunks, sub_emb):
-        row["emb"] = vec
-    sent_emb = embed_texts(embedder, sentences, batch_size,
-                           lambda d: report("embedding sentences", d, len(sentences)))
+    with embed_processes(embedder, workers, n_sub + len(sentences)) as pool:  # one start for both
+        sub_emb = embed_texts(embedder, [r["text"] for r in layer.subchunks], batch_size,
+                              lambda d: report("embedding sub-chunks", d, n_sub), pool=pool)
+        for row, vec in zip(layer.subchunks, sub_emb):
+            row["emb"] = vec
+        sent_emb = embed_texts(embedder, sentences, batch_size,
+                               lambda d: report("embedding sentences", d, len(sentences)), pool=pool)
 
     word_sent = sent_word[:, keep].T.tocsr()  # keyword x sentence
     # sum and mean point the same way; a block of keywords at a time: every row is computed on

@@ -25,7 +25,10 @@ class BuildParams:
     chunk_overlap: int = 30
     """Tokens of trailing sentences repeated at the start of the next chunk (ours)."""
     workers: int = 4
-    """Concurrent extraction calls (ours; the provider SDKs retry 429s and 5xx themselves)."""
+    """Concurrent extraction calls (ours; the provider SDKs retry 429s and 5xx themselves). An
+    offline build's Python-bound work (pattern extraction of 2,000+ chunks, hashing embeddings of
+    10,000+ texts) runs in this many worker processes at most, one per usable core; 1 keeps it in
+    the build's process (kgviz.index.processes; the graph is the same either way)."""
     similar_docs_k: int = 3
     """K of the KG-Retriever document layer: each document links to its K most similar documents
     by embedding cosine, the weight being the cosine (KG-Retriever §3.2.1, Eq. 1). §4.1

@@ -64,7 +64,7 @@ from kgviz.index import graph_write as gw
 from kgviz.index import memory, steps
 from kgviz.index.assemble import Assembled, TripleRow, assemble, finalise
 from kgviz.index.doc_layer import build_doc_layer
-from kgviz.index.embed import document_text, embed_texts, entity_text
+from kgviz.index.embed import EMBED_BLOCK_BATCHES, document_text, embed_processes, embed_texts, entity_text
 from kgviz.index.estimate import estimate_cost
 from kgviz.index.extract import run_extraction
 from kgviz.index.ket_build import KetBuild
@@ -398,25 +398,28 @@ def _embed_stage(
     batch: list[tuple[str, str]] = []
     done = 0
     t0 = time.perf_counter()
+    with embed_processes(reasoner.embedder, params.workers, total) as pool:  # both cores (issue 29)
+        # with worker processes a flush hands them EMBED_BLOCK_BATCHES batches at once
+        block = params.embed_batch_size * (EMBED_BLOCK_BATCHES if pool is not None else 1)
 
-    def flush() -> None:
-        nonlocal done
-        matrix = embed_texts(reasoner.embedder, [text for _, text in batch], params.embed_batch_size)
-        start = 0
-        for table, group in groupby(t for t, _ in batch):  # a batch can span tables
-            n = sum(1 for _ in group)
-            spill.append(table, matrix[start:start + n])
-            start += n
-        done += len(batch)
-        batch.clear()
-        run.emit("embed", done, total, f"{done} of {total} texts")
+        def flush() -> None:
+            nonlocal done
+            matrix = embed_texts(reasoner.embedder, [text for _, text in batch], params.embed_batch_size, pool=pool)
+            start = 0
+            for table, group in groupby(t for t, _ in batch):  # a batch can span tables
+                n = sum(1 for _ in group)
+                spill.append(table, matrix[start:start + n])
+                start += n
+            done += len(batch)
+            batch.clear()
+            run.emit("embed", done, total, f"{done} of {total} texts")
 
-    for item in new.texts(with_chunks=chunk_vectors is None):
-        batch.append(item)
-        if len(batch) == params.embed_batch_size:
+        for item in new.texts(with_chunks=chunk_vectors is None):
+            batch.append(item)
+            if len(batch) == block:
+                flush()
+        if batch:
             flush()
-    if batch:
-        flush()
     run.report.usage_by_stage["embed"] = Usage(
         calls=-(-total // params.embed_batch_size), latency_s=time.perf_counter() - t0
     )

@@ -39,7 +39,7 @@ from kgviz.offline.stopwords import ENGLISH as STOPWORDS
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)  # "Curie's" -> "curie", "s": the name still matches
 STOPWORD_WEIGHT = 0.2  # ours: stopwords keep a little signal ("to be or not to be")
 MIXED_BIGRAM_WEIGHT = 0.6  # ours: "president of" says less than "united states"
-_FEATURE_CACHE_MAX = 200_000  # remembered feature slots (~40 MB) before starting over
+_FEATURE_CACHE_MAX = 200_000  # remembered feature codes (~30 MB) before starting over
 # Remembered vectors (a row depends on its text alone): a comparison embeds the same evidence
 # sentences for every method's answer step, and later questions meet the same passages again.
 _ROW_CACHE_MAX = 8_192  # rows of 768 float32 = ~25 MB, then starting over
@@ -54,28 +54,40 @@ class HashingEmbedder:
             raise ValueError(f"hashing dimension must be at least 16, got {dim}")
         self.dim = int(dim)
         self.id = f"hashing-{self.dim}"
-        self._features: dict[str, tuple[int, float]] = {}
+        self._features: dict[str, int] = {}  # feature -> its _codes value
         self._rows: dict[str, np.ndarray] = {}
 
     def __repr__(self) -> str:
         return f"HashingEmbedder(dim={self.dim})"
+
+    def __getstate__(self) -> dict[str, object]:
+        # sent to build worker processes (kgviz.index.embed): the caches are a speed-up of this
+        # process only, and would be pickled with every batch
+        return {"dim": self.dim, "id": self.id, "_features": {}, "_rows": {}}
 
     def _slot(self, feature: str) -> tuple[int, float]:
         """(column, sign) of a feature: blake2b of its UTF-8 bytes."""
         h = int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
         return h % self.dim, 1.0 if h >> 63 else -1.0
 
-    def _signed_slot(self, feature: str) -> tuple[int, float]:
-        """(column, sign x stopword factor) of a feature, remembered: a feature's term frequency
-        only scales this, so the hash and the stopword test run once per distinct feature."""
-        hit = self._features.get(feature)
-        if hit is None:
-            col, sign = self._slot(feature)
-            hit = (col, sign * self._weight(feature, 1))
-            if len(self._features) >= _FEATURE_CACHE_MAX:
-                self._features.clear()  # only a speed-up: losing it changes no vector
-            self._features[feature] = hit
-        return hit
+    def _codes(self, features: Sequence[str]) -> list[int]:
+        """column x 8 + the index in _SIGNED of (sign x stopword factor) of each feature: what
+        ``_slot`` and ``_weight(feature, 1)`` give, in one loop (a feature's term frequency only
+        scales that value, so this runs once per distinct feature while it is remembered)."""
+        dim = self.dim
+        blake2b = hashlib.blake2b
+        stop = STOPWORDS
+        codes = []
+        for feature in features:
+            h = int.from_bytes(blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
+            if " " in feature:
+                a, b = feature.split(" ", 1)
+                stops = (a in stop) + (b in stop)
+                k = 2 if stops == 2 else 4 if stops == 1 else 0  # 0.2, 0.6 or 1.0 in _SIGNED
+            else:
+                k = 2 if feature in stop else 0
+            codes.append((h % dim) * 8 + k + (0 if h >> 63 else 1))  # odd: the negative sign
+        return codes
 
     def features(self, text: str) -> Counter[str]:
         words = _WORD_RE.findall(text.lower())
@@ -114,24 +126,54 @@ class HashingEmbedder:
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         # value = sign x weight(feature, tf) = (1 + log tf) x (sign x factor): multiplying by
         # the sign (+-1) is exact, so this is bit for bit the product the weight and sign give
-        # separately; the features of a row are summed in the same order (np.bincount adds its
-        # weights in input order, as np.add.at did), so the vectors are unchanged (issue 29:
-        # the hashing embedder was a third of an offline build)
+        # separately; (1 + log tf) comes from a table made with math.log, and numpy's float64
+        # product is the IEEE one Python's is. The features of a row are summed in the same
+        # order (np.bincount adds its weights in input order, as np.add.at did), so the vectors
+        # are unchanged (issue 29: the hashing embedder was a third of an offline build; the
+        # per-feature Python loop is now one cache lookup per feature through map)
         dim = self.dim
-        flat: list[int] = []
-        vals: list[float] = []
-        signed_slot = self._signed_slot
-        log = math.log
-        for r, text in enumerate(texts):
-            base = r * dim
-            for feature, tf in self.features(text).items():
-                col, signed = signed_slot(feature)
-                flat.append(base + col)
-                vals.append(signed if tf == 1 else (1.0 + log(tf)) * signed)
+        keys: list[str] = []
+        tfs: list[int] = []
+        sizes: list[int] = []
+        for text in texts:
+            counts = self.features(text)
+            keys += counts
+            tfs += counts.values()
+            sizes.append(len(counts))
         n = len(texts)
-        out = np.bincount(np.asarray(flat, dtype=np.int64), weights=np.asarray(vals, dtype=np.float64),
-                          minlength=n * dim).reshape(n, dim) if flat else np.zeros((n, dim), dtype=np.float64)
-        return l2_normalise(out)
+        if not keys:
+            return l2_normalise(np.zeros((n, dim), dtype=np.float64))
+        known = self._features  # feature -> _codes, remembered
+        codes = list(map(known.get, keys))
+        if None in codes:
+            missing = list(dict.fromkeys(k for k, c in zip(keys, codes) if c is None))  # each once, in order
+            fresh = dict(zip(missing, self._codes(missing)))
+            codes = [fresh[k] if c is None else c for k, c in zip(keys, codes)]
+            if len(known) + len(fresh) > _FEATURE_CACHE_MAX:
+                known.clear()  # only a speed-up: losing it changes no vector
+            known.update(fresh)
+        coded = np.asarray(codes, dtype=np.int64)
+        tf = np.asarray(tfs, dtype=np.int64)
+        vals = _tf_scale(int(tf.max()))[tf] * _SIGNED_VALUES[coded & 7]
+        flat = np.repeat(np.arange(n, dtype=np.int64) * dim, sizes) + (coded >> 3)
+        return l2_normalise(np.bincount(flat, weights=vals, minlength=n * dim).reshape(n, dim))
+
+
+# (sign x stopword factor) of a feature: the sign is +-1 and _weight(feature, 1) is exactly the factor
+_SIGNED = (1.0, -1.0, STOPWORD_WEIGHT, -STOPWORD_WEIGHT, MIXED_BIGRAM_WEIGHT, -MIXED_BIGRAM_WEIGHT)
+_SIGNED_VALUES = np.array(_SIGNED + (0.0, 0.0), dtype=np.float64)
+_TF_SCALE = np.array([0.0, 1.0], dtype=np.float64)  # [tf] = 1 + log(tf), grown on demand
+
+
+def _tf_scale(max_tf: int) -> np.ndarray:
+    """1 + math.log(tf) for tf up to ``max_tf`` (index 0 unused), the values _weight uses."""
+    global _TF_SCALE
+    table = _TF_SCALE  # shared by threads: a reader keeps the table it took
+    if max_tf >= len(table):
+        size = max(max_tf + 1, 2 * len(table))
+        table = np.array([0.0] + [1.0 + math.log(t) for t in range(1, size)], dtype=np.float64)
+        _TF_SCALE = table
+    return table
 
 
 def l2_normalise(matrix: np.ndarray) -> np.ndarray:

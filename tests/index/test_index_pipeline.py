@@ -326,6 +326,64 @@ def test_a_cancel_stops_the_worker_processes_and_keeps_what_finished(open_store,
     assert again.reused_extractions == kept and again.counts == build(corpus(), open_store("clean"), offline(), SMALL).counts
 
 
+def _vectors(store: GraphStore, folder: Path) -> dict[str, object]:
+    """Every stored vector by id, and the exact search's vector files byte for byte."""
+    out: dict[str, object] = {t: sorted((r["id"], np.asarray(r["emb"], np.float32).tobytes()) for r in store.query(
+        f"MATCH (n:{t}) RETURN n.id AS id, n.emb AS emb")) for t in ("Document", "Chunk", "Entity", "Triple")}
+    out["keywords"] = sorted((r["id"], np.asarray(r["emb"], np.float32).tobytes()) for r in store.query(
+        "MATCH (k:Keyword) RETURN k.id AS id, k.emb AS emb"))
+    out["subchunks"] = sorted((r["id"], np.asarray(r["emb"], np.float32).tobytes()) for r in store.query(
+        "MATCH (s:SubChunk) RETURN s.id AS id, s.emb AS emb"))
+    out["files"] = {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+    return out
+
+
+def test_a_build_with_every_pool_forced_on_equals_the_one_process_build(open_store, tmp_path, monkeypatch) -> None:
+    """workers = 1 keeps the build in one process; with the worker processes forced on for the
+    extraction and every hashing embedding (knn, embed and ket stages), the graph, its vectors
+    and the vector files are the same bit for bit (issue 29)."""
+    from dataclasses import replace
+
+    from kgviz.graph import vector_file
+    from kgviz.index import embed, extract, processes
+
+    started: list[int] = []
+    real_init = processes.ProcessPool.__init__
+    monkeypatch.setattr(processes.ProcessPool, "__init__", lambda self, n: started.append(n) or real_init(self, n))
+    one = build(corpus(), open_store("one"), offline(), replace(SMALL, workers=1))
+    assert started == []
+    monkeypatch.setattr(extract, "OFFLINE_PROCESS_MIN_CHUNKS", 3)
+    monkeypatch.setattr(embed, "EMBED_PROCESS_MIN_TEXTS", 3)
+    monkeypatch.setattr(embed, "EMBED_BLOCK_BATCHES", 2)
+    pooled = build(corpus(), open_store("pooled"), offline(), replace(SMALL, workers=2, embed_batch_size=5))
+    assert started == [2] * 4  # knn, extract, embed, ket (sub-chunks and sentences share one)
+    assert _graph_rows(open_store("pooled")) == _graph_rows(open_store("one"))
+    assert pooled.counts == one.counts and pooled.ket["keywords"] == one.ket["keywords"]
+    assert _vectors(open_store("pooled"), tmp_path / "pooled" / vector_file.VECTOR_DIR) == \
+        _vectors(open_store("one"), tmp_path / "one" / vector_file.VECTOR_DIR)
+
+
+def test_an_extraction_worker_error_stops_the_build_with_it_and_a_rerun_resumes(open_store, monkeypatch) -> None:
+    from tests.support import worker_tasks
+    from kgviz.index import extract
+
+    monkeypatch.setattr(extract, "OFFLINE_PROCESS_MIN_CHUNKS", 3)
+    monkeypatch.setattr(extract, "OFFLINE_BATCH", 1)
+    monkeypatch.setattr(extract, "extract_offline_batch", worker_tasks.failing_extract_batch)
+    store = open_store()
+    with pytest.raises(ValueError, match="the extractor broke on") as info:
+        build(corpus(), store, offline(), SMALL)
+    assert any("in a build worker process" in note for note in info.value.__notes__)
+    kept = len(store.query("MATCH (x:Extraction) RETURN x.chunk_id"))
+    assert kept >= 1  # the batches before the failing one were written
+    monkeypatch.undo()
+    again = build(corpus(), store, offline(), SMALL)
+    assert again.reused_extractions == kept
+    clean = open_store("clean")
+    build(corpus(), clean, offline(), SMALL)
+    assert _graph_rows(store) == _graph_rows(clean)
+
+
 def test_a_first_build_writes_the_vector_files_from_its_own_vectors(open_store, tmp_path, monkeypatch) -> None:
     """The index stage writes the exact search's vector files from the vectors the build just
     loaded, not by reading every vector back out of Kùzu (issue 29), and they are the files the

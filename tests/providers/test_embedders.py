@@ -307,3 +307,28 @@ def test_hashing_vectors_equal_the_reference_algorithm_bit_for_bit() -> None:
         emb = HashingEmbedder(dim)
         got = np.concatenate([emb.embed(texts[:5]), emb.embed(texts[5:])])  # the cache warm for the second call
         assert got.tobytes() == _reference_hashing(texts, dim).tobytes()
+
+
+def test_hashing_feature_codes_are_the_slot_sign_and_stopword_factor() -> None:
+    """``_codes`` (the embedder's one loop over new features) gives what ``_slot`` and
+    ``_weight(feature, 1)`` define, for unigrams and bigrams with 0, 1 and 2 stopwords."""
+    from kgviz.providers.embedders import _SIGNED
+
+    emb = HashingEmbedder(768)
+    features = ["bridge", "the", "of the", "bridge of", "of bridge", "orrin bridge", "ünïcode", "1881", "curie s"]
+    features += [" ".join(p) for p in zip(features, reversed(features))]
+    for feature, code in zip(features, emb._codes(features)):
+        col, sign = emb._slot(feature)
+        assert code >> 3 == col and _SIGNED[code & 7] == sign * emb._weight(feature, 1), feature
+    assert {(c & 7) >> 1 for c in emb._codes(features)} == {0, 1, 2}  # factors 1.0, 0.2 and 0.6 all met
+
+
+def test_hashing_gives_the_same_rows_whatever_its_feature_cache_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kgviz.providers.embedders as embedders
+
+    texts = [f"the bridge of {i % 9} towns and the towns of {i % 4} bridges, {i}" for i in range(300)]
+    whole = HashingEmbedder(64)._embed(texts)
+    monkeypatch.setattr(embedders, "_FEATURE_CACHE_MAX", 40)  # cleared again and again
+    small = HashingEmbedder(64)
+    assert np.concatenate([small._embed(texts[i:i + 7]) for i in range(0, 300, 7)]).tobytes() == whole.tobytes()
+    assert len(small._features) <= 40 + 7 * 30
