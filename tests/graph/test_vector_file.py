@@ -12,6 +12,7 @@ import kgviz.graph.search as search_module
 from kgviz.errors import DiskFullError
 from kgviz.graph import vector_file
 from kgviz.graph.store import GraphStore
+from tests.support.arrays import mapped
 
 DIM = 16
 
@@ -242,18 +243,6 @@ def test_column_ranges_cut_into_pieces_give_the_same_copy() -> None:
         assert np.array_equal(np.concatenate([p[k] for p in pieces]), whole[0][k])
 
 
-def mapped(array: np.ndarray) -> bool:
-    """Whether ``array`` is a view of a memory-mapped file (not a copy in memory)."""
-    import mmap
-
-    base: object = array
-    while base is not None:
-        if isinstance(base, (np.memmap, mmap.mmap)):
-            return True
-        base = getattr(base, "base", None)
-    return False
-
-
 def csc_files(ws: Path) -> dict[str, Path]:
     return {p.name: p for p in (ws / vector_file.VECTOR_DIR).glob("Entity.csc.*")}
 
@@ -267,6 +256,17 @@ def open_sparse(tmp_path: Path, n: int = 400) -> tuple[GraphStore, np.ndarray]:
 
 def top(store: GraphStore, emb: np.ndarray) -> list[list[tuple[str, float]]]:
     return [store.vector_search("Entity", emb[i], 7) for i in (0, 17, 123, 399)]
+
+
+def stored_sparse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[np.ndarray, list[list[tuple[str, float]]]]:
+    """A sparse table whose CSC copy the index stage stored, closed: (its vectors, the top hits)."""
+    monkeypatch.setattr(search_module, "SPARSE_SEARCH_MIN_ROWS", 100)
+    store, emb = open_sparse(tmp_path)
+    try:
+        search_module.prepare_exact_search(store, "Entity")
+        return emb, top(store, emb)
+    finally:
+        store.close()
 
 
 def test_the_csc_copy_is_stored_at_build_time_and_mapped_by_the_next_process(
@@ -342,13 +342,7 @@ def test_rewriting_the_rows_removes_their_csc_copy_first(tmp_path: Path) -> None
 @pytest.mark.parametrize("damage", ["truncated data", "indptr of another shape", "meta not json", "indptr out of order"])
 def test_a_damaged_csc_copy_is_made_again_with_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         caplog: pytest.LogCaptureFixture, damage: str) -> None:
-    monkeypatch.setattr(search_module, "SPARSE_SEARCH_MIN_ROWS", 100)
-    store, emb = open_sparse(tmp_path)
-    try:
-        search_module.prepare_exact_search(store, "Entity")
-        first = top(store, emb)
-    finally:
-        store.close()
+    emb, first = stored_sparse(tmp_path, monkeypatch)
     files = csc_files(tmp_path / "ws")
     if damage == "truncated data":
         raw = files["Entity.csc.data.npy"].read_bytes()
@@ -377,13 +371,7 @@ def test_a_damaged_csc_copy_is_made_again_with_a_warning(tmp_path: Path, monkeyp
 def test_a_workspace_without_a_csc_copy_still_answers_and_gets_one(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A workspace built before the copy was stored: its first search makes it, once."""
-    monkeypatch.setattr(search_module, "SPARSE_SEARCH_MIN_ROWS", 100)
-    store, emb = open_sparse(tmp_path)
-    try:
-        search_module.prepare_exact_search(store, "Entity")
-        first = top(store, emb)
-    finally:
-        store.close()
+    emb, first = stored_sparse(tmp_path, monkeypatch)
     for p in csc_files(tmp_path / "ws").values():
         p.unlink()
     store = GraphStore.open(tmp_path / "ws")

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.support.arrays import mapped as is_mapped
 from tests.support.fixture_graph import FixtureGraph, build_fixture_graph
 
 from kgviz.graph import reads
@@ -126,18 +127,6 @@ def _same_view(a: ket_cache.KeywordView, b: ket_cache.KeywordView) -> None:
             assert not sp.issparse(y) and x.dtype == y.dtype and np.array_equal(x, y), name
 
 
-def _mapped(array: np.ndarray) -> bool:
-    """Whether ``array`` is a view of a memory-mapped file."""
-    import mmap
-
-    base: object = array
-    while base is not None:
-        if isinstance(base, (np.memmap, mmap.mmap)):
-            return True
-        base = getattr(base, "base", None)
-    return False
-
-
 @pytest.fixture()
 def ket_graph(tmp_path: Path):
     kg = build_fixture_graph(tmp_path / "ws", HashingEmbedder())
@@ -168,7 +157,7 @@ def test_the_keyword_view_is_stored_once_and_mapped_by_the_next_process(ket_grap
         mapped = ket_cache.keyword_view(ket_graph.store)
     assert mapped is not None and mapped is not made
     _same_view(mapped, reference)
-    assert _mapped(mapped.kw_matrix.data) and _mapped(mapped.sub_matrix.indices) and not _mapped(reference.kw_matrix.data)
+    assert is_mapped(mapped.kw_matrix.data) and is_mapped(mapped.sub_matrix.indices) and not is_mapped(reference.kw_matrix.data)
     # the product a question makes: bit for bit the one of the view made from the graph
     from kgviz.graph.search import row_scores
 
