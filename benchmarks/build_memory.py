@@ -132,6 +132,17 @@ def instrument(rec: Recorder) -> None:
     wrap("bulk_load_nodes", lambda table, rows, **kw: f"nodes {table}")
     wrap("copy_edges_into_empty", lambda rel, batches, scratch, **kw: f"edges {rel} {kw['from_table']}->{kw['to_table']}")
     wrap("bulk_load_rels", lambda rel, rows, **kw: f"edges(batch) {rel}")
+    wrap("ensure_fts_index", lambda table="Chunk", *a, **kw: f"fts index {table}")
+    # the index stage's vector files and CSC copies, a table at a time
+    from kgviz.graph import search
+
+    prepare = search.prepare_exact_search
+
+    def prepare_labelled(store: Any, table: str, *args: Any, **kwargs: Any) -> Any:
+        with rec.span(rec.steps, f"vector files {table}"):
+            return prepare(store, table, *args, **kwargs)
+
+    search.prepare_exact_search = prepare_labelled  # type: ignore[assignment]
 
 
 def _is_vector(arrow_type: Any) -> bool:
