@@ -235,8 +235,10 @@ def write_keyword_layer(store: GraphStore, layer: KeywordLayer, signature: str,
             store.bulk_load_rels("SUB_CHUNK_OF", rows, from_table="SubChunk", to_table="Chunk")
         for rows in batches(layer.keywords, batch_rows):
             store.bulk_load_nodes("Keyword", rows)
-        for rows in batches(layer.has_keyword, batch_rows):
-            store.bulk_load_rels("HAS_KEYWORD", rows, from_table="SubChunk", to_table="Keyword")
+        links = layer.has_keyword
+        for start in range(0, len(links), batch_rows):
+            store.bulk_load_rels("HAS_KEYWORD", links.table(start, start + batch_rows),
+                                 from_table="SubChunk", to_table="Keyword")
         store.set_meta(META_KEYWORD_SIGNATURE, signature)
 
 

@@ -24,9 +24,10 @@ their product for sub-chunks x words; keyword embeddings are one sparse x dense 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
+import pyarrow as pa
 import scipy.sparse as sp
 
 from kgviz.index.embed import embed_processes, embed_texts
@@ -51,13 +52,39 @@ class KeywordRules:
 
 
 @dataclass
+class KeywordLinks:
+    """HAS_KEYWORD edges as two index arrays (sub-chunk row, keyword row), sorted by sub-chunk
+    then keyword, instead of a dict per edge: at 100,000 passages there are millions of edges, and
+    their dicts were most of a gigabyte held while the keyword layer is written (issue 29).
+    Iterating gives the edge rows ({"from": sub-chunk id, "to": keyword id}); ``table`` a slice
+    of them as the Arrow table the bulk loader takes."""
+
+    sub_ids: list[str] = field(default_factory=list)
+    keyword_ids: list[str] = field(default_factory=list)
+    sub: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    kw: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    def __len__(self) -> int:
+        return int(self.sub.size)
+
+    def __iter__(self) -> Iterator[dict[str, str]]:
+        for r, c in zip(self.sub.tolist(), self.kw.tolist()):
+            yield {"from": self.sub_ids[r], "to": self.keyword_ids[c]}
+
+    def table(self, start: int, stop: int) -> pa.Table:
+        sub, kw = self.sub[start:stop].tolist(), self.kw[start:stop].tolist()
+        return pa.table({"from": pa.array([self.sub_ids[r] for r in sub], pa.string()),
+                         "to": pa.array([self.keyword_ids[c] for c in kw], pa.string())})
+
+
+@dataclass
 class KeywordLayer:
     """Rows ready for the store's bulk loaders, plus counts for the build report."""
 
     subchunks: list[dict[str, Any]] = field(default_factory=list)
     sub_chunk_of: list[dict[str, str]] = field(default_factory=list)
     keywords: list[dict[str, Any]] = field(default_factory=list)
-    has_keyword: list[dict[str, str]] = field(default_factory=list)
+    has_keyword: KeywordLinks = field(default_factory=KeywordLinks)
     n_sentences: int = 0
     n_words: int = 0  # distinct non-stop words of length >= min_word_len
     n_dropped_common: int = 0  # words over the document-frequency limit
@@ -147,6 +174,6 @@ def build_keyword_layer(chunks: Sequence[tuple[str, str, str]], embedder: Embedd
 
     kept = sub_word[:, keep].tocoo()
     order = np.lexsort((kept.col, kept.row))
-    for r, c in zip(kept.row[order].tolist(), kept.col[order].tolist()):
-        layer.has_keyword.append({"from": layer.subchunks[r]["id"], "to": layer.keywords[c]["id"]})
+    layer.has_keyword = KeywordLinks([r["id"] for r in layer.subchunks], [k["id"] for k in layer.keywords],
+                                     kept.row[order].astype(np.int64), kept.col[order].astype(np.int64))
     return layer

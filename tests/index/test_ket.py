@@ -235,6 +235,23 @@ def test_keyword_layer_nodes_descriptions_and_mean_embeddings() -> None:
         assert np.isclose(np.linalg.norm(r["emb"]), 1.0, atol=1e-5)
 
 
+def test_keyword_links_are_index_arrays_whose_rows_and_tables_agree() -> None:
+    """HAS_KEYWORD edges are kept as two index arrays (issue 29: a dict per edge was most of a
+    gigabyte at 100k passages): iterating them gives the edge rows sorted by sub-chunk then
+    keyword, and the Arrow slices the writer loads, put together, are the same rows."""
+    rules = KeywordRules(tau=1, keyword_df_floor=20)
+    layer = build_keyword_layer(CHUNKS, EMB, rules)
+    rows = list(layer.has_keyword)
+    assert len(rows) == len(layer.has_keyword) > 0
+    position = {r["id"]: i for i, r in enumerate(layer.subchunks)}
+    kw_position = {k["id"]: i for i, k in enumerate(layer.keywords)}
+    keys = [(position[e["from"]], kw_position[e["to"]]) for e in rows]
+    assert keys == sorted(set(keys))  # by sub-chunk, then keyword; no repeats
+    sliced = [layer.has_keyword.table(start, start + 7).to_pylist() for start in range(0, len(rows), 7)]
+    assert [e for part in sliced for e in part] == rows
+    assert layer.has_keyword.table(len(rows), len(rows) + 7).num_rows == 0
+
+
 def test_keyword_layer_drops_common_words_and_caps_descriptions() -> None:
     chunks = [(f"d{i}#c0", f"d{i}", f"Common words everywhere here. Item number{i} is unique to chunk{i}.")
               for i in range(12)]
