@@ -48,7 +48,8 @@ def count_nodes(store: GraphStore, table: str) -> int:
 
 _COUNT_NODES = {t: f"MATCH (n:{t}) RETURN count(n) AS n" for t in
                 ("Document", "Chunk", "Entity", "Triple", "Keyword", "SubChunk", "Description")}
-_COUNT_RELS = {r: f"MATCH ()-[r:{r}]->() RETURN count(r) AS n" for r in ("KNN", "HAS_KEYWORD")}
+_COUNT_RELS = {r: f"MATCH ()-[r:{r}]->() RETURN count(r) AS n" for r in
+               ("KNN", "HAS_KEYWORD", "HAS_CHUNK", "MENTIONS", "SUBJ", "OBJ", "FROM_CHUNK", "RELATED", "SIMILAR_DOC")}
 
 
 def count_rels(store: GraphStore, rel: str) -> int:
@@ -244,10 +245,16 @@ def entity_names_all(store: GraphStore) -> list[EntityNameRow]:
     return typed(EntityNameRow, store.query("MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.aliases AS aliases"))
 
 
+Q_ENTITY_NAMES = "MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.aliases AS aliases"
+
+
 def entity_names_table(store: GraphStore) -> pa.Table:
     """Every entity: id, name, aliases (arrow: ``entity_names_all`` made one dict per row, a
-    third of KET's name index at 10,000 passages)."""
-    return store.query_arrow("MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.aliases AS aliases")
+    third of KET's name index at 10,000 passages); stored in the workspace as part of the read
+    model (``kgviz.graph.read_model``)."""
+    from kgviz.graph import read_model  # it counts rows with the functions above
+
+    return read_model.table(store, Q_ENTITY_NAMES)
 
 
 def triple_facts_all(store: GraphStore) -> list[TripleFactRow]:
