@@ -96,10 +96,10 @@ def _metadata(key: str, query: str, rows: int) -> dict[bytes, bytes]:
 
 def _load(path: Path, key: str, query: str) -> pa.Table | None:
     """The table stored at ``path``, memory-mapped; None when there is none or it is damaged."""
+    if not path.is_file():  # none stored (or no folder to hold one)
+        return None
     try:
         source = pa.memory_map(str(path), "r")
-    except FileNotFoundError:
-        return None
     except OSError as err:
         log.warning("%s: the stored read-model table cannot be opened (%s); it is read from the graph again", path, err)
         return None
