@@ -33,14 +33,15 @@ from pathlib import Path
 import pyarrow as pa
 
 from kgviz.errors import DiskFullError
-from kgviz.graph import reads, vector_file
+from kgviz.graph import vector_file
 from kgviz.graph.protocol import GraphStore
 
 FOLDER = "read_model"
 FORMAT = 1
 META_FIELD = b"kgviz.read_model"
 KEY_DERIVED = "graph.read_model_key"
-# the tables the read model's statements read; their row counts are part of the key
+# the tables the read model's statements read (fixed names of the schema, the only text put into
+# the count statements below); their row counts are part of the key
 COUNTED_NODES = ("Document", "Chunk", "SubChunk", "Entity", "Triple")
 COUNTED_RELS = ("HAS_CHUNK", "MENTIONS", "SUBJ", "OBJ", "FROM_CHUNK", "RELATED", "SIMILAR_DOC")
 log = logging.getLogger(__name__)
@@ -55,7 +56,8 @@ def _key(store: GraphStore) -> str | None:
     token = store.graph_version()
     if token is None:
         return None
-    counts = {t: reads.count_nodes(store, t) for t in COUNTED_NODES} | {r: reads.count_rels(store, r) for r in COUNTED_RELS}
+    counts = {t: int(store.query(f"MATCH (n:{t}) RETURN count(n) AS n")[0]["n"]) for t in COUNTED_NODES}
+    counts |= {r: int(store.query(f"MATCH ()-[r:{r}]->() RETURN count(r) AS n")[0]["n"]) for r in COUNTED_RELS}
     text = json.dumps({"format": FORMAT, "token": token, "counts": counts}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 

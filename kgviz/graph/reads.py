@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kgviz.graph import read_model
 from kgviz.graph.batching import id_list_statements
 from kgviz.graph.protocol import GraphStore
 from kgviz.graph.rows import (
@@ -48,8 +49,7 @@ def count_nodes(store: GraphStore, table: str) -> int:
 
 _COUNT_NODES = {t: f"MATCH (n:{t}) RETURN count(n) AS n" for t in
                 ("Document", "Chunk", "Entity", "Triple", "Keyword", "SubChunk", "Description")}
-_COUNT_RELS = {r: f"MATCH ()-[r:{r}]->() RETURN count(r) AS n" for r in
-               ("KNN", "HAS_KEYWORD", "HAS_CHUNK", "MENTIONS", "SUBJ", "OBJ", "FROM_CHUNK", "RELATED", "SIMILAR_DOC")}
+_COUNT_RELS = {r: f"MATCH ()-[r:{r}]->() RETURN count(r) AS n" for r in ("KNN", "HAS_KEYWORD")}
 
 
 def count_rels(store: GraphStore, rel: str) -> int:
@@ -252,8 +252,6 @@ def entity_names_table(store: GraphStore) -> pa.Table:
     """Every entity: id, name, aliases (arrow: ``entity_names_all`` made one dict per row, a
     third of KET's name index at 10,000 passages); stored in the workspace as part of the read
     model (``kgviz.graph.read_model``)."""
-    from kgviz.graph import read_model  # it counts rows with the functions above
-
     return read_model.table(store, Q_ENTITY_NAMES)
 
 
