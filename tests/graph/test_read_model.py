@@ -217,3 +217,17 @@ def test_no_version_that_can_be_recorded_stores_nothing(ws: Path, kuzu_reads: li
     assert _folders(ws) == []
     with GraphStore.open(ws) as s:
         assert _reads(s) == first
+
+
+def test_tables_of_another_version_are_never_used(ws: Path, kuzu_reads: list[str]) -> None:
+    """A process killed in the middle of a write leaves the new token on disk and rows (Kùzu's
+    WAL) that may count the same as before: the tables stored under the old token stay unused."""
+    with GraphStore.open(ws) as s:
+        _reads(s)
+        old = _folders(ws)
+    (ws / VERSION_FILENAME).write_text(json.dumps({"format": 1, "token": "0" * 32}))
+    kuzu_reads.clear()
+    with GraphStore.open(ws) as s:
+        assert s.graph_version() == "0" * 32
+        _reads(s)
+    assert set(kuzu_reads) == READ_MODEL_QUERIES and _folders(ws) != old and len(_folders(ws)) == 1
