@@ -221,3 +221,12 @@ def test_outside_store_py_no_statement_runs_as_a_write_past_it() -> None:
         for call in _calls(tree, "_statement"):
             raise AssertionError(f"{path}:{call.lineno} runs a statement past GraphStore's write path")
     assert search.PRESENT  # the module scanned above is the one the store delegates to
+
+
+def test_an_open_creates_a_missing_table_and_that_is_a_write(store: GraphStore, tmp_path: Path) -> None:
+    store.execute("DROP TABLE Description")
+    token = store.graph_version()
+    store.close()
+    with GraphStore.open(tmp_path / "ws") as again:
+        assert "Description" in again.counts()  # the schema's table is back
+        assert again.graph_version() != token
