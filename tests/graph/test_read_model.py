@@ -146,18 +146,20 @@ def test_a_graph_without_a_version_reads_kuzu(ws: Path, kuzu_reads: list[str]) -
         assert _folders(ws) != old
 
 
-def test_a_writer_that_does_not_know_the_version_is_caught_by_the_row_counts(ws: Path, kuzu_reads: list[str],
+def test_a_writer_that_does_not_know_the_version_is_caught_by_the_node_counts(ws: Path, kuzu_reads: list[str],
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     with GraphStore.open(ws) as s:
         _reads(s)
+        token = s.graph_version()
     with monkeypatch.context() as m:  # an older kgviz: writes without changing the version
         m.setattr(store_module._Handle, "new_version", lambda self: None)
         with GraphStore.open(ws) as s:
-            s.bulk_load_rels("MENTIONS", [{"from": "c1", "to": "e0"}], from_table="Chunk", to_table="Entity")
+            s.bulk_load_nodes("Entity", [{"id": "e7", "name": "Name 7", "origin": "corpus"}])
+            assert s.graph_version() == token
     kuzu_reads.clear()
     with GraphStore.open(ws) as s:
-        assert "c1" in memory_reads.chunk_links(s).mentions.get("e0", ())
-        assert memory_reads.Q_MENTIONS in kuzu_reads
+        assert ket_cache.named_entities(s, "Is Name 7 there?") == ["e7"]
+        assert reads.Q_ENTITY_NAMES in kuzu_reads
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "another key", "empty"])
