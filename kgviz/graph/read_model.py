@@ -31,6 +31,7 @@ import os
 import shutil
 import threading
 from pathlib import Path
+from typing import Any, Callable
 
 import pyarrow as pa
 
@@ -62,13 +63,13 @@ def _key(store: GraphStore) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def current_key(store: GraphStore) -> str | None:
+def current_key(store: Any) -> str | None:
     """The key, worked out once per state of the database (``GraphStore.derived``)."""
     key: str | None = store.derived(KEY_DERIVED, _key)
     return key
 
 
-def folder(store: GraphStore) -> Path:
+def folder(store: Any) -> Path:
     return Path(store.path) / FOLDER
 
 
@@ -117,17 +118,31 @@ def _load(path: Path, key: str, query: str) -> pa.Table | None:
     return got.replace_schema_metadata(None)
 
 
+def _key_folder(store: Any, key: str) -> Path:
+    """The folder of ``key``, made when missing; making it removes the other keys' folders
+    (stale: stored for a graph that is no longer there). Called under _LOCK."""
+    path = folder(store) / key
+    if not path.is_dir():
+        for stale in folder(store).glob("*"):
+            if stale.is_dir() and stale.name != key:
+                shutil.rmtree(stale, ignore_errors=True)
+        path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _not_stored(store: Any, key: str, where: Path, err: Exception) -> None:
+    if (str(store.path), key) not in _UNSTORED:
+        _UNSTORED.add((str(store.path), key))
+        log.warning("read model not stored in %s (%s): each process will read it from the graph", where, err)
+
+
 def _store(store: GraphStore, key: str, query: str, path: Path, got: pa.Table) -> None:
     """Write ``got`` to ``path`` (aside, then renamed); the first file of a key removes the other
     keys' folders. A folder that cannot be written is logged once per key, not raised: the reads
     are answered from the table in memory either way."""
     with _LOCK:
         try:
-            if not path.parent.is_dir():
-                for stale in folder(store).glob("*"):
-                    if stale.is_dir() and stale.name != key:
-                        shutil.rmtree(stale, ignore_errors=True)
-                path.parent.mkdir(parents=True, exist_ok=True)
+            _key_folder(store, key)
             with vector_file.temporary_files(path.parent) as suffix:
                 aside = Path(str(path) + suffix)
                 stamped = got.replace_schema_metadata(_metadata(key, query, got.num_rows))
@@ -135,10 +150,47 @@ def _store(store: GraphStore, key: str, query: str, path: Path, got: pa.Table) -
                     writer.write_table(stamped)
                 os.replace(aside, path)
         except (OSError, DiskFullError) as err:
-            if (str(store.path), key) not in _UNSTORED:
-                _UNSTORED.add((str(store.path), key))
-                log.warning("read model not stored in %s (%s): each process will read it from the graph",
-                            path.parent, err)
+            _not_stored(store, key, path.parent, err)
+
+
+# --- small values worked out from the graph, kept under the same key ----------------------------------
+VALUES_FILE = "values.json"
+
+
+def remembered(store: Any, key: str | None, name: str, make: Callable[[], Any]) -> Any:
+    """``make()`` (a JSON value worked out from the graph, e.g. a table's id digest), kept in the
+    workspace under ``key`` (``current_key``, taken by the caller before any lock of its own) so
+    the next process takes it without the reads it costs; made afresh when ``key`` is None, when
+    none is kept for it, or when the kept file is damaged."""
+    if key is None:
+        return make()
+    path = folder(store) / key / VALUES_FILE
+    kept = _values(path)
+    if name in kept:
+        return kept[name]
+    value = make()
+    with _LOCK:
+        try:
+            _key_folder(store, key)
+            kept = {**_values(path), name: value}
+            with vector_file.temporary_files(path.parent) as suffix:
+                aside = Path(str(path) + suffix)
+                aside.write_text(json.dumps(kept), "utf-8")
+                os.replace(aside, path)
+        except (OSError, DiskFullError) as err:
+            _not_stored(store, key, path.parent, err)
+    return value
+
+
+def _values(path: Path) -> dict[str, Any]:
+    try:
+        kept = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as err:
+        log.warning("%s: the stored values are damaged (%s); they are worked out again", path, err)
+        return {}
+    return kept if isinstance(kept, dict) else {}
 
 
 def stored_tables(store: GraphStore) -> list[Path]:

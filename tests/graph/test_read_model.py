@@ -233,3 +233,43 @@ def test_tables_of_another_version_are_never_used(ws: Path, kuzu_reads: list[str
         assert s.graph_version() == "0" * 32
         _reads(s)
     assert set(kuzu_reads) == READ_MODEL_QUERIES and _folders(ws) != old and len(_folders(ws)) == 1
+
+
+def test_remembered_values_are_kept_under_the_key(ws: Path, caplog: pytest.LogCaptureFixture) -> None:
+    made: list[str] = []
+
+    def make(value: str) -> Any:
+        return lambda: made.append(value) or [len(made), value]
+
+    with GraphStore.open(ws) as s:
+        key = read_model.current_key(s)
+        assert key is not None
+        assert read_model.remembered(s, key, "a", make("x")) == [1, "x"]
+        assert read_model.remembered(s, key, "a", make("y")) == [1, "x"] and made == ["x"]
+        assert read_model.remembered(s, None, "a", make("z")) == [2, "z"]  # no key: always made
+        s.set_meta("k", "v")  # a write: another key
+        other = read_model.current_key(s)
+        assert other != key and read_model.remembered(s, other, "a", make("w")) == [3, "w"]
+        assert _folders(ws) == [other]
+        (ws / read_model.FOLDER / other / read_model.VALUES_FILE).write_text("{broken")
+        with caplog.at_level(logging.WARNING, logger="kgviz.graph.read_model"):
+            assert read_model.remembered(s, other, "a", make("v")) == [4, "v"]
+        assert "damaged" in caplog.text
+
+
+def test_the_next_process_takes_the_vector_files_id_digest_without_reading_ids(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [{"id": f"c{i}", "text": f"chunk {i}", "emb": [float(i == j) + 0.1 for j in range(DIM)]} for i in range(6)]
+    with GraphStore.open(tmp_path / "ws", embedder_id="test", dim=DIM) as s:
+        s.bulk_load_nodes("Chunk", rows)
+        first = s.vector_search("Chunk", [1.0, 0.0, 0.0, 0.0], 3)
+    ran: list[str] = []
+    real = GraphStore.query_arrow
+    monkeypatch.setattr(GraphStore, "query_arrow", lambda self, q, p=None: (ran.append(q), real(self, q, p))[1])
+    with GraphStore.open(tmp_path / "ws") as s:
+        assert s.vector_search("Chunk", [1.0, 0.0, 0.0, 0.0], 3) == first
+        assert not [q for q in ran if q.startswith("MATCH (n:Chunk) RETURN")]
+        s.bulk_load_nodes("Chunk", [{"id": "c9", "text": "new", "emb": [1.0, 0.0, 0.0, 0.0]}])
+        ran.clear()
+        assert s.vector_search("Chunk", [1.0, 0.0, 0.0, 0.0], 1)[0][0] == "c9"
+        assert [q for q in ran if q.startswith("MATCH (n:Chunk) RETURN")]  # a write: read and hashed again
