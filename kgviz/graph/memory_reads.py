@@ -11,7 +11,8 @@ the arrow table its statement gives, each vector bit for bit from the exact sear
 where a vector is not there, the statement runs instead.
 
 Entity and Triple rows come from ``kgviz.graph.triple_graph``; the MENTIONS and FROM_CHUNK links
-from ``ChunkLinks`` and the sub-chunk texts from a dict, each loaded once per database state.
+from ``ChunkLinks`` and the sub-chunk texts from a dict, each loaded once per database state, from
+the tables stored in the workspace for that state where there are some (``kgviz.graph.read_model``).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kgviz.graph import reads
+from kgviz.graph import read_model, reads
 from kgviz.graph.protocol import GraphStore
 from kgviz.graph.rows import (
     ChunkRow, EntityChunksRow, EntityRow, RelatedEdgeRow, SimilarDocRow, TripleAtEntityRow, TripleChunkRow,
@@ -57,7 +58,7 @@ class ChunkLinks:
         # the statement runs inside the load (not shared between the two groupings of one rel
         # table): a grouping is then always of the database state it is kept for
         groups: _Groups = self._store.derived(f"{LINKS_KEY}|{key}>{value}",
-                                              lambda s: _Groups(s.query_arrow(query), key, value))
+                                              lambda s: _Groups(read_model.table(s, query), key, value))
         return groups
 
     @property
@@ -178,7 +179,7 @@ def related_edges(store: GraphStore, ids: Sequence[str], origin: str, *, incomin
 
 
 def _all_subchunk_texts(store: GraphStore) -> dict[str, str]:
-    t = store.query_arrow(Q_SUBCHUNK_TEXTS)
+    t = read_model.table(store, Q_SUBCHUNK_TEXTS)
     return {i: x or "" for i, x in zip(t.column("id").to_pylist(), t.column("text").to_pylist())}
 
 
@@ -236,12 +237,12 @@ class Documents:
 
     def __init__(self, store: GraphStore) -> None:
         self.chunks: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for r in store.query_arrow(Q_CHUNKS).to_pylist():
+        for r in read_model.table(store, Q_CHUNKS).to_pylist():
             self.chunks[r["id"]].append(r)
-        t = store.query_arrow(Q_DOCUMENTS)
+        t = read_model.table(store, Q_DOCUMENTS)
         self.titles: dict[str, Any] = dict(zip(t.column("id").to_pylist(), t.column("title").to_pylist()))
         self.similar: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for r in store.query_arrow(Q_SIMILAR_DOCS).to_pylist():
+        for r in read_model.table(store, Q_SIMILAR_DOCS).to_pylist():
             self.similar[r["src"]].append(r)
 
 

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kgviz.graph import read_model
 from kgviz.graph.batching import id_list_statements
 from kgviz.graph.protocol import GraphStore
 from kgviz.graph.rows import (
@@ -244,10 +245,14 @@ def entity_names_all(store: GraphStore) -> list[EntityNameRow]:
     return typed(EntityNameRow, store.query("MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.aliases AS aliases"))
 
 
+Q_ENTITY_NAMES = "MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.aliases AS aliases"
+
+
 def entity_names_table(store: GraphStore) -> pa.Table:
     """Every entity: id, name, aliases (arrow: ``entity_names_all`` made one dict per row, a
-    third of KET's name index at 10,000 passages)."""
-    return store.query_arrow("MATCH (e:Entity) RETURN e.id AS id, e.name AS name, e.aliases AS aliases")
+    third of KET's name index at 10,000 passages); stored in the workspace as part of the read
+    model (``kgviz.graph.read_model``)."""
+    return read_model.table(store, Q_ENTITY_NAMES)
 
 
 def triple_facts_all(store: GraphStore) -> list[TripleFactRow]:

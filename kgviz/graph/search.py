@@ -36,7 +36,7 @@ from threadpoolctl import ThreadpoolController
 
 from kgviz.config import buffer_pool_bytes
 from kgviz.errors import DiskFullError, GraphStoreError
-from kgviz.graph import vector_file
+from kgviz.graph import read_model, vector_file
 from kgviz.graph.arrow import vectors_to_numpy
 
 log = logging.getLogger(__name__)
@@ -109,6 +109,7 @@ class SearchHost(Protocol):
     def execute(self, cypher: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]: ...
     def write_lock(self, timeout: float | None = None) -> AbstractContextManager[None]: ...
     def derived(self, key: str, load: Any) -> Any: ...
+    def graph_version(self) -> str | None: ...
     def _ensure_open(self) -> None: ...
     def _ensure_writable(self) -> None: ...
     def _embedding_dim(self, table: str) -> int: ...
@@ -278,6 +279,7 @@ def _exact_matrix(store: SearchHost, table: str,
     from them instead of reading every vector back out of Kùzu (issue 29: 143k triple vectors,
     440 MB, at 10k passages; Kùzu stores a FLOAT vector as the float32 it was given)."""
     handle = store._handle
+    key = read_model.current_key(store)  # before the lock: it may read the graph
     with handle.matrix_lock:
         generation = handle.generation  # read first: a write during the load forces a reload
         cached = handle.matrices.get(table)
@@ -290,29 +292,30 @@ def _exact_matrix(store: SearchHost, table: str,
         # 143k triple vectors at 10k passages, each process), and the files usually hold every
         # row. When their ids are exactly the table's, every row is embedded (the files hold
         # embedded rows only, and a row's embedding never changes: module docstring of
-        # vector_file); otherwise the embedded ids are read as they were.
-        ids = sorted(store.query_arrow(f"MATCH (n:{table}) RETURN n.{pk}").column(0).to_pylist())
-        digest = vector_file.ids_digest(ids)
+        # vector_file); otherwise the embedded ids are read as they were. Their count and digest
+        # are kept with the read model under the graph's version (reading, sorting and hashing
+        # 1.47M triple ids was ~4 s of a process's first search at 100,000 passages).
+        n_ids, digest = read_model.remembered(store, key, f"ids:{table}", lambda: _ids_digest(store, table, pk))
         value: tuple[Any, np.ndarray] | None = (
-            vector_file.load(workspace, table, digest, dim) if len(ids) <= EXACT_MAX_ROWS else None)
+            vector_file.load(workspace, table, digest, dim) if n_ids <= EXACT_MAX_ROWS else None)
         # A build that just loaded every row of the table with its vector (``inserted`` holds
         # exactly the table's ids) needs no "emb IS NOT NULL": that statement reads the whole
         # vector column through Kùzu's buffer pool (issue 29: 1.35 GB for 438k triple vectors at
         # 30,000 passages, ~4.5 GB at 100,000), and every row is known to be embedded.
         inserted_digest = (vector_file.ids_digest(sorted(inserted[0]))
-                           if value is None and inserted is not None and len(ids) <= EXACT_MAX_ROWS else None)
+                           if value is None and inserted is not None and n_ids <= EXACT_MAX_ROWS else None)
         if value is None and inserted_digest != digest:
             ids = sorted(store.query_arrow(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN n.{pk}").column(0).to_pylist())
-            digest = vector_file.ids_digest(ids)
-            if len(ids) <= EXACT_MAX_ROWS:
+            n_ids, digest = len(ids), vector_file.ids_digest(ids)
+            if n_ids <= EXACT_MAX_ROWS:
                 value = vector_file.load(workspace, table, digest, dim)
-        if value is None and len(ids) <= EXACT_MAX_ROWS and inserted is not None and inserted_digest == digest:
+        if value is None and n_ids <= EXACT_MAX_ROWS and inserted is not None and inserted_digest == digest:
             try:
                 value = vector_file.write(workspace, table, list(inserted[0]), inserted[1], _normalised)
             except OSError:
                 value = None  # read back below, ranked in memory if the folder stays unwritable
-        if value is None and len(ids) <= EXACT_MAX_ROWS:
-            with _read_back(store, table, pk, dim, len(ids)) as (read_ids, stored):
+        if value is None and n_ids <= EXACT_MAX_ROWS:
+            with _read_back(store, table, pk, dim, n_ids) as (read_ids, stored):
                 try:
                     value = vector_file.write(workspace, table, read_ids, stored, _normalised)
                 except OSError:
@@ -324,6 +327,12 @@ def _exact_matrix(store: SearchHost, table: str,
         handle.matrices[table] = (generation, value)
         handle.matrices[f"{table}|same"] = (generation, same)
         return value
+
+
+def _ids_digest(store: SearchHost, table: str, pk: str) -> tuple[int, str]:
+    """(number of rows, digest of their sorted ids) of ``table``."""
+    ids = sorted(store.query_arrow(f"MATCH (n:{table}) RETURN n.{pk}").column(0).to_pylist())
+    return len(ids), vector_file.ids_digest(ids)
 
 
 @contextmanager

@@ -44,9 +44,14 @@ tests/graph/):
 """
 from __future__ import annotations
 
+import errno
+import json
 import operator
+import os
+import re
 import tempfile
 import threading
+import uuid
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
@@ -73,8 +78,14 @@ from kgviz.graph.batching import PK_LOOKUP_MAX, id_list_statements
 
 SCHEMA_VERSION = "2"  # 2: Triple.kind, FROM_CHUNK.sentence; triple ids no longer per document (issue 12)
 DB_FILENAME = "graph.kuzu"
+# The graph's version (see _Handle.version_for_copy): a token beside the database file that every
+# write changes before it starts, so a copy of what the graph held, stored in the workspace under
+# a token, is used only while the graph is the one it was made from.
+VERSION_FILENAME = "graph.version"
+VERSION_FORMAT = 1
 REQUIRED_EXTENSIONS = ("vector", "fts", "algo")
 _DIM_TOKEN = "__DIM__"
+_CREATES_TABLE = re.compile(r"CREATE (?:NODE|REL) TABLE IF NOT EXISTS (\w+)\s*\(")
 
 # Checkpoint once the write-ahead log is larger than this (ours; Kùzu's own default is 16 MiB).
 CHECKPOINT_WAL_BYTES = 16 * 1024 * 1024
@@ -164,9 +175,17 @@ class _Handle:
         self.generation = 0
         self.matrix_lock = threading.Lock()
         self.matrices: dict[str, tuple[int, Any]] = {}
-        self.derived_lock = threading.Lock()
+        # re-entrant: a derived load may ask for another (the read model's key inside a view's load)
+        self.derived_lock = threading.RLock()
         self.derived: dict[str, tuple[int, Any]] = {}  # GraphStore.derived
         self.indexes_checked = False  # GraphStore._drop_broken_indexes ran on this Database
+        self.version_file = db_file.with_name(VERSION_FILENAME)
+        self.version_lock = threading.Lock()
+        self.version = _read_version(self.version_file)
+        # True once the current token may key a stored copy: handed out by version_for_copy, or
+        # read from the file (an earlier process may have stored copies under it). Then the next
+        # write must change it first; until it is handed out again, writes leave it as it is.
+        self.version_handed_out = True
         # reading statements prepared on each connection: connection -> (generation, text -> statement)
         self._prepared: dict[kuzu.Connection, tuple[int, dict[str, kuzu.PreparedStatement]]] = {}
 
@@ -228,6 +247,7 @@ class _Handle:
         with self.gate.exclusive() if write else self.gate.shared():
             if write:
                 self.generation += 1  # before the statement: a reader that overlaps it reloads
+                self.new_version()  # before the statement: a crash part way leaves a token nothing matches
                 result = _run(conn, cypher, params)
             else:
                 result = _run(conn, cypher, params, self.prepared(conn, cypher, params))
@@ -239,6 +259,44 @@ class _Handle:
                 return None
             finally:
                 result.close()
+
+    def new_version(self) -> None:
+        """Give the graph a new version token before a write, unless the current one has not been
+        handed out since it was made (a build's thousands of statements write the file once).
+        A write whose new token cannot be recorded does not start: the old token would vouch for
+        copies of a graph that no longer exists."""
+        with self.version_lock:
+            if not self.version_handed_out:
+                return
+            token: str | None = uuid.uuid4().hex
+            try:
+                _write_version(self.version_file, str(token))
+            except OSError as err:
+                try:  # no token is "unknown", never a match
+                    self.version_file.unlink(missing_ok=True)
+                    token = None
+                except OSError:
+                    raise GraphStoreError(
+                        f"The graph in {self.db_file.parent} cannot be written: its version file "
+                        f"{self.version_file} can be neither replaced nor removed ({err}).",
+                        hint="make the workspace folder writable (or free disk space) and try again",
+                    ) from err
+            self.version, self.version_handed_out = token, False
+
+    def version_for_copy(self) -> str | None:
+        """The graph's version token, for a copy of the graph stored in the workspace under it;
+        None when none can be recorded (a folder that cannot be written). A graph without one (made
+        before kgviz kept it, or its file lost) gets a new one: nothing stored before matches it."""
+        with self.version_lock:
+            if self.version is None:
+                token = uuid.uuid4().hex
+                try:
+                    _write_version(self.version_file, token)
+                except OSError:
+                    return None
+                self.version = token
+            self.version_handed_out = True
+            return self.version
 
     def prepared(self, conn: kuzu.Connection, cypher: str,
                  params: Mapping[str, Any] | None) -> kuzu.PreparedStatement | None:
@@ -270,6 +328,40 @@ class _Handle:
             for conn in conns:
                 conn.close()
             self.db.close()
+
+
+def _read_version(path: Path) -> str | None:
+    """The token in a version file; None when there is none or it cannot be read (unknown)."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    token = data.get("token") if isinstance(data, dict) and data.get("format") == VERSION_FORMAT else None
+    return token if isinstance(token, str) and re.fullmatch(r"[0-9a-f]{32}", token) else None
+
+
+def _write_version(path: Path, token: str) -> None:
+    """Replace the version file with ``token``, durably: written aside, flushed to disk, renamed,
+    and the folder flushed, so that after a crash the file holds the old token or the new one,
+    never a torn one, and never the old one once a write that followed could have reached disk."""
+    aside = path.with_name(f"{path.name}.tmp{os.getpid()}-{threading.get_ident()}")
+    try:
+        with open(aside, "w", encoding="utf-8") as f:
+            f.write(json.dumps({"format": VERSION_FORMAT, "token": token}))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(aside, path)
+    except OSError:
+        aside.unlink(missing_ok=True)
+        raise
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    except OSError as err:  # some file systems cannot flush a folder; the rename stands
+        if err.errno not in (errno.EINVAL, errno.EBADF):
+            raise
+    finally:
+        os.close(folder)
 
 
 _REGISTRY: dict[Path, _Handle] = {}
@@ -520,7 +612,7 @@ class GraphStore:
             )
         self.embedder_id, self.dim = db_embedder, db_dim
         if not self.read_only:
-            self._apply_schema(db_dim)
+            self._apply_schema(db_dim, tables)
 
     def _create(self, embedder_id: str | None, dim: int | None) -> None:
         if self.read_only:
@@ -537,10 +629,15 @@ class GraphStore:
         # Written last: a crash before this line leaves a graph that is simply created again.
         self.set_meta("schema_version", SCHEMA_VERSION)
 
-    def _apply_schema(self, dim: int) -> None:
+    def _apply_schema(self, dim: int, present: set[str] | frozenset[str] = frozenset()) -> None:
+        """Create the schema's tables that ``present`` lacks. A statement for a table that exists
+        is not run: it would change nothing, but as a write it would give the graph a new version
+        at every open (and no copy stored in the workspace would ever be used)."""
         with self.write_lock():
             for statement in _schema_statements(dim):
-                self.execute(statement)
+                creates = _CREATES_TABLE.match(statement)
+                if creates is None or creates.group(1) not in present:
+                    self.execute(statement)
             self._handle.catalog = None
 
     # -- catalog -----------------------------------------------------------------------------------
@@ -577,6 +674,13 @@ class GraphStore:
     def _pk(self, table: str) -> str:
         self._node_table(table)
         return self._catalog().primary_keys[table]
+
+    def graph_version(self) -> str | None:
+        """A token naming the graph as it is, for copies of it stored in the workspace (the read
+        model, kgviz.graph.read_model): every write statement gives the graph a new one before it
+        starts, in this process or a later one (it is kept in ``graph.version`` beside the
+        database); None when it cannot be recorded, and then nothing stored may be used."""
+        return self._handle.version_for_copy()
 
     def derived(self, key: str, load: Callable[[GraphStore], Any]) -> Any:
         """``load(self)``, computed once per state of the database and shared by every store and

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kgviz.errors import GraphStoreError
+from kgviz.graph import read_model
 from kgviz.graph.protocol import GraphStore
 
 TRIPLE_COLUMNS = ("id", "subject", "relation", "object", "subject_id", "object_id", "text", "sentence",
@@ -107,7 +108,9 @@ class TripleGraph:
 
     @classmethod
     def load(cls, store: GraphStore) -> TripleGraph:
-        return cls(*(store.query_arrow(q) for q in QUERIES))
+        """The graph's tables, mapped from the workspace where stored for this graph (else read
+        from Kùzu and stored: ``kgviz.graph.read_model``)."""
+        return cls(*(read_model.table(store, q) for q in QUERIES))
 
     # -- reads -----------------------------------------------------------------------------------
     def triple_rows(self, rows: Sequence[int] | np.ndarray) -> list[dict[str, Any]]:

@@ -86,7 +86,7 @@ class RowFile:
 
 
 @contextmanager
-def _temporary(folder: Path) -> Iterator[str]:
+def temporary_files(folder: Path) -> Iterator[str]:
     """The suffix of this writer's temporary files in ``folder`` (process and thread: two writers
     never share one). A failed write removes them (at 100,000 passages a Triple vector file half
     written is ~5 GB) and a full disk is a DiskFullError, so no caller takes it for a folder it
@@ -181,7 +181,7 @@ def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray | RowFil
     n, dim = len(sorted_ids), int(rows.shape[1]) if rows.ndim == 2 else 0
     ids_path, emb_path, meta_path = _paths(workspace, table)
     ids_path.parent.mkdir(parents=True, exist_ok=True)
-    with _temporary(ids_path.parent) as suffix:
+    with temporary_files(ids_path.parent) as suffix:
         same = np.full(n, -1, dtype=np.int64)
         n_diff = 0
         # the rows whose unit row differs go to a raw file as they are found (at 100k passages they
@@ -341,7 +341,7 @@ def write_csc(workspace: Path, table: str, digest: str, read: Reader, n: int, di
     that they are not mostly zeros (column_counts). Written aside and renamed, the meta last.
     OSError when the folder cannot be written."""
     paths = _csc_paths(workspace, table)
-    with _temporary(paths["meta"].parent) as suffix:
+    with temporary_files(paths["meta"].parent) as suffix:
         counts = column_counts(read, n, dim, check_rows, below)
         meta: dict[str, Any] = {"version": CSC_VERSION, "digest": digest, "n": n, "dim": dim, "sparse": counts is not None}
         if counts is not None:
@@ -380,7 +380,7 @@ def write_arrays(folder: Path, key: dict[str, Any], arrays: dict[str, np.ndarray
     meta_path.unlink(missing_ok=True)
     for old in folder.glob("*.npy"):
         old.unlink()
-    with _temporary(folder) as suffix:
+    with temporary_files(folder) as suffix:
         shapes = {}
         for name, value in arrays.items():
             path = folder / f"{name}.npy"

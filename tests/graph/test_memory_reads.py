@@ -1,20 +1,46 @@
 """kgviz.graph.memory_reads answers KET-RAG's and KG-Infused RAG's reads from memory (issue 29);
 each must give the rows of the kgviz.graph.reads statement of the same name, on the graph of
 tests/graph/test_triple_graph.py (a hub, cycles, self-loops, parallel RELATED, SUBJ, MENTIONS and
-FROM_CHUNK edges, NULL columns, an entity no chunk mentions)."""
+FROM_CHUNK edges, NULL columns, an entity no chunk mentions). Every test runs twice: on tables read
+from Kùzu, and on the tables stored in the workspace (kgviz.graph.read_model) mapped by a fresh
+load with every read-model statement refused."""
 from __future__ import annotations
 
-from typing import Any
+import shutil
+from typing import Any, Iterator
 
 import numpy as np
 import pytest
 
-from kgviz.graph import batching, memory_reads, reads
+from kgviz.graph import batching, memory_reads, read_model, reads
+from kgviz.graph.store import GraphStore
+from tests.graph.test_read_model import READ_MODEL_QUERIES
 from tests.graph.test_triple_graph import ALL_ENTITIES, ALL_TRIPLES, _bag, store  # noqa: F401,F811  (the graph fixture)
 
 ID_LISTS = {  # a few ids (IN), many (UNWIND), repeats, ids of the wrong table, none
     "few": ["ent:hub", "ent:a", "ent:lonely"], "all": ALL_ENTITIES + ALL_TRIPLES, "repeats": ["ent:hub", "ent:hub", "tri:ab"],
     "none": []}
+
+
+@pytest.fixture(params=["kuzu", "stored"], autouse=True)
+def source(request: pytest.FixtureRequest, store: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """"kuzu": nothing stored, the read model read out of Kùzu; "stored": the tables stored first,
+    then loaded afresh (nothing held in memory) from the files, Kùzu refusing their statements."""
+    store._handle.derived.clear()
+    if request.param == "kuzu":
+        shutil.rmtree(store.path / read_model.FOLDER, ignore_errors=True)
+    else:
+        for query in READ_MODEL_QUERIES:
+            read_model.table(store, query)
+        assert len(read_model.stored_tables(store)) == len(READ_MODEL_QUERIES)
+        store._handle.derived.clear()
+        real = GraphStore.query_arrow
+
+        def refuse(self: GraphStore, cypher: str, params: Any = None) -> Any:
+            assert cypher not in READ_MODEL_QUERIES, "a read-model statement ran: the stored table was not used"
+            return real(self, cypher, params)
+        monkeypatch.setattr(GraphStore, "query_arrow", refuse)
+    yield request.param
 
 
 def _canon(name: str, rows: list[dict[str, Any]]) -> list[str]:
