@@ -6,7 +6,11 @@
   sub-chunks, keywords) -> index
 
 The knn stage embeds the new chunks itself (the semantic neighbours need them before extraction)
-and hands the vectors to the embed stage, so no chunk is embedded twice.
+and hands the vectors to the embed stage, so no chunk is embedded twice. Its plan is kept in the
+workspace (kgviz.index.ket_plan): a build that resumes an interrupted one, or repeats a finished
+one, has the same chunks and reuses it instead of computing the quadratic KNN graph again. The
+ket stage ends by storing KET-RAG's keyword view (kgviz.graph.ket_view), so the first question
+after a build maps it instead of making it.
 
 Incremental builds: the KNN graph and PageRank always cover every chunk, so adding documents can
 move old chunks into the core set; their documents are not re-extracted (the report warns and
@@ -20,9 +24,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from kgviz.graph import reads
+from kgviz.errors import GraphStoreError
+from kgviz.graph import ket_view, reads
 from kgviz.graph.protocol import GraphStore
-from kgviz.graph import ket_view
 from kgviz.index import ket_plan, steps
 from kgviz.index.embed import embed_texts
 from kgviz.index.ket_describe import describe_skeleton, write_descriptions
@@ -188,11 +192,18 @@ class KetBuild:
         """KET-RAG's keyword view (kgviz.graph.ket_view) made and stored now, so that the first
         question maps it instead of making it (issue 29: 12.7 s of the first ket-rag question at
         10,000 passages); what happened. A view that cannot be stored is logged, and the first
-        question makes it, as before."""
+        question makes it, as before. One that cannot be made (Kùzu failed to read the layer) is
+        a warning of the build, not its end: the graph is whole without it, and the first
+        question tries again (a build failing here would leave the workspace unfinished for good)."""
         signature = self.store.get_meta(META_KEYWORD_SIGNATURE)
         if signature is None:
             return "no keyword layer"
-        return ket_view.ensure_stored(self.store, signature)
+        try:
+            return ket_view.ensure_stored(self.store, signature)
+        except GraphStoreError as err:
+            self.report.warnings.append(f"KET-RAG's keyword view was not made ({err}): the first KET question "
+                                        "makes it")
+            return f"{ket_view.NOT_STORED}: {err}"
 
     def _current_plan(self) -> CorePlan:
         """The knn stage's plan when it still covers exactly the stored chunks, else a new plan

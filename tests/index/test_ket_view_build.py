@@ -112,3 +112,21 @@ def test_a_view_the_build_cannot_store_is_logged_and_questions_still_work(
     ket_cache.forget(store)
     run = run_method("ket-rag", QUESTION, MethodContext(store, Reasoner(OfflineLLM(), EMB)))
     assert not run.error and run.context.items and os.path.isfile(folder)
+
+
+def test_a_view_the_build_cannot_make_is_a_warning_and_the_first_question_makes_it(
+        store: GraphStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kgviz.errors import GraphStoreError
+
+    def fail(_: Any) -> Any:
+        raise GraphStoreError("the buffer pool is full")
+
+    with monkeypatch.context() as m:
+        m.setattr(ket_view, "make_parts", fail)
+        report = _build(store, _docs())
+    assert report.ket["keyword_view"] == f"{ket_view.NOT_STORED}: the buffer pool is full"
+    assert any("keyword view was not made (the buffer pool is full)" in w for w in report.warnings)
+    assert "index" in report.seconds_by_stage and not (ket_view.view_folder(store) / "key.json").exists()
+    ket_cache.forget(store)
+    assert ket_cache.keyword_view(store) is not None  # made and stored by the first question, as before
+    assert (ket_view.view_folder(store) / "key.json").exists()
