@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 VIEW_FOLDER = "ket_keywords"
 VIEW_VERSION = 1
 SPARSE_BELOW = 0.35  # ours: density under which vectors are held as a sparse matrix
+BLOCK_ROWS = 8192  # vectors normalised at a time while the view is made
 MAPPED = ("kw_matrix.data", "kw_matrix.indices", "sub_matrix.data", "sub_matrix.indices", "kw_sub.indices")
 STRINGS = ("kw_ids", "kw_words", "sub_ids", "sub_chunk")
 
@@ -74,6 +75,24 @@ def by_column(m: Any) -> Any:
     return m.tocsc() if sp.issparse(m) else m
 
 
+def unit_matrix(column: Any, dim: int) -> Any:
+    """``compact(unit_rows(vectors_to_numpy(column, dim)))``, the same arrays, made BLOCK_ROWS
+    rows at a time: once to count the non-zero entries (sparse or dense), once to build it. Made
+    whole, the float copies of every vector (read, normalised, cast) were ~0.5 GB at 10,000
+    passages beside the result, in the build's ket stage since it makes the view (issue 29)."""
+    n = len(column)
+    starts = range(0, n, BLOCK_ROWS)
+
+    def block(start: int) -> np.ndarray:
+        return unit_rows(vectors_to_numpy(column.slice(start, BLOCK_ROWS), dim))
+
+    if n == 0:
+        return compact(np.zeros((0, dim), dtype=np.float32))
+    if sum(np.count_nonzero(block(s)) for s in starts) < SPARSE_BELOW * n * dim:
+        return sp.vstack([sp.csr_matrix(block(s)) for s in starts], format="csr")
+    return np.concatenate([block(s) for s in starts])
+
+
 def make_parts(store: GraphStore) -> ViewParts:
     """The view's arrays made from the graph's keyword layer."""
     dim = int(store.dim)
@@ -91,9 +110,9 @@ def make_parts(store: GraphStore) -> ViewParts:
     adj = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, cols)), shape=(len(kw_ids), len(sub_ids)))
     adj.sort_indices()
     return ViewParts(
-        kw_ids, kw.column(1).to_pylist(), by_column(compact(unit_rows(vectors_to_numpy(kw.column(2), dim)))), adj,
+        kw_ids, kw.column(1).to_pylist(), by_column(unit_matrix(kw.column(2), dim)), adj,
         sub_ids, sub.column(1).to_pylist(), np.asarray(sub.column(2).to_pylist(), dtype=np.int64),
-        compact(unit_rows(vectors_to_numpy(sub.column(3), dim))))
+        unit_matrix(sub.column(3), dim))
 
 
 def view_folder(store: GraphStore) -> Path:
