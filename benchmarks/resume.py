@@ -6,10 +6,10 @@ HotpotQA questions x every method, canonical) with an uninterrupted build's of t
     nice -n 10 python benchmarks/resume.py --passages 10000 --checkouts /work/main,. --work /tmp/rs
 
 Per checkout (each step in a process of its own, that checkout's kgviz): an uninterrupted build
-(``clean``: its seconds per stage), a build SIGKILLed right after its first statement containing
-``--kill-after`` (default: the doc_layer stage's SIMILAR_DOC COPY; "COPY SubChunk" lands in the
-ket stage), and the build that resumes it. Checkouts run step by step alternately (clean, killed,
-resume of the first, then of the second), so the figures of two versions of kgviz share the load.
+(``clean``: its seconds per stage; the workspace is kept under --work), a build SIGKILLed right
+after its first statement containing ``--kill-after`` (default: the doc_layer stage's SIMILAR_DOC
+COPY; "COPY SubChunk" lands in the ket stage), and the build that resumes it. Every checkout's
+clean build, then each checkout's killed build and resume, back to back in one run.
 Prints one JSON document; the load average is sampled before and after each step.
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -92,6 +93,7 @@ def main() -> int:
     p.add_argument("--kill-after", default="COPY SIMILAR_DOC",
                    help="the build is killed after its first statement containing this text")
     p.add_argument("--work", help="a new folder for the corpus, workspaces and traces (required)")
+    p.add_argument("--keep-killed", action="store_true", help="keep the killed-then-resumed workspaces")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--corpus", help=argparse.SUPPRESS)
     p.add_argument("--db", help=argparse.SUPPRESS)
@@ -108,11 +110,17 @@ def main() -> int:
     corpus_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in corpus(args.passages)), "utf-8")
     checkouts = [Path(c).resolve() for c in args.checkouts.split(",")]
     runs: list[dict[str, Any]] = []
-    for step in ("clean", "killed", "resume"):
-        for i, checkout in enumerate(checkouts):
-            db = work / f"{i}_{'clean' if step == 'clean' else 'killed'}"
-            runs.append(_run(checkout, step, corpus_file, db, args.kill_after, work / f"{i}_{step}_traces.json"))
-            print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
+    # the clean builds first, kept (to time a first question on them later); then each checkout's
+    # killed build and its resume, the resumed workspace removed after its traces (10k passages:
+    # ~2.5 GB a workspace, so at most three on disk at once)
+    steps = [("clean", i) for i in range(len(checkouts))] + \
+        [(step, i) for i in range(len(checkouts)) for step in ("killed", "resume")]
+    for step, i in steps:
+        db = work / f"{i}_{'clean' if step == 'clean' else 'killed'}"
+        runs.append(_run(checkouts[i], step, corpus_file, db, args.kill_after, work / f"{i}_{step}_traces.json"))
+        print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
+        if step == "resume" and not args.keep_killed:
+            shutil.rmtree(db, ignore_errors=True)
     traces = {f.name: json.loads(f.read_text("utf-8")) for f in sorted(work.glob("*_traces.json"))}
     same = {}
     for i, checkout in enumerate(checkouts):
