@@ -201,9 +201,9 @@ class KetBuild:
         try:
             done = ket_view.ensure_stored(self.store, signature)
             if done != ket_view.UP_TO_DATE:
-                # the view's arrays were made and released: their pages go back to the system
-                # rather than stay under the index stage's peak (2,000 passages: +140 MB without)
-                memory.give_back()
+                # the view's arrays and the Arrow tables it was read from were made and released:
+                # their pages go back to the system rather than stay under the index stage's peak
+                memory.give_back(arrow=True)
             return done
         except GraphStoreError as err:
             self.report.warnings.append(f"KET-RAG's keyword view was not made ({err}): the first KET question "
