@@ -189,8 +189,8 @@ def digest(store: Any) -> dict[str, str]:
             scalar = [c for c in arrow.column_names if not _is_vector(arrow.column(c).type)]
             out[f"{rel}:{a}->{b}"] = table_hash(arrow, scalar)
     folder = Path(store.path) / vector_file.VECTOR_DIR
-    for path in sorted(folder.iterdir()):
-        out[f"file {path.name}"] = hashlib.sha1(path.read_bytes()).hexdigest()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):  # the KET plan and keyword view's folders too
+        out[f"file {path.relative_to(folder)}"] = hashlib.sha1(path.read_bytes()).hexdigest()
     return out
 
 

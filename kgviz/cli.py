@@ -183,6 +183,8 @@ def _print_ket(ket: dict[str, Any]) -> None:
     cost = ket.get("cost") or {}
     print(f"KET-RAG index: β={ket['beta']:g} ({ket['selection']}), {ket['n_core']} of {ket['n_chunks']} chunks are core; "
           f"the KG covers {ket['skeleton_beta']:.0%} of the chunks")
+    if ket.get("plan"):  # a resumed build reuses the plan its interrupted run kept (kgviz.index.ket_plan)
+        print(f"  KNN graph, PageRank and core chunks: {ket['plan']}; keyword view: {ket.get('keyword_view', '-')}")
     if cost:
         print(f"  extraction tokens (estimate): skeleton {cost['skeleton_estimate_tokens']:,} vs full KG "
               f"{cost['full_estimate_tokens']:,} (saving {cost['estimated_saving']:.0%}); "

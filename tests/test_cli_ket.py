@@ -79,6 +79,10 @@ def test_text_output_shows_skeleton_against_full(env: Path, capsys: pytest.Captu
     assert main(["build", str(SAMPLE), "--db", str(env / "db"), "--beta", "0.8", "--core-selection", "random"]) == 0
     out = capsys.readouterr().out
     assert "KET-RAG index: β=0.8 (random)" in out and "skeleton" in out and "full KG" in out
+    assert "KNN graph, PageRank and core chunks: computed (no plan was kept); keyword view: stored" in out
+    # the same build again: the plan its knn stage kept is reused, the view stored is up to date
+    assert main(["build", str(SAMPLE), "--db", str(env / "db"), "--beta", "0.8", "--core-selection", "random"]) == 0
+    assert "KNN graph, PageRank and core chunks: reused; keyword view: up to date" in capsys.readouterr().out
 
 
 def test_no_ket_then_ket_rag_is_a_clear_error(env: Path, capsys: pytest.CaptureFixture[str]) -> None:

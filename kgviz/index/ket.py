@@ -261,14 +261,17 @@ def stored_chunks(store: GraphStore) -> tuple[list[str], list[str], list[str], n
     """(ids, doc ids, texts, embeddings) of every stored chunk, in id order."""
     rows = reads.all_chunks(store)
     ids = [r["id"] for r in rows]
+    return ids, [r["doc"] for r in rows], [r["text"] for r in rows], stored_chunk_vectors(store, ids)
+
+
+def stored_chunk_vectors(store: GraphStore, ids: list[str]) -> np.ndarray:
+    """The stored embeddings of the chunks ``ids``, in that order."""
     embs = store.get_embeddings("Chunk", ids)
     missing = [c for c in ids if c not in embs]
     if missing:
         raise BuildError(f"{len(missing)} chunks have no embedding (e.g. {missing[0]})",
                          hint="finish the base build (its embed stage) before the KET stages")
-    dim = int(store.dim)
-    emb = np.stack([embs[c] for c in ids]) if ids else np.zeros((0, dim), np.float32)
-    return ids, [r["doc"] for r in rows], [r["text"] for r in rows], emb
+    return np.stack([embs[c] for c in ids]) if ids else np.zeros((0, int(store.dim)), np.float32)
 
 
 def build_keywords(store: GraphStore, embedder: Embedder, params: KetParams, chunk_tokens: int, *,

@@ -6,7 +6,11 @@
   sub-chunks, keywords) -> index
 
 The knn stage embeds the new chunks itself (the semantic neighbours need them before extraction)
-and hands the vectors to the embed stage, so no chunk is embedded twice.
+and hands the vectors to the embed stage, so no chunk is embedded twice. Its plan is kept in the
+workspace (kgviz.index.ket_plan): a build that resumes an interrupted one, or repeats a finished
+one, has the same chunks and reuses it instead of computing the quadratic KNN graph again. The
+ket stage ends by storing KET-RAG's keyword view (kgviz.graph.ket_view), so the first question
+after a build maps it instead of making it.
 
 Incremental builds: the KNN graph and PageRank always cover every chunk, so adding documents can
 move old chunks into the core set; their documents are not re-extracted (the report warns and
@@ -20,12 +24,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from kgviz.graph import reads
+from kgviz.errors import GraphStoreError
+from kgviz.graph import ket_view, reads
 from kgviz.graph.protocol import GraphStore
-from kgviz.index import steps
+from kgviz.index import ket_plan, memory, steps
 from kgviz.index.embed import embed_texts
 from kgviz.index.ket_describe import describe_skeleton, write_descriptions
-from kgviz.index.ket import CorePlan, build_keywords, ket_info, plan_core, skeleton_cost, stored_chunks, write_core
+from kgviz.index.ket import (META_KEYWORD_SIGNATURE, CorePlan, build_keywords, ket_info, plan_core, skeleton_cost,
+                             stored_chunk_vectors, stored_chunks, write_core)
 from kgviz.index.knn import LEXICAL, SEMANTIC
 from kgviz.index.params import BuildParams, BuildReport
 from kgviz.types import Chunk, Usage
@@ -43,6 +49,7 @@ class KetBuild:
         self.enabled = params.ket_enabled
         self.ket = params.ket_params() if self.enabled else None
         self.plan: CorePlan | None = None
+        self.plan_source = ""  # ket_plan.REUSED, or "computed (why)"
         self.chunk_vectors: np.ndarray | None = None
         self.new_chunks: list[Chunk] = []
         self.describe_report: Any = None  # kgviz.index.ket_describe.DescribeReport of this build
@@ -65,13 +72,33 @@ class KetBuild:
                                          workers=self.params.workers)
         self.report.usage_by_stage["knn"] = Usage(calls=-(-n // self.params.embed_batch_size),
                                                   latency_s=time.perf_counter() - t0)
-        ids, _, texts, emb = stored_chunks(self.store)
-        ids += [c.id for c in self.new_chunks]
-        texts += [c.text for c in self.new_chunks]
-        emb = np.concatenate([emb, self.chunk_vectors]) if len(emb) else self.chunk_vectors
-        self.plan = plan_core(ids, texts, emb, self.ket)
-        self.emit("knn", n + 1, n + 1, f"{len(self.plan.knn)} KNN edges over {len(ids)} chunks; "
-                                       f"{len(self.plan.core)} core chunks (β={self.ket.beta:g}, {self.ket.selection})")
+        self.plan, self.plan_source = self._plan(self.chunk_vectors)
+        self.emit("knn", n + 1, n + 1, f"{len(self.plan.knn)} KNN edges over {len(self.plan.ids)} chunks; "
+                                       f"{len(self.plan.core)} core chunks (β={self.ket.beta:g}, {self.ket.selection}); "
+                                       f"plan {self.plan_source}")
+
+    def _plan(self, new_vectors: np.ndarray) -> tuple[CorePlan, str]:
+        """The plan over the stored and the new chunks: the one an earlier build kept for exactly
+        these chunks and parameters (kgviz.index.ket_plan: a resumed build), else computed (and
+        kept); with which it was."""
+        assert self.ket is not None
+        rows = reads.all_chunks(self.store)
+        n_stored = len(rows)
+        ids = [r["id"] for r in rows] + [c.id for c in self.new_chunks]
+        texts = [r["text"] for r in rows] + [c.text for c in self.new_chunks]
+        del rows
+        order = sorted(range(len(ids)), key=ids.__getitem__)  # plan_core's order
+        sorted_ids = [ids[i] for i in order]
+        key = ket_plan.plan_key(sorted_ids, [texts[i] for i in order], self.ket, self.store.embedder_id,
+                                int(self.store.dim))
+        plan, why = ket_plan.load(self.store.path, key, sorted_ids, self.ket)
+        if plan is not None:
+            return plan, why
+        stored = stored_chunk_vectors(self.store, ids[:n_stored])
+        emb = np.concatenate([stored, new_vectors]) if len(stored) else new_vectors
+        plan = plan_core(ids, texts, emb, self.ket)
+        not_kept = ket_plan.save(self.store.path, key, plan)
+        return plan, f"computed ({why})" + (f"; not kept: {not_kept}" if not_kept else "")
 
     def to_extract(self, chunks: list[Chunk]) -> list[Chunk]:
         """The chunks the extract stage should send to the model: the core ones (line 9)."""
@@ -133,6 +160,9 @@ class KetBuild:
                 progress=lambda stage, d, t, msg: self.emit("ket", 2, 3, f"{msg}: {d} of {t}"))
         if interrupted:
             steps.record_repair(self.report, "keywords")
+        t_view = time.perf_counter()
+        view = self._store_keyword_view()
+        view_seconds = time.perf_counter() - t_view
         extract = self.report.usage_by_stage.get("extract", Usage())
         cost = skeleton_cost([(c.id, c.text, c.n_tokens) for c in self.new_chunks], plan.core, self.ket.beta,
                              expected_output_ratio=self.params.expected_output_ratio,
@@ -145,14 +175,40 @@ class KetBuild:
             "keywords": stats, "keywords_rebuilt": rebuilt, "cost": cost.to_dict(),
             "plan_seconds": round(plan.seconds, 3), "write_seconds": round(time.perf_counter() - t0, 3),
             "replanned": plan is not self.plan,
+            # whether the knn stage reused the plan an earlier build kept for these chunks (a
+            # resumed build) or computed it, and why (kgviz.index.ket_plan)
+            "plan": self.plan_source if plan is self.plan else "computed (the chunks changed during the build)",
             # what this build changed, not the totals above: with a shared workspace the totals
             # include every earlier build, and a rebuilt keyword layer replaces the old one
             "added": {k: v - before.get(k, 0) for k, v in _index_counts(store).items()},
+            "keyword_view": view, "view_seconds": round(view_seconds, 3),
         }
         if self.describe_report is not None:
             self.report.ket["descriptions"] = self.describe_report.to_dict()
         self.emit("ket", 3, 3, f"{stats.get('keywords', 'unchanged')} keywords, "
-                               f"{stats.get('subchunks', 'unchanged')} sub-chunks")
+                               f"{stats.get('subchunks', 'unchanged')} sub-chunks; keyword view {view}")
+
+    def _store_keyword_view(self) -> str:
+        """KET-RAG's keyword view (kgviz.graph.ket_view) made and stored now, so that the first
+        question maps it instead of making it (issue 29: 12.7 s of the first ket-rag question at
+        10,000 passages); what happened. A view that cannot be stored is logged, and the first
+        question makes it, as before. One that cannot be made (Kùzu failed to read the layer) is
+        a warning of the build, not its end: the graph is whole without it, and the first
+        question tries again (a build failing here would leave the workspace unfinished for good)."""
+        signature = self.store.get_meta(META_KEYWORD_SIGNATURE)
+        if signature is None:
+            return "no keyword layer"
+        try:
+            done = ket_view.ensure_stored(self.store, signature)
+            if done != ket_view.UP_TO_DATE:
+                # the view's arrays and the Arrow tables it was read from were made and released:
+                # their pages go back to the system rather than stay under the index stage's peak
+                memory.give_back(arrow=True)
+            return done
+        except GraphStoreError as err:
+            self.report.warnings.append(f"KET-RAG's keyword view was not made ({err}): the first KET question "
+                                        "makes it")
+            return f"{ket_view.NOT_STORED}: {err}"
 
     def _current_plan(self) -> CorePlan:
         """The knn stage's plan when it still covers exactly the stored chunks, else a new plan

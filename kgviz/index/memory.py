@@ -25,8 +25,14 @@ def _libc() -> Any:
     return libc if libc is not None and hasattr(libc, "malloc_trim") else None
 
 
-def give_back() -> bool:
-    """Return the C heap's free pages to the system; False where that is not possible."""
+def give_back(*, arrow: bool = False) -> bool:
+    """Return the C heap's free pages to the system; False where that is not possible. With
+    ``arrow``, Arrow's memory pool's unused pages too (Arrow allocates query results from its own
+    pool, mimalloc or jemalloc, which malloc_trim does not reach)."""
+    if arrow:
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()
     libc = _libc()
     if libc is None:
         return False

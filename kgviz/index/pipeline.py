@@ -5,7 +5,8 @@ Stages (``STAGES``), each reported through ``progress(ProgressEvent)``:
 * chunk     – skip documents already in the graph (by id), purge documents a killed build left
               half-written, split the rest into chunks (kgviz.ingest.chunk_document);
 * knn       – KET-RAG only (BuildParams.ket_enabled): KNN chunk graph, PageRank and core chunks,
-              which are then the only chunks extracted (kgviz.index.ket_build);
+              which are then the only chunks extracted (kgviz.index.ket_build); kept in the
+              workspace, so a build resuming this one reuses them (kgviz.index.ket_plan);
 * extract   – triples per chunk through the "extract_triples" task (LLM or offline patterns),
               thread pool, Extraction rows written in batches (kgviz.index.extract);
 * resolve   – entity keys, in-document aliases, triple ids (one fact, one node: the same fact
@@ -17,7 +18,8 @@ Stages (``STAGES``), each reported through ``progress(ProgressEvent)``:
 * doc_layer – KG-Retriever SIMILAR_DOC top-K edges (kgviz.index.doc_layer);
 * ket       – KET-RAG only: with an LLM, descriptions of the skeleton's entities and relationships
               (Algorithm 1 line 3, kgviz.index.ket_describe); KNN edges, Chunk.pagerank/core,
-              sub-chunks and keywords;
+              sub-chunks and keywords, and the keyword view KET-RAG's first question maps
+              (kgviz.graph.ket_view);
 * index     – the exact vector search's memory-mapped matrices (kgviz.graph.vector_file) for
               Document, Chunk, Entity and Triple — HNSW indexes instead only where opted into
               (kgviz.graph.search.EXACT_MAX_ROWS) — and BM25 over chunks.

@@ -8,8 +8,8 @@ counts and the HAS_KEYWORD adjacency as a sparse matrix. The copy is loaded on f
 reloaded when Meta ``ket.keyword_signature`` changes (every keyword-layer rebuild writes a new
 one). Memory: (keywords + sub-chunks) x dim x 4 bytes dense, ~72 MB here; hashing vectors are
 mostly zeros and are held as sparse matrices (~25 MB, and the search is 5x faster). The first
-process to make the view stores its arrays in the workspace and later ones map them (see
-VIEW_FOLDER below).
+build stores the view's arrays in the workspace and every process maps them
+(kgviz.graph.ket_view).
 
 Triple vectors (the skeleton channel's tie-break) are not copied: the few hundred a question
 needs are read from the exact search's memory-mapped unit rows (``GraphStore.unit_vectors``), so
@@ -19,31 +19,25 @@ Kùzu by id and remembered, at most TRIPLE_MEMO_MAX of them.
 """
 from __future__ import annotations
 
-import logging
 import re
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import numpy as np
 import scipy.sparse as sp
 
-from kgviz.errors import DiskFullError
-from kgviz.graph import reads, vector_file
-from kgviz.graph.arrow import vectors_to_numpy
+from kgviz.graph import ket_view, reads
 from kgviz.graph.protocol import GraphStore
 from kgviz.index.ket import META_KEYWORD_SIGNATURE
 from kgviz.offline.stopwords import ENGLISH as STOPWORDS
 from kgviz.vectors import unit_rows
 
-log = logging.getLogger(__name__)
 _LOCK = threading.Lock()
 _VIEWS: dict[str, "KeywordView"] = {}
 _TRIPLES: dict[str, tuple[int, dict[str, np.ndarray]]] = {}  # fetched unit rows (no vector files)
 _NAME_WORD = re.compile(r"[^\W_]+")
 MAX_NAME_WORDS = 6  # ours: the longest entity name looked for in a question, in words
-SPARSE_BELOW = 0.35  # ours: density under which vectors are held as a sparse matrix
 TRIPLE_MEMO_MAX = 50_000  # ours: vectors fetched from Kùzu remembered per graph (~150 MB at 768-d)
 
 
@@ -52,28 +46,12 @@ def _key(store: GraphStore) -> str:
     return f"{store.path}|{store.embedder_id}|{store.dim}"
 
 
-def _compact(m: np.ndarray) -> Any:
-    """CSR when most entries are zero (hashing vectors: ~16% non-zero for keywords, where a
-    sparse product is 5x faster than a dense one); dense otherwise (model embeddings)."""
-    if m.size and np.count_nonzero(m) < SPARSE_BELOW * m.size:
-        return sp.csr_matrix(m)
-    return m
-
-
-def _by_column(m: Any) -> Any:
-    """A sparse ``m`` as CSC: the keyword matrix is only ever multiplied whole with the query,
-    and kgviz.graph.search.row_scores reads a CSC matrix at the query's nonzero columns only,
-    with the same float32 sums as the CSR product (issue 29: that product was a quarter of
-    ket-rag at 10,000 passages)."""
-    return m.tocsc() if sp.issparse(m) else m
-
-
 @dataclass
 class KeywordView:
     signature: str
     kw_ids: list[str]
     kw_words: list[str]
-    kw_matrix: Any  # unit rows; numpy array or scipy CSC (see _compact, _by_column)
+    kw_matrix: Any  # unit rows; numpy array or scipy CSC (kgviz.graph.ket_view.compact, by_column)
     kw_sub: sp.csr_matrix  # keyword x sub-chunk, 1 where HAS_KEYWORD
     sub_ids: list[str]
     sub_chunk: list[str]  # parent chunk of each sub-chunk
@@ -144,106 +122,32 @@ class KeywordView:
         return self.kw_sub.indices[self.kw_sub.indptr[kw] : self.kw_sub.indptr[kw + 1]]
 
 
+def _view(signature: str, parts: ket_view.ViewParts, store: GraphStore) -> KeywordView:
+    return KeywordView(signature, parts.kw_ids, parts.kw_words, parts.kw_matrix, parts.kw_sub, parts.sub_ids,
+                       parts.sub_chunk, parts.sub_tokens, parts.sub_matrix, chunk_label=_chunk_labels(store))
+
+
 def _load(store: GraphStore, signature: str) -> KeywordView:
-    dim = int(store.dim)
-    kw = reads.keyword_vectors(store)
-    kw_ids = kw.column(0).to_pylist()
-    sub = reads.subchunk_vectors(store)
-    sub_ids = sub.column(0).to_pylist()
-    edges = reads.keyword_links(store)
-    kpos = {k: i for i, k in enumerate(kw_ids)}
-    spos = {s: i for i, s in enumerate(sub_ids)}
-    pairs = [(kpos[k], spos[s]) for k, s in zip(edges.column(0).to_pylist(), edges.column(1).to_pylist())
-             if k in kpos and s in spos]
-    rows = np.asarray([p[0] for p in pairs], dtype=np.int64)
-    cols = np.asarray([p[1] for p in pairs], dtype=np.int64)
-    adj = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, cols)), shape=(len(kw_ids), len(sub_ids)))
-    adj.sort_indices()
-    return KeywordView(
-        signature, kw_ids, kw.column(1).to_pylist(), _by_column(_compact(unit_rows(vectors_to_numpy(kw.column(2), dim)))), adj,
-        sub_ids, sub.column(1).to_pylist(), np.asarray(sub.column(2).to_pylist(), dtype=np.int64),
-        _compact(unit_rows(vectors_to_numpy(sub.column(3), dim))),
-        chunk_label=_chunk_labels(store))
+    """The view made from the graph."""
+    return _view(signature, ket_view.make_parts(store), store)
 
 
 def _chunk_labels(store: GraphStore) -> dict[str, str]:
     return {r["id"]: f"{r['title']} · c{r['ord']}" for r in reads.chunk_labels(store)}
 
 
-# --- the view stored in the workspace ---------------------------------------------------------------
-# Made from Kùzu, the view cost a process's first KET question ~10 s at 10,000 passages (55k keyword
-# vectors read out of Kùzu, normalised and made sparse: issue 29); so the first process to make it
-# stores its arrays under <workspace>/vectors/VIEW_FOLDER and later processes map them. They are
-# used only for the key they were stored with: the keyword signature (a new one with every rebuilt
-# keyword layer), the embedder, and the row counts (a layer half rewritten by a killed build).
-VIEW_FOLDER = "ket_keywords"
-VIEW_VERSION = 1
-_MAPPED = ("kw_matrix.data", "kw_matrix.indices", "sub_matrix.data", "sub_matrix.indices", "kw_sub.indices")
-_STRINGS = ("kw_ids", "kw_words", "sub_ids", "sub_chunk")
-
-
-def _view_folder(store: GraphStore) -> Path:
-    return Path(store.path) / vector_file.VECTOR_DIR / VIEW_FOLDER
-
-
-def _view_key(store: GraphStore, signature: str) -> dict[str, Any]:
-    return {"version": VIEW_VERSION, "signature": signature, "embedder": store.embedder_id, "dim": int(store.dim),
-            "keywords": reads.count_nodes(store, "Keyword"), "subchunks": reads.count_nodes(store, "SubChunk"),
-            "links": reads.count_rels(store, "HAS_KEYWORD")}
-
-
-def _matrix_arrays(name: str, m: Any) -> dict[str, np.ndarray]:
-    if sp.issparse(m):
-        return {f"{name}.data": m.data, f"{name}.indices": m.indices, f"{name}.indptr": m.indptr}
-    return {f"{name}.dense": np.asarray(m)}
-
-
-def _matrix(arrays: dict[str, np.ndarray], name: str, shape: tuple[int, int], kind: Any) -> Any:
-    if f"{name}.dense" in arrays:
-        return arrays[f"{name}.dense"]  # read into memory (not mapped): an aligned array, as made
-    parts = (arrays[f"{name}.data"], arrays[f"{name}.indices"], arrays[f"{name}.indptr"])
-    return kind(parts, shape=shape, copy=False)
-
-
-def _view_arrays(view: KeywordView) -> dict[str, np.ndarray] | None:
-    """The view's arrays; None when a string would not survive a fixed-width array (not a str, or
-    ending in NUL, which numpy strips)."""
-    strings = {name: getattr(view, name) for name in _STRINGS}
-    if any(not isinstance(x, str) or x.endswith("\0") for values in strings.values() for x in values):
-        return None
-    out = {name: np.array(values, dtype=str) if values else np.zeros(0, dtype="<U1") for name, values in strings.items()}
-    out["sub_tokens"] = np.asarray(view.sub_tokens, dtype=np.int64)
-    for name in ("kw_matrix", "sub_matrix", "kw_sub"):
-        out.update(_matrix_arrays(name, getattr(view, name)))
-    return out
-
-
-def _stored_view(store: GraphStore, signature: str, key: dict[str, Any]) -> KeywordView | None:
-    arrays = vector_file.load_arrays(_view_folder(store), key, _MAPPED)
-    if arrays is None:
-        return None
-    n_kw, n_sub, dim = len(arrays["kw_ids"]), len(arrays["sub_ids"]), int(store.dim)
-    return KeywordView(
-        signature, arrays["kw_ids"].tolist(), arrays["kw_words"].tolist(),
-        _matrix(arrays, "kw_matrix", (n_kw, dim), sp.csc_matrix), _matrix(arrays, "kw_sub", (n_kw, n_sub), sp.csr_matrix),
-        arrays["sub_ids"].tolist(), arrays["sub_chunk"].tolist(), np.array(arrays["sub_tokens"]),
-        _matrix(arrays, "sub_matrix", (n_sub, dim), sp.csr_matrix), chunk_label=_chunk_labels(store))
-
-
 def _stored_or_load(store: GraphStore, signature: str) -> KeywordView:
-    """The view mapped from the workspace, else made from the graph and stored there (a workspace
-    that cannot be written keeps it in memory only)."""
-    key = _view_key(store, signature)
-    view = _stored_view(store, signature, key)
-    if view is None:
-        view = _load(store, signature)
-        arrays = _view_arrays(view)
-        if arrays is not None:
-            try:
-                vector_file.write_arrays(_view_folder(store), key, arrays)
-            except (OSError, DiskFullError) as err:  # a read-only workspace, a full disk: every process makes the view (as before it was stored)
-                log.warning("KET keyword view not stored in %s (%s): each process will make it again",
-                            _view_folder(store), err)
+    """The view mapped from the workspace (kgviz.graph.ket_view: the build stores it), else made
+    from the graph and stored there (a workspace built before the build stored it, or whose store
+    failed; one that cannot be written keeps it in memory only, logged)."""
+    key = ket_view.view_key(store, signature)
+    parts = ket_view.stored_parts(store, key)
+    if parts is not None:
+        return _view(signature, parts, store)
+    view = _load(store, signature)
+    ket_view.store_parts(store, key, ket_view.ViewParts(
+        view.kw_ids, view.kw_words, view.kw_matrix, view.kw_sub, view.sub_ids, view.sub_chunk, view.sub_tokens,
+        view.sub_matrix))
     return view
 
 

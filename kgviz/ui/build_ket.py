@@ -186,6 +186,9 @@ def build_cost(ctx: AppContext, report: BuildReport) -> None:
     st.markdown("**KET-RAG indexing cost of this build**")
     st.caption(f"β={ket['beta']:g} ({md_text(ket['selection'])}): {ket['n_core']} of {ket['n_chunks']} chunks are core; "
                f"the KG covers {ket['skeleton_beta']:.0%} of the chunks.")
+    if ket.get("plan"):  # a resumed build reuses the plan its interrupted run kept (kgviz.index.ket_plan)
+        st.caption(f"KNN graph, PageRank and core chunks: {md_text(ket['plan'])}; "
+                   f"KET-RAG's keyword view: {md_text(ket.get('keyword_view', '-'))}.")
     if not cost or not cost.get("n_chunks"):
         st.caption("No new chunks were extracted in this build.")
         return

@@ -113,6 +113,9 @@ def test_beta_slider_builds_a_skeleton_and_shows_its_cost(app_env: Path) -> None
         assert (skel["chunks (LLM calls)"], full["chunks (LLM calls)"]) == (len(core), n)
         assert skel["output tokens (est.)"] < full["output tokens (est.)"]
     assert any("the KG covers 53% of the chunks" in t for t in texts(at, "caption"))
+    # (markdown-escaped: "computed \\(no plan was kept\\)")
+    assert any("KNN graph, PageRank and core chunks: computed" in t and "no plan was kept" in t
+               and "KET-RAG's keyword view: stored" in t for t in texts(at, "caption"))
 
 
 def test_existing_graph_overview(app_env: Path, capsys) -> None:  # noqa: ANN001 - pytest fixture

@@ -32,7 +32,8 @@ def _value(v: Any) -> Any:
 
 def stored_graph(store: GraphStore) -> dict[str, list[tuple]]:
     """Every row of every node table (every column, vectors bit for bit) and every edge of every
-    rel table with its properties, order-free; and the vector files' bytes."""
+    rel table with its properties, order-free; and the bytes of every file under vectors/ (the
+    KET plan and keyword view included)."""
     catalog = store._catalog()
     out: dict[str, list[tuple]] = {}
     for table, columns in catalog.nodes.items():
@@ -45,7 +46,7 @@ def stored_graph(store: GraphStore) -> dict[str, list[tuple]]:
             rows = store.query(f"MATCH (x:{a})-[r:{rel}]->(y:{b}) RETURN {ret}")
             out[f"{rel}:{a}->{b}"] = sorted((tuple(_value(v) for v in r.values()) for r in rows), key=repr)
     folder = Path(store.path) / vector_file.VECTOR_DIR
-    out["files"] = sorted((p.name, p.read_bytes()) for p in folder.iterdir())
+    out["files"] = sorted((str(p.relative_to(folder)), p.read_bytes()) for p in folder.rglob("*") if p.is_file())
     return out
 
 

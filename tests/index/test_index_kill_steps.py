@@ -23,6 +23,7 @@ import pytest
 import kgviz.index.pipeline as pipeline
 from kgviz.graph import search
 from kgviz.graph.store import GraphStore
+from kgviz.index import ket_plan
 from kgviz.index.steps import MARK_PREFIX, label
 from kgviz.ingest import load_paths
 from kgviz.methods.base import MethodContext
@@ -162,6 +163,7 @@ def test_kill_inside_an_index_step_is_repaired_by_the_next_build(
     store, report = _build(db)
     try:
         assert report.repairs == [f"repaired {label(step)}: an earlier build was interrupted while writing it"]
+        assert report.ket["plan"] == ket_plan.REUSED  # kept by the killed build's knn stage: not computed again
         assert set(report.repairs) <= set(report.warnings)  # shown where warnings are shown
         if step == "fts_index":
             # Kùzu left the hidden tables of its half-made index: the repair took the next name
@@ -176,5 +178,32 @@ def test_kill_inside_an_index_step_is_repaired_by_the_next_build(
         again = pipeline.build(load_paths([CORPUS]).documents, store, Reasoner(OfflineLLM(), emb),
                                pipeline.BuildParams(workers=1))
         assert again.repairs == []  # repaired once, for good
+    finally:
+        store.close()
+
+
+def test_a_build_killed_in_its_write_stage_resumes_with_the_kept_plan(
+    clean: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed after the write stage's first Triple COPY: its documents are written again by the
+    next build, whose chunks are those the killed build planned, so the kept plan is reused, and
+    the graph ends equal to a clean build's."""
+    db = tmp_path / "killed"
+    script = tmp_path / "child.py"
+    script.write_text(CHILD.format(root=str(ROOT), db=str(db), corpus=str(CORPUS), marker="COPY Triple FROM",
+                                   how="after"))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=240)
+    assert proc.returncode == -signal.SIGKILL and "killed after COPY Triple FROM" in proc.stdout, proc.stdout + proc.stderr
+    assert (ket_plan.folder(db) / "key.json").exists()
+
+    monkeypatch.setattr(pipeline, "EXACT_MAX_ROWS", 0)
+    store, report = _build(db)
+    try:
+        assert report.ket["plan"] == ket_plan.REUSED and report.resumed_documents > 0
+        assert any("stopped in its write stage" in w for w in report.warnings)
+        state = _state(store)
+        for key in ("counts", "meta", "indexes"):
+            assert state[key] == clean[key], key
+        assert first_difference(state["runs"], clean["runs"]) is None
     finally:
         store.close()

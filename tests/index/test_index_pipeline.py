@@ -334,7 +334,7 @@ def _vectors(store: GraphStore, folder: Path) -> dict[str, object]:
         "MATCH (k:Keyword) RETURN k.id AS id, k.emb AS emb"))
     out["subchunks"] = sorted((r["id"], np.asarray(r["emb"], np.float32).tobytes()) for r in store.query(
         "MATCH (s:SubChunk) RETURN s.id AS id, s.emb AS emb"))
-    out["files"] = {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+    out["files"] = {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
     return out
 
 
@@ -403,15 +403,16 @@ def test_a_first_build_writes_the_vector_files_from_its_own_vectors(open_store, 
     not_null = [c for c in reads if "IS NOT NULL" in c]
     assert not any(t in c for c in not_null for t in ("(n:Chunk)", "(n:Entity)", "(n:Triple)")), not_null
     folder = tmp_path / "ws" / vector_file.VECTOR_DIR
-    written = {p.name: p.read_bytes() for p in folder.iterdir()}
+    written = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}  # the exact search's files
     for table in ("Chunk", "Entity", "Triple"):
         assert f"{table}.emb.npy" in written and f"{table}.stored.npy" in written
     for p in folder.iterdir():
-        p.unlink()
+        if p.is_file():
+            p.unlink()
     store.execute("MATCH (m:Meta) WHERE m.key = $k DELETE m", {"k": "nothing"})  # a write: the cached matrices go
     for table in ("Document", "Chunk", "Entity", "Triple"):
         search.prepare_exact_search(store, table)  # from Kùzu
-    assert {p.name: p.read_bytes() for p in folder.iterdir()} == written
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == written
     reads.clear()
     build(corpus(), store, offline(), SMALL)
     assert any(c.startswith("MATCH (n:Triple)") and c.endswith("n.emb") for c in reads)  # old rows: read back

@@ -11,7 +11,7 @@ import pytest
 from tests.support.arrays import mapped as is_mapped
 from tests.support.fixture_graph import FixtureGraph, build_fixture_graph
 
-from kgviz.graph import reads
+from kgviz.graph import ket_view, reads
 from kgviz.index.ket import META_KEYWORD_SIGNATURE, KetParams, build_ket_index
 from kgviz.methods import ket_cache
 from kgviz.methods.ket_descriptions import description_view
@@ -148,7 +148,7 @@ def test_the_keyword_view_is_stored_once_and_mapped_by_the_next_process(ket_grap
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     made = ket_cache.keyword_view(ket_graph.store)
     assert made is not None
-    folder = ket_cache._view_folder(ket_graph.store)
+    folder = ket_view.view_folder(ket_graph.store)
     assert (folder / "key.json").exists()
     reference = ket_cache._load(ket_graph.store, made.signature)
     ket_cache.forget(ket_graph.store)  # a new process: nothing in memory
@@ -180,7 +180,7 @@ def test_a_stored_view_of_another_keyword_layer_is_never_used(ket_graph: Fixture
     monkeypatch.setattr(ket_cache, "_load", lambda store, sig: loads.append(sig) or real(store, sig))
     again = ket_cache.keyword_view(ket_graph.store)
     assert loads == ["another build"] and again is not None and again.signature == "another build"
-    assert '"another build"' in (ket_cache._view_folder(ket_graph.store) / "key.json").read_text()
+    assert '"another build"' in (ket_view.view_folder(ket_graph.store) / "key.json").read_text()
     # same signature, fewer keyword rows (a layer a killed build left half written): not the stored one
     ket_graph.store.execute("MATCH (k:Keyword) WITH k ORDER BY k.id LIMIT 1 DETACH DELETE k")
     ket_cache.forget(ket_graph.store)
@@ -193,7 +193,7 @@ def test_a_damaged_stored_view_is_made_again(ket_graph: FixtureGraph, caplog: py
                                              damage: str) -> None:
     made = ket_cache.keyword_view(ket_graph.store)
     assert made is not None
-    folder = ket_cache._view_folder(ket_graph.store)
+    folder = ket_view.view_folder(ket_graph.store)
     if damage == "truncated":
         raw = (folder / "kw_matrix.data.npy").read_bytes()
         (folder / "kw_matrix.data.npy").write_bytes(raw[: len(raw) - 8])
@@ -215,4 +215,4 @@ def vector_file_arrays(kg: FixtureGraph) -> Any:
     from kgviz.graph import vector_file
 
     sig = kg.store.get_meta(META_KEYWORD_SIGNATURE)
-    return vector_file.load_arrays(ket_cache._view_folder(kg.store), ket_cache._view_key(kg.store, sig))
+    return vector_file.load_arrays(ket_view.view_folder(kg.store), ket_view.view_key(kg.store, sig))

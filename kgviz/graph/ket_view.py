@@ -1,0 +1,193 @@
+"""The arrays of KET-RAG's keyword view, made from the graph and stored in the workspace (ours).
+
+KET-RAG's keyword channel (kgviz.methods.ket_cache) searches an in-memory copy of the keyword
+layer: the keyword and sub-chunk matrices (unit rows), the sub-chunks' token counts and parent
+chunks, and the HAS_KEYWORD adjacency. Made from Kùzu it costs seconds (issue 29: ~10 s at
+10,000 passages, 55k keyword vectors read out of Kùzu, normalised and made sparse), so it is made
+once and its arrays stored under ``<workspace>/vectors/VIEW_FOLDER``; later processes map them.
+The build makes and stores it at the end of its ket stage (kgviz.index.ket_build), so the first
+question only maps it; a workspace built before that (or whose store failed) has it made and
+stored by its first KET question. Both make it with ``make_parts`` and store it with
+``store_parts``, so the files are the same bytes whoever writes them.
+
+The arrays are used only for the key they were stored with: the keyword signature (a new one with
+every rebuilt keyword layer), the embedder, and the row counts (a layer half rewritten by a
+killed build). This module reads the graph and writes files; what a question does with the view
+lives in kgviz.methods.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from kgviz.errors import DiskFullError
+from kgviz.graph import reads, vector_file
+from kgviz.graph.arrow import vectors_to_numpy
+from kgviz.graph.protocol import GraphStore
+from kgviz.vectors import unit_rows
+
+log = logging.getLogger(__name__)
+
+VIEW_FOLDER = "ket_keywords"
+VIEW_VERSION = 1
+SPARSE_BELOW = 0.35  # ours: density under which vectors are held as a sparse matrix
+BLOCK_ROWS = 8192  # vectors normalised at a time while the view is made
+MAPPED = ("kw_matrix.data", "kw_matrix.indices", "sub_matrix.data", "sub_matrix.indices", "kw_sub.indices")
+STRINGS = ("kw_ids", "kw_words", "sub_ids", "sub_chunk")
+
+# what the build's ensure_stored found or did (BuildReport.ket["keyword_view"])
+STORED, UP_TO_DATE, NOT_STORED = "stored", "up to date", "not stored"
+
+
+@dataclass
+class ViewParts:
+    """The view's arrays as a question uses them (kgviz.methods.ket_cache.KeywordView adds the
+    lookups made from them and the chunk labels)."""
+
+    kw_ids: list[str]
+    kw_words: list[str]
+    kw_matrix: Any  # unit rows; numpy array or scipy CSC (see compact, by_column)
+    kw_sub: sp.csr_matrix  # keyword x sub-chunk, 1 where HAS_KEYWORD
+    sub_ids: list[str]
+    sub_chunk: list[str]  # parent chunk of each sub-chunk
+    sub_tokens: np.ndarray
+    sub_matrix: Any  # unit rows; numpy array or scipy CSR
+
+
+def compact(m: np.ndarray) -> Any:
+    """CSR when most entries are zero (hashing vectors: ~16% non-zero for keywords, where a
+    sparse product is 5x faster than a dense one); dense otherwise (model embeddings)."""
+    if m.size and np.count_nonzero(m) < SPARSE_BELOW * m.size:
+        return sp.csr_matrix(m)
+    return m
+
+
+def by_column(m: Any) -> Any:
+    """A sparse ``m`` as CSC: the keyword matrix is only ever multiplied whole with the query,
+    and kgviz.graph.search.row_scores reads a CSC matrix at the query's nonzero columns only,
+    with the same float32 sums as the CSR product (issue 29: that product was a quarter of
+    ket-rag at 10,000 passages)."""
+    return m.tocsc() if sp.issparse(m) else m
+
+
+def unit_matrix(column: Any, dim: int) -> Any:
+    """``compact(unit_rows(vectors_to_numpy(column, dim)))``, the same arrays, made BLOCK_ROWS
+    rows at a time: once to count the non-zero entries (sparse or dense), once to build it. Made
+    whole, the float copies of every vector (read, normalised, cast) were ~0.5 GB at 10,000
+    passages beside the result, in the build's ket stage since it makes the view (issue 29)."""
+    n = len(column)
+    starts = range(0, n, BLOCK_ROWS)
+
+    def block(start: int) -> np.ndarray:
+        return unit_rows(vectors_to_numpy(column.slice(start, BLOCK_ROWS), dim))
+
+    if n == 0:
+        return compact(np.zeros((0, dim), dtype=np.float32))
+    if sum(np.count_nonzero(block(s)) for s in starts) < SPARSE_BELOW * n * dim:
+        return sp.vstack([sp.csr_matrix(block(s)) for s in starts], format="csr")
+    return np.concatenate([block(s) for s in starts])
+
+
+def make_parts(store: GraphStore) -> ViewParts:
+    """The view's arrays made from the graph's keyword layer."""
+    dim = int(store.dim)
+    kw = reads.keyword_vectors(store)
+    kw_ids = kw.column(0).to_pylist()
+    sub = reads.subchunk_vectors(store)
+    sub_ids = sub.column(0).to_pylist()
+    edges = reads.keyword_links(store)
+    kpos = {k: i for i, k in enumerate(kw_ids)}
+    spos = {s: i for i, s in enumerate(sub_ids)}
+    pairs = [(kpos[k], spos[s]) for k, s in zip(edges.column(0).to_pylist(), edges.column(1).to_pylist())
+             if k in kpos and s in spos]
+    rows = np.asarray([p[0] for p in pairs], dtype=np.int64)
+    cols = np.asarray([p[1] for p in pairs], dtype=np.int64)
+    adj = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, cols)), shape=(len(kw_ids), len(sub_ids)))
+    adj.sort_indices()
+    return ViewParts(
+        kw_ids, kw.column(1).to_pylist(), by_column(unit_matrix(kw.column(2), dim)), adj,
+        sub_ids, sub.column(1).to_pylist(), np.asarray(sub.column(2).to_pylist(), dtype=np.int64),
+        unit_matrix(sub.column(3), dim))
+
+
+def view_folder(store: GraphStore) -> Path:
+    return Path(store.path) / vector_file.VECTOR_DIR / VIEW_FOLDER
+
+
+def view_key(store: GraphStore, signature: str) -> dict[str, Any]:
+    return {"version": VIEW_VERSION, "signature": signature, "embedder": store.embedder_id, "dim": int(store.dim),
+            "keywords": reads.count_nodes(store, "Keyword"), "subchunks": reads.count_nodes(store, "SubChunk"),
+            "links": reads.count_rels(store, "HAS_KEYWORD")}
+
+
+def _matrix_arrays(name: str, m: Any) -> dict[str, np.ndarray]:
+    if sp.issparse(m):
+        return {f"{name}.data": m.data, f"{name}.indices": m.indices, f"{name}.indptr": m.indptr}
+    return {f"{name}.dense": np.asarray(m)}
+
+
+def _matrix(arrays: dict[str, np.ndarray], name: str, shape: tuple[int, int], kind: Any) -> Any:
+    if f"{name}.dense" in arrays:
+        return arrays[f"{name}.dense"]  # read into memory (not mapped): an aligned array, as made
+    parts = (arrays[f"{name}.data"], arrays[f"{name}.indices"], arrays[f"{name}.indptr"])
+    return kind(parts, shape=shape, copy=False)
+
+
+def parts_arrays(parts: ViewParts) -> dict[str, np.ndarray] | None:
+    """The arrays stored for ``parts``; None when a string would not survive a fixed-width array
+    (not a str, or ending in NUL, which numpy strips)."""
+    strings = {name: getattr(parts, name) for name in STRINGS}
+    if any(not isinstance(x, str) or x.endswith("\0") for values in strings.values() for x in values):
+        return None
+    out = {name: np.array(values, dtype=str) if values else np.zeros(0, dtype="<U1") for name, values in strings.items()}
+    out["sub_tokens"] = np.asarray(parts.sub_tokens, dtype=np.int64)
+    for name in ("kw_matrix", "sub_matrix", "kw_sub"):
+        out.update(_matrix_arrays(name, getattr(parts, name)))
+    return out
+
+
+def stored_parts(store: GraphStore, key: dict[str, Any]) -> ViewParts | None:
+    """The parts mapped from the workspace when they were stored for ``key`` and are whole."""
+    arrays = vector_file.load_arrays(view_folder(store), key, MAPPED)
+    if arrays is None:
+        return None
+    n_kw, n_sub, dim = len(arrays["kw_ids"]), len(arrays["sub_ids"]), int(store.dim)
+    return ViewParts(
+        arrays["kw_ids"].tolist(), arrays["kw_words"].tolist(),
+        _matrix(arrays, "kw_matrix", (n_kw, dim), sp.csc_matrix), _matrix(arrays, "kw_sub", (n_kw, n_sub), sp.csr_matrix),
+        arrays["sub_ids"].tolist(), arrays["sub_chunk"].tolist(), np.array(arrays["sub_tokens"]),
+        _matrix(arrays, "sub_matrix", (n_sub, dim), sp.csr_matrix))
+
+
+def store_parts(store: GraphStore, key: dict[str, Any], parts: ViewParts) -> str | None:
+    """Store ``parts`` under ``key``; None when stored, else why not (logged: a read-only
+    workspace or a full disk leaves every process to make the view, as before it was stored)."""
+    arrays = parts_arrays(parts)
+    if arrays is None:
+        return "an id or word does not fit a fixed-width array"
+    try:
+        vector_file.write_arrays(view_folder(store), key, arrays)
+    except (OSError, DiskFullError) as err:
+        log.warning("KET keyword view not stored in %s (%s): each process will make it again", view_folder(store), err)
+        return str(err)
+    return None
+
+
+_EVERY = (*MAPPED, *STRINGS, "sub_tokens", "kw_matrix.indptr", "sub_matrix.indptr", "kw_sub.data", "kw_sub.indptr",
+          "kw_matrix.dense", "sub_matrix.dense")
+
+
+def ensure_stored(store: GraphStore, signature: str) -> str:
+    """Make and store the view of the keyword layer with ``signature`` unless it is stored
+    already (the build's ket stage): UP_TO_DATE, STORED, or NOT_STORED and why. Stored arrays
+    are checked for their key, shapes and types only (every one mapped: nothing is read)."""
+    key = view_key(store, signature)
+    if vector_file.load_arrays(view_folder(store), key, _EVERY) is not None:
+        return UP_TO_DATE
+    why = store_parts(store, key, make_parts(store))
+    return STORED if why is None else f"{NOT_STORED}: {why}"
