@@ -18,7 +18,7 @@ _DATE = re.compile(
 )
 _YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b")
 _NUMBER = re.compile(
-    r"\b\d[\d,]*(?:\.\d+)?(?:\s+(?:percent|per cent|million|billion|thousand|hundred|km|kilometres"
+    r"\b\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s+(?:percent|per cent|million|billion|thousand|hundred|km|kilometres"
     r"|kilometers|metres|meters|miles|feet|tons|tonnes|people|crowns|dollars|pounds|euros|marks"
     r"|florins|years|days|storeys|floors|arches|pupils|students|members|workers|employees|copies"
     r"|pages|books|ships|rooms|acres|hectares"
