@@ -162,11 +162,13 @@ def main() -> int:
                                          for i in range(word_sent.shape[0])],
          lambda: (lambda b, s: [s[b[i]:b[i + 1]] for i in range(len(b) - 1)])(*knn.sorted_rows(word_sent)))
     if not args.skip_layer:
-        emb = embedders.HashingEmbedder()
+        # each with its own module's embedder class: embed_processes sends only that exact class to
+        # worker processes (which unpickle it as the current class: the same vectors)
         part(f"build_keyword_layer (workers={params.workers})",
-             lambda: layer_rows(o_kw.build_keyword_layer(chunks, emb, rules, batch_size=params.embed_batch_size,
-                                                         workers=params.workers)),
-             lambda: layer_rows(ket_keywords.build_keyword_layer(chunks, emb, rules, batch_size=params.embed_batch_size,
+             lambda: layer_rows(o_kw.build_keyword_layer(chunks, o_emb.HashingEmbedder(), rules,
+                                                         batch_size=params.embed_batch_size, workers=params.workers)),
+             lambda: layer_rows(ket_keywords.build_keyword_layer(chunks, embedders.HashingEmbedder(), rules,
+                                                                 batch_size=params.embed_batch_size,
                                                                  workers=params.workers)))
     print(json.dumps({"passages": args.passages, "chunks": len(chunks), "sub_chunks": len(subs),
                       "sentences": len(unique), "against": args.against, "repeat": args.repeat, "parts": rows},

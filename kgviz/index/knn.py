@@ -23,7 +23,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from contextlib import contextmanager
-from itertools import chain, repeat
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -49,27 +48,18 @@ def content_words(text: str, min_len: int = 3) -> list[str]:
 
 def term_matrix(texts: Sequence[str], min_len: int = 3) -> tuple[sp.csr_matrix, list[str]]:
     """Binary (len(texts) x vocabulary) CSR matrix: entry (i, w) = 1 when text i contains word w;
-    and the vocabulary in column order (first appearance).
-
-    Each distinct word is tested (length, stop word) once, not at every occurrence, and the
-    (text, word) pairs are deduplicated and sorted by numpy (issue 29: the per-text word sets were
-    most of the keyword layer's word count). A word's first appearance among all words is its
-    first appearance among the kept ones, so the columns are in the same order."""
-    words = [_WORD_RE.findall(text.lower()) for text in texts]
-    flat = list(chain.from_iterable(words))
-    vocab = [w for w in dict.fromkeys(flat) if len(w) >= min_len and w not in STOPWORDS]
-    column = {w: j for j, w in enumerate(vocab)}
-    cols = np.fromiter(map(column.get, flat, repeat(-1)), dtype=np.int64, count=len(flat))
-    rows = np.repeat(np.arange(len(texts), dtype=np.int64), [len(w) for w in words])
-    kept = cols >= 0
-    pairs = np.sort(rows[kept] * max(1, len(vocab)) + cols[kept], kind="stable")  # by text, then column
-    pairs = pairs[np.flatnonzero(np.diff(pairs, prepend=-1))]  # each (text, word) once
-    row_of, indices = np.divmod(pairs, max(1, len(vocab)))
-    indptr = np.zeros(len(texts) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(row_of, minlength=len(texts)), out=indptr[1:])
+    and the vocabulary in column order (first appearance)."""
+    vocab: dict[str, int] = {}
+    indptr = [0]
+    indices: list[int] = []
+    for text in texts:
+        cols = {vocab.setdefault(w, len(vocab)) for w in content_words(text, min_len)}
+        indices.extend(sorted(cols))
+        indptr.append(len(indices))
     data = np.ones(len(indices), dtype=np.float32)
-    m = sp.csr_matrix((data, indices, indptr), shape=(len(texts), len(vocab)))
-    return m, vocab
+    m = sp.csr_matrix((data, np.asarray(indices, dtype=np.int64), np.asarray(indptr, dtype=np.int64)),
+                      shape=(len(texts), len(vocab)))
+    return m, list(vocab)
 
 
 def sorted_rows(matrix: sp.csr_matrix) -> tuple[list[int], list[int]]:

@@ -1,5 +1,5 @@
 """The keyword layer's fast paths (issue 29) give what the general code gives: the un-halved
-sub-chunk shortcut, the numpy word count, the sorted keyword rows and the blocked normalisation."""
+sub-chunk shortcut, the sorted keyword rows and the blocked normalisation."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kgviz.index.knn import content_words, sorted_rows, term_matrix
+from kgviz.index.knn import sorted_rows
 from kgviz.ingest.chunking import _halved_spans, subchunk_spans
 from kgviz.providers import embedders
 from kgviz.providers.embedders import HashingEmbedder, l2_normalise
@@ -24,15 +24,6 @@ TRICKY = [
 ]
 
 
-def _reference_term_matrix(texts: list[str], min_len: int) -> tuple[list[list[int]], list[str]]:
-    """The per-text word sets term_matrix used to build (first-appearance columns)."""
-    vocab: dict[str, int] = {}
-    rows = []
-    for text in texts:
-        rows.append(sorted({vocab.setdefault(w, len(vocab)) for w in content_words(text, min_len)}))
-    return rows, list(vocab)
-
-
 @pytest.mark.parametrize("tau,target", [(0, None), (0, 150), (1, 150), (2, 150), (3, 20), (1, None), (2, 4)])
 def test_subchunk_spans_shortcut_equals_the_halvings(tau: int, target: int | None) -> None:
     for text in TRICKY:
@@ -45,30 +36,6 @@ def test_subchunk_spans_shortcut_equals_the_halvings(tau: int, target: int | Non
        st.integers(0, 3), st.sampled_from([None, 1, 3, 10, 150]))
 def test_subchunk_spans_shortcut_equals_the_halvings_generated(text: str, tau: int, target: int | None) -> None:
     assert subchunk_spans(text, tau=tau, target_tokens=target) == _halved_spans(text, tau, target)
-
-
-def _check_term_matrix(texts: list[str], min_len: int) -> None:
-    m, vocab = term_matrix(texts, min_len)
-    rows, ref_vocab = _reference_term_matrix(texts, min_len)
-    assert vocab == ref_vocab
-    assert m.shape == (len(texts), len(ref_vocab)) and m.dtype == np.float32
-    assert [m.indices[m.indptr[i]:m.indptr[i + 1]].tolist() for i in range(len(texts))] == rows
-    assert np.all(m.data == 1.0)
-
-
-@pytest.mark.parametrize("min_len", [1, 3, 5])
-def test_term_matrix_equals_the_per_text_sets(min_len: int) -> None:
-    _check_term_matrix(TRICKY + ["the the THE word Word word", "the and of"], min_len)
-    _check_term_matrix([], min_len)
-    _check_term_matrix(["", "   "], min_len)
-    _check_term_matrix(["of the", "and"], min_len)  # stop words only: no vocabulary
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(list("abcAB ._İß1") + ["the ", "word "]), max_size=30).map("".join),
-                max_size=12))
-def test_term_matrix_equals_the_per_text_sets_generated(texts: list[str]) -> None:
-    _check_term_matrix(texts, 3)
 
 
 def test_sorted_rows_sorts_each_row_and_leaves_the_matrix() -> None:
