@@ -4,7 +4,8 @@
 
 The chunks are a build's (benchmarks/scale.py's corpus, chunked with the default BuildParams).
 The old functions are the modules of commit ``--against`` (``git show``), loaded beside the
-current ones; each part runs on the same inputs with both and its outputs are compared (equal, or
+current ones (the whole-layer row: the old layer with the old sub-chunk split and normalisation
+in this process, the current worker processes embedding for both); each part runs on the same inputs with both and its outputs are compared (equal, or
 bit-equal for vectors). Printed per part: the best of ``--repeat`` runs, wall and CPU seconds.
 """
 from __future__ import annotations
@@ -24,8 +25,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 # the modules whose old versions are loaded, in import order (each old one imports the old ones before it)
+# (not kgviz.index.embed: worker processes are handed its functions and the embedder by reference,
+# so both layers use the current one, with the current HashingEmbedder in the workers)
 OLD_MODULES = ("kgviz.text", "kgviz.ingest.chunking", "kgviz.providers.embedders", "kgviz.index.knn",
-               "kgviz.index.embed", "kgviz.index.ket_keywords")
+               "kgviz.index.ket_keywords")
 
 
 def load_old(commit: str) -> dict[str, types.ModuleType]:
@@ -162,13 +165,11 @@ def main() -> int:
                                          for i in range(word_sent.shape[0])],
          lambda: (lambda b, s: [s[b[i]:b[i + 1]] for i in range(len(b) - 1)])(*knn.sorted_rows(word_sent)))
     if not args.skip_layer:
-        # each with its own module's embedder class: embed_processes sends only that exact class to
-        # worker processes (which unpickle it as the current class: the same vectors)
+        emb = embedders.HashingEmbedder()
         part(f"build_keyword_layer (workers={params.workers})",
-             lambda: layer_rows(o_kw.build_keyword_layer(chunks, o_emb.HashingEmbedder(), rules,
-                                                         batch_size=params.embed_batch_size, workers=params.workers)),
-             lambda: layer_rows(ket_keywords.build_keyword_layer(chunks, embedders.HashingEmbedder(), rules,
-                                                                 batch_size=params.embed_batch_size,
+             lambda: layer_rows(o_kw.build_keyword_layer(chunks, emb, rules, batch_size=params.embed_batch_size,
+                                                         workers=params.workers)),
+             lambda: layer_rows(ket_keywords.build_keyword_layer(chunks, emb, rules, batch_size=params.embed_batch_size,
                                                                  workers=params.workers)))
     print(json.dumps({"passages": args.passages, "chunks": len(chunks), "sub_chunks": len(subs),
                       "sentences": len(unique), "against": args.against, "repeat": args.repeat, "parts": rows},
