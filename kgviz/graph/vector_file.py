@@ -109,8 +109,8 @@ DIGEST_IDS = 65_536  # ids joined into one update of the digest (ours)
 
 def ids_digest(sorted_ids: list[str]) -> str:
     """sha256 of every id's UTF-8 bytes, each followed by a NUL byte. UTF-8 of a joined string is
-    the join of the ids' UTF-8, so DIGEST_IDS ids go into one update (issue 29: two updates per
-    id were ~2 us an id, seconds for the 1.4M triple ids of 100,000 passages)."""
+    the join of the ids' UTF-8, so DIGEST_IDS ids go into one update (issue 29: 1.4M ids, the
+    triples of 100,000 passages, took 0.46 s with two updates per id and 0.20 s joined; one run)."""
     h = hashlib.sha256()
     for start in range(0, len(sorted_ids), DIGEST_IDS):
         h.update(("\0".join(sorted_ids[start:start + DIGEST_IDS]) + "\0").encode("utf-8"))

@@ -182,8 +182,9 @@ NORMALISE_ROWS = 256  # rows normalised at a time (ours): 256 x 768 float64 is 1
 def l2_normalise(matrix: np.ndarray) -> np.ndarray:
     """float32 rows of unit length; all-zero rows stay zero. Each row is divided by its float64
     norm (``np.linalg.norm``) in float64, then rounded to float32. A block of NORMALISE_ROWS
-    rows at a time (issue 29: whole-matrix float64 copies were most of the time at 50,000 rows,
-    memory traffic rather than arithmetic); a row's values do not depend on the rows beside it."""
+    rows at a time, inside the cache (issue 29: 55k x 768 keyword vectors at 10k passages took 0.20 s
+    CPU as whole-matrix float64 copies, 0.07 s in blocks, benchmarks/ket_layer_speed.py); a row's
+    values do not depend on the rows beside it."""
     m = np.asarray(matrix)
     if m.ndim != 2:  # not a matrix: as a whole, as before (a vector raises numpy's AxisError)
         whole = np.asarray(m, dtype=np.float64)
