@@ -104,11 +104,16 @@ def temporary_files(folder: Path) -> Iterator[str]:
         raise
 
 
+DIGEST_IDS = 65_536  # ids joined into one update of the digest (ours)
+
+
 def ids_digest(sorted_ids: list[str]) -> str:
+    """sha256 of every id's UTF-8 bytes, each followed by a NUL byte. UTF-8 of a joined string is
+    the join of the ids' UTF-8, so DIGEST_IDS ids go into one update (issue 29: 1.4M ids, the
+    triples of 100,000 passages, took 0.46 s with two updates per id and 0.20 s joined; one run)."""
     h = hashlib.sha256()
-    for i in sorted_ids:
-        h.update(i.encode("utf-8"))
-        h.update(b"\0")
+    for start in range(0, len(sorted_ids), DIGEST_IDS):
+        h.update(("\0".join(sorted_ids[start:start + DIGEST_IDS]) + "\0").encode("utf-8"))
     return h.hexdigest()
 
 
@@ -278,7 +283,11 @@ def column_ranges(read: Reader, n: int, dim: int, counts: np.ndarray,
         fill = indptr[c0:c1] - indptr[c0]  # next free slot of each column
         for start, stop in _blocks(n, READ_ROWS):
             block = read(start, stop)[:, c0:c1]
-            cols, at_rows = np.nonzero(np.ascontiguousarray(block.T))  # by column, then row
+            # the block's entries by row, then re-ordered by column (stable: each column's rows stay
+            # in order); at a few non-zeros a row this beat transposing the whole block first
+            at_rows, cols = np.nonzero(block)
+            by_column = np.argsort(cols, kind="stable")
+            at_rows, cols = at_rows[by_column], cols[by_column]
             per = np.bincount(cols, minlength=c1 - c0)
             first = np.cumsum(per) - per
             at = fill[cols] + np.arange(cols.size) - first[cols]

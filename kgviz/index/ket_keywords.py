@@ -31,7 +31,7 @@ import pyarrow as pa
 import scipy.sparse as sp
 
 from kgviz.index.embed import embed_processes, embed_texts
-from kgviz.index.knn import term_matrix
+from kgviz.index.knn import sorted_rows, term_matrix
 from kgviz.ingest.chunking import split_subchunks
 from kgviz.providers.base import Embedder
 from kgviz.providers.embedders import l2_normalise
@@ -163,12 +163,12 @@ def build_keyword_layer(chunks: Sequence[tuple[str, str, str]], embedder: Embedd
         kw_emb[b0:b0 + KEYWORD_BLOCK] = l2_normalise(np.asarray(word_sent[b0:b0 + KEYWORD_BLOCK] @ sent_emb))
     del sent_emb  # not read again: the keywords' vectors are made
     n_desc = max(1, rules.description_max_sentences)
+    bounds, sent_ids = sorted_rows(word_sent)  # Python ints: one conversion, not one per keyword
     for pos, col in enumerate(keep.tolist()):
-        sent_ids = word_sent.indices[word_sent.indptr[pos]: word_sent.indptr[pos + 1]]
-        sent_ids = np.sort(sent_ids)
-        desc = " ".join(sentences[j] for j in sent_ids[:n_desc])
-        if sent_ids.size > n_desc:
-            desc += f" [... {sent_ids.size - n_desc} more sentences]"
+        a, b = bounds[pos], bounds[pos + 1]
+        desc = " ".join([sentences[j] for j in sent_ids[a: min(b, a + n_desc)]])
+        if b - a > n_desc:
+            desc += f" [... {b - a - n_desc} more sentences]"
         layer.keywords.append({"id": f"kw:{vocab[col]}", "word": vocab[col], "description": desc,
                                "emb": kw_emb[pos]})
 

@@ -62,6 +62,15 @@ def term_matrix(texts: Sequence[str], min_len: int = 3) -> tuple[sp.csr_matrix, 
     return m, list(vocab)
 
 
+def sorted_rows(matrix: sp.csr_matrix) -> tuple[list[int], list[int]]:
+    """(row starts, column indices) of a CSR matrix as Python lists, each row's columns in
+    ascending order (``matrix`` itself is left as it is)."""
+    indptr = np.asarray(matrix.indptr, dtype=np.int64)
+    offset = np.repeat(np.arange(matrix.shape[0], dtype=np.int64) * max(1, matrix.shape[1]), np.diff(indptr))
+    # one sort of (row, column) keys; "stable" is a merge sort, fast on the usual already-sorted rows
+    return indptr.tolist(), (np.sort(offset + matrix.indices, kind="stable") - offset).tolist()
+
+
 @dataclass(frozen=True)
 class KnnGraph:
     """Directed KNN edges as parallel arrays (indices into the chunk list)."""

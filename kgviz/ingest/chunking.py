@@ -170,6 +170,12 @@ def subchunk_spans(text: str, *, tau: int, target_tokens: int | None = None) -> 
     """Character ranges of the sub-chunks of ``text`` (see ``split_subchunks``)."""
     if tau < 0:
         raise ConfigError(f"tau (number of halvings) must be >= 0, got {tau}")
+    whole = _unhalved_span(text, tau, target_tokens)
+    return whole if whole is not None else _halved_spans(text, tau, target_tokens)
+
+
+def _halved_spans(text: str, tau: int, target_tokens: int | None) -> list[Span]:
+    """``subchunk_spans`` by the halvings themselves (any text)."""
     tokens = token_spans(text)
     if not tokens:
         return []
@@ -185,6 +191,23 @@ def subchunk_spans(text: str, *, tau: int, target_tokens: int | None = None) -> 
             break
         pieces = halved
     return [(tokens[lo][0], tokens[hi - 1][1]) for lo, hi in pieces]
+
+
+def _unhalved_span(text: str, tau: int, target_tokens: int | None) -> list[Span] | None:
+    """The sub-chunk spans of a text that is not halved at all (τ = 0, or already near the target
+    size: most chunks of a short-passage corpus), found without the token and sentence spans
+    (issue 29: 0.81 -> 0.23 s CPU for the 10,332 chunks of 10k passages); None when it may be halved.
+    Every character outside whitespace is inside a token, so the one piece runs from the first
+    non-space character to the last; the text has no token when it is all whitespace."""
+    if tau > 0 and target_tokens is None:
+        return None
+    if tau > 0 and 3 * count_tokens(text) > 4 * target_tokens:  # type: ignore[operator]
+        return None
+    stripped = text.strip()
+    if not stripped:
+        return []
+    start = len(text) - len(text.lstrip())
+    return [(start, start + len(stripped))]
 
 
 def total_tokens(chunks: Iterable[Chunk]) -> int:

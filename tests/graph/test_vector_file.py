@@ -514,3 +514,41 @@ def test_vectors_read_back_by_offset_ranges_are_the_files_one_statement_gave(
         ranges = [q for q in statements if "offset(id(n)) >=" in q]
         assert len(ranges) == (1 if name == "whole" else -(-301 // 7))
     assert files["whole"] == files["ranges"]
+
+
+@pytest.mark.parametrize("read_rows", [7, 64, 8192])
+def test_column_ranges_are_scipys_csc_across_read_blocks(monkeypatch: pytest.MonkeyPatch, read_rows: int) -> None:
+    """Each column's entries in row order, whatever block of rows they were read in (the rows are
+    reordered by column after a by-row scan, issue 29)."""
+    import scipy.sparse as sp
+
+    monkeypatch.setattr(vector_file, "READ_ROWS", read_rows)
+    m = sparse_vectors(150, seed=46)
+    m[5] = 0.0  # an empty row, and an empty column
+    m[:, 3] = 0.0
+    counts = np.count_nonzero(m, axis=0)
+    reference = sp.csc_matrix(m)
+    reference.sort_indices()
+    for max_entries in (float("inf"), 25):
+        pieces = list(vector_file.column_ranges(vector_file.row_reader(m), 150, DIM, counts, max_entries))
+        assert np.concatenate([p[0] for p in pieces]).tobytes() == reference.data.tobytes()
+        assert np.concatenate([p[1] for p in pieces]).tolist() == reference.indices.tolist()
+
+
+@pytest.mark.parametrize("per_update", [1, 2, 3, 65_536])
+def test_ids_digest_is_the_per_id_stream(monkeypatch: pytest.MonkeyPatch, per_update: int) -> None:
+    """Joined ids hash to the digest of each id's UTF-8 and a NUL, one at a time (the digest the
+    stored vector files name)."""
+    import hashlib
+
+    def per_id(ids: list[str]) -> str:
+        h = hashlib.sha256()
+        for i in ids:
+            h.update(i.encode("utf-8"))
+            h.update(b"\0")
+        return h.hexdigest()
+
+    monkeypatch.setattr(vector_file, "DIGEST_IDS", per_update)
+    for ids in ([], [""], ["", ""], ["a"], ["a\0b", "c"], sorted(["ünï", "東京", "e:Ærø", "t:1", "t:10", "t:2", "x" * 500])):
+        assert vector_file.ids_digest(ids) == per_id(ids)
+    assert vector_file.ids_digest(["ab"]) != vector_file.ids_digest(["a", "b"])
