@@ -230,17 +230,17 @@ def write_keyword_layer(store: GraphStore, layer: KeywordLayer, signature: str,
     descriptions and dense vectors, made only when it is loaded: issue 29)."""
     with store.write_lock():
         writes.delete_keyword_layer(store)
-        subchunks = layer.subchunks  # rows made a batch at a time (SubChunkRows)
+        subchunks = layer.subchunks  # Arrow tables made a batch at a time (SubChunkRows)
         for start in range(0, len(subchunks), batch_rows):
-            store.bulk_load_nodes("SubChunk", subchunks[start:start + batch_rows])
+            store.bulk_load_nodes("SubChunk", subchunks.table(start, start + batch_rows))
         for start in range(0, len(subchunks), batch_rows):
             store.bulk_load_rels("SUB_CHUNK_OF", subchunks.parents(start, start + batch_rows),
                                  from_table="SubChunk", to_table="Chunk")
         subchunks.release_texts()  # written: not read again
         memory.give_back()
-        keywords = layer.keywords  # rows made a batch at a time (KeywordRows)
+        keywords = layer.keywords  # Arrow tables made a batch at a time (KeywordRows)
         for start in range(0, len(keywords), batch_rows):
-            store.bulk_load_nodes("Keyword", keywords[start:start + batch_rows])
+            store.bulk_load_nodes("Keyword", keywords.table(start, start + batch_rows))
         links = layer.has_keyword
         for start in range(0, len(links), batch_rows):
             store.bulk_load_rels("HAS_KEYWORD", links.table(start, start + batch_rows),

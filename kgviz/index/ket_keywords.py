@@ -20,6 +20,12 @@ uses every sentence).
 
 All counting is sparse matrix algebra (scipy): sentences x words, sub-chunks x sentences, and
 their product for sub-chunks x words; keyword embeddings are one sparse x dense product.
+
+How the layer is held until it is written (ours; issue 29, 550k keywords at 100k passages): the
+keyword and sub-chunk vectors once, in blocks, sparse where that is smaller (``VectorBlocks``);
+the node rows as columns, each COPY batch's Arrow table (descriptions, dense vectors) made only
+when it is loaded (``KeywordRows``, ``SubChunkRows``). The build then makes KET-RAG's keyword
+view from this layer (kgviz.index.ket_build) instead of reading it back out of the graph.
 """
 from __future__ import annotations
 
@@ -124,6 +130,13 @@ class VectorBlocks:
                    for b in self.blocks)
 
 
+def vector_column(matrix: np.ndarray) -> pa.FixedSizeListArray:
+    """A FLOAT[dim] Arrow column on ``matrix``'s float32 rows, not a copy of them (a dict per row
+    was stacked into a second copy by the bulk loader: 400 MB for 131k rows of 768 floats)."""
+    flat = np.ascontiguousarray(matrix, dtype=np.float32)
+    return pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1)), flat.shape[1])
+
+
 class KeywordRows(Sequence[dict[str, Any]]):
     """The Keyword node rows ({"id", "word", "description", "emb"}), made when read: a batch's
     descriptions and dense vectors exist only while that batch is loaded (issue 29: every row
@@ -150,6 +163,14 @@ class KeywordRows(Sequence[dict[str, Any]]):
         emb = self.vectors.rows(start, stop)
         return [{"id": self.ids[p], "word": self.words[p], "description": self.description(p), "emb": emb[p - start]}
                 for p in range(start, stop)]
+
+    def table(self, start: int, stop: int) -> pa.Table:
+        """Rows ``start:stop`` as the Arrow table the bulk loader takes (the values of ``_rows``)."""
+        stop = min(stop, len(self))
+        return pa.table({"id": pa.array(self.ids[start:stop], pa.string()),
+                         "word": pa.array(self.words[start:stop], pa.string()),
+                         "description": pa.array([self.description(p) for p in range(start, stop)], pa.string()),
+                         "emb": vector_column(self.vectors.rows(start, stop))})
 
     @overload
     def __getitem__(self, i: int) -> dict[str, Any]: ...
@@ -231,6 +252,18 @@ class SubChunkRows(Sequence[dict[str, Any]]):
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for start in range(0, len(self), KEYWORD_BLOCK):
             yield from self._rows(start, min(start + KEYWORD_BLOCK, len(self)))
+
+    def table(self, start: int, stop: int) -> pa.Table:
+        """Rows ``start:stop`` as the Arrow table the bulk loader takes (the values of ``_rows``)."""
+        if self.texts is None or self.vectors is None:
+            raise BuildError("the sub-chunks have no texts or no vectors to write")
+        stop = min(stop, len(self))
+        return pa.table({"id": pa.array(self.ids[start:stop], pa.string()),
+                         "chunk_id": pa.array(self.chunk_ids[start:stop], pa.string()),
+                         "ord": pa.array(self.ords[start:stop], pa.int64()),
+                         "text": pa.array(self.texts[start:stop], pa.string()),
+                         "n_tokens": pa.array(self.n_tokens[start:stop], pa.int64()),
+                         "emb": vector_column(self.vectors.rows(start, stop))})
 
     def parents(self, start: int, stop: int) -> pa.Table:
         """SUB_CHUNK_OF edges ``start:stop``: {"from": sub-chunk id, "to": chunk id}."""

@@ -167,12 +167,12 @@ def test_keyword_vectors_are_held_once_and_their_rows_made_a_batch_at_a_time(dim
     shuffled = np.random.default_rng(3).permutation(n)
     assert rows.vectors.take(shuffled).tobytes() == dense[shuffled].tobytes()
     made: list[int] = []
-    real = ket_keywords.KeywordRows._rows
-    monkeypatch.setattr(ket_keywords.KeywordRows, "_rows", lambda self, a, b: made.append(b - a) or real(self, a, b))
+    real = ket_keywords.KeywordRows.table
+    monkeypatch.setattr(ket_keywords.KeywordRows, "table", lambda self, a, b: made.append(min(b, len(self)) - a) or real(self, a, b))
     from kgviz.index import ket
 
     class Store:  # records the Keyword batches write_keyword_layer loads
-        loaded: list[list[dict[str, Any]]] = []
+        loaded: list[Any] = []
 
         def write_lock(self) -> Any:
             import contextlib
@@ -190,8 +190,13 @@ def test_keyword_vectors_are_held_once_and_their_rows_made_a_batch_at_a_time(dim
 
     monkeypatch.setattr(ket.writes, "delete_keyword_layer", lambda store: None)
     ket.write_keyword_layer(Store(), layer, "sig", batch_rows=6)  # type: ignore[arg-type]
-    assert made == [len(b) for b in Store.loaded] and max(made) == 6  # a batch's rows, made when it is loaded
-    assert [r["id"] for b in Store.loaded for r in b] == [r["id"] for r in one_by_one]
+    assert made == [6] * (n // 6) + ([n % 6] if n % 6 else [])  # a batch's rows, made when it is loaded
+    assert [t.num_rows for t in Store.loaded] == [min(6, n - a) for a in range(0, n, 6)]
+    loaded = [r for t in Store.loaded for r in t.to_pylist()]
+    assert [(r["id"], r["word"], r["description"]) for r in loaded] == \
+        [(r["id"], r["word"], r["description"]) for r in one_by_one]
+    vectors = np.concatenate([t.column("emb").combine_chunks().flatten().to_numpy() for t in Store.loaded])
+    assert vectors.tobytes() == dense.tobytes()
     assert layer.subchunks.texts is None  # written: the sub-chunks' texts are let go
     with pytest.raises(BuildError, match="let go"):
         layer.subchunks[0]
