@@ -226,8 +226,9 @@ def write_keyword_layer(store: GraphStore, layer: KeywordLayer, signature: str,
                         batch_rows: int = WRITE_BATCH_ROWS) -> None:
     """Replace the sub-chunks and the keyword layer whole: keywords depend on every sub-chunk (a
     new document changes descriptions, embeddings and the frequency limit), and a changed τ
-    changes every sub-chunk. Loaded ``batch_rows`` rows per COPY (a batch's keyword rows, their
-    descriptions and dense vectors, made only when it is loaded: issue 29)."""
+    changes every sub-chunk. Loaded ``batch_rows`` rows per COPY, each batch's Arrow table (the
+    keywords' descriptions, the dense vectors) made only when it is loaded (issue 29); the
+    sub-chunks' texts are let go once written."""
     with store.write_lock():
         writes.delete_keyword_layer(store)
         subchunks = layer.subchunks  # Arrow tables made a batch at a time (SubChunkRows)
