@@ -143,6 +143,16 @@ def instrument(rec: Recorder) -> None:
             return prepare(store, table, *args, **kwargs)
 
     search.prepare_exact_search = prepare_labelled  # type: ignore[assignment]
+    # the ket stage's last step: KET-RAG's keyword view made and stored (kgviz.graph.ket_view)
+    from kgviz.index import ket_build
+
+    store_view = ket_build.KetBuild._store_keyword_view
+
+    def store_view_labelled(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with rec.span(rec.steps, "keyword view"):
+            return store_view(self, *args, **kwargs)
+
+    ket_build.KetBuild._store_keyword_view = store_view_labelled  # type: ignore[method-assign]
 
 
 def _is_vector(arrow_type: Any) -> bool:

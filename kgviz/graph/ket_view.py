@@ -7,8 +7,11 @@ chunks, and the HAS_KEYWORD adjacency. Made from Kùzu it costs seconds (issue 2
 once and its arrays stored under ``<workspace>/vectors/VIEW_FOLDER``; later processes map them.
 The build makes and stores it at the end of its ket stage (kgviz.index.ket_build), so the first
 question only maps it; a workspace built before that (or whose store failed) has it made and
-stored by its first KET question. Both make it with ``make_parts`` and store it with
-``store_parts``, so the files are the same bytes whoever writes them.
+stored by its first KET question. The question makes it from the graph (``make_parts``); the
+build from the keyword layer it has just written (``parts_from_layer``: the same rows, ordered
+as the graph returns them, and the same float32 vectors normalised in the same blocks, so the
+same arrays, without reading ~1.7 GB of vectors back out of Kùzu at 100k passages, issue 29).
+Both store it with ``store_parts``, so the files are the same bytes whoever writes them.
 
 The arrays are used only for the key they were stored with: the keyword signature (a new one with
 every rebuilt keyword layer), the embedder, and the row counts (a layer half rewritten by a
@@ -20,7 +23,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -77,20 +80,33 @@ def by_column(m: Any) -> Any:
 
 def unit_matrix(column: Any, dim: int) -> Any:
     """``compact(unit_rows(vectors_to_numpy(column, dim)))``, the same arrays, made BLOCK_ROWS
-    rows at a time: once to count the non-zero entries (sparse or dense), once to build it. Made
-    whole, the float copies of every vector (read, normalised, cast) were ~0.5 GB at 10,000
-    passages beside the result, in the build's ket stage since it makes the view (issue 29)."""
-    n = len(column)
+    rows at a time (``unit_blocks``)."""
+    return unit_blocks(len(column), dim, lambda start, stop: vectors_to_numpy(column.slice(start, stop - start), dim))
+
+
+def unit_blocks(n: int, dim: int, rows: Callable[[int, int], np.ndarray]) -> Any:
+    """``compact(unit_rows(M))`` of the n x dim float32 matrix M whose rows start..stop
+    ``rows(start, stop)`` gives, made BLOCK_ROWS rows at a time: once to count the non-zero
+    entries (sparse or dense), once to build it. Made whole, the float copies of every vector
+    (read, normalised, cast) were ~0.5 GB at 10,000 passages beside the result, in the build's
+    ket stage since it makes the view (issue 29)."""
     starts = range(0, n, BLOCK_ROWS)
 
     def block(start: int) -> np.ndarray:
-        return unit_rows(vectors_to_numpy(column.slice(start, BLOCK_ROWS), dim))
+        return unit_rows(rows(start, min(start + BLOCK_ROWS, n)))
 
     if n == 0:
         return compact(np.zeros((0, dim), dtype=np.float32))
     if sum(np.count_nonzero(block(s)) for s in starts) < SPARSE_BELOW * n * dim:
         return sp.vstack([sp.csr_matrix(block(s)) for s in starts], format="csr")
     return np.concatenate([block(s) for s in starts])
+
+
+def adjacency(kw_rows: np.ndarray, sub_cols: np.ndarray, n_kw: int, n_sub: int) -> sp.csr_matrix:
+    """keyword x sub-chunk, 1 at each (keyword, sub-chunk) pair of HAS_KEYWORD, in any order."""
+    adj = sp.csr_matrix((np.ones(kw_rows.size, np.float32), (kw_rows, sub_cols)), shape=(n_kw, n_sub))
+    adj.sort_indices()
+    return adj
 
 
 def make_parts(store: GraphStore) -> ViewParts:
@@ -107,12 +123,56 @@ def make_parts(store: GraphStore) -> ViewParts:
              if k in kpos and s in spos]
     rows = np.asarray([p[0] for p in pairs], dtype=np.int64)
     cols = np.asarray([p[1] for p in pairs], dtype=np.int64)
-    adj = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, cols)), shape=(len(kw_ids), len(sub_ids)))
-    adj.sort_indices()
     return ViewParts(
-        kw_ids, kw.column(1).to_pylist(), by_column(unit_matrix(kw.column(2), dim)), adj,
+        kw_ids, kw.column(1).to_pylist(), by_column(unit_matrix(kw.column(2), dim)),
+        adjacency(rows, cols, len(kw_ids), len(sub_ids)),
         sub_ids, sub.column(1).to_pylist(), np.asarray(sub.column(2).to_pylist(), dtype=np.int64),
         unit_matrix(sub.column(3), dim))
+
+
+@dataclass
+class LayerRows:
+    """A keyword layer as its writer holds it (kgviz.index.ket_keywords.KeywordLayer), rows in
+    any order: keyword ids, words and vectors; sub-chunk ids, parent chunks, token counts and
+    vectors; HAS_KEYWORD as (keyword row, sub-chunk row) pairs. ``*_vectors(positions)`` gives the
+    float32 rows at those positions, the values the graph stores."""
+
+    kw_ids: list[str]
+    kw_words: list[str]
+    kw_vectors: Callable[[np.ndarray], np.ndarray]
+    sub_ids: list[str]
+    sub_chunk: list[str]
+    sub_tokens: list[int]
+    sub_vectors: Callable[[np.ndarray], np.ndarray]
+    link_kw: np.ndarray
+    link_sub: np.ndarray
+
+
+def _id_order(ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The positions of ``ids`` in id order (code point order: Arrow's byte order of their
+    UTF-8, as reads.keyword_vectors orders the rows), and each position's rank in it."""
+    order = np.asarray(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size, dtype=np.int64)
+    return order, rank
+
+
+def parts_from_layer(layer: LayerRows, dim: int) -> ViewParts:
+    """``make_parts`` of the graph the layer was just written to, from the layer itself: the
+    same rows in the same (id) order, the same float32 vectors normalised in the same blocks, so
+    the same arrays, without reading every vector back out of Kùzu (issue 29: ~1.7 GB of Arrow
+    tables for 550k keywords at 100k passages, the build's peak)."""
+    kw_order, kw_rank = _id_order(layer.kw_ids)
+    sub_order, sub_rank = _id_order(layer.sub_ids)
+    n_kw, n_sub = kw_order.size, sub_order.size
+    kw_matrix = by_column(unit_blocks(n_kw, dim, lambda a, b: layer.kw_vectors(kw_order[a:b])))
+    sub_matrix = unit_blocks(n_sub, dim, lambda a, b: layer.sub_vectors(sub_order[a:b]))
+    adj = adjacency(kw_rank[np.asarray(layer.link_kw, dtype=np.int64)],
+                    sub_rank[np.asarray(layer.link_sub, dtype=np.int64)], n_kw, n_sub)
+    return ViewParts(
+        [layer.kw_ids[i] for i in kw_order.tolist()], [layer.kw_words[i] for i in kw_order.tolist()], kw_matrix, adj,
+        [layer.sub_ids[i] for i in sub_order.tolist()], [layer.sub_chunk[i] for i in sub_order.tolist()],
+        np.asarray([layer.sub_tokens[i] for i in sub_order.tolist()], dtype=np.int64), sub_matrix)
 
 
 def view_folder(store: GraphStore) -> Path:
@@ -182,12 +242,14 @@ _EVERY = (*MAPPED, *STRINGS, "sub_tokens", "kw_matrix.indptr", "sub_matrix.indpt
           "kw_matrix.dense", "sub_matrix.dense")
 
 
-def ensure_stored(store: GraphStore, signature: str) -> str:
+def ensure_stored(store: GraphStore, signature: str, make: Callable[[], ViewParts] | None = None) -> str:
     """Make and store the view of the keyword layer with ``signature`` unless it is stored
     already (the build's ket stage): UP_TO_DATE, STORED, or NOT_STORED and why. Stored arrays
-    are checked for their key, shapes and types only (every one mapped: nothing is read)."""
+    are checked for their key, shapes and types only (every one mapped: nothing is read).
+    ``make``: the parts from the layer the build just wrote (``parts_from_layer``); else they
+    are made from the graph (``make_parts``)."""
     key = view_key(store, signature)
     if vector_file.load_arrays(view_folder(store), key, _EVERY) is not None:
         return UP_TO_DATE
-    why = store_parts(store, key, make_parts(store))
+    why = store_parts(store, key, make() if make is not None else make_parts(store))
     return STORED if why is None else f"{NOT_STORED}: {why}"

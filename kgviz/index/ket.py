@@ -39,9 +39,10 @@ import numpy as np
 
 from kgviz.errors import BuildError, ConfigError
 from kgviz.graph import reads, writes
-from kgviz.graph.batching import WRITE_BATCH_ROWS, batches
+from kgviz.graph.batching import WRITE_BATCH_ROWS
 from kgviz.graph.protocol import GraphStore
 from kgviz.graph.rows import ChunkRankUpdate
+from kgviz.index import memory
 from kgviz.index.ket_keywords import KeywordLayer, KeywordRules, build_keyword_layer
 from kgviz.index.knn import LEXICAL, SEMANTIC, KnnGraph, build_knn, pagerank
 from kgviz.providers.base import Embedder
@@ -225,16 +226,22 @@ def write_keyword_layer(store: GraphStore, layer: KeywordLayer, signature: str,
                         batch_rows: int = WRITE_BATCH_ROWS) -> None:
     """Replace the sub-chunks and the keyword layer whole: keywords depend on every sub-chunk (a
     new document changes descriptions, embeddings and the frequency limit), and a changed τ
-    changes every sub-chunk. Loaded ``batch_rows`` rows per COPY (the vectors of one batch stacked
-    at a time, not every keyword's: issue 29)."""
+    changes every sub-chunk. Loaded ``batch_rows`` rows per COPY, each batch's Arrow table (the
+    keywords' descriptions, the dense vectors) made only when it is loaded (issue 29); the
+    sub-chunks' texts are let go once written."""
     with store.write_lock():
         writes.delete_keyword_layer(store)
-        for rows in batches(layer.subchunks, batch_rows):
-            store.bulk_load_nodes("SubChunk", rows)
-        for rows in batches(layer.sub_chunk_of, batch_rows):
-            store.bulk_load_rels("SUB_CHUNK_OF", rows, from_table="SubChunk", to_table="Chunk")
-        for rows in batches(layer.keywords, batch_rows):
-            store.bulk_load_nodes("Keyword", rows)
+        subchunks = layer.subchunks  # Arrow tables made a batch at a time (SubChunkRows)
+        for start in range(0, len(subchunks), batch_rows):
+            store.bulk_load_nodes("SubChunk", subchunks.table(start, start + batch_rows))
+        for start in range(0, len(subchunks), batch_rows):
+            store.bulk_load_rels("SUB_CHUNK_OF", subchunks.parents(start, start + batch_rows),
+                                 from_table="SubChunk", to_table="Chunk")
+        subchunks.release_texts()  # written: not read again
+        memory.give_back()
+        keywords = layer.keywords  # Arrow tables made a batch at a time (KeywordRows)
+        for start in range(0, len(keywords), batch_rows):
+            store.bulk_load_nodes("Keyword", keywords.table(start, start + batch_rows))
         links = layer.has_keyword
         for start in range(0, len(links), batch_rows):
             store.bulk_load_rels("HAS_KEYWORD", links.table(start, start + batch_rows),
@@ -277,9 +284,12 @@ def stored_chunk_vectors(store: GraphStore, ids: list[str]) -> np.ndarray:
 def build_keywords(store: GraphStore, embedder: Embedder, params: KetParams, chunk_tokens: int, *,
                    ids: Sequence[str], docs: Sequence[str], texts: Sequence[str],
                    batch_size: int = 256, progress: Progress | None = None, force: bool = False,
-                   write_batch_rows: int = WRITE_BATCH_ROWS, workers: int = 1) -> tuple[dict[str, int], bool]:
+                   write_batch_rows: int = WRITE_BATCH_ROWS, workers: int = 1,
+                   on_written: Callable[[KeywordLayer], None] | None = None) -> tuple[dict[str, int], bool]:
     """Sub-chunks + keywords for the given (all stored) chunks, unless the stored layer already
-    matches them (``workers``: embedding processes, kgviz.index.embed). Returns (stats, rebuilt)."""
+    matches them (``workers``: embedding processes, kgviz.index.embed). Returns (stats, rebuilt).
+    ``on_written`` is handed a rebuilt layer once it is written (the build makes KET's keyword
+    view from it)."""
     rules = params.keyword_rules(chunk_tokens)
     sig = keyword_signature(ids, rules)
     if not force and store.get_meta(META_KEYWORD_SIGNATURE) == sig:
@@ -292,6 +302,8 @@ def build_keywords(store: GraphStore, embedder: Embedder, params: KetParams, chu
     layer = build_keyword_layer(list(zip(ids, docs, texts)), embedder, rules, batch_size=batch_size, progress=relay,
                                 workers=workers)
     write_keyword_layer(store, layer, sig, write_batch_rows)
+    if on_written is not None:
+        on_written(layer)
     return layer.stats(), True
 
 

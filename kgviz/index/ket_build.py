@@ -24,12 +24,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from kgviz.errors import GraphStoreError
+from kgviz.errors import BuildError, GraphStoreError
 from kgviz.graph import ket_view, reads
 from kgviz.graph.protocol import GraphStore
 from kgviz.index import ket_plan, memory, steps
 from kgviz.index.embed import embed_texts
 from kgviz.index.ket_describe import describe_skeleton, write_descriptions
+from kgviz.index.ket_keywords import KeywordLayer
 from kgviz.index.ket import (META_KEYWORD_SIGNATURE, CorePlan, build_keywords, ket_info, plan_core, skeleton_cost,
                              stored_chunk_vectors, stored_chunks, write_core)
 from kgviz.index.knn import LEXICAL, SEMANTIC
@@ -37,6 +38,20 @@ from kgviz.index.params import BuildParams, BuildReport
 from kgviz.types import Chunk, Usage
 
 Emit = Callable[[str, int, int, str], None]  # (stage, done, total, message)
+
+
+def layer_rows(layer: KeywordLayer) -> ket_view.LayerRows:
+    """The keyword layer's rows as ket_view.parts_from_layer takes them."""
+    subs = layer.subchunks
+
+    def sub_vectors(positions: np.ndarray) -> np.ndarray:
+        if subs.vectors is None:  # no sub-chunk was made (no text): never asked for a row
+            raise BuildError("the keyword layer's sub-chunks have no vectors")
+        return subs.vectors.take(positions)
+
+    return ket_view.LayerRows(
+        layer.keywords.ids, layer.keywords.words, layer.keywords.vectors.take,
+        subs.ids, subs.chunk_ids, subs.n_tokens, sub_vectors, layer.has_keyword.kw, layer.has_keyword.sub)
 
 
 def _index_counts(store: GraphStore) -> dict[str, int]:
@@ -151,17 +166,19 @@ class KetBuild:
             self.report.warnings.append(
                 f"{len(late)} chunks of earlier builds became core chunks but were not extracted (e.g. {late[0]}): "
                 "rebuild the workspace to extract them")
+        written: list[KeywordLayer] = []  # the layer just written, for the keyword view
         with steps.marked(store, "keywords") as interrupted:
             stats, rebuilt = build_keywords(
                 store, self.embedder, self.ket, self.params.chunk_tokens, ids=plan.ids,
                 docs=[c.split("#")[0] for c in plan.ids], texts=self._texts(plan),
                 batch_size=self.params.embed_batch_size, force=interrupted, workers=self.params.workers,
                 write_batch_rows=self.params.write_batch_rows,
-                progress=lambda stage, d, t, msg: self.emit("ket", 2, 3, f"{msg}: {d} of {t}"))
+                progress=lambda stage, d, t, msg: self.emit("ket", 2, 3, f"{msg}: {d} of {t}"),
+                on_written=written.append)
         if interrupted:
             steps.record_repair(self.report, "keywords")
         t_view = time.perf_counter()
-        view = self._store_keyword_view()
+        view = self._store_keyword_view(written)
         view_seconds = time.perf_counter() - t_view
         extract = self.report.usage_by_stage.get("extract", Usage())
         cost = skeleton_cost([(c.id, c.text, c.n_tokens) for c in self.new_chunks], plan.core, self.ket.beta,
@@ -188,18 +205,22 @@ class KetBuild:
         self.emit("ket", 3, 3, f"{stats.get('keywords', 'unchanged')} keywords, "
                                f"{stats.get('subchunks', 'unchanged')} sub-chunks; keyword view {view}")
 
-    def _store_keyword_view(self) -> str:
+    def _store_keyword_view(self, written: list[KeywordLayer]) -> str:
         """KET-RAG's keyword view (kgviz.graph.ket_view) made and stored now, so that the first
         question maps it instead of making it (issue 29: 12.7 s of the first ket-rag question at
-        10,000 passages); what happened. A view that cannot be stored is logged, and the first
-        question makes it, as before. One that cannot be made (Kùzu failed to read the layer) is
-        a warning of the build, not its end: the graph is whole without it, and the first
-        question tries again (a build failing here would leave the workspace unfinished for good)."""
+        10,000 passages); what happened. Made from the layer this build has just ``written``
+        (the same arrays as from the graph, without reading every vector back out of Kùzu), else,
+        when the stored layer was kept, from the graph. A view that cannot be stored is logged,
+        and the first question makes it, as before. One that cannot be made (Kùzu failed to read
+        the layer) is a warning of the build, not its end: the graph is whole without it, and the
+        first question tries again (a build failing here would leave the workspace unfinished for
+        good)."""
         signature = self.store.get_meta(META_KEYWORD_SIGNATURE)
         if signature is None:
+            written.clear()
             return "no keyword layer"
         try:
-            done = ket_view.ensure_stored(self.store, signature)
+            done = self._ensure_view(signature, written)
             if done != ket_view.UP_TO_DATE:
                 # the view's arrays and the Arrow tables it was read from were made and released:
                 # their pages go back to the system rather than stay under the index stage's peak
@@ -209,6 +230,15 @@ class KetBuild:
             self.report.warnings.append(f"KET-RAG's keyword view was not made ({err}): the first KET question "
                                         "makes it")
             return f"{ket_view.NOT_STORED}: {err}"
+
+    def _ensure_view(self, signature: str, written: list[KeywordLayer]) -> str:
+        """ket_view.ensure_stored, from the written layer when there is one; the layer is let go
+        when this returns."""
+        make = None
+        if written:
+            layer, dim = written.pop(), int(self.store.dim)
+            make = lambda: ket_view.parts_from_layer(layer_rows(layer), dim)  # noqa: E731
+        return ket_view.ensure_stored(self.store, signature, make)
 
     def _current_plan(self) -> CorePlan:
         """The knn stage's plan when it still covers exactly the stored chunks, else a new plan

@@ -20,16 +20,23 @@ uses every sentence).
 
 All counting is sparse matrix algebra (scipy): sentences x words, sub-chunks x sentences, and
 their product for sub-chunks x words; keyword embeddings are one sparse x dense product.
+
+How the layer is held until it is written (ours; issue 29, 550k keywords at 100k passages): the
+keyword and sub-chunk vectors once, in blocks, sparse where that is smaller (``VectorBlocks``);
+the node rows as columns, each COPY batch's Arrow table (descriptions, dense vectors) made only
+when it is loaded (``KeywordRows``, ``SubChunkRows``). The build then makes KET-RAG's keyword
+view from this layer (kgviz.index.ket_build) instead of reading it back out of the graph.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, overload
 
 import numpy as np
 import pyarrow as pa
 import scipy.sparse as sp
 
+from kgviz.errors import BuildError
 from kgviz.index.embed import embed_processes, embed_texts
 from kgviz.index.knn import sorted_rows, term_matrix
 from kgviz.ingest.chunking import split_subchunks
@@ -77,13 +84,212 @@ class KeywordLinks:
                          "to": pa.array([self.keyword_ids[c] for c in kw], pa.string())})
 
 
+HOLD_SPARSE_BELOW = 0.5  # ours: a block held as CSR (4-byte value + 4-byte column) below half non-zero
+
+
+class VectorBlocks:
+    """The rows of a float32 matrix, held as the blocks they were made in (``block_rows`` rows
+    each, the last shorter), each block as CSR when that is smaller (hashing keyword vectors are
+    ~16% non-zero: a third of the dense matrix, 1.7 GB at 550k keywords, 100k passages; issue 29)
+    or dense. The values are the same bits either way; rows come back dense, a batch at a time."""
+
+    def __init__(self, dim: int, block_rows: int) -> None:
+        self.dim, self.block_rows = dim, block_rows
+        self.blocks: list[Any] = []
+        self.n = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def append(self, block: np.ndarray) -> None:
+        if self.blocks and self.blocks[-1].shape[0] != self.block_rows:
+            raise ValueError("only the last block of VectorBlocks may be short")
+        # CSR keeps no zero, so a -0.0 would come back +0.0: such a block stays dense (same bits)
+        small = (np.count_nonzero(block) < HOLD_SPARSE_BELOW * block.size
+                 and not np.any(np.signbit(block) & (block == 0)))
+        self.blocks.append(sp.csr_matrix(block) if small else np.ascontiguousarray(block, dtype=np.float32))
+        self.n += block.shape[0]
+
+    def take(self, positions: np.ndarray) -> np.ndarray:
+        """The rows at ``positions`` (any order), dense float32."""
+        positions = np.asarray(positions, dtype=np.int64)
+        out = np.empty((positions.size, self.dim), dtype=np.float32)
+        which = positions // self.block_rows
+        for b in np.unique(which).tolist():
+            at = np.flatnonzero(which == b)
+            block = self.blocks[b]
+            local = positions[at] - b * self.block_rows
+            out[at] = block[local].toarray() if sp.issparse(block) else block[local]
+        return out
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        return self.take(np.arange(start, min(stop, self.n), dtype=np.int64))
+
+    def nbytes(self) -> int:
+        return sum(b.data.nbytes + b.indices.nbytes + b.indptr.nbytes if sp.issparse(b) else b.nbytes
+                   for b in self.blocks)
+
+
+def vector_column(matrix: np.ndarray) -> pa.FixedSizeListArray:
+    """A FLOAT[dim] Arrow column on ``matrix``'s float32 rows, not a copy of them (a dict per row
+    was stacked into a second copy by the bulk loader: 400 MB for 131k rows of 768 floats)."""
+    flat = np.ascontiguousarray(matrix, dtype=np.float32)
+    return pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1)), flat.shape[1])
+
+
+class KeywordRows(Sequence[dict[str, Any]]):
+    """The Keyword node rows ({"id", "word", "description", "emb"}), made when read: a batch's
+    descriptions and dense vectors exist only while that batch is loaded (issue 29: every row
+    made up front held 550k descriptions and the dense keyword matrix through the COPYs). A
+    description is the keyword's first ``max_sentences`` sentences in sentence order."""
+
+    def __init__(self, ids: list[str], words: list[str], vectors: VectorBlocks, word_sent: sp.csr_matrix,
+                 sentences: list[str], max_sentences: int) -> None:
+        self.ids, self.words, self.vectors = ids, words, vectors
+        self.word_sent, self.sentences, self.max_sentences = word_sent, sentences, max(1, max_sentences)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def descriptions(self, start: int, stop: int) -> list[str]:
+        """The descriptions of rows ``start:stop`` (one sorted conversion of the batch's
+        keyword x sentence rows, not one sort per keyword: kgviz.index.knn.sorted_rows)."""
+        bounds, sent_ids = sorted_rows(self.word_sent[start:stop])
+        n, out = self.max_sentences, []
+        for pos in range(stop - start):
+            a, b = bounds[pos], bounds[pos + 1]
+            desc = " ".join([self.sentences[j] for j in sent_ids[a: min(b, a + n)]])
+            if b - a > n:
+                desc += f" [... {b - a - n} more sentences]"
+            out.append(desc)
+        return out
+
+    def description(self, pos: int) -> str:
+        return self.descriptions(pos, pos + 1)[0]
+
+    def _rows(self, start: int, stop: int) -> list[dict[str, Any]]:
+        emb = self.vectors.rows(start, stop)
+        return [{"id": self.ids[p], "word": self.words[p], "description": d, "emb": emb[p - start]}
+                for p, d in zip(range(start, stop), self.descriptions(start, stop))]
+
+    def table(self, start: int, stop: int) -> pa.Table:
+        """Rows ``start:stop`` as the Arrow table the bulk loader takes (the values of ``_rows``)."""
+        stop = min(stop, len(self))
+        return pa.table({"id": pa.array(self.ids[start:stop], pa.string()),
+                         "word": pa.array(self.words[start:stop], pa.string()),
+                         "description": pa.array(self.descriptions(start, stop), pa.string()),
+                         "emb": vector_column(self.vectors.rows(start, stop))})
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            if step != 1:
+                raise ValueError("KeywordRows slices are consecutive rows")
+            return self._rows(start, max(start, stop))
+        pos = range(len(self))[i]
+        return self._rows(pos, pos + 1)[0]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for start in range(0, len(self), self.vectors.block_rows):
+            yield from self._rows(start, min(start + self.vectors.block_rows, len(self)))
+
+
+class SubChunkRows(Sequence[dict[str, Any]]):
+    """The SubChunk node rows ({"id", "chunk_id", "ord", "text", "n_tokens", "emb"}; "emb" once
+    the vectors are made), held as columns and made when read, a batch at a time; ``parents``
+    gives SUB_CHUNK_OF's edges as the Arrow table the bulk loader takes. The texts are let go
+    once the rows are written (``release_texts``): nothing after the SubChunk COPY reads them."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.chunk_ids: list[str] = []
+        self.ords: list[int] = []
+        self.texts: list[str] | None = []
+        self.n_tokens: list[int] = []
+        self.vectors: VectorBlocks | None = None
+
+    def append(self, sub_id: str, chunk_id: str, ord_: int, text: str, n_tokens: int) -> None:
+        assert self.texts is not None
+        self.ids.append(sub_id)
+        self.chunk_ids.append(chunk_id)
+        self.ords.append(ord_)
+        self.texts.append(text)
+        self.n_tokens.append(n_tokens)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def release_texts(self) -> None:
+        self.texts = None
+
+    def _rows(self, start: int, stop: int) -> list[dict[str, Any]]:
+        if self.texts is None:
+            raise BuildError("the sub-chunks' texts were let go once they were written",
+                             hint="read the sub-chunk rows before write_keyword_layer")
+        emb = self.vectors.rows(start, stop) if self.vectors is not None else None
+        out: list[dict[str, Any]] = []
+        for p in range(start, stop):
+            row = {"id": self.ids[p], "chunk_id": self.chunk_ids[p], "ord": self.ords[p], "text": self.texts[p],
+                   "n_tokens": self.n_tokens[p]}
+            if emb is not None:
+                row["emb"] = emb[p - start]
+            out.append(row)
+        return out
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            if step != 1:
+                raise ValueError("SubChunkRows slices are consecutive rows")
+            return self._rows(start, max(start, stop))
+        pos = range(len(self))[i]
+        return self._rows(pos, pos + 1)[0]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for start in range(0, len(self), KEYWORD_BLOCK):
+            yield from self._rows(start, min(start + KEYWORD_BLOCK, len(self)))
+
+    def table(self, start: int, stop: int) -> pa.Table:
+        """Rows ``start:stop`` as the Arrow table the bulk loader takes (the values of ``_rows``)."""
+        if self.texts is None or self.vectors is None:
+            raise BuildError("the sub-chunks have no texts or no vectors to write")
+        stop = min(stop, len(self))
+        return pa.table({"id": pa.array(self.ids[start:stop], pa.string()),
+                         "chunk_id": pa.array(self.chunk_ids[start:stop], pa.string()),
+                         "ord": pa.array(self.ords[start:stop], pa.int64()),
+                         "text": pa.array(self.texts[start:stop], pa.string()),
+                         "n_tokens": pa.array(self.n_tokens[start:stop], pa.int64()),
+                         "emb": vector_column(self.vectors.rows(start, stop))})
+
+    def parents(self, start: int, stop: int) -> pa.Table:
+        """SUB_CHUNK_OF edges ``start:stop``: {"from": sub-chunk id, "to": chunk id}."""
+        return pa.table({"from": pa.array(self.ids[start:stop], pa.string()),
+                         "to": pa.array(self.chunk_ids[start:stop], pa.string())})
+
+
+def _no_keywords() -> KeywordRows:
+    return KeywordRows([], [], VectorBlocks(0, 1), sp.csr_matrix((0, 0), dtype=np.float32), [], 1)
+
+
 @dataclass
 class KeywordLayer:
-    """Rows ready for the store's bulk loaders, plus counts for the build report."""
+    """Rows ready for the store's bulk loaders (made a batch at a time as they are read), plus
+    counts for the build report."""
 
-    subchunks: list[dict[str, Any]] = field(default_factory=list)
-    sub_chunk_of: list[dict[str, str]] = field(default_factory=list)
-    keywords: list[dict[str, Any]] = field(default_factory=list)
+    subchunks: SubChunkRows = field(default_factory=SubChunkRows)
+    keywords: KeywordRows = field(default_factory=_no_keywords)
     has_keyword: KeywordLinks = field(default_factory=KeywordLinks)
     n_sentences: int = 0
     n_words: int = 0  # distinct non-stop words of length >= min_word_len
@@ -112,9 +318,7 @@ def build_keyword_layer(chunks: Sequence[tuple[str, str, str]], embedder: Embedd
     for cid, doc_id, text in chunks:
         parent = Chunk(id=cid, doc_id=doc_id, ord=0, text=text, n_tokens=0)
         for sc in split_subchunks(parent, tau=rules.tau, target_tokens=rules.subchunk_tokens):
-            layer.subchunks.append({"id": sc.id, "chunk_id": cid, "ord": sc.ord, "text": sc.text,
-                                    "n_tokens": sc.n_tokens})
-            layer.sub_chunk_of.append({"from": sc.id, "to": cid})
+            layer.subchunks.append(sc.id, cid, sc.ord, sc.text, sc.n_tokens)
     n_sub = len(layer.subchunks)
     if n_sub == 0:
         return layer
@@ -123,8 +327,10 @@ def build_keyword_layer(chunks: Sequence[tuple[str, str, str]], embedder: Embedd
     sentence_index: dict[str, int] = {}
     rows: list[int] = []
     cols: list[int] = []
-    for i, sub in enumerate(layer.subchunks):
-        for s in split_sentences(sub["text"]):
+    sub_texts = layer.subchunks.texts
+    assert sub_texts is not None
+    for i, text in enumerate(sub_texts):
+        for s in split_sentences(text):
             j = sentence_index.setdefault(s, len(sentence_index))
             rows.append(i)
             cols.append(j)
@@ -147,33 +353,30 @@ def build_keyword_layer(chunks: Sequence[tuple[str, str, str]], embedder: Embedd
             progress(message, done, total)
 
     with embed_processes(embedder, workers, n_sub + len(sentences)) as pool:  # one start for both
-        sub_emb = embed_texts(embedder, [r["text"] for r in layer.subchunks], batch_size,
+        sub_emb = embed_texts(embedder, sub_texts, batch_size,
                               lambda d: report("embedding sub-chunks", d, n_sub), pool=pool)
-        for row, vec in zip(layer.subchunks, sub_emb):
-            row["emb"] = vec
+        layer.subchunks.vectors = VectorBlocks(sub_emb.shape[1], KEYWORD_BLOCK)
+        for b0 in range(0, n_sub, KEYWORD_BLOCK):
+            layer.subchunks.vectors.append(sub_emb[b0:b0 + KEYWORD_BLOCK])
+        del sub_emb  # held once, as blocks (sparse where that is smaller)
         sent_emb = embed_texts(embedder, sentences, batch_size,
                                lambda d: report("embedding sentences", d, len(sentences)), pool=pool)
 
     word_sent = sent_word[:, keep].T.tocsr()  # keyword x sentence
     # sum and mean point the same way; a block of keywords at a time: every row is computed on
     # its own (the same values as one product), and l2_normalise works in float64, so the whole
-    # matrix at once was two float64 copies of it (issue 29: ~7 GB at 550k keywords, 100k passages)
-    kw_emb = np.empty((len(keep), sent_emb.shape[1]), dtype=np.float32)
+    # matrix at once was two float64 copies of it (issue 29: ~7 GB at 550k keywords, 100k passages).
+    # Each block is held as made, sparse when that is smaller (VectorBlocks)
+    kw_emb = VectorBlocks(sent_emb.shape[1], KEYWORD_BLOCK)
     for b0 in range(0, len(keep), KEYWORD_BLOCK):
-        kw_emb[b0:b0 + KEYWORD_BLOCK] = l2_normalise(np.asarray(word_sent[b0:b0 + KEYWORD_BLOCK] @ sent_emb))
+        kw_emb.append(l2_normalise(np.asarray(word_sent[b0:b0 + KEYWORD_BLOCK] @ sent_emb)))
     del sent_emb  # not read again: the keywords' vectors are made
-    n_desc = max(1, rules.description_max_sentences)
-    bounds, sent_ids = sorted_rows(word_sent)  # Python ints: one conversion, not one per keyword
-    for pos, col in enumerate(keep.tolist()):
-        a, b = bounds[pos], bounds[pos + 1]
-        desc = " ".join([sentences[j] for j in sent_ids[a: min(b, a + n_desc)]])
-        if b - a > n_desc:
-            desc += f" [... {b - a - n_desc} more sentences]"
-        layer.keywords.append({"id": f"kw:{vocab[col]}", "word": vocab[col], "description": desc,
-                               "emb": kw_emb[pos]})
+    words = [vocab[col] for col in keep.tolist()]
+    ids = [f"kw:{w}" for w in words]
+    layer.keywords = KeywordRows(ids, words, kw_emb, word_sent, sentences, rules.description_max_sentences)
 
     kept = sub_word[:, keep].tocoo()
     order = np.lexsort((kept.col, kept.row))
-    layer.has_keyword = KeywordLinks([r["id"] for r in layer.subchunks], [k["id"] for k in layer.keywords],
+    layer.has_keyword = KeywordLinks(layer.subchunks.ids, ids,
                                      kept.row[order].astype(np.int64), kept.col[order].astype(np.int64))
     return layer

@@ -10,9 +10,11 @@ from typing import Any, Iterator
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from tests.index.test_index_pipeline import EMB, open_store  # noqa: F401,F811  (the stores fixture, its embedder)
 from tests.support.index_fakes import STORIES, corpus
+from kgviz.errors import BuildError
 from kgviz.graph import vector_file
 from kgviz.graph.store import GraphStore
 from kgviz.index.pipeline import BuildParams, build
@@ -129,6 +131,92 @@ def test_keyword_vectors_made_a_block_at_a_time_are_the_one_product(monkeypatch:
     assert [k["id"] for k in blocks.keywords] == [k["id"] for k in whole.keywords]
     for a, b in zip(blocks.keywords, whole.keywords):
         assert a["emb"].tobytes() == b["emb"].tobytes()  # bit for bit
+
+
+@pytest.mark.parametrize("dim", [768, 32])
+def test_keyword_vectors_are_held_once_and_their_rows_made_a_batch_at_a_time(dim: int,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The layer holds the keyword vectors once, sparse where that is smaller (hashing, 768-d:
+    ~16% non-zero; dense for vectors without zeros), and makes a keyword row (description, dense vector)
+    only when it is read: the rows read a slice at a time are the rows read one by one, and are
+    the vectors' values bit for bit."""
+    from kgviz.index import ket_keywords
+    from kgviz.index.ket import KetParams
+
+    class Dense(HashingEmbedder):  # no zero entries, as a model's embeddings
+        def embed(self, texts: Any) -> Any:
+            return super().embed(texts) + np.float32(0.1)
+
+    emb = HashingEmbedder(dim) if dim == 768 else Dense(dim)
+    chunks = [(f"doc:{i}#c0", f"doc:{i}", d.text) for i, d in enumerate(corpus())]
+    monkeypatch.setattr(ket_keywords, "KEYWORD_BLOCK", 4)
+    layer = ket_keywords.build_keyword_layer(chunks, emb, KetParams().keyword_rules(300))
+    rows, n = layer.keywords, len(layer.keywords)
+    assert n > 3 * 4 and not isinstance(rows, list)
+    dense = np.stack([r["emb"] for r in rows])
+    assert dense.dtype == np.float32 and dense.shape == (n, dim)
+    sparse = [sp.issparse(b) for b in rows.vectors.blocks]
+    assert all(sparse) if dim == 768 else not any(sparse)
+    if dim == 768:
+        assert rows.vectors.nbytes() < 0.5 * dense.nbytes
+    one_by_one = [rows[i] for i in range(n)]
+    sliced = [r for start in range(0, n, 5) for r in rows[start:start + 5]]
+    for a, b, c in zip(one_by_one, sliced, rows):
+        assert a["id"] == b["id"] == c["id"] == f"kw:{a['word']}" and a["description"] == b["description"]
+        assert a["emb"].tobytes() == b["emb"].tobytes() == c["emb"].tobytes()
+    shuffled = np.random.default_rng(3).permutation(n)
+    assert rows.vectors.take(shuffled).tobytes() == dense[shuffled].tobytes()
+    made: list[int] = []
+    real = ket_keywords.KeywordRows.table
+    monkeypatch.setattr(ket_keywords.KeywordRows, "table", lambda self, a, b: made.append(min(b, len(self)) - a) or real(self, a, b))
+    from kgviz.index import ket
+
+    class Store:  # records the Keyword batches write_keyword_layer loads
+        loaded: list[Any] = []
+
+        def write_lock(self) -> Any:
+            import contextlib
+            return contextlib.nullcontext()
+
+        def bulk_load_nodes(self, table: str, batch: Any) -> None:
+            if table == "Keyword":
+                Store.loaded.append(batch)
+
+        def bulk_load_rels(self, *a: Any, **kw: Any) -> None:
+            pass
+
+        def set_meta(self, *a: Any) -> None:
+            pass
+
+    monkeypatch.setattr(ket.writes, "delete_keyword_layer", lambda store: None)
+    ket.write_keyword_layer(Store(), layer, "sig", batch_rows=6)  # type: ignore[arg-type]
+    assert made == [6] * (n // 6) + ([n % 6] if n % 6 else [])  # a batch's rows, made when it is loaded
+    assert [t.num_rows for t in Store.loaded] == [min(6, n - a) for a in range(0, n, 6)]
+    loaded = [r for t in Store.loaded for r in t.to_pylist()]
+    assert [(r["id"], r["word"], r["description"]) for r in loaded] == \
+        [(r["id"], r["word"], r["description"]) for r in one_by_one]
+    vectors = np.concatenate([t.column("emb").combine_chunks().flatten().to_numpy() for t in Store.loaded])
+    assert vectors.tobytes() == dense.tobytes()
+    assert layer.subchunks.texts is None  # written: the sub-chunks' texts are let go
+    with pytest.raises(BuildError, match="let go"):
+        layer.subchunks[0]
+
+
+def test_vector_blocks_give_back_the_bits_they_were_given() -> None:
+    from kgviz.index.ket_keywords import VectorBlocks
+
+    rng = np.random.default_rng(5)
+    m = rng.standard_normal((10, 16)).astype(np.float32)
+    m[rng.random(m.shape) < 0.9] = 0.0  # sparse
+    m[7, 3] = -0.0  # a negative zero: its block must not lose the sign
+    blocks = VectorBlocks(16, 4)
+    for b0 in range(0, 10, 4):
+        blocks.append(m[b0:b0 + 4])
+    assert [sp.issparse(b) for b in blocks.blocks] == [True, False, True]
+    order = rng.permutation(10)
+    assert blocks.take(order).tobytes() == m[order].tobytes() and blocks.rows(2, 9).tobytes() == m[2:9].tobytes()
+    with pytest.raises(ValueError):
+        blocks.append(m[:4])  # after a short block
 
 
 def _batched_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:

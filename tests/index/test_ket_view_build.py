@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kgviz.graph import ket_view
+from kgviz.graph import ket_view, vector_file
 from kgviz.graph.store import GraphStore
 from kgviz.index import pipeline
 from kgviz.index.ket import META_KEYWORD_SIGNATURE
@@ -74,6 +74,66 @@ def test_the_build_stores_the_view_and_the_first_question_maps_it(store: GraphSt
     assert _files(folder) == before  # not written again: same inodes, times and bytes
 
 
+def _long_docs(tmp_path: Path) -> list[Document]:
+    """The sample corpus and a document of more than ten chunks (``#c10`` sorts before ``#c2``)
+    whose words are not ASCII (``kw:zürich`` after ``kw:zone``, ``kw:ångström`` after both):
+    ids made in an order that is not the graph's id order."""
+    words = ["Zürich", "Ångström", "café", "zone", "naïve", "Øresund", "über", "Łódź", "delta", "alpha"]
+    sentences = [f"The {words[i % 10]}{chr(97 + i % 26)} report {i} named {words[(3 * i) % 10]}{chr(97 + i % 23)} "
+                 f"beside item{i % 37} near site{i % 53}." for i in range(600)]
+    folder = tmp_path / "long"
+    folder.mkdir()
+    (folder / "long.txt").write_text(" ".join(sentences), "utf-8")
+    return _docs() + load_paths([folder]).documents
+
+
+def _make_parts_files(store: GraphStore, into: Path) -> dict[str, bytes]:
+    """The view's files as ket_view.make_parts (from the graph) and store_parts would write them."""
+    key = ket_view.view_key(store, str(store.get_meta(META_KEYWORD_SIGNATURE)))
+    arrays = ket_view.parts_arrays(ket_view.make_parts(store))
+    assert arrays is not None
+    vector_file.write_arrays(into, key, arrays)
+    return {p.name: p.read_bytes() for p in sorted(into.iterdir())}
+
+
+@pytest.mark.parametrize("dim", [EMB.dim, 32])  # sparse (hashing, 768) and dense (32-d) vectors
+def test_the_build_stores_make_parts_bytes_from_its_own_layer(tmp_path: Path, dim: int) -> None:
+    """The build makes the view from the keyword layer it has just written, not from the graph;
+    its files are, byte for byte, what make_parts + store_parts write from the stored graph."""
+    emb = HashingEmbedder(dim)
+    s = GraphStore.open(tmp_path / "ws", embedder_id=emb.id, dim=emb.dim)
+    try:
+        report = pipeline.build(_long_docs(tmp_path), s, Reasoner(OfflineLLM(), emb), pipeline.BuildParams(workers=1))
+        assert report.ket["keyword_view"] == ket_view.STORED
+        folder = ket_view.view_folder(s)
+        by_build = {name: data for name, (_, _, data) in _files(folder).items()}
+        from_graph = _make_parts_files(s, tmp_path / "from_graph")
+        assert ("kw_matrix.data.npy" in by_build) == (dim == EMB.dim)  # CSC for hashing 768, dense for 32
+        assert sorted(by_build) == sorted(from_graph)
+        assert [n for n in by_build if by_build[n] != from_graph[n]] == []
+        parts = ket_view.stored_parts(s, ket_view.view_key(s, str(s.get_meta(META_KEYWORD_SIGNATURE))))
+        assert parts is not None and any(w != w.encode("ascii", "ignore").decode() for w in parts.kw_words)
+        assert any(c.endswith("#c10") for c in parts.sub_chunk)
+    finally:
+        ket_cache.forget(s)
+        s.close()
+
+
+def test_the_build_does_not_read_the_keyword_layer_back_out_of_kuzu(store: GraphStore,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the layer back was the ket stage's peak (issue 29: 9,750 MB at 100k passages)."""
+    statements: list[str] = []
+    real = store.query_arrow
+    monkeypatch.setattr(store, "query_arrow",
+                        lambda cypher, params=None: statements.append(cypher) or real(cypher, params))
+    report = _build(store, _docs())
+    assert report.ket["keyword_view"] == ket_view.STORED and report.counts["Keyword"] > 0
+    # every keyword's and sub-chunk's vector, and every HAS_KEYWORD edge (kgviz.graph.reads)
+    back = [c for c in statements if "k.emb IS NOT NULL" in c or "s.emb IS NOT NULL" in c or "RETURN k.id, s.id" in c]
+    assert back == []
+    assert any("Keyword" in c for c in statements)  # the recording saw the build's reads
+
+
 def test_the_build_stores_the_bytes_the_first_question_would_store(store: GraphStore) -> None:
     _build(store, _docs())
     folder = ket_view.view_folder(store)
@@ -118,11 +178,11 @@ def test_a_view_the_build_cannot_make_is_a_warning_and_the_first_question_makes_
         store: GraphStore, monkeypatch: pytest.MonkeyPatch) -> None:
     from kgviz.errors import GraphStoreError
 
-    def fail(_: Any) -> Any:
+    def fail(*_: Any) -> Any:
         raise GraphStoreError("the buffer pool is full")
 
     with monkeypatch.context() as m:
-        m.setattr(ket_view, "make_parts", fail)
+        m.setattr(ket_view, "parts_from_layer", fail)
         report = _build(store, _docs())
     assert report.ket["keyword_view"] == f"{ket_view.NOT_STORED}: the buffer pool is full"
     assert any("keyword view was not made (the buffer pool is full)" in w for w in report.warnings)
