@@ -31,9 +31,11 @@ import functools
 import hashlib
 import json
 import math
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -45,6 +47,7 @@ from kgviz.graph.rows import ChunkRankUpdate
 from kgviz.index import memory
 from kgviz.index.ket_keywords import KeywordLayer, KeywordRules, build_keyword_layer
 from kgviz.index.knn import LEXICAL, SEMANTIC, KnnGraph, build_knn, pagerank
+from kgviz.index.spill import SPILL_PREFIX
 from kgviz.providers.base import Embedder
 
 SELECTIONS = ("pagerank", "random")
@@ -228,25 +231,43 @@ def write_keyword_layer(store: GraphStore, layer: KeywordLayer, signature: str,
     new document changes descriptions, embeddings and the frequency limit), and a changed τ
     changes every sub-chunk. Loaded ``batch_rows`` rows per COPY, each batch's Arrow table (the
     keywords' descriptions, the dense vectors) made only when it is loaded (issue 29); the
-    sub-chunks' texts are let go once written."""
+    sub-chunks' texts are let go once written.
+
+    The layer was just deleted, so its tables are empty and its rows new and distinct (sub-chunk
+    ids are chunk id + position, keywords one per word): as the write stage loads a first build
+    (kgviz.index.graph_write), no key is looked up before a node COPY and each edge table is
+    loaded with one COPY from a file. Looked up batch by batch, HAS_KEYWORD's millions of edges at
+    100,000 passages were each checked against every edge loaded before them."""
     with store.write_lock():
         writes.delete_keyword_layer(store)
         subchunks = layer.subchunks  # Arrow tables made a batch at a time (SubChunkRows)
-        for start in range(0, len(subchunks), batch_rows):
-            store.bulk_load_nodes("SubChunk", subchunks.table(start, start + batch_rows))
-        for start in range(0, len(subchunks), batch_rows):
-            store.bulk_load_rels("SUB_CHUNK_OF", subchunks.parents(start, start + batch_rows),
-                                 from_table="SubChunk", to_table="Chunk")
+        starts = range(0, len(subchunks), batch_rows)
+        new_rows = not store.holds_rows("SubChunk")
+        for start in starts:
+            store.bulk_load_nodes("SubChunk", subchunks.table(start, start + batch_rows), new_rows=new_rows)
+        _load_edges(store, "SUB_CHUNK_OF", (subchunks.parents(s, s + batch_rows) for s in starts), "SubChunk", "Chunk")
         subchunks.release_texts()  # written: not read again
         memory.give_back()
         keywords = layer.keywords  # Arrow tables made a batch at a time (KeywordRows)
+        new_rows = not store.holds_rows("Keyword")
         for start in range(0, len(keywords), batch_rows):
-            store.bulk_load_nodes("Keyword", keywords.table(start, start + batch_rows))
+            store.bulk_load_nodes("Keyword", keywords.table(start, start + batch_rows), new_rows=new_rows)
         links = layer.has_keyword
-        for start in range(0, len(links), batch_rows):
-            store.bulk_load_rels("HAS_KEYWORD", links.table(start, start + batch_rows),
-                                 from_table="SubChunk", to_table="Keyword")
+        _load_edges(store, "HAS_KEYWORD", (links.table(s, s + batch_rows) for s in range(0, len(links), batch_rows)),
+                    "SubChunk", "Keyword")
         store.set_meta(META_KEYWORD_SIGNATURE, signature)
+
+
+def _load_edges(store: GraphStore, rel: str, batches: Iterable[Any], from_table: str, to_table: str) -> None:
+    """``batches`` of edges into ``rel``: into an empty table with one COPY from a file in a
+    scratch folder of the workspace (a killed build's is removed by the next build: SPILL_PREFIX),
+    else a checked COPY per batch (kgviz.graph.store.bulk_load_rels)."""
+    if store.holds_rows(rel, (from_table, to_table)):
+        for batch in batches:
+            store.bulk_load_rels(rel, batch, from_table=from_table, to_table=to_table)
+        return
+    with tempfile.TemporaryDirectory(prefix=SPILL_PREFIX, dir=store.path) as scratch:
+        store.copy_edges_into_empty(rel, batches, Path(scratch), from_table=from_table, to_table=to_table)
 
 
 # --- the whole KET index over stored chunks --------------------------------------------------------

@@ -178,7 +178,10 @@ def test_keyword_vectors_are_held_once_and_their_rows_made_a_batch_at_a_time(dim
             import contextlib
             return contextlib.nullcontext()
 
-        def bulk_load_nodes(self, table: str, batch: Any) -> None:
+        def holds_rows(self, *a: Any) -> bool:
+            return True  # the checked path: no scratch folder
+
+        def bulk_load_nodes(self, table: str, batch: Any, new_rows: bool = False) -> None:
             if table == "Keyword":
                 Store.loaded.append(batch)
 
@@ -264,7 +267,8 @@ def test_a_first_build_copies_each_edge_table_once(open_store, monkeypatch: pyte
 
     monkeypatch.setattr(GraphStore, "_statement", spy)
     build(corpus(), store, Reasoner(OfflineLLM(), EMB), dataclasses.replace(SMALL, write_batch_rows=3))
-    for rel in ("HAS_CHUNK", "FROM_CHUNK", "MENTIONS", "RELATED"):
+    # the keyword layer's edge tables too (they were one checked COPY per batch: issue 29)
+    for rel in ("HAS_CHUNK", "FROM_CHUNK", "MENTIONS", "RELATED", "SUB_CHUNK_OF", "HAS_KEYWORD"):
         assert copies.count(f"COPY {rel} file") == 1, (rel, copies)
     assert copies.count("COPY Triple") > 2  # nodes: one COPY per batch
     assert all(c.endswith("file") for c in copies if c.split()[1] in ("FROM_CHUNK", "SUBJ", "OBJ", "MENTIONS"))
