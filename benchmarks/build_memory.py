@@ -19,7 +19,8 @@ seconds are not the build's. Every stage also records, on entry and exit (``nati
 arenas, Python's arenas, Arrow's pool), glibc's own count of bytes in use / free but kept
 (mallinfo2) and Arrow's allocated bytes. ``--trim`` (an experiment: it changes what later stages
 find) hands the free C-heap pages back as each stage begins and records how much that was.
-``KGVIZ_DUMP_SMAPS=<stage>`` copies /proc/self/smaps to /tmp as that stage begins.
+``KGVIZ_DUMP_SMAPS=<stage>`` copies /proc/self/smaps and ``sys._debugmallocstats()`` (Python's
+small-object arenas) to /tmp as that stage begins.
 
 Measured (10k passages, offline, 2 GB pool; 2026-11-26): the peak is the write stage's Triple
 node COPY (2.7 GB), then the ket stage's Keyword COPY (2.2-2.3 GB) and the index stage (2.2 GB). A
@@ -148,6 +149,14 @@ class Recorder:
         if os.environ.get("KGVIZ_DUMP_SMAPS") == label:  # debugging: the mappings as a stage begins
             with open("/proc/self/smaps", encoding="ascii", errors="replace") as src:
                 Path(f"/tmp/smaps_{label}_{os.getpid()}.txt").write_text(src.read(), "ascii")
+            saved = os.dup(2)  # and Python's small-object allocator's arenas (it prints to fd 2)
+            with open(f"/tmp/pymalloc_{label}_{os.getpid()}.txt", "w", encoding="ascii") as out:
+                os.dup2(out.fileno(), 2)
+                try:
+                    sys._debugmallocstats()
+                finally:
+                    os.dup2(saved, 2)
+                    os.close(saved)
         if self._open:  # the enclosing span's peak so far, before the counter is reset
             self._open[-1] = max(self._open[-1], before["VmHWM"])
         self._open.append(0.0)
