@@ -3,6 +3,7 @@
     nice -n 10 python benchmarks/build_memory.py --passages 10000
     nice -n 10 python benchmarks/build_memory.py --passages 10000 --tracemalloc   # + Python heap per stage
     KGVIZ_BUFFER_POOL_MB=512 python benchmarks/build_memory.py --passages 10000   # Kùzu's share
+    nice -n 10 python benchmarks/build_memory.py --passages 10000 --trim   # freed-but-kept C heap per stage
 
 The corpus is benchmarks/scale.py's (the shared corpora's real passages, then renamed copies) and
 the build is scale.py's (pattern extraction, hashing embedder, default BuildParams), in this
@@ -12,7 +13,14 @@ anonymous / file-mapped split (Kùzu's buffer pool is anonymous memory; memory-m
 are file pages). The write stage's steps (each node COPY, each edge table) are labelled the
 same way, so a peak inside it is named. With ``--tracemalloc`` the Python allocations (current
 and peak, top lines) are recorded per stage too; that slows the build about twofold, so its
-seconds are not the build's.
+seconds are not the build's. Every stage also records, on entry and exit (``native_in`` /
+``native_out``), who holds the anonymous memory: Kùzu's buffer-manager regions (told apart in
+/proc/self/smaps by their size), the brk heap, the other anonymous mappings (glibc's thread
+arenas, Python's arenas, Arrow's pool), glibc's own count of bytes in use / free but kept
+(mallinfo2) and Arrow's allocated bytes. ``--trim`` (an experiment: it changes what later stages
+find) hands the free C-heap pages back as each stage begins and records how much that was.
+``KGVIZ_DUMP_SMAPS=<stage>`` copies /proc/self/smaps and ``sys._debugmallocstats()`` (Python's
+small-object arenas) to /tmp as that stage begins.
 
 Measured (10k passages, offline, 2 GB pool; 2026-11-26): the peak is the write stage's Triple
 node COPY (2.7 GB), then the ket stage's Keyword COPY (2.2-2.3 GB) and the index stage (2.2 GB). A
@@ -34,6 +42,8 @@ highest stage peak.
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import json
 import os
 import shutil
@@ -61,14 +71,66 @@ def status_mb() -> dict[str, float]:
     return out
 
 
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def native_mb(pool_bytes: int) -> dict[str, float]:
+    """Who holds the anonymous resident memory, in MB: Kùzu's buffer manager (its memory regions
+    are anonymous mappings reserved at the pool's size and at the database's maximum size, so
+    they are told apart by size), glibc's heaps (mallinfo2: bytes in use, bytes free but kept,
+    and mmapped blocks), Arrow's memory pool (bytes allocated) and the rest of the anonymous
+    mappings (glibc's heaps' resident pages among them)."""
+    import pyarrow as pa
+
+    kuzu = anon = heap = 0
+    size = rss = 0
+    name = ""
+
+    def close() -> None:
+        nonlocal kuzu, anon, heap
+        if name == "[heap]":
+            heap += rss
+        elif not name or name.startswith("[anon"):
+            if size >= pool_bytes >> 10:  # kB: a region of Kùzu's buffer manager
+                kuzu += rss
+            else:
+                anon += rss
+
+    with open("/proc/self/smaps", encoding="ascii", errors="replace") as f:
+        for line in f:
+            head = line.split()
+            if not head:
+                continue
+            if "-" in head[0] and not head[0].endswith(":"):  # a mapping's header line
+                close()
+                lo, hi = (int(x, 16) for x in head[0].split("-"))
+                size, rss, name = (hi - lo) >> 10, 0, " ".join(head[5:])
+            elif head[0] == "Rss:":
+                rss = int(head[1])
+        close()
+    out = {"kuzu_regions_mb": kuzu / 1024, "brk_heap_mb": heap / 1024, "other_anon_mb": anon / 1024,
+           "arrow_allocated_mb": pa.total_allocated_bytes() / 2**20}
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    if hasattr(libc, "mallinfo2"):
+        libc.mallinfo2.restype = _Mallinfo2
+        m = libc.mallinfo2()
+        out.update(glibc_in_use_mb=m.uordblks / 2**20, glibc_free_kept_mb=m.fordblks / 2**20,
+                   glibc_mmapped_mb=m.hblkhd / 2**20)
+    return {k: round(v, 1) for k, v in out.items()}
+
+
 def reset_peak() -> None:
     with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
         f.write("5")  # VmHWM := VmRSS (Linux >= 4.0)
 
 
 class Recorder:
-    def __init__(self, trace: bool) -> None:
+    def __init__(self, trace: bool, pool_bytes: int = 0, trim: bool = False) -> None:
         self.trace = trace
+        self.trim = trim
+        self.pool_bytes = pool_bytes
         self.stages: list[dict[str, Any]] = []
         self.steps: list[dict[str, Any]] = []
         self._open: list[float] = []  # the running peak of each span entered and not left
@@ -76,6 +138,25 @@ class Recorder:
     @contextmanager
     def span(self, into: list[dict[str, Any]], label: str) -> Iterator[None]:
         before = status_mb()
+        native_in = native_mb(self.pool_bytes) if self.pool_bytes and into is self.stages else None
+        if self.trim and into is self.stages:  # --trim: what the C heaps hold freed as the stage begins
+            from kgviz.index import memory
+
+            memory.give_back(arrow=True)
+            trimmed = status_mb()
+            before["trim_freed_mb"] = round(before["VmRSS"] - trimmed["VmRSS"], 1)
+            before["VmRSS"] = trimmed["VmRSS"]
+        if os.environ.get("KGVIZ_DUMP_SMAPS") == label:  # debugging: the mappings as a stage begins
+            with open("/proc/self/smaps", encoding="ascii", errors="replace") as src:
+                Path(f"/tmp/smaps_{label}_{os.getpid()}.txt").write_text(src.read(), "ascii")
+            saved = os.dup(2)  # and Python's small-object allocator's arenas (it prints to fd 2)
+            with open(f"/tmp/pymalloc_{label}_{os.getpid()}.txt", "w", encoding="ascii") as out:
+                os.dup2(out.fileno(), 2)
+                try:
+                    sys._debugmallocstats()
+                finally:
+                    os.dup2(saved, 2)
+                    os.close(saved)
         if self._open:  # the enclosing span's peak so far, before the counter is reset
             self._open[-1] = max(self._open[-1], before["VmHWM"])
         self._open.append(0.0)
@@ -103,6 +184,10 @@ class Recorder:
                 top = tracemalloc.take_snapshot().statistics("lineno")[:6]
                 row["py_top"] = [f"{s.size / 2**20:.1f} MB {s.traceback[0].filename.split('kgviz/')[-1]}:"
                                  f"{s.traceback[0].lineno}" for s in top]
+            if "trim_freed_mb" in before:
+                row["trim_freed_in_mb"] = before["trim_freed_mb"]
+            if native_in is not None:  # what the anonymous memory is, on the way in and out
+                row["native_in"], row["native_out"] = native_in, native_mb(self.pool_bytes)
             into.append(row)
 
 
@@ -204,7 +289,7 @@ def digest(store: Any) -> dict[str, str]:
     return out
 
 
-def measure(n: int, trace: bool, with_digest: bool = False) -> dict[str, Any]:
+def measure(n: int, trace: bool, with_digest: bool = False, trim: bool = False) -> dict[str, Any]:
     from scale import corpus  # benchmarks/scale.py
 
     from kgviz.config import buffer_pool_bytes
@@ -224,7 +309,7 @@ def measure(n: int, trace: bool, with_digest: bool = False) -> dict[str, Any]:
             raise SystemExit(f"the corpus did not load: {loaded.errors[:3]}")
         emb = HashingEmbedder()
         store = GraphStore.open(work / "db", embedder_id=emb.id, dim=emb.dim)
-        rec = Recorder(trace)
+        rec = Recorder(trace, buffer_pool_bytes(), trim)
         instrument(rec)
         if trace:
             tracemalloc.start(1)
@@ -252,8 +337,11 @@ def main() -> int:
     ap.add_argument("--passages", type=int, default=10_000)
     ap.add_argument("--tracemalloc", action="store_true", help="also the Python heap per stage (slower build)")
     ap.add_argument("--digest", action="store_true", help="after the build, a hash of every table and vector file")
+    ap.add_argument("--trim", action="store_true",
+                    help="an experiment: hand freed C-heap and Arrow pages back as each stage begins, and record "
+                         "how much that was (trim_freed_in_mb); it changes what later stages find")
     args = ap.parse_args()
-    print(json.dumps(measure(args.passages, args.tracemalloc, args.digest), indent=1))
+    print(json.dumps(measure(args.passages, args.tracemalloc, args.digest, args.trim), indent=1))
     return 0
 
 

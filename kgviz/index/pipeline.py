@@ -71,7 +71,7 @@ from kgviz.index.estimate import estimate_cost
 from kgviz.index.extract import run_extraction
 from kgviz.index.ket_build import KetBuild
 from kgviz.index.resolve import EntityAgg
-from kgviz.index.spill import RowFile, VectorSpill
+from kgviz.index.spill import VectorSpill
 from kgviz.index.params import STAGES, WAIT_STAGE, BuildParams, BuildReport, CostEstimate, ProgressEvent
 from kgviz.ingest import chunk_document
 from kgviz.reasoning import Reasoner
@@ -188,7 +188,10 @@ def _build(
 
     acc: Assembled | None = None
     existing: dict[str, EntityMergeRow] = {}
-    new_vectors: dict[str, tuple[list[str], RowFile]] = {}  # table -> (ids, spilled vectors) of its new rows
+    titles: dict[str, str] = {}  # the new documents' titles, for the ket stage's descriptions
+    # tables whose new rows were all loaded with their spilled vectors; their ids are kept in the
+    # spill (not in memory) until the index stage writes the vector files from them
+    spilled_whole: set[str] = set()
     if new_docs:
         all_chunks = [c for d in new_docs for c in chunks_by_doc[d.id]]
         with run.stage("extract"):
@@ -237,10 +240,13 @@ def _build(
             report.new_triples, report.new_entities = inserted["Triple"], inserted["Entity"]
             # the vector files may be written from these vectors only where every row was loaded
             # (a row skipped as already present keeps the vector Kùzu had)
-            new_vectors = {t: (ids, spill.rows(t)) for t, ids in new.ids().items()
-                           if inserted.get(t) == len(ids) == spill.count(t)}
+            spilled_whole = _keep_ids_of_whole_tables(new, inserted, spill)
             run.emit("write", 1, 1, ", ".join(f"{k} +{v}" for k, v in inserted.items() if v))
-            del new
+            if describes:
+                titles = {d.id: d.title for d in new_docs}
+            # nothing after the write reads the new rows, the chunk lists or the documents (the
+            # ket stage keeps its own list of the new chunks): released before the index stages
+            del new, all_chunks, chunks_by_doc, new_docs
         if not describes:
             # nothing after the write reads the resolved rows (the ket stage's descriptions need an
             # LLM): released here, not after the doc_layer and ket stages (issue 29: ~0.5 GB per
@@ -251,14 +257,17 @@ def _build(
     with run.stage("doc_layer"):
         with steps.marked(store, "doc_layer") as interrupted:
             n_edges = build_doc_layer(store, params.similar_docs_k, force=interrupted)
+        if n_edges is not None:
+            # the layer's vectors, cosine tiles, edge rows and Kùzu's query results were made and
+            # released: their pages go back to the system rather than stay under every later stage
+            memory.give_back(arrow=True)
         if interrupted:
             steps.record_repair(report, "doc_layer")
         run.emit("doc_layer", 1, 1, "up to date" if n_edges is None else f"{n_edges} SIMILAR_DOC edges")
 
     with run.stage("ket"):
         if acc is not None:
-            ket.describe_stage(reasoner, acc, {eid: str(row["name"]) for eid, row in existing.items()},
-                               {d.id: d.title for d in new_docs})
+            ket.describe_stage(reasoner, acc, {eid: str(row["name"]) for eid, row in existing.items()}, titles)
         acc = None  # the batch's entities, triples and provenance: nothing after this stage reads them
         existing = {}
         ket.write_stage()
@@ -277,7 +286,9 @@ def _build(
                     steps.record_repair(report, f"vector_index:{table}")
                 note = f"vector index on {table}"
             else:  # the exact search's memory-mapped matrix, written now rather than at the first question
-                n = search.prepare_exact_search(store, table, new_vectors.get(table))
+                kept = spill.ids(table) if table in spilled_whole else None
+                n = search.prepare_exact_search(store, table, None if kept is None else (kept, spill.rows(table)))
+                del kept
                 note = f"{table}: {n} embedded rows, searched exactly"
             run.emit("index", i + 1, len(VECTOR_TABLES) + 1, note)
         with steps.marked(store, "fts_index") as interrupted:
@@ -380,6 +391,17 @@ class _NewRows:
                      "aliases": "|".join(f for f in e.surface_forms if f != e.name), "n_mentions": len(e.chunks)}
                     for e in self.entities[start:stop]]
         return [t.to_row() for t in self.triples[start:stop]]
+
+
+def _keep_ids_of_whole_tables(new: _NewRows, inserted: dict[str, int], spill: VectorSpill) -> set[str]:
+    """The tables whose new rows were every one loaded with its spilled vector; their ids are
+    kept in the spill (on disk, not in memory) for the index stage."""
+    whole = set()
+    for table, ids in new.ids().items():
+        if inserted.get(table) == len(ids) == spill.count(table):
+            spill.keep_ids(table, ids)
+            whole.add(table)
+    return whole
 
 
 def _embed_stage(

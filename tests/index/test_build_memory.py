@@ -140,7 +140,7 @@ def test_released_rows_are_handed_back_to_the_system(tmp_path: Path, monkeypatch
             store.close()
         # + 1: the sub-chunks' texts, let go once written (kgviz.index.ket.write_keyword_layer)
         assert calls.count(False) == (2 if name == "offline" else 0) + 1, name
-        assert calls.count(True) == 1, name
+        assert calls.count(True) == 2, name  # after the document layer, and after KET's keyword view
 
 
 def test_give_back_trims_the_c_heap_under_glibc() -> None:
@@ -151,3 +151,114 @@ def test_give_back_trims_the_c_heap_under_glibc() -> None:
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("malloc_trim is glibc's")
     assert memory.give_back() is True
+
+
+def _held_at(stage_hooks: dict[str, tuple[Any, str]], tmp: Path, monkeypatch: pytest.MonkeyPatch,
+             probe: Any) -> tuple[dict[str, Any], GraphStore]:
+    """``probe()`` (after a gc.collect) as each hooked function is entered: {label: result}; the
+    store is returned open (the caller closes it)."""
+    seen: dict[str, Any] = {}
+    for label, (owner, name) in stage_hooks.items():
+        real = getattr(owner, name)
+
+        def hooked(*args: Any, _real: Any = real, _label: str = label, **kwargs: Any) -> Any:
+            gc.collect()
+            seen[_label] = probe()
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, hooked)
+    store = GraphStore.open(tmp, embedder_id=EMB.id, dim=EMB.dim)
+    build(corpus(), store, Reasoner(OfflineLLM(), EMB), PARAMS)
+    monkeypatch.undo()
+    return seen, store
+
+
+def test_the_new_rows_ids_wait_in_the_spill_not_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ids of the new Entity and Triple rows (1.4M + 0.75M strings at 100k passages) are not
+    held by the build through the doc_layer and ket stages; the index stage reads them back from
+    the spill and writes the exact search's vector files from the spilled vectors as before."""
+    from kgviz.graph import search
+    from kgviz.index.ket_build import KetBuild
+
+    def id_lists() -> list[frozenset[str]]:
+        return [frozenset(o) for o in gc.get_objects()
+                if type(o) is list and o and type(o[0]) is str and o[0].startswith(("tri:", "ent:"))]
+
+    given: list[tuple[str, Any]] = []
+    real_prepare = search.prepare_exact_search
+
+    def prepare(store: Any, table: str, inserted: Any = None) -> Any:
+        given.append((table, None if inserted is None else (list(inserted[0]), inserted[1].shape)))
+        return real_prepare(store, table, inserted)
+
+    monkeypatch.setattr(search, "prepare_exact_search", prepare)
+    seen, store = _held_at({"doc_layer": (pipeline, "build_doc_layer"), "ket": (KetBuild, "write_stage")},
+                           tmp_path, monkeypatch, id_lists)
+    try:
+        triples = frozenset(r["id"] for r in store.query("MATCH (t:Triple) RETURN t.id AS id"))
+        entities = frozenset(r["id"] for r in store.query("MATCH (e:Entity) RETURN e.id AS id"))
+    finally:
+        store.close()
+    assert triples and entities and set(seen) == {"doc_layer", "ket"}
+    for stage, lists in seen.items():
+        assert triples not in lists and entities not in lists, stage
+    by_table = dict(given)
+    assert set(by_table) == set(pipeline.VECTOR_TABLES)
+    for table, ids in (("Triple", triples), ("Entity", entities)):
+        kept, shape = by_table[table]
+        assert frozenset(kept) == ids and len(kept) == len(ids) and shape[0] == len(ids), table
+
+
+def test_the_chunk_lists_and_documents_go_after_the_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the write stage the build keeps one list of the new chunks (the ket stage's), not
+    also its per-document dict and its flat copy."""
+    from kgviz.index.ket_build import KetBuild
+    from kgviz.types import Chunk
+
+    def chunk_holders() -> tuple[int, int]:
+        objects = gc.get_objects()
+        lists = sum(1 for o in objects if type(o) is list and len(o) > 1 and all(type(c) is Chunk for c in o))
+        by_doc = sum(1 for o in objects if type(o) is dict and o and all(
+            type(v) is list and v and type(v[0]) is Chunk for v in o.values()))
+        return lists, by_doc
+
+    seen, store = _held_at({"doc_layer": (pipeline, "build_doc_layer"), "ket": (KetBuild, "write_stage")},
+                           tmp_path, monkeypatch, chunk_holders)
+    store.close()
+    assert seen == {"doc_layer": (1, 0), "ket": (1, 0)}
+
+
+def test_the_document_layer_hands_its_memory_back_before_the_ket_stage(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The document layer's vectors, cosine tiles and edge rows are released when it is built:
+    the C heap's and Arrow's free pages go back before the ket stage, not after the whole build;
+    an up-to-date layer (nothing made) gives nothing back."""
+    from kgviz.index import memory
+    from kgviz.index.ket_build import KetBuild
+
+    events: list[str] = []
+    real_doc_layer, real_write = pipeline.build_doc_layer, KetBuild.write_stage
+
+    def doc_layer(*args: Any, **kwargs: Any) -> Any:
+        out = real_doc_layer(*args, **kwargs)
+        events.append("doc_layer" if out is None else "doc_layer built")
+        return out
+
+    def write_stage(self: Any) -> None:
+        events.append("ket")
+        real_write(self)
+
+    monkeypatch.setattr(pipeline, "build_doc_layer", doc_layer)
+    monkeypatch.setattr(KetBuild, "write_stage", write_stage)
+    monkeypatch.setattr(memory, "give_back", lambda arrow=False: events.append(f"give_back arrow={arrow}") or True)
+    store = GraphStore.open(tmp_path, embedder_id=EMB.id, dim=EMB.dim)
+    try:
+        build(corpus(), store, Reasoner(OfflineLLM(), EMB), PARAMS)
+        first = events[events.index("doc_layer built"):events.index("ket") + 1]
+        events.clear()
+        build(corpus(), store, Reasoner(OfflineLLM(), EMB), PARAMS)  # nothing new: the layer is up to date
+        again = events[events.index("doc_layer"):events.index("ket") + 1]
+    finally:
+        store.close()
+    assert first == ["doc_layer built", "give_back arrow=True", "ket"]
+    assert again == ["doc_layer", "ket"]

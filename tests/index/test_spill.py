@@ -73,3 +73,17 @@ def test_vector_files_from_spilled_rows_equal_the_ones_from_a_matrix(tmp_path: P
     assert 0 < len(differ) < n and (a / vector_file.VECTOR_DIR / "Triple.stored.npy").read_bytes() == expected.getvalue()
     for name in files:
         assert (a / vector_file.VECTOR_DIR / name).read_bytes() == (b / vector_file.VECTOR_DIR / name).read_bytes(), name
+
+
+def test_the_rows_ids_are_kept_on_disk_and_read_back_in_order(tmp_path: Path) -> None:
+    ids = ["tri:b", "ent:é \"quoted\"", "doc#c0", "tri:a"]
+    with VectorSpill(tmp_path, 4) as spill:
+        spill.append("Triple", np.zeros((4, 4), dtype=np.float32))
+        spill.keep_ids("Triple", ids)
+        assert spill.ids("Triple") == ids
+        with pytest.raises(ValueError):  # the ids must match the spilled rows one for one
+            spill.keep_ids("Triple", ids[:3])
+        (spill.directory / "Triple.ids.json").write_text('["tri:b"]', "utf-8")
+        with pytest.raises(OSError):
+            spill.ids("Triple")
+        assert spill.ids("Entity") is None  # none kept (or the folder removed by another build)
