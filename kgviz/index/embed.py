@@ -39,6 +39,14 @@ def entity_text(name: str, description: str) -> str:
     return f"{name}: {description}" if description else name
 
 
+def rows_depend_on_text_alone(embedder: Embedder) -> bool:
+    """Whether a row ``embedder`` returns is a function of its text alone, whatever else is in the
+    batch: then a vector made once for a text is the vector any later call makes for it, bit for
+    bit. True only for an embedder that says so (``HashingEmbedder``); a neural embedder pads a
+    batch to its longest text, so its last bits can depend on the batch."""
+    return getattr(embedder, "rows_depend_on_text_alone", False) is True
+
+
 @contextmanager
 def embed_processes(embedder: Embedder, workers: int, n_texts: int) -> Iterator[ProcessPool | None]:
     """Worker processes for embedding ``n_texts`` texts (ended on leaving the ``with``), or None

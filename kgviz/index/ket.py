@@ -45,7 +45,7 @@ from kgviz.graph.batching import WRITE_BATCH_ROWS
 from kgviz.graph.protocol import GraphStore
 from kgviz.graph.rows import ChunkRankUpdate
 from kgviz.index import memory
-from kgviz.index.ket_keywords import KeywordLayer, KeywordRules, build_keyword_layer
+from kgviz.index.ket_keywords import KeywordLayer, KeywordRules, KnownVectors, build_keyword_layer
 from kgviz.index.knn import LEXICAL, SEMANTIC, KnnGraph, build_knn, pagerank
 from kgviz.index.spill import SPILL_PREFIX
 from kgviz.providers.base import Embedder
@@ -306,9 +306,11 @@ def build_keywords(store: GraphStore, embedder: Embedder, params: KetParams, chu
                    ids: Sequence[str], docs: Sequence[str], texts: Sequence[str],
                    batch_size: int = 256, progress: Progress | None = None, force: bool = False,
                    write_batch_rows: int = WRITE_BATCH_ROWS, workers: int = 1,
-                   on_written: Callable[[KeywordLayer], None] | None = None) -> tuple[dict[str, int], bool]:
+                   on_written: Callable[[KeywordLayer], None] | None = None,
+                   known: KnownVectors | None = None) -> tuple[dict[str, int], bool]:
     """Sub-chunks + keywords for the given (all stored) chunks, unless the stored layer already
-    matches them (``workers``: embedding processes, kgviz.index.embed). Returns (stats, rebuilt).
+    matches them (``workers``: embedding processes, kgviz.index.embed; ``known``: chunk vectors
+    the build already made, taken by the sub-chunks that are their whole chunk). Returns (stats, rebuilt).
     ``on_written`` is handed a rebuilt layer once it is written (the build makes KET's keyword
     view from it)."""
     rules = params.keyword_rules(chunk_tokens)
@@ -321,7 +323,7 @@ def build_keywords(store: GraphStore, embedder: Embedder, params: KetParams, chu
             progress("keywords", done, total, message)
 
     layer = build_keyword_layer(list(zip(ids, docs, texts)), embedder, rules, batch_size=batch_size, progress=relay,
-                                workers=workers)
+                                workers=workers, known=known)
     write_keyword_layer(store, layer, sig, write_batch_rows)
     if on_written is not None:
         on_written(layer)

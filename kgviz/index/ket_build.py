@@ -30,11 +30,12 @@ from kgviz.graph.protocol import GraphStore
 from kgviz.index import ket_plan, memory, steps
 from kgviz.index.embed import embed_texts
 from kgviz.index.ket_describe import describe_skeleton, write_descriptions
-from kgviz.index.ket_keywords import KeywordLayer
+from kgviz.index.ket_keywords import KeywordLayer, KnownVectors
 from kgviz.index.ket import (META_KEYWORD_SIGNATURE, CorePlan, build_keywords, ket_info, plan_core, skeleton_cost,
                              stored_chunk_vectors, stored_chunks, write_core)
 from kgviz.index.knn import LEXICAL, SEMANTIC
 from kgviz.index.params import BuildParams, BuildReport
+from kgviz.index.spill import VectorSpill
 from kgviz.types import Chunk, Usage
 
 Emit = Callable[[str, int, int, str], None]  # (stage, done, total, message)
@@ -66,6 +67,7 @@ class KetBuild:
         self.plan: CorePlan | None = None
         self.plan_source = ""  # ket_plan.REUSED, or "computed (why)"
         self.chunk_vectors: np.ndarray | None = None
+        self.spilled: Callable[[np.ndarray], np.ndarray] | None = None  # rows of chunk_vectors, once spilled
         self.new_chunks: list[Chunk] = []
         self.describe_report: Any = None  # kgviz.index.ket_describe.DescribeReport of this build
 
@@ -114,6 +116,21 @@ class KetBuild:
         plan = plan_core(ids, texts, emb, self.ket)
         not_kept = ket_plan.save(self.store.path, key, plan)
         return plan, f"computed ({why})" + (f"; not kept: {not_kept}" if not_kept else "")
+
+    def spill_chunk_vectors(self, spill: VectorSpill) -> None:
+        """The embed stage has spilled ``chunk_vectors`` (the new chunks', in their order) as the
+        spill's first Chunk rows: let them go, and read them back from there when the keyword
+        layer takes them (``KnownVectors``)."""
+        if self.chunk_vectors is not None and spill.count("Chunk") == len(self.new_chunks) == len(self.chunk_vectors):
+            self.spilled = spill.rows("Chunk").__getitem__
+        self.chunk_vectors = None
+
+    def _known_vectors(self) -> KnownVectors | None:
+        """The new chunks' spilled vectors, each with the text the knn stage embedded it from."""
+        if self.spilled is None or not self.new_chunks:
+            return None
+        return KnownVectors({c.id: i for i, c in enumerate(self.new_chunks)}, [c.text for c in self.new_chunks],
+                            self.spilled)
 
     def to_extract(self, chunks: list[Chunk]) -> list[Chunk]:
         """The chunks the extract stage should send to the model: the core ones (line 9)."""
@@ -174,7 +191,7 @@ class KetBuild:
                 batch_size=self.params.embed_batch_size, force=interrupted, workers=self.params.workers,
                 write_batch_rows=self.params.write_batch_rows,
                 progress=lambda stage, d, t, msg: self.emit("ket", 2, 3, f"{msg}: {d} of {t}"),
-                on_written=written.append)
+                on_written=written.append, known=self._known_vectors())
         if interrupted:
             steps.record_repair(self.report, "keywords")
         t_view = time.perf_counter()

@@ -26,6 +26,12 @@ keyword and sub-chunk vectors once, in blocks, sparse where that is smaller (``V
 the node rows as columns, each COPY batch's Arrow table (descriptions, dense vectors) made only
 when it is loaded (``KeywordRows``, ``SubChunkRows``). The build then makes KET-RAG's keyword
 view from this layer (kgviz.index.ket_build) instead of reading it back out of the graph.
+
+A sub-chunk that is its whole chunk (not halved: most chunks of a short-passage corpus) has the
+text the knn stage already embedded for that chunk; with an embedder whose row depends on its
+text alone, the chunk's vector is that sub-chunk's, bit for bit, so it is taken (``KnownVectors``,
+read from the build's spill) instead of embedded again (ours; issue 29: about half the characters
+this layer embedded at 10k passages).
 """
 from __future__ import annotations
 
@@ -37,7 +43,7 @@ import pyarrow as pa
 import scipy.sparse as sp
 
 from kgviz.errors import BuildError
-from kgviz.index.embed import embed_processes, embed_texts
+from kgviz.index.embed import embed_processes, embed_texts, rows_depend_on_text_alone
 from kgviz.index.knn import sorted_rows, term_matrix
 from kgviz.ingest.chunking import split_subchunks
 from kgviz.providers.base import Embedder
@@ -295,14 +301,49 @@ class KeywordLayer:
     n_words: int = 0  # distinct non-stop words of length >= min_word_len
     n_dropped_common: int = 0  # words over the document-frequency limit
     df_limit: int = 0
+    n_reused: int = 0  # sub-chunks that took their chunk's vector (``KnownVectors``) instead of being embedded
 
     def stats(self) -> dict[str, int]:
         return {"subchunks": len(self.subchunks), "sentences": self.n_sentences, "words": self.n_words,
                 "keywords": len(self.keywords), "dropped_common": self.n_dropped_common,
-                "df_limit": self.df_limit, "has_keyword": len(self.has_keyword)}
+                "df_limit": self.df_limit, "has_keyword": len(self.has_keyword), "subchunks_reused": self.n_reused}
 
 
 KEYWORD_BLOCK = 8192  # keyword vectors made at a time (ours)
+
+
+@dataclass(frozen=True)
+class KnownVectors:
+    """Vectors the build already made with the layer's embedder: row ``i`` was embedded from
+    exactly ``texts[i]``; ``row_of`` gives a chunk id's row and ``take(rows)`` those rows (read
+    on demand, e.g. from the build's spill)."""
+
+    row_of: dict[str, int]
+    texts: Sequence[str]
+    take: Callable[[np.ndarray], np.ndarray]
+
+
+def subchunk_vectors(embedder: Embedder, texts: Sequence[str], known_rows: np.ndarray, known: KnownVectors | None,
+                     batch_size: int, on_batch: Callable[[int], None], pool: Any) -> VectorBlocks:
+    """The sub-chunks' vectors as ``VectorBlocks``: sub-chunk ``i`` takes row ``known_rows[i]``
+    of ``known`` when that is >= 0 (its text is the one that row was embedded from), and is
+    embedded otherwise. Only the embedded rows are held whole; known rows are read a block at a
+    time."""
+    dim = int(embedder.dim)
+    fresh_at = np.flatnonzero(known_rows < 0)
+    fresh = embed_texts(embedder, [texts[i] for i in fresh_at.tolist()], batch_size, on_batch, pool=pool)
+    fresh_row = np.full(len(texts), -1, dtype=np.int64)
+    fresh_row[fresh_at] = np.arange(fresh_at.size, dtype=np.int64)
+    vectors = VectorBlocks(dim, KEYWORD_BLOCK)
+    for b0 in range(0, len(texts), KEYWORD_BLOCK):
+        rows = known_rows[b0:b0 + KEYWORD_BLOCK]
+        block = np.empty((rows.size, dim), dtype=np.float32)
+        embedded = rows < 0
+        block[embedded] = fresh[fresh_row[b0:b0 + KEYWORD_BLOCK][embedded]]
+        if known is not None and not embedded.all():
+            block[~embedded] = known.take(rows[~embedded])
+        vectors.append(block)
+    return vectors
 
 
 def df_limit(n_subchunks: int, rules: KeywordRules) -> int:
@@ -310,15 +351,23 @@ def df_limit(n_subchunks: int, rules: KeywordRules) -> int:
 
 
 def build_keyword_layer(chunks: Sequence[tuple[str, str, str]], embedder: Embedder, rules: KeywordRules, *,
-                        batch_size: int = 256, progress: Progress | None = None, workers: int = 1) -> KeywordLayer:
+                        batch_size: int = 256, progress: Progress | None = None, workers: int = 1,
+                        known: KnownVectors | None = None) -> KeywordLayer:
     """Sub-chunks and keywords of ``chunks`` given as (chunk id, doc id, text). Pure apart from
     the embedder calls (sub-chunks, then unique sentences; in worker processes when there are
-    many, up to ``workers``: kgviz.index.embed)."""
+    many, up to ``workers``: kgviz.index.embed). A sub-chunk whose text is exactly the text a
+    ``known`` vector of its chunk was embedded from takes that vector instead of being embedded,
+    when the embedder's rows depend on their text alone (the same vector, bit for bit)."""
+    if known is not None and not rows_depend_on_text_alone(embedder):
+        known = None
     layer = KeywordLayer()
+    known_rows: list[int] = []  # per sub-chunk: its row of ``known``, or -1 (embedded)
     for cid, doc_id, text in chunks:
         parent = Chunk(id=cid, doc_id=doc_id, ord=0, text=text, n_tokens=0)
+        row = known.row_of.get(cid, -1) if known is not None else -1
         for sc in split_subchunks(parent, tau=rules.tau, target_tokens=rules.subchunk_tokens):
             layer.subchunks.append(sc.id, cid, sc.ord, sc.text, sc.n_tokens)
+            known_rows.append(row if known is not None and row >= 0 and sc.text == known.texts[row] else -1)
     n_sub = len(layer.subchunks)
     if n_sub == 0:
         return layer
@@ -352,13 +401,14 @@ def build_keyword_layer(chunks: Sequence[tuple[str, str, str]], embedder: Embedd
         if progress is not None:
             progress(message, done, total)
 
-    with embed_processes(embedder, workers, n_sub + len(sentences)) as pool:  # one start for both
-        sub_emb = embed_texts(embedder, sub_texts, batch_size,
-                              lambda d: report("embedding sub-chunks", d, n_sub), pool=pool)
-        layer.subchunks.vectors = VectorBlocks(sub_emb.shape[1], KEYWORD_BLOCK)
-        for b0 in range(0, n_sub, KEYWORD_BLOCK):
-            layer.subchunks.vectors.append(sub_emb[b0:b0 + KEYWORD_BLOCK])
-        del sub_emb  # held once, as blocks (sparse where that is smaller)
+    reuse = np.asarray(known_rows, dtype=np.int64)
+    del known_rows
+    layer.n_reused = int(np.count_nonzero(reuse >= 0))
+    n_embed = n_sub - layer.n_reused
+    with embed_processes(embedder, workers, n_embed + len(sentences)) as pool:  # one start for both
+        # held once, as blocks (sparse where that is smaller)
+        layer.subchunks.vectors = subchunk_vectors(embedder, sub_texts, reuse, known, batch_size,
+                                                   lambda d: report("embedding sub-chunks", d, n_embed), pool)
         sent_emb = embed_texts(embedder, sentences, batch_size,
                                lambda d: report("embedding sentences", d, len(sentences)), pool=pool)
 

@@ -226,7 +226,7 @@ def _build(
         )
         with run.stage("embed"):
             _embed_stage(run, reasoner, new, params, spill, ket.chunk_vectors)
-            ket.chunk_vectors = None  # spilled: not kept in memory for the rest of the build
+            ket.spill_chunk_vectors(spill)  # not kept in memory for the rest of the build: read back from the spill
 
         describes = ket.describes(reasoner)  # the ket stage reads the resolved rows
         with run.stage("write"):

@@ -49,6 +49,8 @@ _ROW_CACHE_BATCH = 1_024  # larger batches (a build embedding whole tables once)
 class HashingEmbedder:
     """Deterministic bag-of-n-grams vectors. id encodes the dimension: ``hashing-<dim>``."""
 
+    rows_depend_on_text_alone = True  # a row is its text's features alone (kgviz.index.embed)
+
     def __init__(self, dim: int = DEFAULT_HASH_DIM) -> None:
         if dim < 16:
             raise ValueError(f"hashing dimension must be at least 16, got {dim}")
