@@ -6,7 +6,9 @@
   sub-chunks, keywords) -> index
 
 The knn stage embeds the new chunks itself (the semantic neighbours need them before extraction)
-and hands the vectors to the embed stage, so no chunk is embedded twice. Its plan is kept in the
+and hands the vectors to the embed stage, so no chunk is embedded twice; the ket stage reads them
+back from the embed stage's spill for the sub-chunks that are a whole chunk (same text, an embedder
+whose rows depend on their text alone: kgviz.index.ket_keywords.KnownVectors). Its plan is kept in the
 workspace (kgviz.index.ket_plan): a build that resumes an interrupted one, or repeats a finished
 one, has the same chunks and reuses it instead of computing the quadratic KNN graph again. The
 ket stage ends by storing KET-RAG's keyword view (kgviz.graph.ket_view), so the first question
