@@ -45,3 +45,18 @@ def test_column_tiles_give_the_same_neighbours() -> None:
     for tile in (1, 3, 7):
         idx, sims = top_k_neighbours(x, 4, tile=tile)
         assert np.array_equal(idx, want[0]) and np.array_equal(sims, want[1])
+
+
+def test_loaded_rows_are_taken_only_when_they_are_exactly_the_tables_rows() -> None:
+    """A build's loaded (ids, vectors) give the layer's matrix in the table's id order; any other
+    set of ids (an incremental build, a repeated id) gives None: the vectors are read from Kùzu."""
+    from kgviz.index.doc_layer import loaded_rows
+
+    vectors = np.arange(12, dtype=np.float32).reshape(4, 3)
+    loaded = (["d", "b", "a", "c"], vectors)
+    got = loaded_rows(["a", "b", "c", "d"], loaded)
+    assert got is not None and np.array_equal(got, vectors[[2, 1, 3, 0]])
+    assert loaded_rows(["a", "b", "c", "d", "e"], loaded) is None  # older documents in the table
+    assert loaded_rows(["a", "b", "c", "e"], loaded) is None
+    assert loaded_rows(["a", "b", "c", "d"], (["a", "a", "b", "c"], vectors)) is None
+    assert loaded_rows(["a"], None) is None
