@@ -30,6 +30,7 @@ from kgviz.graph.vector_file import RowFile
 from kgviz.index.knn import TILE, symmetric_top_k
 
 SIGNATURE_KEY = "doc_layer_signature"
+LOAD_BLOCK = 8192  # rows read from a build's spill at a time (ours: 25 MB of 768-d float32)
 
 
 def top_k_neighbours(emb: np.ndarray, k: int, *, tile: int = TILE) -> tuple[np.ndarray, np.ndarray]:
@@ -69,7 +70,13 @@ def loaded_rows(ids: list[str], loaded: tuple[Sequence[str], RowFile | np.ndarra
     order = [position.get(node_id, -1) for node_id in ids]
     if len(position) != len(ids) or min(order, default=0) < 0:
         return None
-    return np.asarray(loaded[1][np.asarray(order, dtype=np.int64)], dtype=np.float32)
+    # read in load order a block at a time (a raw file: sequential reads), each row put in its place
+    place = np.empty(len(ids), dtype=np.int64)
+    place[np.asarray(order, dtype=np.int64)] = np.arange(len(ids))
+    out = np.empty((len(ids), loaded[1].shape[1]), dtype=np.float32)
+    for start in range(0, len(ids), LOAD_BLOCK):
+        out[place[start:start + LOAD_BLOCK]] = loaded[1][start:start + LOAD_BLOCK]
+    return out
 
 
 def build_doc_layer(store: GraphStore, k: int, *, force: bool = False,

@@ -60,3 +60,22 @@ def test_loaded_rows_are_taken_only_when_they_are_exactly_the_tables_rows() -> N
     assert loaded_rows(["a", "b", "c", "e"], loaded) is None
     assert loaded_rows(["a", "b", "c", "d"], (["a", "a", "b", "c"], vectors)) is None
     assert loaded_rows(["a"], None) is None
+
+
+def test_loaded_rows_from_a_spill_file_in_blocks(tmp_path, monkeypatch) -> None:
+    """From the build's raw spill file (``RowFile``), read a block of rows at a time: the same
+    matrix as a gather row by row."""
+    from kgviz.graph.vector_file import RowFile
+    from kgviz.index import doc_layer
+
+    rng = np.random.default_rng(2)
+    vectors = rng.normal(size=(10, 4)).astype(np.float32)
+    (tmp_path / "Document.f32").write_bytes(vectors.tobytes())
+    rows = RowFile(tmp_path / "Document.f32", 10, 4)
+    assert np.array_equal(rows[2:7], vectors[2:7]) and np.array_equal(rows[8:20], vectors[8:])
+    assert rows[5:5].shape == (0, 4)
+    monkeypatch.setattr(doc_layer, "LOAD_BLOCK", 3)
+    loaded = [f"d{i}" for i in rng.permutation(10)]
+    ids = sorted(loaded)
+    got = doc_layer.loaded_rows(ids, (loaded, rows))
+    assert got is not None and np.array_equal(got, vectors[[loaded.index(i) for i in ids]])
