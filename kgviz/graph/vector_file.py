@@ -68,6 +68,8 @@ class RowFile:
         return self.n
 
     def __getitem__(self, index: Any) -> np.ndarray:
+        if isinstance(index, slice) and index.step in (None, 1):  # a range of rows: one read
+            return self._range(*index.indices(self.n)[:2])
         rows = np.arange(self.n)[index].reshape(-1)
         out = np.empty((len(rows), self.dim), dtype=np.float32)
         if not len(rows):
@@ -82,6 +84,17 @@ class RowFile:
                 out[j] = np.frombuffer(data, dtype=np.float32)
         finally:
             os.close(fd)
+        return out
+
+    def _range(self, start: int, stop: int) -> np.ndarray:
+        out = np.empty((max(0, stop - start), self.dim), dtype=np.float32)
+        if not len(out):
+            return out
+        with open(self.path, "rb") as f:
+            f.seek(start * 4 * self.dim)
+            got = f.readinto(out.data.cast("B"))
+        if got != out.nbytes:
+            raise OSError(f"{self.path}: rows {start}:{stop} are cut short ({got} of {out.nbytes} bytes)")
         return out
 
 

@@ -255,8 +255,12 @@ def _build(
             memory.give_back()
 
     with run.stage("doc_layer"):
+        # a first build's Document vectors from the spill, not read back out of Kùzu (issue 29)
+        kept = spill.ids("Document") if "Document" in spilled_whole else None
         with steps.marked(store, "doc_layer") as interrupted:
-            n_edges = build_doc_layer(store, params.similar_docs_k, force=interrupted)
+            n_edges = build_doc_layer(store, params.similar_docs_k, force=interrupted,
+                                      loaded=None if kept is None else (kept, spill.rows("Document")))
+        del kept
         if n_edges is not None:
             # the layer's vectors, cosine tiles, edge rows and Kùzu's query results were made and
             # released: their pages go back to the system rather than stay under every later stage

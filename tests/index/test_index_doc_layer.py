@@ -45,3 +45,37 @@ def test_column_tiles_give_the_same_neighbours() -> None:
     for tile in (1, 3, 7):
         idx, sims = top_k_neighbours(x, 4, tile=tile)
         assert np.array_equal(idx, want[0]) and np.array_equal(sims, want[1])
+
+
+def test_loaded_rows_are_taken_only_when_they_are_exactly_the_tables_rows() -> None:
+    """A build's loaded (ids, vectors) give the layer's matrix in the table's id order; any other
+    set of ids (an incremental build, a repeated id) gives None: the vectors are read from Kùzu."""
+    from kgviz.index.doc_layer import loaded_rows
+
+    vectors = np.arange(12, dtype=np.float32).reshape(4, 3)
+    loaded = (["d", "b", "a", "c"], vectors)
+    got = loaded_rows(["a", "b", "c", "d"], loaded)
+    assert got is not None and np.array_equal(got, vectors[[2, 1, 3, 0]])
+    assert loaded_rows(["a", "b", "c", "d", "e"], loaded) is None  # older documents in the table
+    assert loaded_rows(["a", "b", "c", "e"], loaded) is None
+    assert loaded_rows(["a", "b", "c", "d"], (["a", "a", "b", "c"], vectors)) is None
+    assert loaded_rows(["a"], None) is None
+
+
+def test_loaded_rows_from_a_spill_file_in_blocks(tmp_path, monkeypatch) -> None:
+    """From the build's raw spill file (``RowFile``), read a block of rows at a time: the same
+    matrix as a gather row by row."""
+    from kgviz.graph.vector_file import RowFile
+    from kgviz.index import doc_layer
+
+    rng = np.random.default_rng(2)
+    vectors = rng.normal(size=(10, 4)).astype(np.float32)
+    (tmp_path / "Document.f32").write_bytes(vectors.tobytes())
+    rows = RowFile(tmp_path / "Document.f32", 10, 4)
+    assert np.array_equal(rows[2:7], vectors[2:7]) and np.array_equal(rows[8:20], vectors[8:])
+    assert rows[5:5].shape == (0, 4)
+    monkeypatch.setattr(doc_layer, "LOAD_BLOCK", 3)
+    loaded = [f"d{i}" for i in rng.permutation(10)]
+    ids = sorted(loaded)
+    got = doc_layer.loaded_rows(ids, (loaded, rows))
+    assert got is not None and np.array_equal(got, vectors[[loaded.index(i) for i in ids]])

@@ -416,3 +416,46 @@ def test_a_first_build_writes_the_vector_files_from_its_own_vectors(open_store, 
     reads.clear()
     build(corpus(), store, offline(), SMALL)
     assert any(c.startswith("MATCH (n:Triple)") and c.endswith("n.emb") for c in reads)  # old rows: read back
+
+
+def _similar_docs(store: GraphStore) -> list[tuple]:
+    return sorted(tuple(r.values()) for r in store.query(
+        "MATCH (a:Document)-[s:SIMILAR_DOC]->(b:Document) RETURN a.id, b.id, s.weight"))
+
+
+def test_a_first_build_makes_the_document_layer_from_its_own_vectors(open_store, monkeypatch) -> None:
+    """The doc_layer stage of a first build takes the Document vectors from the build's spill,
+    not read back out of Kùzu (issue 29), and makes the layer a read from Kùzu makes; an
+    incremental build reads Kùzu as before and gives the layer a whole build gives."""
+    from kgviz.index import doc_layer, pipeline
+
+    reads: list[str] = []
+    recording = [False]
+    real_layer = pipeline.build_doc_layer
+
+    def layer(*args, **kwargs):  # records the statements of the doc_layer stage only
+        recording[0] = True
+        try:
+            return real_layer(*args, **kwargs)
+        finally:
+            recording[0] = False
+
+    monkeypatch.setattr(pipeline, "build_doc_layer", layer)
+    store = open_store()
+    for name in ("query", "query_arrow"):
+        real = getattr(store, name)
+        monkeypatch.setattr(store, name, lambda cypher, params=None, real=real:
+                            (reads.append(cypher) if recording[0] else None) or real(cypher, params))
+    build(corpus(["Mira Tesk", "Orrin Bridge", "Kell Arden"]), store, offline(), SMALL)
+    first = _similar_docs(store)
+    assert first and reads and not [c for c in reads if "emb" in c], reads
+    # the same layer from the vectors Kùzu holds
+    assert doc_layer.build_doc_layer(store, SMALL.similar_docs_k, force=True) == len(first)
+    assert _similar_docs(store) == first
+
+    reads.clear()
+    build(corpus(), store, offline(), SMALL)  # one more document: the old ones' vectors are not in the spill
+    assert [c for c in reads if "(n:Document" in c and "emb" in c], reads
+    whole = open_store("whole")
+    build(corpus(), whole, offline(), SMALL)
+    assert _similar_docs(store) == _similar_docs(whole) and len(_similar_docs(whole)) > len(first)

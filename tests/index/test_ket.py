@@ -457,13 +457,17 @@ def symmetric_scores(n: int, seed: int) -> np.ndarray:
 
 @pytest.mark.parametrize("k", [1, 2, 3])
 @pytest.mark.parametrize("with_skip", [False, True])
-def test_symmetric_top_k_equals_the_whole_rows(k: int, with_skip: bool) -> None:
+@pytest.mark.parametrize("share", [0, 2, 10**9])
+def test_symmetric_top_k_equals_the_whole_rows(k: int, with_skip: bool, share: int, monkeypatch) -> None:
     """Only the tiles on and above the diagonal, read along their rows and down their columns
     (issue 29: half the products), give each row the same (column, value) picks as its whole row
     at once: best first, ties by lower column across tiles too, never the diagonal, a skipped pair
-    never taken by its row (but still by the other row of the pair), values as float64."""
+    never taken by its row (but still by the other row of the pair), values as float64. The
+    columns merged down a tile are gathered (``share`` 0), masked over the whole tile (10**9) or
+    either as their number says (2): the same picks."""
     from kgviz.index import knn
 
+    monkeypatch.setattr(knn, "GATHER_MAX_SHARE", share)
     n = 41
     scores = symmetric_scores(n, seed=5 + k)
     skip = (np.array([0, 3, 3, 40, 17]), np.array([1, 2, 40, 3, 16])) if with_skip else None
