@@ -143,7 +143,37 @@ def vector_column(matrix: np.ndarray) -> pa.FixedSizeListArray:
     return pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1)), flat.shape[1])
 
 
-class KeywordRows(Sequence[dict[str, Any]]):
+class _BatchRows(Sequence[dict[str, Any]]):
+    """Rows held as columns and made when read, a batch at a time (``_rows(start, stop)``):
+    indexing, consecutive slices and iteration, ``_block()`` rows at a time."""
+
+    def _rows(self, start: int, stop: int) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def _block(self) -> int:
+        return KEYWORD_BLOCK
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            if step != 1:
+                raise ValueError(f"{type(self).__name__} slices are consecutive rows")
+            return self._rows(start, max(start, stop))
+        pos = range(len(self))[i]
+        return self._rows(pos, pos + 1)[0]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for start in range(0, len(self), self._block()):
+            yield from self._rows(start, min(start + self._block(), len(self)))
+
+
+class KeywordRows(_BatchRows):
     """The Keyword node rows ({"id", "word", "description", "emb"}), made when read: a batch's
     descriptions and dense vectors exist only while that batch is loaded (issue 29: every row
     made up front held 550k descriptions and the dense keyword matrix through the COPYs). A
@@ -186,27 +216,11 @@ class KeywordRows(Sequence[dict[str, Any]]):
                          "description": pa.array(self.descriptions(start, stop), pa.string()),
                          "emb": vector_column(self.vectors.rows(start, stop))})
 
-    @overload
-    def __getitem__(self, i: int) -> dict[str, Any]: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
-
-    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(i, slice):
-            start, stop, step = i.indices(len(self))
-            if step != 1:
-                raise ValueError("KeywordRows slices are consecutive rows")
-            return self._rows(start, max(start, stop))
-        pos = range(len(self))[i]
-        return self._rows(pos, pos + 1)[0]
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        for start in range(0, len(self), self.vectors.block_rows):
-            yield from self._rows(start, min(start + self.vectors.block_rows, len(self)))
+    def _block(self) -> int:
+        return self.vectors.block_rows
 
 
-class SubChunkRows(Sequence[dict[str, Any]]):
+class SubChunkRows(_BatchRows):
     """The SubChunk node rows ({"id", "chunk_id", "ord", "text", "n_tokens", "emb"}; "emb" once
     the vectors are made), held as columns and made when read, a batch at a time; ``parents``
     gives SUB_CHUNK_OF's edges as the Arrow table the bulk loader takes. The texts are let go
@@ -247,25 +261,6 @@ class SubChunkRows(Sequence[dict[str, Any]]):
                 row["emb"] = emb[p - start]
             out.append(row)
         return out
-
-    @overload
-    def __getitem__(self, i: int) -> dict[str, Any]: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
-
-    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(i, slice):
-            start, stop, step = i.indices(len(self))
-            if step != 1:
-                raise ValueError("SubChunkRows slices are consecutive rows")
-            return self._rows(start, max(start, stop))
-        pos = range(len(self))[i]
-        return self._rows(pos, pos + 1)[0]
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        for start in range(0, len(self), KEYWORD_BLOCK):
-            yield from self._rows(start, min(start + KEYWORD_BLOCK, len(self)))
 
     def table(self, start: int, stop: int) -> pa.Table:
         """Rows ``start:stop`` as the Arrow table the bulk loader takes (the values of ``_rows``)."""
