@@ -256,11 +256,9 @@ def _build(
 
     with run.stage("doc_layer"):
         # a first build's Document vectors from the spill, not read back out of Kùzu (issue 29)
-        kept = spill.ids("Document") if "Document" in spilled_whole else None
         with steps.marked(store, "doc_layer") as interrupted:
             n_edges = build_doc_layer(store, params.similar_docs_k, force=interrupted,
-                                      loaded=None if kept is None else (kept, spill.rows("Document")))
-        del kept
+                                      loaded=spill.loaded("Document") if "Document" in spilled_whole else None)
         if n_edges is not None:
             # the layer's vectors, cosine tiles, edge rows and Kùzu's query results were made and
             # released: their pages go back to the system rather than stay under every later stage
@@ -290,9 +288,7 @@ def _build(
                     steps.record_repair(report, f"vector_index:{table}")
                 note = f"vector index on {table}"
             else:  # the exact search's memory-mapped matrix, written now rather than at the first question
-                kept = spill.ids(table) if table in spilled_whole else None
-                n = search.prepare_exact_search(store, table, None if kept is None else (kept, spill.rows(table)))
-                del kept
+                n = search.prepare_exact_search(store, table, spill.loaded(table) if table in spilled_whole else None)
                 note = f"{table}: {n} embedded rows, searched exactly"
             run.emit("index", i + 1, len(VECTOR_TABLES) + 1, note)
         with steps.marked(store, "fts_index") as interrupted:

@@ -99,6 +99,13 @@ class VectorSpill:
             raise OSError(f"spill {table}: the kept ids do not match the {self.count(table)} spilled rows")
         return [str(i) for i in ids]
 
+    def loaded(self, table: str) -> tuple[list[str], RowFile] | None:
+        """(ids, rows) of ``table``'s new rows when ``keep_ids`` kept their ids (every one was
+        loaded with its spilled vector), else None: what the doc_layer and index stages take
+        instead of reading the vectors back out of Kùzu."""
+        ids = self.ids(table)
+        return None if ids is None else (ids, self.rows(table))
+
     def rows(self, table: str) -> RowFile:
         """Every spilled row of ``table``, gathered by index on demand (``RowFile``)."""
         return RowFile(self._path(table), self.count(table), self.dim)
