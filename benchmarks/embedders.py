@@ -33,7 +33,7 @@ whose load was lowest, and the smallest cosine between the two sides' vectors of
 N passages embedded by each spec in a fresh child process of this checkout, the specs alternating
 for ``--rounds`` rounds, with the same per-round figures as ``--against`` (passages/s, passages per
 CPU second, load average, peak RSS), their medians, and the smallest and mean cosine of each
-passage's vector against the first spec's. The quality figures then also give, per spec, the
+passage's vector against the first fastembed spec's. The quality figures then also give, per spec, the
 smallest and mean cosine of its corpus vectors against the first neural (fastembed) spec's
 (``cosine_vs_first_neural``: how far e.g. ``fastembed:<model>+int8-activations@DIR`` moved the
 vectors of ``fastembed:<model>@DIR``).
@@ -188,12 +188,14 @@ def side_by_side(specs: list[str], texts: list[str], rounds: int) -> dict:
                 print(f"  round {r + 1} {spec}: {fig['passages_per_s']} passages/s, {fig['passages_per_cpu_s']} per CPU s "
                       f"(load {fig['load_avg_start']} -> {fig['load_avg_end']})", file=sys.stderr, flush=True)
         vectors = [np.load(Path(tmp) / f"{i}.npy") for i in range(len(specs))]
-    cosines = {spec: _row_cosines(vectors[0], v) for spec, v in zip(specs, vectors)}
+    neural = [i for i, spec in enumerate(specs) if parse_embedder_spec(spec)[0] == "fastembed"]
+    first = vectors[neural[0]] if neural else None
+    cosines = {specs[i]: _row_cosines(first, vectors[i]) for i in neural if first is not None}
     return {"passages": len(texts), "rounds": runs,
             "median_passages_per_s": {s: statistics.median(f["passages_per_s"] for f in runs[s]) for s in specs},
             "median_passages_per_cpu_s": {s: statistics.median(f["passages_per_cpu_s"] for f in runs[s]) for s in specs},
-            "cosine_vs_first": {s: {"min": round(float(c.min()), 6), "mean": round(float(c.mean()), 6)}
-                                for s, c in cosines.items()}}
+            "cosine_vs_first_neural": {s: {"min": round(float(c.min()), 6), "mean": round(float(c.mean()), 6)}
+                                       for s, c in cosines.items()}}
 
 
 def main() -> int:

@@ -105,7 +105,8 @@ def _existing_file(text: str) -> str:
 
 def _common(p: argparse.ArgumentParser, *, llm: bool = True) -> None:
     p.add_argument("--db", type=_folder("--db"), help="database directory (default: $KGVIZ_DB or ~/.kgviz/workspaces/default)")
-    p.add_argument("--embedder", help="auto | hashing | hashing:<dim> | fastembed:<model> | fastembed:<model>@<dir> "
+    p.add_argument("--embedder", help="auto | hashing | hashing:<dim> | fastembed:<model> | fastembed:<model>@<dir> | "
+                   "fastembed:<model>+int8-activations@<dir> "
                    "(default: what the database was built with, else $KGVIZ_EMBEDDER or auto = a local "
                    "fastembed model ($KGVIZ_EMBEDDER_DIR or the fastembed cache) if one loads, else hashing)")
     if llm:

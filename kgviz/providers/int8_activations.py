@@ -25,6 +25,7 @@ integer vectors (``kgviz.providers.embedders``).
 """
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 from pathlib import Path
@@ -99,6 +100,17 @@ def _drop_unused(graph: Any) -> None:
         graph.initializer.remove(init)
 
 
+class _Unless(logging.Filter):
+    """Drops the log records whose message contains ``text``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.text not in record.getMessage()
+
+
 def quantise_activations(source: Path, out: Path) -> int:
     """Write ``source``'s model with folded weight scales and integer MatMuls to ``out``.
     Returns the number of MatMulInteger nodes; ModelPullError when there is none."""
@@ -107,8 +119,13 @@ def quantise_activations(source: Path, out: Path) -> int:
 
     model = onnx.load(str(source))
     fold_weight_scales(model)
-    quantize_dynamic(model, str(out), op_types_to_quantize=["MatMul"], per_channel=True,
-                     reduce_range=False, weight_type=QuantType.QInt8)
+    advice = _Unless("pre-processing before quantization")  # the shape pass it suggests changes no MatMul here
+    logging.getLogger().addFilter(advice)
+    try:
+        quantize_dynamic(model, str(out), op_types_to_quantize=["MatMul"], per_channel=True,
+                         reduce_range=False, weight_type=QuantType.QInt8)
+    finally:
+        logging.getLogger().removeFilter(advice)
     count = sum(node.op_type == "MatMulInteger" for node in onnx.load(str(out)).graph.node)
     if count == 0:
         raise ModelPullError(f"quantising {source} produced no integer matrix product: not a model this variant fits")
