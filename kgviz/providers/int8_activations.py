@@ -36,6 +36,8 @@ from kgviz.providers.embedders import has_integer_matmuls
 from kgviz.providers.model_places import OUTPUT_FILES, TOKENIZER_FILES, is_complete
 
 MODEL_FILE = "model.onnx"
+
+
 def _onnx() -> Any:
     try:
         import onnx
