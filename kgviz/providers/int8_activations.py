@@ -1,0 +1,175 @@
+"""The int8-activations variant of a fastembed model directory: its matrix products in integers.
+
+The all-MiniLM-L6-v2 that kgviz assembles (``model_pull``) stores its weights as int8 with one
+scale per output column, but computes in fp32: every weight goes ``Cast(int8) -> Mul(scale) ->
+MatMul``, so onnxruntime widens the weights once when the session loads and each passage then
+costs ~2.8 GFLOP of fp32 matrix products. This module writes a variant whose weight products run
+as ``DynamicQuantizeLinear(x) -> MatMulInteger(x_u8, w_s8)`` (u8 x s8, what AVX-512 VNNI and AVX-VNNI
+compute in one instruction per 4 products):
+
+1. ``fold_weight_scales``: each ``MatMul`` whose weight is ``Mul(Cast(int8 W), scale)`` of constants
+   gets the fp32 product ``W * scale`` as a plain initializer (the nodes and constants only that
+   chain used are dropped);
+2. onnxruntime's own ``quantize_dynamic`` (MatMul only, per-channel symmetric s8 weights, full
+   8-bit range) turns those MatMuls into integer ones, quantising each activation at run time.
+   Every column of the model's int8 weights uses the full range (its largest |W| is 127), so
+   step 2's per-column scale is the stored one and the int8 weights come back as stored
+   (``integer_weights_match`` checks it); what changes is the activations, now rounded to 8 bits
+   per call, so the vectors differ from the fp32 model's beyond float noise (README, Embedders).
+
+The attention products (activations x activations) stay fp32. ``convert`` copies the tokenizer
+files beside the new ``model.onnx``. It needs the ``onnx`` package (the ``int8`` extra), imported
+only here; loading the variant needs nothing beyond fastembed. A directory's variant is read from
+its graph (``has_integer_matmuls``), not from its name, so the fp32 id can never be given to
+integer vectors (``kgviz.providers.embedders``).
+"""
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from kgviz.errors import ModelPullError
+from kgviz.providers.embedders import has_integer_matmuls
+from kgviz.providers.model_places import OUTPUT_FILES, TOKENIZER_FILES, is_complete
+
+MODEL_FILE = "model.onnx"
+
+
+def _onnx() -> Any:
+    try:
+        import onnx
+    except ImportError:
+        raise ModelPullError(
+            "making the int8-activations variant needs the onnx package, which is not installed",
+            hint="pip install 'kgviz[int8]' (or onnx==1.23.2)",
+        ) from None
+    return onnx
+
+
+def fold_weight_scales(model: Any) -> int:
+    """Replace each MatMul weight ``Mul(Cast(int8 W), scale)`` (W and scale initializers) by the
+    fp32 initializer ``W * scale``, in place; drop the nodes and initializers no longer used.
+    Returns how many MatMuls were given a folded weight."""
+    import numpy as np
+    from onnx import TensorProto, numpy_helper
+
+    graph = model.graph
+    constants = {init.name: init for init in graph.initializer}
+    producer = {out: node for node in graph.node for out in node.output}
+    folded = 0
+    for node in graph.node:
+        if node.op_type != "MatMul" or len(node.input) != 2:
+            continue
+        mul = producer.get(node.input[1])
+        if mul is None or mul.op_type != "Mul":
+            continue
+        casts = [producer.get(i) for i in mul.input]
+        pairs = [(c, s) for c, s in ((casts[0], mul.input[1]), (casts[1], mul.input[0]))
+                 if c is not None and c.op_type == "Cast" and s in constants]
+        if not pairs:
+            continue
+        cast, scale_name = pairs[0]
+        weight = constants.get(cast.input[0])
+        if weight is None or weight.data_type != TensorProto.INT8:
+            continue
+        q = numpy_helper.to_array(weight).astype(np.float32)
+        scale = numpy_helper.to_array(constants[scale_name]).astype(np.float32)
+        name = f"{weight.name}_folded"
+        if name not in constants:
+            constants[name] = numpy_helper.from_array((q * scale).astype(np.float32), name)
+            graph.initializer.append(constants[name])
+        node.input[1] = name
+        folded += 1
+    _drop_unused(graph)
+    return folded
+
+
+def _drop_unused(graph: Any) -> None:
+    """Remove nodes whose outputs nothing reads, then initializers nothing reads (repeatedly)."""
+    outputs = {o.name for o in graph.output}
+    while True:
+        read = {i for node in graph.node for i in node.input} | outputs
+        dead = [n for n in graph.node if not any(o in read for o in n.output)]
+        if not dead:
+            break
+        for node in dead:
+            graph.node.remove(node)
+    read = {i for node in graph.node for i in node.input} | outputs
+    for init in [i for i in graph.initializer if i.name not in read]:
+        graph.initializer.remove(init)
+
+
+class _Unless(logging.Filter):
+    """Drops the log records whose message contains ``text``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.text not in record.getMessage()
+
+
+def quantise_activations(source: Path, out: Path) -> int:
+    """Write ``source``'s model with folded weight scales and integer MatMuls to ``out``.
+    Returns the number of MatMulInteger nodes; ModelPullError when there is none."""
+    onnx = _onnx()
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    model = onnx.load(str(source))
+    fold_weight_scales(model)
+    advice = _Unless("pre-processing before quantization")  # the shape pass it suggests changes no MatMul here
+    logging.getLogger().addFilter(advice)
+    try:
+        quantize_dynamic(model, str(out), op_types_to_quantize=["MatMul"], per_channel=True,
+                         reduce_range=False, weight_type=QuantType.QInt8)
+    finally:
+        logging.getLogger().removeFilter(advice)
+    count = sum(node.op_type == "MatMulInteger" for node in onnx.load(str(out)).graph.node)
+    if count == 0:
+        raise ModelPullError(f"quantising {source} produced no integer matrix product: not a model this variant fits")
+    return count
+
+
+def integer_weights_match(source: Path, variant: Path) -> bool:
+    """Whether every int8 weight of ``source`` feeding a MatMul reappears, unchanged, among the
+    variant's int8 weights (step 2 re-derived each column's scale from the folded weights)."""
+    import numpy as np
+    from onnx import TensorProto, numpy_helper
+
+    onnx = _onnx()
+
+    def int8_weights(path: Path) -> list[Any]:
+        return [numpy_helper.to_array(i) for i in onnx.load(str(path)).graph.initializer
+                if i.data_type == TensorProto.INT8 and len(i.dims) == 2]
+
+    after = int8_weights(variant)
+    before = [w for w in int8_weights(source) if any(w.shape == a.shape for a in after)]
+    return bool(before) and all(any(w.shape == a.shape and np.array_equal(w, a) for a in after) for w in before)
+
+
+def convert(source_dir: Path, out: Path) -> Path:
+    """Write the int8-activations variant of the model directory ``source_dir`` (a complete
+    MiniLM directory, ``model_places.is_complete``) into ``out``, replacing what is there. Written
+    under a temporary name and renamed at the end, so an interrupted conversion leaves nothing
+    that would load."""
+    if not is_complete(source_dir):
+        raise ModelPullError(f"{source_dir} is not a complete model directory (needs {', '.join(OUTPUT_FILES)})")
+    if has_integer_matmuls(source_dir / MODEL_FILE):
+        raise ModelPullError(f"{source_dir} already holds integer matrix products: convert the fp32 model")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        staging.chmod(0o755)
+        quantise_activations(source_dir / MODEL_FILE, staging / MODEL_FILE)
+        for name in TOKENIZER_FILES:
+            shutil.copyfile(source_dir / name, staging / name)
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out
