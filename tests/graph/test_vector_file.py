@@ -536,16 +536,17 @@ def test_column_ranges_are_scipys_csc_across_read_blocks(monkeypatch: pytest.Mon
 
 
 @pytest.mark.parametrize("read_rows", [7, 64, 8192])
-def test_column_ranges_through_scratch_read_the_rows_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                          read_rows: int) -> None:
-    """Several ranges of columns with a scratch path: the same CSC pieces as without one, every
-    row read once (not once per range: issue 29, five reads of 4.5 GB at 100k passages), and the
-    scratch files gone after."""
+@pytest.mark.parametrize("max_entries", [float("inf"), 25])
+def test_column_ranges_from_pieces_read_the_rows_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                      read_rows: int, max_entries: float) -> None:
+    """Blocks recorded (``Pieces``) while the columns are counted: the same counts and CSC pieces
+    as without, in one range or several, and every row read once in all (issue 29: once to
+    count and once per range before, six reads of 4.5 GB at 100k passages); ``remove`` leaves no
+    scratch file."""
     monkeypatch.setattr(vector_file, "READ_ROWS", read_rows)
     m = sparse_vectors(150, seed=47)
     m[5] = 0.0
     m[:, 3] = 0.0  # an empty column inside a range
-    counts = np.count_nonzero(m, axis=0)
     reads: list[tuple[int, int]] = []
     plain = vector_file.row_reader(m)
 
@@ -553,17 +554,50 @@ def test_column_ranges_through_scratch_read_the_rows_once(monkeypatch: pytest.Mo
         reads.append((start, stop))
         return plain(start, stop)
 
-    without = list(vector_file.column_ranges(plain, 150, DIM, counts, 25))
-    got = list(vector_file.column_ranges(read, 150, DIM, counts, 25, scratch=tmp_path / "pieces"))
-    assert len(got) == len(without) > 3
+    counts = vector_file.column_counts(plain, 150, DIM, 40, 0.25)
+    assert counts is not None
+    without = list(vector_file.column_ranges(plain, 150, DIM, counts, max_entries))
+    pieces = vector_file.Pieces(tmp_path / "pieces", 0.25)
+    got_counts = vector_file.column_counts(read, 150, DIM, 40, 0.25, pieces)
+    assert got_counts is not None and got_counts.tolist() == counts.tolist() and pieces.rows == 150
+    got = list(vector_file.column_ranges(read, 150, DIM, counts, max_entries, pieces))
+    assert len(got) == len(without) and (len(got) > 3 or max_entries == float("inf"))
     for (v, r), (wv, wr) in zip(got, without):
         assert v.tobytes() == wv.tobytes() and r.dtype == wr.dtype and r.tolist() == wr.tolist()
-    assert sorted(reads) == [(s, min(150, s + read_rows)) for s in range(0, 150, read_rows)]
+    assert sorted(reads) == sorted(set(reads)) and sum(b - a for a, b in reads) == 150  # each row once
+    pieces.remove()
+    assert not list(tmp_path.iterdir())
+
+
+def test_pieces_stop_on_rows_that_are_not_mostly_zeros(tmp_path: Path) -> None:
+    """Dense rows (model embeddings) are never written to the scratch files; rows that turn
+    dense part way stop the recording there, and the copy is then made from the rows: the same
+    bytes."""
+    dense = vectors(100, seed=49)
+    pieces = vector_file.Pieces(tmp_path / "dense", 0.25)
+    assert vector_file.column_counts(vector_file.row_reader(dense), 100, DIM, 40, 0.25, pieces) is None
+    assert not pieces.on and not list(tmp_path.iterdir())
+    late = sparse_vectors(300, seed=50)
+    late[100:110] = vectors(10, seed=51)  # dense for a while, mostly zeros again by the next check
+    read = vector_file.row_reader(late)
+    counts = vector_file.column_counts(read, 300, DIM, 150, 0.25)
+    assert counts is not None
+    pieces = vector_file.Pieces(tmp_path / "late", 0.25)
+    old = vector_file.READ_ROWS
+    try:
+        vector_file.READ_ROWS = 10
+        assert vector_file.column_counts(read, 300, DIM, 150, 0.25, pieces).tolist() == counts.tolist()
+        assert not pieces.on
+        got = list(vector_file.column_ranges(read, 300, DIM, counts, 40, pieces))
+        want = list(vector_file.column_ranges(read, 300, DIM, counts, 40))
+    finally:
+        vector_file.READ_ROWS = old
+    assert [(v.tobytes(), r.tolist()) for v, r in got] == [(v.tobytes(), r.tolist()) for v, r in want]
     assert not list(tmp_path.iterdir())
 
 
 def test_write_csc_in_many_ranges_writes_the_same_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """A CSC copy gathered in many ranges of columns (through its scratch files) is the one
+    """A CSC copy gathered in many ranges of columns (from its recorded pieces) is the one
     gathered in one, byte for byte, and leaves no scratch file."""
     m = sparse_vectors(300, seed=48)
     files = {}
