@@ -35,7 +35,7 @@ from kgviz.offline.stopwords import STOPWORDS
 
 TILE = 2048  # rows and columns of a score tile (ours): 2,048 x 2,048 float32 is 16 MB (4,096 was
 # slower a pair on the 2-core machine: its tiles outgrow the cache)
-TILE_THREADS = 2  # tile products made at once, in threads (ours: the machine's two cores)
+TILE_THREADS = 2  # sparse tile products made at once, in threads (ours: the machine's two cores)
 GATHER_MAX_SHARE = 16  # a tile's columns merged down it are gathered while fewer than 1/16 of them
 # pass (ours: measured on 2,048 x 2,048 tiles; beyond, a mask over the tile is cheaper)
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
@@ -143,12 +143,13 @@ def symmetric_top_k(product: Callable[[int, int, int, int], np.ndarray], n: int,
     along tiles (R, R) .. (R, last)), so on equal scores the one kept, met first, has the lower
     column, and a later tile wins only with a strictly better score.
 
-    With ``threads`` > 1 (issue 29: the stage kept one of the two cores idle; scipy's sparse
-    products run on one core) the products of the next ``threads`` tiles are made in a pool of
-    threads while the current tile is merged (numpy and scipy release the GIL in a product), and
-    the tiles are merged one at a time in the order above: the result is the serial one, ties
-    included. A ``product`` must be safe to call from several threads at once (one that only
-    reads its inputs is); at most ``threads`` + 1 tiles are held at a time."""
+    With ``threads`` > 1 (issue 29: the knn stage kept one of the two cores idle; scipy's sparse
+    products run on one core) ``threads`` tiles' products are made at once, in threads (numpy and
+    scipy release the GIL in a product), and the tiles are merged one at a time in the order
+    above: the result is the serial one, ties included. A ``product`` must be safe to call from
+    several threads at once (one that only reads its inputs is); at most ``threads`` + 1 tiles are
+    held at a time. Dense float products gain nothing from it (BLAS already uses every core) and
+    would each give a new thread BLAS buffers of its own: their callers pass ``threads=1``."""
     if k <= 0 or n == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, np.zeros(0)
@@ -169,22 +170,25 @@ def symmetric_top_k(product: Callable[[int, int, int, int], np.ndarray], n: int,
 
 def _made(product: Callable[[int, int, int, int], np.ndarray], tiles: list[tuple[int, int, int, int]],
           threads: int) -> Iterator[tuple[tuple[int, int, int, int], np.ndarray]]:
-    """Each tile with its product, in the order of ``tiles``; with ``threads`` > 1 the next
-    ``threads`` products are made in a thread pool while the caller works on the current one."""
+    """Each tile with its product, in the order of ``tiles``. With ``threads`` > 1 tile i is made
+    by the caller's thread when i % threads == 0, else by one of threads - 1 pool threads, which
+    are handed their tiles before the caller makes its own: ``threads`` products at once, and only
+    threads - 1 extra threads (each keeps the C heap it allocated its products from, ~30-60 MB
+    at 10k chunks, until the process ends)."""
     if threads <= 1 or len(tiles) <= 1:
         for t in tiles:
             yield t, product(*t)
         return
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="kgviz-tiles") as pool:
-        coming: deque[Future[np.ndarray]] = deque(pool.submit(product, *t) for t in tiles[:threads])
+    with ThreadPoolExecutor(max_workers=threads - 1, thread_name_prefix="kgviz-tiles") as pool:
+        handed: dict[int, Future[np.ndarray]] = {}
         try:
             for i, t in enumerate(tiles):
-                scores = coming.popleft().result()
-                if i + threads < len(tiles):
-                    coming.append(pool.submit(product, *tiles[i + threads]))
-                yield t, scores
+                for j in range(i, min(len(tiles), i + threads)):
+                    if j % threads and j not in handed:
+                        handed[j] = pool.submit(product, *tiles[j])
+                yield t, (handed.pop(i).result() if i % threads else product(*t))
         finally:
-            for left in coming:  # the caller stopped early (an error): made no further
+            for left in handed.values():  # the caller stopped early (an error): made no further
                 left.cancel()
 
 
@@ -324,9 +328,9 @@ def build_knn(texts: Sequence[str], emb: np.ndarray, k: int, *, exclude_lexical:
         """Cosines (float32) of rows r0..r1-1 with columns c0..c1-1."""
         return e[r0:r1] @ e[c0:c1].T
 
-    lr, lc, lv = _positive(symmetric_top_k(lexical, n, half, tile=tile))
+    lr, lc, lv = _positive(symmetric_top_k(lexical, n, half, tile=tile))  # sparse products: TILE_THREADS
     skip = (lr, lc) if exclude_lexical else None  # Algorithm 3 line 5: not the row's lexical neighbours
-    sr, sc, sv = _positive(symmetric_top_k(semantic, n, half, skip=skip, tile=tile))
+    sr, sc, sv = _positive(symmetric_top_k(semantic, n, half, skip=skip, tile=tile, threads=1))  # BLAS: every core
     src = np.concatenate([lr, sr]).astype(np.int64)
     dst = np.concatenate([lc, sc]).astype(np.int64)
     kind = np.concatenate([np.full(lr.size, LEXICAL, dtype=object), np.full(sr.size, SEMANTIC, dtype=object)])
