@@ -121,6 +121,13 @@ def native_mb(pool_bytes: int) -> dict[str, float]:
     return {k: round(v, 1) for k, v in out.items()}
 
 
+def _cpu_s() -> float:
+    """User + system CPU seconds of this process, every thread (Kùzu's and numpy's too; not the
+    extraction and embedding worker processes): less noisy than wall seconds on a shared machine."""
+    t = os.times()
+    return t.user + t.system
+
+
 def reset_peak() -> None:
     with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
         f.write("5")  # VmHWM := VmRSS (Linux >= 4.0)
@@ -163,7 +170,7 @@ class Recorder:
         reset_peak()
         if self.trace and into is self.stages:
             tracemalloc.reset_peak()
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), _cpu_s()
         try:
             yield
         finally:
@@ -172,7 +179,8 @@ class Recorder:
             if self._open:  # reset counters: the enclosing span must still see this one's peak
                 self._open[-1] = max(self._open[-1], peak)
             row: dict[str, Any] = {
-                "stage": label, "seconds": round(time.perf_counter() - t0, 2), "rss_in_mb": before["VmRSS"],
+                "stage": label, "seconds": round(time.perf_counter() - t0, 2),
+                "cpu_s": round(_cpu_s() - cpu0, 2), "rss_in_mb": before["VmRSS"],
                 "rss_out_mb": after["VmRSS"], "peak_mb": peak, "anon_out_mb": after["RssAnon"],
                 "file_out_mb": after["RssFile"],
             }

@@ -50,7 +50,7 @@ def top_k_neighbours(emb: np.ndarray, k: int, *, tile: int = TILE) -> tuple[np.n
     # not a bare argpartition: it splits a tie at the k-th neighbour arbitrarily (exact ties are
     # common with the hashing embedder), while symmetric_top_k keeps the lower index of equals;
     # every row has n - 1 >= k' finite cosines, so each gets exactly k'
-    _, c, v = symmetric_top_k(cosines, n, kk, tile=tile)
+    _, c, v = symmetric_top_k(cosines, n, kk, tile=tile, threads=1)  # BLAS uses every core already
     return c.reshape(n, kk), v.astype(np.float32).reshape(n, kk)
 
 

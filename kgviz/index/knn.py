@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence
 
@@ -33,6 +35,7 @@ from kgviz.offline.stopwords import STOPWORDS
 
 TILE = 2048  # rows and columns of a score tile (ours): 2,048 x 2,048 float32 is 16 MB (4,096 was
 # slower a pair on the 2-core machine: its tiles outgrow the cache)
+TILE_THREADS = 2  # sparse tile products made at once, in threads (ours: the machine's two cores)
 GATHER_MAX_SHARE = 16  # a tile's columns merged down it are gathered while fewer than 1/16 of them
 # pass (ours: measured on 2,048 x 2,048 tiles; beyond, a mask over the tile is cheaper)
 _WORD_RE = re.compile(r"[^\W_]+", re.UNICODE)
@@ -127,7 +130,7 @@ def _unit_rows(emb: np.ndarray) -> np.ndarray:
 
 def symmetric_top_k(product: Callable[[int, int, int, int], np.ndarray], n: int, k: int, *,
                     skip: tuple[np.ndarray, np.ndarray] | None = None,
-                    tile: int = TILE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    tile: int = TILE, threads: int = TILE_THREADS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row, col, value) of each row's k best entries of a symmetric n x n score matrix S, best
     first, ties by lower column, the diagonal never taken; values as float64. Only the tiles on
     and above the diagonal are made (issue 29: the all-pairs stages made every product twice):
@@ -138,26 +141,55 @@ def symmetric_top_k(product: Callable[[int, int, int, int], np.ndarray], n: int,
     ``skip`` (rows, cols): pairs never taken for that row (the other row of the pair may still
     take it). A row meets its columns in increasing tiles (down tiles (0, R) .. (R-1, R), then
     along tiles (R, R) .. (R, last)), so on equal scores the one kept, met first, has the lower
-    column, and a later tile wins only with a strictly better score."""
+    column, and a later tile wins only with a strictly better score.
+
+    With ``threads`` > 1 (issue 29: the knn stage kept one of the two cores idle; scipy's sparse
+    products run on one core) ``threads`` tiles' products are made at once, in threads (numpy and
+    scipy release the GIL in a product), and the tiles are merged one at a time in the order
+    above: the result is the serial one, ties included. A ``product`` must be safe to call from
+    several threads at once (one that only reads its inputs is); at most ``threads`` + 1 tiles are
+    held at a time. Dense float products gain nothing from it (BLAS already uses every core) and
+    would each give a new thread BLAS buffers of its own: their callers pass ``threads=1``."""
     if k <= 0 or n == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, np.zeros(0)
     best = _Best(n, k)
     skips = _SkipPairs(skip)
-    for r0 in range(0, n, tile):
-        r1 = min(n, r0 + tile)
-        for c0 in range(r0, n, tile):
-            c1 = min(n, c0 + tile)
-            scores = product(r0, r1, c0, c1)
-            if c0 == r0:
-                i = np.arange(r1 - r0)
-                scores[i, i] = -np.inf  # never your own neighbour
-            with skips.masked(scores, r0, r1, c0, c1):
-                best.along_rows(scores, r0, c0)
-            if c0 != r0:
-                with skips.masked(scores.T, c0, c1, r0, r1):
-                    best.down_columns(scores, r0, c0)
+    tiles = [(r0, min(n, r0 + tile), c0, min(n, c0 + tile)) for r0 in range(0, n, tile) for c0 in range(r0, n, tile)]
+    for (r0, r1, c0, c1), scores in _made(product, tiles, threads):
+        if c0 == r0:
+            i = np.arange(r1 - r0)
+            scores[i, i] = -np.inf  # never your own neighbour
+        with skips.masked(scores, r0, r1, c0, c1):
+            best.along_rows(scores, r0, c0)
+        if c0 != r0:
+            with skips.masked(scores.T, c0, c1, r0, r1):
+                best.down_columns(scores, r0, c0)
     return best.found()
+
+
+def _made(product: Callable[[int, int, int, int], np.ndarray], tiles: list[tuple[int, int, int, int]],
+          threads: int) -> Iterator[tuple[tuple[int, int, int, int], np.ndarray]]:
+    """Each tile with its product, in the order of ``tiles``. With ``threads`` > 1 tile i is made
+    by the caller's thread when i % threads == 0, else by one of threads - 1 pool threads, which
+    are handed their tiles before the caller makes its own: ``threads`` products at once, and only
+    threads - 1 extra threads (each keeps the C heap it allocated its products from, ~30-60 MB
+    at 10k chunks, until the process ends)."""
+    if threads <= 1 or len(tiles) <= 1:
+        for t in tiles:
+            yield t, product(*t)
+        return
+    with ThreadPoolExecutor(max_workers=threads - 1, thread_name_prefix="kgviz-tiles") as pool:
+        handed: dict[int, Future[np.ndarray]] = {}
+        try:
+            for i, t in enumerate(tiles):
+                for j in range(i, min(len(tiles), i + threads)):
+                    if j % threads and j not in handed:
+                        handed[j] = pool.submit(product, *tiles[j])
+                yield t, (handed.pop(i).result() if i % threads else product(*t))
+        finally:
+            for left in handed.values():  # the caller stopped early (an error): made no further
+                left.cancel()
 
 
 class _Best:
@@ -296,9 +328,9 @@ def build_knn(texts: Sequence[str], emb: np.ndarray, k: int, *, exclude_lexical:
         """Cosines (float32) of rows r0..r1-1 with columns c0..c1-1."""
         return e[r0:r1] @ e[c0:c1].T
 
-    lr, lc, lv = _positive(symmetric_top_k(lexical, n, half, tile=tile))
+    lr, lc, lv = _positive(symmetric_top_k(lexical, n, half, tile=tile))  # sparse products: TILE_THREADS
     skip = (lr, lc) if exclude_lexical else None  # Algorithm 3 line 5: not the row's lexical neighbours
-    sr, sc, sv = _positive(symmetric_top_k(semantic, n, half, skip=skip, tile=tile))
+    sr, sc, sv = _positive(symmetric_top_k(semantic, n, half, skip=skip, tile=tile, threads=1))  # BLAS: every core
     src = np.concatenate([lr, sr]).astype(np.int64)
     dst = np.concatenate([lc, sc]).astype(np.int64)
     kind = np.concatenate([np.full(lr.size, LEXICAL, dtype=object), np.full(sr.size, SEMANTIC, dtype=object)])

@@ -535,6 +535,81 @@ def test_column_ranges_are_scipys_csc_across_read_blocks(monkeypatch: pytest.Mon
         assert np.concatenate([p[1] for p in pieces]).tolist() == reference.indices.tolist()
 
 
+@pytest.mark.parametrize("read_rows", [7, 64, 8192])
+@pytest.mark.parametrize("max_entries", [float("inf"), 25])
+def test_column_ranges_from_pieces_read_the_rows_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                      read_rows: int, max_entries: float) -> None:
+    """Blocks recorded (``Pieces``) while the columns are counted: the same counts and CSC pieces
+    as without, in one range or several, and every row read once in all (issue 29: once to
+    count and once per range before, six reads of 4.5 GB at 100k passages); ``remove`` leaves no
+    scratch file."""
+    monkeypatch.setattr(vector_file, "READ_ROWS", read_rows)
+    m = sparse_vectors(150, seed=47)
+    m[5] = 0.0
+    m[:, 3] = 0.0  # an empty column inside a range
+    reads: list[tuple[int, int]] = []
+    plain = vector_file.row_reader(m)
+
+    def read(start: int, stop: int) -> np.ndarray:
+        reads.append((start, stop))
+        return plain(start, stop)
+
+    counts = vector_file.column_counts(plain, 150, DIM, 40, 0.25)
+    assert counts is not None
+    without = list(vector_file.column_ranges(plain, 150, DIM, counts, max_entries))
+    pieces = vector_file.Pieces(tmp_path / "pieces", 0.25)
+    got_counts = vector_file.column_counts(read, 150, DIM, 40, 0.25, pieces)
+    assert got_counts is not None and got_counts.tolist() == counts.tolist() and pieces.rows == 150
+    got = list(vector_file.column_ranges(read, 150, DIM, counts, max_entries, pieces))
+    assert len(got) == len(without) and (len(got) > 3 or max_entries == float("inf"))
+    for (v, r), (wv, wr) in zip(got, without):
+        assert v.tobytes() == wv.tobytes() and r.dtype == wr.dtype and r.tolist() == wr.tolist()
+    assert sorted(reads) == sorted(set(reads)) and sum(b - a for a, b in reads) == 150  # each row once
+    pieces.remove()
+    assert not list(tmp_path.iterdir())
+
+
+def test_pieces_stop_on_rows_that_are_not_mostly_zeros(tmp_path: Path) -> None:
+    """Dense rows (model embeddings) are never written to the scratch files; rows that turn
+    dense part way stop the recording there, and the copy is then made from the rows: the same
+    bytes."""
+    dense = vectors(100, seed=49)
+    pieces = vector_file.Pieces(tmp_path / "dense", 0.25)
+    assert vector_file.column_counts(vector_file.row_reader(dense), 100, DIM, 40, 0.25, pieces) is None
+    assert not pieces.on and not list(tmp_path.iterdir())
+    late = sparse_vectors(300, seed=50)
+    late[100:110] = vectors(10, seed=51)  # dense for a while, mostly zeros again by the next check
+    read = vector_file.row_reader(late)
+    counts = vector_file.column_counts(read, 300, DIM, 150, 0.25)
+    assert counts is not None
+    pieces = vector_file.Pieces(tmp_path / "late", 0.25)
+    old = vector_file.READ_ROWS
+    try:
+        vector_file.READ_ROWS = 10
+        assert vector_file.column_counts(read, 300, DIM, 150, 0.25, pieces).tolist() == counts.tolist()
+        assert not pieces.on
+        got = list(vector_file.column_ranges(read, 300, DIM, counts, 40, pieces))
+        want = list(vector_file.column_ranges(read, 300, DIM, counts, 40))
+    finally:
+        vector_file.READ_ROWS = old
+    assert [(v.tobytes(), r.tolist()) for v, r in got] == [(v.tobytes(), r.tolist()) for v, r in want]
+    assert not list(tmp_path.iterdir())
+
+
+def test_write_csc_in_many_ranges_writes_the_same_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A CSC copy gathered in many ranges of columns (from its recorded pieces) is the one
+    gathered in one, byte for byte, and leaves no scratch file."""
+    m = sparse_vectors(300, seed=48)
+    files = {}
+    for name, entries in (("one", 1 << 24), ("many", 40)):
+        monkeypatch.setattr(vector_file, "CSC_BUFFER_ENTRIES", entries)
+        ws = tmp_path / name
+        (ws / vector_file.VECTOR_DIR).mkdir(parents=True)
+        vector_file.write_csc(ws, "Entity", "d", vector_file.row_reader(m), 300, DIM, 100, 0.25)
+        files[name] = {p.name: p.read_bytes() for p in sorted((ws / vector_file.VECTOR_DIR).iterdir())}
+    assert files["one"] == files["many"] and "Entity.csc.data.npy" in files["one"]
+
+
 @pytest.mark.parametrize("per_update", [1, 2, 3, 65_536])
 def test_ids_digest_is_the_per_id_stream(monkeypatch: pytest.MonkeyPatch, per_update: int) -> None:
     """Joined ids hash to the digest of each id's UTF-8 and a NUL, one at a time (the digest the
@@ -552,3 +627,30 @@ def test_ids_digest_is_the_per_id_stream(monkeypatch: pytest.MonkeyPatch, per_up
     for ids in ([], [""], ["", ""], ["a"], ["a\0b", "c"], sorted(["ünï", "東京", "e:Ærø", "t:1", "t:10", "t:2", "x" * 500])):
         assert vector_file.ids_digest(ids) == per_id(ids)
     assert vector_file.ids_digest(["ab"]) != vector_file.ids_digest(["a", "b"])
+
+
+def test_row_file_reads_each_row_into_its_place(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Rows picked by index (any order, repeats, negative indices, a boolean mask) come back as the
+    file holds them, each read straight into the result (``preadv``), never through a ``pread``
+    that makes a bytes object to copy from (issue 29: 2.3M rows at 100k passages); a file
+    shorter than its rows is an OSError, not rows of garbage."""
+    import os as os_module
+
+    vectors = np.random.default_rng(3).normal(size=(11, 5)).astype(np.float32)
+    path = tmp_path / "Triple.f32"
+    path.write_bytes(vectors.tobytes())
+    rows = vector_file.RowFile(path, 11, 5)
+
+    def no_pread(*args: object) -> bytes:
+        raise AssertionError("a pread per row")
+
+    monkeypatch.setattr(os_module, "pread", no_pread)
+    for index in (np.array([7, 0, 10, 7, 3]), np.arange(11)[::-1], np.array([-1, -11]), vectors[:, 0] > 0, [4]):
+        got = rows[index]
+        assert got.dtype == np.float32 and got.tobytes() == vectors[index].tobytes()
+    assert rows[np.zeros(0, dtype=np.int64)].shape == (0, 5)
+    with pytest.raises(IndexError):
+        rows[np.array([11])]
+    path.write_bytes(vectors[:10].tobytes() + b"\0\0")  # the last row cut short
+    with pytest.raises(OSError, match="cut short"):
+        rows[np.array([0, 10])]

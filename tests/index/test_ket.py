@@ -504,6 +504,51 @@ def test_symmetric_top_k_takes_nothing_from_a_row_of_minus_infinity() -> None:
     assert 4 not in got[0].tolist() and sorted(got[0].tolist()) == [0, 1, 2, 3, 5]
 
 
+@pytest.mark.parametrize("k", [1, 2, 3])
+@pytest.mark.parametrize("with_skip", [False, True])
+def test_symmetric_top_k_in_two_threads_equals_one_thread(k: int, with_skip: bool) -> None:
+    """Two threads (issue 29: two tiles' products made at once, by the calling thread and one
+    pool thread, the tiles merged in order) pick exactly what one thread picks, on many exact
+    ties across tiles, with skipped pairs in most tiles."""
+    import threading
+
+    from kgviz.index import knn
+
+    n = 53
+    scores = symmetric_scores(n, seed=11 + k)
+    rng = np.random.default_rng(k)
+    skip = (rng.integers(0, n, 60), rng.integers(0, n, 60)) if with_skip else None
+    makers: set[str] = set()
+
+    def product(r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
+        makers.add(threading.current_thread().name)
+        return scores[r0:r1, c0:c1].copy()
+
+    for tile in (4, 7, 16, 53):
+        one = knn.symmetric_top_k(product, n, k, skip=skip, tile=tile, threads=1)
+        assert makers == {threading.current_thread().name}
+        makers.clear()
+        two = knn.symmetric_top_k(product, n, k, skip=skip, tile=tile, threads=2)
+        assert all(np.array_equal(a, b) for a, b in zip(one, two)), tile
+        if tile < n:  # one tile alone is made and merged in the calling thread
+            assert len(makers) == 2 and threading.current_thread().name in makers  # and a pool thread
+        makers.clear()
+
+
+def test_symmetric_top_k_in_threads_raises_a_product_error() -> None:
+    """A product that fails in a pool thread fails the call, as it does in one thread."""
+    from kgviz.index import knn
+
+    def product(r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
+        if c0 >= 8:
+            raise ValueError("no such tile")
+        return np.zeros((r1 - r0, c1 - c0), np.float32)
+
+    for threads in (1, 2):
+        with pytest.raises(ValueError, match="no such tile"):
+            knn.symmetric_top_k(product, 20, 1, tile=4, threads=threads)
+
+
 def four_hot(n: int, dim: int, seed: int) -> np.ndarray:
     """Rows of four ones: unit rows of 0.5s, so every cosine is a multiple of 0.25 whatever order a
     BLAS kernel sums in (exact ties, bit for bit across tile widths)."""
