@@ -208,9 +208,13 @@ def _build(
         with run.stage("resolve"):
             acc = assemble(((d.id, chunks_by_doc[d.id]) for d in new_docs), ext.outputs)
             del ext  # the per-chunk outputs are in acc now
-            existing = writes.entity_details(store, list(acc.entities))
+            # into an empty table (a first build) nothing is looked up: no id is there (issue 29:
+            # ~0.65M entity and ~1.5M fact ids sent to Kùzu at 100k passages to find none)
+            first_entities = not store.holds_rows("Entity")
+            existing = {} if first_entities else writes.entity_details(store, list(acc.entities))
             finalise(acc, {eid: str(row["name"]) for eid, row in existing.items()})
-            stored_triples = acc.stored = store.existing_ids("Triple", list(acc.triples))
+            stored_triples = acc.stored = (
+                set() if not store.holds_rows("Triple") else store.existing_ids("Triple", list(acc.triples)))
             report.merges = acc.merges()
             if acc.n_dropped:
                 report.warnings.append(f"{acc.n_dropped} triples dropped (empty name after normalisation, or self-loop)")
@@ -235,7 +239,10 @@ def _build(
             entity_ids = list(acc.entities)
             inserted = _write_stage(store, new, acc, spill, params.write_batch_rows, keep_entities=describes)
             gw.update_existing_entities(store, acc, existing, params.description_max_sentences)
-            writes.refresh_mention_counts(store, entity_ids)
+            if not first_entities:
+                # a first build's rows carry their counts already (each entity's chunks are its
+                # MENTIONS edges, all loaded now); only entities an earlier build wrote gain mentions
+                writes.refresh_mention_counts(store, entity_ids)
             del entity_ids
             gw.set_pending(store, [])  # last: from here on the documents count as built
             report.new_triples, report.new_entities = inserted["Triple"], inserted["Entity"]
