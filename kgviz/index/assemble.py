@@ -131,8 +131,11 @@ def assemble(
             for t in out.triples if out else []:
                 for m in t.mentions():
                     key = normalise_key(m.text)
-                    if key:
-                        forms.setdefault(key, Counter())[m.text] += 1
+                    if key:  # a Counter made only for a new key, not for every mention
+                        counts = forms.get(key)
+                        if counts is None:
+                            counts = forms[key] = Counter()
+                        counts[m.text] += 1
         aliases = document_aliases(forms)
         for c in chunks:
             out = outputs.get(c.id)

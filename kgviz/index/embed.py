@@ -9,8 +9,10 @@ bit. Only the hashing embedder goes there: a neural embedder runs its own thread
 from __future__ import annotations
 
 import threading
+from collections import deque
 from contextlib import contextmanager
-from typing import Callable, Iterator, Sequence
+from itertools import islice
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -118,3 +120,41 @@ def embed_texts(
         raise BuildCancelled("build cancelled while embedding",
                              hint="run the build again: finished work is kept and skipped")
     return out
+
+
+def embed_stream(embedder: Embedder, texts: Iterable[str], batch_size: int, *,
+                 pool: ProcessPool | None = None) -> Iterator[np.ndarray]:
+    """The vectors of ``texts``, one (n, dim) float32 matrix per batch of ``batch_size`` texts, in
+    order: the batches and vectors of ``embed_texts`` over the same texts. ``texts`` is read a
+    batch at a time as batches are handed out, so with ``pool`` this process makes the next
+    batch's texts (and the caller stores the last one's vectors) while the workers embed
+    (issue 29: handed over in blocks, the workers waited while each block's texts were made)."""
+    dim = int(embedder.dim)
+    source = iter(texts)
+
+    def batches() -> Iterator[list[str]]:
+        while batch := [t[:MAX_EMBED_CHARS] for t in islice(source, batch_size)]:
+            yield batch
+
+    def checked(n: int, vecs: np.ndarray) -> np.ndarray:
+        if vecs.shape != (n, dim):
+            raise BuildError(
+                f"embedder {embedder.id} returned shape {vecs.shape} for {n} texts; expected ({n}, {dim})"
+            )
+        if not np.isfinite(vecs).all():
+            raise BuildError(f"embedder {embedder.id} returned NaN or infinite values")
+        return vecs
+
+    if pool is None:
+        for batch in batches():
+            yield checked(len(batch), np.asarray(embedder.embed(batch), dtype=np.float32))
+        return
+    sizes: deque[int] = deque()  # of the batches handed out and not yet answered, in order
+
+    def tasks() -> Iterator[tuple[Embedder, list[str]]]:
+        for batch in batches():
+            sizes.append(len(batch))
+            yield embedder, batch
+
+    for vecs in pool.map(_embed_in_worker, tasks()):
+        yield checked(sizes.popleft(), vecs)

@@ -78,7 +78,12 @@ def with_emb(rows: list[dict[str, Any]], emb: np.ndarray) -> pa.Table:
         raise ValueError(f"with_emb: {len(rows)} rows but {len(emb)} vectors")
     matrix = np.ascontiguousarray(emb, dtype=np.float32)
     column = pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1])
-    return pa.Table.from_pylist(rows).append_column("emb", column)
+    # one Arrow array per column, not Table.from_pylist over the dicts: the same table (types
+    # inferred per column from all its values either way) in under half the time (issue 29: a
+    # fifth of the write stage's Python time at 10k passages)
+    names = list(rows[0]) if rows else []
+    table = pa.table({name: pa.array([row.get(name) for row in rows]) for name in names})
+    return table.append_column("emb", column)
 
 
 def load_nodes(store: GraphStore, table: str, n_rows: int,

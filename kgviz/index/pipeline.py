@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import groupby
@@ -66,7 +67,7 @@ from kgviz.index import graph_write as gw
 from kgviz.index import memory, steps
 from kgviz.index.assemble import Assembled, TripleRow, assemble, finalise
 from kgviz.index.doc_layer import build_doc_layer
-from kgviz.index.embed import EMBED_BLOCK_BATCHES, document_text, embed_processes, embed_texts, entity_text
+from kgviz.index.embed import EMBED_BLOCK_BATCHES, document_text, embed_processes, embed_stream, entity_text
 from kgviz.index.estimate import estimate_cost
 from kgviz.index.extract import run_extraction
 from kgviz.index.ket_build import KetBuild
@@ -207,9 +208,13 @@ def _build(
         with run.stage("resolve"):
             acc = assemble(((d.id, chunks_by_doc[d.id]) for d in new_docs), ext.outputs)
             del ext  # the per-chunk outputs are in acc now
-            existing = writes.entity_details(store, list(acc.entities))
+            # into an empty table (a first build) nothing is looked up: no id is there (issue 29:
+            # ~0.65M entity and ~1.5M fact ids sent to Kùzu at 100k passages to find none)
+            first_entities = not store.holds_rows("Entity")
+            existing = {} if first_entities else writes.entity_details(store, list(acc.entities))
             finalise(acc, {eid: str(row["name"]) for eid, row in existing.items()})
-            stored_triples = acc.stored = store.existing_ids("Triple", list(acc.triples))
+            stored_triples = acc.stored = (
+                set() if not store.holds_rows("Triple") else store.existing_ids("Triple", list(acc.triples)))
             report.merges = acc.merges()
             if acc.n_dropped:
                 report.warnings.append(f"{acc.n_dropped} triples dropped (empty name after normalisation, or self-loop)")
@@ -234,7 +239,10 @@ def _build(
             entity_ids = list(acc.entities)
             inserted = _write_stage(store, new, acc, spill, params.write_batch_rows, keep_entities=describes)
             gw.update_existing_entities(store, acc, existing, params.description_max_sentences)
-            writes.refresh_mention_counts(store, entity_ids)
+            if not first_entities:
+                # a first build's rows carry their counts already (each entity's chunks are its
+                # MENTIONS edges, all loaded now); only entities an earlier build wrote gain mentions
+                writes.refresh_mention_counts(store, entity_ids)
             del entity_ids
             gw.set_pending(store, [])  # last: from here on the documents count as built
             report.new_triples, report.new_entities = inserted["Triple"], inserted["Entity"]
@@ -419,31 +427,27 @@ def _embed_stage(
         spill.append("Chunk", chunk_vectors)
     sizes = new.sizes()
     total = sum(sizes.values()) - (sizes["Chunk"] if chunk_vectors is not None else 0)
-    batch: list[tuple[str, str]] = []
+    tables: deque[str] = deque()  # the table of each text read and not yet stored, in order
     done = 0
     t0 = time.perf_counter()
-    with embed_processes(reasoner.embedder, params.workers, total) as pool:  # both cores (issue 29)
-        # with worker processes a flush hands them EMBED_BLOCK_BATCHES batches at once
-        block = params.embed_batch_size * (EMBED_BLOCK_BATCHES if pool is not None else 1)
 
-        def flush() -> None:
-            nonlocal done
-            matrix = embed_texts(reasoner.embedder, [text for _, text in batch], params.embed_batch_size, pool=pool)
+    def texts() -> Iterator[str]:
+        for table, text in new.texts(with_chunks=chunk_vectors is None):
+            tables.append(table)
+            yield text
+
+    with embed_processes(reasoner.embedder, params.workers, total) as pool:  # both cores (issue 29)
+        # one stream of batches: the workers embed while this process makes the next texts and
+        # spills the last vectors; progress every EMBED_BLOCK_BATCHES batches
+        for i, matrix in enumerate(embed_stream(reasoner.embedder, texts(), params.embed_batch_size, pool=pool)):
             start = 0
-            for table, group in groupby(t for t, _ in batch):  # a batch can span tables
+            for table, group in groupby(tables.popleft() for _ in range(len(matrix))):  # a batch can span tables
                 n = sum(1 for _ in group)
                 spill.append(table, matrix[start:start + n])
                 start += n
-            done += len(batch)
-            batch.clear()
-            run.emit("embed", done, total, f"{done} of {total} texts")
-
-        for item in new.texts(with_chunks=chunk_vectors is None):
-            batch.append(item)
-            if len(batch) == block:
-                flush()
-        if batch:
-            flush()
+            done += len(matrix)
+            if (i + 1) % EMBED_BLOCK_BATCHES == 0 or done == total:
+                run.emit("embed", done, total, f"{done} of {total} texts")
     run.report.usage_by_stage["embed"] = Usage(
         calls=-(-total // params.embed_batch_size), latency_s=time.perf_counter() - t0
     )

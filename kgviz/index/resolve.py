@@ -141,9 +141,14 @@ class EntityAgg:
     # the sentences as a set, for the duplicate test: a list test made a frequent entity ("1990",
     # "american": thousands of sentences at 10k passages) quadratic in its mentions (issue 29)
     _seen: set[str] = field(default_factory=set, repr=False, compare=False)
+    # the display name, remembered until a surface form is added: the build asks for it once per
+    # fact end, per merge report, per text to embed and per row written (issue 29: the resolve,
+    # embed and write stages at 100k passages each spent seconds recomputing it)
+    _name: str | None = field(default=None, repr=False, compare=False)
 
     def add(self, surface: str, key: str, type_: str, sentence: str, chunk_id: str) -> None:
         (self.forms if key == self.key else self.alias_forms)[surface] += 1
+        self._name = None
         if type_:
             self.types[type_] += 1
         self.add_sentence(sentence)
@@ -157,9 +162,11 @@ class EntityAgg:
 
     @property
     def name(self) -> str:
-        pool = self.forms or self.alias_forms
-        best = max(pool.items(), key=lambda kv: kv[1])[0]  # max keeps the first of equals
-        return display_name(best)
+        if self._name is None:
+            pool = self.forms or self.alias_forms
+            best = max(pool.items(), key=lambda kv: kv[1])[0]  # max keeps the first of equals
+            self._name = display_name(best)
+        return self._name
 
     @property
     def type(self) -> str:

@@ -60,7 +60,7 @@ class VectorSpill:
         if block.ndim != 2 or block.shape[1] != self.dim:
             raise ValueError(f"spill {table}: vectors of shape {block.shape}, expected (n, {self.dim})")
         with open(self._path(table), "ab") as f:
-            f.write(block.tobytes())
+            f.write(block.view(np.uint8).data)  # the rows' bytes as they are, no copy
         self._counts[table] = self._counts.get(table, 0) + len(block)
 
     def count(self, table: str) -> int:

@@ -172,3 +172,25 @@ def test_a_batch_with_its_vector_column_stores_the_vectors_bit_for_bit(store: Gr
         store.bulk_load_nodes("Entity", with_emb([{"id": f"x{i}"} for i in range(9)], bad), new_rows=True)
     with pytest.raises(ValueError, match="9 rows but 2 vectors"):
         with_emb(rows, matrix[:2])
+
+
+def test_a_batch_table_is_the_one_arrow_makes_from_its_row_dicts() -> None:
+    """with_emb builds one Arrow array per column (issue 29: faster than Table.from_pylist over
+    the dicts); the table is the same: columns in the first row's order, types inferred from
+    every value of a column (a leading None, an all-None column), a key a row lacks read as null."""
+    import pyarrow as pa
+
+    from kgviz.index.graph_write import with_emb
+
+    rows: list[dict[str, object]] = [
+        {"id": "a", "n_tokens": None, "note": None, "title": "Älter"},
+        {"id": "b", "n_tokens": 7, "note": None, "title": ""},
+        {"id": "c", "n_tokens": 3, "note": None},
+    ]
+    matrix = np.arange(6, dtype=np.float32).reshape(3, 2)
+    got = with_emb(rows, matrix)
+    want = pa.Table.from_pylist(rows)
+    assert got.drop_columns(["emb"]).equals(want)
+    assert got.column_names == ["id", "n_tokens", "note", "title", "emb"]
+    assert got.column("n_tokens").type == pa.int64() and got.column("note").type == pa.null()
+    assert with_emb([], np.zeros((0, 2), dtype=np.float32)).num_rows == 0

@@ -459,3 +459,40 @@ def test_a_first_build_makes_the_document_layer_from_its_own_vectors(open_store,
     whole = open_store("whole")
     build(corpus(), whole, offline(), SMALL)
     assert _similar_docs(store) == _similar_docs(whole) and len(_similar_docs(whole)) > len(first)
+
+
+def test_a_first_build_looks_up_no_entity_or_fact_ids_and_later_builds_still_count_mentions(
+        open_store, monkeypatch) -> None:
+    """Into empty Entity and Triple tables (a first build) the resolve stage looks up none of its
+    ids and the write stage recounts no mentions (issue 29: ~2M ids sent to Kùzu at 100k passages
+    to find nothing; the rows' counts are their MENTIONS edges already). A later build adding
+    documents that mention stored entities still recounts them: the same graph as one build."""
+    from kgviz.graph import writes
+
+    looked_up: list[str] = []
+    real_existing, real_details, real_refresh = GraphStore.existing_ids, writes.entity_details, writes.refresh_mention_counts
+    monkeypatch.setattr(GraphStore, "existing_ids",
+                        lambda self, table, ids: looked_up.append(table) or real_existing(self, table, ids))
+    monkeypatch.setattr(writes, "entity_details", lambda store, ids: looked_up.append("details") or real_details(store, ids))
+    monkeypatch.setattr(writes, "refresh_mention_counts",
+                        lambda store, ids: looked_up.append("recount") or real_refresh(store, ids))
+    names = [d.title for d in corpus()]
+    first, rest = names[:2], names[2:]
+    whole = open_store("whole")
+    build(corpus(), whole, offline(), SMALL)
+    assert not {"Triple", "Entity", "details", "recount"} & set(looked_up)
+    looked_up.clear()
+    two = open_store("two")
+    build(corpus(first), two, offline(), SMALL)
+    build(corpus(rest), two, offline(), SMALL)
+    assert {"Triple", "details", "recount"} <= set(looked_up)  # the second build's
+
+    def mention_counts(store: GraphStore) -> tuple[dict[str, int], dict[str, int]]:
+        stored = {r["id"]: r["n"] for r in store.query("MATCH (e:Entity) RETURN e.id AS id, e.n_mentions AS n")}
+        edges = {r["id"]: r["n"] for r in store.query(
+            "MATCH (c:Chunk)-[:MENTIONS]->(e:Entity) RETURN e.id AS id, count(c) AS n")}
+        return stored, edges
+
+    stored, edges = mention_counts(whole)
+    assert stored == edges and stored == mention_counts(two)[0] == mention_counts(two)[1]
+    assert any(n > 1 for n in stored.values())

@@ -130,3 +130,33 @@ def test_remembered_keys_and_display_names_are_the_computed_ones() -> None:
         assert [resolve.display_name(f) for f in forms] == [resolve.display_name.__wrapped__(f) for f in forms]
     assert resolve.normalise_key.cache_info().hits == len(forms)
     assert resolve.normalise_key("The Orrin Bridge's") == "orrin bridge"
+
+
+def test_entity_name_is_computed_once_until_a_surface_form_is_added(monkeypatch: pytest.MonkeyPatch) -> None:
+    """EntityAgg.name is remembered (issue 29: asked per fact end, per text to embed and per row
+    written) and forgotten when a mention adds a surface form, so it is always the rule-3 name."""
+    from kgviz.index import resolve
+
+    calls: list[str] = []
+    computed = resolve.display_name.__wrapped__
+
+    def counted(text: str) -> str:
+        calls.append(text)
+        return computed(text)
+
+    monkeypatch.setattr(resolve, "display_name", counted)
+    agg = resolve.EntityAgg("ent:orrin bridge", "orrin bridge")
+    agg.add("the Orrin Bridge", "orrin bridge", "place", "s1", "c1")
+    assert [agg.name for _ in range(5)] == ["Orrin Bridge"] * 5
+    assert calls == ["the Orrin Bridge"]  # once, not once per ask
+    # two mentions of another form outnumber the first: the name follows
+    agg.add("Orrin bridge", "orrin bridge", "place", "s2", "c2")
+    agg.add("Orrin bridge", "orrin bridge", "place", "s3", "c2")
+    assert agg.name == "Orrin bridge" and agg.name == "Orrin bridge"
+    assert len(calls) == 2
+    # an alias form never outranks the entity's own forms, but still invalidates (the pool may change)
+    alias = resolve.EntityAgg("ent:lunn", "lunn")
+    alias.add("Lunn", "edda lunn", "", "", "c1")
+    assert alias.name == "Lunn"
+    alias.add("lunn", "lunn", "", "", "c1")
+    assert alias.name == "lunn"  # its own form now: the alias pool is no longer read

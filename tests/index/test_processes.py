@@ -87,3 +87,32 @@ def test_a_cancel_while_embedding_in_workers_raises_build_cancelled(monkeypatch)
     texts = [f"text number {i}" for i in range(2000)]
     with pytest.raises(BuildCancelled, match="while embedding"):
         embed.embed_texts(HashingEmbedder(64), texts, 10, lambda _: cancel.set(), workers=2, cancel=cancel)
+
+
+def test_streamed_vectors_equal_embed_texts_and_the_texts_are_read_as_batches_go_out(monkeypatch) -> None:
+    """embed_stream (the embed stage's one pass, issue 29) gives embed_texts' batches and vectors,
+    in one process or in workers, and reads its texts only as batches are handed out: the workers
+    embed while this process makes the next texts, instead of waiting for a whole block."""
+    texts = [f"Mira Tesk met Orrin Bridge in {1900 + i}; the bridge of {i % 7} towns." for i in range(700)]
+    texts[5] = ""
+    one = embed.embed_texts(HashingEmbedder(64), texts, 64)
+    read: list[int] = []
+
+    def source():
+        for i, t in enumerate(texts):
+            read.append(i)
+            yield t
+
+    monkeypatch.setattr(embed, "EMBED_PROCESS_MIN_TEXTS", 10)
+    with embed.embed_processes(HashingEmbedder(64), 2, len(texts)) as pool:
+        assert pool is not None
+        stream = embed.embed_stream(HashingEmbedder(64), source(), 64, pool=pool)
+        first = next(stream)
+        assert first.shape == (64, 64)
+        assert len(read) <= 3 * 64  # two batches out, a third handed out after the first reply
+        parts = [first, *stream]
+    assert [len(p) for p in parts] == [64] * 10 + [60]
+    assert np.concatenate(parts).tobytes() == one.tobytes()
+    alone = list(embed.embed_stream(HashingEmbedder(64), iter(texts), 64))
+    assert np.concatenate(alone).tobytes() == one.tobytes()
+    assert list(embed.embed_stream(HashingEmbedder(64), iter([]), 64)) == []
