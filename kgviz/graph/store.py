@@ -864,13 +864,13 @@ class GraphStore:
         if pk not in sources:
             raise GraphStoreError(f"bulk_load_nodes({table}): every row needs its key column '{pk}'.")
         arrow = build_table(sources, n_rows, schema, what=table)
-        keys = arrow.column(pk).to_pylist()
-        if any(key is None for key in keys):
+        if arrow.column(pk).null_count:
             raise GraphStoreError(f"bulk_load_nodes({table}): a row has no '{pk}'.")
         with self.write_lock():
-            if new_rows:
+            if new_rows:  # no key is looked up, so none is made a Python string (issue 29)
                 self._copy(f"COPY {table} FROM $rows", arrow)
                 return n_rows
+            keys = arrow.column(pk).to_pylist()
             present = self.existing_ids(table, keys)
             keep = [i for i, key in _first_occurrences(keys) if key not in present]
             if not keep:

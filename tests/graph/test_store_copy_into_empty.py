@@ -194,3 +194,14 @@ def test_a_batch_table_is_the_one_arrow_makes_from_its_row_dicts() -> None:
     assert got.column_names == ["id", "n_tokens", "note", "title", "emb"]
     assert got.column("n_tokens").type == pa.int64() and got.column("note").type == pa.null()
     assert with_emb([], np.zeros((0, 2), dtype=np.float32)).num_rows == 0
+
+
+@pytest.mark.parametrize("new_rows", [True, False])
+def test_a_row_without_its_key_is_refused_on_either_path_and_nothing_is_loaded(store: GraphStore,
+                                                                               new_rows: bool) -> None:
+    rows = _entities(4)
+    rows[2]["id"] = None
+    with pytest.raises(GraphStoreError, match="a row has no 'id'"):
+        store.bulk_load_nodes("Entity", rows, new_rows=new_rows)
+    assert store.counts().get("Entity", 0) == 0
+
