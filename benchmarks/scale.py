@@ -11,7 +11,11 @@ places, titles — not a sentence-initial function word such as "The") by append
 RENAME_SUFFIXES[c] ("Halberg" -> "Halbergvan"), in the title too, so a copy is a distinct document
 whose names make distinct entities, not a duplicate that the build skips or merges.
 
-Per size: build wall time per stage and in total, peak RSS of the process, database size on disk,
+Per size: build wall time per stage and in total, the build's own peak RSS (``build_peak_rss_mb``:
+the process's resident high-water mark reset as the first build begins and read as it returns, so
+neither the corpus made before it nor the retrieval run after it is in it) and the whole process's
+(``peak_rss_mb``: everything this size's process did, retrieval and the second build included),
+database size on disk,
 retrieval p50/p95 per method (offline retrieval, HotpotQA's first questions, after one warm-up),
 ``kgviz eval`` throughput (questions x methods per minute, offline answer and judge) and
 identical_traces: a second build of the same corpus into another workspace gives the same
@@ -33,8 +37,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("KGVIZ_DATA") or ROOT.parent / "shared" / "data")
@@ -87,6 +92,60 @@ def corpus(n: int) -> list[dict[str, str]]:
         p = real[row]
         out.append({"title": renamed(p["title"], copy), "text": renamed(p["text"], copy)})
     return out
+
+
+def _hwm_mb() -> float | None:
+    """This process's resident high-water mark (VmHWM), in MB; None where /proc does not say."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+def _reset_hwm() -> bool:
+    """VmHWM := VmRSS (Linux >= 4.0: "5" to /proc/self/clear_refs); whether it was reset."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+class PeakWindow:
+    """The resident high-water mark of one span of this process (``own_mb``) and of the whole
+    process (``process_mb()``), from one counter. Entering resets the kernel's counter, after
+    keeping the peak reached before; leaving reads it, which is then the span's own peak. Where
+    the counter cannot be reset, the span's peak is known only when it rose past the earlier one
+    (else ``own_mb`` stays None). getrusage's ru_maxrss is no measure after a reset (it follows
+    the reset counter), so the process peak is the larger of the peak kept before the reset and
+    the counter's and ru_maxrss's now."""
+
+    def __init__(self) -> None:
+        self.before_mb: float = 0.0  # the process's peak before the span
+        self.own_mb: float | None = None
+
+    @contextmanager
+    def span(self) -> Iterator["PeakWindow"]:
+        self.before_mb = max(_hwm_mb() or 0.0, _ru_maxrss_mb())
+        reset = _reset_hwm()
+        try:
+            yield self
+        finally:
+            now = _hwm_mb()
+            if now is not None and (reset or now > self.before_mb):
+                self.own_mb = now
+
+    def process_mb(self) -> float:
+        return max(self.before_mb, _hwm_mb() or 0.0, _ru_maxrss_mb())
+
+
+def _ru_maxrss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def _dir_mb(path: Path) -> float:
@@ -175,7 +234,9 @@ def measure_one(n: int, twin: bool, with_eval: bool = True, dump: str | None = N
         corpus_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
         questions = [json.loads(line)["question"] for line in QUESTIONS.read_text("utf-8").splitlines()
                      if line.strip()][:N_QUESTIONS]
-        ctx, report, build_s = _build(corpus_file, work / "a")
+        peak = PeakWindow()
+        with peak.span():  # the build's own peak, apart from the retrieval run after it
+            ctx, report, build_s = _build(corpus_file, work / "a")
         row: dict[str, Any] = {
             "passages": n, "copies": -(-n // len(real_passages())) - 1,
             "build_s": round(build_s, 1),
@@ -183,7 +244,8 @@ def measure_one(n: int, twin: bool, with_eval: bool = True, dump: str | None = N
             "counts": {k: v for k, v in report.counts.items() if k in ("Document", "Chunk", "Entity", "Triple")},
         }
         row["db_mb"] = _dir_mb(work / "a")
-        row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        row["build_peak_rss_mb"] = peak.own_mb
+        row["peak_rss_mb"] = peak.process_mb()
         _partial(row)
         lat = measure(ctx, questions, list_methods())
         row["retrieval_p50_ms"] = {m: r.get("p50_ms") for m, r in lat.items()}
@@ -205,7 +267,7 @@ def measure_one(n: int, twin: bool, with_eval: bool = True, dump: str | None = N
             ctx2.store.close()
             row["identical_traces"] = traces == other
             row["traces_compared"] = len(traces)
-        row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        row["peak_rss_mb"] = peak.process_mb()  # the whole process: retrieval and the second build too
         return row
     finally:
         if keep:
@@ -215,7 +277,8 @@ def measure_one(n: int, twin: bool, with_eval: bool = True, dump: str | None = N
 
 
 def _table(sizes: list[dict[str, Any]]) -> str:
-    lines = [f"{'passages':>9} {'build s':>8} {'ms/passage':>10} {'growth':>7} {'peak MB':>8} {'db MB':>7} "
+    lines = [f"{'passages':>9} {'build s':>8} {'ms/passage':>10} {'growth':>7} {'build peak MB':>13} "
+             f"{'peak MB':>8} {'db MB':>7} "
              f"{'worst p50':>22} {'eval runs/min':>13} {'identical':>9}"]
     prev = None
     for r in sizes:
@@ -225,7 +288,10 @@ def _table(sizes: list[dict[str, Any]]) -> str:
         p50 = {m: v for m, v in r["retrieval_p50_ms"].items() if v is not None}
         worst = max(p50, key=p50.get) if p50 else "-"
         worst_txt = f"{worst} {p50[worst]:.0f} ms" if p50 else "-"
-        lines.append(f"{r['passages']:>9,} {r['build_s']:>8.1f} {per:>10.2f} {growth:>7} {r['peak_rss_mb']:>8.0f} "
+        build_peak = r.get("build_peak_rss_mb")
+        build_peak_txt = f"{build_peak:.0f}" if build_peak is not None else "-"
+        lines.append(f"{r['passages']:>9,} {r['build_s']:>8.1f} {per:>10.2f} {growth:>7} {build_peak_txt:>13} "
+                     f"{r['peak_rss_mb']:>8.0f} "
                      f"{r['db_mb']:>7.0f} {worst_txt:>22} {r.get('eval', {}).get('runs_per_min', '-')!s:>13} "
                      f"{r.get('identical_traces', '-')!s:>9}")
         lines.append("          stages: " + ", ".join(f"{k} {v:.1f}" for k, v in r["stage_s"].items()))

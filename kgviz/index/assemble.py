@@ -214,26 +214,35 @@ def triple_id(subject_id: str, relation: str, object_id: str, kind: str = RELATI
 
 def finalise(acc: Assembled, names: dict[str, str]) -> None:
     """Fill subject/object/text of every triple from entity display names (``names`` holds
-    names of entities already in the graph; new ones come from ``acc.entities``)."""
-    def name(eid: str) -> str:
-        if eid in names:
-            return names[eid]
-        agg = acc.entities.get(eid)
-        return agg.name if agg else eid
+    names of entities already in the graph; new ones come from ``acc.entities``).
 
+    Module functions, not closures: a recursive closure is a reference cycle (the function, its
+    cell, the function), and one over ``acc`` kept every resolved row alive after the build let
+    them go, until the cyclic garbage collector next ran a full pass (issue 29: through the
+    doc_layer and ket stages, where ``memory.give_back`` found nothing freed to hand back)."""
     done: dict[str, tuple[str, str]] = {}  # id -> (bracketed form, natural text)
-
-    def forms(tid: str) -> tuple[str, str]:
-        if tid in done:
-            return done[tid]
-        t = acc.triples[tid]
-        s_br, s_nat = forms(t.subject_id) if t.subject_is_triple else (name(t.subject_id),) * 2
-        o_br, o_nat = forms(t.object_id) if t.object_is_triple else (name(t.object_id),) * 2
-        t.subject = f"({s_br})" if t.subject_is_triple else s_br
-        t.object = f"({o_br})" if t.object_is_triple else o_br
-        t.text = f"{s_nat} {t.relation} {o_nat}"
-        done[tid] = (f"{t.subject}; {t.relation}; {t.object}", t.text)
-        return done[tid]
-
     for tid in acc.triples:
-        forms(tid)
+        _forms(acc, names, done, tid)
+
+
+def _display_name(acc: Assembled, names: dict[str, str], eid: str) -> str:
+    if eid in names:
+        return names[eid]
+    agg = acc.entities.get(eid)
+    return agg.name if agg else eid
+
+
+def _forms(acc: Assembled, names: dict[str, str], done: dict[str, tuple[str, str]], tid: str) -> tuple[str, str]:
+    """(bracketed form, natural text) of triple ``tid``, its subject, object and text set."""
+    if tid in done:
+        return done[tid]
+    t = acc.triples[tid]
+    s_br, s_nat = (_forms(acc, names, done, t.subject_id) if t.subject_is_triple
+                   else (_display_name(acc, names, t.subject_id),) * 2)
+    o_br, o_nat = (_forms(acc, names, done, t.object_id) if t.object_is_triple
+                   else (_display_name(acc, names, t.object_id),) * 2)
+    t.subject = f"({s_br})" if t.subject_is_triple else s_br
+    t.object = f"({o_br})" if t.object_is_triple else o_br
+    t.text = f"{s_nat} {t.relation} {o_nat}"
+    done[tid] = (f"{t.subject}; {t.relation}; {t.object}", t.text)
+    return done[tid]

@@ -1,6 +1,8 @@
 """Entity resolution rules and the assembly of graph rows (pure parts)."""
 from __future__ import annotations
 
+import gc
+import weakref
 from collections import Counter
 
 import pytest
@@ -107,6 +109,25 @@ def test_assemble_merges_aliases_dedups_overlap_and_keeps_provenance() -> None:
     assert ("Edda Lunn", ["Lunn"], 4) in acc.merges()  # 1 full name + 3 surname mentions
     related = list(acc.related_rows())
     assert all(not r["from"].startswith("tri:") for r in related) and len(related) == 4
+
+
+def test_finalise_leaves_no_cycle_holding_the_rows() -> None:
+    """After finalise (nested facts included), dropping the last reference frees the rows at once,
+    the cyclic garbage collector off (issue 29: a recursive closure over them kept them)."""
+    c0 = _chunk("doc:b", 0, "The Orrin Bridge crosses the River Ossel.")
+    outputs = {c0.id: parse_triples("(Orrin Bridge; crosses; River Ossel)\n((Orrin Bridge; crosses; River Ossel); since; 1903)")}
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        acc = assemble([("doc:b", [c0])], outputs)
+        finalise(acc, {})
+        assert any(t.subject_is_triple and t.subject == "(Orrin Bridge; crosses; River Ossel)" for t in acc.triples.values())
+        ref = weakref.ref(acc)
+        del acc
+        assert ref() is None
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def test_assemble_drops_empty_names_and_self_loops() -> None:
