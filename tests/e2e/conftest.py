@@ -8,8 +8,9 @@ Fixtures: `server` (a `streamlit run app.py` on a free loopback port with a temp
 offline LLM and hashing embedder; its log is attached to the report of a failing test),
 `browser` (Debian chromium through Playwright; never `playwright install`), `page` (a fresh
 context on `browser`, sized by the overridable `viewport` fixture, recording into `outside`
-every request that leaves the app), and the helpers `load_sample` and `save_screenshot`, given
-as fixtures so test modules need not import this file.
+every request that leaves the app), and the helpers `load_sample`, `save_screenshot` and
+`view_settled` (the trace player's pan over, instead of a fixed pause), given as fixtures so test
+modules need not import this file.
 """
 from __future__ import annotations
 
@@ -19,13 +20,13 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
 from tests.support.http_wait import wait_healthy
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Browser, Frame, Page
 
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,16 +144,58 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
-@pytest.fixture
-def browser() -> Iterator[Browser]:
+# One Chromium for the browser tests in a row (starting Playwright's driver and the browser took
+# 1-2 s per test): launched by the first test that asks for `browser`, stopped after the last test
+# of this folder (before any other test runs: Playwright's sync API keeps an event loop marked
+# running in this thread while it is started) and at the end of the session.
+_SHARED: dict[str, Any] = {}
+
+
+def _shared_browser() -> Browser:
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        try:
-            yield launched
-        finally:
+    launched = _SHARED.get("browser")
+    if launched is not None and launched.is_connected():
+        return launched
+    _stop_shared_browser()  # a browser that went away (crashed) is replaced
+    driver = sync_playwright().start()
+    _SHARED["driver"] = driver
+    _SHARED["browser"] = driver.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+    return _SHARED["browser"]
+
+
+def _stop_shared_browser() -> None:
+    launched, driver = _SHARED.pop("browser", None), _SHARED.pop("driver", None)
+    try:
+        if launched is not None and launched.is_connected():
             launched.close()
+    finally:
+        if driver is not None:
+            driver.stop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    result = yield  # the test's fixtures (its contexts) are torn down first
+    if nextitem is None or _HERE not in nextitem.path.resolve().parents:
+        _stop_shared_browser()
+    return result
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _stop_shared_browser()  # a run stopped early (-x, Ctrl-C) mid-folder
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    """The shared Chromium; every context the test opened on it (`page`'s, its own) is closed
+    after the test, as if the browser had been the test's own."""
+    launched = _shared_browser()
+    try:
+        yield launched
+    finally:
+        for context in list(launched.contexts):
+            context.close()
 
 
 @pytest.fixture
@@ -196,6 +239,27 @@ def _save_screenshot(page: Page, tmp_path: Path, name: str) -> Path:
         Path(extra).mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, Path(extra) / name)
     return shot
+
+
+# the trace player's view (position and zoom) unchanged over this many animation frames in a row:
+# vis-network moves a panning view on every frame until the pan ends, so the pan is over (or there
+# was none). Counted in frames, not milliseconds: a loaded machine draws fewer frames per second.
+SETTLED_FRAMES = 3
+_SETTLED_JS = """(frames) => { const n = window.kgvizPlayer.network, p = n.getViewPosition();
+  const now = [p.x, p.y, n.getScale()].join(' '), w = window.kgvizSettle;
+  w.same = now === w.last ? w.same + 1 : 0; w.last = now; return w.same >= frames; }"""
+
+
+def _view_settled(frame: Frame, timeout_ms: float = 30_000) -> None:
+    """Wait until the trace player's pan has ended: the view is the same on SETTLED_FRAMES
+    consecutive animation frames (polled once per frame)."""
+    frame.evaluate("window.kgvizSettle = {last: null, same: 0}")
+    frame.wait_for_function(_SETTLED_JS, arg=SETTLED_FRAMES, polling="raf", timeout=timeout_ms)
+
+
+@pytest.fixture
+def view_settled() -> Callable[..., None]:
+    return _view_settled
 
 
 @pytest.fixture

@@ -14,8 +14,6 @@ lit algorithm line is the step's own and changes with it, and two methods step i
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -72,6 +70,7 @@ def _pick_method(page: Page, method: str) -> None:
 
 def test_presentation_mode_is_legible_on_every_method_at_1280x720(
     server: str, page: Page, outside: list[str], tmp_path: Path, load_sample: Callable[..., None],
+    view_settled: Callable[..., None],
 ) -> None:
     from playwright.sync_api import expect
 
@@ -109,7 +108,7 @@ def test_presentation_mode_is_legible_on_every_method_at_1280x720(
             if k > 1:
                 frame.click("#kp-next")
                 frame.wait_for_function(f"kgvizPlayer.step() === {k}")
-                frame.wait_for_timeout(450)  # the pan
+                view_settled(frame)  # the pan is over
             s = frame.evaluate("({px: kgvizPlayer.labelPx(), n: kgvizPlayer.panes[0].labelled(),"
                                " title: document.querySelector('#kp-panel h3').textContent})")
             if s["n"]:
@@ -142,24 +141,28 @@ def test_presentation_mode_is_legible_on_every_method_at_1280x720(
 @pytest.fixture(scope="module")
 def lessons(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """One lesson file per method and one with kg-rag and ket-rag side by side, written by the CLI
-    on a freshly built sample (offline, hashing embedder)."""
+    on a freshly built sample (offline, hashing embedder). The CLI runs in this process (its
+    ``main``, as tests/test_cli_lesson.py calls it): a ``python -m kgviz.cli`` per file spent most
+    of this fixture's minute importing kgviz again."""
+    from kgviz.cli import main
     from kgviz.methods.registry import list_methods
 
     tmp = tmp_path_factory.mktemp("lessons")
-    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
-    env.update(KGVIZ_HOME=str(tmp / "home"), KGVIZ_LLM="offline", KGVIZ_EMBEDDER="hashing")
     db = tmp / "db"
-    kgviz = [sys.executable, "-m", "kgviz.cli"]
-    subprocess.run([*kgviz, "build", str(ROOT / "sample_data" / "corpus"), "--db", str(db)],
-                   env=env, check=True, capture_output=True, timeout=300)
     out: dict[str, Path] = {}
-    for methods in [[m] for m in list_methods()] + [["kg-rag", "ket-rag"]]:
-        name = "+".join(methods)
-        target = tmp / f"{name}.html"
-        args = [a for m in methods for a in ("--method", m)]
-        subprocess.run([*kgviz, "lesson", QUESTION, *args, "--db", str(db), "-o", str(target)],
-                       env=env, check=True, capture_output=True, timeout=300)
-        out[name] = target
+    with pytest.MonkeyPatch.context() as env:
+        for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+            env.delenv(key, raising=False)
+        env.setenv("KGVIZ_HOME", str(tmp / "home"))
+        env.setenv("KGVIZ_LLM", "offline")
+        env.setenv("KGVIZ_EMBEDDER", "hashing")
+        assert main(["build", str(ROOT / "sample_data" / "corpus"), "--db", str(db)]) == 0
+        for methods in [[m] for m in list_methods()] + [["kg-rag", "ket-rag"]]:
+            name = "+".join(methods)
+            target = tmp / f"{name}.html"
+            args = [a for m in methods for a in ("--method", m)]
+            assert main(["lesson", QUESTION, *args, "--db", str(db), "-o", str(target)]) == 0, name
+            out[name] = target
     return out
 
 

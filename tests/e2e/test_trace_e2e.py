@@ -56,6 +56,7 @@ def _state(frame: Frame) -> dict[str, Any]:
 def test_every_method_steps_in_the_browser_with_legible_labels(
     server: str, page: Page, outside: list[str], tmp_path: Path,
     load_sample: Callable[..., None], save_screenshot: Callable[[Page, Path, str], Path],
+    view_settled: Callable[..., None],
 ) -> None:
     from playwright.sync_api import expect
 
@@ -82,7 +83,7 @@ def test_every_method_steps_in_the_browser_with_legible_labels(
         for k in range(2, total + 1):
             frame.click("#kp-next")
             frame.wait_for_function(f"kgvizPlayer.step() === {k}")
-            frame.wait_for_timeout(450)  # the pan that brings the step into view
+            view_settled(frame)  # the pan that brings the step into view is over
             _wait_key_in_view(frame)
             states.append(_state(frame))
             if KEY_STEP.get(method) == k:
