@@ -72,6 +72,16 @@ def _embed_in_worker(embedder: Embedder, texts: list[str]) -> np.ndarray:
     return np.asarray(own.embed(texts), dtype=np.float32)
 
 
+def _checked(embedder: Embedder, n: int, vecs: np.ndarray) -> np.ndarray:
+    """``vecs`` if they are ``n`` finite rows of the embedder's dimension, else BuildError."""
+    dim = int(embedder.dim)
+    if vecs.shape != (n, dim):
+        raise BuildError(f"embedder {embedder.id} returned shape {vecs.shape} for {n} texts; expected ({n}, {dim})")
+    if not np.isfinite(vecs).all():
+        raise BuildError(f"embedder {embedder.id} returned NaN or infinite values")
+    return vecs
+
+
 def embed_texts(
     embedder: Embedder,
     texts: Sequence[str],
@@ -94,13 +104,7 @@ def embed_texts(
         return [t[:MAX_EMBED_CHARS] for t in texts[start : start + batch_size]]
 
     def put(start: int, n: int, vecs: np.ndarray) -> None:
-        if vecs.shape != (n, dim):
-            raise BuildError(
-                f"embedder {embedder.id} returned shape {vecs.shape} for {n} texts; expected ({n}, {dim})"
-            )
-        if not np.isfinite(vecs).all():
-            raise BuildError(f"embedder {embedder.id} returned NaN or infinite values")
-        out[start : start + n] = vecs
+        out[start : start + n] = _checked(embedder, n, vecs)
         if on_batch is not None:
             on_batch(start + n)
 
@@ -129,25 +133,15 @@ def embed_stream(embedder: Embedder, texts: Iterable[str], batch_size: int, *,
     batch at a time as batches are handed out, so with ``pool`` this process makes the next
     batch's texts (and the caller stores the last one's vectors) while the workers embed
     (issue 29: handed over in blocks, the workers waited while each block's texts were made)."""
-    dim = int(embedder.dim)
     source = iter(texts)
 
     def batches() -> Iterator[list[str]]:
         while batch := [t[:MAX_EMBED_CHARS] for t in islice(source, batch_size)]:
             yield batch
 
-    def checked(n: int, vecs: np.ndarray) -> np.ndarray:
-        if vecs.shape != (n, dim):
-            raise BuildError(
-                f"embedder {embedder.id} returned shape {vecs.shape} for {n} texts; expected ({n}, {dim})"
-            )
-        if not np.isfinite(vecs).all():
-            raise BuildError(f"embedder {embedder.id} returned NaN or infinite values")
-        return vecs
-
     if pool is None:
         for batch in batches():
-            yield checked(len(batch), np.asarray(embedder.embed(batch), dtype=np.float32))
+            yield _checked(embedder, len(batch), np.asarray(embedder.embed(batch), dtype=np.float32))
         return
     sizes: deque[int] = deque()  # of the batches handed out and not yet answered, in order
 
@@ -157,4 +151,4 @@ def embed_stream(embedder: Embedder, texts: Iterable[str], batch_size: int, *,
             yield embedder, batch
 
     for vecs in pool.map(_embed_in_worker, tasks()):
-        yield checked(sizes.popleft(), vecs)
+        yield _checked(embedder, sizes.popleft(), vecs)

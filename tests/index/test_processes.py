@@ -4,6 +4,7 @@ hashing embedder's vectors from workers equal the ones computed in this process.
 from __future__ import annotations
 
 import threading
+from typing import Sequence
 
 import numpy as np
 import pytest
@@ -116,3 +117,25 @@ def test_streamed_vectors_equal_embed_texts_and_the_texts_are_read_as_batches_go
     alone = list(embed.embed_stream(HashingEmbedder(64), iter(texts), 64))
     assert np.concatenate(alone).tobytes() == one.tobytes()
     assert list(embed.embed_stream(HashingEmbedder(64), iter([]), 64)) == []
+
+
+class _BadEmbedder(HashingEmbedder):
+    """Returns one row too few, or NaN in place of a vector, as a broken model could."""
+
+    def __init__(self, fault: str) -> None:
+        super().__init__(dim=16)
+        self.fault = fault
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        vecs = np.asarray(super().embed(texts), dtype=np.float32)
+        return vecs[:-1] if self.fault == "short" else np.full_like(vecs, np.nan)
+
+
+@pytest.mark.parametrize("fault, message", [("short", "returned shape"), ("nan", "NaN or infinite")])
+def test_a_bad_embedder_reply_is_a_build_error_in_both_embedding_paths(fault: str, message: str) -> None:
+    bad = _BadEmbedder(fault)
+    texts = [f"text {i}" for i in range(5)]
+    with pytest.raises(BuildError, match=message):
+        embed.embed_texts(bad, texts, 2)
+    with pytest.raises(BuildError, match=message):
+        list(embed.embed_stream(bad, texts, 2))
