@@ -1,8 +1,10 @@
 """Read-only graph queries behind the Explore page: entity search, an entity's neighbourhood as
 VizNode/VizEdge lists, and the provenance details of one entity.
 
-The statements live in ``kgviz.graph.explore`` (user text is only ever a $param there); this
-module shapes their rows for the page. No streamlit import here, so the page stays a thin shell.
+The statements live in ``kgviz.graph.explore`` (user text is only ever a $param there); the
+neighbourhood's edges and nodes and an entity's facts are read from the graph held in memory
+(``kgviz.graph.memory_explore``: the same rows, without the whole-table scans that made each
+Explore action take seconds at 100,000 passages); this module shapes the rows for the page. No streamlit import here, so the page stays a thin shell.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any, Mapping
 
 from kgviz.errors import KgvizError
 from kgviz.graph import explore as reads
+from kgviz.graph import memory_explore
 from kgviz.graph.protocol import GraphStore
 from kgviz.graph.rows import EntityDetailRow, EntityTripleRow, ExtractionRecordRow
 from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph
@@ -90,7 +93,7 @@ def neighbourhood(store: GraphStore, entity_id: str, *, hops: int = 1, cap: int 
     frontier = [entity_id]
     truncated = False
     for hop in range(1, hops + 1):
-        rows = reads.related_at(store, frontier, MAX_ROWS_PER_HOP)
+        rows = memory_explore.related_at(store, frontier, MAX_ROWS_PER_HOP)
         truncated = truncated or len(rows) >= MAX_ROWS_PER_HOP
         nxt: list[str] = []
         for r in rows:
@@ -108,7 +111,7 @@ def neighbourhood(store: GraphStore, entity_id: str, *, hops: int = 1, cap: int 
         degree[s] += 1
         degree[d] += 1
     order = sorted(distance, key=lambda n: (distance[n], -degree[n], n))
-    info: dict[str, Mapping[str, Any]] = {r["id"]: r for r in reads.entity_infos(store, order[:cap])} if order else {}
+    info: dict[str, Mapping[str, Any]] = {r["id"]: r for r in memory_explore.entity_infos(store, order[:cap])} if order else {}
     nodes = [_entity_node(nid, info.get(nid), distance[nid], nid == entity_id) for nid in order]
     merged: dict[tuple[str, str], list[str]] = defaultdict(list)
     for (s, d, rel) in edges:
@@ -163,7 +166,7 @@ def entity_details(store: GraphStore, entity_id: str, *, max_triples: int = 200,
     if row is None:
         raise KgvizError(f"no entity with id {entity_id!r} in this workspace",
                          hint="Search again: the workspace may have been rebuilt.")
-    triples = reads.triples_of_entity(store, entity_id, max_triples)
+    triples = memory_explore.triples_of_entity(store, entity_id, max_triples)
     chunk_ids = list(dict.fromkeys(c for t in triples if (c := t["chunk_id"])))
     if len(chunk_ids) < max_chunks:
         for cid in reads.chunks_mentioning_entity(store, entity_id, max_chunks):
@@ -172,8 +175,8 @@ def entity_details(store: GraphStore, entity_id: str, *, max_triples: int = 200,
     chunk_ids = chunk_ids[:max_chunks]
     chunks: list[ChunkDetail] = []
     if chunk_ids:
-        texts = {r["id"]: r for r in reads.chunks_with_documents(store, chunk_ids)}
-        extractions = {r["chunk_id"]: r for r in reads.extraction_records(store, chunk_ids)}
+        texts = {r["id"]: r for r in memory_explore.chunks_with_documents(store, chunk_ids)}
+        extractions = {r["chunk_id"]: r for r in memory_explore.extraction_records(store, chunk_ids)}
         for cid in chunk_ids:
             r = texts.get(cid)
             if r is None:

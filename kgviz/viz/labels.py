@@ -6,8 +6,10 @@ gives way to the document's first markdown heading, else to the stem with its se
 into spaces. A chunk (or sub-chunk) is labelled by its document's title and its first words. Ids
 stay available in tooltips and raw data; nothing here is escaped (the renderers escape).
 
-``fetch_human_labels`` and ``fetch_links`` read through the named functions of
-``kgviz.graph.reads`` (the statements live there, with ``$ids`` bindings only).
+``fetch_human_labels`` reads through the named functions of ``kgviz.graph.reads`` (the statements
+live there, with ``$ids`` bindings only); ``fetch_links`` through ``kgviz.graph.memory_explore``
+(the same rows from the graph held in memory: as statements they were 2-3 s a run at 100,000
+passages).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from kgviz.graph import reads
+from kgviz.graph import memory_explore, reads
 from kgviz.graph.protocol import GraphStore
 
 FIRST_WORDS = 4  # words of a chunk's text after its document title (ours: fits one label line)
@@ -100,13 +102,13 @@ def fetch_links(store: GraphStore, ids: list[str]) -> TraceLinks:
     labels: dict[str, tuple[str, str]] = {}
     order = {tid: n for n, tid in reversed(list(enumerate(ids)))}
     # in the order of ``ids`` (the IN form returns rows in scan order), so the drawing repeats
-    for r in sorted(reads.triple_links(store, list(ids)), key=lambda r: (order.get(r["id"], len(order)), r["id"])):
+    for r in sorted(memory_explore.triple_links(store, list(ids)), key=lambda r: (order.get(r["id"], len(order)), r["id"])):
         s, o = str(r.get("s") or ""), str(r.get("o") or "")
         links[str(r["id"])] = (s, o)
         for end, name in ((s, r.get("s_name")), (o, r.get("o_name"))):
             if end:
                 labels[end] = (str(name or end), "Entity")
     if labels:
-        for tid, text in reads.triple_labels(store, sorted(labels)).items():
+        for tid, text in memory_explore.triple_labels(store, sorted(labels)).items():
             labels[str(tid)] = (str(text or labels[str(tid)][0]), "Triple")
     return TraceLinks(links, labels)

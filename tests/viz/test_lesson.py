@@ -6,9 +6,11 @@ import json
 import re
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from kgviz.errors import ConfigError, KgvizError
+from kgviz.graph.triple_graph import TRIPLE_COLUMNS, TripleGraph
 from kgviz.methods.base import NodeRef, TraceStep
 from kgviz.run import Run
 from kgviz.types import Usage
@@ -43,10 +45,18 @@ def _run(method: str, trace: list[TraceStep], question: str = "When was the Tide
 
 
 class _NoStore:
-    """A store with nothing to add: every label comes from the trace."""
+    """A store with nothing to add: every label comes from the trace (no statement returns a row,
+    and the graph held in memory, which the facts' links are read from, is empty)."""
 
     def query(self, *_a: Any, **_k: Any) -> list[Any]:
         return []
+
+    def derived(self, _key: str, _load: Any) -> Any:
+        def empty(*names: str) -> pa.Table:
+            return pa.table({n: pa.array([], type=pa.string()) for n in names})
+        return TripleGraph(empty(*TRIPLE_COLUMNS), empty("id", "name", "origin", "description"),
+                           empty("t", "side", "x"), empty("t", "side", "x"),
+                           empty("src", "dst", "relation", "triple_id", "origin"))
 
 
 def test_timeline_markers_name_seed_hops_backtracks_budget_cuts_and_the_answer() -> None:

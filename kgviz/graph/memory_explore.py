@@ -1,0 +1,134 @@
+"""The Explore page's and the trace labels' reads answered from the graph held in memory (issue 29).
+
+Each function returns the rows of the ``kgviz.graph.explore`` / ``kgviz.graph.reads`` statement of
+the same name (same keys, same values; ``tests/graph/test_memory_explore.py`` compares them on a
+graph with hubs, self-loops, parallel edges, facts about facts and NULL columns). As statements
+they scan whole tables whatever they return: at 100,000 passages (647k entities, 1.47M facts) an
+entity's RELATED edges took 1.3-1.6 s, its facts (``subject_id = $id OR object_id = $id``) 1.5-2.1 s,
+and a trace's fact ends and labels 2-3.4 s, so every Explore search and every Trace run waited
+seconds for a handful of rows. Here they come from ``kgviz.graph.triple_graph`` (loaded once per
+database state, shared with retrieval), and the columns it does not hold (an entity's type and
+mention count, a fact's document) from primary-key lookups, the one read Kùzu 0.11.3 answers
+without a scan.
+"""
+from __future__ import annotations
+
+from typing import Sequence, cast
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kgviz.graph.protocol import GraphStore
+from kgviz.graph.rows import (
+    ChunkDocumentRow, EntityInfoRow, EntityTripleRow, ExtractionRecordRow, RelatedAtRow, TripleLinkRow,
+)
+from kgviz.graph.triple_graph import triple_graph
+
+Q_ENTITY_INFO = ("MATCH (e:Entity {id: $id}) RETURN e.id AS id, e.name AS name, e.type AS type, "
+                 "e.description AS description, e.n_mentions AS n, e.origin AS origin")
+Q_TRIPLE_DOC = "MATCH (t:Triple {id: $id}) RETURN t.doc_id AS doc_id"
+Q_CHUNK = "MATCH (c:Chunk {id: $id}) RETURN c.id AS id, c.text AS text, c.doc_id AS doc_id"
+Q_DOCUMENT_TITLE = "MATCH (d:Document {id: $id}) RETURN d.title AS title"
+Q_EXTRACTION = ("MATCH (x:Extraction {chunk_id: $id}) RETURN x.chunk_id AS chunk_id, x.mode AS mode, "
+                "x.prompt_name AS prompt_name, x.raw AS raw, x.status AS status, x.n_triples AS n_triples, "
+                "x.n_malformed AS n_malformed, x.error AS error")
+
+
+def _distinct(ids: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
+
+
+def related_at(store: GraphStore, ids: Sequence[str], limit: int) -> list[RelatedAtRow]:
+    """RELATED edges with either end in ``ids``, each once, at most ``limit``: src, dst, rel, tid
+    (``explore.related_at``). In edge order, so the rows kept under the limit are always the same
+    ones (the statement's LIMIT kept whichever its scan met first)."""
+    g = triple_graph(store)
+    rows = [n for i in _distinct(ids) if (n := g.entity_at.get(i)) is not None]
+    if not rows or limit <= 0:
+        return []
+    edges = np.unique(np.concatenate([g.related_out.edges(n) for n in rows] + [g.related_in.edges(n) for n in rows]))
+    names, rel = g.entity_list, g.rel_values
+    out = []
+    for e in edges[:limit].tolist():
+        out.append({"src": names[int(g.rel_src[e])], "dst": names[int(g.rel_dst[e])], "rel": rel["relation"][e],
+                    "tid": rel["triple_id"][e]})
+    return cast("list[RelatedAtRow]", out)
+
+
+def _order(value: str | None) -> tuple[bool, bytes]:
+    """Kùzu's ascending order of a string: bytewise, NULL last."""
+    return value is None, (value or "").encode()
+
+
+def triples_of_entity(store: GraphStore, entity_id: str, limit: int) -> list[EntityTripleRow]:
+    """Facts with ``entity_id`` as subject or object, by (chunk_id, id), at most ``limit``: id,
+    subject, relation, object, sentence, chunk_id, doc_id, origin, kind (``explore.triples_of_entity``)."""
+    if limit <= 0:
+        return []
+    t = triple_graph(store).triples
+    hit = pc.or_(pc.equal(t.column("subject_id"), entity_id), pc.equal(t.column("object_id"), entity_id))
+    at = np.flatnonzero(pc.fill_null(hit, False).to_numpy(zero_copy_only=False))
+    if not at.size:
+        return []
+    names = ("id", "subject", "relation", "object", "sentence", "chunk_id", "origin", "kind")
+    taken = t.select(list(names)).take(pa.array(at, type=pa.int64()))
+    rows = [dict(zip(names, values)) for values in zip(*(taken.column(n).to_pylist() for n in names))]
+    rows.sort(key=lambda r: (_order(r["chunk_id"]), _order(r["id"])))
+    out = []
+    for r in rows[:limit]:
+        found = store.query(Q_TRIPLE_DOC, {"id": r["id"]})
+        out.append({"id": r["id"], "subject": r["subject"], "relation": r["relation"], "object": r["object"],
+                    "sentence": r["sentence"], "chunk_id": r["chunk_id"],
+                    "doc_id": found[0]["doc_id"] if found else None, "origin": r["origin"], "kind": r["kind"]})
+    return cast("list[EntityTripleRow]", out)
+
+
+def entity_infos(store: GraphStore, ids: Sequence[str]) -> list[EntityInfoRow]:
+    """id, name, type, description, n, origin of the entities ``ids``, one row per distinct id in
+    the order asked (``explore.entity_infos``), by primary-key lookups."""
+    out: list[EntityInfoRow] = []
+    for i in _distinct(ids):
+        out += cast("list[EntityInfoRow]", store.query(Q_ENTITY_INFO, {"id": i}))
+    return out
+
+
+def chunks_with_documents(store: GraphStore, ids: Sequence[str]) -> list[ChunkDocumentRow]:
+    """id, text, doc_id, title (None when the document is missing) of the chunks ``ids``, one row
+    per distinct chunk in the order asked (``explore.chunks_with_documents``), by lookups."""
+    out: list[ChunkDocumentRow] = []
+    titles: dict[str, str | None] = {}
+    for i in _distinct(ids):
+        for r in store.query(Q_CHUNK, {"id": i}):
+            doc = r["doc_id"]
+            if doc not in titles:
+                found = store.query(Q_DOCUMENT_TITLE, {"id": doc}) if doc is not None else []
+                titles[doc] = found[0]["title"] if found else None
+            out.append(cast(ChunkDocumentRow, {**r, "title": titles[doc]}))
+    return out
+
+
+def extraction_records(store: GraphStore, chunk_ids: Sequence[str]) -> list[ExtractionRecordRow]:
+    """The Extraction rows of the chunks, one per distinct chunk that has one, in the order asked
+    (``explore.extraction_records``), by lookups (chunk_id is the table's key)."""
+    out: list[ExtractionRecordRow] = []
+    for i in _distinct(chunk_ids):
+        out += cast("list[ExtractionRecordRow]", store.query(Q_EXTRACTION, {"id": i}))
+    return out
+
+
+def triple_links(store: GraphStore, ids: Sequence[str]) -> list[TripleLinkRow]:
+    """Subject and object of the facts ``ids``: id, s, o, s_name, o_name (``reads.triple_links``),
+    one row per distinct id that is a fact, in the order asked."""
+    g = triple_graph(store)
+    rows = [n for i in _distinct(ids) if (n := g.triple_at.get(i)) is not None]
+    picked = g.triple_columns(rows, ("id", "subject_id", "object_id", "subject", "object"))
+    return cast("list[TripleLinkRow]", [{"id": r["id"], "s": r["subject_id"], "o": r["object_id"],
+                                         "s_name": r["subject"], "o_name": r["object"]} for r in picked])
+
+
+def triple_labels(store: GraphStore, ids: Sequence[str]) -> dict[str, str | None]:
+    """{fact id: text} of the ids that are facts (``reads.triple_labels``)."""
+    g = triple_graph(store)
+    rows = [n for i in _distinct(ids) if (n := g.triple_at.get(i)) is not None]
+    return {r["id"]: r["text"] for r in g.triple_columns(rows, ("id", "text"))}
