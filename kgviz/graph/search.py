@@ -490,6 +490,10 @@ class _OneBlasThread:
         with self._lock:
             if self._users == 0:
                 if self._controller is None:
+                    # a controller knows only the BLAS libraries loaded when it is made, and SciPy
+                    # brings its own OpenBLAS (loaded by scipy.linalg, not by numpy or scipy.sparse):
+                    # loaded first, so a search before any SciPy product still limits both
+                    import scipy.linalg  # noqa: F401
                     self._controller = ThreadpoolController()
                 self._limiter = self._controller.limit(limits=1, user_api="blas")
             self._users += 1

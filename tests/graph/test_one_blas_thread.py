@@ -3,7 +3,11 @@ process-wide limit: it is set by the first in and restored by the last out (neve
 lifted under a search still running)."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -59,3 +63,22 @@ def test_ranking_runs_under_the_limit(monkeypatch) -> None:
     ranked = search._rank(np.array(["a", "b", "c"]), matrix, np.array([0, 1, 0], dtype=np.float32), 2)
     assert ranked[0] == ("b", 1.0)
     assert seen and all(s == {1} for s in seen)
+
+
+def test_the_limit_covers_scipys_blas_when_the_first_search_comes_before_scipy_loads_it() -> None:
+    """NumPy and SciPy each bring an OpenBLAS; scipy.linalg loads SciPy's. A process whose first
+    search ran before that left SciPy's library at every core (a test order showed it)."""
+    code = (
+        "import numpy as np\n"
+        "from threadpoolctl import ThreadpoolController\n"
+        "from kgviz.graph.search import _OneBlasThread\n"
+        "limit = _OneBlasThread()\n"
+        "with limit: pass\n"  # the first search: the controller is made now
+        "import scipy.linalg\n"
+        "with limit:\n"
+        "    print(sorted({l['num_threads'] for l in ThreadpoolController().info() if l['user_api'] == 'blas'}))\n"
+    )
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "2"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+                         cwd=Path(__file__).resolve().parents[2], check=True).stdout
+    assert out.strip() == "[1]"
