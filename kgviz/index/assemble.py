@@ -131,7 +131,7 @@ class Assembled:
 
     def keep_entities(self, ids: Iterable[str]) -> None:
         """Keep only these entities' aggregates (the others' rows are written and nothing later
-        reads them: issue 29, an aggregate is ~1.2 KB, about half of the resolved rows)."""
+        reads them: issue 29, an aggregate is ~0.6 KB, about half of the resolved rows)."""
         self.entities = {eid: self.entities[eid] for eid in ids}
 
     def merges(self) -> list[tuple[str, list[str], int]]:
