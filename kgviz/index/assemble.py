@@ -43,7 +43,15 @@ class TripleRow:
     kind: str = RELATION_KIND
     subject: str = ""  # filled by finalise() once entity names are known
     object: str = ""
-    text: str = ""
+    # the text of a fact about a fact (its inner fact reads as that fact's text, not as the
+    # bracketed form); any other fact's text is made from its fields when asked (``text``): one
+    # string fewer per fact (issue 29: 1.5M facts at 100k passages)
+    nested_text: str = ""
+
+    @property
+    def text(self) -> str:
+        """The fact as a sentence: subject, relation and object in words."""
+        return self.nested_text or f"{self.subject} {self.relation} {self.object}"
 
     def to_row(self) -> dict[str, builtins.object]:  # builtins: `object` is a field here
         return {
@@ -60,15 +68,44 @@ class TripleRow:
         return self.text if self.kind == RELATION_KIND or not self.sentence else f"{self.text}: {self.sentence}"
 
 
+@dataclass(slots=True)
+class Edges:
+    """Edges in the order added, as flat columns, each edge added once; iterated as (from, to)
+    pairs. Two or three list slots per edge where a dict keyed by (from, to) tuples held a tuple
+    and a dict entry (issue 29: ~1.5M FROM_CHUNK and ~2M MENTIONS edges at 100k passages, each
+    a small object that stayed in Python's arenas after the rows were let go)."""
+
+    froms: list[str] = field(default_factory=list)
+    tos: list[str] = field(default_factory=list)
+    sentences: list[str] = field(default_factory=list)  # FROM_CHUNK's: the sentence each was read from
+
+    def add(self, frm: str, to: str, sentence: str | None = None) -> None:
+        self.froms.append(frm)
+        self.tos.append(to)
+        if sentence is not None:
+            self.sentences.append(sentence)
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return zip(self.froms, self.tos)
+
+    def __len__(self) -> int:
+        return len(self.froms)
+
+
 @dataclass
 class Assembled:
     triples: dict[str, TripleRow] = field(default_factory=dict)
-    from_chunk: dict[tuple[str, str], str] = field(default_factory=dict)  # (triple, chunk) -> sentence
-    mentions: dict[tuple[str, str], None] = field(default_factory=dict)
+    from_chunk: Edges = field(default_factory=Edges)  # (triple, chunk), with the sentence
+    mentions: Edges = field(default_factory=Edges)  # (chunk, entity)
     entities: dict[str, EntityAgg] = field(default_factory=dict)
     n_dropped: int = 0  # triples whose subject or object normalised to nothing, or self-loops
     # facts an earlier build already wrote: they get this batch's FROM_CHUNK edges, nothing else
     stored: set[str] = field(default_factory=set)
+    # an entity keeps this many of its sentences (its description is the first ones; None: all)
+    max_sentences: int | None = None
+    # each distinct relation text once, shared by the facts that state it
+    relations: dict[str, str] = field(default_factory=dict, repr=False)
+    chunks_read: set[str] = field(default_factory=set, repr=False)  # a chunk's rows are made once
 
     def _new(self) -> Iterator[TripleRow]:
         return (t for t in self.triples.values() if t.id not in self.stored)
@@ -76,7 +113,8 @@ class Assembled:
     # the row makers below are iterators: the write stage loads them in bounded batches and never
     # holds a whole table of row dicts (issue 29)
     def from_chunk_rows(self) -> Iterator[dict[str, str]]:
-        return ({"from": t, "to": c, "sentence": s} for (t, c), s in self.from_chunk.items())
+        edges = self.from_chunk
+        return ({"from": t, "to": c, "sentence": s} for t, c, s in zip(edges.froms, edges.tos, edges.sentences))
 
     def subj_rows(self, to_triple: bool) -> Iterator[dict[str, str]]:
         return ({"from": t.id, "to": t.subject_id} for t in self._new() if t.subject_is_triple == to_triple)
@@ -93,7 +131,7 @@ class Assembled:
 
     def keep_entities(self, ids: Iterable[str]) -> None:
         """Keep only these entities' aggregates (the others' rows are written and nothing later
-        reads them: issue 29, an aggregate is ~1.2 KB, about half of the resolved rows)."""
+        reads them: issue 29, an aggregate is ~0.6 KB, about half of the resolved rows)."""
         self.entities = {eid: self.entities[eid] for eid in ids}
 
     def merges(self) -> list[tuple[str, list[str], int]]:
@@ -121,35 +159,71 @@ def assemble(
     docs_chunks: Iterable[tuple[str, list[Chunk]]],
     outputs: dict[str, ExtractionOutput],
     acc: Assembled | None = None,
+    *,
+    max_sentences: int | None = None,
+    consume: bool = False,
 ) -> Assembled:
-    """Rows for every chunk in ``docs_chunks`` ([(doc_id, chunks)]) that has an output."""
-    acc = acc or Assembled()
+    """Rows for every chunk in ``docs_chunks`` ([(doc_id, chunks)]) that has an output. A new
+    ``acc`` keeps ``max_sentences`` sentences per entity (None: all; a description is the first
+    ``BuildParams.description_max_sentences``). A chunk is read once: a chunk already read
+    (here or into ``acc`` before) is a ValueError. With ``consume`` each chunk's output is taken
+    out of ``outputs`` once its rows are made: a caller that lets the extraction go has it freed
+    as the rows are made, and the rows reuse its memory (issue 29: at 100k passages the outputs
+    and the rows were both held until the stage's end)."""
+    acc = acc or Assembled(max_sentences=max_sentences)
     for doc_id, chunks in docs_chunks:
-        forms: dict[str, Counter[str]] = {}
+        aliases = document_aliases(_surface_forms(chunks, outputs))
         for c in chunks:
-            out = outputs.get(c.id)
-            for t in out.triples if out else []:
-                for m in t.mentions():
-                    key = normalise_key(m.text)
-                    if key:  # a Counter made only for a new key, not for every mention
-                        counts = forms.get(key)
-                        if counts is None:
-                            counts = forms[key] = Counter()
-                        counts[m.text] += 1
-        aliases = document_aliases(forms)
-        for c in chunks:
-            out = outputs.get(c.id)
-            if not out or not out.triples:
-                continue
-            sentences = split_sentences(c.text)
-            for t in out.triples:
-                sentence = t.sentence or best_sentence(t.natural(), sentences)
-                rt = _resolve(t, aliases)
-                if rt is None:
-                    acc.n_dropped += 1
-                    continue
-                _register(rt, acc, doc_id, c.id, sentence)
+            if c.id in acc.chunks_read:
+                raise ValueError(f"chunk {c.id} is assembled twice")
+            acc.chunks_read.add(c.id)
+            _read_chunk(acc, doc_id, c, outputs.pop(c.id, None) if consume else outputs.get(c.id), aliases)
     return acc
+
+
+def _surface_forms(chunks: list[Chunk], outputs: dict[str, ExtractionOutput]) -> dict[str, Counter[str]]:
+    """{key: surface forms with counts} of every mention in a document's chunks."""
+    forms: dict[str, Counter[str]] = {}
+    for c in chunks:
+        out = outputs.get(c.id)
+        for t in out.triples if out else []:
+            for m in t.mentions():
+                key = normalise_key(m.text)
+                if key:  # a Counter made only for a new key, not for every mention
+                    counts = forms.get(key)
+                    if counts is None:
+                        counts = forms[key] = Counter()
+                    counts[m.text] += 1
+    return forms
+
+
+def _read_chunk(acc: Assembled, doc_id: str, c: Chunk, out: ExtractionOutput | None, aliases: dict[str, str]) -> None:
+    """Register every fact of chunk ``c``'s output, with the sentence it was read from."""
+    if not out or not out.triples:
+        return
+    sentences: list[str] | None = None  # split only for a fact that came without its sentence
+    reading = _Reading(doc_id, c.id, set())
+    for t in out.triples:
+        sentence = t.sentence
+        if not sentence:
+            sentences = split_sentences(c.text) if sentences is None else sentences
+            sentence = best_sentence(t.natural(), sentences)
+        rt = _resolve(t, aliases)
+        if rt is None:
+            acc.n_dropped += 1
+            continue
+        _register(rt, acc, reading, sentence)
+
+
+@dataclass(slots=True)
+class _Reading:
+    """The chunk whose facts are being registered. Its rows are registered together, so an edge
+    from it is new when it is new in this chunk: ``linked`` holds the entities and facts it has
+    an edge to so far (entity and fact ids never coincide: "ent:" and "tri:")."""
+
+    doc_id: str
+    chunk_id: str
+    linked: set[str]
 
 
 def _resolve_end(term: object, aliases: dict[str, str]) -> tuple[str, str, _RT | tuple[Mention, str]] | None:
@@ -173,32 +247,38 @@ def _resolve(t: ExtractedTriple, aliases: dict[str, str]) -> _RT | None:
     return _RT(t, s, o)
 
 
-def _register(rt: _RT, acc: Assembled, doc_id: str, chunk_id: str, sentence: str) -> str:
+def _register(rt: _RT, acc: Assembled, reading: _Reading, sentence: str) -> str:
+    chunk_id = reading.chunk_id
     ids = []
     for kind, eid, payload in (rt.subject, rt.object):
         if kind == "triple":
             assert isinstance(payload, _RT)
-            ids.append(_register(payload, acc, doc_id, chunk_id, sentence))
+            ids.append(_register(payload, acc, reading, sentence))
         else:
             assert not isinstance(payload, _RT)
             mention, key = payload
             agg = acc.entities.get(eid)
             if agg is None:
                 agg = acc.entities[eid] = EntityAgg(eid, eid[len("ent:") :])
-            agg.add(mention.text, key, mention.type, sentence, chunk_id)
+            agg.add(mention.text, key, mention.type, sentence, chunk_id, acc.max_sentences)
             # the aggregate's id string, not this mention's equal copy: one object per entity
             # however many mentions and facts name it (issue 29)
-            acc.mentions[(chunk_id, agg.id)] = None
+            if agg.id not in reading.linked:
+                reading.linked.add(agg.id)
+                acc.mentions.add(chunk_id, agg.id)
             ids.append(agg.id)
     relation = " ".join(rt.triple.relation.split())
     tid = triple_id(ids[0], relation, ids[1], rt.triple.kind)
     row = acc.triples.get(tid)
     if row is None:
+        relation = acc.relations.setdefault(relation, relation)
         row = acc.triples[tid] = TripleRow(
             tid, relation, ids[0], ids[1], rt.subject[0] == "triple", rt.object[0] == "triple",
-            chunk_id, doc_id, sentence, rt.triple.kind,
+            chunk_id, reading.doc_id, sentence, rt.triple.kind,
         )
-    acc.from_chunk.setdefault((row.id, chunk_id), sentence)  # the row's id string, as for entities
+    if row.id not in reading.linked:  # the row's id string, as for entities
+        reading.linked.add(row.id)
+        acc.from_chunk.add(row.id, chunk_id, sentence)
     return row.id
 
 
@@ -216,13 +296,18 @@ def finalise(acc: Assembled, names: dict[str, str]) -> None:
     """Fill subject/object/text of every triple from entity display names (``names`` holds
     names of entities already in the graph; new ones come from ``acc.entities``).
 
+    One pass in the order the facts were made: a fact about a fact comes after it (its id is
+    made from the inner one's), so an inner fact's forms are set when the outer one reads them.
     Module functions, not closures: a recursive closure is a reference cycle (the function, its
     cell, the function), and one over ``acc`` kept every resolved row alive after the build let
     them go, until the cyclic garbage collector next ran a full pass (issue 29: through the
     doc_layer and ket stages, where ``memory.give_back`` found nothing freed to hand back)."""
-    done: dict[str, tuple[str, str]] = {}  # id -> (bracketed form, natural text)
-    for tid in acc.triples:
-        _forms(acc, names, done, tid)
+    for t in acc.triples.values():
+        s_br, s_nat = _end(acc, names, t.subject_id, t.subject_is_triple)
+        o_br, o_nat = _end(acc, names, t.object_id, t.object_is_triple)
+        t.subject, t.object = s_br, o_br
+        if t.subject_is_triple or t.object_is_triple:
+            t.nested_text = f"{s_nat} {t.relation} {o_nat}"
 
 
 def _display_name(acc: Assembled, names: dict[str, str], eid: str) -> str:
@@ -232,17 +317,11 @@ def _display_name(acc: Assembled, names: dict[str, str], eid: str) -> str:
     return agg.name if agg else eid
 
 
-def _forms(acc: Assembled, names: dict[str, str], done: dict[str, tuple[str, str]], tid: str) -> tuple[str, str]:
-    """(bracketed form, natural text) of triple ``tid``, its subject, object and text set."""
-    if tid in done:
-        return done[tid]
-    t = acc.triples[tid]
-    s_br, s_nat = (_forms(acc, names, done, t.subject_id) if t.subject_is_triple
-                   else (_display_name(acc, names, t.subject_id),) * 2)
-    o_br, o_nat = (_forms(acc, names, done, t.object_id) if t.object_is_triple
-                   else (_display_name(acc, names, t.object_id),) * 2)
-    t.subject = f"({s_br})" if t.subject_is_triple else s_br
-    t.object = f"({o_br})" if t.object_is_triple else o_br
-    t.text = f"{s_nat} {t.relation} {o_nat}"
-    done[tid] = (f"{t.subject}; {t.relation}; {t.object}", t.text)
-    return done[tid]
+def _end(acc: Assembled, names: dict[str, str], end_id: str, is_triple: bool) -> tuple[str, str]:
+    """(the end as the bracketed form writes it, as the text reads it): an entity's display name
+    both times; a fact as "(subject; relation; object)" and its text."""
+    if not is_triple:
+        name = _display_name(acc, names, end_id)
+        return name, name
+    inner = acc.triples[end_id]
+    return f"({inner.subject}; {inner.relation}; {inner.object})", inner.text

@@ -206,7 +206,9 @@ def _build(
             ext.fill(report, reasoner.is_offline)  # chunks extracted / failed, facts kept / not in the text
 
         with run.stage("resolve"):
-            acc = assemble(((d.id, chunks_by_doc[d.id]) for d in new_docs), ext.outputs)
+            # each chunk's output is let go once its rows are made (consume): nothing else reads them
+            acc = assemble(((d.id, chunks_by_doc[d.id]) for d in new_docs), ext.outputs,
+                           max_sentences=params.description_max_sentences, consume=True)
             del ext  # the per-chunk outputs are in acc now
             # into an empty table (a first build) nothing is looked up: no id is there (issue 29:
             # ~0.65M entity and ~1.5M fact ids sent to Kùzu at 100k passages to find none)

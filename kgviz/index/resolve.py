@@ -127,50 +127,79 @@ def _is_proper(forms: Counter[str]) -> bool:
     return any(display_name(f)[:1].isupper() for f in forms)
 
 
-@dataclass(slots=True)  # one per entity: ~700k at 100k passages, so no per-object __dict__ (issue 29)
+@dataclass(slots=True)  # one per entity: ~650k at 100k passages, so no per-object __dict__ (issue 29)
 class EntityAgg:
-    """What one build learned about one entity (merged over documents)."""
+    """What one build learned about one entity (merged over documents).
+
+    Plain dicts and lists, made empty and filled by ``add``: a Counter is a dict with a Python
+    ``__init__`` and ``__missing__``, and a set beside the sentence list only answered "seen
+    already?" (issue 29: ~650k aggregates at 100k passages, each container a separate small
+    object that outlived the resolve stage in Python's arenas)."""
 
     id: str
     key: str
-    forms: Counter[str] = field(default_factory=Counter)  # surface forms whose key == self.key
-    alias_forms: Counter[str] = field(default_factory=Counter)  # forms merged by alias rules
-    types: Counter[str] = field(default_factory=Counter)
+    forms: dict[str, int] = field(default_factory=dict)  # surface form -> count, forms whose key == self.key
+    # forms merged by alias rules, and type -> count (first seen first): most entities have
+    # none, so each is made at its first entry
+    alias_forms: dict[str, int] | None = None
+    types: dict[str, int] | None = None
+    # distinct, first occurrence first; with ``add``'s ``max_sentences`` only that many are kept
+    # (a description is the first ones: nothing reads the rest), so the duplicate test is a scan
+    # of a few; without it a frequent entity ("1990": thousands of sentences at 10k passages)
+    # would make that scan quadratic, so then ``_seen`` holds them as a set
     sentences: list[str] = field(default_factory=list)
-    chunks: set[str] = field(default_factory=set)
-    # the sentences as a set, for the duplicate test: a list test made a frequent entity ("1990",
-    # "american": thousands of sentences at 10k passages) quadratic in its mentions (issue 29)
-    _seen: set[str] = field(default_factory=set, repr=False, compare=False)
+    # the chunks that mention it, first seen first, each once: ``add`` is given a chunk's mentions
+    # together (``kgviz.index.assemble`` registers one chunk's facts at a time), so a chunk
+    # already here is the last one
+    chunks: list[str] = field(default_factory=list)
+    _seen: set[str] | None = field(default=None, repr=False, compare=False)
     # the display name, remembered until a surface form is added: the build asks for it once per
     # fact end, per merge report, per text to embed and per row written (issue 29: the resolve,
     # embed and write stages at 100k passages each spent seconds recomputing it)
     _name: str | None = field(default=None, repr=False, compare=False)
 
-    def add(self, surface: str, key: str, type_: str, sentence: str, chunk_id: str) -> None:
-        (self.forms if key == self.key else self.alias_forms)[surface] += 1
+    def add(self, surface: str, key: str, type_: str, sentence: str, chunk_id: str,
+            max_sentences: int | None = None) -> None:
+        """One mention, in chunk ``chunk_id``; ``max_sentences`` caps the sentences kept."""
+        if key == self.key:
+            forms = self.forms
+        else:
+            forms = self.alias_forms = {} if self.alias_forms is None else self.alias_forms
+        forms[surface] = forms.get(surface, 0) + 1
         self._name = None
         if type_:
-            self.types[type_] += 1
-        self.add_sentence(sentence)
-        self.chunks.add(chunk_id)
+            types = self.types = {} if self.types is None else self.types
+            types[type_] = types.get(type_, 0) + 1
+        self.add_sentence(sentence, max_sentences)
+        if not self.chunks or self.chunks[-1] != chunk_id:
+            self.chunks.append(chunk_id)
 
-    def add_sentence(self, sentence: str) -> None:
-        """Append ``sentence`` unless it is empty or already here (first occurrence order)."""
-        if sentence and sentence not in self._seen:
+    def add_sentence(self, sentence: str, max_sentences: int | None = None) -> None:
+        """Append ``sentence`` unless it is empty, already here, or ``max_sentences`` are kept."""
+        if not sentence or (max_sentences is not None and len(self.sentences) >= max_sentences):
+            return
+        if max_sentences is not None:
+            if sentence not in self.sentences:  # a few at most
+                self.sentences.append(sentence)
+            return
+        if self._seen is None:
+            self._seen = set(self.sentences)
+        if sentence not in self._seen:
             self._seen.add(sentence)
             self.sentences.append(sentence)
 
     @property
     def name(self) -> str:
         if self._name is None:
-            pool = self.forms or self.alias_forms
+            pool = self.forms or self.alias_forms or {}
             best = max(pool.items(), key=lambda kv: kv[1])[0]  # max keeps the first of equals
             self._name = display_name(best)
         return self._name
 
     @property
     def type(self) -> str:
-        return self.types.most_common(1)[0][0] if self.types else ""
+        """The most frequent type (ties: the first seen), as Counter.most_common(1) picks it."""
+        return max(self.types.items(), key=lambda kv: kv[1])[0] if self.types else ""
 
     def description(self, max_sentences: int, max_chars: int = 800) -> str:
         out: list[str] = []
@@ -185,20 +214,20 @@ class EntityAgg:
     @property
     def surface_forms(self) -> list[str]:
         seen: dict[str, None] = {}
-        for f in list(self.forms) + list(self.alias_forms):
+        for f in list(self.forms) + list(self.alias_forms or ()):
             seen.setdefault(display_name(f), None)
         return list(seen)
 
     @property
     def n_occurrences(self) -> int:
-        return sum(self.forms.values()) + sum(self.alias_forms.values())
+        return sum(self.forms.values()) + sum((self.alias_forms or {}).values())
 
 
 def merge_descriptions(old: str, new_sentences: list[str], max_sentences: int, max_chars: int = 800) -> str:
     """Existing description + new sentences, duplicates dropped, capped (rule 4)."""
     agg = EntityAgg("", "")
     for s in split_sentences(old) + new_sentences:
-        agg.add_sentence(s)
+        agg.add_sentence(s, max_sentences)  # the description is the first ones: no more are kept
     return agg.description(max_sentences, max_chars)
 
 

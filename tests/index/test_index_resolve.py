@@ -96,13 +96,13 @@ def test_assemble_merges_aliases_dedups_overlap_and_keeps_provenance() -> None:
     finalise(acc, {})
     lunn = acc.entities["ent:edda lunn"]
     assert lunn.name == "Edda Lunn" and set(lunn.surface_forms) == {"Edda Lunn", "Lunn"}
-    assert lunn.chunks == {c0.id, c1.id}
+    assert lunn.chunks == [c0.id, c1.id]  # first seen first, each once
     designed = [t for t in acc.triples.values() if t.relation == "designed"]
     assert len(designed) == 1  # one node per fact per document ...
     assert {c for (t, c) in acc.from_chunk if t == designed[0].id} == {c0.id, c1.id}  # ... stated by two chunks
     assert designed[0].sentence == "Lunn designed the Orrin Bridge." and designed[0].text == "Edda Lunn designed Orrin Bridge"
     bridge = acc.entities["ent:orrin bridge"]
-    assert bridge.chunks == {c0.id, c1.id, c2.id}  # one entity across documents
+    assert bridge.chunks == [c0.id, c1.id, c2.id]  # one entity across documents
     hyper = next(t for t in acc.triples.values() if t.subject_is_triple)
     assert hyper.subject == "(Orrin Bridge; crosses; River Ossel)" and hyper.doc_id == "doc:b"
     assert hyper.subject_id in acc.triples and hyper.object_id == "ent:1903"
