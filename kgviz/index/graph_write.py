@@ -9,6 +9,8 @@ bulk COPY (or one UNWIND statement), never a row-at-a-time loop.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -70,34 +72,97 @@ def documents_with_failed_chunks(store: GraphStore) -> set[str]:
     return {str(c).rsplit("#c", 1)[0] for c in writes.failed_extraction_chunks(store, "offline")}
 
 
-def with_emb(rows: list[dict[str, Any]], emb: np.ndarray) -> pa.Table:
-    """``rows`` as an Arrow table with ``emb`` (one float32 row each) as its emb column, the
-    vectors not copied (a row's view in each dict was stacked into a second copy: 400 MB more
-    for a 131k-row batch of 768-d vectors)."""
-    if len(rows) != len(emb):
-        raise ValueError(f"with_emb: {len(rows)} rows but {len(emb)} vectors")
+def columns_table(columns: Mapping[str, list[Any]]) -> pa.Table:
+    """An Arrow table with one column per entry of ``columns`` (each column's type inferred from
+    all its values, as a table made from row dicts would have it)."""
+    return pa.table({name: pa.array(values) for name, values in columns.items()})
+
+
+def with_vectors(table: pa.Table, emb: np.ndarray) -> pa.Table:
+    """``table`` with ``emb`` (one float32 row each) as its emb column, the vectors not copied
+    (a row's view in each dict was stacked into a second copy: 400 MB more for a 131k-row batch
+    of 768-d vectors)."""
+    if table.num_rows != len(emb):
+        raise ValueError(f"with_vectors: {table.num_rows} rows but {len(emb)} vectors")
     matrix = np.ascontiguousarray(emb, dtype=np.float32)
     column = pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1])
-    # one Arrow array per column, not Table.from_pylist over the dicts: the same table (types
-    # inferred per column from all its values either way) in under half the time (issue 29: a
-    # fifth of the write stage's Python time at 10k passages)
-    names = list(rows[0]) if rows else []
-    table = pa.table({name: pa.array([row.get(name) for row in rows]) for name in names})
     return table.append_column("emb", column)
 
 
-def load_nodes(store: GraphStore, table: str, n_rows: int,
-               rows_of: Callable[[int, int], Any], batch_rows: int) -> int:
-    """Bulk-load ``n_rows`` rows into node table ``table``, ``batch_rows`` at a time:
-    ``rows_of(start, stop)`` makes the rows of one batch (with their vectors). Returns the rows
-    inserted. Rows are loaded in order, so node order is that of one load of them all.
+def with_emb(rows: list[dict[str, Any]], emb: np.ndarray) -> pa.Table:
+    """``rows`` as an Arrow table with ``emb`` as its emb column (``with_vectors``): the columns
+    of the first row, in its order, a key a row lacks read as null."""
+    if len(rows) != len(emb):
+        raise ValueError(f"with_emb: {len(rows)} rows but {len(emb)} vectors")
+    # one Arrow array per column, not Table.from_pylist over the dicts: the same table (types
+    # inferred per column from all its values either way) in under half the time
+    names = list(rows[0]) if rows else []
+    return with_vectors(columns_table({name: [row.get(name) for row in rows] for name in names}), emb)
+
+
+@dataclass(frozen=True)
+class NodeRows:
+    """One node table's new rows for ``load_node_tables``: ``columns_of(start, stop)`` makes the
+    columns of rows start:stop, ``vectors_of(start, stop)`` (when given) their emb column, and
+    ``loaded()`` (when given) runs once every row of the table is loaded."""
+
+    table: str
+    n_rows: int
+    columns_of: Callable[[int, int], pa.Table]
+    vectors_of: Callable[[int, int], np.ndarray] | None = None
+    loaded: Callable[[], None] | None = None
+
+
+def load_node_tables(store: GraphStore, tables: Sequence[NodeRows], batch_rows: int) -> dict[str, int]:
+    """Bulk-load each table's rows, table after table, ``batch_rows`` rows per COPY. Returns the
+    rows inserted per table. Rows are loaded in order, so node order is that of one load of them
+    all.
+
+    The next batch's columns (the next table's first, after a table's last) are made on a helper
+    thread while a batch's COPY runs (Kùzu releases the GIL while it copies; issue 29: making the
+    batches was a sixth of the write stage, serially with the COPYs), one batch ahead at most; a
+    batch's vectors are read only as it is loaded, so one batch's vectors are held at a time. An
+    error making a batch is raised, as it is, where that batch would be loaded: the batches
+    before it are loaded (and the ``loaded`` of the tables before it run), none after.
 
     Into an empty table (a first build) no row is looked up: the rows are new and distinct (the
     build made them from its new documents, chunks, entities and facts, each once). Into a table
     that holds rows (a later build), a batch skips rows already there."""
-    new_rows = not store.holds_rows(table)
-    return sum(store.bulk_load_nodes(table, rows_of(start, min(start + batch_rows, n_rows)), new_rows=new_rows)
-               for start in range(0, n_rows, batch_rows))
+    spans = [(t, start, min(start + batch_rows, t.n_rows)) for t in tables for start in range(0, t.n_rows, batch_rows)]
+    inserted = {t.table: 0 for t in tables}
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgviz-node-batches") as maker:
+        def make(k: int) -> Future[pa.Table] | None:
+            if k == len(spans):
+                return None
+            t, start, stop = spans[k]
+            return maker.submit(t.columns_of, start, stop)
+
+        k, ahead = 0, make(0)
+        try:
+            for t in tables:
+                new_rows = t.n_rows > 0 and not store.holds_rows(t.table)
+                for start in range(0, t.n_rows, batch_rows):
+                    assert ahead is not None
+                    columns = ahead.result()  # the maker's error, if it failed
+                    k, ahead = k + 1, make(k + 1)
+                    stop = min(start + batch_rows, t.n_rows)
+                    batch = columns if t.vectors_of is None else with_vectors(columns, t.vectors_of(start, stop))
+                    del columns
+                    inserted[t.table] += store.bulk_load_nodes(t.table, batch, new_rows=new_rows)
+                    del batch
+                if t.loaded is not None:
+                    t.loaded()
+        except BaseException:
+            if ahead is not None:
+                ahead.cancel()  # not started: dropped; running: waited for as the pool closes
+            raise
+    return inserted
+
+
+def load_nodes(store: GraphStore, table: str, n_rows: int, columns_of: Callable[[int, int], pa.Table],
+               batch_rows: int, vectors_of: Callable[[int, int], np.ndarray] | None = None) -> int:
+    """``load_node_tables`` of one table: the rows inserted."""
+    return load_node_tables(store, [NodeRows(table, n_rows, columns_of, vectors_of)], batch_rows)[table]
 
 
 def _batched(rows: Iterable[dict[str, Any]], batch_rows: int) -> Iterator[list[dict[str, Any]]]:
