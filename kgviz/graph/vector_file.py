@@ -169,6 +169,25 @@ def load(workspace: Path, table: str, digest: str, dim: int) -> tuple[np.ndarray
     return ids, emb
 
 
+def stored_digest(workspace: Path, table: str) -> str | None:
+    """The id digest the stored files of ``table`` were written for; None when there are none."""
+    try:
+        digest = json.loads(_paths(workspace, table)[2].read_text("utf-8")).get("digest")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return digest if isinstance(digest, str) else None
+
+
+def remove_temporaries(workspace: Path, pid: int) -> int:
+    """Remove the temporary files a writer process ``pid`` left in the vector folder (killed while
+    it wrote: ``temporary_files`` had no chance to); returns how many."""
+    folder = Path(workspace) / VECTOR_DIR
+    left = list(folder.glob(f"*.tmp{pid}-*")) if folder.is_dir() else []
+    for path in left:
+        path.unlink(missing_ok=True)
+    return len(left)
+
+
 def load_same(workspace: Path, table: str, digest: str, n: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(per row: -1 or its row in the stored file, the stored file memory-mapped) of the files
     ``load`` accepted for ``digest``; None when they are missing (an older kgviz) or do not fit."""
