@@ -33,7 +33,7 @@ import shutil
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 import numpy as np
 
@@ -217,7 +217,6 @@ def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray | RowFil
     remove_csc(workspace, table)  # made from the rows about to be replaced: never left beside new ones
     order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
     sorted_ids = [ids[i] for i in order.tolist()]
-    id_array = np.array(sorted_ids, dtype=str) if sorted_ids else np.zeros(0, dtype="<U1")
     n, dim = len(sorted_ids), int(rows.shape[1]) if rows.ndim == 2 else 0
     ids_path, emb_path, meta_path = _paths(workspace, table)
     ids_path.parent.mkdir(parents=True, exist_ok=True)
@@ -241,7 +240,10 @@ def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray | RowFil
                     diff.write(np.ascontiguousarray(block[other]).data)
                 f.write(unit.data)  # its buffer: no bytes copy of each block
         os.replace(str(emb_path) + suffix, emb_path)
-        for path, value in [(ids_path, id_array)] + ([(_same_path(workspace, table), same)] if normalise is not None else []):
+        with open(str(ids_path) + suffix, "wb") as f:
+            _save_ids(f, sorted_ids)
+        os.replace(str(ids_path) + suffix, ids_path)
+        for path, value in [(_same_path(workspace, table), same)] if normalise is not None else []:
             with open(str(path) + suffix, "wb") as f:
                 np.save(f, value, allow_pickle=False)
             os.replace(str(path) + suffix, path)
@@ -257,7 +259,22 @@ def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray | RowFil
         meta = {"n": n, "dim": dim, "digest": ids_digest(sorted_ids), "same": 2 if normalise is not None else 0}
         Path(str(meta_path) + suffix).write_text(json.dumps(meta), "utf-8")
         os.replace(str(meta_path) + suffix, meta_path)  # last: the files above are whole before it names them
-        return id_array, np.load(emb_path, mmap_mode="r", allow_pickle=False)
+        return np.load(ids_path, mmap_mode="r", allow_pickle=False), np.load(emb_path, mmap_mode="r", allow_pickle=False)
+
+
+IDS_BLOCK = 65_536  # ids made fixed-width and written at a time
+
+
+def _save_ids(f: BinaryIO, sorted_ids: list[str]) -> None:
+    """What ``np.save(f, np.array(sorted_ids, dtype=str))`` writes, byte for byte, without the
+    whole fixed-width array: IDS_BLOCK ids at a time (issue 29: each id takes 4 bytes per
+    character of the longest one; the Entity ids of 100,000 passages, some of them long names,
+    were ~0.8 GB so)."""
+    dtype = np.dtype(f"<U{max(1, max(map(len, sorted_ids), default=1))}")  # numpy's width for them
+    np.lib.format.write_array_header_1_0(
+        f, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": (len(sorted_ids),)})
+    for start in range(0, len(sorted_ids), IDS_BLOCK):
+        f.write(np.array(sorted_ids[start:start + IDS_BLOCK], dtype=dtype).data)
 
 
 # --- the by-column (CSC) copy of a mostly-zero table --------------------------------------------------
