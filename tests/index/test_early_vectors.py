@@ -7,6 +7,10 @@ from __future__ import annotations
 import itertools
 import os
 import random
+import signal
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +36,7 @@ pytestmark = [
     pytest.mark.skipif(usable_cores() < 2, reason="the worker runs only beside a second core"),
 ]
 
+ROOT = Path(__file__).resolve().parents[2]
 PARAMS = dict(chunk_tokens=64, chunk_overlap=0, workers=2, similar_docs_k=2, ket_descriptions=False)
 DIM = 256
 _SYLLABLES = ["Bar", "Cel", "Dor", "Fen", "Gal", "Hur", "Ist", "Jor", "Kel", "Lom", "Mar", "Nov", "Pel", "Rud"]
@@ -170,3 +175,60 @@ def test_a_full_disk_in_the_worker_is_the_builds_disk_full_error(
     monkeypatch.undo()
     _build(db, docs)  # the disk has room again
     assert _files(db) == late_files
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {root!r})  # a plain script: tests and kgviz from the checkout
+    from tests.index.test_early_vectors import PARAMS, _build, _corpus
+    from tests.support import worker_tasks
+    from kgviz.index import early_vectors, pipeline
+
+    pipeline.EARLY_MIN_ROWS = 0
+    early_vectors.write_from_spill = worker_tasks.slow_vector_files
+    _build(__import__("pathlib").Path({db!r}), _corpus())
+    print("finished", flush=True)
+    """
+)
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(stat[1]) == pid and stat[0] != "Z":
+                kids.append(int(entry.name))
+    return kids
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGKILL and /proc")
+def test_a_killed_builds_worker_removes_its_temporaries_and_ends(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    script = tmp_path / "child.py"
+    script.write_text(CHILD.format(root=str(ROOT), db=str(db)))
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=ROOT)
+    until = time.monotonic() + 120
+    while not list((db / vector_file.VECTOR_DIR).glob("Triple.emb.npy.tmp*")):  # its largest table
+        assert proc.poll() is None and time.monotonic() < until
+        time.sleep(0.01)
+    workers = _children(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert workers  # the build's worker process was writing
+    until = time.monotonic() + 5  # its table alone would take it ~15 s more (0.2 s a gather)
+    while any(_running(w) for w in workers) and time.monotonic() < until:
+        time.sleep(0.1)
+    assert not any(_running(w) for w in workers)  # it saw its build gone and ended
+    assert not list((db / vector_file.VECTOR_DIR).glob("*.tmp*"))  # having removed its temporaries
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -49,16 +49,18 @@ def slow_extract_batch(items: list, max_triples: int) -> list:
 
 
 def slow_vector_files(workspace: str, spill: object, table: str) -> dict:
-    """kgviz.index.early_vectors.write_from_spill, its rows gathered 64 at a time, 0.05 s a gather:
-    a test can stop the build while the worker's temporary files are on disk."""
+    """kgviz.index.early_vectors.write_from_spill, the Triple table's rows gathered 64 at a time,
+    0.2 s a gather: a test can stop the build while the worker's temporary files are on disk."""
     from kgviz.graph import vector_file
     from kgviz.index import early_vectors
 
+    if table != "Triple":
+        return early_vectors.write_from_spill(workspace, spill, table)  # type: ignore[arg-type]
     vector_file.WRITE_BLOCK = 64
     gather = vector_file.RowFile.__getitem__
 
     def slow(self, index):  # type: ignore[no-untyped-def]
-        time.sleep(0.05)
+        time.sleep(0.2)
         return gather(self, index)
 
     vector_file.RowFile.__getitem__ = slow  # type: ignore[method-assign]
