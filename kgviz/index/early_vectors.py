@@ -123,8 +123,11 @@ class EarlyVectorFiles:
         """Wait for the worker; the tables whose files it stored. Raises the worker's error."""
         if self._thread is None:
             return set()
+        t0 = time.perf_counter()
         self._thread.join()
         self._end()
+        log.info("%s: the index stage waited %.1f s for the vector files' worker", self._workspace,
+                 time.perf_counter() - t0)
         if self._error is not None:
             err, self._error = self._error, None
             raise err

@@ -22,7 +22,10 @@ Stages (``STAGES``), each reported through ``progress(ProgressEvent)``:
               (kgviz.graph.ket_view);
 * index     – the exact vector search's memory-mapped matrices (kgviz.graph.vector_file) for
               Document, Chunk, Entity and Triple — HNSW indexes instead only where opted into
-              (kgviz.graph.search.EXACT_MAX_ROWS) — and BM25 over chunks.
+              (kgviz.graph.search.EXACT_MAX_ROWS) — and BM25 over chunks. The matrices of the tables
+              a first build loaded whole are made from the spill by a worker process while the
+              doc_layer and ket stages run (kgviz.index.early_vectors); this stage waits for it and
+              adopts them once their id digest is the table's.
 
 Vectors are computed before their rows are inserted because Kùzu cannot SET a column that a
 vector index uses (and dropping the index does not help in 0.11.3: the SET still fails, and it
