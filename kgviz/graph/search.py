@@ -443,7 +443,8 @@ def prepare_exact_search(store: SearchHost, table: str,
     return len(cached[0])
 
 
-def store_exact_files(workspace: Path, table: str, ids: list[str], rows: np.ndarray | vector_file.RowFile) -> bool:
+def store_exact_files(workspace: Path, table: str, ids: list[str], rows: np.ndarray | vector_file.RowFile,
+                      csc_buffer_entries: int | None = None) -> bool:
     """The files ``prepare_exact_search`` leaves for a table whose embedded rows are exactly
     ``ids`` with the vectors ``rows`` (as Kùzu stores them): the unit rows and, for a mostly-zero
     table, their CSC copy, byte for byte what ``_exact_matrix`` and ``_csc_copy`` write. Reads no
@@ -451,7 +452,8 @@ def store_exact_files(workspace: Path, table: str, ids: list[str], rows: np.ndar
     (kgviz.index.early_vectors); they are used only once ``_exact_matrix`` has found the table's
     ids digest in them. False when the folder could not be written (OSError: the index stage
     tries again, and ranks in memory as before); a full disk is DiskFullError, as there. A CSC
-    copy that cannot be stored is left to the index stage (``_csc_copy`` logs it)."""
+    copy that cannot be stored is left to the index stage (``_csc_copy`` logs it);
+    ``csc_buffer_entries``: see ``vector_file.write_csc``."""
     try:
         _, matrix = vector_file.write(workspace, table, ids, rows, _normalised)
     except OSError:
@@ -462,7 +464,7 @@ def store_exact_files(workspace: Path, table: str, ids: list[str], rows: np.ndar
         try:
             if digest is not None and vector_file.load_csc(workspace, table, digest, n, dim) is None:
                 vector_file.write_csc(workspace, table, digest, vector_file.row_reader(matrix), n, dim,
-                                      _SPARSE_BLOCK_ROWS, SPARSE_SEARCH_BELOW)
+                                      _SPARSE_BLOCK_ROWS, SPARSE_SEARCH_BELOW, csc_buffer_entries)
         except (OSError, DiskFullError) as err:
             log.info("%s: the by-column copy of %s's vectors left to the index stage (%s)", workspace, table, err)
     return True

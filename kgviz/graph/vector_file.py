@@ -477,9 +477,11 @@ def load_csc(workspace: Path, table: str, digest: str, n: int, dim: int
 
 
 def write_csc(workspace: Path, table: str, digest: str, read: Reader, n: int, dim: int, check_rows: int,
-              below: float) -> None:
+              below: float, buffer_entries: int | None = None) -> None:
     """Store the CSC copy of the unit rows ``read`` gives (the ones with id digest ``digest``), or
-    that they are not mostly zeros (column_counts). Written aside and renamed, the meta last.
+    that they are not mostly zeros (column_counts). Written aside and renamed, the meta last;
+    ``buffer_entries`` (default CSC_BUFFER_ENTRIES) bounds a range of columns gathered at once
+    (the files are the same whatever it is).
     OSError when the folder cannot be written."""
     paths = _csc_paths(workspace, table)
     with temporary_files(paths["meta"].parent) as suffix:
@@ -494,7 +496,7 @@ def write_csc(workspace: Path, table: str, digest: str, read: Reader, n: int, di
                     for f, dtype in ((fd, np.float32), (fi, index)):
                         np.lib.format.write_array_header_1_0(
                             f, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": (nnz,)})
-                    for values, rows in column_ranges(read, n, dim, counts, CSC_BUFFER_ENTRIES, pieces):
+                    for values, rows in column_ranges(read, n, dim, counts, buffer_entries or CSC_BUFFER_ENTRIES, pieces):
                         fd.write(values.data)
                         fi.write(rows.astype(index).data)
                 with open(str(paths["indptr"]) + suffix, "wb") as f:

@@ -37,6 +37,10 @@ from kgviz.index.processes import ProcessPool
 from kgviz.index.spill import VectorSpill
 
 EARLY_MIN_ROWS = 50_000  # ours: fewer rows take the index stage ~1 s, about a worker's start-up
+# ours: entries of the CSC copy gathered at once in the worker (~18 bytes each with the index
+# cast and the gather's temporaries): a quarter of the index stage's, because the worker runs
+# beside the ket stage's Keyword COPY, the build's peak (issue 29); the files are the same
+CSC_BUFFER_ENTRIES = 1 << 22
 PARENT_POLL_S = 0.5  # how often a worker checks that its build process is still there
 log = logging.getLogger(__name__)
 
@@ -50,17 +54,18 @@ def write_from_spill(workspace: str, spill: VectorSpill, table: str) -> dict[str
     _exit_with_parent(workspace)
     t0 = time.perf_counter()
     loaded = spill.loaded(table)
-    written = None if loaded is None else search.store_exact_files(Path(workspace), table, *loaded)
+    written = None if loaded is None else search.store_exact_files(Path(workspace), table, *loaded, CSC_BUFFER_ENTRIES)
     return {"table": table, "written": written, "seconds": round(time.perf_counter() - t0, 3),
             "peak_rss_mb": _peak_rss_mb()}
 
 
 def _peak_rss_mb() -> float | None:
+    """This worker's peak RSS (VmHWM: ru_maxrss keeps the build process's, from before the exec)."""
     try:
-        import resource
-    except ImportError:  # not on this platform
+        with open("/proc/self/status", encoding="ascii") as f:
+            return next(round(int(line.split()[1]) / 1024, 1) for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration, ValueError):  # not Linux
         return None
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def _exit_with_parent(workspace: str) -> None:
