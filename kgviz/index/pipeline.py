@@ -62,7 +62,7 @@ import numpy as np
 import pyarrow as pa
 
 from kgviz.errors import BuildCancelled, EmbedderMismatchError
-from kgviz.graph import search, writes
+from kgviz.graph import reads, search, writes
 from kgviz.graph.rows import EntityMergeRow
 from kgviz.graph.search import EXACT_MAX_ROWS
 from kgviz.graph.store import GraphStore
@@ -432,7 +432,7 @@ def _early_tables(store: GraphStore, spill: VectorSpill, spilled_whole: set[str]
     tables = []
     for table in VECTOR_TABLES:
         if table in spilled_whole and spill.count(table) <= EXACT_MAX_ROWS and not store.has_vector_index(table):
-            if store.query(f"MATCH (n:{table}) RETURN count(n) AS c")[0]["c"] == spill.count(table):
+            if reads.count_nodes(store, table) == spill.count(table):
                 tables.append(table)
     total = sum(spill.count(t) for t in tables)
     return tables if process_count(workers, total, EARLY_MIN_ROWS) > 1 else []
