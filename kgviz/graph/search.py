@@ -443,6 +443,33 @@ def prepare_exact_search(store: SearchHost, table: str,
     return len(cached[0])
 
 
+def store_exact_files(workspace: Path, table: str, ids: list[str], rows: np.ndarray | vector_file.RowFile,
+                      csc_buffer_entries: int | None = None) -> bool:
+    """The files ``prepare_exact_search`` leaves for a table whose embedded rows are exactly
+    ``ids`` with the vectors ``rows`` (as Kùzu stores them): the unit rows and, for a mostly-zero
+    table, their CSC copy, byte for byte what ``_exact_matrix`` and ``_csc_copy`` write. Reads no
+    database, so a build's worker process makes them while the graph is still being written
+    (kgviz.index.early_vectors); they are used only once ``_exact_matrix`` has found the table's
+    ids digest in them. False when the folder could not be written (OSError: the index stage
+    tries again, and ranks in memory as before); a full disk is DiskFullError, as there. A CSC
+    copy that cannot be stored is left to the index stage (``_csc_copy`` logs it);
+    ``csc_buffer_entries``: see ``vector_file.write_csc``."""
+    try:
+        _, matrix = vector_file.write(workspace, table, ids, rows, _normalised)
+    except OSError:
+        return False
+    n, dim = matrix.shape
+    if n >= SPARSE_SEARCH_MIN_ROWS:
+        digest = vector_file.stored_digest(workspace, table)
+        try:
+            if digest is not None and vector_file.load_csc(workspace, table, digest, n, dim) is None:
+                vector_file.write_csc(workspace, table, digest, vector_file.row_reader(matrix), n, dim,
+                                      _SPARSE_BLOCK_ROWS, SPARSE_SEARCH_BELOW, csc_buffer_entries)
+        except (OSError, DiskFullError) as err:
+            log.info("%s: the by-column copy of %s's vectors left to the index stage (%s)", workspace, table, err)
+    return True
+
+
 def _filtered_rank(store: SearchHost, table: str, cached: tuple[Any, Any], query: np.ndarray, k: int,
                    conditions: list[tuple[str, Any, str]]) -> list[tuple[str, float]]:
     """Exact top k among the rows that match ``conditions``: the matching rows' positions in the

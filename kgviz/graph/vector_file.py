@@ -33,7 +33,7 @@ import shutil
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 import numpy as np
 
@@ -169,6 +169,25 @@ def load(workspace: Path, table: str, digest: str, dim: int) -> tuple[np.ndarray
     return ids, emb
 
 
+def stored_digest(workspace: Path, table: str) -> str | None:
+    """The id digest the stored files of ``table`` were written for; None when there are none."""
+    try:
+        digest = json.loads(_paths(workspace, table)[2].read_text("utf-8")).get("digest")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return digest if isinstance(digest, str) else None
+
+
+def remove_temporaries(workspace: Path, pid: int) -> int:
+    """Remove the temporary files a writer process ``pid`` left in the vector folder (killed while
+    it wrote: ``temporary_files`` had no chance to); returns how many."""
+    folder = Path(workspace) / VECTOR_DIR
+    left = list(folder.glob(f"*.tmp{pid}-*")) if folder.is_dir() else []
+    for path in left:
+        path.unlink(missing_ok=True)
+    return len(left)
+
+
 def load_same(workspace: Path, table: str, digest: str, n: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(per row: -1 or its row in the stored file, the stored file memory-mapped) of the files
     ``load`` accepted for ``digest``; None when they are missing (an older kgviz) or do not fit."""
@@ -198,7 +217,6 @@ def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray | RowFil
     remove_csc(workspace, table)  # made from the rows about to be replaced: never left beside new ones
     order = np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
     sorted_ids = [ids[i] for i in order.tolist()]
-    id_array = np.array(sorted_ids, dtype=str) if sorted_ids else np.zeros(0, dtype="<U1")
     n, dim = len(sorted_ids), int(rows.shape[1]) if rows.ndim == 2 else 0
     ids_path, emb_path, meta_path = _paths(workspace, table)
     ids_path.parent.mkdir(parents=True, exist_ok=True)
@@ -222,7 +240,10 @@ def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray | RowFil
                     diff.write(np.ascontiguousarray(block[other]).data)
                 f.write(unit.data)  # its buffer: no bytes copy of each block
         os.replace(str(emb_path) + suffix, emb_path)
-        for path, value in [(ids_path, id_array)] + ([(_same_path(workspace, table), same)] if normalise is not None else []):
+        with open(str(ids_path) + suffix, "wb") as f:
+            _save_ids(f, sorted_ids)
+        os.replace(str(ids_path) + suffix, ids_path)
+        for path, value in [(_same_path(workspace, table), same)] if normalise is not None else []:
             with open(str(path) + suffix, "wb") as f:
                 np.save(f, value, allow_pickle=False)
             os.replace(str(path) + suffix, path)
@@ -238,7 +259,22 @@ def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray | RowFil
         meta = {"n": n, "dim": dim, "digest": ids_digest(sorted_ids), "same": 2 if normalise is not None else 0}
         Path(str(meta_path) + suffix).write_text(json.dumps(meta), "utf-8")
         os.replace(str(meta_path) + suffix, meta_path)  # last: the files above are whole before it names them
-        return id_array, np.load(emb_path, mmap_mode="r", allow_pickle=False)
+        return np.load(ids_path, mmap_mode="r", allow_pickle=False), np.load(emb_path, mmap_mode="r", allow_pickle=False)
+
+
+IDS_BLOCK = 65_536  # ids made fixed-width and written at a time
+
+
+def _save_ids(f: BinaryIO, sorted_ids: list[str]) -> None:
+    """What ``np.save(f, np.array(sorted_ids, dtype=str))`` writes, byte for byte, without the
+    whole fixed-width array: IDS_BLOCK ids at a time (issue 29: each id takes 4 bytes per
+    character of the longest one; the Entity ids of 100,000 passages, some of them long names,
+    were ~0.8 GB so)."""
+    dtype = np.dtype(f"<U{max(1, max(map(len, sorted_ids), default=1))}")  # numpy's width for them
+    np.lib.format.write_array_header_1_0(
+        f, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": (len(sorted_ids),)})
+    for start in range(0, len(sorted_ids), IDS_BLOCK):
+        f.write(np.array(sorted_ids[start:start + IDS_BLOCK], dtype=dtype).data)
 
 
 # --- the by-column (CSC) copy of a mostly-zero table --------------------------------------------------
@@ -441,9 +477,11 @@ def load_csc(workspace: Path, table: str, digest: str, n: int, dim: int
 
 
 def write_csc(workspace: Path, table: str, digest: str, read: Reader, n: int, dim: int, check_rows: int,
-              below: float) -> None:
+              below: float, buffer_entries: int | None = None) -> None:
     """Store the CSC copy of the unit rows ``read`` gives (the ones with id digest ``digest``), or
-    that they are not mostly zeros (column_counts). Written aside and renamed, the meta last.
+    that they are not mostly zeros (column_counts). Written aside and renamed, the meta last;
+    ``buffer_entries`` (default CSC_BUFFER_ENTRIES) bounds a range of columns gathered at once
+    (the files are the same whatever it is).
     OSError when the folder cannot be written."""
     paths = _csc_paths(workspace, table)
     with temporary_files(paths["meta"].parent) as suffix:
@@ -458,7 +496,7 @@ def write_csc(workspace: Path, table: str, digest: str, read: Reader, n: int, di
                     for f, dtype in ((fd, np.float32), (fi, index)):
                         np.lib.format.write_array_header_1_0(
                             f, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": (nnz,)})
-                    for values, rows in column_ranges(read, n, dim, counts, CSC_BUFFER_ENTRIES, pieces):
+                    for values, rows in column_ranges(read, n, dim, counts, buffer_entries or CSC_BUFFER_ENTRIES, pieces):
                         fd.write(values.data)
                         fi.write(rows.astype(index).data)
                 with open(str(paths["indptr"]) + suffix, "wb") as f:

@@ -22,7 +22,10 @@ Stages (``STAGES``), each reported through ``progress(ProgressEvent)``:
               (kgviz.graph.ket_view);
 * index     – the exact vector search's memory-mapped matrices (kgviz.graph.vector_file) for
               Document, Chunk, Entity and Triple — HNSW indexes instead only where opted into
-              (kgviz.graph.search.EXACT_MAX_ROWS) — and BM25 over chunks.
+              (kgviz.graph.search.EXACT_MAX_ROWS) — and BM25 over chunks. The matrices of the tables
+              a first build loaded whole are made from the spill by a worker process while the
+              doc_layer and ket stages run (kgviz.index.early_vectors); this stage waits for it and
+              adopts them once their id digest is the table's.
 
 Vectors are computed before their rows are inserted because Kùzu cannot SET a column that a
 vector index uses (and dropping the index does not help in 0.11.3: the SET still fails, and it
@@ -59,7 +62,7 @@ import numpy as np
 import pyarrow as pa
 
 from kgviz.errors import BuildCancelled, EmbedderMismatchError
-from kgviz.graph import search, writes
+from kgviz.graph import reads, search, writes
 from kgviz.graph.rows import EntityMergeRow
 from kgviz.graph.search import EXACT_MAX_ROWS
 from kgviz.graph.store import GraphStore
@@ -67,9 +70,11 @@ from kgviz.index import graph_write as gw
 from kgviz.index import memory, steps
 from kgviz.index.assemble import Assembled, TripleRow, assemble, finalise
 from kgviz.index.doc_layer import build_doc_layer
+from kgviz.index.early_vectors import EARLY_MIN_ROWS, EarlyVectorFiles
 from kgviz.index.embed import EMBED_BLOCK_BATCHES, document_text, embed_processes, embed_stream, entity_text
 from kgviz.index.estimate import estimate_cost
 from kgviz.index.extract import run_extraction
+from kgviz.index.processes import process_count
 from kgviz.index.ket_build import KetBuild
 from kgviz.index.resolve import EntityAgg
 from kgviz.index.spill import VectorSpill
@@ -148,8 +153,9 @@ def build(
         waited_s = time.perf_counter() - t0 if waited else 0.0
         if waited and progress is not None:
             progress(ProgressEvent(WAIT_STAGE, 1, 1, f"the other build finished after {waited_s:.1f} s"))
-        with VectorSpill(store.path, int(reasoner.embedder.dim)) as spill:
-            report = _build(documents, store, reasoner, params, progress, cancel, spill)
+        # the early vector files' worker reads the spill: it is stopped (exit) before the spill goes
+        with VectorSpill(store.path, int(reasoner.embedder.dim)) as spill, EarlyVectorFiles() as early:
+            report = _build(documents, store, reasoner, params, progress, cancel, spill, early)
     report.waited_seconds = round(waited_s, 3)
     return report
 
@@ -162,6 +168,7 @@ def _build(
     progress: Progress | None,
     cancel: threading.Event | None,
     spill: VectorSpill,
+    early: EarlyVectorFiles | None = None,
 ) -> BuildReport:
     params = params or BuildParams()
     emb = reasoner.embedder
@@ -252,6 +259,8 @@ def _build(
             # the vector files may be written from these vectors only where every row was loaded
             # (a row skipped as already present keeps the vector Kùzu had)
             spilled_whole = _keep_ids_of_whole_tables(new, inserted, spill)
+            if early is not None:  # their vector files, made by a worker beside the doc_layer and ket stages
+                early.start(store.path, spill, _early_tables(store, spill, spilled_whole, params.workers))
             run.emit("write", 1, 1, ", ".join(f"{k} +{v}" for k, v in inserted.items() if v))
             if describes:
                 titles = {d.id: d.title for d in new_docs}
@@ -286,6 +295,7 @@ def _build(
         ket.write_stage()
 
     with run.stage("index"):
+        written_early = early.wait() if early is not None else set()  # raises the worker's error
         sizes = store.counts()
         for i, table in enumerate(VECTOR_TABLES):
             # vector_search ranks tables of up to EXACT_MAX_ROWS rows exactly (repeatable traces;
@@ -299,7 +309,9 @@ def _build(
                     steps.record_repair(report, f"vector_index:{table}")
                 note = f"vector index on {table}"
             else:  # the exact search's memory-mapped matrix, written now rather than at the first question
-                n = search.prepare_exact_search(store, table, spill.loaded(table) if table in spilled_whole else None)
+                # the worker's files are adopted there once their id digest is the table's
+                loaded = spill.loaded(table) if table in spilled_whole - written_early else None
+                n = search.prepare_exact_search(store, table, loaded)
                 note = f"{table}: {n} embedded rows, searched exactly"
             run.emit("index", i + 1, len(VECTOR_TABLES) + 1, note)
         with steps.marked(store, "fts_index") as interrupted:
@@ -429,6 +441,20 @@ def _keep_ids_of_whole_tables(new: _NewRows, inserted: dict[str, int], spill: Ve
             spill.keep_ids(table, ids)
             whole.add(table)
     return whole
+
+
+def _early_tables(store: GraphStore, spill: VectorSpill, spilled_whole: set[str], workers: int) -> list[str]:
+    """The tables whose vector files a worker makes while the doc_layer and ket stages run
+    (kgviz.index.early_vectors): loaded whole from the spill into a table that holds no other
+    row (as many rows as were spilled), searched exactly (no HNSW index); none unless they hold
+    EARLY_MIN_ROWS rows together and a second core is there (``workers`` > 1)."""
+    tables = []
+    for table in VECTOR_TABLES:
+        if table in spilled_whole and spill.count(table) <= EXACT_MAX_ROWS and not store.has_vector_index(table):
+            if reads.count_nodes(store, table) == spill.count(table):
+                tables.append(table)
+    total = sum(spill.count(t) for t in tables)
+    return tables if process_count(workers, total, EARLY_MIN_ROWS) > 1 else []
 
 
 def _embed_stage(

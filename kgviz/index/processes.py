@@ -144,6 +144,16 @@ class ProcessPool:
         return BuildError(f"a build worker process ended unexpectedly (exit status {code}); its stderr is in the log",
                           hint="run the build again: finished work is kept and skipped")
 
+    @property
+    def pids(self) -> list[int]:
+        return [proc.pid for proc in self._procs]
+
+    def kill(self) -> None:
+        """Kill every worker now, from any thread: a ``map`` waiting on one raises BuildError."""
+        for proc in list(self._procs):
+            if proc.poll() is None:
+                proc.kill()
+
     def close(self, kill: bool = False) -> None:
         """End the workers: closing stdin lets an idle one exit; ``kill`` (or a stuck one) kills."""
         for proc in self._procs:

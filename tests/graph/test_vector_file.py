@@ -654,3 +654,19 @@ def test_row_file_reads_each_row_into_its_place(monkeypatch: pytest.MonkeyPatch,
     path.write_bytes(vectors[:10].tobytes() + b"\0\0")  # the last row cut short
     with pytest.raises(OSError, match="cut short"):
         rows[np.array([0, 10])]
+
+
+def test_the_ids_file_is_what_np_save_writes_made_a_block_at_a_time(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The sorted ids are written IDS_BLOCK at a time at the width of the longest one (the whole
+    fixed-width array was ~0.8 GB for the Entity ids of 100,000 passages): the file np.save gives
+    for the whole array, byte for byte, for ids of any lengths and characters, and none."""
+    monkeypatch.setattr(vector_file, "IDS_BLOCK", 3, raising=False)
+    rng = np.random.default_rng(4)
+    cases = [[], [""], ["ent:" + "ü→x" * int(k) for k in rng.integers(0, 40, size=11)] + ["tri:0123456789abcdef", "\U0001F600"]]
+    for k, ids in enumerate(cases):
+        rows = rng.normal(size=(len(ids), 4)).astype(np.float32)
+        got, _ = vector_file.write(tmp_path / str(k), "Entity", list(ids), rows)
+        whole = np.array(sorted(ids), dtype=str) if ids else np.zeros(0, dtype="<U1")
+        np.save(tmp_path / f"expected{k}.npy", whole, allow_pickle=False)
+        assert (tmp_path / str(k) / "vectors" / "Entity.ids.npy").read_bytes() == (tmp_path / f"expected{k}.npy").read_bytes()
+        assert got.tolist() == whole.tolist()
