@@ -28,7 +28,7 @@ from typing import Any, Callable
 import numpy as np
 import scipy.sparse as sp
 
-from kgviz.errors import DiskFullError
+from kgviz.errors import DiskFullError, GraphStoreError
 from kgviz.graph import reads, vector_file
 from kgviz.graph.arrow import vectors_to_numpy
 from kgviz.graph.protocol import GraphStore
@@ -45,6 +45,14 @@ STRINGS = ("kw_ids", "kw_words", "sub_ids", "sub_chunk")
 
 # what the build's ensure_stored found or did (BuildReport.ket["keyword_view"])
 STORED, UP_TO_DATE, NOT_STORED = "stored", "up to date", "not stored"
+
+# Where the keyword layer's vectors (Keyword.emb, SubChunk.emb) are kept (Meta; no value: in the
+# graph, as every workspace written before this key). A build that stores this view keeps them
+# here only (IN_VIEW): in Kùzu they were the ket stage's time and memory peak, and nothing but
+# make_parts read them (issue 29: the Keyword COPY of 128k keywords at 30,000 passages took 46 s
+# with the 768-float column and 4 s without, and peaked 1.1 GB lower).
+META_LAYER_VECTORS = "ket.layer_vectors"
+IN_GRAPH, IN_VIEW = "graph", "view"
 
 
 @dataclass
@@ -110,7 +118,13 @@ def adjacency(kw_rows: np.ndarray, sub_cols: np.ndarray, n_kw: int, n_sub: int) 
 
 
 def make_parts(store: GraphStore) -> ViewParts:
-    """The view's arrays made from the graph's keyword layer."""
+    """The view's arrays made from the graph's keyword layer; a GraphStoreError when the graph
+    does not hold the layer's vectors (META_LAYER_VECTORS: the view was their only copy)."""
+    if store.get_meta(META_LAYER_VECTORS) == IN_VIEW:
+        raise GraphStoreError(
+            "KET-RAG's keyword view is missing or damaged, and this workspace keeps its keyword and "
+            f"sub-chunk vectors only there ({view_folder(store)})",
+            hint="run the build again: it makes the keyword layer and its view again")
     dim = int(store.dim)
     kw = reads.keyword_vectors(store)
     kw_ids = kw.column(0).to_pylist()
@@ -242,14 +256,20 @@ _EVERY = (*MAPPED, *STRINGS, "sub_tokens", "kw_matrix.indptr", "sub_matrix.indpt
           "kw_matrix.dense", "sub_matrix.dense")
 
 
+def is_stored(store: GraphStore, signature: str) -> bool:
+    """Whether the view of the keyword layer with ``signature`` is stored whole (checked as
+    ``ensure_stored`` checks it: key, shapes and types)."""
+    return vector_file.load_arrays(view_folder(store), view_key(store, signature), _EVERY) is not None
+
+
 def ensure_stored(store: GraphStore, signature: str, make: Callable[[], ViewParts] | None = None) -> str:
     """Make and store the view of the keyword layer with ``signature`` unless it is stored
     already (the build's ket stage): UP_TO_DATE, STORED, or NOT_STORED and why. Stored arrays
     are checked for their key, shapes and types only (every one mapped: nothing is read).
     ``make``: the parts from the layer the build just wrote (``parts_from_layer``); else they
     are made from the graph (``make_parts``)."""
-    key = view_key(store, signature)
-    if vector_file.load_arrays(view_folder(store), key, _EVERY) is not None:
+    if is_stored(store, signature):
         return UP_TO_DATE
+    key = view_key(store, signature)
     why = store_parts(store, key, make() if make is not None else make_parts(store))
     return STORED if why is None else f"{NOT_STORED}: {why}"

@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from kgviz.errors import BuildError, ConfigError
-from kgviz.graph import reads, writes
+from kgviz.graph import ket_view, reads, writes
 from kgviz.graph.batching import WRITE_BATCH_ROWS
 from kgviz.graph.protocol import GraphStore
 from kgviz.graph.rows import ChunkRankUpdate
@@ -226,12 +226,15 @@ def keyword_signature(chunk_ids: Sequence[str], rules: KeywordRules) -> str:
 
 
 def write_keyword_layer(store: GraphStore, layer: KeywordLayer, signature: str,
-                        batch_rows: int = WRITE_BATCH_ROWS) -> None:
+                        batch_rows: int = WRITE_BATCH_ROWS, *, vectors: bool = True) -> None:
     """Replace the sub-chunks and the keyword layer whole: keywords depend on every sub-chunk (a
     new document changes descriptions, embeddings and the frequency limit), and a changed τ
     changes every sub-chunk. Loaded ``batch_rows`` rows per COPY, each batch's Arrow table (the
     keywords' descriptions, the dense vectors) made only when it is loaded (issue 29); the
-    sub-chunks' texts are let go once written.
+    sub-chunks' texts are let go once written. ``vectors=False``: the Keyword and SubChunk rows
+    are loaded without their vectors (``emb`` null), which the caller keeps in KET's keyword
+    view (ket_view.META_LAYER_VECTORS says where they are; issue 29: the 768-float column was
+    ~90% of the Keyword COPY's time and half its memory).
 
     The layer was just deleted, so its tables are empty and its rows new and distinct (sub-chunk
     ids are chunk id + position, keywords one per word): as the write stage loads a first build
@@ -240,18 +243,21 @@ def write_keyword_layer(store: GraphStore, layer: KeywordLayer, signature: str,
     100,000 passages were each checked against every edge loaded before them."""
     with store.write_lock():
         writes.delete_keyword_layer(store)
+        store.set_meta(ket_view.META_LAYER_VECTORS, ket_view.IN_GRAPH if vectors else ket_view.IN_VIEW)
         subchunks = layer.subchunks  # Arrow tables made a batch at a time (SubChunkRows)
         starts = range(0, len(subchunks), batch_rows)
         new_rows = not store.holds_rows("SubChunk")
         for start in starts:
-            store.bulk_load_nodes("SubChunk", subchunks.table(start, start + batch_rows), new_rows=new_rows)
+            store.bulk_load_nodes("SubChunk", subchunks.table(start, start + batch_rows, vectors=vectors),
+                                  new_rows=new_rows)
         _load_edges(store, "SUB_CHUNK_OF", (subchunks.parents(s, s + batch_rows) for s in starts), "SubChunk", "Chunk")
         subchunks.release_texts()  # written: not read again
         memory.give_back()
         keywords = layer.keywords  # Arrow tables made a batch at a time (KeywordRows)
         new_rows = not store.holds_rows("Keyword")
         for start in range(0, len(keywords), batch_rows):
-            store.bulk_load_nodes("Keyword", keywords.table(start, start + batch_rows), new_rows=new_rows)
+            store.bulk_load_nodes("Keyword", keywords.table(start, start + batch_rows, vectors=vectors),
+                                  new_rows=new_rows)
         links = layer.has_keyword
         _load_edges(store, "HAS_KEYWORD", (links.table(s, s + batch_rows) for s in range(0, len(links), batch_rows)),
                     "SubChunk", "Keyword")
@@ -307,12 +313,13 @@ def build_keywords(store: GraphStore, embedder: Embedder, params: KetParams, chu
                    batch_size: int = 256, progress: Progress | None = None, force: bool = False,
                    write_batch_rows: int = WRITE_BATCH_ROWS, workers: int = 1,
                    on_written: Callable[[KeywordLayer], None] | None = None,
-                   known: KnownVectors | None = None) -> tuple[dict[str, int], bool]:
+                   known: KnownVectors | None = None, vectors: bool = True) -> tuple[dict[str, int], bool]:
     """Sub-chunks + keywords for the given (all stored) chunks, unless the stored layer already
     matches them (``workers``: embedding processes, kgviz.index.embed; ``known``: chunk vectors
     the build already made, taken by the sub-chunks that are their whole chunk). Returns (stats, rebuilt).
     ``on_written`` is handed a rebuilt layer once it is written (the build makes KET's keyword
-    view from it)."""
+    view from it); ``vectors=False`` leaves the layer's vectors out of the graph
+    (``write_keyword_layer``: the caller stores them in the view)."""
     rules = params.keyword_rules(chunk_tokens)
     sig = keyword_signature(ids, rules)
     if not force and store.get_meta(META_KEYWORD_SIGNATURE) == sig:
@@ -324,7 +331,7 @@ def build_keywords(store: GraphStore, embedder: Embedder, params: KetParams, chu
 
     layer = build_keyword_layer(list(zip(ids, docs, texts)), embedder, rules, batch_size=batch_size, progress=relay,
                                 workers=workers, known=known)
-    write_keyword_layer(store, layer, sig, write_batch_rows)
+    write_keyword_layer(store, layer, sig, write_batch_rows, vectors=vectors)
     if on_written is not None:
         on_written(layer)
     return layer.stats(), True

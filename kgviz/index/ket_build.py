@@ -186,19 +186,23 @@ class KetBuild:
                 f"{len(late)} chunks of earlier builds became core chunks but were not extracted (e.g. {late[0]}): "
                 "rebuild the workspace to extract them")
         written: list[KeywordLayer] = []  # the layer just written, for the keyword view
+        # the layer's vectors go to the keyword view only (ket_view.META_LAYER_VECTORS), so the
+        # view is stored inside the step's mark: a build killed between the two redoes both
         with steps.marked(store, "keywords") as interrupted:
-            stats, rebuilt = build_keywords(
-                store, self.embedder, self.ket, self.params.chunk_tokens, ids=plan.ids,
-                docs=[c.split("#")[0] for c in plan.ids], texts=self._texts(plan),
-                batch_size=self.params.embed_batch_size, force=interrupted, workers=self.params.workers,
-                write_batch_rows=self.params.write_batch_rows,
-                progress=lambda stage, d, t, msg: self.emit("ket", 2, 3, f"{msg}: {d} of {t}"),
-                on_written=written.append, known=self._known_vectors())
+            lost = self._view_lost()
+            stats, rebuilt = self._keywords(plan, interrupted or lost, vectors=False, on_written=written.append)
+            t_view = time.perf_counter()
+            view = self._store_keyword_view(written)
+            if rebuilt and view not in (ket_view.STORED, ket_view.UP_TO_DATE):
+                # no view holds the vectors: the layer goes into the graph with them, so that the
+                # first question makes the view from the graph, as before
+                self._keywords(plan, True, vectors=True)
+            view_seconds = time.perf_counter() - t_view
         if interrupted:
             steps.record_repair(self.report, "keywords")
-        t_view = time.perf_counter()
-        view = self._store_keyword_view(written)
-        view_seconds = time.perf_counter() - t_view
+        if lost:
+            self.report.warnings.append("KET-RAG's keyword view, the only copy of the keyword layer's vectors, was "
+                                        "missing or damaged: the keyword layer and its view were made again")
         extract = self.report.usage_by_stage.get("extract", Usage())
         cost = skeleton_cost([(c.id, c.text, c.n_tokens) for c in self.new_chunks], plan.core, self.ket.beta,
                              expected_output_ratio=self.params.expected_output_ratio,
@@ -223,6 +227,26 @@ class KetBuild:
             self.report.ket["descriptions"] = self.describe_report.to_dict()
         self.emit("ket", 3, 3, f"{stats.get('keywords', 'unchanged')} keywords, "
                                f"{stats.get('subchunks', 'unchanged')} sub-chunks; keyword view {view}")
+
+    def _keywords(self, plan: CorePlan, force: bool, *, vectors: bool,
+                  on_written: Callable[[KeywordLayer], None] | None = None) -> tuple[dict[str, int], bool]:
+        """build_keywords over the plan's chunks; ``vectors``: the layer's vectors into the graph too."""
+        assert self.ket is not None
+        return build_keywords(
+            self.store, self.embedder, self.ket, self.params.chunk_tokens, ids=plan.ids,
+            docs=[c.split("#")[0] for c in plan.ids], texts=self._texts(plan),
+            batch_size=self.params.embed_batch_size, force=force, workers=self.params.workers,
+            write_batch_rows=self.params.write_batch_rows,
+            progress=lambda stage, d, t, msg: self.emit("ket", 2, 3, f"{msg}: {d} of {t}"),
+            on_written=on_written, known=self._known_vectors(), vectors=vectors)
+
+    def _view_lost(self) -> bool:
+        """Whether the stored keyword layer keeps its vectors only in a keyword view that is not
+        stored (deleted or damaged since): the layer must be made again."""
+        signature = self.store.get_meta(META_KEYWORD_SIGNATURE)
+        if signature is None or self.store.get_meta(ket_view.META_LAYER_VECTORS) != ket_view.IN_VIEW:
+            return False
+        return not ket_view.is_stored(self.store, signature)
 
     def _store_keyword_view(self, written: list[KeywordLayer]) -> str:
         """KET-RAG's keyword view (kgviz.graph.ket_view) made and stored now, so that the first

@@ -208,13 +208,16 @@ class KeywordRows(_BatchRows):
         return [{"id": self.ids[p], "word": self.words[p], "description": d, "emb": emb[p - start]}
                 for p, d in zip(range(start, stop), self.descriptions(start, stop))]
 
-    def table(self, start: int, stop: int) -> pa.Table:
-        """Rows ``start:stop`` as the Arrow table the bulk loader takes (the values of ``_rows``)."""
+    def table(self, start: int, stop: int, *, vectors: bool = True) -> pa.Table:
+        """Rows ``start:stop`` as the Arrow table the bulk loader takes (the values of ``_rows``;
+        without "emb" unless ``vectors``)."""
         stop = min(stop, len(self))
-        return pa.table({"id": pa.array(self.ids[start:stop], pa.string()),
-                         "word": pa.array(self.words[start:stop], pa.string()),
-                         "description": pa.array(self.descriptions(start, stop), pa.string()),
-                         "emb": vector_column(self.vectors.rows(start, stop))})
+        columns = {"id": pa.array(self.ids[start:stop], pa.string()),
+                   "word": pa.array(self.words[start:stop], pa.string()),
+                   "description": pa.array(self.descriptions(start, stop), pa.string())}
+        if vectors:
+            columns["emb"] = vector_column(self.vectors.rows(start, stop))
+        return pa.table(columns)
 
     def _block(self) -> int:
         return self.vectors.block_rows
@@ -262,17 +265,20 @@ class SubChunkRows(_BatchRows):
             out.append(row)
         return out
 
-    def table(self, start: int, stop: int) -> pa.Table:
-        """Rows ``start:stop`` as the Arrow table the bulk loader takes (the values of ``_rows``)."""
+    def table(self, start: int, stop: int, *, vectors: bool = True) -> pa.Table:
+        """Rows ``start:stop`` as the Arrow table the bulk loader takes (the values of ``_rows``;
+        without "emb" unless ``vectors``)."""
         if self.texts is None or self.vectors is None:
             raise BuildError("the sub-chunks have no texts or no vectors to write")
         stop = min(stop, len(self))
-        return pa.table({"id": pa.array(self.ids[start:stop], pa.string()),
-                         "chunk_id": pa.array(self.chunk_ids[start:stop], pa.string()),
-                         "ord": pa.array(self.ords[start:stop], pa.int64()),
-                         "text": pa.array(self.texts[start:stop], pa.string()),
-                         "n_tokens": pa.array(self.n_tokens[start:stop], pa.int64()),
-                         "emb": vector_column(self.vectors.rows(start, stop))})
+        columns = {"id": pa.array(self.ids[start:stop], pa.string()),
+                   "chunk_id": pa.array(self.chunk_ids[start:stop], pa.string()),
+                   "ord": pa.array(self.ords[start:stop], pa.int64()),
+                   "text": pa.array(self.texts[start:stop], pa.string()),
+                   "n_tokens": pa.array(self.n_tokens[start:stop], pa.int64())}
+        if vectors:
+            columns["emb"] = vector_column(self.vectors.rows(start, stop))
+        return pa.table(columns)
 
     def parents(self, start: int, stop: int) -> pa.Table:
         """SUB_CHUNK_OF edges ``start:stop``: {"from": sub-chunk id, "to": chunk id}."""

@@ -168,7 +168,7 @@ def test_keyword_vectors_are_held_once_and_their_rows_made_a_batch_at_a_time(dim
     assert rows.vectors.take(shuffled).tobytes() == dense[shuffled].tobytes()
     made: list[int] = []
     real = ket_keywords.KeywordRows.table
-    monkeypatch.setattr(ket_keywords.KeywordRows, "table", lambda self, a, b: made.append(min(b, len(self)) - a) or real(self, a, b))
+    monkeypatch.setattr(ket_keywords.KeywordRows, "table", lambda self, a, b, **kw: made.append(min(b, len(self)) - a) or real(self, a, b, **kw))
     from kgviz.index import ket
 
     class Store:  # records the Keyword batches write_keyword_layer loads

@@ -113,7 +113,9 @@ def test_a_build_sends_no_whole_chunk_subchunk_to_the_embedder(tmp_path: Path) -
     assert layer.n_reused == len(whole) == len(SHORT) < len(chunk_texts)  # the long documents' chunks are halved
     for text in chunk_texts:
         assert emb.seen.count(text) == 1  # the knn stage's call only
-    subs = store.query("MATCH (s:SubChunk) RETURN s.text AS text, s.emb AS emb ORDER BY s.id")
-    assert np.array_equal(np.asarray([r["emb"] for r in subs], np.float32),
-                          HashingEmbedder(64).embed([r["text"] for r in subs]))
+    # the layer's vectors (kept in KET's keyword view, not in the graph: kgviz.graph.ket_view)
+    texts = {r["id"]: r["text"] for r in store.query("MATCH (s:SubChunk) RETURN s.id AS id, s.text AS text")}
+    subs = layer.subchunks
+    assert subs.vectors is not None and sorted(subs.ids) == sorted(texts)
+    assert np.array_equal(subs.vectors.rows(0, len(subs)), HashingEmbedder(64).embed([texts[i] for i in subs.ids]))
     store.close()

@@ -12,7 +12,7 @@ import pytest
 
 from kgviz.graph import ket_view, vector_file
 from kgviz.graph.store import GraphStore
-from kgviz.index import pipeline
+from kgviz.index import ket_build, pipeline
 from kgviz.index.ket import META_KEYWORD_SIGNATURE
 from kgviz.ingest import load_paths
 from kgviz.methods import ket_cache
@@ -96,10 +96,19 @@ def _make_parts_files(store: GraphStore, into: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(into.iterdir())}
 
 
+def _vectors_into_the_graph_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build writes the keyword layer's vectors into the graph as well (as before they were
+    kept in the view only), so that make_parts can read them back for a comparison."""
+    real = ket_build.build_keywords
+    monkeypatch.setattr(ket_build, "build_keywords", lambda *a, **kw: real(*a, **{**kw, "vectors": True}))
+
+
 @pytest.mark.parametrize("dim", [EMB.dim, 32])  # sparse (hashing, 768) and dense (32-d) vectors
-def test_the_build_stores_make_parts_bytes_from_its_own_layer(tmp_path: Path, dim: int) -> None:
+def test_the_build_stores_make_parts_bytes_from_its_own_layer(tmp_path: Path, dim: int,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """The build makes the view from the keyword layer it has just written, not from the graph;
     its files are, byte for byte, what make_parts + store_parts write from the stored graph."""
+    _vectors_into_the_graph_too(monkeypatch)
     emb = HashingEmbedder(dim)
     s = GraphStore.open(tmp_path / "ws", embedder_id=emb.id, dim=emb.dim)
     try:
@@ -134,7 +143,9 @@ def test_the_build_does_not_read_the_keyword_layer_back_out_of_kuzu(store: Graph
     assert any("Chunk" in c for c in statements)  # the recording saw the build's reads
 
 
-def test_the_build_stores_the_bytes_the_first_question_would_store(store: GraphStore) -> None:
+def test_the_build_stores_the_bytes_the_first_question_would_store(store: GraphStore,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    _vectors_into_the_graph_too(monkeypatch)
     _build(store, _docs())
     folder = ket_view.view_folder(store)
     by_build = {name: data for name, (_, _, data) in _files(folder).items()}
@@ -190,3 +201,72 @@ def test_a_view_the_build_cannot_make_is_a_warning_and_the_first_question_makes_
     ket_cache.forget(store)
     assert ket_cache.keyword_view(store) is not None  # made and stored by the first question, as before
     assert (ket_view.view_folder(store) / "key.json").exists()
+
+
+def _with_vector(store: GraphStore, table: str) -> int:
+    return int(store.query(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN count(n) AS n")[0]["n"])
+
+
+def test_the_layer_vectors_are_kept_in_the_view_only(store: GraphStore) -> None:
+    """Issue 29: the Keyword COPY's 768-float column was most of the ket stage's time and memory,
+    and only make_parts (the view made from the graph) read it back."""
+    report = _build(store, _docs())
+    assert report.ket["keyword_view"] == ket_view.STORED
+    assert report.counts["Keyword"] > 0 and report.counts["SubChunk"] > 0
+    assert _with_vector(store, "Keyword") == 0 and _with_vector(store, "SubChunk") == 0
+    assert store.get_meta(ket_view.META_LAYER_VECTORS) == ket_view.IN_VIEW
+    ket_cache.forget(store)
+    run = run_method("ket-rag", QUESTION, MethodContext(store, Reasoner(OfflineLLM(), EMB)))
+    assert not run.error and run.context.items
+
+
+def test_a_lost_view_is_a_typed_error_and_the_next_build_makes_it_again(store: GraphStore) -> None:
+    from kgviz.errors import GraphStoreError
+
+    docs = _docs()
+    _build(store, docs)
+    folder = ket_view.view_folder(store)
+    before = {name: data for name, (_, _, data) in _files(folder).items()}
+    ctx = MethodContext(store, Reasoner(OfflineLLM(), EMB))
+    answer = run_method("ket-rag", QUESTION, ctx)
+    shutil.rmtree(folder)
+    ket_cache.forget(store)
+    with pytest.raises(GraphStoreError, match="keyword view is missing or damaged") as err:
+        ket_cache.keyword_view(store)
+    assert "run the build again" in err.value.hint
+    again = _build(store, docs)  # the same documents: the layer's signature is unchanged
+    assert again.ket["keyword_view"] == ket_view.STORED and again.ket["keywords_rebuilt"]
+    assert any("keyword view, the only copy" in w for w in again.warnings)
+    assert {name: data for name, (_, _, data) in _files(folder).items()} == before
+    ket_cache.forget(store)
+    assert run_method("ket-rag", QUESTION, ctx).context.items == answer.context.items
+
+
+def test_a_view_the_build_cannot_store_leaves_the_vectors_in_the_graph(
+        store: GraphStore, caplog: pytest.LogCaptureFixture) -> None:
+    folder = ket_view.view_folder(store)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.write_text("a file where the view's folder goes")
+    report = _build(store, _docs())
+    assert report.ket["keyword_view"].startswith(ket_view.NOT_STORED + ": ")
+    assert _with_vector(store, "Keyword") == report.counts["Keyword"] > 0
+    assert _with_vector(store, "SubChunk") == report.counts["SubChunk"]
+    assert store.get_meta(ket_view.META_LAYER_VECTORS) == ket_view.IN_GRAPH
+
+
+def test_a_build_killed_before_its_view_is_stored_makes_layer_and_view_again(
+        store: GraphStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    docs = _docs()
+    with monkeypatch.context() as m:
+        def killed(*_: Any, **__: Any) -> Any:
+            raise KeyboardInterrupt
+
+        m.setattr(ket_view, "ensure_stored", killed)
+        with pytest.raises(KeyboardInterrupt):
+            _build(store, docs)
+    assert store.get_meta(ket_view.META_LAYER_VECTORS) == ket_view.IN_VIEW and _with_vector(store, "Keyword") == 0
+    again = _build(store, docs)
+    assert again.ket["keyword_view"] == ket_view.STORED and again.ket["keywords_rebuilt"]
+    ket_cache.forget(store)
+    run = run_method("ket-rag", QUESTION, MethodContext(store, Reasoner(OfflineLLM(), EMB)))
+    assert not run.error and run.context.items
