@@ -21,7 +21,7 @@ import pytest
 from kgviz.config import Settings
 from kgviz.errors import EmbedderMismatchError, EmbedderUnavailableError, ModelPullError
 from kgviz.provider_specs import INT8_ACTIVATIONS, INT8_FUSED, parse_embedder_spec, split_variant, variant_name
-from kgviz.providers.embedders import FastEmbedEmbedder, graph_variant
+from kgviz.providers.embedders import DEFAULT_BATCH_TOKENS, FUSED_BATCH_TOKENS, FastEmbedEmbedder, graph_variant
 from kgviz.providers.factory import make_embedder
 from kgviz.providers.model_places import OUTPUT_FILES
 from kgviz.workspace import open_workspace
@@ -252,6 +252,8 @@ def _embedders(variant_dirs: dict[str, Path]) -> dict[str, Any]:
 def test_fused_vectors_are_close_to_fp32_under_their_own_id(variant_dirs: dict[str, Path]) -> None:
     emb = _embedders(variant_dirs)
     assert emb[INT8_FUSED].id == f"fastembed:{FUSED}" and len({e.id for e in emb.values()}) == 3
+    # its own batch budget (its kernels run from the cache); the others keep theirs
+    assert emb[INT8_FUSED].batch_tokens == FUSED_BATCH_TOKENS < DEFAULT_BATCH_TOKENS == emb[INT8_ACTIVATIONS].batch_tokens
     texts = _texts()
     vectors = {kind: e.embed(texts) for kind, e in emb.items()}
     fused = vectors[INT8_FUSED]
