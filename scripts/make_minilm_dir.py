@@ -54,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             # imported here: CI runs this script with the bare interpreter, before kgviz's
             # dependencies (numpy, onnx) are installed; only the conversion needs them
-            from kgviz.providers.int8_activations import convert, graph_variant
+            from kgviz.providers.embedders import graph_variant
+            from kgviz.providers.int8_activations import convert
 
             made: Path = where.expanduser().resolve()
             if is_complete(made) and graph_variant(made / "model.onnx") == variant and not args.force:

@@ -38,7 +38,7 @@ from typing import Any
 
 from kgviz.errors import ModelPullError
 from kgviz.provider_specs import INT8_ACTIVATIONS, INT8_FUSED, VARIANTS
-from kgviz.providers.embedders import graph_variant, has_integer_matmuls
+from kgviz.providers.embedders import has_integer_matmuls
 from kgviz.providers.encoder_fusion import drop_unused, fuse_attention, fuse_gelu, keep_layer_norms_apart
 from kgviz.providers.model_places import OUTPUT_FILES, TOKENIZER_FILES, is_complete
 

@@ -279,3 +279,21 @@ def test_a_workspace_built_with_one_integer_variant_refuses_the_other(
         assert ws.store.embedder_id == ws.embedder.id == f"fastembed:{variant_name(MODEL, built_with)}"
     with pytest.raises(EmbedderMismatchError, match=rf"\+{other}"):
         open_workspace(settings, db_dir=db, llm_spec="offline", embedder_spec=specs[other])
+
+
+@needs_minilm
+def test_the_script_makes_the_fused_variant_beside_an_assembled_model(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_minilm_dir", Path(__file__).parents[2] / "scripts" / "make_minilm_dir.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    source, made = tmp_path / "minilm", tmp_path / "fused"
+    shutil.copytree(MINILM_DIR, source)  # complete: nothing is downloaded
+    assert script.main([str(source), "--int8-fused", str(made)]) == 0
+    assert f"fastembed:{FUSED}@{made}" in capsys.readouterr().out
+    assert graph_variant(made / "model.onnx") == INT8_FUSED
+    assert script.main([str(source), "--int8-fused", str(made)]) == 0
+    assert "(already converted)" in capsys.readouterr().out
