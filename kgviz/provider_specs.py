@@ -35,12 +35,18 @@ PULLED_DIR_NAME, PULLED_CACHE_NAME = "all-MiniLM-L6-v2", "fastembed_cache"
 # matrix products in integers. Named after the model it was made from, ``<model>+int8-activations``,
 # in specs (fastembed:<model>+int8-activations@<dir>), ids and directory names alike.
 INT8_ACTIVATIONS = "int8-activations"
+# The same integer products with the encoder's attention, GELU and layer norms rewritten into
+# onnxruntime's fused CPU kernels (kgviz.providers.encoder_fusion): its vectors differ from the
+# int8-activations variant's beyond float noise (the run-time 8-bit rounding meets other inputs),
+# so it is an embedder of its own, ``<model>+int8-fused``.
+INT8_FUSED = "int8-fused"
 VARIANT_SEP = "+"
-VARIANTS = (INT8_ACTIVATIONS,)
+VARIANTS = (INT8_ACTIVATIONS, INT8_FUSED)
 
 
 def split_variant(model: str) -> tuple[str, str | None]:
-    """``"<model>+int8-activations"`` -> (model, "int8-activations"); any other name -> (name, None)."""
+    """``"<model>+int8-activations"`` -> (model, "int8-activations"), likewise ``+int8-fused``; any
+    other name -> (name, None)."""
     base, sep, variant = model.rpartition(VARIANT_SEP)
     if sep and base and variant in VARIANTS:
         return base, variant

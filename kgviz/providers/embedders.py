@@ -31,7 +31,7 @@ import numpy as np
 
 from kgviz.errors import EmbedderUnavailableError
 from kgviz.provider_specs import DEFAULT_FASTEMBED_MODEL, DEFAULT_HASH_DIM  # the specs' defaults, defined there
-from kgviz.provider_specs import INT8_ACTIVATIONS, split_variant, variant_name
+from kgviz.provider_specs import INT8_ACTIVATIONS, INT8_FUSED, split_variant, variant_name
 # the hashing embedder's own list: a stored vector must equal the query's under one embedder id
 from kgviz.offline.stopwords import ENGLISH as STOPWORDS
 
@@ -220,6 +220,12 @@ DEFAULT_LOAD_TIMEOUT_S = 5.0
 # 10.4 -> 17.3 passages per CPU second, 2.2 -> 3.2 passages/s, peak RSS 925 -> ~1,300 MB; 1024-8192
 # padded tokens per batch measured 3.9-5.1 passages/s at load 18 (one pass each), 4096 the fastest.
 DEFAULT_BATCH_TOKENS = 4096
+# ours: the int8-fused variant's kernels run from the cache, so smaller batches pay: on HotpotQA's
+# first 400 passages, one onnxruntime thread, load ~3 (alternating runs), 4,096 padded tokens per
+# batch gave 58-61 passages per CPU second, 512-1,536 gave 70-75. Its own default, so the other
+# embedders' batches (and the int8-activations vectors, whose 8-bit scale is the batch's) stay as
+# they were.
+FUSED_BATCH_TOKENS = 1024
 DEFAULT_FASTEMBED_BATCH = 64  # at most this many texts in one batch, however short
 
 
@@ -294,34 +300,56 @@ def _check_model_dir(model: str, model_dir: Path, desc: dict[str, Any]) -> None:
 _MATMUL_INTEGER_OP = b'"\rMatMulInteger'
 
 
+# Likewise "MultiHeadAttention" (18 bytes): the fused attention of the int8-fused variant.
+_MULTI_HEAD_ATTENTION_OP = b'"\x12MultiHeadAttention'
+
+
 def has_integer_matmuls(model_file: Path) -> bool:
     """Whether the ONNX file holds a MatMulInteger node (a byte search, ~10 ms for 23 MB)."""
+    return graph_variant(model_file) is not None
+
+
+def graph_variant(model_file: Path) -> str | None:
+    """Which of kgviz's variants the ONNX file holds, read from its op types (byte searches):
+    ``None`` (no MatMulInteger: fp32 matrix products), INT8_FUSED (MatMulInteger and the fused
+    MultiHeadAttention, ``kgviz.providers.encoder_fusion``) or INT8_ACTIVATIONS (MatMulInteger only)."""
     with model_file.open("rb") as fh:
         if model_file.stat().st_size == 0:
-            return False
+            return None
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            return data.find(_MATMUL_INTEGER_OP) >= 0
+            if data.find(_MATMUL_INTEGER_OP) < 0:
+                return None
+            return INT8_FUSED if data.find(_MULTI_HEAD_ATTENTION_OP) >= 0 else INT8_ACTIVATIONS
 
 
 def _check_variant(model: str, variant: str | None, model_file: Path) -> None:
     """Refuse a directory whose graph is not the variant the spec names: integer matrix products
-    (MatMulInteger) under the fp32 name, or fp32 ones under the int8-activations name. The id
-    records the name, so vectors of the two are never stored or compared under one id."""
-    integer = has_integer_matmuls(model_file)
-    if integer and variant is None:
+    (MatMulInteger) under the fp32 name, fp32 ones under a variant's name, or one variant's graph
+    under the other's name. The id records the name, so vectors of two graphs are never stored or
+    compared under one id."""
+    held = graph_variant(model_file)
+    if held == variant:
+        return
+    base = split_variant(model)[0]
+    if variant is None:
         raise EmbedderUnavailableError(
-            f"the model directory {model_file.parent} holds the {INT8_ACTIVATIONS} variant of {model} (integer "
+            f"the model directory {model_file.parent} holds the {held} variant of {model} (integer "
             f"matrix products), whose vectors differ from {model}'s",
-            hint=f"name it fastembed:{variant_name(model)}@{model_file.parent}",
+            hint=f"name it fastembed:{variant_name(model, held or INT8_ACTIVATIONS)}@{model_file.parent}",
         )
-    if variant is not None and not integer:
-        base = split_variant(model)[0]
+    if held is None:
         raise EmbedderUnavailableError(
             f"the model directory {model_file.parent} holds no integer matrix products: it is "
-            f"not the {INT8_ACTIVATIONS} variant of {base}",
+            f"not the {variant} variant of {base}",
             hint=f"name it fastembed:{base}@{model_file.parent}, or make the variant with "
-                 f"python scripts/make_minilm_dir.py DIR --int8-activations VARIANT_DIR",
+                 f"python scripts/make_minilm_dir.py DIR --{variant} VARIANT_DIR",
         )
+    raise EmbedderUnavailableError(
+        f"the model directory {model_file.parent} holds the {held} variant of {base}, not the {variant} "
+        f"one: their vectors differ",
+        hint=f"name it fastembed:{variant_name(base, held)}@{model_file.parent}, or make the {variant} variant "
+             f"with python scripts/make_minilm_dir.py DIR --{variant} VARIANT_DIR",
+    )
 
 
 def _load(model: str, model_dir: Path | None, cache_dir: str | None, threads: int | None,
@@ -370,10 +398,12 @@ class FastEmbedEmbedder:
     """fastembed TextEmbedding behind the Embedder protocol. id: ``fastembed:<model>`` (a local
     directory holding the same model gives the same vectors, so the id does not name it).
     ``<model>+int8-activations`` names the variant ``kgviz.providers.int8_activations`` makes (integer
-    matrix products); it loads from its directory only, and its id keeps the suffix.
+    matrix products), ``<model>+int8-fused`` the one with fused encoder kernels too; each loads from
+    its directory only, and its id keeps the suffix.
 
     ``embed`` computes one vector per distinct text, cuts the texts into length-sorted batches
-    (``plan_batches``: at most ``batch_size`` texts and ``batch_tokens`` padded tokens each) and
+    (``plan_batches``: at most ``batch_size`` texts and ``batch_tokens`` padded tokens each; by
+    default DEFAULT_BATCH_TOKENS, FUSED_BATCH_TOKENS for the int8-fused variant) and
     runs ``workers`` batches at once, each on ``threads`` onnxruntime threads (default: one thread
     per worker when there are several workers; onnxruntime's own choice, all cores, for one).
     Rows come back in the caller's order."""
@@ -388,7 +418,7 @@ class FastEmbedEmbedder:
         threads: int | None = None,
         workers: int | None = None,
         batch_size: int = DEFAULT_FASTEMBED_BATCH,
-        batch_tokens: int = DEFAULT_BATCH_TOKENS,
+        batch_tokens: int | None = None,
         local_only: bool = False,
     ) -> None:
         self.model = model
@@ -397,13 +427,15 @@ class FastEmbedEmbedder:
         self.workers = usable_cores() if workers is None else int(workers)
         if threads is None and self.workers > 1:
             threads = 1  # ours: the workers already fill the cores; more threads would only contend
+        base, variant = split_variant(model)  # "<model>+int8-activations": a variant kgviz makes locally
+        if batch_tokens is None:
+            batch_tokens = FUSED_BATCH_TOKENS if variant == INT8_FUSED else DEFAULT_BATCH_TOKENS
         if self.workers < 1 or batch_size < 1 or batch_tokens < 1 or (threads is not None and threads < 1):
             raise ValueError(f"workers, threads, batch_size and batch_tokens must be positive "
                              f"(got {workers}, {threads}, {batch_size}, {batch_tokens})")
         self.threads = threads
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
-        base, variant = split_variant(model)  # "<model>+int8-activations": a variant kgviz makes locally
         desc = describe_model(base)
         self.dim = int(desc["dim"])
         if self.model_dir is not None:
@@ -412,7 +444,7 @@ class FastEmbedEmbedder:
         elif variant is not None:
             raise EmbedderUnavailableError(
                 f"fastembed model {model} is made locally, so it needs its directory: fastembed:{model}@<dir>",
-                hint=f"make one with python scripts/make_minilm_dir.py DIR --int8-activations VARIANT_DIR, "
+                hint=f"make one with python scripts/make_minilm_dir.py DIR --{variant} VARIANT_DIR, "
                      f"then use fastembed:{model}@VARIANT_DIR",
             )
         cache = str(cache_dir) if cache_dir else None

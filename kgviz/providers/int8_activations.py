@@ -17,7 +17,11 @@ compute in one instruction per 4 products):
    (``integer_weights_match`` checks it); what changes is the activations, now rounded to 8 bits
    per call, so the vectors differ from the fp32 model's beyond float noise (README, Embedders).
 
-The attention products (activations x activations) stay fp32. ``convert`` copies the tokenizer
+The attention products (activations x activations) stay fp32. The ``int8-fused`` variant
+(``variant=INT8_FUSED``) also rewrites the folded graph before step 2 (step 1b,
+``kgviz.providers.encoder_fusion``): each layer's attention into one MultiHeadAttention node, GELU
+into one Gelu node, and the residual sums apart from their layer norms; the integer products are
+those of step 2 all the same. ``convert`` copies the tokenizer
 files beside the new ``model.onnx``. It needs the ``onnx`` package (the ``int8`` extra), imported
 only here; loading the variant needs nothing beyond fastembed. A directory's variant is read from
 its graph (``has_integer_matmuls``), not from its name, so the fp32 id can never be given to
@@ -25,6 +29,7 @@ integer vectors (``kgviz.providers.embedders``).
 """
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import tempfile
@@ -32,7 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from kgviz.errors import ModelPullError
+from kgviz.provider_specs import INT8_ACTIVATIONS, INT8_FUSED, VARIANTS
 from kgviz.providers.embedders import has_integer_matmuls
+from kgviz.providers.encoder_fusion import drop_unused, fuse_attention, fuse_gelu, keep_layer_norms_apart
 from kgviz.providers.model_places import OUTPUT_FILES, TOKENIZER_FILES, is_complete
 
 MODEL_FILE = "model.onnx"
@@ -83,23 +90,8 @@ def fold_weight_scales(model: Any) -> int:
             graph.initializer.append(constants[name])
         node.input[1] = name
         folded += 1
-    _drop_unused(graph)
+    drop_unused(graph)
     return folded
-
-
-def _drop_unused(graph: Any) -> None:
-    """Remove nodes whose outputs nothing reads, then initializers nothing reads (repeatedly)."""
-    outputs = {o.name for o in graph.output}
-    while True:
-        read = {i for node in graph.node for i in node.input} | outputs
-        dead = [n for n in graph.node if not any(o in read for o in n.output)]
-        if not dead:
-            break
-        for node in dead:
-            graph.node.remove(node)
-    read = {i for node in graph.node for i in node.input} | outputs
-    for init in [i for i in graph.initializer if i.name not in read]:
-        graph.initializer.remove(init)
 
 
 class _Unless(logging.Filter):
@@ -113,19 +105,41 @@ class _Unless(logging.Filter):
         return self.text not in record.getMessage()
 
 
-def quantise_activations(source: Path, out: Path) -> int:
-    """Write ``source``'s model with folded weight scales and integer MatMuls to ``out``.
+def fuse_encoder(model: Any, num_heads: int) -> dict[str, int]:
+    """Step 1b (the int8-fused variant): the encoder blocks rewritten into fused kernels, in
+    place. Every attention block and every GELU must be rewritten (one of each per layer), else
+    ModelPullError: a half-fused graph would be neither variant. Returns the counts."""
+    layers = sum(node.op_type == "Softmax" for node in model.graph.node)
+    counts = {"attention": fuse_attention(model, num_heads), "gelu": fuse_gelu(model),
+              "layer norms apart": keep_layer_norms_apart(model)}
+    if layers == 0 or counts["attention"] != layers or counts["gelu"] != layers:
+        raise ModelPullError(f"fusing the encoder rewrote {counts['attention']} attention blocks and {counts['gelu']} "
+                             f"GELUs of {layers} layers: not a graph the {INT8_FUSED} variant fits")
+    return counts
+
+
+def quantise_activations(source: Path, out: Path, variant: str = INT8_ACTIVATIONS, num_heads: int = 0) -> int:
+    """Write ``source``'s model with folded weight scales and integer MatMuls to ``out`` (for
+    INT8_FUSED, with the encoder fused too, ``num_heads`` attention heads per layer).
     Returns the number of MatMulInteger nodes; ModelPullError when there is none."""
     onnx = _onnx()
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    if variant not in VARIANTS:
+        raise ModelPullError(f"unknown variant {variant!r}: one of {', '.join(VARIANTS)}")
     model = onnx.load(str(source))
     fold_weight_scales(model)
+    if variant == INT8_FUSED:
+        if num_heads < 1:
+            raise ModelPullError(f"the {INT8_FUSED} variant needs the model's number of attention heads")
+        fuse_encoder(model, num_heads)
     advice = _Unless("pre-processing before quantization")  # the shape pass it suggests changes no MatMul here
     logging.getLogger().addFilter(advice)
     try:
+        # the fused nodes' outputs have no inferred type (a contrib domain): they are float tensors
+        extra = {"DefaultTensorType": onnx.TensorProto.FLOAT} if variant == INT8_FUSED else {}
         quantize_dynamic(model, str(out), op_types_to_quantize=["MatMul"], per_channel=True,
-                         reduce_range=False, weight_type=QuantType.QInt8)
+                         reduce_range=False, weight_type=QuantType.QInt8, extra_options=extra)
     finally:
         logging.getLogger().removeFilter(advice)
     count = sum(node.op_type == "MatMulInteger" for node in onnx.load(str(out)).graph.node)
@@ -151,20 +165,32 @@ def integer_weights_match(source: Path, variant: Path) -> bool:
     return bool(before) and all(any(w.shape == a.shape and np.array_equal(w, a) for a in after) for w in before)
 
 
-def convert(source_dir: Path, out: Path) -> Path:
-    """Write the int8-activations variant of the model directory ``source_dir`` (a complete
-    MiniLM directory, ``model_places.is_complete``) into ``out``, replacing what is there. Written
-    under a temporary name and renamed at the end, so an interrupted conversion leaves nothing
-    that would load."""
+def attention_heads(source_dir: Path) -> int:
+    """``num_attention_heads`` of the model directory's config.json (a BERT config)."""
+    try:
+        heads = json.loads((source_dir / "config.json").read_text(encoding="utf-8"))["num_attention_heads"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ModelPullError(f"{source_dir / 'config.json'} gives no num_attention_heads ({exc})") from None
+    if not isinstance(heads, int) or heads < 1:
+        raise ModelPullError(f"{source_dir / 'config.json'} gives num_attention_heads={heads!r}")
+    return heads
+
+
+def convert(source_dir: Path, out: Path, variant: str = INT8_ACTIVATIONS) -> Path:
+    """Write the ``variant`` (int8-activations or int8-fused) of the model directory ``source_dir``
+    (a complete MiniLM directory, ``model_places.is_complete``) into ``out``, replacing what is
+    there. Written under a temporary name and renamed at the end, so an interrupted conversion
+    leaves nothing that would load."""
     if not is_complete(source_dir):
         raise ModelPullError(f"{source_dir} is not a complete model directory (needs {', '.join(OUTPUT_FILES)})")
     if has_integer_matmuls(source_dir / MODEL_FILE):
         raise ModelPullError(f"{source_dir} already holds integer matrix products: convert the fp32 model")
+    heads = attention_heads(source_dir) if variant == INT8_FUSED else 0
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
         staging.chmod(0o755)
-        quantise_activations(source_dir / MODEL_FILE, staging / MODEL_FILE)
+        quantise_activations(source_dir / MODEL_FILE, staging / MODEL_FILE, variant, heads)
         for name in TOKENIZER_FILES:
             shutil.copyfile(source_dir / name, staging / name)
         if out.exists():

