@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.support import worker_tasks
+from tests.support.proc import child_pids
 from kgviz.errors import DiskFullError
 from kgviz.graph import vector_file
 from kgviz.graph.store import GraphStore
@@ -194,16 +195,7 @@ CHILD = textwrap.dedent(
 
 
 def _children(pid: int) -> list[int]:
-    kids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if int(stat[1]) == pid and stat[0] != "Z":
-                kids.append(int(entry.name))
-    return kids
+    return child_pids(pid, zombies=False)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGKILL and /proc")

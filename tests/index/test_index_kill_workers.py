@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.index_fakes import corpus
+from tests.support.proc import child_pids
 from kgviz.graph.store import GraphStore
 from kgviz.index.pipeline import BuildParams, build
 from kgviz.providers.embedders import HashingEmbedder
@@ -57,15 +58,7 @@ CHILD = textwrap.dedent(
 
 
 def _children(pid: int) -> list[int]:
-    kids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    kids.append(int(entry.name))
-            except (OSError, IndexError, ValueError):  # gone meanwhile
-                pass
-    return kids
+    return child_pids(pid)
 
 
 def _running(pid: int) -> bool:

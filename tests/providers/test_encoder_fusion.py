@@ -30,6 +30,7 @@ onnx = pytest.importorskip("onnx", reason="the onnx package (kgviz[int8] / kgviz
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from kgviz.providers import encoder_fusion, int8_activations  # noqa: E402
+from tests.providers.test_int8_activations import _directory  # noqa: E402  (a directory that passes the load checks)
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 FUSED = variant_name(MODEL, INT8_FUSED)
@@ -156,15 +157,6 @@ def test_a_graph_it_cannot_fuse_whole_is_refused(tmp_path: Path) -> None:
     guard.input[1] = "one"  # a guard that writes 1, not 0: not the export's, so not removable
     with pytest.raises(ModelPullError, match="rewrote 0 attention blocks"):
         int8_activations.fuse_encoder(model, HEADS)
-
-
-def _directory(path: Path, model_file: Path) -> Path:
-    """A model directory whose files pass the checks made before loading."""
-    path.mkdir()
-    shutil.copyfile(model_file, path / "model.onnx")
-    for name in OUTPUT_FILES[1:]:
-        (path / name).write_text("{}", encoding="utf-8")
-    return path
 
 
 def test_each_variant_name_refuses_the_other_graphs_directory_before_loading(tmp_path: Path) -> None:
