@@ -12,8 +12,10 @@ Each method runs once untimed (warm-up: first Kùzu queries, index loads), then 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -42,7 +44,13 @@ def _open_graph(args: argparse.Namespace) -> tuple[Any, list[str], float]:
     from kgviz.reasoning import Reasoner
 
     embedder = HashingEmbedder()
-    db = Path(args.db) if args.db else Path(tempfile.mkdtemp(prefix="kgviz_bench_")) / "ws"
+    if args.db:
+        db = Path(args.db)
+    else:  # a workspace of this run only: removed when the process ends (kgviz bench ran this
+        # script at every call and each left ~16 MB, HotpotQA ~0.5 GB, in the temp folder)
+        scratch = tempfile.mkdtemp(prefix="kgviz_bench_")
+        atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+        db = Path(scratch) / "ws"
     if args.corpus == "fixture":
         from tests.support.fixture_graph import build_fixture_graph  # the tests' hand-built graph
 
