@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kgviz.graph.memory_reads import _distinct, _order  # one id list's distinct ids; Kùzu's string order
 from kgviz.graph.protocol import GraphStore
 from kgviz.graph.rows import (
     ChunkDocumentRow, EntityInfoRow, EntityTripleRow, ExtractionRecordRow, RelatedAtRow, TripleLinkRow,
@@ -33,10 +34,6 @@ Q_DOCUMENT_TITLE = "MATCH (d:Document {id: $id}) RETURN d.title AS title"
 Q_EXTRACTION = ("MATCH (x:Extraction {chunk_id: $id}) RETURN x.chunk_id AS chunk_id, x.mode AS mode, "
                 "x.prompt_name AS prompt_name, x.raw AS raw, x.status AS status, x.n_triples AS n_triples, "
                 "x.n_malformed AS n_malformed, x.error AS error")
-
-
-def _distinct(ids: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(ids))
 
 
 def related_at(store: GraphStore, ids: Sequence[str], limit: int) -> list[RelatedAtRow]:
@@ -54,11 +51,6 @@ def related_at(store: GraphStore, ids: Sequence[str], limit: int) -> list[Relate
         out.append({"src": names[int(g.rel_src[e])], "dst": names[int(g.rel_dst[e])], "rel": rel["relation"][e],
                     "tid": rel["triple_id"][e]})
     return cast("list[RelatedAtRow]", out)
-
-
-def _order(value: str | None) -> tuple[bool, bytes]:
-    """Kùzu's ascending order of a string: bytewise, NULL last."""
-    return value is None, (value or "").encode()
 
 
 def triples_of_entity(store: GraphStore, entity_id: str, limit: int) -> list[EntityTripleRow]:
