@@ -128,6 +128,7 @@ class PeakWindow:
     def __init__(self) -> None:
         self.before_mb: float = 0.0  # the process's peak before the span
         self.own_mb: float | None = None
+        self.seen_mb: float = 0.0  # peaks read inside the span by whoever reset the counter again (StagePeaks)
 
     @contextmanager
     def span(self) -> Iterator["PeakWindow"]:
@@ -138,10 +139,53 @@ class PeakWindow:
         finally:
             now = _hwm_mb()
             if now is not None and (reset or now > self.before_mb):
-                self.own_mb = now
+                self.own_mb = max(now, self.seen_mb)
 
     def process_mb(self) -> float:
-        return max(self.before_mb, _hwm_mb() or 0.0, _ru_maxrss_mb())
+        return max(self.before_mb, self.seen_mb, _hwm_mb() or 0.0, _ru_maxrss_mb())
+
+
+class StagePeaks:
+    """The build process's resident high-water mark per build stage (``by_stage``), from the same
+    kernel counter as ``PeakWindow``: as each stage begins (the build records it in the workspace,
+    ``kgviz.index.steps.mark_build_stage``, which ``watching`` wraps) the counter is read (the peak
+    of the stage that ended) and reset. Only inside a ``PeakWindow`` span, which reset the counter
+    as the build began; worker processes are not in it. Empty where the counter cannot be reset."""
+
+    def __init__(self, window: PeakWindow) -> None:
+        self.window = window  # told every peak read, since each reset hides it from the window
+        self.by_stage: dict[str, float] = {}
+        self._stage: str | None = None
+
+    def begin(self, stage: str) -> None:
+        self.close()
+        self._stage = stage if _reset_hwm() else None
+
+    @contextmanager
+    def watching(self) -> Iterator["StagePeaks"]:
+        """While inside, each stage a build begins in this process is a new span."""
+        from kgviz.index import steps
+
+        real = steps.mark_build_stage
+
+        def mark(store: Any, name: str) -> None:
+            self.begin(name)
+            real(store, name)
+
+        steps.mark_build_stage = mark
+        try:
+            yield self
+        finally:
+            steps.mark_build_stage = real
+            self.close()
+
+    def close(self) -> None:
+        """Read the peak of the stage under way (a build's last stage ends with the build)."""
+        now = _hwm_mb()
+        if self._stage is not None and now is not None:
+            self.by_stage[self._stage] = max(now, self.by_stage.get(self._stage, 0.0))
+            self.window.seen_mb = max(self.window.seen_mb, now)
+        self._stage = None
 
 
 def _ru_maxrss_mb() -> float:
@@ -235,7 +279,8 @@ def measure_one(n: int, twin: bool, with_eval: bool = True, dump: str | None = N
         questions = [json.loads(line)["question"] for line in QUESTIONS.read_text("utf-8").splitlines()
                      if line.strip()][:N_QUESTIONS]
         peak = PeakWindow()
-        with peak.span():  # the build's own peak, apart from the retrieval run after it
+        stages = StagePeaks(peak)
+        with peak.span(), stages.watching():  # the build's own peak, apart from the retrieval run after it
             ctx, report, build_s = _build(corpus_file, work / "a")
         row: dict[str, Any] = {
             "passages": n, "copies": -(-n // len(real_passages())) - 1,
@@ -245,6 +290,7 @@ def measure_one(n: int, twin: bool, with_eval: bool = True, dump: str | None = N
         }
         row["db_mb"] = _dir_mb(work / "a")
         row["build_peak_rss_mb"] = peak.own_mb
+        row["stage_peak_rss_mb"] = stages.by_stage  # the build process's own, per stage
         row["peak_rss_mb"] = peak.process_mb()
         _partial(row)
         lat = measure(ctx, questions, list_methods())

@@ -67,9 +67,21 @@ def test_the_build_peak_leaves_out_the_retrieval_after_it(tmp_path: Path, monkey
         def close(self) -> None:
             pass
 
+    from kgviz.index import steps
+
+    marked: list[str] = []
+    def fake_mark(store: Any, name: str) -> None:
+        marked.append(name)
+
+    monkeypatch.setattr(steps, "mark_build_stage", fake_mark)
+
     def fake_build(corpus_file: Path, db: Path) -> Any:
         db.mkdir()
+        steps.mark_build_stage(None, "extract")  # as the pipeline marks each stage it begins
         held = _hold(200)
+        del held
+        steps.mark_build_stage(None, "write")
+        held = _hold(50)
         del held
         report = types.SimpleNamespace(seconds_by_stage={"chunk": 0.1}, counts={"Document": 1})
         return types.SimpleNamespace(store=Store()), report, 0.1
@@ -83,4 +95,10 @@ def test_the_build_peak_leaves_out_the_retrieval_after_it(tmp_path: Path, monkey
     monkeypatch.setitem(sys.modules, "retrieval_latency", types.SimpleNamespace(measure=fake_measure))
     row = scale.measure_one(3, twin=False, with_eval=False)
     assert rss + 195 <= row["build_peak_rss_mb"] < rss + 400  # the build's 200 MB on what the process held
+    # per stage, each from its own start: the write stage's 50 MB, not the extract stage's 200
+    peaks = row["stage_peak_rss_mb"]
+    assert list(peaks) == ["extract", "write"] and marked == ["extract", "write"]  # the workspace still told
+    assert steps.mark_build_stage is fake_mark  # put back as the build returned
+    assert rss + 195 <= peaks["extract"] < rss + 400
+    assert rss + 45 <= peaks["write"] < rss + 150
     assert row["peak_rss_mb"] >= rss + 595  # the retrieval's 600 MB, after the build

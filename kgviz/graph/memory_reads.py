@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kgviz.graph import read_model, reads
+from kgviz.graph import read_model, reads, vector_home
 from kgviz.graph.protocol import GraphStore
 from kgviz.graph.rows import (
     ChunkRow, EntityChunksRow, EntityRow, RelatedEdgeRow, SimilarDocRow, TripleAtEntityRow, TripleChunkRow,
@@ -198,14 +198,19 @@ _DOCUMENT_TRIPLE_COLUMNS = ("id", "text", "subject", "relation", "object", "subj
 def _with_vectors(store: GraphStore, table: str, rows: list[dict[str, Any]], columns: Sequence[str]) -> pa.Table | None:
     """``rows`` as an arrow table of ``columns`` plus ``emb``, each row's stored vector bit for bit
     from the exact search's vector file (``GraphStore.stored_vectors``), as the statement's FLOAT[dim]
-    column; None when some row's vector is not there (no embedding, or no vector file): the caller
-    runs the statement then."""
+    column; None when some row's vector is not there (no embedding, or no vector file) and Kùzu
+    holds the table's vectors: the caller runs the statement then."""
     found, rest = store.stored_vectors(table, list(dict.fromkeys(r["id"] for r in rows)))
-    if rest:
+    if rest and not vector_home.in_files(vector_home.state(store, table)):
         return None
+    # a table that keeps its vectors in the files only (kgviz.graph.vector_home): a row not in them
+    # has no embedding, and Kùzu has none of the others
     dim = int(store.dim)
-    flat = np.concatenate([found[r["id"]] for r in rows]) if rows else np.zeros(0, dtype=np.float32)
-    emb = pa.FixedSizeListArray.from_arrays(pa.array(np.asarray(flat, dtype=np.float32), type=pa.float32()), dim)
+    none = np.zeros(dim, dtype=np.float32)
+    flat = (np.concatenate([found.get(r["id"], none) for r in rows]) if rows else np.zeros(0, dtype=np.float32))
+    mask = pa.array([r["id"] not in found for r in rows], type=pa.bool_()) if rest else None
+    emb = pa.FixedSizeListArray.from_arrays(pa.array(np.asarray(flat, dtype=np.float32), type=pa.float32()), dim,
+                                            mask=mask)
     return pa.table({**{c: pa.array([r[c] for r in rows], type=pa.string()) for c in columns}, "emb": emb})
 
 

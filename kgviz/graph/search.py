@@ -36,7 +36,7 @@ from threadpoolctl import ThreadpoolController
 
 from kgviz.config import buffer_pool_bytes
 from kgviz.errors import DiskFullError, GraphStoreError
-from kgviz.graph import read_model, vector_file
+from kgviz.graph import read_model, vector_file, vector_home
 from kgviz.graph.arrow import vectors_to_numpy
 
 log = logging.getLogger(__name__)
@@ -158,6 +158,11 @@ def ensure_vector_index(store: SearchHost, table: str) -> str:
     each of its WAL writes, left either no index or a whole one), so there is nothing to repair."""
     store._ensure_writable()
     store._embedding_dim(table)
+    if vector_home.in_files(vector_home.state(store, table)):
+        raise GraphStoreError(f"{table}'s vectors are kept in the exact search's vector files only, not in the "
+                              "graph, so Kùzu cannot index them (kgviz.graph.vector_home)",
+                              hint="search this workspace exactly, or build a new one with the HNSW bound "
+                                   "(KGVIZ_HNSW_ABOVE_ROWS) set below the table's size")
     with store.write_lock():
         if has_vector_index(store, table):
             return PRESENT
@@ -283,11 +288,17 @@ def _exact_matrix(store: SearchHost, table: str,
     with handle.matrix_lock:
         generation = handle.generation  # read first: a write during the load forces a reload
         cached = handle.matrices.get(table)
-        if cached is not None and cached[0] == generation:
+        # a writer's rows (``inserted``) may be new to the files even when the graph has not changed
+        # since they were read (kgviz.graph.vector_home: rows an earlier import loaded without them)
+        if cached is not None and cached[0] == generation and inserted is None:
             return cached[1]
         pk = store._pk(table)
         dim = store._embedding_dim(table)
         workspace = Path(store.path)
+        home = vector_home.state(store, table)
+        if vector_home.in_files(home):  # the files are the vectors' only copy (kgviz.graph.vector_home)
+            kept, kept_digest = _files_only(store, table, pk, dim, home, inserted)
+            return _keep_matrix(store, table, generation, kept, kept_digest)
         # Every row's id first: "emb IS NOT NULL" makes Kùzu read the vector column (2.2 s for
         # 143k triple vectors at 10k passages, each process), and the files usually hold every
         # row. When their ids are exactly the table's, every row is embedded (the files hold
@@ -320,13 +331,99 @@ def _exact_matrix(store: SearchHost, table: str,
                     value = vector_file.write(workspace, table, read_ids, stored, _normalised)
                 except OSError:
                     value = (read_ids, _normalised(np.asarray(stored)))
-        same = None
-        if value is not None and isinstance(value[0], np.ndarray):
-            same = vector_file.load_same(workspace, table, digest, len(value[0]))
-            handle.matrices[f"{table}|digest"] = (generation, digest)  # names the files' CSC copy
-        handle.matrices[table] = (generation, value)
-        handle.matrices[f"{table}|same"] = (generation, same)
-        return value
+        return _keep_matrix(store, table, generation, value, digest)
+
+
+def _keep_matrix(store: SearchHost, table: str, generation: int, value: tuple[Any, np.ndarray] | None,
+                 digest: str) -> tuple[Any, np.ndarray] | None:
+    """Keep ``value`` (and its stored vectors' index) on the handle for ``generation``; the caller
+    holds the matrix lock."""
+    handle = store._handle
+    same = None
+    if value is not None and isinstance(value[0], np.ndarray):
+        same = vector_file.load_same(Path(store.path), table, digest, len(value[0]))
+        handle.matrices[f"{table}|digest"] = (generation, digest)  # names the files' CSC copy
+    handle.matrices[table] = (generation, value)
+    handle.matrices[f"{table}|same"] = (generation, same)
+    return value
+
+
+def _files_only(store: SearchHost, table: str, pk: str, dim: int, home: str | None,
+                inserted: tuple[Sequence[str], np.ndarray | vector_file.RowFile] | None) -> tuple[tuple[Any, np.ndarray], str]:
+    """((ids, unit rows), digest) of a table whose vectors are kept in the vector files only
+    (kgviz.graph.vector_home). A reader loads the files the Meta digest names; they are never
+    made from Kùzu, which holds no vector of the table. A writer (``inserted``: the rows a build
+    or an import just loaded, with their vectors) makes the files of the table's embedded rows
+    now: the rows of the current files still in the table, then the inserted rows not among
+    them; files already holding exactly those ids (the build's worker wrote them, or nothing
+    changed) are taken as they are. The caller names the new digest in Meta
+    (``prepare_exact_search``)."""
+    workspace = Path(store.path)
+    digest = vector_home.files_digest(home)
+    vector_file.restore_previous(workspace, table, digest)  # a merge that stopped part way
+    current = vector_file.load(workspace, table, digest, dim) if digest is not None else None
+    if digest is not None and current is None:
+        raise GraphStoreError(
+            f"{table}'s vectors are kept only in {workspace / vector_file.VECTOR_DIR}, and the files there "
+            "are missing or damaged", hint="build the workspace again from its documents (a new workspace)")
+    if inserted is None:
+        if current is None:
+            raise GraphStoreError(f"{table}'s vectors: the build that wrote this workspace stopped before it stored them",
+                                  hint="run the build again: it writes the unfinished documents again")
+        return current, str(digest)
+    in_table = set(store.query_arrow(f"MATCH (n:{table}) RETURN n.{pk}").column(0).to_pylist())
+    old_ids = [] if current is None else current[0].tolist()
+    keep = np.array([i for i, x in enumerate(old_ids) if x in in_table], dtype=np.int64)
+    known = set(old_ids)
+    added: dict[str, int] = {}
+    for j, x in enumerate(inserted[0]):
+        if x in in_table and x not in known and x not in added:
+            added[x] = j
+    ids = [old_ids[i] for i in keep.tolist()] + list(added)
+    new_digest = vector_file.ids_digest(sorted(ids))
+    ready = vector_file.load(workspace, table, new_digest, dim)
+    if ready is not None:
+        return ready, new_digest
+    rows: np.ndarray | vector_file.RowFile | _MergedRows = inserted[1] if current is None and len(added) == len(inserted[0]) \
+        else _MergedRows(current, None if current is None else vector_file.load_same(workspace, table, str(digest), len(old_ids)),
+                         keep, inserted[1], np.array(list(added.values()), dtype=np.int64), dim)
+    with vector_file.previous_kept(workspace, table, current is not None):
+        try:
+            written = vector_file.write(workspace, table, ids, rows, _normalised)
+        except OSError as err:
+            raise GraphStoreError(f"{table}'s vectors could not be stored in {workspace / vector_file.VECTOR_DIR}: {err}",
+                                  hint="make the workspace folder writable and run the build again") from err
+    return written, new_digest
+
+
+class _MergedRows:
+    """The stored vectors of the rows ``keep`` of a table's current vector files, then of the rows
+    ``add`` of ``inserted``, gathered by row index as ``vector_file.write`` reads them."""
+
+    def __init__(self, current: tuple[Any, np.ndarray] | None, same: tuple[np.ndarray, np.ndarray] | None,
+                 keep: np.ndarray, inserted: np.ndarray | vector_file.RowFile, add: np.ndarray, dim: int) -> None:
+        if current is not None and same is None:
+            raise GraphStoreError("the vector files to merge into do not hold the stored vectors (written by an older kgviz)",
+                                  hint="build the workspace again from its documents (a new workspace)")
+        self.current, self.same, self.keep, self.inserted, self.add = current, same, keep, inserted, add
+        self.shape, self.ndim = (len(keep) + len(add), dim), 2
+
+    def __getitem__(self, index: Any) -> np.ndarray:
+        idx = np.arange(self.shape[0])[index].reshape(-1)
+        out = np.empty((len(idx), self.shape[1]), dtype=np.float32)
+        old = idx < len(self.keep)
+        if old.any():
+            assert self.current is not None and self.same is not None
+            pos = self.keep[idx[old]]
+            rows = np.array(self.current[1][pos], dtype=np.float32)
+            alt = self.same[0][pos]
+            copies = alt >= 0
+            if copies.any():
+                rows[copies] = self.same[1][alt[copies]]
+            out[old] = rows
+        if (~old).any():
+            out[~old] = self.inserted[self.add[idx[~old] - len(self.keep)]]
+        return out
 
 
 def _ids_digest(store: SearchHost, table: str, pk: str) -> tuple[int, str]:
@@ -440,6 +537,12 @@ def prepare_exact_search(store: SearchHost, table: str,
     if cached is None:
         return None
     _scoring_matrix(store, table, cached[1])  # a mostly-zero table's CSC copy stored beside its rows
+    home = vector_home.state(store, table)
+    with store._handle.matrix_lock:
+        written = store._handle.matrices.get(f"{table}|digest")
+    if vector_home.in_files(home) and written is not None and vector_home.files_digest(home) != written[1]:
+        vector_home.mark_files(store, table, written[1])  # last: the files are whole
+        vector_file.drop_previous(Path(store.path), table)
     return len(cached[0])
 
 

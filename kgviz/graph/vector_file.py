@@ -30,10 +30,11 @@ import errno
 import logging
 import os
 import shutil
+import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterator, Protocol
 
 import numpy as np
 
@@ -44,6 +45,15 @@ WRITE_BLOCK = 8192  # rows sorted, normalised and written at a time
 CSC_PARTS = ("data", "indices", "indptr")
 CSC_VERSION = 1
 log = logging.getLogger(__name__)
+
+
+class Rows(Protocol):
+    """What ``write`` reads rows from: a shape, and rows gathered by an index array."""
+
+    shape: tuple[int, int]
+    ndim: int
+
+    def __getitem__(self, index: Any) -> np.ndarray: ...
 
 
 class RowFile:
@@ -118,6 +128,17 @@ def temporary_files(folder: Path) -> Iterator[str]:
             raise DiskFullError(f"the disk is full: {folder} could not be written ({err.strerror})",
                                 hint="free some disk space and run the build again: finished stages are kept") from err
         raise
+
+
+def writable(workspace: Path | str) -> bool:
+    """Whether files can be made in the workspace's vector folder (made if missing)."""
+    folder = Path(workspace) / VECTOR_DIR
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-"):
+            return True
+    except OSError:
+        return False
 
 
 DIGEST_IDS = 65_536  # ids joined into one update of the digest (ours)
@@ -205,7 +226,7 @@ def load_same(workspace: Path, table: str, digest: str, n: int) -> tuple[np.ndar
     return same, stored
 
 
-def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray | RowFile,
+def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray | RowFile | Rows,
           normalise: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Store ``ids`` and their unit rows sorted by id; returns (sorted ids, memory-mapped rows).
     ``rows`` are the unit rows, or, with ``normalise``, the vectors as Kùzu holds them: each
@@ -260,6 +281,65 @@ def write(workspace: Path, table: str, ids: list[str], rows: np.ndarray | RowFil
         Path(str(meta_path) + suffix).write_text(json.dumps(meta), "utf-8")
         os.replace(str(meta_path) + suffix, meta_path)  # last: the files above are whole before it names them
         return np.load(ids_path, mmap_mode="r", allow_pickle=False), np.load(emb_path, mmap_mode="r", allow_pickle=False)
+
+
+# --- the previous files, kept while a table's only copy of its vectors is rewritten ------------------
+# A table whose vectors are kept in these files only (kgviz.graph.vector_home) has its files
+# rewritten when a later build or an import adds rows; ``write`` replaces them one by one, so a
+# process that stops part way would leave the only copy unreadable. The files being replaced are
+# kept under PREVIOUS names (hard links: no copy) until Meta names the new ones.
+PREVIOUS = ".prev"
+
+
+def _replaced_files(workspace: Path, table: str) -> list[Path]:
+    ids_path, emb_path, meta_path = _paths(workspace, table)
+    return [ids_path, emb_path, _same_path(workspace, table), _stored_path(workspace, table), meta_path]
+
+
+def _previous(path: Path) -> Path:
+    return path.with_name(path.name + PREVIOUS)
+
+
+@contextmanager
+def previous_kept(workspace: Path, table: str, keep: bool) -> Iterator[None]:
+    """With ``keep``, the table's current files stay under PREVIOUS names while the body rewrites
+    them (``drop_previous`` removes them once Meta names the new files; ``restore_previous``
+    puts them back when it never did)."""
+    if keep:
+        drop_previous(workspace, table)
+        for path in _replaced_files(workspace, table):
+            if path.exists():
+                try:
+                    os.link(path, _previous(path))
+                except OSError:  # a file system without hard links
+                    shutil.copyfile(path, _previous(path))
+    yield
+
+
+def drop_previous(workspace: Path, table: str) -> None:
+    for path in _replaced_files(workspace, table):
+        _previous(path).unlink(missing_ok=True)
+
+
+def restore_previous(workspace: Path, table: str, digest: str | None) -> bool:
+    """Put back the files ``previous_kept`` kept when they, not the current ones, are those of
+    ``digest`` (the one Meta names: a rewrite stopped before Meta named its files); drop them when
+    the current files are. Returns whether files were put back."""
+    meta_prev = _previous(_paths(workspace, table)[2])
+    if digest is None or not meta_prev.exists():
+        return False
+    try:
+        kept = json.loads(meta_prev.read_text("utf-8")).get("digest")
+    except (OSError, ValueError, AttributeError):
+        kept = None
+    if kept != digest or stored_digest(workspace, table) == digest:
+        drop_previous(workspace, table)
+        return False
+    remove_csc(workspace, table)  # made from the rows being put aside, if any
+    for path in _replaced_files(workspace, table):  # the meta file last: a restore stopped part way is done again
+        if _previous(path).exists():
+            os.replace(_previous(path), path)
+    return True
 
 
 IDS_BLOCK = 65_536  # ids made fixed-width and written at a time

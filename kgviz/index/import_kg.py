@@ -50,7 +50,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Literal, get_args
 
+import numpy as np
+
 from kgviz.errors import BuildError, ConfigError, IngestError
+from kgviz.graph import search, vector_home
 from kgviz.graph.store import GraphStore
 from kgviz.index.embed import embed_texts, entity_text
 from kgviz.index.resolve import normalise_key
@@ -257,13 +260,21 @@ def import_kg(
     tri_rows = list(triples.values())
     have = store.existing_ids("Triple", [r["id"] for r in tri_rows])
     new_tri = [r for r in tri_rows if r["id"] not in have]
-    embedded = [r for r in new_ent if r["id"] in entry]  # the others are fact ends only: no vector
+    # a table that keeps its vectors in the vector files only (kgviz.graph.vector_home) gets its rows
+    # without vectors and the vectors in its files; rows an earlier import loaded but whose vectors
+    # never reached the files (it stopped in between) are embedded again
+    in_files = {t for t in ("Entity", "Triple") if vector_home.in_files(vector_home.state(store, t))}
+    ent_todo = _without_vectors(store, "Entity", ent_rows, new_ent, "Entity" in in_files)
+    tri_todo = _without_vectors(store, "Triple", tri_rows, new_tri, "Triple" in in_files)
+    embedded = [r for r in ent_todo if r["id"] in entry]  # the others are fact ends only: no vector
     vectors = embed_texts(
-        embedder, [entity_text(r["name"], r["description"]) for r in embedded] + [r["text"] for r in new_tri], batch_size
+        embedder, [entity_text(r["name"], r["description"]) for r in embedded] + [r["text"] for r in tri_todo], batch_size
     )
-    for row, vec in zip(embedded + new_tri, vectors):
+    for row, vec in zip(embedded + tri_todo, vectors):
         row["emb"] = vec
-    for row in new_ent:
+    kept = {t: [(r["id"], r.pop("emb")) for r in rows if r.get("emb") is not None]
+            for t, rows in (("Entity", ent_todo), ("Triple", tri_todo)) if t in in_files}
+    for row in new_ent + new_tri:
         row.setdefault("emb", None)
     report.entities = store.bulk_load_nodes("Entity", new_ent)
     report.descriptions = sum(1 for r in new_ent if r["description"])
@@ -276,9 +287,26 @@ def import_kg(
         from_table="Entity", to_table="Entity",
     )
     for table in ("Entity", "Triple"):
-        store.ensure_vector_index(table)
+        if table in kept:  # into the files, merged with the vectors already there
+            pairs = kept[table]
+            matrix = np.array([v for _, v in pairs], dtype=np.float32).reshape(len(pairs), int(store.dim))
+            search.prepare_exact_search(store, table, ([i for i, _ in pairs], matrix))
+        else:
+            store.ensure_vector_index(table)
     report.seconds = round(time.perf_counter() - t0, 3)
     return report
+
+
+def _without_vectors(store: GraphStore, table: str, rows: list[dict[str, Any]], new: list[dict[str, Any]],
+                     in_files: bool) -> list[dict[str, Any]]:
+    """The rows to embed: the new ones, and for a table that keeps its vectors in files also
+    the rows already in the table that the files lack (a fact end without a vector is among
+    them and stays without one: only entry points are embedded)."""
+    if not in_files:
+        return new
+    _, missing = store.stored_vectors(table, [r["id"] for r in rows])
+    lacking = set(missing)
+    return [r for r in rows if r["id"] in lacking]
 
 
 def _apply_entity_filter(entities: dict[str, dict[str, Any]], triples: dict[str, dict[str, Any]],

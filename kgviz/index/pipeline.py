@@ -56,13 +56,13 @@ from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import groupby
-from typing import Callable, Iterator, Sequence
+from typing import AbstractSet, Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from kgviz.errors import BuildCancelled, EmbedderMismatchError
-from kgviz.graph import reads, search, writes
+from kgviz.errors import BuildCancelled, BuildError, EmbedderMismatchError
+from kgviz.graph import reads, search, vector_home, vector_file, writes
 from kgviz.graph.rows import EntityMergeRow
 from kgviz.graph.search import EXACT_MAX_ROWS
 from kgviz.graph.store import GraphStore
@@ -78,6 +78,7 @@ from kgviz.index.processes import process_count
 from kgviz.index.ket_build import KetBuild
 from kgviz.index.resolve import EntityAgg
 from kgviz.index.spill import VectorSpill
+from kgviz.graph.vector_file import RowFile
 from kgviz.index.params import STAGES, WAIT_STAGE, BuildParams, BuildReport, CostEstimate, ProgressEvent
 from kgviz.ingest import chunk_document
 from kgviz.reasoning import Reasoner
@@ -154,8 +155,9 @@ def build(
         if waited and progress is not None:
             progress(ProgressEvent(WAIT_STAGE, 1, 1, f"the other build finished after {waited_s:.1f} s"))
         # the early vector files' worker reads the spill: it is stopped (exit) before the spill goes
-        with VectorSpill(store.path, int(reasoner.embedder.dim)) as spill, EarlyVectorFiles() as early:
-            report = _build(documents, store, reasoner, params, progress, cancel, spill, early)
+        with VectorSpill(store.path, int(reasoner.embedder.dim)) as spill, EarlyVectorFiles() as early, \
+                _unstored_documents(store) as unstored:
+            report = _build(documents, store, reasoner, params, progress, cancel, spill, early, unstored)
     report.waited_seconds = round(waited_s, 3)
     return report
 
@@ -169,8 +171,10 @@ def _build(
     cancel: threading.Event | None,
     spill: VectorSpill,
     early: EarlyVectorFiles | None = None,
+    unstored: set[str] | None = None,
 ) -> BuildReport:
     params = params or BuildParams()
+    unstored = set() if unstored is None else unstored
     emb = reasoner.embedder
     if (emb.id, int(emb.dim)) != (store.embedder_id, int(store.dim)):
         raise EmbedderMismatchError(
@@ -201,6 +205,10 @@ def _build(
     # tables whose new rows were all loaded with their spilled vectors; their ids are kept in the
     # spill (not in memory) until the index stage writes the vector files from them
     spilled_whole: set[str] = set()
+    # tables whose vectors are kept in the exact search's vector files only (kgviz.graph.vector_home):
+    # their new rows are loaded without vectors, and the documents count as built only once the
+    # index stage has stored those vectors
+    in_files: set[str] = set()
     if new_docs:
         all_chunks = [c for d in new_docs for c in chunks_by_doc[d.id]]
         with run.stage("extract"):
@@ -245,20 +253,25 @@ def _build(
 
         describes = ket.describes(reasoner)  # the ket stage reads the resolved rows
         with run.stage("write"):
-            gw.set_pending(store, [d.id for d in new_docs])
+            gw.set_pending(store, [d.id for d in new_docs] + _outer_unstored(store, unstored))
             entity_ids = list(acc.entities)
-            inserted = _write_stage(store, new, acc, spill, params.write_batch_rows, keep_entities=describes)
+            in_files = _vectors_in_files(store, new, spill)
+            if in_files:
+                unstored.update(d.id for d in new_docs)
+            inserted = _write_stage(store, new, acc, spill, params.write_batch_rows, keep_entities=describes,
+                                    in_files=in_files)
             gw.update_existing_entities(store, acc, existing, params.description_max_sentences)
             if not first_entities:
                 # a first build's rows carry their counts already (each entity's chunks are its
                 # MENTIONS edges, all loaded now); only entities an earlier build wrote gain mentions
                 writes.refresh_mention_counts(store, entity_ids)
             del entity_ids
-            gw.set_pending(store, [])  # last: from here on the documents count as built
+            if not in_files:
+                gw.set_pending(store, _outer_unstored(store, unstored))  # last: from here on the documents count as built
             report.new_triples, report.new_entities = inserted["Triple"], inserted["Entity"]
             # the vector files may be written from these vectors only where every row was loaded
             # (a row skipped as already present keeps the vector Kùzu had)
-            spilled_whole = _keep_ids_of_whole_tables(new, inserted, spill)
+            spilled_whole = _keep_ids_of_whole_tables(new, inserted, spill, in_files)
             if early is not None:  # their vector files, made by a worker beside the doc_layer and ket stages
                 early.start(store.path, spill, _early_tables(store, spill, spilled_whole, params.workers))
             run.emit("write", 1, 1, ", ".join(f"{k} +{v}" for k, v in inserted.items() if v))
@@ -302,7 +315,8 @@ def _build(
             # no bound unless HNSW is opted into, issue 29) and never reads their HNSW index, so
             # building one is pure cost (issue 12: with sentence facts it was most of the HotpotQA
             # build); past an opted-in bound it is created, and an existing one follows inserts
-            if sizes.get(table, 0) > EXACT_MAX_ROWS or store.has_vector_index(table):
+            files_only = vector_home.in_files(vector_home.state(store, table))
+            if not files_only and (sizes.get(table, 0) > EXACT_MAX_ROWS or store.has_vector_index(table)):
                 with steps.marked(store, f"vector_index:{table}") as interrupted:
                     done = store.ensure_vector_index(table)
                 if interrupted and done == search.CREATED:
@@ -310,7 +324,12 @@ def _build(
                 note = f"vector index on {table}"
             else:  # the exact search's memory-mapped matrix, written now rather than at the first question
                 # the worker's files are adopted there once their id digest is the table's
-                loaded = spill.loaded(table) if table in spilled_whole - written_early else None
+                loaded: tuple[list[str], RowFile | np.ndarray] | None = (
+                    spill.loaded(table) if table in spilled_whole - written_early else None)
+                if files_only and loaded is None:
+                    # the files are the vectors' only copy: made again from this build's rows
+                    # (spilled, or written by the worker) and the earlier ones still in the table
+                    loaded = spill.loaded(table) or ([], np.zeros((0, int(store.dim)), dtype=np.float32))
                 n = search.prepare_exact_search(store, table, loaded)
                 note = f"{table}: {n} embedded rows, searched exactly"
             run.emit("index", i + 1, len(VECTOR_TABLES) + 1, note)
@@ -320,16 +339,48 @@ def _build(
             steps.record_repair(report, "fts_index")
         run.emit("index", len(VECTOR_TABLES) + 1, len(VECTOR_TABLES) + 1, "full-text index on Chunk")
 
+    if in_files:
+        unstored.clear()
+        gw.set_pending(store, _outer_unstored(store, unstored))  # their vectors are stored: the documents count as built
     steps.clear_build_mark(store)  # last: every stage ran
     report.counts = store.counts()
     return report
+
+
+# Per workspace, the documents whose rows a build of this process loaded while their vectors are not
+# stored yet (kgviz.graph.vector_home: the documents stay pending until the index stage has stored
+# them), one set per build under way. A build can run inside another (same thread: the build lock
+# is re-entrant), and must neither take the outer build's documents for an interrupted build's nor
+# drop them from the pending list.
+_UNSTORED: dict[str, list[set[str]]] = {}
+
+
+@contextmanager
+def _unstored_documents(store: GraphStore) -> Iterator[set[str]]:
+    """This build's set in ``_UNSTORED``, removed when the build ends (finished or not: a build
+    that stopped leaves its documents pending for the next one)."""
+    key, mine = str(store.path), set[str]()
+    _UNSTORED.setdefault(key, []).append(mine)
+    try:
+        yield mine
+    finally:
+        _UNSTORED[key] = [s for s in _UNSTORED[key] if s is not mine]
+        if not _UNSTORED[key]:
+            del _UNSTORED[key]
+
+
+def _outer_unstored(store: GraphStore, mine: set[str]) -> list[str]:
+    """The documents other builds under way in this process wait to store the vectors of."""
+    return sorted({d for s in _UNSTORED.get(str(store.path), []) if s is not mine for d in s})
 
 
 def _chunk_stage(
     store: GraphStore, documents: Sequence[Document], params: BuildParams, report: BuildReport
 ) -> tuple[list[Document], dict[str, list[Chunk]]]:
     unique = _first_copies(documents, report)
-    interrupted = gw.pending_documents(store)
+    # an outer build of this process (this build runs inside it) is not interrupted: its documents
+    # wait for their vectors to be stored
+    interrupted = [d for d in gw.pending_documents(store) if d not in _outer_unstored(store, set())]
     if interrupted:
         gw.purge_documents(store, interrupted)
         gw.set_pending(store, [])
@@ -432,15 +483,41 @@ class _NewRows:
         return gw.columns_table(columns)
 
 
-def _keep_ids_of_whole_tables(new: _NewRows, inserted: dict[str, int], spill: VectorSpill) -> set[str]:
+def _keep_ids_of_whole_tables(new: _NewRows, inserted: dict[str, int], spill: VectorSpill,
+                              in_files: set[str]) -> set[str]:
     """The tables whose new rows were every one loaded with its spilled vector; their ids are
-    kept in the spill (on disk, not in memory) for the index stage."""
+    kept in the spill (on disk, not in memory) for the index stage, as are those of the tables
+    ``in_files`` (every new row spilled, some perhaps already in the table)."""
     whole = set()
     for table, ids in new.ids().items():
         if inserted.get(table) == len(ids) == spill.count(table):
             spill.keep_ids(table, ids)
             whole.add(table)
+        elif table in in_files:
+            spill.keep_ids(table, ids)
     return whole
+
+
+def _vectors_in_files(store: GraphStore, new: _NewRows, spill: VectorSpill) -> set[str]:
+    """The tables (vector_home.TABLES) whose new rows are loaded without their vectors, which are
+    then kept in the exact search's vector files only (kgviz.graph.vector_home): those that keep
+    them there already, and those that hold no row yet, are searched exactly (no HNSW index, no
+    opted-in bound below their size), have every new row spilled with its vector, in a workspace
+    whose vector folder can be written. A table new to it is marked pending in Meta now."""
+    sizes = new.sizes()
+    out = set()
+    for table in vector_home.TABLES:
+        n = sizes.get(table, 0)
+        if vector_home.in_files(vector_home.state(store, table)):
+            if spill.count(table) != n:
+                raise BuildError(f"{table}: {spill.count(table)} vectors for {n} new rows, and this workspace "
+                                 "keeps the table's vectors in its vector files only")
+            out.add(table)
+        elif (0 < n == spill.count(table) and n <= EXACT_MAX_ROWS and not store.holds_rows(table)
+              and not store.has_vector_index(table) and vector_file.writable(store.path)):
+            vector_home.mark_pending(store, table)
+            out.add(table)
+    return out
 
 
 def _early_tables(store: GraphStore, spill: VectorSpill, spilled_whole: set[str], workers: int) -> list[str]:
@@ -499,7 +576,7 @@ def _embed_stage(
 
 
 def _write_stage(store: GraphStore, new: _NewRows, acc: Assembled, spill: VectorSpill, batch_rows: int, *,
-                 keep_entities: bool) -> dict[str, int]:
+                 keep_entities: bool, in_files: AbstractSet[str] = frozenset()) -> dict[str, int]:
     """Nodes then edges, ``batch_rows`` rows per bulk load; a node batch's columns are made while
     the batch before it is copied (``gw.load_node_tables``) and its vectors read back from the spill as
     it is loaded. Returns rows inserted per table.
@@ -521,7 +598,7 @@ def _write_stage(store: GraphStore, new: _NewRows, acc: Assembled, spill: Vector
         return lambda start, stop: spill.read(table, start, stop)
 
     inserted = gw.load_node_tables(store, [
-        gw.NodeRows(table, n, columns_of(table), vectors_of(table),
+        gw.NodeRows(table, n, columns_of(table), None if table in in_files else vectors_of(table),
                     loaded=release_entities if table == "Entity" and not keep_entities else None)
         for table, n in new.sizes().items()], batch_rows)
     # a first build's edges go through one file per table, with the spill (removed when the build ends)

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from tests.index.test_index_pipeline import EMB, open_store  # noqa: F401,F811  (the stores fixture, its embedder)
 from tests.support.index_fakes import STORIES, corpus
 from kgviz.errors import BuildError
-from kgviz.graph import vector_file
+from kgviz.graph import vector_file, vector_home
 from kgviz.graph.store import GraphStore
 from kgviz.index.pipeline import BuildParams, build
 from kgviz.index.spill import SPILL_PREFIX
@@ -34,13 +34,19 @@ def _value(v: Any) -> Any:
 
 def stored_graph(store: GraphStore) -> dict[str, list[tuple]]:
     """Every row of every node table (every column, vectors bit for bit) and every edge of every
-    rel table with its properties, order-free; and the bytes of every file under vectors/ (the
+    rel table with its properties, order-free (an Entity's or Triple's vector wherever it is kept,
+    kgviz.graph.vector_home); and the bytes of every file under vectors/ (the
     KET plan and keyword view included)."""
     catalog = store._catalog()
     out: dict[str, list[tuple]] = {}
     for table, columns in catalog.nodes.items():
         names = [c for c, _ in columns]
         rows = store.query(f"MATCH (n:{table}) RETURN " + ", ".join(f"n.{c} AS {c}" for c in names))
+        if table in vector_home.TABLES:  # each row's vector where it is kept: Kùzu or the vector files
+            vectors = store.get_embeddings(table, [r["id"] for r in rows])
+            rows = [{**r, "emb": vectors[r["id"]].tolist() if r["id"] in vectors else None} for r in rows]
+        if table == "Meta":  # where the vectors are kept is not part of the graph
+            rows = [r for r in rows if not str(r["key"]).startswith(vector_home.KEY_PREFIX)]
         out[table] = sorted((tuple(_value(r[c]) for c in names) for r in rows), key=repr)
     for rel, props in catalog.rels.items():
         for a, b in catalog.pairs[rel]:

@@ -387,9 +387,12 @@ def test_an_extraction_worker_error_stops_the_build_with_it_and_a_rerun_resumes(
 def test_a_first_build_writes_the_vector_files_from_its_own_vectors(open_store, tmp_path, monkeypatch) -> None:
     """The index stage writes the exact search's vector files from the vectors the build just
     loaded, not by reading every vector back out of Kùzu (issue 29), and they are the files the
-    read from Kùzu writes, byte for byte; an incremental build (other rows in the table) reads
-    Kùzu as before."""
-    from kgviz.graph import search, vector_file
+    read from Kùzu writes, byte for byte. The Entity and Triple vectors are kept in those files
+    only (kgviz.graph.vector_home: Kùzu holds none of them); an incremental build merges its new
+    rows into them, and the files are again those of a workspace that kept its vectors in Kùzu
+    and read them back."""
+    from kgviz.graph import search, vector_file, vector_home
+    from kgviz.index import pipeline
 
     store = open_store()
     reads: list[str] = []
@@ -402,20 +405,40 @@ def test_a_first_build_writes_the_vector_files_from_its_own_vectors(open_store, 
     # through Kùzu's buffer pool): the build loaded every row with its vector
     not_null = [c for c in reads if "IS NOT NULL" in c]
     assert not any(t in c for c in not_null for t in ("(n:Chunk)", "(n:Entity)", "(n:Triple)")), not_null
+    for table in vector_home.TABLES:
+        assert vector_home.files_digest(vector_home.state(store, table)) == vector_file.stored_digest(store.path, table)
+        assert store.query(f"MATCH (n:{table}) WHERE n.emb IS NOT NULL RETURN count(n) AS c")[0]["c"] == 0
     folder = tmp_path / "ws" / vector_file.VECTOR_DIR
-    written = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}  # the exact search's files
+
+    def files(folder: Path) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+    written = files(folder)
     for table in ("Chunk", "Entity", "Triple"):
         assert f"{table}.emb.npy" in written and f"{table}.stored.npy" in written
-    for p in folder.iterdir():
-        if p.is_file():
-            p.unlink()
-    store.execute("MATCH (m:Meta) WHERE m.key = $k DELETE m", {"k": "nothing"})  # a write: the cached matrices go
-    for table in ("Document", "Chunk", "Entity", "Triple"):
-        search.prepare_exact_search(store, table)  # from Kùzu
-    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == written
+
+    # the same builds into a workspace that keeps every vector in Kùzu, its files read back from it
+    with monkeypatch.context() as m:
+        m.setattr(pipeline, "_vectors_in_files", lambda store, new, spill: set())
+        twin = open_store("twin")
+        build(corpus(["Mira Tesk", "Orrin Bridge"]), twin, offline(), SMALL)
+        twin_folder = Path(twin.path) / vector_file.VECTOR_DIR
+        for p in twin_folder.iterdir():
+            if p.is_file():
+                p.unlink()
+        twin.execute("MATCH (m:Meta) WHERE m.key = $k DELETE m", {"k": "nothing"})  # a write: the cached matrices go
+        for table in ("Document", "Chunk", "Entity", "Triple"):
+            search.prepare_exact_search(twin, table)  # from Kùzu
+        assert files(twin_folder) == written
+        build(corpus(), twin, offline(), SMALL)
     reads.clear()
     build(corpus(), store, offline(), SMALL)
-    assert any(c.startswith("MATCH (n:Triple)") and c.endswith("n.emb") for c in reads)  # old rows: read back
+    # old rows' vectors come from the files, never out of Kùzu
+    assert not any(c.endswith("n.emb") and t in c for c in reads for t in ("(n:Entity)", "(n:Triple)")), reads
+    assert files(folder) == files(twin_folder)
+    for table in vector_home.TABLES:
+        assert vector_home.files_digest(vector_home.state(store, table)) == vector_file.stored_digest(store.path, table)
+    assert not list(folder.glob("*" + vector_file.PREVIOUS))
 
 
 def _similar_docs(store: GraphStore) -> list[tuple]:
