@@ -283,3 +283,19 @@ def test_a_fused_pull_refuses_a_pulled_folder_that_is_not_the_fp32_model(tmp_pat
     assert model_pull.local_variants(models) == []
     with pytest.raises(ModelPullError, match="^unknown variant 'int4': one of int8-activations, int8-fused$"):
         model_pull.pull_variant(models, "int4", downloader=no_download)
+
+
+def test_both_variant_flags_report_each_variant_in_order_and_make_nothing_already_made(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    models = tmp_path / "home" / "models"
+    _graph_dir(model_pull.pulled_model_dir(models), FP32_OPS)  # the pulled model: nothing to fetch
+    made = {v: _graph_dir(model_pull.pulled_variant_dir(models, v), ops)
+            for v, ops in ((INT8_ACTIVATIONS, ACTIVATIONS_OPS), (INT8_FUSED, FUSED_OPS))}
+    monkeypatch.setitem(sys.modules, "onnx", None)  # making either would fail: they are only found
+    for name, value in {**NO_NETWORK, "KGVIZ_HOME": str(tmp_path / "home"), "HF_ENDPOINT": CLOSED}.items():
+        monkeypatch.setenv(name, value)
+    assert cli.main(["models", "pull", "--int8-fused", "--int8-activations", "--json"]) == 0
+    pulled = json.loads(capsys.readouterr().out)
+    assert pulled["route"] == "present"
+    assert [(v["route"], v["model"], v["location"]) for v in pulled["variants"]] == [
+        ("present", variant_name(DIR_MODEL, v), str(made[v])) for v in (INT8_ACTIVATIONS, INT8_FUSED)]
