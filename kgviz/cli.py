@@ -106,7 +106,7 @@ def _existing_file(text: str) -> str:
 def _common(p: argparse.ArgumentParser, *, llm: bool = True) -> None:
     p.add_argument("--db", type=_folder("--db"), help="database directory (default: $KGVIZ_DB or ~/.kgviz/workspaces/default)")
     p.add_argument("--embedder", help="auto | hashing | hashing:<dim> | fastembed:<model> | fastembed:<model>@<dir> | "
-                   "fastembed:<model>+int8-activations@<dir> "
+                   "fastembed:<model>+int8-activations@<dir> | fastembed:<model>+int8-fused@<dir> "
                    "(default: what the database was built with, else $KGVIZ_EMBEDDER or auto = a local "
                    "fastembed model ($KGVIZ_EMBEDDER_DIR or the fastembed cache) if one loads, else hashing)")
     if llm:
@@ -306,6 +306,10 @@ def build_parser() -> argparse.ArgumentParser:
     mp.add_argument("--int8-activations", action="store_true",
                     help="also make the variant whose matrix products run in integers (needs the onnx package: "
                          "pip install 'kgviz[int8]'); its spec: fastembed:<model>+int8-activations@<dir>")
+    mp.add_argument("--int8-fused", action="store_true",
+                    help="also make the variant with integer products and fused encoder kernels, the fastest "
+                         "(needs the onnx package: pip install 'kgviz[int8]'); its spec: "
+                         "fastembed:<model>+int8-fused@<dir>")
     mp.add_argument("--json", action="store_true")
     mp.set_defaults(func=cmd_models_pull)
     ms = md_sub.add_parser("status", help="what the 'auto' embedder resolves to on this machine, and why")
@@ -732,16 +736,20 @@ def _presets(specs: Sequence[str], names: Sequence[str]) -> dict[str, str]:
 
 
 def cmd_models_pull(args: argparse.Namespace, settings: Settings) -> int:
-    from kgviz.providers.model_pull import HubParams, models_dir, pull, pull_int8_activations
+    from kgviz.provider_specs import INT8_ACTIVATIONS, INT8_FUSED
+    from kgviz.providers.model_pull import HubParams, check_can_make, models_dir, pull, pull_variant
 
     hub = HubParams() if args.hub_timeout is None else HubParams(timeout_s=args.hub_timeout)
     bar = _bar_printer(not args.json)
     models = settings.auto_embedder.pulled_dir or models_dir(settings.home)
+    variants = [v for v, asked in ((INT8_ACTIVATIONS, args.int8_activations), (INT8_FUSED, args.int8_fused)) if asked]
+    for variant in variants:  # a missing onnx package fails here, before anything is fetched
+        check_can_make(models, variant, args.force)
     try:
         results = [pull(models, progress=bar, hub=hub, force=args.force)]
-        if args.int8_activations:
+        for variant in variants:
             bar(-1.0, "")
-            results.append(pull_int8_activations(models, progress=bar, force=args.force))
+            results.append(pull_variant(models, variant, progress=bar, force=args.force))
     finally:
         bar(-1.0, "")  # ends the bar's line, so an error starts on its own
     if args.json:

@@ -43,7 +43,7 @@ from kgviz.provider_specs import (
     DIR_VAR,
     MODEL_VAR,
     AutoEmbedderParams,
-    variant_name,
+    split_variant,
 )
 from kgviz.providers.base import Embedder
 from kgviz.providers.embedders import FastEmbedEmbedder, HashingEmbedder
@@ -82,10 +82,11 @@ def _fallback(why: str, hint: str = _TO_ENABLE) -> tuple[Embedder, str]:
 
 def pulled_tries(params: AutoEmbedderParams, model: str = DIR_MODEL) -> list[Try]:
     """Where ``kgviz models pull`` left ``model`` under ``params.pulled_dir`` (nothing when unset):
-    the model itself, or the int8-activations variant ``--int8-activations`` made of it."""
-    if params.pulled_dir is not None and model == variant_name(PULL_MODEL):
-        variant = pulled_variant_dir(params.pulled_dir)
-        return [(model, variant, None)] if is_complete(variant) else []
+    the model itself, or the variant ``--int8-activations`` / ``--int8-fused`` made of it."""
+    base, variant = split_variant(model)
+    if params.pulled_dir is not None and variant is not None and base == PULL_MODEL:
+        made = pulled_variant_dir(params.pulled_dir, variant)
+        return [(model, made, None)] if is_complete(made) else []
     if params.pulled_dir is None or model != PULL_MODEL:
         return []
     tries: list[Try] = []

