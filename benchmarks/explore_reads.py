@@ -4,9 +4,10 @@ For ``--questions`` HotpotQA questions (from the 101st, as benchmarks/scale_page
 search of the Explore page (the longest capitalised name in the question), the first hit's
 neighbourhood and details, and, after a kg-rag run on the question, the trace's fact links
 (``kgviz.viz.labels.fetch_links``) and human labels of its documents and chunks
-(``fetch_human_labels``, on the ids ``kgviz.viz.trace_player.run_frames`` gives it). One kg-rag
-question first loads the graph held in memory (untimed apart: ``warm_up_s``), then one search
-on its term is timed apart (``first_search``: where the search holds names in memory, their load).
+(``fetch_human_labels``, on the ids ``kgviz.viz.trace_player.run_frames`` gives it), labels also
+for the runs of ``--label-methods`` (kg-rag's trace has entities and facts only). One question per
+method first loads what it holds in memory (untimed apart: ``warm_up_s``), then one search on its
+term is timed apart (``first_search``: where the search holds names in memory, their load).
 Prints JSON: median and max ms per read. Run it from the checkout to time (its ``kgviz`` is imported):
 
     KGVIZ_DATA=../shared/data python benchmarks/explore_reads.py --db DIR [--questions 5] [--check]
@@ -38,6 +39,8 @@ def main() -> int:
     ap.add_argument("--questions", type=int, default=5)
     ap.add_argument("--offset", type=int, default=100, help="first HotpotQA question used")
     ap.add_argument("--check", action="store_true", help="compare the reads with their statements (untimed)")
+    ap.add_argument("--label-methods", default="text-rag,ket-rag,kg-retriever,kg-infused",
+                    help="methods (comma-separated) whose runs' labels are timed too")
     args = ap.parse_args()
 
     from kgviz import run as runner
@@ -67,7 +70,9 @@ def main() -> int:
         return out
 
     t0 = time.perf_counter()
-    runner.run_method("kg-rag", items[0]["question"], ctx, None)  # loads the graph held in memory
+    label_methods = [m for m in args.label_methods.split(",") if m]
+    for method in ["kg-rag", *label_methods]:  # loads what each holds in memory
+        runner.run_method(method, items[0]["question"], ctx, None)
     warm = time.perf_counter() - t0
     timed("first_search", lambda: explore.search_entities(store, search_term(items[0]["question"]), limit=20))
     for item in items[1:]:
@@ -76,12 +81,16 @@ def main() -> int:
             eid = hits[0].id  # type: ignore[index]
             timed("neighbourhood", lambda: explore.neighbourhood(store, eid, hops=1, cap=60))
             timed("details", lambda: explore.entity_details(store, eid))
-        run = runner.run_method("kg-rag", item["question"], ctx, None)
-        timed("fetch_links", lambda: fetch_links(store, vt.triple_ids(run.trace)))
-        ids = [n.id for s in run.trace for n in s.nodes] + [x for s in run.trace for e in s.edges for x in (e.source, e.target)]
-        label_ids.append(len({i for i in ids if i.startswith("doc:")}))
-        label_sets.append(ids)
-        timed("labels", lambda: fetch_human_labels(store, ids))
+        for method in ["kg-rag", *label_methods]:
+            run = runner.run_method(method, item["question"], ctx, None)
+            if method == "kg-rag":
+                timed("fetch_links", lambda: fetch_links(store, vt.triple_ids(run.trace)))
+            ids = [n.id for s in run.trace for n in s.nodes] + [x for s in run.trace for e in s.edges
+                                                                for x in (e.source, e.target)]
+            label_ids.append(len({i for i in ids if i.startswith("doc:")}))
+            label_sets.append(ids)
+            if label_ids[-1]:  # (a trace of entities and facts only has no label to read)
+                timed("labels", lambda: fetch_human_labels(store, ids))
     checked = _check(store, [search_term(i["question"]) for i in items], label_sets) if args.check else {}
     ws.close()
     print(json.dumps({"db": str(args.db), "warm_up_s": round(warm, 1), "label_doc_ids": label_ids, **checked, **{

@@ -125,10 +125,13 @@ LABEL_LISTS = {"docs": ["doc:u", "doc:t", "doc:missing", "doc:t", "ent:a"],
 
 
 @pytest.mark.parametrize("ids", sorted(LABEL_LISTS))
-def test_label_reads_equal_their_statements(store: Any, ids: str) -> None:
-    """The trace's human labels read documents and chunks by primary key: the rows of the
-    ``reads`` statements (their id lists scanned the tables, ~0.24 s a run at 100k), one per
-    distinct id that exists, in the order asked; a NULL text stays NULL."""
+@pytest.mark.parametrize("lookups_max", [128, 2])
+def test_label_reads_equal_their_statements(store: Any, ids: str, lookups_max: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trace's human labels read documents and chunks by primary key (a list longer than
+    LABEL_LOOKUPS_MAX by its statement): the rows of the ``reads`` statements (their id lists
+    scanned the tables, ~0.24 s a run at 100k), one per distinct id that exists, in the order
+    asked; a NULL text stays NULL."""
+    monkeypatch.setattr(memory_explore, "LABEL_LOOKUPS_MAX", lookups_max)
     asked = LABEL_LISTS[ids]
     docs = memory_explore.documents_for_labels(store, asked)
     assert _bag(docs) == _bag(reads.documents_for_labels(store, asked))
@@ -163,3 +166,21 @@ def test_human_labels_run_only_primary_key_lookups(store: Any, monkeypatch: pyte
     assert got == want  # (the ids of this graph's sub-chunks have no ".s": they are looked up as chunks, in vain)
     assert list(got) == ["doc:t", "doc:u", "doc:t#c0", "doc:t#c2"] and got["doc:t#c2"] == "DOC:T: chunk 2"
     assert seen and all("{id: $id}" in c and "$ids" not in c for c in seen), seen
+
+
+def test_a_long_label_list_is_one_statement_not_a_lookup_per_id(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past LABEL_LOOKUPS_MAX ids a table is read by one id-list statement (a ket-rag trace has
+    ~1,300 documents and sub-chunks: 0.2 s of key lookups, 30 ms as one statement at 100k)."""
+    asked = ["doc:t", "doc:u", "doc:t#c0", "doc:t#c1", "doc:t#c2", "doc:missing#c5"]
+    want = fetch_human_labels(store, asked)
+    monkeypatch.setattr(memory_explore, "LABEL_LOOKUPS_MAX", 2)
+    seen: list[str] = []
+    real = GraphStore.query
+
+    def spy(self: GraphStore, cypher: str, params: Any = None) -> Any:
+        seen.append(cypher)
+        return real(self, cypher, params)
+    monkeypatch.setattr(GraphStore, "query", spy)
+    got = fetch_human_labels(store, asked)
+    assert got == want and list(got) == list(want)
+    assert len(seen) == 2 and all("$ids" in c for c in seen), seen  # the 3 documents, the 4 chunks: each list over 2
