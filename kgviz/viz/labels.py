@@ -8,8 +8,9 @@ stay available in tooltips and raw data; nothing here is escaped (the renderers 
 
 Both read through ``kgviz.graph.memory_explore``: ``fetch_human_labels`` the documents and
 chunks by primary-key lookups (the rows of the ``kgviz.graph.reads`` statements of the same name,
-whose id lists scanned the tables: ~0.24 s a run at 100,000 passages), ``fetch_links`` the facts
-from the graph held in memory (as statements 2-3 s a run at 100,000 passages).
+whose id lists scanned the tables: up to 0.2-0.4 s a run at 100,000 passages; a list longer than
+``LABEL_LOOKUPS_MAX`` ids is still read by its statement), ``fetch_links`` the facts from the
+graph held in memory (as statements 2-3 s a run at 100,000 passages).
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Explore's entity name search answered from memory (issue 29: the ``lower(name) CONTAINS`` scan
-was ~0.3 s a search at 100,000 passages). ``memory_explore.entities_named`` must give the rows of
+was 0.09-0.34 s a search at 100,000 passages). ``memory_explore.entities_named`` must give the rows of
 ``explore.entities_named`` in the same order: Kùzu's case folding (neither Python's nor Arrow's:
 İ, the Kelvin sign, Greek capitals), literal special characters, a NULL mention count first,
 equal (count, name) pairs in table order, the limit cutting through such a tie, NULL and empty
@@ -109,7 +109,7 @@ def test_a_negative_limit_is_refused_as_the_statement_refuses_it(store: GraphSto
 @pytest.mark.usefixtures("source")
 def test_a_search_once_the_names_are_held_reads_no_table(store: GraphStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """The Explore page's search (``viz.explore.search_entities``) runs no statement that reads
-    a table: only Kùzu's ``lower`` of the text (the scan is what cost ~0.3 s at 100k)."""
+    a table: only Kùzu's ``lower`` of the text (the scan is what cost 0.09-0.34 s at 100k)."""
     memory_explore.entity_names(store)  # held (loaded once per database state)
     seen: list[str] = []
     real_query, real_arrow = GraphStore.query, GraphStore.query_arrow
