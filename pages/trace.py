@@ -37,5 +37,5 @@ with ui.error_boundary("Trace"):
     ui.provenance.mark(ctx, "trace")  # runs are cached by workspace, embedder and LLM: always current
     tui.run_error(run)
     tui.step_viewer(run, key, ctx, present=present)
-    tui.lesson_button(run, ctx)
+    tui.lesson_button(run, ctx, key)
     tui.outcome(run, ctx)

@@ -21,6 +21,7 @@ import pandas as pd
 import streamlit as st
 
 from kgviz import run as runner  # looked up at call time, so tests can count run_method calls
+from kgviz.methods import algorithm_lines
 from kgviz.methods.base import MethodContext, param_choices, param_label
 from kgviz.methods.registry import get_method, list_methods
 from kgviz.run import Run
@@ -39,6 +40,7 @@ K_PRESET = "kgviz_trace_preset"
 K_AUTO = "kgviz_trace_auto"
 K_RUNS = "kgviz_trace_runs"  # run key -> Run
 K_FRAMES = "kgviz_trace_frames"  # (run key, the run's player page)
+K_BUILT = "kgviz_trace_built"  # (run key, the run's frames and labels: the player's and the lesson's)
 K_LINKS = "kgviz_trace_links"  # run key -> TraceLinks (its facts' subject/object, from the store)
 K_STARTED = "kgviz_trace_started"  # the user has pressed Run at least once
 K_PRESENT = "kgviz_trace_present"  # presentation mode (also ?present=1 in the URL)
@@ -249,12 +251,25 @@ def presentation_toggle() -> bool:
     return on
 
 
+def _built(run: Run, key: str, ctx: AppContext) -> tuple[list[vt.Frame], dict[str, str]]:
+    """The run's frames and labels (``tp.run_frames``), made once per run and kept for the
+    session: the player (in either presentation setting) and the lesson draw the same ones."""
+    held = st.session_state.get(K_BUILT)
+    if held is None or held[0] != key:
+        algorithm_lines.annotate(run.method, run.trace)  # a run saved before steps named their line
+        links = st.session_state.get(K_LINKS, {}).get(key)
+        held = (key, tp.run_frames(run.trace, resources.store(ctx), links=links))
+        st.session_state[K_BUILT] = held
+    built: tuple[list[vt.Frame], dict[str, str]] = held[1]
+    return built
+
+
 def _player(run: Run, key: str, ctx: AppContext, params: tp.PlayerParams) -> str:
     """The run's player page, built once per run and presentation setting, kept for the session."""
     held = st.session_state.get(K_FRAMES)
     if held is None or held[0] != (key, params):
-        links = st.session_state.get(K_LINKS, {}).get(key)
-        page = tp.run_page(run.trace, resources.store(ctx), method=run.method, links=links, params=params)
+        page = tp.run_page(run.trace, resources.store(ctx), method=run.method, params=params,
+                           built=_built(run, key, ctx))
         held = ((key, params), page)
         st.session_state[K_FRAMES] = held
     return held[1]
@@ -276,15 +291,15 @@ def step_viewer(run: Run, key: str, ctx: AppContext, *, present: bool = False) -
     st.iframe(_player(run, key, ctx, params), height=tp.iframe_height(params))
 
 
-def lesson_button(run: Run, ctx: AppContext) -> None:
+def lesson_button(run: Run, ctx: AppContext, key: str) -> None:
     """Download this run as a lesson: one HTML file that plays offline, in presentation mode, made
-    once per run for this session's reruns (``export_text``): it inlines the player and the graph,
-    as costly as the page's own player."""
+    once per run for this session's reruns (``export_text``) from the frames the player drew
+    (``_built``; ``key`` is the run's ``run_key``): only its page is made again."""
     from kgviz.viz.lesson import lesson_html
 
     store = resources.store(ctx)
     text = export_text(K_LESSON, (id(run), run.method, run.question, run.answer, len(run.trace)),
-                       lambda: lesson_html([run], store))
+                       lambda: lesson_html([run], store, built=_built(run, key, ctx)))
     st.download_button("Download lesson (HTML)", text,
                        file_name=f"kgviz-lesson-{run.method}.html", mime="text/html", key=K_LESSON,
                        help="One self-contained file (player, algorithm box, steps; no server, no network) "

@@ -2,7 +2,7 @@
 VizNode/VizEdge lists, and the provenance details of one entity.
 
 The statements live in ``kgviz.graph.explore`` (user text is only ever a $param there); the
-neighbourhood's edges and nodes and an entity's facts are read from the graph held in memory
+name search, the neighbourhood's edges and nodes and an entity's facts are read from memory
 (``kgviz.graph.memory_explore``: the same rows, without the whole-table scans that made each
 Explore action take seconds at 100,000 passages); this module shapes the rows for the page. No streamlit import here, so the page stays a thin shell.
 """
@@ -48,7 +48,7 @@ def search_entities(store: GraphStore, text: str, *, limit: int = 20, embedder: 
     q = " ".join(text.split())
     if not q:
         return []
-    rows = reads.entities_named(store, q, limit)
+    rows = memory_explore.entities_named(store, q, limit)
     hits = [EntityHit(r["id"], r["name"] or r["id"], r["type"] or "", int(r["n"] or 0), "name") for r in rows]
     if hits or embedder is None:
         return hits

@@ -6,10 +6,11 @@ gives way to the document's first markdown heading, else to the stem with its se
 into spaces. A chunk (or sub-chunk) is labelled by its document's title and its first words. Ids
 stay available in tooltips and raw data; nothing here is escaped (the renderers escape).
 
-``fetch_human_labels`` reads through the named functions of ``kgviz.graph.reads`` (the statements
-live there, with ``$ids`` bindings only); ``fetch_links`` through ``kgviz.graph.memory_explore``
-(the same rows from the graph held in memory: as statements they were 2-3 s a run at 100,000
-passages).
+Both read through ``kgviz.graph.memory_explore``: ``fetch_human_labels`` the documents and
+chunks by primary-key lookups (the rows of the ``kgviz.graph.reads`` statements of the same name,
+whose id lists scanned the tables: up to 0.2-0.4 s a run at 100,000 passages; a list longer than
+``LABEL_LOOKUPS_MAX`` ids is still read by its statement), ``fetch_links`` the facts from the
+graph held in memory (as statements 2-3 s a run at 100,000 passages).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from kgviz.graph import memory_explore, reads
+from kgviz.graph import memory_explore
 from kgviz.graph.protocol import GraphStore
 
 FIRST_WORDS = 4  # words of a chunk's text after its document title (ours: fits one label line)
@@ -72,7 +73,7 @@ def fetch_human_labels(store: GraphStore, ids: Iterable[str]) -> dict[str, str]:
         return {}
     docs = sorted({_doc_of(i) for i in wanted})
     titles: dict[str, str] = {}
-    for r in reads.documents_for_labels(store, docs):
+    for r in memory_explore.documents_for_labels(store, docs):
         titles[str(r["id"])] = human_title(str(r.get("title") or ""), str(r.get("text") or ""))
     out: dict[str, str] = {d: t for d, t in titles.items() if d in wanted}
     chunks = [i for i in wanted if "#" in i and ".s" not in i.rsplit("#", 1)[1]]
@@ -80,7 +81,7 @@ def fetch_human_labels(store: GraphStore, ids: Iterable[str]) -> dict[str, str]:
     for table, part in (("Chunk", chunks), ("SubChunk", subs)):
         if not part:
             continue
-        for cid, text in reads.chunk_label_texts(store, table, part).items():
+        for cid, text in memory_explore.chunk_label_texts(store, table, part).items():
             title = titles.get(_doc_of(cid), _doc_of(cid))
             out[cid] = chunk_label(title, str(text or ""))
     return out

@@ -360,11 +360,13 @@ def run_frames(trace: Sequence[TraceStep], store: GraphStore, *, links: TraceLin
 
 
 def run_page(trace: Sequence[TraceStep], store: GraphStore, *, method: str = "",
-             links: TraceLinks | None = None, params: PlayerParams = PlayerParams()) -> str:
-    """The whole pipeline for one run: frames and labels (``run_frames``), one panel per step,
-    the algorithm box (each step's line: kgviz.methods.algorithm_lines), the page."""
+             links: TraceLinks | None = None, params: PlayerParams = PlayerParams(),
+             built: tuple[list[Frame], dict[str, str]] | None = None) -> str:
+    """The whole pipeline for one run: frames and labels (``run_frames``; ``built``: those the
+    caller already made), one panel per step, the algorithm box (each step's line:
+    kgviz.methods.algorithm_lines), the page."""
     algorithm_lines.annotate(method, trace)  # a run saved before steps named their line
-    frames, labels = run_frames(trace, store, links=links)
+    frames, labels = built if built is not None else run_frames(trace, store, links=links)
     return player_html(player_data(frames, trace, labels, params, run=method), params)
 
 

@@ -345,3 +345,25 @@ def test_presentation_mode_is_kept_in_the_url_and_reaches_the_player(app_env: Pa
     assert len(lesson) == 1
     at.toggle(key=K_PRESENT).set_value(False).run()
     assert "present" not in at.query_params and _player(at)["present"] is False
+
+
+def test_a_runs_frames_are_made_once_for_its_player_and_its_lesson(app_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The player and the lesson download draw the same frames (``tp.run_frames``: the run's
+    labels, facts' links and layout): made once per run, not again for the lesson or when the
+    presentation setting changes."""
+    from kgviz.ui.trace import K_PRESENT
+    from kgviz.viz import trace_player as tp
+
+    calls: list[int] = []
+    real = tp.run_frames
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(len(args[0]))
+        return real(*args, **kwargs)
+    monkeypatch.setattr(tp, "run_frames", counted)
+    at = _run(_open_trace(new_app().run()))
+    assert [b for b in at.get("download_button") if "lesson" in b.proto.label.lower()]
+    assert len(calls) == 1, calls
+    at.toggle(key=K_PRESENT).set_value(True).run()
+    assert not at.exception and _player(at)["present"] is True
+    assert len(calls) == 1, calls

@@ -12,7 +12,8 @@ import pytest
 from kgviz.graph import batching, explore, memory_explore, reads
 from kgviz.graph.store import GraphStore
 from kgviz.viz import explore as viz_explore
-from kgviz.viz.labels import fetch_links
+from kgviz.viz import labels as labels_module
+from kgviz.viz.labels import fetch_human_labels, fetch_links
 from tests.graph.test_memory_reads import ID_LISTS, source  # noqa: F401  (autouse: kuzu and stored)
 from tests.graph.test_triple_graph import ENTITIES, _bag, store  # noqa: F401,F811  (the graph fixture)
 
@@ -116,3 +117,70 @@ def test_no_whole_table_statement_runs_for_an_explore_action_or_a_trace_link(sto
     scans = [c for c in seen if "{id: $id}" not in c and "{chunk_id: $id}" not in c and ".id = $id" not in c
              and "MENTIONS" not in c]  # an entity's chunks: MENTIONS from one entity, by its key
     assert scans == [], scans
+
+
+LABEL_LISTS = {"docs": ["doc:u", "doc:t", "doc:missing", "doc:t", "ent:a"],
+               "chunks": ["doc:t#c2", "doc:t#c0", "doc:t#c0", "doc:t#c9", "doc:t#c0#s1"],
+               "subs": ["doc:t#c0#s2", "doc:t#c0#s1", "doc:t#c0#s0", "doc:t#c0#s7", "doc:t#c1"], "none": []}
+
+
+@pytest.mark.parametrize("ids", sorted(LABEL_LISTS))
+@pytest.mark.parametrize("lookups_max", [128, 2])
+def test_label_reads_equal_their_statements(store: Any, ids: str, lookups_max: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trace's human labels read documents and chunks by primary key (a list longer than
+    LABEL_LOOKUPS_MAX by its statement): the rows of the ``reads`` statements (their id lists
+    scanned the tables, ~0.24 s a run at 100k), one per distinct id that exists, in the order
+    asked; a NULL text stays NULL."""
+    monkeypatch.setattr(memory_explore, "LABEL_LOOKUPS_MAX", lookups_max)
+    asked = LABEL_LISTS[ids]
+    docs = memory_explore.documents_for_labels(store, asked)
+    assert _bag(docs) == _bag(reads.documents_for_labels(store, asked))
+    assert [r["id"] for r in docs] == [i for i in dict.fromkeys(asked) if i in ("doc:t", "doc:u")]
+    for table in ("Chunk", "SubChunk"):
+        mine = memory_explore.chunk_label_texts(store, table, asked)
+        assert mine == reads.chunk_label_texts(store, table, asked)
+        assert list(mine) == [i for i in dict.fromkeys(asked) if i in mine]
+    if ids == "subs":
+        assert memory_explore.chunk_label_texts(store, "SubChunk", asked) == {
+            "doc:t#c0#s2": "sub 2", "doc:t#c0#s1": None, "doc:t#c0#s0": "sub 0"}
+    with pytest.raises(ValueError, match="Chunk or SubChunk"):
+        memory_explore.chunk_label_texts(store, "Entity", asked)
+
+
+def test_human_labels_run_only_primary_key_lookups(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``fetch_human_labels`` (every Trace run) gives the labels the statements gave, reading
+    each document and chunk by its key, never an id list."""
+    asked = ["doc:t", "doc:u", "doc:t#c0", "doc:t#c2", "doc:t#c0#s0", "doc:t#c0#s1", "doc:t#c9", "ent:a", "tri:ab"]
+    monkeypatch.setattr(labels_module.memory_explore, "documents_for_labels", reads.documents_for_labels)
+    monkeypatch.setattr(labels_module.memory_explore, "chunk_label_texts", reads.chunk_label_texts)
+    want = fetch_human_labels(store, asked)  # through the statements
+    monkeypatch.undo()
+    seen: list[str] = []
+    real = GraphStore.query
+
+    def spy(self: GraphStore, cypher: str, params: Any = None) -> Any:
+        seen.append(cypher)
+        return real(self, cypher, params)
+    monkeypatch.setattr(GraphStore, "query", spy)
+    got = fetch_human_labels(store, asked)
+    assert got == want  # (the ids of this graph's sub-chunks have no ".s": they are looked up as chunks, in vain)
+    assert list(got) == ["doc:t", "doc:u", "doc:t#c0", "doc:t#c2"] and got["doc:t#c2"] == "DOC:T: chunk 2"
+    assert seen and all("{id: $id}" in c and "$ids" not in c for c in seen), seen
+
+
+def test_a_long_label_list_is_one_statement_not_a_lookup_per_id(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past LABEL_LOOKUPS_MAX ids a table is read by one id-list statement (a ket-rag trace has
+    ~1,300 documents and sub-chunks: 0.2 s of key lookups, 30 ms as one statement at 100k)."""
+    asked = ["doc:t", "doc:u", "doc:t#c0", "doc:t#c1", "doc:t#c2", "doc:missing#c5"]
+    want = fetch_human_labels(store, asked)
+    monkeypatch.setattr(memory_explore, "LABEL_LOOKUPS_MAX", 2)
+    seen: list[str] = []
+    real = GraphStore.query
+
+    def spy(self: GraphStore, cypher: str, params: Any = None) -> Any:
+        seen.append(cypher)
+        return real(self, cypher, params)
+    monkeypatch.setattr(GraphStore, "query", spy)
+    got = fetch_human_labels(store, asked)
+    assert got == want and list(got) == list(want)
+    assert len(seen) == 2 and all("$ids" in c for c in seen), seen  # the 3 documents, the 4 chunks: each list over 2

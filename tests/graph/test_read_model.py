@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from kgviz.graph import memory_reads, read_model, reads, triple_graph
+from kgviz.graph import memory_explore, memory_reads, read_model, reads, triple_graph
 from kgviz.graph import store as store_module
 from kgviz.graph.store import VERSION_FILENAME, GraphStore
 from kgviz.methods import ket_cache
@@ -21,7 +21,7 @@ from kgviz.methods import ket_cache
 DIM = 4
 READ_MODEL_QUERIES = {*triple_graph.QUERIES, memory_reads.Q_MENTIONS, memory_reads.Q_FROM_CHUNK, memory_reads.Q_HAS_CHUNK,
                       memory_reads.Q_CHUNKS, memory_reads.Q_DOCUMENTS, memory_reads.Q_SIMILAR_DOCS,
-                      memory_reads.Q_SUBCHUNK_TEXTS, reads.Q_ENTITY_NAMES}
+                      memory_reads.Q_SUBCHUNK_TEXTS, reads.Q_ENTITY_NAMES, memory_explore.Q_ENTITY_NAMES}
 
 
 def _build(path: Path) -> None:
@@ -66,6 +66,7 @@ def _reads(s: GraphStore) -> dict[str, Any]:
         "similar": memory_reads.similar_documents(s, ["d1", "d2"]),
         "subchunks": memory_reads.subchunk_texts(s, ["c0#s0", "c0#s1"]),
         "names": ket_cache.named_entities(s, "Did Name 2 meet Alias 3 or Name 9?"),
+        "search": memory_explore.entities_named(s, "NAME", 3),
     }
 
 

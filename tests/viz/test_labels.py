@@ -29,14 +29,14 @@ class _FakeStore:
 
     def query(self, cypher: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         self.calls.append((cypher, dict(params)))
-        ids = set(params["ids"])
+        wanted = params["id"]  # one primary-key lookup per id
         if "Document" in cypher:
             rows = [{"id": "doc:1", "title": "tidewell_line", "text": "# Tidewell Line\n\nThe line."}]
         elif "SubChunk" in cypher:
             rows = [{"id": "doc:1#c0.s1", "text": "Tobias Marrec founded it in 1898 with two steamers."}]
         else:
             rows = [{"id": "doc:1#c0", "text": "# Tidewell Line\n\nThe Tidewell Line is a shipping company."}]
-        return [r for r in rows if r["id"] in ids]
+        return [r for r in rows if r["id"] == wanted]
 
 
 def test_fetch_human_labels_uses_params_and_labels_every_layer() -> None:
@@ -44,5 +44,5 @@ def test_fetch_human_labels_uses_params_and_labels_every_layer() -> None:
     got = fetch_human_labels(store, ["doc:1", "doc:1#c0", "doc:1#c0.s1", "ent:x", "tri:y"])
     assert got == {"doc:1": "Tidewell Line", "doc:1#c0": "Tidewell Line: The Tidewell Line is…",
                    "doc:1#c0.s1": "Tidewell Line: Tobias Marrec founded it…"}
-    assert all("$ids" in c and "doc:" not in c for c, _p in store.calls)  # ids bound, never spliced
+    assert store.calls and all("{id: $id}" in c and "doc:" not in c for c, _p in store.calls)  # bound, never spliced
     assert fetch_human_labels(store, ["ent:x"]) == {}

@@ -115,3 +115,15 @@ def test_choices_are_laid_out_together() -> None:
     trace = _kg_rag_trace()
     pairs = vt.choice_pairs(vt.build_frames(trace, stable_layout=False))
     assert ("t1", "t2") in pairs and ("t2", "t3") in pairs
+
+
+def test_a_lesson_of_one_run_from_the_frames_the_player_drew_is_the_same_page() -> None:
+    """The Trace page hands the lesson the frames its player drew (``built``): a lesson of one run
+    lays them out alone, as the player does, so the page is byte for byte the one made afresh."""
+    run = _run("kg-rag", _kg_rag_trace(), question="When? " + HOSTILE)
+    fresh = lesson_html([run], _NoStore())
+    built = tp.run_frames(run.trace, _NoStore())
+    assert built[0] and all(f.positions for f in built[0])  # laid out: the comparison covers the layout
+    assert lesson_html([run], _NoStore(), built=built) == fresh
+    with pytest.raises(ConfigError):  # two runs share one layout: their own frames do not do
+        lesson_html([run, run], _NoStore(), built=built)

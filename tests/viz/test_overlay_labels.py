@@ -11,7 +11,7 @@ from kgviz.viz.overlay import build_overlay, default_methods, facet
 
 class _Store:
     def query(self, cypher: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-        ids = set(params.get("ids", []))
+        ids = set(params.get("ids", [])) | ({params["id"]} if "id" in params else set())  # a list, or one key
         rows: list[dict[str, Any]] = []
         if "Document" in cypher:
             rows = [{"id": "doc:1", "title": "tidewell_line", "label": "tidewell_line",
