@@ -3,9 +3,9 @@ search's vector files (kgviz.graph.vector_file), for the Entity and Triple table
 
 Kùzu's COPY of a FLOAT[768] column was most of a build's write stage and its memory peak: at
 100,000 passages a 131,072-row Triple batch took ~8.5 s of CPU with the column and ~1.2 s without
-it, and the Triple COPY was the build's peak (4.9 GB); measured again this round on 262,144
-hashing rows, 13.7 s and 1.8 GB with the column, 0.45 s and 0.3 GB without
-(``/work/notes/s19/copy_bench.py``; Kùzu's compression on or off made no difference). Exact
+it, and the Triple COPY was the build's peak (4.9 GB); on 262,144 hashing rows, 13.7 s of CPU and
+1.8 GB with the column, 0.45 s and 0.3 GB without (``benchmarks/vector_copy.py``; Kùzu's
+compression on or off made no difference, a Parquet file was slower). Exact
 search and every read of stored vectors by id already use the vector files, which a build writes
 from the vectors it spilled. So a build whose Entity or Triple table is searched exactly loads the
 rows without their vectors and the files become the vectors' only copy. One Meta row per table
