@@ -18,6 +18,18 @@ from tests.graph.test_memory_reads import ID_LISTS, source  # noqa: F401  (autou
 from tests.graph.test_triple_graph import ENTITIES, _bag, store  # noqa: F401,F811  (the graph fixture)
 
 
+def _queries_seen(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements every GraphStore.query runs from now on, in order."""
+    seen: list[str] = []
+    real = GraphStore.query
+
+    def spy(self: GraphStore, cypher: str, params: Any = None) -> Any:
+        seen.append(cypher)
+        return real(self, cypher, params)
+    monkeypatch.setattr(GraphStore, "query", spy)
+    return seen
+
+
 @pytest.mark.parametrize("ids", sorted(ID_LISTS))
 @pytest.mark.parametrize("limit", [5000, 3, 0])
 def test_related_at_equals_its_statement(store: Any, ids: str, limit: int) -> None:
@@ -100,13 +112,7 @@ def test_no_whole_table_statement_runs_for_an_explore_action_or_a_trace_link(sto
     run no statement but primary-key lookups and the few chunk reads (the scans are what cost
     seconds at 100k)."""
     memory_explore.related_at(store, ["ent:hub"], 10)  # the graph loaded
-    seen: list[str] = []
-    real = GraphStore.query
-
-    def spy(self: GraphStore, cypher: str, params: Any = None) -> Any:
-        seen.append(cypher)
-        return real(self, cypher, params)
-    monkeypatch.setattr(GraphStore, "query", spy)
+    seen = _queries_seen(monkeypatch)
     nb = viz_explore.neighbourhood(store, "ent:hub", hops=2, cap=50)
     assert {n.id for n in nb.graph.nodes} >= {"ent:hub", "ent:h0", "ent:h4"}
     details = viz_explore.entity_details(store, "ent:a")
@@ -155,13 +161,7 @@ def test_human_labels_run_only_primary_key_lookups(store: Any, monkeypatch: pyte
     monkeypatch.setattr(labels_module.memory_explore, "chunk_label_texts", reads.chunk_label_texts)
     want = fetch_human_labels(store, asked)  # through the statements
     monkeypatch.undo()
-    seen: list[str] = []
-    real = GraphStore.query
-
-    def spy(self: GraphStore, cypher: str, params: Any = None) -> Any:
-        seen.append(cypher)
-        return real(self, cypher, params)
-    monkeypatch.setattr(GraphStore, "query", spy)
+    seen = _queries_seen(monkeypatch)
     got = fetch_human_labels(store, asked)
     assert got == want  # (the ids of this graph's sub-chunks have no ".s": they are looked up as chunks, in vain)
     assert list(got) == ["doc:t", "doc:u", "doc:t#c0", "doc:t#c2"] and got["doc:t#c2"] == "DOC:T: chunk 2"
@@ -174,13 +174,7 @@ def test_a_long_label_list_is_one_statement_not_a_lookup_per_id(store: Any, monk
     asked = ["doc:t", "doc:u", "doc:t#c0", "doc:t#c1", "doc:t#c2", "doc:missing#c5"]
     want = fetch_human_labels(store, asked)
     monkeypatch.setattr(memory_explore, "LABEL_LOOKUPS_MAX", 2)
-    seen: list[str] = []
-    real = GraphStore.query
-
-    def spy(self: GraphStore, cypher: str, params: Any = None) -> Any:
-        seen.append(cypher)
-        return real(self, cypher, params)
-    monkeypatch.setattr(GraphStore, "query", spy)
+    seen = _queries_seen(monkeypatch)
     got = fetch_human_labels(store, asked)
     assert got == want and list(got) == list(want)
     assert len(seen) == 2 and all("$ids" in c for c in seen), seen  # the 3 documents, the 4 chunks: each list over 2

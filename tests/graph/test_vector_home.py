@@ -20,6 +20,7 @@ from kgviz.providers.embedders import HashingEmbedder
 from kgviz.providers.offline import OfflineLLM
 from kgviz.reasoning import Reasoner
 from tests.support.data import write_kg_files
+from tests.support.stores import store_opener
 from tests.support.index_fakes import corpus
 
 EMB = HashingEmbedder(64)
@@ -34,16 +35,8 @@ TSV = "\n".join([
 
 @pytest.fixture
 def open_store(tmp_path: Path) -> Iterator[Any]:
-    stores: list[GraphStore] = []
-
-    def make(name: str = "ws") -> GraphStore:
-        s = GraphStore.open(tmp_path / name, embedder_id=EMB.id, dim=EMB.dim)
-        stores.append(s)
-        return s
-
-    yield make
-    for s in stores:
-        s.close()
+    with store_opener(tmp_path, EMB) as make:
+        yield make
 
 
 def offline() -> Reasoner:
