@@ -367,9 +367,11 @@ def _files_only(store: SearchHost, table: str, pk: str, dim: int, home: str | No
             f"{table}'s vectors are kept only in {workspace / vector_file.VECTOR_DIR}, and the files there "
             "are missing or damaged", hint="build the workspace again from its documents (a new workspace)")
     if inserted is None:
-        if current is None:
-            raise GraphStoreError(f"{table}'s vectors: the build that wrote this workspace stopped before it stored them",
-                                  hint="run the build again: it writes the unfinished documents again")
+        if current is None:  # a first build between its write and index stages, running or stopped
+            raise GraphStoreError(f"{table}'s vectors are not stored yet: the first build of this workspace is still "
+                                  "writing them, or it stopped before it did",
+                                  hint="wait for the build to finish; if none is running, run the build again: it "
+                                       "writes the unfinished documents again")
         return current, str(digest)
     in_table = set(store.query_arrow(f"MATCH (n:{table}) RETURN n.{pk}").column(0).to_pylist())
     old_ids = [] if current is None else current[0].tolist()

@@ -100,9 +100,10 @@ def test_a_build_stopped_before_its_index_stage_is_redone_by_the_next(open_store
         with pytest.raises(RuntimeError, match="stopped before"):
             build(corpus(), store, offline(), SMALL)
     assert vector_home.state(store, "Triple") == vector_home.PENDING
-    with pytest.raises(GraphStoreError, match="stopped before it stored them") as err:
+    with pytest.raises(GraphStoreError, match="not stored yet: the first build of this workspace is still "
+                                              "writing them, or it stopped before it did") as err:
         store.vector_search("Triple", EMB.embed(["Orrin Bridge"])[0], 3)
-    assert "run the build again" in err.value.hint
+    assert "wait for the build to finish" in err.value.hint and "run the build again" in err.value.hint
     again = build(corpus(), store, offline(), SMALL)
     assert again.new_documents == len(corpus())  # purged and written again (offline: no LLM call either way)
     build(corpus(), clean, offline(), SMALL)
