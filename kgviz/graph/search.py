@@ -386,9 +386,8 @@ def _files_only(store: SearchHost, table: str, pk: str, dim: int, home: str | No
     ready = vector_file.load(workspace, table, new_digest, dim)
     if ready is not None:
         return ready, new_digest
-    rows: np.ndarray | vector_file.RowFile | _MergedRows = inserted[1] if current is None and len(added) == len(inserted[0]) \
-        else _MergedRows(current, None if current is None else vector_file.load_same(workspace, table, str(digest), len(old_ids)),
-                         keep, inserted[1], np.array(list(added.values()), dtype=np.int64), dim)
+    same = None if current is None else vector_file.load_same(workspace, table, str(digest), len(old_ids))
+    rows = _MergedRows(current, same, keep, inserted[1], np.array(list(added.values()), dtype=np.int64), dim)
     with vector_file.previous_kept(workspace, table, current is not None):
         try:
             written = vector_file.write(workspace, table, ids, rows, _normalised)

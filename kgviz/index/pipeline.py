@@ -170,11 +170,10 @@ def _build(
     progress: Progress | None,
     cancel: threading.Event | None,
     spill: VectorSpill,
-    early: EarlyVectorFiles | None = None,
-    unstored: set[str] | None = None,
+    early: EarlyVectorFiles | None,
+    unstored: set[str],
 ) -> BuildReport:
     params = params or BuildParams()
-    unstored = set() if unstored is None else unstored
     emb = reasoner.embedder
     if (emb.id, int(emb.dim)) != (store.embedder_id, int(store.dim)):
         raise EmbedderMismatchError(
@@ -324,12 +323,12 @@ def _build(
                 note = f"vector index on {table}"
             else:  # the exact search's memory-mapped matrix, written now rather than at the first question
                 # the worker's files are adopted there once their id digest is the table's
-                loaded: tuple[list[str], RowFile | np.ndarray] | None = (
-                    spill.loaded(table) if table in spilled_whole - written_early else None)
-                if files_only and loaded is None:
-                    # the files are the vectors' only copy: made again from this build's rows
-                    # (spilled, or written by the worker) and the earlier ones still in the table
+                loaded: tuple[list[str], RowFile | np.ndarray] | None
+                if files_only:  # the files are the vectors' only copy: this build's rows (spilled, or
+                    # written by the worker) merged with the earlier ones still in the table
                     loaded = spill.loaded(table) or ([], np.zeros((0, int(store.dim)), dtype=np.float32))
+                else:
+                    loaded = spill.loaded(table) if table in spilled_whole - written_early else None
                 n = search.prepare_exact_search(store, table, loaded)
                 note = f"{table}: {n} embedded rows, searched exactly"
             run.emit("index", i + 1, len(VECTOR_TABLES) + 1, note)
@@ -369,8 +368,8 @@ def _unstored_documents(store: GraphStore) -> Iterator[set[str]]:
             del _UNSTORED[key]
 
 
-def _outer_unstored(store: GraphStore, mine: set[str]) -> list[str]:
-    """The documents other builds under way in this process wait to store the vectors of."""
+def _outer_unstored(store: GraphStore, mine: set[str] | None = None) -> list[str]:
+    """The documents builds under way in this process (but ``mine``) wait to store the vectors of."""
     return sorted({d for s in _UNSTORED.get(str(store.path), []) if s is not mine for d in s})
 
 
@@ -380,7 +379,7 @@ def _chunk_stage(
     unique = _first_copies(documents, report)
     # an outer build of this process (this build runs inside it) is not interrupted: its documents
     # wait for their vectors to be stored
-    interrupted = [d for d in gw.pending_documents(store) if d not in _outer_unstored(store, set())]
+    interrupted = [d for d in gw.pending_documents(store) if d not in _outer_unstored(store)]
     if interrupted:
         gw.purge_documents(store, interrupted)
         gw.set_pending(store, [])

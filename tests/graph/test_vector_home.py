@@ -5,7 +5,7 @@ KG is imported into such a workspace."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,32 +15,17 @@ from kgviz.graph import memory_reads, search, vector_file, vector_home
 from kgviz.graph.store import GraphStore
 from kgviz.index import pipeline
 from kgviz.index.import_kg import import_kg
-from kgviz.index.pipeline import BuildParams, build
-from kgviz.providers.embedders import HashingEmbedder
-from kgviz.providers.offline import OfflineLLM
-from kgviz.reasoning import Reasoner
+from kgviz.index.pipeline import build
 from tests.support.data import write_kg_files
-from tests.support.stores import store_opener
 from tests.support.index_fakes import corpus
+from tests.index.test_index_pipeline import EMB, SMALL, offline, open_store  # noqa: F401  (open_store: the fixture)
 
-EMB = HashingEmbedder(64)
-SMALL = BuildParams(chunk_tokens=24, chunk_overlap=0, workers=2, batch_size=2, similar_docs_k=2, ket_descriptions=False)
 TSV = "\n".join([
     "head\trelation\ttail\thead_qid\ttail_qid\tsplit\tquestion_id",
     "Orrin Bridge\tdesigner\tEdda Lunn\tQ1\t\teval\tq1",
     "Edda Lunn\tplace of birth\tKellhaven\t\t\teval\tq1",
     "Kellhaven\tcountry\tLessary\t\t\ttrain\t",
 ])
-
-
-@pytest.fixture
-def open_store(tmp_path: Path) -> Iterator[Any]:
-    with store_opener(tmp_path, EMB) as make:
-        yield make
-
-
-def offline() -> Reasoner:
-    return Reasoner(OfflineLLM(), EMB)
 
 
 def legacy_build(monkeypatch: pytest.MonkeyPatch, store: GraphStore, docs: Any) -> None:

@@ -63,7 +63,7 @@ CHILD = textwrap.dedent(
     from kgviz.providers.offline import OfflineLLM
     from kgviz.reasoning import Reasoner
 
-    pipeline.EXACT_MAX_ROWS = 0  # every vector index is built
+    pipeline.EXACT_MAX_ROWS = {exact_max_rows}  # 0: every vector index is built
     marker, how = {marker!r}, {how!r}
     original = GraphStore._statement
 
@@ -153,7 +153,8 @@ def test_kill_inside_an_index_step_is_repaired_by_the_next_build(
     db = tmp_path / "killed"
     step, marker, how = KILL_POINTS[case]
     script = tmp_path / "child.py"
-    script.write_text(CHILD.format(root=str(ROOT), db=str(db), corpus=str(CORPUS), marker=marker, how=how))
+    script.write_text(CHILD.format(root=str(ROOT), db=str(db), corpus=str(CORPUS), marker=marker, how=how,
+                                   exact_max_rows=0))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=240)
     assert proc.returncode == -signal.SIGKILL, proc.stdout + proc.stderr
     assert f"killed {how} {marker}" in proc.stdout
@@ -218,7 +219,7 @@ def test_a_build_killed_in_its_write_stage_resumes_with_the_kept_plan(
     db = tmp_path / "killed"
     script = tmp_path / "child.py"
     script.write_text(CHILD.format(root=str(ROOT), db=str(db), corpus=str(CORPUS), marker="COPY Triple FROM",
-                                   how="after"))
+                                   how="after", exact_max_rows=0))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=240)
     assert proc.returncode == -signal.SIGKILL and "killed after COPY Triple FROM" in proc.stdout, proc.stdout + proc.stderr
     assert (ket_plan.folder(db) / "key.json").exists()

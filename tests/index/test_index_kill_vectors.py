@@ -7,7 +7,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -16,42 +15,10 @@ from kgviz.errors import GraphStoreError
 from kgviz.graph import vector_home
 from kgviz.graph.store import GraphStore
 from kgviz.providers.embedders import HashingEmbedder
-from tests.index.test_index_kill_steps import CORPUS, ROOT, _build, _state
+from tests.index.test_index_kill_steps import CHILD, CORPUS, ROOT, _build, _state
 from tests.support.golden import first_difference
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")]
-
-# kills the build right after the doc_layer stage's COPY: the write stage is done, the index stage
-# (which stores the entity and fact vectors) has not run
-CHILD = textwrap.dedent(
-    """
-    import os, signal, sys
-    sys.path.insert(0, {root!r})
-    import kgviz.index.pipeline as pipeline
-    from kgviz.graph.store import GraphStore
-    from kgviz.ingest import load_paths
-    from kgviz.providers.embedders import HashingEmbedder
-    from kgviz.providers.offline import OfflineLLM
-    from kgviz.reasoning import Reasoner
-
-    original = GraphStore._statement
-
-    def hooked(self, cypher, params, *, write, fetch):
-        out = original(self, cypher, params, write=write, fetch=fetch)
-        if write and "COPY SIMILAR_DOC" in cypher:
-            print("killed after the doc_layer COPY", flush=True)
-            os.kill(os.getpid(), signal.SIGKILL)
-        return out
-
-    GraphStore._statement = hooked
-    emb = HashingEmbedder()
-    store = GraphStore.open({db!r}, embedder_id=emb.id, dim=emb.dim)
-    pipeline.build(load_paths([{corpus!r}]).documents, store, Reasoner(OfflineLLM(), emb),
-                   pipeline.BuildParams(workers=1))
-    print("finished", flush=True)
-    """
-)
-
 
 def _vectors(store: GraphStore, table: str) -> dict[str, bytes]:
     ids = [r["id"] for r in store.query(f"MATCH (n:{table}) RETURN n.id AS id")]
@@ -61,9 +28,12 @@ def _vectors(store: GraphStore, table: str) -> dict[str, bytes]:
 def test_a_build_killed_before_storing_the_vectors_is_redone_by_the_next(tmp_path: Path) -> None:
     db = tmp_path / "killed"
     script = tmp_path / "child.py"
-    script.write_text(CHILD.format(root=str(ROOT), db=str(db), corpus=str(CORPUS)))
+    # killed right after the doc_layer stage's COPY: the write stage is done, the index stage (which
+    # stores the entity and fact vectors) has not run; searched exactly, so the vectors are in files
+    script.write_text(CHILD.format(root=str(ROOT), db=str(db), corpus=str(CORPUS), marker="COPY SIMILAR_DOC",
+                                   how="after", exact_max_rows="float('inf')"))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=240)
-    assert proc.returncode == -signal.SIGKILL and "killed after the doc_layer COPY" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == -signal.SIGKILL and "killed after COPY SIMILAR_DOC" in proc.stdout, proc.stdout + proc.stderr
 
     emb = HashingEmbedder()
     with GraphStore.open(db, embedder_id=emb.id, dim=emb.dim) as store:

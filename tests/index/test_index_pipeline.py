@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import numpy as np
 import pytest
 
-from tests.support.stores import store_opener
 from tests.support.index_fakes import ScriptedLLM, corpus, failing_for, offline_reply
 from kgviz.errors import AuthenticationError, BuildCancelled, EmbedderMismatchError
 from kgviz.graph.store import GraphStore
@@ -27,9 +26,17 @@ SMALL = BuildParams(chunk_tokens=24, chunk_overlap=0, workers=2, batch_size=2, s
 
 
 @pytest.fixture
-def open_store(tmp_path: Path) -> Iterator[Any]:
-    with store_opener(tmp_path, EMB) as make:
-        yield make
+def open_store(tmp_path: Path) -> Iterator:
+    stores: list[GraphStore] = []
+
+    def make(name: str = "ws") -> GraphStore:
+        s = GraphStore.open(tmp_path / name, embedder_id=EMB.id, dim=EMB.dim)
+        stores.append(s)
+        return s
+
+    yield make
+    for s in stores:
+        s.close()
 
 
 def offline() -> Reasoner:
