@@ -2,11 +2,10 @@
 most similar documents by cosine of their embeddings; the SIMILAR_DOC edge weight is the cosine
 (the attention weight the attentive and multi-hop strategies multiply, §3.2.2).
 
-Computed with matrix products a tile at a time (at most ``knn.TILE`` x ``knn.TILE``), only the
-tiles on and above the diagonal (cosine is symmetric: each tile serves its rows and its columns),
-each row keeping its k best so far (``kgviz.index.knn.symmetric_top_k``): the memory does not
-grow with the number of documents (issue 29: a 1,024-row block against every document was ~1 GB
-with its copies at 100k documents); the time is every pair, as an exact top-k needs. The layer is
+Found by ``kgviz.index.cells.cosine_top_k``: every pair, a tile at a time, up to
+``cells.ALL_PAIRS_MAX_ROWS`` documents (exact; the memory does not grow with the number of
+documents); above, the deterministic cell search (issue 29: nothing quadratic in the number of
+documents; a true neighbour can be missed, measured by benchmarks/cells_recall.py). The layer is
 rebuilt whole whenever the set of documents or K changes: a new document can be a better
 neighbour of an old one. Neighbours with cosine <= 0 are left out
 (ours: such an edge carries no signal).
@@ -27,15 +26,19 @@ import numpy as np
 from kgviz.graph import reads, writes
 from kgviz.graph.protocol import GraphStore
 from kgviz.graph.vector_file import RowFile
-from kgviz.index.knn import TILE, symmetric_top_k
+from kgviz.index.cells import cosine_top_k
+from kgviz.index.top_k import TILE
 
 SIGNATURE_KEY = "doc_layer_signature"
 LOAD_BLOCK = 8192  # rows read from a build's spill at a time (ours: 25 MB of 768-d float32)
 
 
-def top_k_neighbours(emb: np.ndarray, k: int, *, tile: int = TILE) -> tuple[np.ndarray, np.ndarray]:
+def top_k_neighbours(emb: np.ndarray, k: int, *, tile: int = TILE,
+                     all_pairs_max_rows: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(indices, cosines), each (n, k'), k' = min(k, n-1); rows best first, ties by index.
-    ``emb`` rows need not be normalised."""
+    ``emb`` rows need not be normalised. Above ``all_pairs_max_rows`` rows (None:
+    ``cells.ALL_PAIRS_MAX_ROWS``), the cell search, a row can have fewer than k' neighbours: its last
+    places hold index -1 and cosine -inf."""
     n = len(emb)
     kk = min(k, n - 1)
     if kk <= 0:
@@ -43,15 +46,15 @@ def top_k_neighbours(emb: np.ndarray, k: int, *, tile: int = TILE) -> tuple[np.n
     x: np.ndarray = np.asarray(emb, dtype=np.float32)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     x = x / np.where(norms == 0, 1.0, norms)
-
-    def cosines(r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
-        return x[r0:r1] @ x[c0:c1].T
-
     # not a bare argpartition: it splits a tie at the k-th neighbour arbitrarily (exact ties are
-    # common with the hashing embedder), while symmetric_top_k keeps the lower index of equals;
-    # every row has n - 1 >= k' finite cosines, so each gets exactly k'
-    _, c, v = symmetric_top_k(cosines, n, kk, tile=tile, threads=1)  # BLAS uses every core already
-    return c.reshape(n, kk), v.astype(np.float32).reshape(n, kk)
+    # common with the hashing embedder), while cosine_top_k keeps the lower index of equals
+    r, c, v = cosine_top_k(x, kk, tile=tile, all_pairs_max_rows=all_pairs_max_rows)
+    idx = np.full((n, kk), -1, dtype=np.int64)
+    sims = np.full((n, kk), -np.inf, dtype=np.float32)
+    place = np.arange(r.size) - np.searchsorted(r, r, side="left")  # rank within its row
+    idx[r, place] = c
+    sims[r, place] = v
+    return idx, sims
 
 
 def signature(doc_ids: list[str], k: int) -> str:

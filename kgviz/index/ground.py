@@ -73,6 +73,7 @@ class Word:
     raw: str  # the word as written
 
 
+@lru_cache(maxsize=1 << 18)  # issue 29: ~300 calls a chunk, mostly words met before (~25 MB when full)
 def _key(raw: str) -> str:
     return "and" if raw == "&" else _POSSESSIVE.sub("", unicodedata.normalize("NFKC", raw).casefold()).translate(_DELETE)
 
@@ -133,9 +134,15 @@ class Source:
                 self._views.append((True, no_paren, in_title))
         self._index = [_positions(ws) for _, ws, _ in self._views]
         self._sentence_keys: list[tuple[int, int, set[str]]] | None = None
+        self._found: dict[str, Match | None] = {}  # a chunk's facts name the same things again and again
 
     def find(self, name: str) -> Match | None:
         """Where ``name`` is written in the chunk (or title), or by which alias rule; None if nowhere."""
+        if name not in self._found:
+            self._found[name] = self._find(name)
+        return self._found[name]
+
+    def _find(self, name: str) -> Match | None:
         want = {False: _name_words(name), True: _name_words(name, fine=True)}
         if not want[False] or not want[True]:
             return Match(0, 0, "text")  # nothing to look for: the resolver drops such a name

@@ -9,7 +9,8 @@ after knn, and a re-run of a finished build too.
 
 The plan is a pure function of the chunks (ids and texts, in id order), the KET parameters that
 shape it (``PLAN_FIELDS``), the embedder (the chunk vectors are its output for those texts) and
-this code (``PLAN_VERSION``, the KNN tile size). Those are the file's key, so a plan is reused
+this code (``PLAN_VERSION``, the KNN tile size, how the semantic neighbours are searched:
+``cells.settings``). Those are the file's key, so a plan is reused
 only when it provably describes the chunks now present; anything else (new chunks, another
 parameter, another embedder, a missing file, a file that fails its content digest) is computed
 again, and the build report says which. Files are written aside and renamed, the key last
@@ -30,7 +31,9 @@ import numpy as np
 from kgviz.errors import DiskFullError
 from kgviz.graph import vector_file
 from kgviz.index.ket import CorePlan, KetParams, core_ranking, n_core
-from kgviz.index.knn import LEXICAL, SEMANTIC, TILE, KnnGraph
+from kgviz.index import cells
+from kgviz.index.knn import LEXICAL, SEMANTIC, KnnGraph
+from kgviz.index.top_k import TILE
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +64,8 @@ def chunks_digest(ids: Sequence[str], texts: Sequence[str]) -> str:
 
 def plan_key(ids: Sequence[str], texts: Sequence[str], params: KetParams, embedder_id: str, dim: int) -> dict[str, Any]:
     """What a plan over these chunks (in id order) depends on."""
-    return {"version": PLAN_VERSION, "tile": TILE, "n": len(ids), "chunks": chunks_digest(ids, texts),
+    return {"version": PLAN_VERSION, "tile": TILE, "search": cells.settings(len(ids)), "n": len(ids),
+            "chunks": chunks_digest(ids, texts),
             "params": {f: getattr(params, f) for f in PLAN_FIELDS}, "embedder": embedder_id, "dim": int(dim)}
 
 

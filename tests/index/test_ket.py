@@ -434,16 +434,16 @@ def test_incremental_ket_build_covers_every_chunk(store: GraphStore) -> None:
 def test_top_1_per_row_is_the_general_top_k_cut_at_one() -> None:
     """K = 2 takes one neighbour of each kind through argmax (issue 29): the same rows, columns
     and values as the general path, ties by lower column, rows with nothing finite left out."""
-    from kgviz.index import knn
+    from kgviz.index import top_k
 
     rng = np.random.default_rng(3)
     scores = rng.integers(0, 4, size=(40, 30)).astype(np.float64)  # integer scores: many ties
     scores[scores == 0] = -np.inf
     scores[5] = -np.inf
-    general = knn.top_k_per_row(scores, 2)
+    general = top_k.top_k_per_row(scores, 2)
     first = np.ones(general[0].size, dtype=bool)
     first[1:] = general[0][1:] != general[0][:-1]  # the first (best) entry of each row
-    got = knn.top_k_per_row(scores, 1)
+    got = top_k.top_k_per_row(scores, 1)
     assert all(np.array_equal(a, b[first]) for a, b in zip(got, general))
     assert 5 not in got[0].tolist()
 
@@ -465,9 +465,9 @@ def test_symmetric_top_k_equals_the_whole_rows(k: int, with_skip: bool, share: i
     never taken by its row (but still by the other row of the pair), values as float64. The
     columns merged down a tile are gathered (``share`` 0), masked over the whole tile (10**9) or
     either as their number says (2): the same picks."""
-    from kgviz.index import knn
+    from kgviz.index import top_k
 
-    monkeypatch.setattr(knn, "GATHER_MAX_SHARE", share)
+    monkeypatch.setattr(top_k, "GATHER_MAX_SHARE", share)
     n = 41
     scores = symmetric_scores(n, seed=5 + k)
     skip = (np.array([0, 3, 3, 40, 17]), np.array([1, 2, 40, 3, 16])) if with_skip else None
@@ -475,7 +475,7 @@ def test_symmetric_top_k_equals_the_whole_rows(k: int, with_skip: bool, share: i
     np.fill_diagonal(whole, -np.inf)
     if skip is not None:
         whole[skip] = -np.inf
-    want = knn.top_k_per_row(whole, k)
+    want = top_k.top_k_per_row(whole, k)
     made: list[tuple[int, int]] = []
 
     def product(r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
@@ -484,7 +484,7 @@ def test_symmetric_top_k_equals_the_whole_rows(k: int, with_skip: bool, share: i
 
     for tile in (1, 4, 10, 41, 64):
         made.clear()
-        got = knn.symmetric_top_k(product, n, k, skip=skip, tile=tile)
+        got = top_k.symmetric_top_k(product, n, k, skip=skip, tile=tile)
         assert all(np.array_equal(a, b) for a, b in zip(got, want)), tile
         assert got[2].dtype == np.float64
         assert all(c0 >= r0 for r0, c0 in made) and len(made) == len(set(made))  # each upper tile once
@@ -494,12 +494,12 @@ def test_symmetric_top_k_equals_the_whole_rows(k: int, with_skip: bool, share: i
 
 def test_symmetric_top_k_takes_nothing_from_a_row_of_minus_infinity() -> None:
     """A row whose every score is -inf (only the diagonal, n = 1; or all skipped) gets no pick."""
-    from kgviz.index import knn
+    from kgviz.index import top_k
 
-    one = knn.symmetric_top_k(lambda r0, r1, c0, c1: np.zeros((r1 - r0, c1 - c0), np.float32), 1, 2)
+    one = top_k.symmetric_top_k(lambda r0, r1, c0, c1: np.zeros((r1 - r0, c1 - c0), np.float32), 1, 2)
     assert one[0].size == 0
     scores = symmetric_scores(6, seed=2)
-    got = knn.symmetric_top_k(lambda r0, r1, c0, c1: scores[r0:r1, c0:c1].copy(), 6, 1,
+    got = top_k.symmetric_top_k(lambda r0, r1, c0, c1: scores[r0:r1, c0:c1].copy(), 6, 1,
                               skip=(np.full(5, 4), np.array([0, 1, 2, 3, 5])), tile=2)
     assert 4 not in got[0].tolist() and sorted(got[0].tolist()) == [0, 1, 2, 3, 5]
 
@@ -512,7 +512,7 @@ def test_symmetric_top_k_in_two_threads_equals_one_thread(k: int, with_skip: boo
     ties across tiles, with skipped pairs in most tiles."""
     import threading
 
-    from kgviz.index import knn
+    from kgviz.index import top_k
 
     n = 53
     scores = symmetric_scores(n, seed=11 + k)
@@ -525,10 +525,10 @@ def test_symmetric_top_k_in_two_threads_equals_one_thread(k: int, with_skip: boo
         return scores[r0:r1, c0:c1].copy()
 
     for tile in (4, 7, 16, 53):
-        one = knn.symmetric_top_k(product, n, k, skip=skip, tile=tile, threads=1)
+        one = top_k.symmetric_top_k(product, n, k, skip=skip, tile=tile, threads=1)
         assert makers == {threading.current_thread().name}
         makers.clear()
-        two = knn.symmetric_top_k(product, n, k, skip=skip, tile=tile, threads=2)
+        two = top_k.symmetric_top_k(product, n, k, skip=skip, tile=tile, threads=2)
         assert all(np.array_equal(a, b) for a, b in zip(one, two)), tile
         if tile < n:  # one tile alone is made and merged in the calling thread
             assert len(makers) == 2 and threading.current_thread().name in makers  # and a pool thread
@@ -537,7 +537,7 @@ def test_symmetric_top_k_in_two_threads_equals_one_thread(k: int, with_skip: boo
 
 def test_symmetric_top_k_in_threads_raises_a_product_error() -> None:
     """A product that fails in a pool thread fails the call, as it does in one thread."""
-    from kgviz.index import knn
+    from kgviz.index import top_k
 
     def product(r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
         if c0 >= 8:
@@ -546,7 +546,7 @@ def test_symmetric_top_k_in_threads_raises_a_product_error() -> None:
 
     for threads in (1, 2):
         with pytest.raises(ValueError, match="no such tile"):
-            knn.symmetric_top_k(product, 20, 1, tile=4, threads=threads)
+            top_k.symmetric_top_k(product, 20, 1, tile=4, threads=threads)
 
 
 def four_hot(n: int, dim: int, seed: int) -> np.ndarray:
