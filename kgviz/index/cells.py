@@ -51,6 +51,13 @@ def settings(n: int) -> dict[str, Any]:
             "iterations": ITERATIONS}
 
 
+def describe(n: int) -> str:
+    """How the neighbours of ``n`` rows were found, for a build's progress line."""
+    if n <= ALL_PAIRS_MAX_ROWS:
+        return "every pair compared"
+    return f"approximate: a cell search over {n_cells(n)} cells, {PROBES} probed per row (above {ALL_PAIRS_MAX_ROWS:,} rows)"
+
+
 def n_cells(n: int) -> int:
     return max(1, int(round(math.sqrt(n))))
 

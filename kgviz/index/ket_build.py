@@ -29,7 +29,7 @@ import numpy as np
 from kgviz.errors import BuildError, GraphStoreError
 from kgviz.graph import ket_view, reads
 from kgviz.graph.protocol import GraphStore
-from kgviz.index import ket_plan, memory, steps
+from kgviz.index import cells, ket_plan, memory, steps
 from kgviz.index.embed import embed_texts
 from kgviz.index.ket_describe import describe_skeleton, write_descriptions
 from kgviz.index.ket_keywords import KeywordLayer, KnownVectors
@@ -92,7 +92,8 @@ class KetBuild:
         self.report.usage_by_stage["knn"] = Usage(calls=-(-n // self.params.embed_batch_size),
                                                   latency_s=time.perf_counter() - t0)
         self.plan, self.plan_source = self._plan(self.chunk_vectors)
-        self.emit("knn", n + 1, n + 1, f"{len(self.plan.knn)} KNN edges over {len(self.plan.ids)} chunks; "
+        self.emit("knn", n + 1, n + 1, f"{len(self.plan.knn)} KNN edges over {len(self.plan.ids)} chunks "
+                                       f"(semantic neighbours: {cells.describe(len(self.plan.ids))}); "
                                        f"{len(self.plan.core)} core chunks (β={self.ket.beta:g}, {self.ket.selection}); "
                                        f"plan {self.plan_source}")
 

@@ -67,7 +67,7 @@ from kgviz.graph.rows import EntityMergeRow
 from kgviz.graph.search import EXACT_MAX_ROWS
 from kgviz.graph.store import GraphStore
 from kgviz.index import graph_write as gw
-from kgviz.index import memory, steps
+from kgviz.index import cells, memory, steps
 from kgviz.index.assemble import Assembled, TripleRow, assemble, finalise
 from kgviz.index.doc_layer import build_doc_layer
 from kgviz.index.early_vectors import EARLY_MIN_ROWS, EarlyVectorFiles
@@ -297,7 +297,8 @@ def _build(
             memory.give_back(arrow=True)
         if interrupted:
             steps.record_repair(report, "doc_layer")
-        run.emit("doc_layer", 1, 1, "up to date" if n_edges is None else f"{n_edges} SIMILAR_DOC edges")
+        run.emit("doc_layer", 1, 1, "up to date" if n_edges is None else
+             f"{n_edges} SIMILAR_DOC edges (neighbours: {cells.describe(reads.count_nodes(store, 'Document'))})")
 
     with run.stage("ket"):
         if acc is not None:

@@ -85,8 +85,9 @@ def test_a_few_probes_miss_some_neighbours_on_diffuse_rows() -> None:
 
 def test_above_the_size_the_cell_search_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     x = clustered(10, 12, 16, seed=4, spread=0.5)
-    assert cells.settings(len(x))["search"] == "exact"
+    assert cells.settings(len(x))["search"] == "exact" and cells.describe(len(x)) == "every pair compared"
     monkeypatch.setattr(cells, "ALL_PAIRS_MAX_ROWS", 50)
+    assert cells.describe(len(x)).startswith("approximate: a cell search over 11 cells")
     assert cells.settings(len(x)) == {"search": "cells", "cells": 11, "probes": cells.PROBES,
                                       "sample_per_cell": cells.SAMPLE_PER_CELL, "iterations": cells.ITERATIONS}
     assert as_triples(cosine_top_k(x, 2)) == as_triples(cell_top_k(x, 2))
