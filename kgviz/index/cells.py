@@ -26,7 +26,8 @@ gives the same bits every time), so the result is the same every build.
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
@@ -62,57 +63,90 @@ def n_cells(n: int) -> int:
     return max(1, int(round(math.sqrt(n))))
 
 
+def all_pairs(n: int, all_pairs_max_rows: int | None = None) -> bool:
+    """Whether the neighbours of ``n`` rows are found by scoring every pair (None: ``ALL_PAIRS_MAX_ROWS``)."""
+    return n <= (ALL_PAIRS_MAX_ROWS if all_pairs_max_rows is None else all_pairs_max_rows)
+
+
 def cosine_top_k(x: np.ndarray, k: int, *, skip: tuple[np.ndarray, np.ndarray] | None = None,
-                 all_pairs_max_rows: int | None = None, tile: int = TILE) -> Found:
+                 all_pairs_max_rows: int | None = None, tile: int = TILE, index: Cells | None = None) -> Found:
     """Each row's k best cosines among the other rows of ``x`` (unit rows, float32): (row, col,
     value), by row, best first, ties by lower column; never a row itself, never a ``skip`` pair
     (rows, cols). Exact up to ``all_pairs_max_rows`` rows (None: ``ALL_PAIRS_MAX_ROWS``), else the cell
-    search (module docstring), where a row can get fewer than k."""
+    search (module docstring; over ``index`` when given, the cells of ``x``), where a row can get
+    fewer than k."""
     n = len(x)
-    if n <= (ALL_PAIRS_MAX_ROWS if all_pairs_max_rows is None else all_pairs_max_rows):
+    if all_pairs(n, all_pairs_max_rows):
         def cosines(r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
             return x[r0:r1] @ x[c0:c1].T
 
         return symmetric_top_k(cosines, n, k, skip=skip, tile=tile, threads=1)  # BLAS: every core
-    return cell_top_k(x, k, skip=skip)
+    if index is None:
+        return cell_top_k(x, k, skip=skip)
+    return index.top_k(lambda rows, cols: x[rows] @ x[cols].T, k, skip=skip)
 
 
 def cell_top_k(x: np.ndarray, k: int, *, skip: tuple[np.ndarray, np.ndarray] | None = None,
                cells: int | None = None, probes: int | None = None) -> Found:
-    """The cell search of the module docstring over unit rows ``x``; ``cells`` None: round(sqrt(n)),
-    ``probes`` None: ``PROBES``."""
-    n = len(x)
-    if k <= 0 or n == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, np.zeros(0)
-    centroids = train_cells(x, cells or n_cells(n))
-    probe = probe_cells(x, centroids, min(PROBES if probes is None else probes, len(centroids)))
-    home = probe[:, 0]
-    members = _grouped(home, np.arange(n, dtype=np.int64), len(centroids))
-    askers = _grouped(probe.ravel(), np.repeat(np.arange(n, dtype=np.int64), probe.shape[1]), len(centroids))
-    skip_rows, skip_cols = skip if skip is not None else (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    skip_rows, skip_cols = np.asarray(skip_rows, np.int64), np.asarray(skip_cols, np.int64)
-    by_col = _grouped(home[skip_cols], np.arange(skip_cols.size, dtype=np.int64), len(centroids))
-    by_row = _grouped(home[skip_rows], np.arange(skip_rows.size, dtype=np.int64), len(centroids))
-    best = RowBest(n, k)
-    for cell in range(len(centroids)):
-        cols, rows = members[cell], askers[cell]  # each ascending
-        if cols.size == 0 or rows.size == 0:
-            continue
-        scores = x[rows] @ x[cols].T
-        _mask(scores, rows, cols, rows, rows)  # never a row itself: the pairs (r, r)
-        # the askers' candidates: the cell's rows
-        saved = _mask(scores, rows, cols, skip_rows[by_col[cell]], skip_cols[by_col[cell]])
-        r, c, v = top_k_per_row(scores, k)
-        best.merge(rows[r], cols[c], v, distinct=True)
-        scores[saved[0], saved[1]] = saved[2]
-        # and, read down its columns, the cell's rows' candidates: the askers (cosine is
-        # symmetric: a pair is met when either row probes the other's cell)
-        down = np.ascontiguousarray(scores.T)
-        _mask(down, cols, rows, skip_rows[by_row[cell]], skip_cols[by_row[cell]])
-        r, c, v = top_k_per_row(down, k)
-        best.merge(cols[r], rows[c], v, distinct=True)
-    return best.found()
+    """The cell search of the module docstring over the cosines of unit rows ``x``; ``cells``
+    None: round(sqrt(n)), ``probes`` None: ``PROBES``."""
+    return Cells.of(x, cells=cells, probes=probes).top_k(lambda rows, cols: x[rows] @ x[cols].T, k, skip=skip)
+
+
+@dataclass(frozen=True)
+class Cells:
+    """The cells of n rows (steps 1-2 of the module docstring), made once and searched with any
+    symmetric score (``top_k``, step 3): KET's lexical and semantic neighbours share them."""
+
+    home: np.ndarray  # (n,) each row's cell
+    members: list[np.ndarray]  # per cell, the rows whose home it is, ascending
+    askers: list[np.ndarray]  # per cell, the rows that probe it, ascending
+
+    @classmethod
+    def of(cls, x: np.ndarray, *, cells: int | None = None, probes: int | None = None) -> Cells:
+        """The cells of unit rows ``x``; ``cells`` None: round(sqrt(n)), ``probes`` None: ``PROBES``."""
+        n = len(x)
+        if n == 0:
+            return cls(np.zeros(0, np.int64), [], [])
+        centroids = train_cells(x, cells or n_cells(n))
+        probe = probe_cells(x, centroids, min(PROBES if probes is None else probes, len(centroids)))
+        rows = np.arange(n, dtype=np.int64)
+        return cls(probe[:, 0], _grouped(probe[:, 0], rows, len(centroids)),
+                   _grouped(probe.ravel(), np.repeat(rows, probe.shape[1]), len(centroids)))
+
+    def top_k(self, score: Callable[[np.ndarray, np.ndarray], np.ndarray], k: int, *,
+              skip: tuple[np.ndarray, np.ndarray] | None = None) -> Found:
+        """Each row's k best scores among the rows met (a pair is met when either row probes the
+        other's cell): (row, col, value), by row, best first, ties by lower column; never a row
+        itself, never a ``skip`` pair (rows, cols). ``score(rows, cols)`` gives the scores of
+        those rows (ascending ids) against those columns as a new float array; the score must
+        be symmetric."""
+        n = len(self.home)
+        if k <= 0 or n == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, np.zeros(0)
+        skip_rows, skip_cols = skip if skip is not None else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        skip_rows, skip_cols = np.asarray(skip_rows, np.int64), np.asarray(skip_cols, np.int64)
+        by_col = _grouped(self.home[skip_cols], np.arange(skip_cols.size, dtype=np.int64), len(self.members))
+        by_row = _grouped(self.home[skip_rows], np.arange(skip_rows.size, dtype=np.int64), len(self.members))
+        best = RowBest(n, k)
+        for cell, (cols, rows) in enumerate(zip(self.members, self.askers)):  # each ascending
+            if cols.size == 0 or rows.size == 0:
+                continue
+            scores = score(rows, cols)
+            _mask(scores, rows, cols, rows, rows)  # never a row itself: the pairs (r, r)
+            # the askers' candidates: the cell's rows
+            saved = _mask(scores, rows, cols, skip_rows[by_col[cell]], skip_cols[by_col[cell]])
+            r, c, v = top_k_per_row(scores, k)
+            best.merge(rows[r], cols[c], v, distinct=True)
+            scores[saved[0], saved[1]] = saved[2]
+            # and, read down its columns, the cell's rows' candidates: the askers (the score is
+            # symmetric: a pair is met when either row probes the other's cell)
+            down = np.ascontiguousarray(scores.T)
+            _mask(down, cols, rows, skip_rows[by_row[cell]], skip_cols[by_row[cell]])
+            r, c, v = top_k_per_row(down, k)
+            best.merge(cols[r], rows[c], v, distinct=True)
+        return best.found()
 
 
 def train_cells(x: np.ndarray, cells: int) -> np.ndarray:

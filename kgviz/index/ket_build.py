@@ -93,7 +93,7 @@ class KetBuild:
                                                   latency_s=time.perf_counter() - t0)
         self.plan, self.plan_source = self._plan(self.chunk_vectors)
         self.emit("knn", n + 1, n + 1, f"{len(self.plan.knn)} KNN edges over {len(self.plan.ids)} chunks "
-                                       f"(semantic neighbours: {cells.describe(len(self.plan.ids))}); "
+                                       f"(neighbours: {cells.describe(len(self.plan.ids))}); "
                                        f"{len(self.plan.core)} core chunks (β={self.ket.beta:g}, {self.ket.selection}); "
                                        f"plan {self.plan_source}")
 

@@ -8,10 +8,12 @@ similarity (cosine of the chunk embeddings).
   tile as X[rows] @ X[cols].T, every pair, in row tiles (``kgviz.index.top_k.symmetric_top_k``:
   only the tiles on and above the diagonal, each row keeping its k best so far, so the memory
   does not grow with the number of chunks). The counts are exact whatever the tiles.
-* Semantic: ``kgviz.index.cells.cosine_top_k`` over the unit chunk embeddings: every pair up to
-  ``cells.ALL_PAIRS_MAX_ROWS`` chunks, above it the deterministic cell search (issue 29: nothing
-  quadratic; a true neighbour can be missed, measured by benchmarks/cells_recall.py). A float32
-  cosine can differ in its last bit between product shapes (BLAS picks its kernel by the shape),
+* Semantic: ``kgviz.index.cells.cosine_top_k`` over the unit chunk embeddings, every pair.
+* Above ``cells.ALL_PAIRS_MAX_ROWS`` chunks both kinds come from the deterministic cell search of
+  kgviz.index.cells over the cells of the chunk embeddings (issue 29: nothing quadratic; chunks
+  that share words tend to share cells, and with the hashing embedder a shared word is a shared
+  feature), each pair it meets scored as above; a true neighbour can be missed
+  (benchmarks/cells_recall.py measures both kinds against every pair). A float32 cosine can differ in its last bit between product shapes (BLAS picks its kernel by the shape),
   and the shapes are a function of the chunks alone, so a corpus builds the same graph every time.
 
 Tie rule (ours, so the graph is deterministic and testable): best score first, equal scores by
@@ -22,13 +24,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
 from kgviz.errors import ConfigError
-from kgviz.index.cells import cosine_top_k
+from kgviz.index import cells
 from kgviz.index.top_k import TILE, symmetric_top_k
 from kgviz.offline.stopwords import STOPWORDS
 
@@ -112,24 +114,30 @@ def build_knn(texts: Sequence[str], emb: np.ndarray, k: int, *, exclude_lexical:
         raise ConfigError(f"build_knn: {n} texts but {e.shape[0]} embeddings")
     half = k // 2
     x, _ = term_matrix(texts, min_len)
-    # the row blocks of X and X.T's column blocks, made once (slicing the columns of X.T per tile
-    # would read all of it each time)
-    xr = [x[t0:t0 + tile] for t0 in range(0, n, tile)]
-    xt = [m.T.tocsr() for m in xr]
-
-    def lexical(r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
-        """Shared-keyword counts (float32, exact) of rows r0..r1-1 with columns c0..c1-1."""
-        return (xr[r0 // tile] @ xt[c0 // tile]).toarray()
-
-    lr, lc, lv = _positive(symmetric_top_k(lexical, n, half, tile=tile))  # sparse products: TILE_THREADS
+    if cells.all_pairs(n):
+        lexical = _tiled_lexical(x, tile)
+        lr, lc, lv = _positive(symmetric_top_k(lexical, n, half, tile=tile))  # sparse products: TILE_THREADS
+        index = None
+    else:  # the cells of the chunk vectors serve both kinds
+        index = cells.Cells.of(e)
+        lr, lc, lv = _positive(index.top_k(lambda rows, cols: (x[rows] @ x[cols].T).toarray(), half))
     skip = (lr, lc) if exclude_lexical else None  # Algorithm 3 line 5: not the row's lexical neighbours
-    sr, sc, sv = _positive(cosine_top_k(e, half, skip=skip, tile=tile))
+    sr, sc, sv = _positive(cells.cosine_top_k(e, half, skip=skip, tile=tile, index=index))
     src = np.concatenate([lr, sr]).astype(np.int64)
     dst = np.concatenate([lc, sc]).astype(np.int64)
     kind = np.concatenate([np.full(lr.size, LEXICAL, dtype=object), np.full(sr.size, SEMANTIC, dtype=object)])
     weight = np.concatenate([lv, sv]).astype(np.float64)
     order = np.lexsort((dst, kind != LEXICAL, src))  # by chunk, lexical first, then neighbour
     return KnnGraph(src[order], dst[order], kind[order], weight[order], n)
+
+
+def _tiled_lexical(x: sp.csr_matrix, tile: int) -> Callable[[int, int, int, int], np.ndarray]:
+    """Shared-keyword counts (float32, exact) of tile rows r0..r1-1 with columns c0..c1-1; the row
+    blocks of X and X.T's column blocks made once (slicing the columns of X.T per tile would read
+    all of it each time)."""
+    xr = [x[t0:t0 + tile] for t0 in range(0, x.shape[0], tile)]
+    xt = [m.T.tocsr() for m in xr]
+    return lambda r0, r1, c0, c1: (xr[r0 // tile] @ xt[c0 // tile]).toarray()
 
 
 def _positive(found: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

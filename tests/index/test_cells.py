@@ -115,9 +115,9 @@ def test_a_pair_met_twice_is_kept_once() -> None:
 
 
 def test_the_knn_graph_through_the_cell_search(monkeypatch: pytest.MonkeyPatch) -> None:
-    """KET's semantic edges above the size: with every cell probed the graph is the all-pairs one
-    (Algorithm 3 line 5's skip of the lexical neighbour included); with one probe it differs, and
-    a stored plan's key says which search made it."""
+    """KET's KNN graph above the size, both kinds from the cells: with every cell probed it is the
+    all-pairs graph (Algorithm 3 line 5's skip of the lexical neighbour included); with one probe
+    it differs but keeps line 5 and true weights; a stored plan's key says which search made it."""
     from kgviz.index.knn import build_knn
     from kgviz.index import ket_plan
     from kgviz.index.ket import KetParams
@@ -139,5 +139,10 @@ def test_the_knn_graph_through_the_cell_search(monkeypatch: pytest.MonkeyPatch) 
     assert not np.array_equal(one.dst, want.dst)
     lexical = set(zip(one.src[one.kind == "lexical"].tolist(), one.dst[one.kind == "lexical"].tolist()))
     semantic = set(zip(one.src[one.kind == "semantic"].tolist(), one.dst[one.kind == "semantic"].tolist()))
-    assert lexical == set(zip(want.src[want.kind == "lexical"].tolist(), want.dst[want.kind == "lexical"].tolist()))
-    assert not lexical & semantic
+    assert not lexical & semantic  # Algorithm 3 line 5 holds with the cells too
+    words = [set(t.split()) for t in texts]  # every weight is the true score of its pair
+    for s_, d_, kind, w in zip(one.src.tolist(), one.dst.tolist(), one.kind.tolist(), one.weight.tolist()):
+        if kind == "lexical":
+            assert w == len(words[s_] & words[d_]) > 0
+        else:
+            assert w == pytest.approx(float(emb[s_] @ emb[d_]), abs=1e-6) and w > 0
