@@ -24,7 +24,7 @@ tests/graph/):
   leaves none of that COPY's rows after reopening (earlier commits survive, replayed from the
   WAL). A failed COPY (e.g. a duplicate key) also leaves nothing behind.
 * ``COPY T (a, b) FROM $rows`` loads the listed columns (by position in that list) and leaves
-  the others NULL, as a column of nulls would; no column named DEFAULT here, so NULL is the default.
+  the others NULL, as a column of nulls would (schema.cypher gives no column a DEFAULT).
 * COPY into a multi-pair rel table (SUBJ/OBJ) needs ``(from='X', to='Y')``; passing it for a
   single-pair table is accepted too, so it is always passed.
 * Every COPY into a node table starts a new node group (2^17 rows): 50k-row COPYs of 768-d rows
