@@ -86,28 +86,72 @@ def by_column(m: Any) -> Any:
     return m.tocsc() if sp.issparse(m) else m
 
 
-def unit_matrix(column: Any, dim: int) -> Any:
-    """``compact(unit_rows(vectors_to_numpy(column, dim)))``, the same arrays, made BLOCK_ROWS
-    rows at a time (``unit_blocks``)."""
-    return unit_blocks(len(column), dim, lambda start, stop: vectors_to_numpy(column.slice(start, stop - start), dim))
+def unit_matrix(column: Any, dim: int, *, columns: bool = False) -> Any:
+    """``compact(unit_rows(vectors_to_numpy(column, dim)))`` (``by_column`` of it with
+    ``columns``), the same arrays, made BLOCK_ROWS rows at a time (``unit_blocks``)."""
+    return unit_blocks(len(column), dim, lambda start, stop: vectors_to_numpy(column.slice(start, stop - start), dim),
+                       columns=columns)
 
 
-def unit_blocks(n: int, dim: int, rows: Callable[[int, int], np.ndarray]) -> Any:
+def unit_blocks(n: int, dim: int, rows: Callable[[int, int], np.ndarray], *, columns: bool = False) -> Any:
     """``compact(unit_rows(M))`` of the n x dim float32 matrix M whose rows start..stop
-    ``rows(start, stop)`` gives, made BLOCK_ROWS rows at a time: once to count the non-zero
-    entries (sparse or dense), once to build it. Made whole, the float copies of every vector
-    (read, normalised, cast) were ~0.5 GB at 10,000 passages beside the result, in the build's
-    ket stage since it makes the view (issue 29)."""
+    ``rows(start, stop)`` gives (with ``columns``, ``by_column`` of it), made BLOCK_ROWS rows at
+    a time: once to count the non-zero entries of each column, once to put each block's entries
+    where they go in the result, whose arrays are made once at their full size. Made whole, the
+    float copies of every vector (read, normalised, cast) were ~0.5 GB at 10,000 passages beside
+    the result, in the build's ket stage since it makes the view; stacked from per-block
+    matrices, then turned by column, the result was held two or three times over (issue 29)."""
     starts = range(0, n, BLOCK_ROWS)
 
     def block(start: int) -> np.ndarray:
         return unit_rows(rows(start, min(start + BLOCK_ROWS, n)))
 
     if n == 0:
-        return compact(np.zeros((0, dim), dtype=np.float32))
-    if sum(np.count_nonzero(block(s)) for s in starts) < SPARSE_BELOW * n * dim:
-        return sp.vstack([sp.csr_matrix(block(s)) for s in starts], format="csr")
-    return np.concatenate([block(s) for s in starts])
+        return compact(np.zeros((0, dim), dtype=np.float32))  # dense, as by_column leaves it
+    per_column = np.zeros(dim, dtype=np.int64)
+    for s in starts:
+        per_column += np.count_nonzero(block(s), axis=0)
+    nnz = int(per_column.sum())
+    if nnz >= SPARSE_BELOW * n * dim:
+        dense = np.empty((n, dim), dtype=np.float32)
+        for s in starts:
+            dense[s:s + BLOCK_ROWS] = block(s)
+        return dense
+    return _sparse_by_blocks(n, dim, starts, block, per_column, columns)
+
+
+def _sparse_by_blocks(n: int, dim: int, starts: range, block: Callable[[int], np.ndarray],
+                      per_column: np.ndarray, columns: bool) -> Any:
+    """The CSR (``columns``: CSC) matrix of the blocks, canonical (indices sorted in each row or
+    column, as scipy's CSR of a dense matrix and its ``tocsc`` have them), with the index dtype
+    scipy gives that many entries (int32 below 2**31)."""
+    nnz = int(per_column.sum())
+    index = np.int32 if max(nnz, n, dim) < 2**31 else np.int64
+    data = np.empty(nnz, dtype=np.float32)
+    indices = np.empty(nnz, dtype=index)
+    ptr = np.zeros((dim if columns else n) + 1, dtype=index)
+    if columns:
+        np.cumsum(per_column, out=ptr[1:])
+        filled = ptr[:-1].astype(np.int64)  # where each column's next entry goes
+    for s in starts:
+        b = block(s)
+        if columns:
+            cols, at_rows = np.nonzero(b.T)  # by column, then row: each column's rows in order
+            counts = np.bincount(cols, minlength=dim)
+            first = np.cumsum(counts) - counts  # each column's first entry in this block's list
+            dest = filled[cols] + (np.arange(cols.size) - first[cols])
+            indices[dest] = at_rows + s
+            data[dest] = b[at_rows, cols]
+            filled += counts
+        else:
+            at_rows, cols = np.nonzero(b)  # by row, then column
+            start = int(ptr[s])
+            indices[start:start + cols.size] = cols
+            data[start:start + cols.size] = b[at_rows, cols]
+            ptr[s + 1:s + 1 + len(b)] = start + np.cumsum(np.count_nonzero(b, axis=1))
+    made = (sp.csc_matrix if columns else sp.csr_matrix)((data, indices, ptr), shape=(n, dim), copy=False)
+    made.has_sorted_indices = True
+    return made
 
 
 def adjacency(kw_rows: np.ndarray, sub_cols: np.ndarray, n_kw: int, n_sub: int) -> sp.csr_matrix:
@@ -138,7 +182,7 @@ def make_parts(store: GraphStore) -> ViewParts:
     rows = np.asarray([p[0] for p in pairs], dtype=np.int64)
     cols = np.asarray([p[1] for p in pairs], dtype=np.int64)
     return ViewParts(
-        kw_ids, kw.column(1).to_pylist(), by_column(unit_matrix(kw.column(2), dim)),
+        kw_ids, kw.column(1).to_pylist(), unit_matrix(kw.column(2), dim, columns=True),
         adjacency(rows, cols, len(kw_ids), len(sub_ids)),
         sub_ids, sub.column(1).to_pylist(), np.asarray(sub.column(2).to_pylist(), dtype=np.int64),
         unit_matrix(sub.column(3), dim))
@@ -179,7 +223,7 @@ def parts_from_layer(layer: LayerRows, dim: int) -> ViewParts:
     kw_order, kw_rank = _id_order(layer.kw_ids)
     sub_order, sub_rank = _id_order(layer.sub_ids)
     n_kw, n_sub = kw_order.size, sub_order.size
-    kw_matrix = by_column(unit_blocks(n_kw, dim, lambda a, b: layer.kw_vectors(kw_order[a:b])))
+    kw_matrix = unit_blocks(n_kw, dim, lambda a, b: layer.kw_vectors(kw_order[a:b]), columns=True)
     sub_matrix = unit_blocks(n_sub, dim, lambda a, b: layer.sub_vectors(sub_order[a:b]))
     adj = adjacency(kw_rank[np.asarray(layer.link_kw, dtype=np.int64)],
                     sub_rank[np.asarray(layer.link_sub, dtype=np.int64)], n_kw, n_sub)
