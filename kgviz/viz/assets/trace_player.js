@@ -49,6 +49,7 @@
               font: {size: D.edgeFont, align: "middle", color: "#444", strokeWidth: 3, strokeColor: "#ffffff"},
               color: {inherit: false}}
     };
+    legendHeight();  // before the graph's first view: that view is fitted to the box's final size
     var network = new vis.Network(box, {nodes: nodes, edges: edges}, options);
     network.once("afterDrawing", function () { root.dataset.kgvizStable = "1"; });
 
@@ -143,8 +144,18 @@
         legendEl.appendChild(item);
       });
       if (present) { return; }
-      var shapes = D.shapes.map(function (s) { return s[0] + " = " + s[1]; }).join(", ");
-      if (shapes) { legendEl.appendChild(el("span", "item", shapes)); }
+      // one item per shape, so a narrow graph wraps the legend between them instead of cutting it
+      D.shapes.forEach(function (s) { legendEl.appendChild(el("span", "item", s[0] + " = " + s[1])); });
+    }
+
+    // the legend keeps the height of its tallest step for the whole run, so the graph below it keeps
+    // one size from step to step (a legend that wraps onto another line would shrink it and move
+    // the view under the class's eyes)
+    function legendHeight() {
+      legendEl.style.minHeight = "";
+      var tallest = 0;
+      D.visuals.forEach(function (v) { legend(v); tallest = Math.max(tallest, legendEl.offsetHeight); });
+      legendEl.style.minHeight = tallest + "px";
     }
 
     function centroid(ids) {
@@ -219,7 +230,7 @@
       var lo = minPx() / font();
       if (network.getScale() < lo - 1e-9) { network.moveTo({scale: lo, animation: false}); }
     }
-    network.on("resize", function () { window.setTimeout(legible, 0); });
+    network.on("resize", function () { window.setTimeout(function () { legible(); viewNote(); }, 0); });
     // predict: while a decision step is hidden, a click on one of its nodes is the class's pick
     network.on("click", function (params) {
       if (!quizHidden || !params.nodes.length || dim[roleOf[params.nodes[0]]]) { return; }
@@ -358,6 +369,7 @@
       viewNote();
     }
     function setPresent() {
+      legendHeight();
       network.setOptions({nodes: {font: {size: font()}}, edges: {font: {size: present ? D.presentEdgeFont : D.edgeFont}}});
       if (cur >= 0) {
         var s = network.getScale(), lo = minPx() / font();
