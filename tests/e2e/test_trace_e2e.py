@@ -101,6 +101,8 @@ def test_every_method_steps_in_the_browser_with_legible_labels(
             states.append(_state(frame))
             around.append(frame.evaluate(_AROUND))
             if KEY_STEP.get(method) == k:
+                if method == "kg-rag":  # the hop's choice: the chosen fact and entity both in view
+                    assert states[-1]["key"][0] == states[-1]["key"][1], states[-1]
                 page.locator("iframe").first.scroll_into_view_if_needed()
                 shot = tmp_path / f"trace_{method}.png"
                 page.locator("iframe").first.screenshot(path=str(shot))

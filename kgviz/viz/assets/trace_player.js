@@ -176,12 +176,21 @@
     function inView(ids) { return countInView(ids) === ids.length; }
     // where to look when ids do not fit at scale s: the window of the view's size that holds the most
     // of them, each counted by its weight (key nodes by score rank, others 1; windows centred on each
-    // node; ties: nearest the centroid), centred on what it holds
+    // node and, for up to PAIRS nodes, midway between each two: two nodes more than half a window
+    // apart share no window centred on either; ties: nearest the centroid), centred on what it holds
+    var PAIRS = 40;
     function densest(ids, s) {
       var r = innerBox(), hw = (r[2] - r[0]) / 2 / s, hh = (r[3] - r[1]) / 2 / s;
       var c = centroid(ids), best = null, bestN = -1, bestD = 0;
-      ids.forEach(function (k) {
-        var p = D.nodes[k];
+      var centres = ids.map(function (k) { return D.nodes[k]; });
+      if (ids.length <= PAIRS) {
+        ids.forEach(function (a, i) {
+          ids.slice(i + 1).forEach(function (b) {
+            centres.push({x: (D.nodes[a].x + D.nodes[b].x) / 2, y: (D.nodes[a].y + D.nodes[b].y) / 2});
+          });
+        });
+      }
+      centres.forEach(function (p) {
         var inside = ids.filter(function (j) {
           var qq = D.nodes[j];
           return Math.abs(qq.x - p.x) <= hw && Math.abs(qq.y - p.y) <= hh;
