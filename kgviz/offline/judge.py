@@ -248,7 +248,7 @@ def _short(focus: str, question: str, sents: Sequence[Sentence], params: Offline
     relation = question_relation(question, focus)
     anchors = anchors_of(question)
     head = relation.head if params.require_relation else ()
-    return _result(support_short(focus, anchors, head, sorted(relation.words), sents, params.support))
+    return _result(support_short(focus, anchors, head, sorted(relation.words), sents, params.support, question))
 
 
 def _long(claim: str, checks: Sequence[Checkable], sents: Sequence[Sentence],

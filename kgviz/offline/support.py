@@ -8,10 +8,15 @@ A short answer A to a question Q is *supported* by the evidence when
 2. that sentence is about Q's subject: it names one of the names Q mentions (its *anchors*), or
    it reaches one through a chain of at most ``max_hops`` sentences, each sharing a name (a
    *bridge*) with the next: "Agnes Vohl was born in Tarrow." <- "Agnes Vohl" -> "Agnes Vohl founded
-   the Ossel Marine Institute." A sentence with a pronoun (he, she, it ...) also counts the names of
-   the sentence before it in the same passage, where the pronoun's antecedent usually is;
+   the Ossel Marine Institute." A sentence with a pronoun (he, she, it ...) before any name also
+   counts the names of the sentence before it in the same passage, where the pronoun's antecedent
+   usually is (after a name the pronoun is usually that name's: "The Tidewell Line ... its");
 3. the chain states the rest of Q's relation too: at least ``min_relation_share`` of Q's relation
-   words occur in the chain's sentences ("founder" above).
+   words occur in the chain's sentences ("founder" above), and its bridge sentences state a word of
+   Q, beyond its names, that the answer's sentence does not. A chain that adds nothing Q asks about
+   only moves to another subject:
+   "Kellhaven University was founded in 1874." <- "Kellhaven" -> "The Tidewell Line ... has its
+   headquarters on Quay Street." says nothing of when the Tidewell Line was founded.
 
 A wrong extractive answer usually fails 2 or 3: its sentence states the asked relation about
 someone else ("Ventholm" where a different person was born), so it is not tied to Q's names.
@@ -149,11 +154,14 @@ class Sentence:
         if self.prev is None:
             return False
         opening = self.words[0] if self.words else ""
-        return opening in _REFERRING_OPENERS or any(f in _PRONOUNS for f in self.folded)
+        return opening in _REFERRING_OPENERS or _pronoun_before_names(self.text)
 
     @property
     def pronoun(self) -> bool:
-        return self.prev is not None and any(f in _PRONOUNS for f in self.folded)
+        """A pronoun before the sentence names anyone: "She was born in Tarrow." speaks of what the
+        sentence before named; in "The Tidewell Line ... has its headquarters ..." "its" is the
+        Tidewell Line's own and reaches no further back."""
+        return self.prev is not None and _pronoun_before_names(self.text)
 
     @property
     def referents(self) -> list["Sentence"]:
@@ -171,6 +179,19 @@ class Sentence:
     @property
     def negates(self) -> bool:
         return any(f in _NEGATION for f in self.folded)
+
+
+@lru_cache(maxsize=_SENTENCE_CACHE)
+def _pronoun_before_names(text: str) -> bool:
+    """``text`` has a pronoun (he, she, its ...) before its first name (``names``)."""
+    at = _names_at(text)
+    first_name = at[0][0] if at else None
+    for m in _TOKEN_RE.finditer(text):
+        if first_name is not None and m.start() >= first_name:
+            return False
+        if fold(m.group()) in _PRONOUNS:
+            return True
+    return False
 
 
 @lru_cache(maxsize=_ITEM_CACHE)
@@ -197,14 +218,20 @@ def names(text: str) -> list[str]:
 
 @lru_cache(maxsize=_SENTENCE_CACHE)
 def _names(text: str) -> tuple[str, ...]:
-    out: list[str] = []
+    return tuple(name for _, name in _names_at(text))
+
+
+@lru_cache(maxsize=_SENTENCE_CACHE)
+def _names_at(text: str) -> tuple[tuple[int, str], ...]:
+    """(offset in ``text``, name) of each capitalised span kept by ``names``."""
+    out: list[tuple[int, str]] = []
     for m in _NAME_RE.finditer(text):
-        words = m.group().split()
-        while words and words[0] in _START_STOP:
-            words = words[1:]
-        name = re.sub(r"['\u2019]s$", "", " ".join(words)).strip(" .")
+        parts = list(re.finditer(r"\S+", m.group()))
+        while parts and parts[0].group() in _START_STOP:
+            parts = parts[1:]
+        name = re.sub(r"['\u2019]s$", "", " ".join(p.group() for p in parts)).strip(" .")
         if name and fold(name) and fold(name) not in _STOP:
-            out.append(name)
+            out.append((m.start() + parts[0].start(), name))
     return tuple(out)
 
 
@@ -225,7 +252,7 @@ def mentions(s: Sentence, name: str, *, back: bool = True) -> str:
     if not words:
         return ""
     if s.has(name) or all(f" {w} " in s.padded for w in words):
-        return " ".join(s.words[i] for i, f in enumerate(s.folded) if f and set(f.split()) & set(words))
+        return _first_mention(s, name, words)
     # a short form after the full name in the same passage: "Vohl" after "Agnes Vohl"
     last = words[-1]
     if len(words) > 1 and f" {fold(name)} " in s.before and f" {last} " in s.padded:
@@ -236,6 +263,22 @@ def mentions(s: Sentence, name: str, *, back: bool = True) -> str:
             if got:
                 return got
     return ""
+
+
+def _first_mention(s: Sentence, name: str, words: Sequence[str]) -> str:
+    """The name as ``s`` first writes it: its first whole occurrence, else the first word of ``s``
+    for each of its content words, in the sentence's order (a name written twice is quoted once)."""
+    whole = _span_as_written(s, name)
+    if whole:
+        return whole
+    wanted = set(words)
+    picked: list[str] = []
+    for w, f in zip(s.words, s.folded):
+        got = set(f.split()) & wanted
+        if f and got:
+            picked.append(w)
+            wanted -= got
+    return " ".join(picked)
 
 
 def negated(s: Sentence, word: str, window: int) -> bool:
@@ -264,11 +307,15 @@ def _relation_words(sent: Sentence, stems: Sequence[str]) -> list[str]:
 
 
 def support_short(answer: str, anchors: Sequence[str], head: Sequence[str], relation: Sequence[str],
-                  sents: Sequence[Sentence], params: SupportParams = SupportParams()) -> Support:
+                  sents: Sequence[Sentence], params: SupportParams = SupportParams(), question: str = "") -> Support:
     """Rules 1-3 of the module docstring for the short answer ``answer``. ``anchors`` are the
-    question's names, ``head`` its head predicate (alternatives), ``relation`` its relation words."""
+    question's names, ``head`` its head predicate (alternatives), ``relation`` its relation words,
+    ``question`` its text (what a bridge sentence may add; the relation words when empty)."""
     head_stems = [stem(h) for h in head if h]
     rel_stems = list(dict.fromkeys(stem(w) for w in relation if w))
+    name_words = {w for a in anchors for w in _content(a)} | set(_content(answer))
+    asked_stems = (list(dict.fromkeys(stem(w) for w in _content(question) if w not in name_words)) if question
+                   else rel_stems)
     holding = [s for s in sents if s.has(answer)]
     if not holding:
         return Support("not_found", f"no sentence of the evidence contains '{answer}'")
@@ -301,6 +348,12 @@ def support_short(answer: str, anchors: Sequence[str], head: Sequence[str], rela
             why = why or (f"\"{s.text}\" ({s.item}) ties '{answer}' to '{asked}', but no chain of at most "
                           f"{params.max_hops} sentences links it to " + ", ".join(f"'{a}'" for a in unreached))
             continue
+        if path and not _adds_asked(s, path, asked_stems):
+            why = why or (f"\"{s.text}\" ({s.item}) ties '{answer}' to '{asked}', but it does not name "
+                          + ", ".join(f"'{a}'" for a in others) + ", and the sentences linking it to the "
+                          "question's names state nothing more of what the question asks: they reach "
+                          "another subject, not a bridge")
+            continue
         if rel_stems and share < params.min_relation_share:
             lacking = [w for w in relation if not any(p.word_for(stem(w)) for p in [s] + path)]
             why = why or (f"\"{s.text}\" ({s.item}) ties '{answer}' to '{asked}', but neither it nor the sentences "
@@ -319,8 +372,19 @@ def support_short(answer: str, anchors: Sequence[str], head: Sequence[str], rela
     return best if best is not None else Support("not_found", why)
 
 
+def _adds_asked(start: Sentence, path: Sequence[Sentence], asked_stems: Sequence[str]) -> bool:
+    """A bridge sentence states a word of the question, beyond its names, that ``start`` does not
+    ("founded" in "Agnes Vohl founded the Institute" for "the founder of the Institute born")."""
+    return any(not start.word_for(st) and any(p.word_for(st) for p in path) for st in asked_stems)
+
+
 def _as_written(s: Sentence, phrase: str) -> str:
     """``phrase`` as it is written in ``s`` (the same words, its spelling and case)."""
+    return _span_as_written(s, phrase) or phrase
+
+
+def _span_as_written(s: Sentence, phrase: str) -> str:
+    """The first run of words of ``s`` that folds to ``phrase``, as written ("" when none)."""
     target = fold(phrase).split()
     for i in range(len(s.folded)):
         got: list[str] = []
@@ -328,9 +392,9 @@ def _as_written(s: Sentence, phrase: str) -> str:
         while j < len(s.folded) and len(got) < len(target):
             got += s.folded[j].split()
             j += 1
-        if got == target:
+        if target and got == target:
             return " ".join(s.words[i:j])
-    return phrase
+    return ""
 
 
 def _common_names(sents: Sequence[Sentence], params: SupportParams) -> set[str]:

@@ -181,7 +181,7 @@ class GraphView:
 
 def neighbourhood_view(ctx: AppContext, entity_id: str, *, hops: int, cap: int, height: int = 560) -> GraphView:
     nb = explore.neighbourhood(resources.store(ctx), entity_id, hops=hops, cap=cap)
-    page = graph_html(nb.graph.nodes, nb.graph.edges, height=height)
+    page = graph_html(nb.graph.nodes, nb.graph.edges, height=height, label_px=explore.LABEL_PX)
     return GraphView(page, height, nb.caption(), nb.names)
 
 

@@ -292,7 +292,8 @@ def overlay(comparison: cmp.Comparison, ctx: AppContext, *, height: int = 560,
     else:
         st.caption(f"{ov.graph.caption()} · {ov.shared} retrieved by more than one method (grey, darker = "
                    "shared by more; the border is the first method's colour, ×k = found by k methods); labelled: the gold "
-                   "answer, each method's top evidence and the most shared nodes (hover a node for its text)")
+                   "answer, each method's top evidence and the most shared nodes, each where it covers no label before it "
+                   "(hover a node for its text; zoom in for the labels that did not fit)")
         graph(overlay_html(ov, height=height), height=height)
     _method_legend(ov, chosen)
 

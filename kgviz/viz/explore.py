@@ -21,6 +21,9 @@ from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph
 
 # a hub entity can have thousands of relations: never pull more rows than this per hop (ours)
 MAX_ROWS_PER_HOP = 5000
+# the neighbourhood's labels on screen at any zoom: a 2-hop view fitted to the frame zooms out to
+# about a third, which drew the 14-unit labels at ~5 px (ours: the smallest size read without effort)
+LABEL_PX = 13.0
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,9 @@ class VizNode:
     colour: str | None = None  # explicit fill colour: overrides kind and role (Compare facets)
     border: str | None = None  # explicit border colour (Compare: the first method of a shared node)
     quiet: bool = False  # label kept for the tooltip and a selection, not drawn (a crowded overview)
+    # with labels at a fixed size on screen (``label_px``): the label's priority, 0 first; a ranked
+    # label that would cover one drawn before it waits, in its tooltip, until a zoom makes room
+    rank: int | None = None
 
 
 @dataclass(frozen=True)
@@ -184,9 +187,39 @@ function kgvizFixedLabels(network, nodes, px) {
     if (pending || Math.abs(font() - applied) <= 1e-6 * font()) { return; }
     pending = true;
     setTimeout(function () {
-      pending = false; applied = font(); network.setOptions({nodes: {font: {size: applied}}});
+      pending = false; applied = font(); network.setOptions({nodes: {font: {size: applied}}}); declutter();
     }, 0);
   });
+  // ranked labels (kgviz_rank, 0 first) are drawn in turn, each only where it covers no label drawn
+  // before it (unranked labels first, always drawn); the others wait in their tooltips until a zoom
+  // makes room: at a fixed size on screen, labels part as the view zooms in
+  var measure = document.createElement("canvas").getContext("2d");
+  function declutter() {
+    var all = nodes.get(), ranked = all.filter(function (n) { return typeof n.kgviz_rank === "number"; });
+    if (!ranked.length) { return; }
+    ranked.sort(function (a, b) { return a.kgviz_rank - b.kgviz_rank; });
+    var s = Math.max(network.getScale(), 1e-3), at = network.getPositions(), placed = [], out = [];
+    measure.font = px + "px sans-serif";
+    function box(n, text) {
+      var p = at[n.id], half = (measure.measureText(text).width / 2 + 3) / s, top = p.y + (n.size || 0);
+      return [p.x - half, top, p.x + half, top + 1.4 * px / s];
+    }
+    function clear(b) {
+      return placed.every(function (q) { return b[2] <= q[0] || q[2] <= b[0] || b[3] <= q[1] || q[3] <= b[1]; });
+    }
+    all.forEach(function (n) {
+      if (typeof n.kgviz_rank !== "number" && typeof n.label === "string" && n.label.trim() && at[n.id]) {
+        placed.push(box(n, n.label));
+      }
+    });
+    ranked.forEach(function (n) {
+      var text = kgvizText(n.kgviz_full), b = box(n, text), show = clear(b);
+      if (show) { placed.push(b); }
+      var want = show ? text : " ";
+      if (n.label !== want) { out.push({id: n.id, label: want}); }
+    });
+    if (out.length) { nodes.update(out); }
+  }
   function labelled() {
     return nodes.get().filter(function (n) { return typeof n.label === "string" && n.label.trim(); });
   }
@@ -205,20 +238,50 @@ function kgvizFixedLabels(network, nodes, px) {
     labelled: function () { return labelled().length; },
     // show the label of ``keys`` (a claim's cited nodes) even where the overview keeps it quiet
     reveal: function (keys) {
-      nodes.update(keys.map(function (k) { var n = nodes.get(k);
-        return {id: k, label: n && typeof n.kgviz_full === "string" ? kgvizText(n.kgviz_full) : n.label}; }));
+      nodes.update(keys.map(function (k) { var n = nodes.get(k);  // unranked: drawn whatever it covers
+        return {id: k, label: n && typeof n.kgviz_full === "string" ? kgvizText(n.kgviz_full) : n.label,
+                kgviz_rank: null}; }));
     }
   };
 }
-function kgvizView(network, container, box) {
+function kgvizLook(network, container, box, nodes, px) {
+  // show ``box`` (canvas units); with labels at ``px`` on screen (kgvizFixedLabels) the box also
+  // takes in every label, centred under its node, at the scale it is shown with (a label is wider
+  // on the canvas the more the view zooms out, hence a few rounds): no label is cut off at a border
+  var w = container.clientWidth, h = container.clientHeight;
+  if (!w || !h) { return; }
+  var b = box, s = Math.min(w / (b[2] - b[0]), h / (b[3] - b[1])), shown = [];
+  if (px) {
+    var measure = document.createElement("canvas").getContext("2d"), at = network.getPositions();
+    measure.font = px + "px sans-serif";
+    shown = nodes.get().filter(function (n) { return typeof n.label === "string" && n.label.trim() && at[n.id]; })
+      .map(function (n) { return {x: at[n.id].x, y: at[n.id].y, r: n.size || 0, w: measure.measureText(n.label).width}; });
+  }
+  for (var round = 0; round < 8 && shown.length; round++) {
+    var nb = box.slice();
+    shown.forEach(function (l) {
+      var half = (l.w / 2 + 6) / s, below = l.y + l.r + 1.6 * px / s;
+      nb = [Math.min(nb[0], l.x - half), nb[1], Math.max(nb[2], l.x + half), Math.max(nb[3], below)];
+    });
+    var ns = Math.min(w / (nb[2] - nb[0]), h / (nb[3] - nb[1]));
+    b = nb;
+    if (ns >= s * (1 - 1e-3)) { break; }
+    s = ns;
+  }
+  network.moveTo({position: {x: (b[0] + b[2]) / 2, y: (b[1] + b[3]) / 2}, scale: s});
+}
+function kgvizLookAll(network, container, nodes, px) {
+  // a physics layout, once it has settled: every node and its label in view
+  var at = network.getPositions(), ids = Object.keys(at);
+  if (!ids.length) { return; }
+  var xs = ids.map(function (k) { return at[k].x; }), ys = ids.map(function (k) { return at[k].y; });
+  kgvizLook(network, container, [Math.min.apply(null, xs) - 30, Math.min.apply(null, ys) - 30,
+                                 Math.max.apply(null, xs) + 30, Math.max.apply(null, ys) + 30], nodes, px);
+}
+function kgvizView(network, container, box, nodes, px) {
   // show the whole layout box, whatever this page draws of it: pages that share positions then
   // also share the view, so a node stays at the same spot on screen from page to page
-  function apply() {
-    var w = container.clientWidth, h = container.clientHeight;
-    if (!w || !h) { return; }
-    var s = Math.min(w / (box[2] - box[0]), h / (box[3] - box[1]));
-    network.moveTo({position: {x: (box[0] + box[2]) / 2, y: (box[1] + box[3]) / 2}, scale: s});
-  }
+  function apply() { kgvizLook(network, container, box, nodes, px); }
   apply();
   window.addEventListener("resize", apply);
   network.once("afterDrawing", function () { document.body.dataset.kgvizStable = '1'; });
@@ -233,14 +296,18 @@ _NETWORK_PATCHED = (
     " network.setOptions({physics: false}); document.body.dataset.kgvizStable = '1'; });"
 )
 _FIXED_LABELS = "\n                  kgvizFixedLabels(network, nodes, {px:.1f});"
+# a physics layout with labels at fixed px: the settled view takes in every label
+_LOOK_ALL = ('\n                  network.once("stabilizationIterationsDone", function () {{'
+             ' kgvizLookAll(network, container, nodes, {px:.1f}); }});')
 _VIEW_PAD = (145.0, 45.0)  # room around the layout box for labels (wide) and node radius (ours)
 
 
-def _view_patch(box: tuple[float, float, float, float]) -> str:
+def _view_patch(box: tuple[float, float, float, float], label_px: float | None = None) -> str:
     numbers = ", ".join(f"{v:.2f}" for v in box)
+    px = "0" if label_px is None else f"{float(label_px):.1f}"
     return ("kgvizPrepare(nodes); kgvizPrepare(edges);\n"
             "                  " + _NETWORK_LINE + "\n"
-            f"                  kgvizView(network, container, [{numbers}]);")
+            f"                  kgvizView(network, container, [{numbers}], nodes, {px});")
 
 
 def _view_box(positions: Mapping[str, tuple[float, float]]) -> tuple[float, float, float, float]:
@@ -376,7 +443,9 @@ def graph_html(
             "highlight": {"background": colour, "border": "#000000"}}
         size = node.size if node.size is not None else (18 if node.kind == "Entity" else 12)
         place = {} if positions is None else {"x": float(positions[node.id][0]), "y": float(positions[node.id][1])}
-        extra = {"kgviz_full": _esc(_short(node.label))} if node.quiet else {}
+        extra: dict[str, Any] = {"kgviz_full": _esc(_short(node.label))} if node.quiet or node.rank is not None else {}
+        if node.rank is not None:
+            extra["kgviz_rank"] = int(node.rank)
         net.add_node(
             key,
             label=" " if node.quiet else (_esc(_short(node.label)) or " "),
@@ -405,11 +474,13 @@ def graph_html(
     if page.count(_NETWORK_LINE) != 1:
         raise KgvizError("unexpected pyvis template: cannot find where the network is created",
                          hint="kgviz expects pyvis 0.3.2")
-    patch = _NETWORK_PATCHED if positions is None else _view_patch(_view_box(positions))
+    if label_px is not None and not (math.isfinite(label_px) and label_px > 0):
+        raise KgvizError(f"label_px must be a positive number of pixels (got {label_px!r})")
+    patch = _NETWORK_PATCHED if positions is None else _view_patch(_view_box(positions), label_px)
     if label_px is not None:
-        if not (math.isfinite(label_px) and label_px > 0):
-            raise KgvizError(f"label_px must be a positive number of pixels (got {label_px!r})")
         patch += _FIXED_LABELS.format(px=float(label_px))
+        if positions is None:
+            patch += _LOOK_ALL.format(px=float(label_px))
     page = page.replace(_NETWORK_LINE, patch)
     head_extra = _STYLE + "<script>" + _PREPARE_JS + "</script>\n"
     page = page.replace("</head>", head_extra + "</head>", 1)

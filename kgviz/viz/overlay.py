@@ -22,9 +22,9 @@ from kgviz.answer_norm import normalize_answer
 from kgviz.graph import reads
 from kgviz.graph.protocol import GraphStore
 from kgviz.run import Run
-from kgviz.viz.graph_html import CappedGraph, VizEdge, VizNode, cap_graph, graph_html, opaque_keys
+from kgviz.viz.graph_html import LABEL_MAX_CHARS, CappedGraph, VizEdge, VizNode, cap_graph, graph_html, opaque_keys
 from kgviz.viz.labels import fetch_human_labels
-from kgviz.viz.layout import Position, canvas_size, force_layout
+from kgviz.viz.layout import Position, force_layout
 from kgviz.viz.palette import method_colour
 
 DEFAULT_METHODS = ("kg-rag", "kg-retriever", "ket-rag")  # ours: three colours a room can tell apart
@@ -85,6 +85,7 @@ class Overlay:
     graph: CappedGraph
     colours: dict[str, str]  # method (or "shared by k methods") -> colour
     by_node: dict[str, list[str]]  # node id -> methods that retrieved it
+    keys: frozenset[str] = frozenset()  # the key nodes (``key_nodes``), labelled in the overview
 
     @property
     def shared(self) -> int:
@@ -146,7 +147,8 @@ def build_overlay(runs: Sequence[Run], store: GraphStore | None = None, *, cap: 
     # shared evidence first, so the cap never hides the overlap the view is about
     order = sorted(by_node, key=lambda i: (-len(by_node[i]), methods.index(by_node[i][0]), i))
     golden = {i for i in order if golds and names_gold(labels.get(i, i), golds)}
-    keys = key_nodes(order, by_node, ranked, golden)
+    priority = {k: n for n, k in enumerate(key_order(order, by_node, ranked, golden))}
+    keys = set(priority)
     nodes: list[VizNode] = []
     for node_id in order:
         ms = by_node[node_id]
@@ -160,27 +162,33 @@ def build_overlay(runs: Sequence[Run], store: GraphStore | None = None, *, cap: 
                                    + ("\nnames the gold answer" if gold else ""),
                              size=14 + 4 * len(ms),
                              border=GOLD_BORDER if gold else (colours[ms[0]] if len(ms) > 1 else None),
-                             quiet=node_id not in keys))
+                             quiet=node_id not in keys, rank=priority.get(node_id)))
     edges = _edges(runs, by_node, tables, store)
-    return Overlay(cap_graph(nodes, edges, cap), colours, by_node)
+    return Overlay(cap_graph(nodes, edges, cap), colours, by_node, frozenset(keys))
 
 
 def key_nodes(order: Sequence[str], by_node: Mapping[str, Sequence[str]], ranked: Mapping[str, Sequence[str]],
               golden: Sequence[str] | set[str], *, top: int = TOP_PER_METHOD, limit: int = MAX_LABELS) -> set[str]:
-    """The nodes whose labels a whole-graph overlay draws, at most ``limit``, by priority: those
-    naming the gold answer; each method's first ``top`` evidence items, its ranking (in turns, so
-    every method gets its first before any gets its second; more than ``top`` each when few
-    methods share the ``limit``); then the ones found by the most methods (at least two; ``order``
-    puts them first). A graph of at most ``limit // 2`` nodes labels them all. A claim's cited
-    nodes are added by ``highlight``."""
+    """The nodes whose labels a whole-graph overlay draws, at most ``limit`` (``key_order``)."""
+    return set(key_order(order, by_node, ranked, golden, top=top, limit=limit))
+
+
+def key_order(order: Sequence[str], by_node: Mapping[str, Sequence[str]], ranked: Mapping[str, Sequence[str]],
+              golden: Sequence[str] | set[str], *, top: int = TOP_PER_METHOD, limit: int = MAX_LABELS) -> list[str]:
+    """The nodes whose labels a whole-graph overlay draws, at most ``limit``, by priority (the
+    first first): those naming the gold answer; each method's first ``top`` evidence items, its
+    ranking (in turns, so every method gets its first before any gets its second; more than
+    ``top`` each when few methods share the ``limit``); then the ones found by the most methods
+    (at least two; ``order`` puts them first). A graph of at most ``limit // 2`` nodes labels them
+    all, in ``order``. A claim's cited nodes are added by ``highlight``."""
     if len(order) <= limit // 2:  # a small graph reads with every label
-        return set(order)
+        return list(order)
     picked: list[str] = [i for i in order if i in golden]
     top = max(top, limit // 2 // max(1, len(ranked)))  # one or two methods: more of each ranking
     for rank in range(top):
         picked += [ids[rank] for ids in ranked.values() if rank < len(ids)]
     picked += [i for i in order if len(by_node[i]) > 1]
-    return set(list(dict.fromkeys(i for i in picked if i in by_node))[:limit])
+    return list(dict.fromkeys(i for i in picked if i in by_node))[:limit]
 
 
 def _edges(runs: Sequence[Run], by_node: Mapping[str, list[str]], tables: Mapping[str, str],
@@ -214,13 +222,34 @@ def _tint(colour: str, white: float) -> str:
     return "#" + "".join(f"{round(c + (255 - c) * white):02x}" for c in (r, g, b))
 
 
+LABEL_CHAR_PX = 0.62 * LABEL_PX  # a character of a key label on screen (DejaVu Sans averages ~0.6 em)
+LAYOUT_BOX = (780.0, 480.0)  # the layout box: about the overlay frame's size on screen, in px (ours)
+
+
 def overlay_positions(overlay: Overlay, *, seed: int = 7) -> dict[str, Position]:
-    """One layout for every node of the overlay, so facets line up node for node."""
+    """One layout for every node of the overlay, so the overlay and its facets line up node for node.
+
+    The box is about the size of the overlay's frame on screen, so the first view shows it at about
+    1:1 and a layout unit is about a screen pixel: a key node's label (``key_nodes``), drawn at
+    ``LABEL_PX`` on screen under the node, takes its own size in the layout, and the layout keeps
+    the labels apart as far as the box allows (the page leaves a label that would still cover a
+    more important one to its tooltip: ``graph_html``'s ``rank``). The other nodes carry no label
+    in the overview and take their own size."""
     ids = [n.id for n in overlay.graph.nodes]
-    width, height = canvas_size(len(ids), height=420.0)
+    sizes: dict[str, tuple[float, float]] = {}
+    for n in overlay.graph.nodes:
+        r = float(n.size or 14)
+        if n.id in overlay.keys:  # the same places with a claim's nodes highlighted (labelled)
+            text = min(len(n.label), LABEL_MAX_CHARS)
+            # centred on the node, so twice the height of the label that hangs under it
+            sizes[n.id] = (max(2 * r, LABEL_CHAR_PX * text) + 8, 2 * (r + 1.5 * LABEL_PX))
+        else:
+            sizes[n.id] = (2 * r + 10, 2 * r + 10)
+    # not grown for a crowded overview: the labels keep their size on screen, so a bigger box (a view
+    # zoomed further out) would only make them bigger on the layout
+    width, height = LAYOUT_BOX
     return force_layout(ids, [(e.source, e.target) for e in overlay.graph.edges], width=width, height=height,
-                        seed=seed, sizes={n.id: (max(30.0, 7.0 * min(len(n.label), 40)), 40.0)
-                                          for n in overlay.graph.nodes})
+                        seed=seed, sizes=sizes)
 
 
 def facet(overlay: Overlay, method: str) -> tuple[list[VizNode], list[VizEdge]]:
@@ -259,7 +288,7 @@ def highlight(overlay: Overlay, node_ids: Sequence[str], label: str = "supported
     nodes = [replace(n, border=border, size=(n.size or 14) + 10, title=n.title + "\ncited by the judge", quiet=False)
              if n.id in wanted else replace(n, colour=FADED, border=None) for n in overlay.graph.nodes]
     graph = CappedGraph(nodes, overlay.graph.edges, overlay.graph.total_nodes)
-    return Overlay(graph, overlay.colours, overlay.by_node), on
+    return Overlay(graph, overlay.colours, overlay.by_node, overlay.keys), on
 
 
 def node_keys(overlay: Overlay, node_ids: Sequence[str]) -> list[str]:
@@ -287,10 +316,11 @@ def overlay_html(overlay: Overlay, *, height: int = 560, listen: bool = False) -
     """The single overlay graph; its legend names every method drawn (a method whose every find is
     shared wears no colour of its own on the graph, yet rings its shared nodes) and the shared
     greys in use. Key nodes (``key_nodes``) are labelled at ``LABEL_PX`` on screen at any zoom, the
-    rest only in their tooltips. ``listen``: the case file's frame selects the nodes of the claim a reader clicks."""
+    rest only in their tooltips; the nodes stand where ``overlay_positions`` puts them (room for
+    the key labels; the facets' places) and the first view holds every label whole. ``listen``: the case file's frame selects the nodes of the claim a reader clicks."""
     used = {n.role for n in overlay.graph.nodes}
     methods = list(dict.fromkeys(m for ms in overlay.by_node.values() for m in ms))
     roles = [r for r in overlay.colours if r in methods or r in used]
     page = graph_html(overlay.graph.nodes, overlay.graph.edges, height=height, role_colours=overlay.colours,
-                      directed=False, legend_roles=roles, label_px=LABEL_PX)
+                      directed=False, legend_roles=roles, label_px=LABEL_PX, positions=overlay_positions(overlay))
     return page.replace("</body>", _LISTEN_JS + "\n</body>", 1) if listen else page

@@ -215,7 +215,7 @@ def _links(
 
 
 _CHAR_W = 8.0  # canvas units per label character at the 14 px label font (DejaVu Sans averages ~8)
-_LABEL_H = 22.0  # a label line below the node, and a little air
+_LABEL_H = 17.0  # how far a 14 px label line reaches below its node (vis-network: a gap, then the line)
 
 
 CHOICE_MAX = 12  # a step choosing among at most this many nodes is laid out as one group (ours)
@@ -243,7 +243,9 @@ def run_layout(frames: Sequence[Frame], *, seed: int = 7) -> dict[str, Position]
         for v in f.nodes:
             r = v.size if v.size is not None else 12.0
             w = max(2 * r, _CHAR_W * min(len(v.label), LABEL_MAX_CHARS)) + 8
-            h = 2 * r + _LABEL_H
+            # the label hangs below the node: a footprint centred on the node covers it only when it
+            # reaches as far above (a label line under a node then never covers the node below)
+            h = 2 * (r + _LABEL_H)
             old = sizes.get(v.id, (0.0, 0.0))
             sizes[v.id] = (max(old[0], w), max(old[1], h))
     pairs = list(dict.fromkeys([(e.source, e.target) for f in frames for e in f.edges] + choice_pairs(frames)))

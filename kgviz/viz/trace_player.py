@@ -293,8 +293,8 @@ def _pane(k: int) -> str:
 
     live = ' aria-live="polite"'
     return (f'<div class="kp-pane" id="kp-pane{sfx}"><div class="kp-graphcol">{part("legend")}'
-            f'<div class="kp-graphbox" id="kp-graphbox{sfx}">{part("graph")}{part("empty")}'
-            f'{part("view", live)}</div></div>'
+            f'<div class="kp-graphbox" id="kp-graphbox{sfx}">{part("graph")}{part("empty")}</div>'
+            f'{part("view", live)}</div>'
             f'<div class="kp-side">{part("algo")}{part("panel", live)}</div></div>')
 
 

@@ -64,6 +64,17 @@ def test_sample_build_explore_renders_graph(
     expect(page.get_by_text("showing ", exact=False).first).to_be_visible()
     frame_el.scroll_into_view_if_needed()
     shot = save_screenshot(page, tmp_path, "e2e_explore_graph.png")
+    # two hops: the view fitted to the frame zooms far out, and the labels stay legible (they were
+    # drawn at the zoom x their 14-unit font, about 4 px)
+    page.get_by_role("radiogroup", name="Hops").get_by_text("2").click()
+    expect(page.get_by_text("within 2 hop(s)", exact=False).first).to_be_visible(timeout=60_000)
+    expect(graph.locator("body[data-kgviz-stable='1']")).to_have_count(1, timeout=30_000)
+    hops2 = page.locator("iframe").first.element_handle().content_frame()
+    assert hops2 is not None
+    hops2.wait_for_timeout(500)
+    px = hops2.evaluate("() => nodes.get().filter(n => typeof n.label === 'string' && n.label.trim())"
+                        ".map(n => network.getScale() * network.body.nodes[n.id].options.font.size)")
+    assert len(px) > 20 and min(px) >= 12.0, (len(px), min(px) if px else None)
     assert shot.stat().st_size > 10_000
     details = page.get_by_text("Triples (", exact=False)
     expect(details).to_be_visible(timeout=30_000)

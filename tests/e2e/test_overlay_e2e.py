@@ -29,6 +29,20 @@ def viewport() -> dict[str, int]:
     return {"width": 1280, "height": 720}
 
 
+# each drawn label's box on screen (vis-network's own measure of it): how many a border of the frame
+# cuts and which pairs overlap
+_LABEL_BOXES = """() => { const c = network.body.container.getBoundingClientRect();
+  const on = nodes.get().filter(n => typeof n.label === 'string' && n.label.trim()).map(n => n.id);
+  const boxes = on.map(k => { const s = network.body.nodes[k].labelModule.size;
+    const a = network.canvasToDOM({x: s.left, y: s.top}), z = network.canvasToDOM({x: s.left + s.width, y: s.top + s.height});
+    return {k: nodes.get(k).label, b: [a.x, a.y, z.x, z.y]}; });
+  const cut = boxes.filter(o => o.b[0] < 0 || o.b[1] < 0 || o.b[2] > c.width || o.b[3] > c.height).map(o => o.k);
+  const over = [];
+  boxes.forEach((p, i) => boxes.slice(i + 1).forEach(q => { const a = p.b, b = q.b;
+    if (a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3]) over.push([p.k, q.k]); }));
+  return {cut: cut, over: over}; }"""
+
+
 def _measure(frame: Frame) -> dict[str, Any]:
     return frame.evaluate("() => ({px: window.kgvizOverlay.labelPx(), labelled: window.kgvizOverlay.labelled(),"
                           " total: nodes.length})")
@@ -66,6 +80,8 @@ def test_overlay_key_labels_are_legible_in_the_app_and_the_case_file(
     three = _measure(frame)
     assert three["labelled"] > 0 and three["px"] >= MIN_LABEL_PX, three
     assert three["labelled"] < three["total"], three  # the rest stay unlabelled
+    boxes = frame.evaluate(_LABEL_BOXES)
+    assert boxes == {"cut": [], "over": []}, boxes  # every label whole, none over another
     frame.evaluate("() => network.moveTo({scale: network.getScale() * 2.5})")  # a teacher zooms in
     frame.wait_for_timeout(500)
     zoomed = _measure(frame)

@@ -53,6 +53,18 @@ def _state(frame: Frame) -> dict[str, Any]:
                           " panel: document.querySelector('#kp-panel .kp-head').textContent})")
 
 
+# what the player draws around the graph and must not hide: the "k of n highlighted" note never lies
+# over the graph (it covered the labels at its bottom), and no legend item is cut off at the
+# legend's edge (a long shape key was cut to "circle …")
+_AROUND = """() => { const g = document.getElementById('kp-graph').getBoundingClientRect();
+  const v = document.getElementById('kp-view'), r = v.getBoundingClientRect();
+  const over = v.textContent !== '' && r.left < g.right && g.left < r.right && r.top < g.bottom && g.top < r.bottom;
+  const L = document.getElementById('kp-legend'), box = L.getBoundingClientRect();
+  const cut = Array.from(L.children).filter(e => { const b = e.getBoundingClientRect();
+    return b.right > box.right + 0.5 || b.bottom > box.bottom + 0.5; }).map(e => e.textContent);
+  return {over: over, cut: cut, scrolls: L.scrollWidth > L.clientWidth + 1}; }"""
+
+
 def test_every_method_steps_in_the_browser_with_legible_labels(
     server: str, page: Page, outside: list[str], tmp_path: Path,
     load_sample: Callable[..., None], save_screenshot: Callable[[Page, Path, str], Path],
@@ -80,13 +92,17 @@ def test_every_method_steps_in_the_browser_with_legible_labels(
         total = frame.evaluate("kgvizPlayer.total")
         _wait_key_in_view(frame)
         states = [_state(frame)]
+        around = [frame.evaluate(_AROUND)]
         for k in range(2, total + 1):
             frame.click("#kp-next")
             frame.wait_for_function(f"kgvizPlayer.step() === {k}")
             view_settled(frame)  # the pan that brings the step into view is over
             _wait_key_in_view(frame)
             states.append(_state(frame))
+            around.append(frame.evaluate(_AROUND))
             if KEY_STEP.get(method) == k:
+                if method == "kg-rag":  # the hop's choice: the chosen fact and entity both in view
+                    assert states[-1]["key"][0] == states[-1]["key"][1], states[-1]
                 page.locator("iframe").first.scroll_into_view_if_needed()
                 shot = tmp_path / f"trace_{method}.png"
                 page.locator("iframe").first.screenshot(path=str(shot))
@@ -96,6 +112,8 @@ def test_every_method_steps_in_the_browser_with_legible_labels(
         _wait_key_in_view(frame)
         seen[method] = states
         assert [s["step"] for s in states] == list(range(1, total + 1))
+        hidden = [(k, a) for k, a in enumerate(around, 1) if a["over"] or a["cut"] or a["scrolls"]]
+        assert hidden == [], f"{method}: the player hides part of the graph or the legend: {hidden}"
         drawn = [s for s in states if s["focus"]]
         if method == "no-retrieval":  # nothing to draw: the player says so instead
             assert not drawn

@@ -167,3 +167,39 @@ def test_sentences_read_through_the_caches_equal_a_plain_reading_and_share_nothi
     one.stems["changed"] = "changed"
     assert "changed" not in two.words and "changed" not in two.stems and two.item == "b"
     assert [(q, a, r.label, r.reason, r.quote) for q, a, _, r in _verdicts()] == cold
+
+
+def test_a_name_written_twice_in_the_quote_is_matched_once() -> None:
+    # kg-retriever's evidence on the sample's first question: the triple's note names the subject, and
+    # so does the sentence it quotes; the explanation showed 'Tidewell Line Tidewell Line'
+    items = [("tri:db16", "Tidewell Line passage mentions Tobias Marrec: Tobias Marrec founded the Tidewell Line "
+                          "in 1898 with two second-hand steamers.")]
+    res = _judge("In what year was the Tidewell Line founded?", "1898", items)
+    assert res.label == "supported"
+    assert res.matched == ("1898", "founded", "Tidewell Line")
+    assert "'Tidewell Line Tidewell Line'" not in res.reason and "'Tidewell Line'" in res.reason
+
+
+def test_a_pronoun_after_a_name_is_no_bridge_to_the_sentence_before() -> None:
+    # skeleton-rag's evidence on the sample's first question: "its" in the Tidewell Line's sentence is
+    # the Tidewell Line's own, so nothing ties the university's founding year to the Tidewell Line
+    items = [("ent:1874", "1874: Kellhaven University was founded in the city in 1874."),
+             ("kellhaven", "Kellhaven is the capital of Lessary. Kellhaven University was founded in the city "
+                           "in 1874. The Tidewell Line, the largest shipping company on the coast, has its "
+                           "headquarters on Quay Street.")]
+    res = _judge("In what year was the Tidewell Line founded?", "1874", items)
+    assert res.label == "not_found" and "Tidewell Line" in res.reason, res
+    # a pronoun before any name still speaks of the sentence before it
+    items = [("vohl", "Agnes Vohl was an oceanographer. In 1882 she was born in Tarrow.")]
+    assert _judge("In which town was Agnes Vohl born?", "Tarrow", items).label == "supported"
+
+
+def test_a_chain_that_states_nothing_more_of_the_question_is_no_bridge() -> None:
+    # skeleton-rag's evidence on the sample's first question: the university's founding year reaches the
+    # Tidewell Line only through the city both are in; no sentence says when the Tidewell Line was founded
+    items = [("univ", "Kellhaven University is a public university located in Kellhaven. It was founded in 1874 "
+                      "by Oskar Fenn."),
+             ("city", "Kellhaven is the capital of Lessary. The Tidewell Line, the largest shipping company on "
+                      "the coast, has its headquarters on Quay Street.")]
+    res = _judge("In what year was the Tidewell Line founded?", "1874", items)
+    assert res.label == "not_found" and "'Tidewell Line'" in res.reason and "another subject" in res.reason, res

@@ -95,6 +95,8 @@ def test_only_key_nodes_draw_labels_and_a_cited_node_is_labelled() -> None:
     assert on == ["doc:30"] and not next(n for n in lit.graph.nodes if n.id == "doc:30").quiet
     page = overlay_html(ov, listen=True)
     assert "kgvizFixedLabels(network, nodes, 15.0)" in page and "kgvizOverlay.reveal(keys)" in page
-    assert page.count('"kgviz_full"') == len(quiet)  # a quiet node keeps its label for a reveal
+    # a quiet node keeps its label for a reveal; a key node too, for when a zoom makes room for it
+    assert page.count('"kgviz_full"') == len(quiet) + len(loud)
+    assert page.count('"kgviz_rank"') == len(loud)  # key nodes are labelled in their order of priority
     # a facet is one method's nodes: every one labelled
     assert not any(n.quiet for n in facet(ov, "kg-rag")[0])

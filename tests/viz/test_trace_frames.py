@@ -336,3 +336,28 @@ def test_linked_nodes_share_the_layout() -> None:
     positions = frames[0].positions
     assert positions is not None and {"e:g", "e:1900"} <= set(positions)
     assert all(f.positions == positions for f in frames)
+
+
+def test_a_label_hanging_under_its_node_covers_no_other_node() -> None:
+    # KG-Retriever's context step on the sample: twenty facts with long labels around one entity; the
+    # layout kept centred footprints apart, so a label drawn under its node lay over the node below
+    hub = NodeRef("ent:t", "Entity", "seed", "Tidewell Line")
+    facts = [NodeRef(f"tri:{i}", "Triple", "chosen", f"Tidewell Line in same sentence as Place {i:02d}", 1.0)
+             for i in range(20)]
+    trace = [TraceStep(0, "seed", "Seed", nodes=[hub]),
+             TraceStep(1, "context", "Context", nodes=facts,
+                       edges=[EdgeRef("ent:t", f.id, "in same sentence as", "chosen") for f in facts])]
+    last = build_frames(trace)[-1]
+    pos = last.positions
+    radius = {v.id: 1.25 * (v.size or 12.0) for v in last.nodes}  # the player's biggest (best score)
+    covered = []
+    for v in last.nodes:
+        x, y = pos[v.id]
+        width = 7.5 * len(v.label)  # one 14 px line of DejaVu Sans, centred under the node
+        label = (x - width / 2, y + radius[v.id], x + width / 2, y + radius[v.id] + 16)
+        for u in last.nodes:
+            ux, uy = pos[u.id]
+            r = radius[u.id]
+            if u.id != v.id and label[0] < ux + r and ux - r < label[2] and label[1] < uy + r and uy - r < label[3]:
+                covered.append((v.label, u.label))
+    assert covered == []

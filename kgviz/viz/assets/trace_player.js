@@ -49,6 +49,7 @@
               font: {size: D.edgeFont, align: "middle", color: "#444", strokeWidth: 3, strokeColor: "#ffffff"},
               color: {inherit: false}}
     };
+    legendHeight();  // before the graph's first view: that view is fitted to the box's final size
     var network = new vis.Network(box, {nodes: nodes, edges: edges}, options);
     network.once("afterDrawing", function () { root.dataset.kgvizStable = "1"; });
 
@@ -143,8 +144,18 @@
         legendEl.appendChild(item);
       });
       if (present) { return; }
-      var shapes = D.shapes.map(function (s) { return s[0] + " = " + s[1]; }).join(", ");
-      if (shapes) { legendEl.appendChild(el("span", "item", shapes)); }
+      // one item per shape, so a narrow graph wraps the legend between them instead of cutting it
+      D.shapes.forEach(function (s) { legendEl.appendChild(el("span", "item", s[0] + " = " + s[1])); });
+    }
+
+    // the legend keeps the height of its tallest step for the whole run, so the graph below it keeps
+    // one size from step to step (a legend that wraps onto another line would shrink it and move
+    // the view under the class's eyes)
+    function legendHeight() {
+      legendEl.style.minHeight = "";
+      var tallest = 0;
+      D.visuals.forEach(function (v) { legend(v); tallest = Math.max(tallest, legendEl.offsetHeight); });
+      legendEl.style.minHeight = tallest + "px";
     }
 
     function centroid(ids) {
@@ -165,12 +176,21 @@
     function inView(ids) { return countInView(ids) === ids.length; }
     // where to look when ids do not fit at scale s: the window of the view's size that holds the most
     // of them, each counted by its weight (key nodes by score rank, others 1; windows centred on each
-    // node; ties: nearest the centroid), centred on what it holds
+    // node and, for up to PAIRS nodes, midway between each two: two nodes more than half a window
+    // apart share no window centred on either; ties: nearest the centroid), centred on what it holds
+    var PAIRS = 40;
     function densest(ids, s) {
       var r = innerBox(), hw = (r[2] - r[0]) / 2 / s, hh = (r[3] - r[1]) / 2 / s;
       var c = centroid(ids), best = null, bestN = -1, bestD = 0;
-      ids.forEach(function (k) {
-        var p = D.nodes[k];
+      var centres = ids.map(function (k) { return D.nodes[k]; });
+      if (ids.length <= PAIRS) {
+        ids.forEach(function (a, i) {
+          ids.slice(i + 1).forEach(function (b) {
+            centres.push({x: (D.nodes[a].x + D.nodes[b].x) / 2, y: (D.nodes[a].y + D.nodes[b].y) / 2});
+          });
+        });
+      }
+      centres.forEach(function (p) {
         var inside = ids.filter(function (j) {
           var qq = D.nodes[j];
           return Math.abs(qq.x - p.x) <= hw && Math.abs(qq.y - p.y) <= hh;
@@ -219,7 +239,7 @@
       var lo = minPx() / font();
       if (network.getScale() < lo - 1e-9) { network.moveTo({scale: lo, animation: false}); }
     }
-    network.on("resize", function () { window.setTimeout(legible, 0); });
+    network.on("resize", function () { window.setTimeout(function () { legible(); viewNote(); }, 0); });
     // predict: while a decision step is hidden, a click on one of its nodes is the class's pick
     network.on("click", function (params) {
       if (!quizHidden || !params.nodes.length || dim[roleOf[params.nodes[0]]]) { return; }
@@ -358,6 +378,7 @@
       viewNote();
     }
     function setPresent() {
+      legendHeight();
       network.setOptions({nodes: {font: {size: font()}}, edges: {font: {size: present ? D.presentEdgeFont : D.edgeFont}}});
       if (cur >= 0) {
         var s = network.getScale(), lo = minPx() / font();
