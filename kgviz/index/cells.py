@@ -46,7 +46,7 @@ Found = tuple[np.ndarray, np.ndarray, np.ndarray]  # (row, col, value), by row, 
 
 def settings(n: int) -> dict[str, Any]:
     """How ``cosine_top_k`` finds the neighbours of ``n`` rows: what a stored KNN plan depends on."""
-    if n <= ALL_PAIRS_MAX_ROWS:
+    if all_pairs(n):
         return {"search": "exact", "tile": TILE}
     return {"search": "cells", "cells": n_cells(n), "probes": PROBES, "sample_per_cell": SAMPLE_PER_CELL,
             "iterations": ITERATIONS}
@@ -54,7 +54,7 @@ def settings(n: int) -> dict[str, Any]:
 
 def describe(n: int) -> str:
     """How the neighbours of ``n`` rows were found, for a build's progress line."""
-    if n <= ALL_PAIRS_MAX_ROWS:
+    if all_pairs(n):
         return "every pair compared"
     return f"approximate: a cell search over {n_cells(n)} cells, {PROBES} probed per row (above {ALL_PAIRS_MAX_ROWS:,} rows)"
 
@@ -81,9 +81,7 @@ def cosine_top_k(x: np.ndarray, k: int, *, skip: tuple[np.ndarray, np.ndarray] |
             return x[r0:r1] @ x[c0:c1].T
 
         return symmetric_top_k(cosines, n, k, skip=skip, tile=tile, threads=1)  # BLAS: every core
-    if index is None:
-        return cell_top_k(x, k, skip=skip)
-    return index.top_k(lambda rows, cols: x[rows] @ x[cols].T, k, skip=skip)
+    return (index or Cells.of(x)).top_k(lambda rows, cols: x[rows] @ x[cols].T, k, skip=skip)
 
 
 def cell_top_k(x: np.ndarray, k: int, *, skip: tuple[np.ndarray, np.ndarray] | None = None,
