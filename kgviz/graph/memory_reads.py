@@ -195,22 +195,30 @@ _DOCUMENT_TRIPLE_COLUMNS = ("id", "text", "subject", "relation", "object", "subj
                             "kind", "sentence")
 
 
-def _with_vectors(store: GraphStore, table: str, rows: list[dict[str, Any]], columns: Sequence[str]) -> pa.Table | None:
-    """``rows`` as an arrow table of ``columns`` plus ``emb``, each row's stored vector bit for bit
-    from the exact search's vector file (``GraphStore.stored_vectors``), as the statement's FLOAT[dim]
-    column; None when some row's vector is not there (no embedding, or no vector file) and Kùzu
-    holds the table's vectors: the caller runs the statement then."""
-    found, rest = store.stored_vectors(table, list(dict.fromkeys(r["id"] for r in rows)))
+def _vector_column(store: GraphStore, table: str, ids: Sequence[str]) -> pa.FixedSizeListArray | None:
+    """The stored vector of each of ``ids`` (a row per id, repeats allowed), bit for bit from the
+    exact search's vector file (``GraphStore.stored_vectors``), as a statement's FLOAT[dim] column;
+    None when some id's vector is not there (no embedding, or no vector file) and Kùzu holds the
+    table's vectors: the caller runs the statement then."""
+    found, rest = store.stored_vectors(table, list(dict.fromkeys(ids)))
     if rest and not vector_home.in_files(vector_home.state(store, table)):
         return None
     # a table that keeps its vectors in the files only (kgviz.graph.vector_home): a row not in them
     # has no embedding, and Kùzu has none of the others
     dim = int(store.dim)
     none = np.zeros(dim, dtype=np.float32)
-    flat = (np.concatenate([found.get(r["id"], none) for r in rows]) if rows else np.zeros(0, dtype=np.float32))
-    mask = pa.array([r["id"] not in found for r in rows], type=pa.bool_()) if rest else None
-    emb = pa.FixedSizeListArray.from_arrays(pa.array(np.asarray(flat, dtype=np.float32), type=pa.float32()), dim,
-                                            mask=mask)
+    flat = (np.concatenate([found.get(i, none) for i in ids]) if len(ids) else np.zeros(0, dtype=np.float32))
+    mask = pa.array([i not in found for i in ids], type=pa.bool_()) if rest else None
+    return pa.FixedSizeListArray.from_arrays(pa.array(np.asarray(flat, dtype=np.float32), type=pa.float32()), dim,
+                                             mask=mask)
+
+
+def _with_vectors(store: GraphStore, table: str, rows: list[dict[str, Any]], columns: Sequence[str]) -> pa.Table | None:
+    """``rows`` as an arrow table of ``columns`` plus ``emb``, each row's stored vector
+    (``_vector_column`` of the rows' ids); None where that is None."""
+    emb = _vector_column(store, table, [r["id"] for r in rows])
+    if emb is None:
+        return None
     return pa.table({**{c: pa.array([r[c] for r in rows], type=pa.string()) for c in columns}, "emb": emb})
 
 
@@ -273,3 +281,18 @@ def similar_documents(store: GraphStore, ids: Sequence[str]) -> list[SimilarDocR
     vectors)."""
     similar = documents(store).similar
     return [cast(SimilarDocRow, dict(r)) for i in _distinct(ids) for r in similar.get(i, ())]
+
+
+def similar_documents_with_vectors(store: GraphStore, ids: Sequence[str]) -> pa.Table:
+    """``reads.similar_documents`` with vectors: src, dst, weight, src_emb, emb (arrow), each end's
+    stored vector from the vector files (``_vector_column``: Document vectors may be kept there
+    only, kgviz.graph.vector_home); the statement where Kùzu holds vectors the files lack."""
+    rows = similar_documents(store, ids)
+    srcs, dsts = [r["src"] for r in rows], [r["dst"] for r in rows]
+    src_emb = _vector_column(store, "Document", srcs)
+    emb = _vector_column(store, "Document", dsts) if src_emb is not None else None
+    if src_emb is None or emb is None:
+        return cast(pa.Table, reads.similar_documents(store, ids, vectors=True))
+    return pa.table({"src": pa.array(srcs, type=pa.string()), "dst": pa.array(dsts, type=pa.string()),
+                     "weight": pa.array([r["weight"] for r in rows], type=pa.float64()),
+                     "src_emb": src_emb, "emb": emb})

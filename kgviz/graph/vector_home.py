@@ -1,14 +1,17 @@
 """Where a node table's embeddings are kept: in Kùzu's ``emb`` column, or only in the exact
-search's vector files (kgviz.graph.vector_file), for the Entity and Triple tables (issue 29).
+search's vector files (kgviz.graph.vector_file), for the Document, Chunk, Entity and Triple tables
+(issue 29).
 
 Kùzu's COPY of a FLOAT[768] column was most of a build's write stage and its memory peak: at
 100,000 passages a 131,072-row Triple batch took ~8.5 s of CPU with the column and ~1.2 s without
 it, and the Triple COPY was the build's peak (4.9 GB); on 262,144 hashing rows, 13.7 s of CPU and
 1.8 GB with the column, 0.45 s and 0.3 GB without (``benchmarks/vector_copy.py``; Kùzu's
-compression on or off made no difference, a Parquet file was slower). Exact
-search and every read of stored vectors by id already use the vector files, which a build writes
-from the vectors it spilled. So a build whose Entity or Triple table is searched exactly loads the
-rows without their vectors and the files become the vectors' only copy. One Meta row per table
+compression on or off made no difference, a Parquet file was slower). With those two gone, the
+Document and Chunk COPYs were the peak: at 100,000 passages the 99,760 Document rows took 18.7 s
+with their vectors and raised the resident memory by 1.7 GB, 1.6 s and 0.4 GB without (load ~4).
+Exact search and every read of stored vectors by id already use the vector files, which a build
+writes from the vectors it spilled. So a build whose table is searched exactly loads the rows
+without their vectors and the files become the vectors' only copy. One Meta row per table
 (``KEY_PREFIX + table``) says which:
 
 * no row: the vectors are in Kùzu (every workspace written before this module, a table the build
@@ -31,7 +34,7 @@ from typing import Any, Mapping, Protocol
 KEY_PREFIX = "vectors.home."
 PENDING = "pending"
 FILES_PREFIX = "files:"
-TABLES = ("Entity", "Triple")  # the tables whose vectors may be kept in files only
+TABLES = ("Document", "Chunk", "Entity", "Triple")  # the tables whose vectors may be kept in files only
 
 
 class MetaHost(Protocol):

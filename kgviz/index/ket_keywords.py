@@ -135,6 +135,30 @@ class VectorBlocks:
         return sum(b.data.nbytes + b.indices.nbytes + b.indptr.nbytes if sp.issparse(b) else b.nbytes
                    for b in self.blocks)
 
+    def matrix(self) -> np.ndarray | sp.csr_matrix:
+        """Every row as one matrix: CSR when every block is held sparse, else dense float32. A
+        sparse matrix times it gives the bits it gives times the dense rows (each product adds
+        the same non-zero terms in the same order; a zero term adds nothing)."""
+        if self.blocks and all(sp.issparse(b) for b in self.blocks):
+            return sp.vstack(self.blocks, format="csr", dtype=np.float32)
+        if not self.blocks:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.vstack([b.toarray() if sp.issparse(b) else b for b in self.blocks])
+
+
+def embed_blocks(embedder: Embedder, texts: Sequence[str], batch_size: int, on_batch: Callable[[int], None],
+                 pool: Any) -> VectorBlocks:
+    """``embed_texts`` of ``texts`` held as ``VectorBlocks`` as they are made: a block of rows is
+    embedded, then held (sparse when smaller), so the whole dense matrix never is (issue 29: the
+    sentences' vectors, ~1.2 GB at 100k passages, held beside the keyword layer). A block is a
+    whole number of batches, so the embedder sees the batches of one call over all the texts."""
+    rows = max(1, -(-KEYWORD_BLOCK // batch_size)) * batch_size
+    out = VectorBlocks(int(embedder.dim), rows)
+    for b0 in range(0, len(texts), rows):
+        out.append(embed_texts(embedder, texts[b0:b0 + rows], batch_size, lambda d, b0=b0: on_batch(b0 + d),
+                               pool=pool))
+    return out
+
 
 def vector_column(matrix: np.ndarray) -> pa.FixedSizeListArray:
     """A FLOAT[dim] Arrow column on ``matrix``'s float32 rows, not a copy of them (a dict per row
@@ -332,7 +356,7 @@ def subchunk_vectors(embedder: Embedder, texts: Sequence[str], known_rows: np.nd
     time."""
     dim = int(embedder.dim)
     fresh_at = np.flatnonzero(known_rows < 0)
-    fresh = embed_texts(embedder, [texts[i] for i in fresh_at.tolist()], batch_size, on_batch, pool=pool)
+    fresh = embed_blocks(embedder, [texts[i] for i in fresh_at.tolist()], batch_size, on_batch, pool)
     fresh_row = np.full(len(texts), -1, dtype=np.int64)
     fresh_row[fresh_at] = np.arange(fresh_at.size, dtype=np.int64)
     vectors = VectorBlocks(dim, KEYWORD_BLOCK)
@@ -340,7 +364,7 @@ def subchunk_vectors(embedder: Embedder, texts: Sequence[str], known_rows: np.nd
         rows = known_rows[b0:b0 + KEYWORD_BLOCK]
         block = np.empty((rows.size, dim), dtype=np.float32)
         embedded = rows < 0
-        block[embedded] = fresh[fresh_row[b0:b0 + KEYWORD_BLOCK][embedded]]
+        block[embedded] = fresh.take(fresh_row[b0:b0 + KEYWORD_BLOCK][embedded])
         if known is not None and not embedded.all():
             block[~embedded] = known.take(rows[~embedded])
         vectors.append(block)
@@ -410,8 +434,10 @@ def build_keyword_layer(chunks: Sequence[tuple[str, str, str]], embedder: Embedd
         # held once, as blocks (sparse where that is smaller)
         layer.subchunks.vectors = subchunk_vectors(embedder, sub_texts, reuse, known, batch_size,
                                                    lambda d: report("embedding sub-chunks", d, n_embed), pool)
-        sent_emb = embed_texts(embedder, sentences, batch_size,
-                               lambda d: report("embedding sentences", d, len(sentences)), pool=pool)
+        sent_blocks = embed_blocks(embedder, sentences, batch_size,
+                                   lambda d: report("embedding sentences", d, len(sentences)), pool)
+    sent_emb = sent_blocks.matrix()  # sparse for hashing vectors: the product below gives the same bits
+    del sent_blocks
 
     word_sent = sent_word[:, keep].T.tocsr()  # keyword x sentence
     # sum and mean point the same way; a block of keywords at a time: every row is computed on
@@ -420,7 +446,8 @@ def build_keyword_layer(chunks: Sequence[tuple[str, str, str]], embedder: Embedd
     # Each block is held as made, sparse when that is smaller (VectorBlocks)
     kw_emb = VectorBlocks(sent_emb.shape[1], KEYWORD_BLOCK)
     for b0 in range(0, len(keep), KEYWORD_BLOCK):
-        kw_emb.append(l2_normalise(np.asarray(word_sent[b0:b0 + KEYWORD_BLOCK] @ sent_emb)))
+        product = word_sent[b0:b0 + KEYWORD_BLOCK] @ sent_emb
+        kw_emb.append(l2_normalise(product.toarray() if sp.issparse(product) else np.asarray(product)))
     del sent_emb  # not read again: the keywords' vectors are made
     words = [vocab[col] for col in keep.tolist()]
     ids = [f"kw:{w}" for w in words]

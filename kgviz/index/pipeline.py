@@ -90,6 +90,8 @@ __all__ = [
 ]
 
 VECTOR_TABLES = ("Document", "Chunk", "Entity", "Triple")
+# the tables whose vectors the doc_layer and ket stages read from the store (``_read_before_index``)
+READ_BEFORE_INDEX = ("Document", "Chunk")
 ROW_BLOCK = 8192  # Triple row dicts made at a time while a batch's columns are made
 Progress = Callable[[ProgressEvent], None]
 
@@ -271,8 +273,13 @@ def _build(
             # the vector files may be written from these vectors only where every row was loaded
             # (a row skipped as already present keeps the vector Kùzu had)
             spilled_whole = _keep_ids_of_whole_tables(new, inserted, spill, in_files)
+            # the vectors the doc_layer and ket stages read, stored now (``_read_before_index``)
+            stored_now = _read_before_index(in_files)
+            for table in stored_now:
+                search.prepare_exact_search(store, table, spill.loaded(table))
             if early is not None:  # their vector files, made by a worker beside the doc_layer and ket stages
-                early.start(store.path, spill, _early_tables(store, spill, spilled_whole, params.workers))
+                early.start(store.path, spill, _early_tables(store, spill, spilled_whole - set(stored_now),
+                                                             params.workers))
             run.emit("write", 1, 1, ", ".join(f"{k} +{v}" for k, v in inserted.items() if v))
             if describes:
                 titles = {d.id: d.title for d in new_docs}
@@ -518,6 +525,16 @@ def _vectors_in_files(store: GraphStore, new: _NewRows, spill: VectorSpill) -> s
             vector_home.mark_pending(store, table)
             out.add(table)
     return out
+
+
+def _read_before_index(in_files: AbstractSet[str]) -> list[str]:
+    """The tables among ``in_files`` whose vector files a build writes (or merges its new rows
+    into) right after its write stage, not at its index stage: the doc_layer and ket stages may
+    read every Document and Chunk vector from the store (SIMILAR_DOC over all documents, the KNN
+    graph over all chunks, a replan over chunks another build wrote meanwhile), and the files are
+    those vectors' only copy. A build that runs inside this one (kgviz.index.graph_write) finds
+    them stored too."""
+    return [t for t in READ_BEFORE_INDEX if t in in_files]
 
 
 def _early_tables(store: GraphStore, spill: VectorSpill, spilled_whole: set[str], workers: int) -> list[str]:

@@ -48,7 +48,7 @@ import numpy as np
 
 from kgviz.errors import MethodError
 from kgviz.facts.triples import SENTENCE_KIND, stated_fact
-from kgviz.graph import memory_reads, reads
+from kgviz.graph import memory_reads
 from kgviz.graph.arrow import vectors_to_numpy
 from kgviz.graph.protocol import GraphStore
 from kgviz.methods.base import ContextItem, MethodContext, RetrievedContext, Tracer, check_params, param, register
@@ -186,7 +186,7 @@ def _neighbours(store: GraphStore, frontier: list[str], one_hop: bool) -> dict[s
     else:
         out_edges = [(r["src"], r["dst"], r["weight"],
                       cosine_unit(r["src_emb"], r["emb"]) if r["emb"] is not None else 0.0)
-                     for r in _rows_with_vectors(store, reads.similar_documents(store, frontier, vectors=True))]
+                     for r in _rows_with_vectors(store, memory_reads.similar_documents_with_vectors(store, frontier))]
     by_src: dict[str, list[tuple[str, float, float]]] = {}
     for src, dst, weight, doc_cos in out_edges:
         by_src.setdefault(src, []).append((dst, float(weight or 0.0), doc_cos))

@@ -1,4 +1,4 @@
-"""The Entity and Triple vectors kept in the exact search's vector files only
+"""The Document, Chunk, Entity and Triple vectors kept in the exact search's vector files only
 (kgviz.graph.vector_home, issue 29): what a build stores where, what reads give, and what happens
 when the files are lost, a build stops before storing them, a merge stops part way, or a curated
 KG is imported into such a workspace."""
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from kgviz.errors import GraphStoreError
-from kgviz.graph import memory_reads, search, vector_file, vector_home
+from kgviz.graph import memory_reads, reads, search, vector_file, vector_home
 from kgviz.graph.store import GraphStore
 from kgviz.index import pipeline
 from kgviz.index.import_kg import import_kg
@@ -40,7 +40,7 @@ def vectors(store: GraphStore, table: str) -> dict[str, bytes]:
     return {i: v.tobytes() for i, v in store.get_embeddings(table, ids).items()}
 
 
-def test_a_first_build_keeps_entity_and_triple_vectors_in_the_files_only(open_store, monkeypatch) -> None:
+def test_a_first_build_keeps_its_vectors_in_the_files_only(open_store, monkeypatch) -> None:
     store, twin = open_store("files"), open_store("graph")
     build(corpus(), store, offline(), SMALL)
     legacy_build(monkeypatch, twin, corpus())
@@ -50,8 +50,6 @@ def test_a_first_build_keeps_entity_and_triple_vectors_in_the_files_only(open_st
         assert vector_home.state(twin, table) is None
         got = vectors(store, table)
         assert got and got == vectors(twin, table)  # every vector, bit for bit, as Kùzu held it
-    # Document and Chunk vectors stay in Kùzu
-    assert store.query("MATCH (n:Chunk) WHERE n.emb IS NOT NULL RETURN count(n) AS c")[0]["c"] > 0
     q = EMB.embed(["Who designed Orrin Bridge?"])[0]
     for table in vector_home.TABLES:
         assert store.vector_search(table, q, 5) == twin.vector_search(table, q, 5)
@@ -59,6 +57,31 @@ def test_a_first_build_keeps_entity_and_triple_vectors_in_the_files_only(open_st
     docs = [r["id"] for r in store.query("MATCH (d:Document) RETURN d.id AS id ORDER BY id")]
     assert memory_reads.document_triples(store, docs).equals(memory_reads.document_triples(twin, docs))
     assert memory_reads.document_entities(store, docs).equals(memory_reads.document_entities(twin, docs))
+    # and KG-Retriever's document neighbours with both ends' vectors, as the statement over Kùzu's
+    edges = memory_reads.similar_documents_with_vectors(store, docs)
+    assert edges.num_rows and _sorted(edges).equals(_sorted(reads.similar_documents(twin, docs, vectors=True)))
+
+
+def _sorted(table: Any) -> Any:
+    return table.sort_by([("src", "ascending"), ("dst", "ascending")])
+
+
+def test_a_later_build_links_the_documents_and_chunks_it_adds(open_store, monkeypatch) -> None:
+    """A later build's doc_layer and ket stages read every Document and Chunk vector before its
+    index stage: its new rows' vectors are in the files by then, so SIMILAR_DOC and the KNN graph
+    are those of a workspace that keeps its vectors in Kùzu."""
+    store, twin = open_store("files"), open_store("graph")
+    names = sorted(corpus(), key=lambda d: d.id)
+    for docs in (names[:2], names[2:]):
+        build(docs, store, offline(), SMALL)
+        legacy_build(monkeypatch, twin, docs)
+    for rel in ("SIMILAR_DOC", "KNN"):
+        q = f"MATCH (a)-[r:{rel}]->(b) RETURN a.id AS src, b.id AS dst, r.weight AS w ORDER BY src, dst"
+        got = store.query(q)
+        assert got and got == twin.query(q)
+        assert {r["src"] for r in got} >= {d.id for d in names[2:]} if rel == "SIMILAR_DOC" else True
+    for table in ("Document", "Chunk"):
+        assert vectors(store, table) == vectors(twin, table)
 
 
 def test_lost_files_are_an_error_that_says_to_build_again(open_store) -> None:

@@ -228,6 +228,51 @@ def test_vector_blocks_give_back_the_bits_they_were_given() -> None:
         blocks.append(m[:4])  # after a short block
 
 
+@pytest.mark.parametrize("density", [0.1, 0.9])
+def test_a_sparse_product_with_the_blocks_gives_the_dense_products_bits(density: float) -> None:
+    """The keywords' vectors are (keyword x sentence) @ the sentences' vectors: with those held
+    as CSR (hashing: mostly zero) the product is the one with the dense matrix, bit for bit,
+    cancellations and negative values included; denser blocks come back as the dense matrix."""
+    from kgviz.index.ket_keywords import VectorBlocks
+
+    rng = np.random.default_rng(11)
+    m = rng.standard_normal((50, 24)).astype(np.float32)
+    m[rng.random(m.shape) > density] = 0.0
+    m[3] = np.where(m[4] != 0, -m[4], np.float32(0))  # rows that cancel in a sum (no negative zero)
+    blocks = VectorBlocks(24, 16)
+    for b0 in range(0, 50, 16):
+        blocks.append(m[b0:b0 + 16])
+    held = blocks.matrix()
+    assert sp.issparse(held) == (density < 0.5)
+    weights = sp.random(30, 50, density=0.3, format="lil", random_state=3, dtype=np.float32)
+    weights[2, 3] = weights[2, 4] = 1.0
+    weights = weights.tocsr()
+    got = weights @ held
+    got = got.toarray() if sp.issparse(got) else got
+    assert got.dtype == np.float32 and got.tobytes() == np.asarray(weights @ m).tobytes()
+    assert VectorBlocks(24, 16).matrix().shape == (0, 24)
+
+
+def test_embedding_in_blocks_gives_the_vectors_and_batches_of_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kgviz.index import ket_keywords
+    from kgviz.index.embed import embed_texts
+
+    monkeypatch.setattr(ket_keywords, "KEYWORD_BLOCK", 10)  # 10 rows: blocks of 4 batches of 3 (12 rows)
+    texts = [f"sentence {i} about Orrin Bridge and Edda Lunn" if i % 3 else f"line {i}" for i in range(29)]
+    seen: list[list[str]] = []
+    emb = HashingEmbedder()
+    real = emb.embed
+    monkeypatch.setattr(emb, "embed", lambda batch: seen.append(list(batch)) or real(batch))
+    done: list[int] = []
+    blocks = ket_keywords.embed_blocks(emb, texts, 3, done.append, None)
+    got_batches, seen[:] = list(seen), []
+    whole = embed_texts(emb, texts, 3)
+    assert blocks.block_rows == 12 and len(blocks) == 29
+    assert blocks.rows(0, 29).tobytes() == whole.tobytes()
+    assert got_batches == seen  # the embedder saw the same batches
+    assert done == sorted(done) and done[-1] == 29
+
+
 def _batched_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every load takes the checked, batched path of a table that already holds rows."""
     monkeypatch.setattr(GraphStore, "holds_rows", lambda self, table, pair=None: True)
