@@ -18,6 +18,10 @@ the write stage ends. So:
 3. ``wait`` raises the worker's error as the worker raised it (a full disk is a DiskFullError,
    as from the index stage); a worker that died is a BuildError.
 
+A build run inside this one (same thread: kgviz.index.pipeline) waits, before its own index stage
+writes any vector file, for the workers of the builds around it (``wait_for_others``): a worker
+still writing would replace the files the inner build stores (the file names are per table),
+and the outer build's index stage then merges its rows into the inner build's files.
 A build that stops before its index stage (an error, a cancel) kills the worker when it leaves
 (``stop``) and removes the temporary files it was writing; files it finished are whole, and the
 next build's index stage adopts them (same id digest) or writes them again. A worker whose build
@@ -43,6 +47,20 @@ EARLY_MIN_ROWS = 50_000  # ours: fewer rows take the index stage ~1 s, about a w
 CSC_BUFFER_ENTRIES = 1 << 22
 PARENT_POLL_S = 0.5  # how often a worker checks that its build process is still there
 log = logging.getLogger(__name__)
+# the workers under way in this process, per workspace (``wait_for_others``)
+_RUNNING: dict[str, list[EarlyVectorFiles]] = {}
+_RUNNING_LOCK = threading.Lock()
+
+
+def wait_for_others(workspace: Path, mine: EarlyVectorFiles | None) -> None:
+    """Wait until the workers other builds of ``workspace`` in this process started (not
+    ``mine``) have written their files; their builds take their results and errors."""
+    with _RUNNING_LOCK:
+        others = [e for e in _RUNNING.get(str(Path(workspace).resolve()), []) if e is not mine]
+    for other in others:
+        thread = other._thread
+        if thread is not None:
+            thread.join()
 
 _watched: set[str] = set()  # workspaces whose temporaries this worker process cleans if orphaned
 
@@ -109,6 +127,8 @@ class EarlyVectorFiles:
         if not tables or self._thread is not None:
             return
         self._workspace = Path(workspace)
+        with _RUNNING_LOCK:
+            _RUNNING.setdefault(str(self._workspace.resolve()), []).append(self)
         self._pool = ProcessPool(1)
         self._pids = self._pool.pids
         tasks = [(str(workspace), spill, table) for table in tables]
@@ -157,6 +177,13 @@ class EarlyVectorFiles:
         if self._pool is not None:
             self._pool.close()
         self._pool, self._thread = None, None
+        with _RUNNING_LOCK:
+            key = str(self._workspace.resolve())
+            running = [e for e in _RUNNING.get(key, []) if e is not self]
+            if running:
+                _RUNNING[key] = running
+            else:
+                _RUNNING.pop(key, None)
         for pid in self._pids:
             vector_file.remove_temporaries(self._workspace, pid)
         self._pids = []

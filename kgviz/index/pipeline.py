@@ -70,6 +70,7 @@ from kgviz.index import graph_write as gw
 from kgviz.index import cells, memory, steps
 from kgviz.index.assemble import Assembled, TripleRow, assemble, finalise
 from kgviz.index.doc_layer import build_doc_layer
+from kgviz.index import early_vectors
 from kgviz.index.early_vectors import EARLY_MIN_ROWS, EarlyVectorFiles
 from kgviz.index.embed import EMBED_BLOCK_BATCHES, document_text, embed_processes, embed_stream, entity_text
 from kgviz.index.estimate import estimate_cost
@@ -275,6 +276,8 @@ def _build(
             spilled_whole = _keep_ids_of_whole_tables(new, inserted, spill, in_files)
             # the vectors the doc_layer and ket stages read, stored now (``_read_before_index``)
             stored_now = _read_before_index(in_files)
+            if stored_now:
+                early_vectors.wait_for_others(store.path, early)
             for table in stored_now:
                 search.prepare_exact_search(store, table, spill.loaded(table))
             if early is not None:  # their vector files, made by a worker beside the doc_layer and ket stages
@@ -316,6 +319,7 @@ def _build(
 
     with run.stage("index"):
         written_early = early.wait() if early is not None else set()  # raises the worker's error
+        early_vectors.wait_for_others(store.path, early)  # of the builds this one runs inside
         sizes = store.counts()
         for i, table in enumerate(VECTOR_TABLES):
             # vector_search ranks tables of up to EXACT_MAX_ROWS rows exactly (repeatable traces;

@@ -14,13 +14,18 @@ the index stage needs them to write the vector files, and held as Python strings
 doc_layer and ket stages they were ~0.2 GB at 100k passages (1.4M Triple ids, ~0.75M Entity ids).
 
 The spill folder lives in the workspace (the same volume as the graph, which a user sized for
-it) and is removed when the build ends; one left by a killed build is removed by the next.
+it) and is removed when the build ends; one left by a killed build is removed by the next, but
+never the folder of a build still under way in this process: a build can run inside another
+(kgviz.index.pipeline), and the outer build's spill may hold the only copy of its vectors (the
+tables kept in the vector files only, kgviz.graph.vector_home). Builds in two processes never
+meet: the database lets one process open a workspace at a time.
 """
 from __future__ import annotations
 
 import json
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +33,8 @@ import numpy as np
 from kgviz.graph.vector_file import RowFile
 
 SPILL_PREFIX = ".build-vectors-"
+_LIVE: set[Path] = set()  # the spill folders of this process's builds under way
+_LIVE_LOCK = threading.Lock()
 
 
 class VectorSpill:
@@ -37,9 +44,12 @@ class VectorSpill:
     def __init__(self, workspace: Path, dim: int) -> None:
         self.dim = dim
         workspace = Path(workspace)
-        for stale in workspace.glob(SPILL_PREFIX + "*"):  # a killed build's: builds of a workspace are serial
-            shutil.rmtree(stale, ignore_errors=True)
-        self.directory = Path(tempfile.mkdtemp(prefix=SPILL_PREFIX, dir=workspace))
+        with _LIVE_LOCK:
+            for stale in workspace.glob(SPILL_PREFIX + "*"):  # a killed build's, not one under way here
+                if stale.resolve() not in _LIVE:
+                    shutil.rmtree(stale, ignore_errors=True)
+            self.directory = Path(tempfile.mkdtemp(prefix=SPILL_PREFIX, dir=workspace))
+            _LIVE.add(self.directory.resolve())
         self._counts: dict[str, int] = {}
 
     def __enter__(self) -> VectorSpill:
@@ -49,6 +59,8 @@ class VectorSpill:
         self.close()
 
     def close(self) -> None:
+        with _LIVE_LOCK:
+            _LIVE.discard(self.directory.resolve())
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def _path(self, table: str) -> Path:
@@ -87,9 +99,7 @@ class VectorSpill:
             json.dump(ids, f, ensure_ascii=False)
 
     def ids(self, table: str) -> list[str] | None:
-        """The ids ``keep_ids`` kept for ``table``; None when the folder is gone (another build of
-        the workspace started inside this one and removed it as a killed build's: then neither
-        the ids nor the vectors are here, and the index stage reads the rows from the graph)."""
+        """The ids ``keep_ids`` kept for ``table``; None when none were kept."""
         try:
             with open(self.directory / f"{table}.ids.json", encoding="utf-8") as f:
                 ids = json.load(f)

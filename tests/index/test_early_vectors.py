@@ -20,7 +20,7 @@ import pytest
 from tests.support import worker_tasks
 from tests.support.proc import child_pids
 from kgviz.errors import DiskFullError
-from kgviz.graph import vector_file
+from kgviz.graph import vector_file, vector_home
 from kgviz.graph.store import GraphStore
 from kgviz.index import early_vectors, pipeline
 from kgviz.index.ket_build import KetBuild
@@ -228,3 +228,48 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def _stored(store: GraphStore, table: str) -> dict[str, bytes]:
+    ids = [r["id"] for r in store.query(f"MATCH (n:{table}) RETURN n.id AS id")]
+    return {i: v.tobytes() for i, v in store.get_embeddings(table, ids).items()}
+
+
+def test_a_build_run_inside_one_whose_worker_writes_ends_with_every_vector(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docs: list[Document]) -> None:
+    """Build B runs to the end inside build A (same thread: the re-entrant build lock lets it in)
+    while A's worker is still writing A's entity and fact files. Each build stores what it
+    loaded and merges into what the other stored: the workspace ends with every vector, bit for
+    bit, that the two builds run one after the other store (an entity or fact the first build
+    wrote keeps its vector)."""
+    monkeypatch.setattr(pipeline, "EARLY_MIN_ROWS", 0, raising=False)
+    monkeypatch.setattr(early_vectors, "write_from_spill", worker_tasks.slow_vector_files)
+    emb = HashingEmbedder(DIM)
+    first, second = docs[: len(docs) // 2], docs[len(docs) // 2:]
+    store = GraphStore.open(tmp_path / "db", embedder_id=emb.id, dim=emb.dim)
+    nested: dict[str, Any] = {}
+
+    def on_a(ev: Any) -> None:
+        if ev.stage == "write" and ev.done == ev.total and not nested:
+            nested["workers"] = _worker_pids()  # A's worker is writing
+            nested["b"] = build(second, store, Reasoner(OfflineLLM(), emb), BuildParams(**PARAMS))  # type: ignore[arg-type]
+
+    try:
+        build(first, store, Reasoner(OfflineLLM(), emb), BuildParams(**PARAMS), progress=on_a)  # type: ignore[arg-type]
+        assert nested["workers"] and nested["b"].new_documents == len(second)
+        union = GraphStore.open(tmp_path / "union", embedder_id=emb.id, dim=emb.dim)
+        try:
+            for part in (first, second):
+                build(part, union, Reasoner(OfflineLLM(), emb), BuildParams(**PARAMS))  # type: ignore[arg-type]
+            for table in vector_home.TABLES:
+                got = _stored(store, table)
+                assert got and got == _stored(union, table), table
+            q = emb.embed(["a question about the corpus"])[0]
+            for table in vector_home.TABLES:
+                assert store.vector_search(table, q, 5) == union.vector_search(table, q, 5)
+        finally:
+            union.close()
+        assert store.get_meta("pending_documents") in (None, "[]") and _left_behind(tmp_path / "db") == []
+    finally:
+        store.close()
+    assert not any(_worker_pids())

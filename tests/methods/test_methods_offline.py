@@ -69,7 +69,10 @@ def test_a_store_failure_mid_retrieval_keeps_the_partial_trace(kg: FixtureGraph,
     def broken(*args: object, **kwargs: object) -> object:
         raise GraphStoreError("query failed: the database file is gone", hint="rebuild the workspace")
 
-    monkeypatch.setattr(kg.store, "query_arrow", broken)  # kg-retriever: first used after the seed step
+    # kg-retriever's statements and stored-vector reads come after its seed step (the neighbours
+    # step reads the documents' vectors from the vector files)
+    monkeypatch.setattr(kg.store, "query_arrow", broken)
+    monkeypatch.setattr(kg.store, "stored_vectors", broken)
     runs = run_methods(["kg-retriever", "text-rag"], "Who designed the Harbour Library?", kg.ctx,
                        params={"kg-retriever": {"strategy": "attentive"}})
     bad, good = runs
