@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import scipy.sparse as sp
@@ -193,7 +193,10 @@ class LayerRows:
     """A keyword layer as its writer holds it (kgviz.index.ket_keywords.KeywordLayer), rows in
     any order: keyword ids, words and vectors; sub-chunk ids, parent chunks, token counts and
     vectors; HAS_KEYWORD as (keyword row, sub-chunk row) pairs. ``*_vectors(positions)`` gives the
-    float32 rows at those positions, the values the graph stores."""
+    float32 rows at those positions, the values the graph stores. ``release_vectors(kind)``
+    ("keywords" or "subchunks"), when given, lets the writer's copy of those vectors go once the
+    view's matrix of them is made (issue 29: ~0.5 GB of keyword vectors at 100k passages, held
+    beside their unit matrix and the sub-chunks' through the ket stage's peak)."""
 
     kw_ids: list[str]
     kw_words: list[str]
@@ -204,6 +207,7 @@ class LayerRows:
     sub_vectors: Callable[[np.ndarray], np.ndarray]
     link_kw: np.ndarray
     link_sub: np.ndarray
+    release_vectors: Callable[[str], None] | None = None
 
 
 def _id_order(ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -224,7 +228,11 @@ def parts_from_layer(layer: LayerRows, dim: int) -> ViewParts:
     sub_order, sub_rank = _id_order(layer.sub_ids)
     n_kw, n_sub = kw_order.size, sub_order.size
     kw_matrix = unit_blocks(n_kw, dim, lambda a, b: layer.kw_vectors(kw_order[a:b]), columns=True)
+    if layer.release_vectors is not None:
+        layer.release_vectors("keywords")
     sub_matrix = unit_blocks(n_sub, dim, lambda a, b: layer.sub_vectors(sub_order[a:b]))
+    if layer.release_vectors is not None:
+        layer.release_vectors("subchunks")
     adj = adjacency(kw_rank[np.asarray(layer.link_kw, dtype=np.int64)],
                     sub_rank[np.asarray(layer.link_sub, dtype=np.int64)], n_kw, n_sub)
     return ViewParts(
@@ -259,14 +267,26 @@ def _matrix(arrays: dict[str, np.ndarray], name: str, shape: tuple[int, int], ki
 def parts_arrays(parts: ViewParts) -> dict[str, np.ndarray] | None:
     """The arrays stored for ``parts``; None when a string would not survive a fixed-width array
     (not a str, or ending in NUL, which numpy strips)."""
-    strings = {name: getattr(parts, name) for name in STRINGS}
-    if any(not isinstance(x, str) or x.endswith("\0") for values in strings.values() for x in values):
+    items = parts_array_items(parts)
+    return None if items is None else dict(items)
+
+
+def parts_array_items(parts: ViewParts) -> Iterator[tuple[str, np.ndarray]] | None:
+    """``parts_arrays`` as (name, array) pairs, each array made when it is asked for: a writer
+    that stores each before asking for the next holds one string array at a time (issue 29:
+    fixed-width arrays of 550k keyword ids and words, ~0.1 GB each at 100k passages)."""
+    if any(not isinstance(x, str) or x.endswith("\0") for name in STRINGS for x in getattr(parts, name)):
         return None
-    out = {name: np.array(values, dtype=str) if values else np.zeros(0, dtype="<U1") for name, values in strings.items()}
-    out["sub_tokens"] = np.asarray(parts.sub_tokens, dtype=np.int64)
-    for name in ("kw_matrix", "sub_matrix", "kw_sub"):
-        out.update(_matrix_arrays(name, getattr(parts, name)))
-    return out
+
+    def items() -> Iterator[tuple[str, np.ndarray]]:
+        for name in STRINGS:
+            values = getattr(parts, name)
+            yield name, np.array(values, dtype=str) if values else np.zeros(0, dtype="<U1")
+        yield "sub_tokens", np.asarray(parts.sub_tokens, dtype=np.int64)
+        for name in ("kw_matrix", "sub_matrix", "kw_sub"):
+            yield from _matrix_arrays(name, getattr(parts, name)).items()
+
+    return items()
 
 
 def stored_parts(store: GraphStore, key: dict[str, Any]) -> ViewParts | None:
@@ -285,7 +305,7 @@ def stored_parts(store: GraphStore, key: dict[str, Any]) -> ViewParts | None:
 def store_parts(store: GraphStore, key: dict[str, Any], parts: ViewParts) -> str | None:
     """Store ``parts`` under ``key``; None when stored, else why not (logged: a read-only
     workspace or a full disk leaves every process to make the view, as before it was stored)."""
-    arrays = parts_arrays(parts)
+    arrays = parts_array_items(parts)
     if arrays is None:
         return "an id or word does not fit a fixed-width array"
     try:

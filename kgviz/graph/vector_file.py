@@ -34,7 +34,7 @@ import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator, Protocol
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping, Protocol
 
 import numpy as np
 
@@ -598,10 +598,12 @@ def remove_csc(workspace: Path, table: str) -> None:
 
 
 # --- a named set of arrays derived from the graph, stored under a key ---------------------------------
-def write_arrays(folder: Path, key: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-    """Store ``arrays`` (.npy each) in ``folder`` with ``key``, what they were derived from, in
-    ``key.json`` (written last; the folder's previous files are removed first, so no array of
-    another key is ever left beside it). OSError when the folder cannot be written."""
+def write_arrays(folder: Path, key: dict[str, Any],
+                 arrays: Mapping[str, np.ndarray] | Iterable[tuple[str, np.ndarray]]) -> None:
+    """Store ``arrays`` (.npy each; a mapping, or (name, array) pairs, each stored before the
+    next is asked for) in ``folder`` with ``key``, what they were derived from, in ``key.json``
+    (written last; the folder's previous files are removed first, so no array of another key is
+    ever left beside it). OSError when the folder cannot be written."""
     folder.mkdir(parents=True, exist_ok=True)
     meta_path = folder / "key.json"
     meta_path.unlink(missing_ok=True)
@@ -609,12 +611,13 @@ def write_arrays(folder: Path, key: dict[str, Any], arrays: dict[str, np.ndarray
         old.unlink()
     with temporary_files(folder) as suffix:
         shapes = {}
-        for name, value in arrays.items():
+        for name, value in (arrays.items() if isinstance(arrays, Mapping) else arrays):
             path = folder / f"{name}.npy"
             with open(str(path) + suffix, "wb") as f:
                 np.save(f, value, allow_pickle=False)
             os.replace(str(path) + suffix, path)
             shapes[name] = [list(value.shape), value.dtype.str]
+            del value  # stored: let it go before the next is made
         Path(str(meta_path) + suffix).write_text(json.dumps({"key": key, "arrays": shapes}), "utf-8")
         os.replace(str(meta_path) + suffix, meta_path)
 

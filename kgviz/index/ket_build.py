@@ -32,7 +32,7 @@ from kgviz.graph.protocol import GraphStore
 from kgviz.index import cells, ket_plan, memory, steps
 from kgviz.index.embed import embed_texts
 from kgviz.index.ket_describe import describe_skeleton, write_descriptions
-from kgviz.index.ket_keywords import KeywordLayer, KnownVectors
+from kgviz.index.ket_keywords import KeywordLayer, KnownVectors, VectorBlocks
 from kgviz.index.ket import (META_KEYWORD_SIGNATURE, CorePlan, build_keywords, ket_info, plan_core, skeleton_cost,
                              stored_chunk_vectors, stored_chunks, write_core)
 from kgviz.index.knn import LEXICAL, SEMANTIC
@@ -52,9 +52,19 @@ def layer_rows(layer: KeywordLayer) -> ket_view.LayerRows:
             raise BuildError("the keyword layer's sub-chunks have no vectors")
         return subs.vectors.take(positions)
 
+    def kw_vectors(positions: np.ndarray) -> np.ndarray:  # read through the layer: ``release`` lets them go
+        return layer.keywords.vectors.take(positions)
+
+    def release(kind: str) -> None:  # the view's matrix of them is made: nothing reads them again
+        if kind == "keywords":
+            layer.keywords.vectors = VectorBlocks(layer.keywords.vectors.dim, layer.keywords.vectors.block_rows)
+        else:
+            subs.vectors = None
+
     return ket_view.LayerRows(
-        layer.keywords.ids, layer.keywords.words, layer.keywords.vectors.take,
-        subs.ids, subs.chunk_ids, subs.n_tokens, sub_vectors, layer.has_keyword.kw, layer.has_keyword.sub)
+        layer.keywords.ids, layer.keywords.words, kw_vectors,
+        subs.ids, subs.chunk_ids, subs.n_tokens, sub_vectors, layer.has_keyword.kw, layer.has_keyword.sub,
+        release_vectors=release)
 
 
 def _index_counts(store: GraphStore) -> dict[str, int]:
@@ -281,6 +291,7 @@ class KetBuild:
         make = None
         if written:
             layer, dim = written.pop(), int(self.store.dim)
+            layer.keywords.release_descriptions()  # written: the view reads no description
             make = lambda: ket_view.parts_from_layer(layer_rows(layer), dim)  # noqa: E731
         return ket_view.ensure_stored(self.store, signature, make)
 

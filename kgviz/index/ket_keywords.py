@@ -155,9 +155,13 @@ def embed_blocks(embedder: Embedder, texts: Sequence[str], batch_size: int, on_b
     rows = max(1, -(-KEYWORD_BLOCK // batch_size)) * batch_size
     out = VectorBlocks(int(embedder.dim), rows)
     for b0 in range(0, len(texts), rows):
-        out.append(embed_texts(embedder, texts[b0:b0 + rows], batch_size, lambda d, b0=b0: on_batch(b0 + d),
-                               pool=pool))
+        out.append(embed_texts(embedder, texts[b0:b0 + rows], batch_size, _after(on_batch, b0), pool=pool))
     return out
+
+
+def _after(on_batch: Callable[[int], None], before: int) -> Callable[[int], None]:
+    """``on_batch`` of a block whose first row is row ``before`` of all the texts."""
+    return lambda done: on_batch(before + done)
 
 
 def vector_column(matrix: np.ndarray) -> pa.FixedSizeListArray:
@@ -206,7 +210,9 @@ class KeywordRows(_BatchRows):
     def __init__(self, ids: list[str], words: list[str], vectors: VectorBlocks, word_sent: sp.csr_matrix,
                  sentences: list[str], max_sentences: int) -> None:
         self.ids, self.words, self.vectors = ids, words, vectors
-        self.word_sent, self.sentences, self.max_sentences = word_sent, sentences, max(1, max_sentences)
+        self.word_sent: sp.csr_matrix | None = word_sent
+        self.sentences: list[str] | None = sentences
+        self.max_sentences = max(1, max_sentences)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -214,6 +220,8 @@ class KeywordRows(_BatchRows):
     def descriptions(self, start: int, stop: int) -> list[str]:
         """The descriptions of rows ``start:stop`` (one sorted conversion of the batch's
         keyword x sentence rows, not one sort per keyword: kgviz.index.knn.sorted_rows)."""
+        if self.word_sent is None or self.sentences is None:
+            raise BuildError("the keywords' descriptions were let go once their rows were written")
         bounds, sent_ids = sorted_rows(self.word_sent[start:stop])
         n, out = self.max_sentences, []
         for pos in range(stop - start):
@@ -226,6 +234,12 @@ class KeywordRows(_BatchRows):
 
     def description(self, pos: int) -> str:
         return self.descriptions(pos, pos + 1)[0]
+
+    def release_descriptions(self) -> None:
+        """Let the sentences and the keyword x sentence matrix go (the rows are written: issue
+        29, ~0.4M sentences at 100k passages held through the view's making); a description
+        asked for after this is a BuildError."""
+        self.word_sent, self.sentences = None, None
 
     def _rows(self, start: int, stop: int) -> list[dict[str, Any]]:
         emb = self.vectors.rows(start, stop)

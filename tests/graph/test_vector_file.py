@@ -4,6 +4,7 @@ build (Kùzu's HNSW gave different top-10s for 40 of 50 queries on two builds of
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -670,3 +671,20 @@ def test_the_ids_file_is_what_np_save_writes_made_a_block_at_a_time(monkeypatch:
         np.save(tmp_path / f"expected{k}.npy", whole, allow_pickle=False)
         assert (tmp_path / str(k) / "vectors" / "Entity.ids.npy").read_bytes() == (tmp_path / f"expected{k}.npy").read_bytes()
         assert got.tolist() == whole.tolist()
+
+
+def test_stored_arrays_given_one_at_a_time_are_each_stored_before_the_next_is_made(tmp_path: Path) -> None:
+    folder = tmp_path / "view"
+    made: list[str] = []
+
+    def arrays() -> Any:
+        for name, n in (("a", 3), ("b", 4), ("c", 5)):
+            if made:  # the one before is stored (under its temporary name or its own) before this one is made
+                assert [p for p in folder.iterdir() if p.name.startswith(made[-1] + ".npy")], made
+            made.append(name)
+            yield name, np.arange(n)
+
+    vector_file.write_arrays(folder, {"k": 1}, arrays())
+    loaded = vector_file.load_arrays(folder, {"k": 1})
+    assert loaded is not None and {k: v.tolist() for k, v in loaded.items()} == {"a": [0, 1, 2], "b": [0, 1, 2, 3],
+                                                                                "c": [0, 1, 2, 3, 4]}

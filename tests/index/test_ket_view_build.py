@@ -270,3 +270,41 @@ def test_a_build_killed_before_its_view_is_stored_makes_layer_and_view_again(
     ket_cache.forget(store)
     run = run_method("ket-rag", QUESTION, MethodContext(store, Reasoner(OfflineLLM(), EMB)))
     assert not run.error and run.context.items
+
+
+def test_the_view_lets_the_layer_vectors_go_as_it_takes_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build's copy of the keyword vectors is let go once the view's keyword matrix is made,
+    before the sub-chunks' matrix; the sub-chunks' once theirs is; the descriptions' sentences
+    before the view is made (issue 29: the ket stage's peak). The stored view is the same (the
+    byte-for-byte tests above)."""
+    seen: list[str] = []
+    real_unit_blocks, real_rows = ket_view.unit_blocks, ket_build.layer_rows
+
+    def unit_blocks(n: int, dim: int, rows: Any, *, columns: bool = False) -> Any:
+        seen.append("keyword matrix" if columns else "sub-chunk matrix")
+        return real_unit_blocks(n, dim, rows, columns=columns)
+
+    def layer_rows(layer: Any) -> Any:
+        assert layer.keywords.sentences is None and layer.keywords.word_sent is None
+        rows = real_rows(layer)
+        release = rows.release_vectors
+
+        def recorded(kind: str) -> None:
+            release(kind)
+            vectors = layer.keywords.vectors if kind == "keywords" else layer.subchunks.vectors
+            seen.append(f"{kind} let go ({0 if vectors is None else len(vectors)} rows left)")
+
+        rows.release_vectors = recorded
+        return rows
+
+    monkeypatch.setattr(ket_view, "unit_blocks", unit_blocks)
+    monkeypatch.setattr(ket_build, "layer_rows", layer_rows)
+    s = GraphStore.open(tmp_path / "ws", embedder_id=EMB.id, dim=EMB.dim)
+    try:
+        report = pipeline.build(_long_docs(tmp_path), s, Reasoner(OfflineLLM(), EMB), pipeline.BuildParams(workers=1))
+        assert report.ket["keyword_view"] == ket_view.STORED
+        assert seen == ["keyword matrix", "keywords let go (0 rows left)", "sub-chunk matrix",
+                        "subchunks let go (0 rows left)"]
+    finally:
+        ket_cache.forget(s)
+        s.close()
