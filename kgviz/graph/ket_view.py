@@ -93,18 +93,27 @@ def unit_matrix(column: Any, dim: int, *, columns: bool = False) -> Any:
                        columns=columns)
 
 
-def unit_blocks(n: int, dim: int, rows: Callable[[int, int], np.ndarray], *, columns: bool = False) -> Any:
+def unit_blocks(n: int, dim: int, rows: Callable[[int, int], np.ndarray], *, columns: bool = False,
+                read: Callable[[int], None] | None = None) -> Any:
     """``compact(unit_rows(M))`` of the n x dim float32 matrix M whose rows start..stop
     ``rows(start, stop)`` gives (with ``columns``, ``by_column`` of it), made BLOCK_ROWS rows at
     a time: once to count the non-zero entries of each column, once to put each block's entries
     where they go in the result, whose arrays are made once at their full size. Made whole, the
     float copies of every vector (read, normalised, cast) were ~0.5 GB at 10,000 passages beside
     the result, in the build's ket stage since it makes the view; stacked from per-block
-    matrices, then turned by column, the result was held two or three times over (issue 29)."""
+    matrices, then turned by column, the result was held two or three times over (issue 29).
+    ``read(stop)``, when given, is told that the second pass has read every row before ``stop``
+    (the caller may let those rows go: it reads them in order)."""
     starts = range(0, n, BLOCK_ROWS)
 
     def block(start: int) -> np.ndarray:
         return unit_rows(rows(start, min(start + BLOCK_ROWS, n)))
+
+    def filled(start: int) -> np.ndarray:  # the second pass's read
+        got = block(start)
+        if read is not None:
+            read(min(start + BLOCK_ROWS, n))
+        return got
 
     if n == 0:
         return compact(np.zeros((0, dim), dtype=np.float32))  # dense, as by_column leaves it
@@ -115,9 +124,9 @@ def unit_blocks(n: int, dim: int, rows: Callable[[int, int], np.ndarray], *, col
     if nnz >= SPARSE_BELOW * n * dim:
         dense = np.empty((n, dim), dtype=np.float32)
         for s in starts:
-            dense[s:s + BLOCK_ROWS] = block(s)
+            dense[s:s + BLOCK_ROWS] = filled(s)
         return dense
-    return _sparse_by_blocks(n, dim, starts, block, per_column, columns)
+    return _sparse_by_blocks(n, dim, starts, filled, per_column, columns)
 
 
 def _sparse_by_blocks(n: int, dim: int, starts: range, block: Callable[[int], np.ndarray],
@@ -193,10 +202,11 @@ class LayerRows:
     """A keyword layer as its writer holds it (kgviz.index.ket_keywords.KeywordLayer), rows in
     any order: keyword ids, words and vectors; sub-chunk ids, parent chunks, token counts and
     vectors; HAS_KEYWORD as (keyword row, sub-chunk row) pairs. ``*_vectors(positions)`` gives the
-    float32 rows at those positions, the values the graph stores. ``release_vectors(kind)``
-    ("keywords" or "subchunks"), when given, lets the writer's copy of those vectors go once the
-    view's matrix of them is made (issue 29: ~0.5 GB of keyword vectors at 100k passages, held
-    beside their unit matrix and the sub-chunks' through the ket stage's peak)."""
+    float32 rows at those positions, the values the graph stores. ``release_vectors(kind, stop)``
+    ("keywords" or "subchunks"), when given, lets the writer's copy of those vectors go, those
+    of rows before ``stop`` (None: all), as the view's matrix of them is made (issue 29: ~0.5 GB
+    of keyword vectors at 100k passages, held beside their unit matrix through the ket stage's
+    peak). The writer keeps the keywords in id order, so they are read in their order."""
 
     kw_ids: list[str]
     kw_words: list[str]
@@ -207,7 +217,7 @@ class LayerRows:
     sub_vectors: Callable[[np.ndarray], np.ndarray]
     link_kw: np.ndarray
     link_sub: np.ndarray
-    release_vectors: Callable[[str], None] | None = None
+    release_vectors: Callable[[str, int | None], None] | None = None
 
 
 def _id_order(ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -227,12 +237,15 @@ def parts_from_layer(layer: LayerRows, dim: int) -> ViewParts:
     kw_order, kw_rank = _id_order(layer.kw_ids)
     sub_order, sub_rank = _id_order(layer.sub_ids)
     n_kw, n_sub = kw_order.size, sub_order.size
-    kw_matrix = unit_blocks(n_kw, dim, lambda a, b: layer.kw_vectors(kw_order[a:b]), columns=True)
-    if layer.release_vectors is not None:
-        layer.release_vectors("keywords")
+    release = layer.release_vectors
+    in_order = release is not None and np.array_equal(kw_order, np.arange(n_kw))
+    kw_matrix = unit_blocks(n_kw, dim, lambda a, b: layer.kw_vectors(kw_order[a:b]), columns=True,
+                            read=(lambda stop: release("keywords", stop)) if release is not None and in_order else None)
+    if release is not None:
+        release("keywords", None)
     sub_matrix = unit_blocks(n_sub, dim, lambda a, b: layer.sub_vectors(sub_order[a:b]))
-    if layer.release_vectors is not None:
-        layer.release_vectors("subchunks")
+    if release is not None:
+        release("subchunks", None)
     adj = adjacency(kw_rank[np.asarray(layer.link_kw, dtype=np.int64)],
                     sub_rank[np.asarray(layer.link_sub, dtype=np.int64)], n_kw, n_sub)
     return ViewParts(

@@ -55,8 +55,11 @@ def layer_rows(layer: KeywordLayer) -> ket_view.LayerRows:
     def kw_vectors(positions: np.ndarray) -> np.ndarray:  # read through the layer: ``release`` lets them go
         return layer.keywords.vectors.take(positions)
 
-    def release(kind: str) -> None:  # the view's matrix of them is made: nothing reads them again
-        if kind == "keywords":
+    def release(kind: str, stop: int | None) -> None:  # read into the view: nothing reads them again
+        if kind == "keywords" and stop is not None:
+            if layer.keywords.vectors.drop_before(stop):
+                memory.give_back()  # the dropped blocks' pages, not kept in the C heap
+        elif kind == "keywords":
             layer.keywords.vectors = VectorBlocks(layer.keywords.vectors.dim, layer.keywords.vectors.block_rows)
         else:
             subs.vectors = None

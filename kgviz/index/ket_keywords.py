@@ -116,6 +116,15 @@ class VectorBlocks:
         self.blocks.append(sp.csr_matrix(block) if small else np.ascontiguousarray(block, dtype=np.float32))
         self.n += block.shape[0]
 
+    def drop_before(self, stop: int) -> bool:
+        """Let go of every block whose rows all come before ``stop`` (their rows are read for the
+        last time); whether any was. Asking for a dropped row is a ValueError."""
+        dropped = False
+        for b in range(min(stop // self.block_rows, len(self.blocks))):
+            if self.blocks[b] is not None:
+                self.blocks[b], dropped = None, True
+        return dropped
+
     def take(self, positions: np.ndarray) -> np.ndarray:
         """The rows at ``positions`` (any order), dense float32."""
         positions = np.asarray(positions, dtype=np.int64)
@@ -124,6 +133,8 @@ class VectorBlocks:
         for b in np.unique(which).tolist():
             at = np.flatnonzero(which == b)
             block = self.blocks[b]
+            if block is None:
+                raise ValueError(f"rows {b * self.block_rows}..{(b + 1) * self.block_rows - 1} were let go")
             local = positions[at] - b * self.block_rows
             out[at] = block[local].toarray() if sp.issparse(block) else block[local]
         return out
@@ -133,7 +144,7 @@ class VectorBlocks:
 
     def nbytes(self) -> int:
         return sum(b.data.nbytes + b.indices.nbytes + b.indptr.nbytes if sp.issparse(b) else b.nbytes
-                   for b in self.blocks)
+                   for b in self.blocks if b is not None)
 
     def matrix(self) -> np.ndarray | sp.csr_matrix:
         """Every row as one matrix: CSR when every block is held sparse, else dense float32. A
@@ -434,6 +445,10 @@ def build_keyword_layer(chunks: Sequence[tuple[str, str, str]], embedder: Embedd
     df = np.diff(sub_word.indptr)
     layer.df_limit = df_limit(n_sub, rules)
     keep = np.flatnonzero((df > 0) & (df <= layer.df_limit))
+    # the keywords in id order ("kw:" + word: the words' code point order), the order KET's keyword
+    # view holds them in, so the view reads their vectors in order and lets each block go once
+    # read (kgviz.graph.ket_view.unit_blocks: issue 29, the ket stage's peak)
+    keep = keep[sorted(range(keep.size), key=lambda i: vocab[int(keep[i])])]
     layer.n_dropped_common = int(np.count_nonzero(df > layer.df_limit))
 
     def report(message: str, done: int, total: int) -> None:

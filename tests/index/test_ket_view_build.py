@@ -12,7 +12,7 @@ import pytest
 
 from kgviz.graph import ket_view, vector_file
 from kgviz.graph.store import GraphStore
-from kgviz.index import ket_build, pipeline
+from kgviz.index import ket_build, ket_keywords, pipeline
 from kgviz.index.ket import META_KEYWORD_SIGNATURE
 from kgviz.ingest import load_paths
 from kgviz.methods import ket_cache
@@ -273,38 +273,48 @@ def test_a_build_killed_before_its_view_is_stored_makes_layer_and_view_again(
 
 
 def test_the_view_lets_the_layer_vectors_go_as_it_takes_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The build's copy of the keyword vectors is let go once the view's keyword matrix is made,
-    before the sub-chunks' matrix; the sub-chunks' once theirs is; the descriptions' sentences
-    before the view is made (issue 29: the ket stage's peak). The stored view is the same (the
-    byte-for-byte tests above)."""
-    seen: list[str] = []
+    """The layer holds its keywords in id order, the view's, and the view's keyword matrix lets
+    the build's copy of their vectors go a block at a time as its second pass reads them, then
+    all of it, before the sub-chunks' matrix is made; the sub-chunks' once theirs is; the
+    descriptions' sentences before the view is made (issue 29: the ket stage's peak). The
+    stored view is the same (the byte-for-byte tests above)."""
+    seen: list[Any] = []
     real_unit_blocks, real_rows = ket_view.unit_blocks, ket_build.layer_rows
 
-    def unit_blocks(n: int, dim: int, rows: Any, *, columns: bool = False) -> Any:
-        seen.append("keyword matrix" if columns else "sub-chunk matrix")
-        return real_unit_blocks(n, dim, rows, columns=columns)
+    def unit_blocks(n: int, dim: int, rows: Any, *, columns: bool = False, read: Any = None) -> Any:
+        seen.append(("keyword matrix" if columns else "sub-chunk matrix", n))
+        return real_unit_blocks(n, dim, rows, columns=columns, read=read)
 
     def layer_rows(layer: Any) -> Any:
         assert layer.keywords.sentences is None and layer.keywords.word_sent is None
+        assert layer.keywords.ids == sorted(layer.keywords.ids)
         rows = real_rows(layer)
         release = rows.release_vectors
 
-        def recorded(kind: str) -> None:
-            release(kind)
-            vectors = layer.keywords.vectors if kind == "keywords" else layer.subchunks.vectors
-            seen.append(f"{kind} let go ({0 if vectors is None else len(vectors)} rows left)")
+        def recorded(kind: str, stop: Any) -> None:
+            release(kind, stop)
+            blocks = layer.keywords.vectors.blocks if kind == "keywords" else []
+            seen.append((kind, stop, sum(b is not None for b in blocks)))
 
         rows.release_vectors = recorded
         return rows
 
     monkeypatch.setattr(ket_view, "unit_blocks", unit_blocks)
     monkeypatch.setattr(ket_build, "layer_rows", layer_rows)
+    monkeypatch.setattr(ket_view, "BLOCK_ROWS", 8)  # several blocks of this small layer
+    monkeypatch.setattr(ket_keywords, "KEYWORD_BLOCK", 16)
     s = GraphStore.open(tmp_path / "ws", embedder_id=EMB.id, dim=EMB.dim)
     try:
         report = pipeline.build(_long_docs(tmp_path), s, Reasoner(OfflineLLM(), EMB), pipeline.BuildParams(workers=1))
         assert report.ket["keyword_view"] == ket_view.STORED
-        assert seen == ["keyword matrix", "keywords let go (0 rows left)", "sub-chunk matrix",
-                        "subchunks let go (0 rows left)"]
+        n_kw = seen[0][1]
+        assert seen[0][0] == "keyword matrix" and n_kw > 48
+        progressive = [x for x in seen if x[0] == "keywords" and x[1] is not None]
+        assert [x[1] for x in progressive] == [min(stop, n_kw) for stop in range(8, n_kw + 8, 8)]
+        # each block of 16 rows goes once both its halves are read
+        assert [x[2] for x in progressive] == [-(-n_kw // 16) - stop // 16 for stop in [x[1] for x in progressive]]
+        assert seen[1 + len(progressive):] == [("keywords", None, 0), ("sub-chunk matrix", seen[-2][1]),
+                                                ("subchunks", None, 0)]
     finally:
         ket_cache.forget(s)
         s.close()
