@@ -238,9 +238,10 @@ def parts_from_layer(layer: LayerRows, dim: int) -> ViewParts:
     sub_order, sub_rank = _id_order(layer.sub_ids)
     n_kw, n_sub = kw_order.size, sub_order.size
     release = layer.release_vectors
-    in_order = release is not None and np.array_equal(kw_order, np.arange(n_kw))
-    kw_matrix = unit_blocks(n_kw, dim, lambda a, b: layer.kw_vectors(kw_order[a:b]), columns=True,
-                            read=(lambda stop: release("keywords", stop)) if release is not None and in_order else None)
+    # read in order (the writer's keywords are in id order): each block goes once read
+    read = None if release is None or not np.array_equal(kw_order, np.arange(n_kw)) else \
+        (lambda stop: release("keywords", stop))
+    kw_matrix = unit_blocks(n_kw, dim, lambda a, b: layer.kw_vectors(kw_order[a:b]), columns=True, read=read)
     if release is not None:
         release("keywords", None)
     sub_matrix = unit_blocks(n_sub, dim, lambda a, b: layer.sub_vectors(sub_order[a:b]))

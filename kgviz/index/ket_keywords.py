@@ -160,9 +160,10 @@ class VectorBlocks:
 def embed_blocks(embedder: Embedder, texts: Sequence[str], batch_size: int, on_batch: Callable[[int], None],
                  pool: Any) -> VectorBlocks:
     """``embed_texts`` of ``texts`` held as ``VectorBlocks`` as they are made: a block of rows is
-    embedded, then held (sparse when smaller), so the whole dense matrix never is (issue 29: the
-    sentences' vectors, ~1.2 GB at 100k passages, held beside the keyword layer). A block is a
-    whole number of batches, so the embedder sees the batches of one call over all the texts."""
+    embedded, then held (sparse when smaller), so the whole dense matrix never is (issue 29: with
+    the sentences' vectors held dense the keyword vectors were made ~0.9 GB higher at 100k
+    passages). A block is a whole number of batches, so the embedder sees the batches of one call
+    over all the texts."""
     rows = max(1, -(-KEYWORD_BLOCK // batch_size)) * batch_size
     out = VectorBlocks(int(embedder.dim), rows)
     for b0 in range(0, len(texts), rows):

@@ -14,7 +14,9 @@ Stages (``STAGES``), each reported through ``progress(ProgressEvent)``:
               (kgviz.index.assemble / resolve);
 * embed     – vectors for new documents (title + text), chunks, entities (name + description)
               and triples (text), in batches;
-* write     – bulk loads of nodes then edges (kgviz.index.graph_write);
+* write     – bulk loads of nodes then edges (kgviz.index.graph_write), the rows of tables whose
+              vectors are kept in the vector files only (kgviz.graph.vector_home) without them;
+              then the Document and Chunk vector files, which the next two stages read;
 * doc_layer – KG-Retriever SIMILAR_DOC top-K edges (kgviz.index.doc_layer);
 * ket       – KET-RAG only: with an LLM, descriptions of the skeleton's entities and relationships
               (Algorithm 1 line 3, kgviz.index.ket_describe); KNN edges, Chunk.pagerank/core,
@@ -22,8 +24,8 @@ Stages (``STAGES``), each reported through ``progress(ProgressEvent)``:
               (kgviz.graph.ket_view);
 * index     – the exact vector search's memory-mapped matrices (kgviz.graph.vector_file) for
               Document, Chunk, Entity and Triple — HNSW indexes instead only where opted into
-              (kgviz.graph.search.EXACT_MAX_ROWS) — and BM25 over chunks. The matrices of the tables
-              a first build loaded whole are made from the spill by a worker process while the
+              (kgviz.graph.search.EXACT_MAX_ROWS) — and BM25 over chunks. The Entity and Triple
+              matrices of a first build are made from the spill by a worker process while the
               doc_layer and ket stages run (kgviz.index.early_vectors); this stage waits for it and
               adopts them once their id digest is the table's.
 
