@@ -289,10 +289,9 @@ def similar_documents_with_vectors(store: GraphStore, ids: Sequence[str]) -> pa.
     only, kgviz.graph.vector_home); the statement where Kùzu holds vectors the files lack."""
     rows = similar_documents(store, ids)
     srcs, dsts = [r["src"] for r in rows], [r["dst"] for r in rows]
-    src_emb = _vector_column(store, "Document", srcs)
-    emb = _vector_column(store, "Document", dsts) if src_emb is not None else None
-    if src_emb is None or emb is None:
+    ends = _vector_column(store, "Document", srcs + dsts)  # both ends in one lookup
+    if ends is None:
         return cast(pa.Table, reads.similar_documents(store, ids, vectors=True))
     return pa.table({"src": pa.array(srcs, type=pa.string()), "dst": pa.array(dsts, type=pa.string()),
                      "weight": pa.array([r["weight"] for r in rows], type=pa.float64()),
-                     "src_emb": src_emb, "emb": emb})
+                     "src_emb": ends.slice(0, len(srcs)), "emb": ends.slice(len(srcs))})
